@@ -1,0 +1,189 @@
+package providers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// APIError is an error bound for a client, independent of wire format: the
+// handler renders it in the caller's family with Body(format).
+type APIError struct {
+	Status  int
+	Message string
+	// Param names the offending request field (OpenAI's `param`), if any.
+	Param string
+	// Code is OpenAI's machine-readable `code`, if any.
+	Code string
+	// RetryAfter, when set, is relayed as the Retry-After header.
+	RetryAfter string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Errorf-style constructors keep call sites short.
+
+// BadRequest is a 400 naming the offending parameter.
+func BadRequest(param, msg string) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Param: param, Message: msg}
+}
+
+// OpenAIType is the OpenAI `error.type` for the status.
+func OpenAIType(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case status == http.StatusServiceUnavailable || status == 529:
+		return "service_unavailable_error"
+	case status >= 500:
+		return "server_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusUnauthorized:
+		return "invalid_request_error"
+	}
+	return "invalid_request_error"
+}
+
+// AnthropicType is the Anthropic `error.type` for the status.
+func AnthropicType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+type openAIErrorBody struct {
+	Error openAIErrorDetail `json:"error"`
+}
+
+type openAIErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+type anthropicErrorBody struct {
+	Type  string               `json:"type"`
+	Error anthropicErrorDetail `json:"error"`
+}
+
+type anthropicErrorDetail struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Body renders the error in the given client format (OpenAI or Anthropic).
+func (e *APIError) Body(f Format) []byte {
+	var b []byte
+	if f == FormatAnthropic {
+		b, _ = json.Marshal(anthropicErrorBody{Type: "error", Error: anthropicErrorDetail{
+			Type: AnthropicType(e.Status), Message: e.Message}})
+		return b
+	}
+	code := e.Code
+	if code == "" {
+		switch e.Status {
+		case http.StatusUnauthorized:
+			code = "invalid_api_key"
+		case http.StatusTooManyRequests:
+			code = "rate_limit_exceeded"
+		}
+	}
+	b, _ = json.Marshal(openAIErrorBody{Error: openAIErrorDetail{
+		Message: e.Message, Type: OpenAIType(e.Status), Param: optional(e.Param), Code: optional(code)}})
+	return b
+}
+
+// AppendStreamError appends a terminating error event in the client's
+// stream format: a data-only `{"error":...}` for OpenAI (the SDK stops on
+// it), an `event: error` for Anthropic.
+func (e *APIError) AppendStreamError(dst []byte, f Format) []byte {
+	if f == FormatAnthropic {
+		return AppendSSE(dst, "error", e.Body(f))
+	}
+	return AppendSSE(dst, "", e.Body(f))
+}
+
+// Write sends the error as a complete JSON response.
+func (e *APIError) Write(w http.ResponseWriter, f Format) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter != "" {
+		h.Set("Retry-After", e.RetryAfter)
+	}
+	body := e.Body(f)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(body)
+}
+
+// UpstreamError reads an upstream's error body (any of the three formats,
+// or plain text) into an APIError carrying the upstream's status and
+// message, so it can be re-rendered in the caller's family.
+func UpstreamError(status int, body []byte) *APIError {
+	e := &APIError{Status: status}
+	var probe struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &probe) == nil {
+		var detail struct {
+			Message string          `json:"message"`
+			Param   json.RawMessage `json:"param"`
+			Code    json.RawMessage `json:"code"`
+		}
+		var s string
+		switch {
+		case len(probe.Error) > 0 && json.Unmarshal(probe.Error, &detail) == nil && detail.Message != "":
+			e.Message = detail.Message
+			_ = json.Unmarshal(detail.Param, &e.Param)
+			_ = json.Unmarshal(detail.Code, &e.Code)
+		case len(probe.Error) > 0 && json.Unmarshal(probe.Error, &s) == nil && s != "":
+			e.Message = s // Ollama: {"error":"model \"x\" not found"}
+		case probe.Message != "":
+			e.Message = probe.Message
+		}
+	}
+	if e.Message == "" {
+		text := body
+		if len(text) > 512 {
+			text = text[:512]
+		}
+		e.Message = string(text)
+		if e.Message == "" {
+			e.Message = http.StatusText(status)
+		}
+	}
+	return e
+}

@@ -1,0 +1,25 @@
+package providers
+
+// Format is a wire format spoken by a client or an upstream.
+type Format uint8
+
+const (
+	// FormatOpenAI is OpenAI Chat Completions (JSON, SSE without event names).
+	FormatOpenAI Format = iota
+	// FormatAnthropic is Anthropic Messages (JSON, SSE with event names).
+	FormatAnthropic
+	// FormatOllama is Ollama's native /api/chat (JSON, NDJSON streams).
+	FormatOllama
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatOpenAI:
+		return "openai"
+	case FormatAnthropic:
+		return "anthropic"
+	case FormatOllama:
+		return "ollama"
+	}
+	return "unknown"
+}

@@ -1,0 +1,174 @@
+package providers
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Event is one unit of an upstream stream: an SSE event (Name is its
+// `event:` field, empty for OpenAI) or one NDJSON line (Name empty). The
+// slices are only valid until the next call to Next.
+type Event struct {
+	Name []byte
+	Data []byte
+}
+
+// EventReader yields upstream stream events one at a time; Next returns
+// io.EOF after the last one.
+type EventReader interface {
+	Next() (Event, error)
+}
+
+// StreamTranslator turns upstream stream events into the client's wire
+// format as they arrive, keeping whatever state the translation needs
+// (open content blocks, tool-call indexes, usage so far). One per request.
+type StreamTranslator interface {
+	// Translate appends to dst the client-format bytes for ev (possibly
+	// none) and returns the extended slice. An error means the upstream
+	// sent something that cannot be translated; the caller ends the stream
+	// with an error event.
+	Translate(dst []byte, ev Event) ([]byte, error)
+	// Finish appends what ends the client stream after the upstream stream
+	// ended cleanly (for example `data: [DONE]`, or the closing Anthropic
+	// events when the upstream never sent a finish reason).
+	Finish(dst []byte) []byte
+	// Usage is the usage seen so far.
+	Usage() Usage
+}
+
+// ErrLineTooLong is returned when one SSE line or NDJSON object exceeds
+// the reader's limit; a well-behaved upstream never gets close.
+var ErrLineTooLong = errors.New("upstream stream line exceeds limit")
+
+// maxLine bounds one stream line so a hostile or broken upstream cannot
+// grow memory without limit. Tool-call arguments arrive in one Ollama
+// line, so it is generous.
+const maxLine = 16 << 20
+
+// lineReader reads newline-terminated lines, reusing one scratch buffer
+// for lines longer than the bufio buffer.
+type lineReader struct {
+	br      *bufio.Reader
+	scratch []byte
+}
+
+func (l *lineReader) readLine() ([]byte, error) {
+	line, err := l.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		l.scratch = append(l.scratch[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = l.br.ReadSlice('\n')
+			l.scratch = append(l.scratch, line...)
+			if len(l.scratch) > maxLine {
+				return nil, ErrLineTooLong
+			}
+		}
+		line = l.scratch
+	}
+	if err != nil && len(line) == 0 {
+		return nil, err
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	line = bytes.TrimRight(line, "\r\n")
+	return line, nil
+}
+
+// SSEReader parses a text/event-stream body into events. Comments (lines
+// starting with ':') and `id:`/`retry:` fields are ignored; several `data:`
+// lines of one event are joined with '\n' as the SSE spec says.
+type SSEReader struct {
+	lr   lineReader
+	name []byte
+	data []byte
+}
+
+// NewSSEReader reads events from r through br, which may be pooled; br is
+// Reset to r.
+func NewSSEReader(r io.Reader, br *bufio.Reader) *SSEReader {
+	br.Reset(r)
+	return &SSEReader{lr: lineReader{br: br}}
+}
+
+// Next returns the next event with a non-empty data field.
+func (s *SSEReader) Next() (Event, error) {
+	s.name = s.name[:0]
+	s.data = s.data[:0]
+	hasData := false
+	for {
+		line, err := s.lr.readLine()
+		if err != nil {
+			if err == io.EOF && hasData {
+				return Event{Name: s.name, Data: s.data}, nil
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if hasData {
+				return Event{Name: s.name, Data: s.data}, nil
+			}
+			s.name = s.name[:0]
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "event":
+			s.name = append(s.name[:0], value...)
+		case "data":
+			if hasData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			hasData = true
+		}
+	}
+}
+
+// NDJSONReader yields one event per non-empty line.
+type NDJSONReader struct {
+	lr lineReader
+}
+
+// NewNDJSONReader reads lines from r through br, which may be pooled.
+func NewNDJSONReader(r io.Reader, br *bufio.Reader) *NDJSONReader {
+	br.Reset(r)
+	return &NDJSONReader{lr: lineReader{br: br}}
+}
+
+// Next returns the next non-empty line.
+func (n *NDJSONReader) Next() (Event, error) {
+	for {
+		line, err := n.lr.readLine()
+		if err != nil {
+			return Event{}, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return Event{Data: line}, nil
+	}
+}
+
+// AppendSSE appends one SSE event; name may be empty (OpenAI style).
+func AppendSSE(dst []byte, name string, data []byte) []byte {
+	if name != "" {
+		dst = append(dst, "event: "...)
+		dst = append(dst, name...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, data...)
+	return append(dst, '\n', '\n')
+}
