@@ -1,0 +1,257 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"go.uber.org/zap"
+
+	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/ledger"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+	httpcaddyfile.RegisterGlobalOption("modelgate", parseAppOption)
+}
+
+// ledgers shares one open store and writer per ledger identity across
+// config reloads: the new config starts before the old one stops, and both
+// must feed the same writer so that nothing queued is lost. Deployment
+// state (in-flight counts, latency, cooldowns) is shared the same way.
+var (
+	ledgers = caddy.NewUsagePool()
+	states  = caddy.NewUsagePool()
+)
+
+// App is the `modelgate` app: it owns the usage ledger. Handlers enqueue
+// records into it; it opens the store when Caddy starts it and flushes
+// and closes it on stop.
+type App struct {
+	// Ledger selects the store: `sqlite` with a file path (default: a file
+	// in Caddy's data directory) or `postgres` with a DSN. Placeholders
+	// such as {env.DATABASE_URL} are expanded.
+	Ledger *LedgerConfig `json:"ledger,omitempty"`
+
+	// QueueSize is how many records may wait for the database before new
+	// ones are counted as dropped. Default 10000.
+	QueueSize int `json:"queue_size,omitempty"`
+
+	key    string
+	dsn    string
+	shared *sharedLedger
+	logger *zap.Logger
+}
+
+// LedgerConfig names the ledger store.
+type LedgerConfig struct {
+	// Driver is "sqlite" or "postgres".
+	Driver string `json:"driver,omitempty"`
+	// DSN is the SQLite file path or the PostgreSQL connection string.
+	DSN string `json:"dsn,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "modelgate", New: func() caddy.Module { return new(App) }}
+}
+
+// Provision resolves the ledger location without touching it: `caddy
+// validate` provisions but never starts, and must not create files.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	if a.Ledger == nil {
+		a.Ledger = &LedgerConfig{Driver: "sqlite"}
+	}
+	repl := caddy.NewReplacer()
+	dsn, err := repl.ReplaceOrErr(a.Ledger.DSN, true, true)
+	if err != nil {
+		return fmt.Errorf("ledger: %v", err)
+	}
+	switch a.Ledger.Driver {
+	case "", "sqlite":
+		a.Ledger.Driver = "sqlite"
+		if dsn == "" {
+			dsn = filepath.Join(caddy.AppDataDir(), "modelgate", "ledger.db")
+		}
+	case "postgres", "postgresql":
+		a.Ledger.Driver = "postgres"
+		if dsn == "" {
+			return errors.New("ledger postgres: a connection string is required, e.g. ledger postgres {env.DATABASE_URL}")
+		}
+	default:
+		return fmt.Errorf("ledger: unknown store %q; use sqlite or postgres", a.Ledger.Driver)
+	}
+	a.dsn = dsn
+	a.key = a.Ledger.Driver + "|" + dsn
+	return nil
+}
+
+// sharedLedger is the pooled store and writer.
+type sharedLedger struct {
+	store  ledger.Store
+	writer *ledger.Writer
+	logger *zap.Logger
+}
+
+// Destruct flushes the queue and closes the store once no config uses it.
+func (s *sharedLedger) Destruct() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.writer.Close(ctx)
+	if cerr := s.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Start opens (or shares) the store and starts the writer.
+func (a *App) Start() error {
+	v, _, err := ledgers.LoadOrNew(a.key, func() (caddy.Destructor, error) {
+		var store ledger.Store
+		var err error
+		switch a.Ledger.Driver {
+		case "postgres":
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			store, err = ledger.OpenPostgres(ctx, a.dsn)
+		default:
+			store, err = ledger.OpenSQLite(a.dsn)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("opening %s ledger: %w", a.Ledger.Driver, redactDSN(err, a.dsn))
+		}
+		logger := a.logger
+		w := ledger.NewWriter(store, ledger.WriterOptions{
+			QueueSize: a.QueueSize,
+			Logger: func(msg string, err error) {
+				logger.Error(msg, zap.Error(err))
+			},
+		})
+		w.Start()
+		return &sharedLedger{store: store, writer: w, logger: logger}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.shared = v.(*sharedLedger)
+	return nil
+}
+
+// redactDSN keeps a PostgreSQL password out of an error that quotes the DSN.
+func redactDSN(err error, dsn string) error {
+	msg := err.Error()
+	if dsn != "" && strings.Contains(msg, dsn) {
+		msg = strings.ReplaceAll(msg, dsn, "<dsn>")
+	}
+	return errors.New(msg)
+}
+
+// Stop releases this config's reference; the last one flushes and closes.
+func (a *App) Stop() error {
+	if a.shared == nil {
+		return nil
+	}
+	a.shared = nil
+	_, err := ledgers.Delete(a.key)
+	return err
+}
+
+// Enqueue hands a record to the writer without blocking.
+func (a *App) Enqueue(rec ledger.Record) bool {
+	s := a.shared
+	if s == nil {
+		return false
+	}
+	return s.writer.Enqueue(rec)
+}
+
+// Store is the ledger store for reports, nil before Start.
+func (a *App) Store() ledger.Store {
+	if a.shared == nil {
+		return nil
+	}
+	return a.shared.store
+}
+
+// Stats reports the writer's counters for metrics.
+func (a *App) Stats() ledger.WriterStats {
+	if a.shared == nil {
+		return ledger.WriterStats{}
+	}
+	return a.shared.writer.Stats()
+}
+
+// Ready reports whether records can be written.
+func (a *App) Ready() error {
+	if a.shared == nil {
+		return errors.New("ledger not started")
+	}
+	return nil
+}
+
+var _ handlers.Recorder = (*App)(nil)
+
+// parseAppOption parses the global option:
+//
+//	modelgate {
+//		ledger sqlite /var/lib/modelgate/ledger.db
+//		ledger postgres {env.DATABASE_URL}
+//		queue_size 10000
+//	}
+func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("modelgate global option specified more than once; merge the blocks")
+	}
+	a := new(App)
+	d.Next()
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "ledger":
+			if a.Ledger != nil {
+				return nil, d.Err("ledger already specified")
+			}
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return nil, d.Errf("ledger: want `ledger sqlite [path]` or `ledger postgres <dsn>`, got %d arguments", len(args))
+			}
+			a.Ledger = &LedgerConfig{Driver: args[0]}
+			if len(args) == 2 {
+				a.Ledger.DSN = args[1]
+			}
+			if a.Ledger.Driver != "sqlite" && a.Ledger.Driver != "postgres" {
+				return nil, d.Errf("ledger: unknown store %q; use sqlite or postgres", a.Ledger.Driver)
+			}
+		case "queue_size":
+			var s string
+			if !d.AllArgs(&s) {
+				return nil, d.ArgErr()
+			}
+			n, err := parsePositiveInt(s)
+			if err != nil {
+				return nil, d.Errf("queue_size: %v", err)
+			}
+			a.QueueSize = n
+		default:
+			return nil, d.Errf("unrecognized modelgate option %q", d.Val())
+		}
+	}
+	return httpcaddyfile.App{Name: "modelgate", Value: caddyconfig.JSON(a, nil)}, nil
+}
+
+// Interface guards.
+var (
+	_ caddy.App         = (*App)(nil)
+	_ caddy.Provisioner = (*App)(nil)
+)

@@ -1,0 +1,233 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
+
+	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/modellist"
+)
+
+func init() {
+	caddy.RegisterModule(Gateway{})
+	httpcaddyfile.RegisterHandlerDirective("llm_gateway", parseGateway)
+	httpcaddyfile.RegisterDirectiveOrder("llm_gateway", httpcaddyfile.Before, "abort")
+}
+
+// Gateway routes OpenAI chat-completions and Anthropic Messages requests
+// by model alias to the deployments of a YAML model_list, translating wire
+// formats where the backend speaks another one. Its other endpoints are
+// the models list, token counting and health; every other path goes to
+// the next handler.
+type Gateway struct {
+	// Models is the path of the YAML model_list. Placeholders are expanded.
+	Models string `json:"models,omitempty"`
+	// MaxRequestBody limits client bodies in bytes (larger → 413).
+	// Default 32 MB, as the providers' APIs.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// DefaultMaxTokens is sent to Anthropic backends when an OpenAI
+	// client gives no limit. Default 4096.
+	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
+	// Timeout bounds a whole upstream request when neither the model
+	// entry nor router_settings sets one. Default 10m.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// InsecureNoAuth serves requests that no llm_auth authenticated, as
+	// an anonymous user. Without it such requests get 401, so forgetting
+	// llm_auth never opens the gateway.
+	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
+
+	h       *handlers.Gateway
+	app     *App
+	logger  *zap.Logger
+	metrics *metrics
+	// holdsStates records that Provision took a reference on the pooled
+	// deployment states, so Cleanup releases exactly that one.
+	holdsStates bool
+}
+
+// CaddyModule returns the Caddy module information.
+func (Gateway) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.llm_gateway", New: func() caddy.Module { return new(Gateway) }}
+}
+
+// Provision loads and validates the model list and builds the handler.
+func (g *Gateway) Provision(ctx caddy.Context) error {
+	g.logger = ctx.Logger()
+	if g.Models == "" {
+		return fmt.Errorf("models: the path of a models YAML file is required, e.g. llm_gateway { models /etc/modelgate/models.yaml }")
+	}
+	path, err := caddy.NewReplacer().ReplaceOrErr(g.Models, true, true)
+	if err != nil {
+		return fmt.Errorf("models: %v", err)
+	}
+	cfg, warnings, err := modellist.Load(path)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		g.logger.Warn("models file", zap.String("warning", w))
+	}
+	appIface, err := ctx.App("modelgate")
+	if err != nil {
+		return fmt.Errorf("loading modelgate app: %v", err)
+	}
+	g.app = appIface.(*App)
+	g.metrics, err = newMetrics(ctx.GetMetricsRegistry(), g.app)
+	if err != nil {
+		return err
+	}
+	st, _, err := states.LoadOrNew("deployments", func() (caddy.Destructor, error) {
+		return deploymentStates{handlers.NewStates()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	g.holdsStates = true
+	g.h = handlers.NewGateway(handlers.GatewayOptions{
+		Models:           cfg,
+		MaxRequestBody:   g.MaxRequestBody,
+		DefaultMaxTokens: g.DefaultMaxTokens,
+		Timeout:          time.Duration(g.Timeout),
+		States:           st.(deploymentStates).States,
+		Recorder:         g.app,
+		Observer:         &observer{logger: g.logger, metrics: g.metrics},
+		Ready:            g.app.Ready,
+	})
+	return nil
+}
+
+// deploymentStates lets the state table live in a UsagePool.
+type deploymentStates struct{ *handlers.States }
+
+func (deploymentStates) Destruct() error { return nil }
+
+// Validate checks the numeric options.
+func (g *Gateway) Validate() error {
+	if g.MaxRequestBody < 0 {
+		return fmt.Errorf("max_request_body: must not be negative")
+	}
+	if g.DefaultMaxTokens < 0 {
+		return fmt.Errorf("default_max_tokens: must not be negative")
+	}
+	return nil
+}
+
+// Cleanup closes idle upstream connections. It tolerates a partial
+// Provision.
+func (g *Gateway) Cleanup() error {
+	if g.h != nil {
+		g.h.Close()
+	}
+	if g.holdsStates {
+		_, _ = states.Delete("deployments")
+	}
+	return nil
+}
+
+// ServeHTTP answers the gateway's endpoints and passes every other path on.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	hh, ok := g.h.Route(r)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	if handlers.IdentityFrom(r.Context()) == nil && !handlers.IsPublicPath(r) {
+		if !g.InsecureNoAuth {
+			g.h.Unauthenticated(w, r)
+			return nil
+		}
+		r = r.WithContext(handlers.WithIdentity(r.Context(), &handlers.Identity{KeyID: "anonymous", Role: handlers.RoleUser}))
+	}
+	hh(w, r)
+	return nil
+}
+
+func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	g := new(Gateway)
+	return g, g.UnmarshalCaddyfile(h.Dispenser)
+}
+
+// UnmarshalCaddyfile parses:
+//
+//	llm_gateway [<models.yaml>] {
+//		models <models.yaml>
+//		max_request_body <size>
+//		default_max_tokens <n>
+//		timeout <duration>
+//		insecure_no_auth
+//	}
+func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		g.Models = d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "models":
+			if g.Models != "" {
+				return d.Err("models already specified")
+			}
+			if !d.AllArgs(&g.Models) {
+				return d.ArgErr()
+			}
+		case "max_request_body":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n == 0 {
+				return d.Errf("max_request_body: want a size such as 32MB, got %q", s)
+			}
+			g.MaxRequestBody = int64(n)
+		case "default_max_tokens":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return d.Errf("default_max_tokens: want a positive whole number, got %q", s)
+			}
+			g.DefaultMaxTokens = n
+		case "timeout":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil {
+				return d.Errf("timeout: %v", err)
+			}
+			g.Timeout = caddy.Duration(dur)
+		case "insecure_no_auth":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			g.InsecureNoAuth = true
+		default:
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, insecure_no_auth)", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Gateway)(nil)
+	_ caddy.Validator             = (*Gateway)(nil)
+	_ caddy.CleanerUpper          = (*Gateway)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Gateway)(nil)
+	_ caddyfile.Unmarshaler       = (*Gateway)(nil)
+)

@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// Key is one configured client key. Secret is never logged or echoed.
+type Key struct {
+	Secret    string
+	ID        string // defaults to a fingerprint of Secret
+	Workspace string
+	Models    []string // nil or empty allows every alias
+	Admin     bool
+}
+
+type storedKey struct {
+	digest [sha256.Size]byte
+	id     *Identity
+}
+
+// Auth authenticates callers by key. It compares SHA-256 digests in
+// constant time against every configured key, so neither the match
+// position nor a near-miss is observable in timing.
+type Auth struct {
+	keys []storedKey
+}
+
+// Fingerprint is the default key id: short, stable and not reversible for
+// a high-entropy secret, so logs and reports can tell keys apart safely.
+func Fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "key-" + hex.EncodeToString(sum[:4])
+}
+
+// NewAuth validates keys; errors name the key by position and id, never
+// by its secret.
+func NewAuth(keys []Key) (*Auth, error) {
+	a := &Auth{}
+	seen := make(map[[sha256.Size]byte]int, len(keys))
+	ids := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if k.Secret == "" {
+			return nil, fmt.Errorf("key %d: secret is empty; set the environment variable the key placeholder names", i+1)
+		}
+		if len(k.Secret) < 8 {
+			return nil, fmt.Errorf("key %d: secret is shorter than 8 characters; use a long random value", i+1)
+		}
+		id := k.ID
+		if id == "" {
+			id = Fingerprint(k.Secret)
+		}
+		d := sha256.Sum256([]byte(k.Secret))
+		if j, dup := seen[d]; dup {
+			return nil, fmt.Errorf("key %d (id %q): same secret as key %d; every key needs its own secret", i+1, id, j+1)
+		}
+		if j, dup := ids[id]; dup {
+			return nil, fmt.Errorf("key %d: id %q already used by key %d; ids must be unique", i+1, id, j+1)
+		}
+		seen[d], ids[id] = i, i
+		ident := &Identity{KeyID: id, Workspace: k.Workspace, Role: RoleUser}
+		if k.Admin {
+			ident.Role = RoleAdmin
+		}
+		if len(k.Models) > 0 {
+			ident.Models = make(map[string]struct{}, len(k.Models))
+			for _, m := range k.Models {
+				ident.Models[m] = struct{}{}
+			}
+		}
+		a.keys = append(a.keys, storedKey{digest: d, id: ident})
+	}
+	if len(a.keys) == 0 {
+		return nil, errors.New("no keys configured; add at least one key or admin_key")
+	}
+	return a, nil
+}
+
+// Identify returns the caller for the request's key, or an error in no
+// particular format (the caller renders it in the client's family).
+func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
+	secret := presentedKey(r)
+	if secret == "" {
+		return nil, &providers.APIError{Status: http.StatusUnauthorized,
+			Message: "missing API key: send Authorization: Bearer <key> or x-api-key: <key>"}
+	}
+	d := sha256.Sum256([]byte(secret))
+	var found *Identity
+	for i := range a.keys {
+		if subtle.ConstantTimeCompare(d[:], a.keys[i].digest[:]) == 1 {
+			found = a.keys[i].id
+		}
+	}
+	if found == nil {
+		return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
+	}
+	return found, nil
+}
+
+func presentedKey(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			return strings.TrimSpace(h[7:])
+		}
+	}
+	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+}
+
+// ClientFormat picks the error family a caller expects: Anthropic for the
+// Messages and organization paths or a request that carries
+// anthropic-version, OpenAI otherwise.
+func ClientFormat(r *http.Request) providers.Format {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") {
+		return providers.FormatAnthropic
+	}
+	if r.Header.Get("Anthropic-Version") != "" {
+		return providers.FormatAnthropic
+	}
+	return providers.FormatOpenAI
+}
+
+// IsPublicPath reports the paths answered without a key: Claude Code's
+// reachability probe and the liveness/readiness checks.
+func IsPublicPath(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/health/liveliness", "/health/liveness", "/health/readiness":
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	case "/":
+		return r.Method == http.MethodHead
+	}
+	return false
+}

@@ -1,0 +1,194 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// backend is one deployment ready to be called.
+type backend struct {
+	dep      *modellist.Deployment
+	client   *http.Client
+	state    *DeploymentState
+	policy   policy
+	url      string // full upstream endpoint, without query
+	upstream providers.Format
+	prices   ledger.Prices
+	timeout  time.Duration
+	gap      time.Duration // stream_timeout: longest allowed pause between events
+}
+
+const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
+
+func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings) *backend {
+	b := &backend{dep: d, client: c, state: st}
+	switch d.Kind {
+	case modellist.KindAnthropic:
+		b.url, b.upstream = d.APIBase+"/v1/messages", providers.FormatAnthropic
+	case modellist.KindOllama:
+		b.url, b.upstream = d.APIBase+"/api/chat", providers.FormatOllama
+	case modellist.KindEcho:
+		b.url, b.upstream = echoURL, providers.FormatOpenAI
+	default:
+		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
+	}
+	b.timeout = firstDuration(d.Timeout, rs.Timeout)
+	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
+	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
+	b.prices = pricesFor(d)
+	return b
+}
+
+func firstDuration(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// pricesFor takes model_info prices first, then the built-in table for
+// cloud models; local backends cost nothing unless the YAML says so.
+func pricesFor(d *modellist.Deployment) ledger.Prices {
+	var p ledger.Prices
+	if !d.Local {
+		if bp, ok := ledger.BuiltinPrices(d.Provider, d.Model); ok {
+			p = bp
+		}
+	}
+	i := d.Info
+	if i.InputCostPerToken != nil {
+		p.Input = *i.InputCostPerToken
+	}
+	if i.OutputCostPerToken != nil {
+		p.Output = *i.OutputCostPerToken
+	}
+	if i.CacheReadInputTokenCost != nil {
+		p.CacheRead = *i.CacheReadInputTokenCost
+	}
+	if i.CacheCreationInputTokenCost != nil {
+		p.CacheWrite5m = *i.CacheCreationInputTokenCost
+		p.CacheWrite1h = *i.CacheCreationInputTokenCost
+	}
+	return p
+}
+
+// upstreamBody translates the client's body for this backend.
+func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.RequestInfo, defaultMax int64) (out []byte, dropUsage bool, err error) {
+	model := b.dep.Model
+	switch {
+	case cf == providers.FormatOpenAI && b.upstream == providers.FormatOpenAI:
+		out, err = providers.RewriteModel(body, model)
+		if err == nil && info.Stream && !info.IncludeUsage {
+			out, dropUsage, err = providers.EnsureIncludeUsage(out)
+		}
+		return out, dropUsage, err
+	case cf == providers.FormatOpenAI && b.upstream == providers.FormatAnthropic:
+		out, err = providers.OpenAIToAnthropicRequest(body, model, defaultMax)
+	case cf == providers.FormatOpenAI && b.upstream == providers.FormatOllama:
+		out, err = providers.OpenAIToOllamaRequest(body, model)
+	case cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic:
+		out, err = providers.RewriteModel(body, model)
+	case cf == providers.FormatAnthropic && b.upstream == providers.FormatOpenAI:
+		out, err = providers.AnthropicToOpenAIRequest(body, model, !b.dep.Local)
+	case cf == providers.FormatAnthropic && b.upstream == providers.FormatOllama:
+		var mid []byte
+		mid, err = providers.AnthropicToOpenAIRequest(body, model, false)
+		if err == nil {
+			out, err = providers.OpenAIToOllamaRequest(mid, model)
+		}
+	}
+	return out, false, err
+}
+
+// newRequest builds the upstream HTTP request with the deployment's own
+// credentials; nothing of the client's authentication is forwarded.
+func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte) (*http.Request, error) {
+	url := b.url
+	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic && client.URL.RawQuery != "" {
+		url += "?" + client.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "modelgate")
+	switch b.upstream {
+	case providers.FormatAnthropic:
+		h.Set("X-Api-Key", b.dep.APIKey)
+		v := "2023-06-01"
+		if cf == providers.FormatAnthropic {
+			if cv := client.Header.Get("Anthropic-Version"); cv != "" {
+				v = cv
+			}
+			if beta := client.Header.Values("Anthropic-Beta"); len(beta) > 0 {
+				h["Anthropic-Beta"] = beta
+			}
+		}
+		h.Set("Anthropic-Version", v)
+	default:
+		if b.dep.APIKey != "" {
+			h.Set("Authorization", "Bearer "+b.dep.APIKey)
+		}
+	}
+	for k, v := range b.dep.ExtraHeaders {
+		h.Set(k, v)
+	}
+	return req, nil
+}
+
+// clientSet shares one transport per upstream base so deployments of one
+// server share connections.
+type clientSet struct {
+	mu sync.Mutex
+	m  map[string]*http.Client
+}
+
+func newClientSet() *clientSet { return &clientSet{m: make(map[string]*http.Client)} }
+
+func (c *clientSet) forDeployment(d *modellist.Deployment) *http.Client {
+	if d.Kind == modellist.KindEcho {
+		return &http.Client{Transport: providers.EchoTransport{}}
+	}
+	key := d.APIBase
+	if i := strings.Index(key, "://"); i >= 0 {
+		if j := strings.IndexByte(key[i+3:], '/'); j >= 0 {
+			key = key[:i+3+j]
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.m[key]; ok {
+		return cl
+	}
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		// A local server that is down refuses at once; a black-holed
+		// address must not hold a request for long either.
+		DialContext:           (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       2 * time.Minute,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// Streams are compressed by nobody upstream we know of, and a
+		// transparent gzip would hide the byte boundaries we flush on.
+		DisableCompression: true,
+	}
+	cl := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c.m[key] = cl
+	return cl
+}

@@ -1,0 +1,509 @@
+package handlers
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// maxUpstreamBody bounds a non-streaming upstream answer held in memory
+// for translation or usage reading.
+const maxUpstreamBody = 64 << 20
+
+// maxPooledBody keeps one huge request from pinning its buffer in the pool.
+const maxPooledBody = 1 << 20
+
+func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers.Format) {
+	start := g.now()
+	id := IdentityFrom(r.Context())
+	rec := newRecord(r, id, start, cf)
+
+	buf := g.bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			g.bodyPool.Put(buf)
+		}
+	}()
+	if apiErr := g.readBody(w, r, buf); apiErr != nil {
+		apiErr.Write(w, cf)
+		return
+	}
+	body := buf.Bytes()
+	info, err := providers.PeekRequest(body)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	alias, ok := g.resolveAlias(info.Model)
+	if !ok {
+		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; GET /v1/models lists the models this key may use", info.Model)}).Write(w, cf)
+		return
+	}
+	if !id.Allows(alias) {
+		(&providers.APIError{Status: http.StatusForbidden, Param: "model",
+			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)}).Write(w, cf)
+		return
+	}
+	rec.Alias, rec.Stream = alias, info.Stream
+
+	g.dispatch(w, r, cf, body, info, alias, rec)
+
+	rec.Latency = g.now().Sub(start)
+	if total := rec.InputTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.CacheReadTokens; total > 200_000 {
+		rec.ContextWindow = "200k-1M"
+	} else {
+		rec.ContextWindow = "0-200k"
+	}
+	if g.opts.Recorder != nil {
+		g.opts.Recorder.Enqueue(*rec)
+	}
+	g.obs.Done(rec)
+}
+
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *providers.APIError {
+	limit := g.opts.MaxRequestBody
+	tooLarge := &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large",
+		Message: fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", limit)}
+	if r.ContentLength > limit {
+		return tooLarge
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge
+		}
+		return &providers.APIError{Status: http.StatusBadRequest, Message: "reading request body: " + err.Error()}
+	}
+	return nil
+}
+
+func asAPIError(err error) *providers.APIError {
+	var apiErr *providers.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	return &providers.APIError{Status: http.StatusBadRequest, Message: err.Error()}
+}
+
+// result is how one upstream attempt ended.
+type result struct {
+	committed bool // the client has seen headers or bytes: no retry possible
+	retryable bool // another deployment may succeed
+	skipped   admitResult
+	wait      time.Duration
+	err       *providers.APIError // what to tell the client if nothing else works
+}
+
+// dispatch tries the alias's deployments, then its fallbacks, until one
+// answers or none is left.
+func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo, alias string, rec *ledger.Record) {
+	chain := append([]string{alias}, g.models.FallbacksFor(alias)...)
+	var last *providers.APIError
+	var minWait time.Duration
+	cooling, limited := 0, 0
+	tried := 0
+	for ci, a := range chain {
+		bs := g.backends[a]
+		ordered := orderCandidates(bs, g.models.Router.RoutingStrategy,
+			func(b *backend) float64 { return b.dep.Weight },
+			func(b *backend) *DeploymentState { return b.state })
+		attempts := g.attemptsFor(ordered)
+		for i := 0; i < attempts; i++ {
+			b := ordered[i%len(ordered)]
+			if r.Context().Err() != nil {
+				rec.Status, rec.Outcome = 499, "cancelled"
+				return
+			}
+			moreLeft := i+1 < attempts || ci+1 < len(chain)
+			res := g.attempt(w, r, cf, body, info, b, rec, moreLeft)
+			switch res.skipped {
+			case coolingDown:
+				cooling++
+				continue
+			case rateLimited:
+				limited++
+				if minWait == 0 || res.wait < minWait {
+					minWait = res.wait
+				}
+				continue
+			}
+			tried++
+			if res.committed || !res.retryable {
+				return
+			}
+			last = res.err
+		}
+	}
+	if tried == 0 && limited > 0 {
+		last = &providers.APIError{Status: http.StatusTooManyRequests,
+			RetryAfter: strconv.Itoa(int(minWait.Seconds()) + 1),
+			Message:    fmt.Sprintf("model %q: every deployment is at its rpm/tpm limit; retry later", alias)}
+	} else if tried == 0 && cooling > 0 {
+		last = &providers.APIError{Status: http.StatusServiceUnavailable,
+			Message: fmt.Sprintf("model %q: every deployment is cooling down after repeated failures; retry later", alias)}
+	}
+	if last == nil {
+		last = &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: no deployment could be reached", alias)}
+	}
+	rec.Status, rec.Outcome = last.Status, "error"
+	last.Write(w, cf)
+}
+
+// attemptsFor is how many tries one alias gets: every deployment once by
+// default, or 1 + num_retries / max_retries when configured.
+func (g *Gateway) attemptsFor(bs []*backend) int {
+	n := len(bs)
+	retries := -1
+	if g.models.Router.NumRetries > 0 {
+		retries = g.models.Router.NumRetries
+	}
+	if len(bs) > 0 && bs[0].dep.MaxRetries != nil {
+		retries = *bs[0].dep.MaxRetries
+	}
+	if retries >= 0 {
+		n = retries + 1
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// attempt makes one upstream call and relays its answer if it is good.
+func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo,
+	b *backend, rec *ledger.Record, moreLeft bool) result {
+	now := g.now()
+	if adm, wait := b.state.admit(now, b.policy); adm != admitted {
+		return result{skipped: adm, wait: wait}
+	}
+	upBody, dropUsage, err := b.upstreamBody(cf, body, info, g.opts.DefaultMaxTokens)
+	if err != nil {
+		b.state.release()
+		apiErr := asAPIError(err)
+		rec.Status, rec.Outcome = apiErr.Status, "error"
+		apiErr.Write(w, cf)
+		return result{committed: true}
+	}
+	rec.UpstreamModel, rec.Provider = b.dep.Model, b.dep.Provider
+
+	timeout := b.timeout
+	if timeout <= 0 {
+		timeout = g.opts.Timeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	req, err := b.newRequest(ctx, cf, r, upBody)
+	if err != nil {
+		b.state.release()
+		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
+	}
+	b.state.inFlight.Add(1)
+	defer b.state.inFlight.Add(-1)
+
+	att := Attempt{Alias: rec.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		att.Duration = g.now().Sub(now)
+		if r.Context().Err() != nil {
+			b.state.release()
+			rec.Status, rec.Outcome = 499, "cancelled"
+			att.Err, att.Retrying = "client_gone", false
+			g.obs.Attempt(att)
+			return result{committed: true}
+		}
+		apiErr := g.transportError(ctx, err, rec.Alias, timeout)
+		att.Err = errorClass(ctx, err)
+		g.obs.Attempt(att)
+		b.state.failure(g.now(), b.policy)
+		return result{retryable: true, err: apiErr}
+	}
+	defer resp.Body.Close()
+	att.Status = resp.StatusCode
+	if resp.StatusCode >= 400 {
+		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		apiErr := providers.UpstreamError(resp.StatusCode, errBody)
+		apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, resp.StatusCode, apiErr.Message)
+		apiErr.RetryAfter = resp.Header.Get("Retry-After")
+		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+		att.Duration = g.now().Sub(now)
+		if retryable {
+			b.state.failure(g.now(), b.policy)
+		} else {
+			b.state.release()
+		}
+		g.obs.Attempt(att)
+		if !retryable || !moreLeft {
+			rec.Status, rec.Outcome = resp.StatusCode, "error"
+			apiErr.Write(w, cf)
+			return result{committed: true}
+		}
+		return result{retryable: true, err: apiErr}
+	}
+
+	var res result
+	if info.Stream {
+		res = g.relayStream(w, r, ctx, cancel, cf, b, resp, rec, info, dropUsage, now)
+	} else {
+		res = g.relayBody(w, cf, b, resp, rec, now)
+	}
+	att.Duration = g.now().Sub(now)
+	if res.committed && rec.Outcome == "ok" {
+		b.state.success(rec.TTFT)
+		b.state.addTokens(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
+	} else if rec.Outcome == "cancelled" {
+		b.state.release()
+	} else {
+		b.state.failure(g.now(), b.policy)
+		att.Err = "stream_broken"
+	}
+	att.Retrying = !res.committed && moreLeft
+	g.obs.Attempt(att)
+	return res
+}
+
+func errorClass(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection_refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection_reset"
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "dns"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Timeout() {
+		return "connect_timeout"
+	}
+	return "transport"
+}
+
+// transportError names the alias and the failure class, never the
+// upstream URL (it may carry credentials) or key.
+func (g *Gateway) transportError(ctx context.Context, err error, alias string, timeout time.Duration) *providers.APIError {
+	switch errorClass(ctx, err) {
+	case "timeout":
+		return &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: upstream did not answer within %s", alias, timeout)}
+	case "connection_refused":
+		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream is not running (connection refused)", alias)}
+	case "dns":
+		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream host name does not resolve", alias)}
+	case "connect_timeout":
+		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream did not accept a connection in time", alias)}
+	}
+	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream connection failed", alias)}
+}
+
+func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
+	rec.InputTokens, rec.CacheCreation5m, rec.CacheCreation1h = u.InputTokens, u.CacheCreation5m, u.CacheCreation1h
+	rec.CacheReadTokens, rec.OutputTokens = u.CacheReadTokens, u.OutputTokens
+	rec.CostPicoUSD = b.prices.Cost(rec)
+}
+
+// relayHeaders copies the upstream's request id so support tickets can be
+// traced; nothing else of the upstream's headers reaches the client.
+func relayHeaders(dst http.Header, src http.Header) {
+	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
+		if v := src.Get(k); v != "" {
+			dst.Set(k, v)
+		}
+	}
+}
+
+// relayBody handles a non-streaming answer.
+func (g *Gateway) relayBody(w http.ResponseWriter, cf providers.Format, b *backend, resp *http.Response, rec *ledger.Record, start time.Time) result {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
+	}
+	out, usage, err := translateBody(cf, b.upstream, raw)
+	if err != nil {
+		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)}}
+	}
+	applyUsage(rec, usage, b)
+	h := w.Header()
+	relayHeaders(h, resp.Header)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, werr := w.Write(out)
+	rec.TTFT = g.now().Sub(start)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	if werr != nil {
+		rec.Status, rec.Outcome = 499, "cancelled"
+	}
+	return result{committed: true}
+}
+
+func translateBody(cf, up providers.Format, raw []byte) ([]byte, providers.Usage, error) {
+	switch {
+	case cf == up && cf == providers.FormatOpenAI:
+		return raw, providers.OpenAIUsageFromBody(raw), nil
+	case cf == up && cf == providers.FormatAnthropic:
+		return raw, providers.AnthropicUsageFromBody(raw), nil
+	case cf == providers.FormatOpenAI && up == providers.FormatAnthropic:
+		return providers.AnthropicToOpenAIResponse(raw)
+	case cf == providers.FormatOpenAI && up == providers.FormatOllama:
+		return providers.OllamaToOpenAIResponse(raw)
+	case cf == providers.FormatAnthropic && up == providers.FormatOpenAI:
+		return providers.OpenAIToAnthropicResponse(raw)
+	case cf == providers.FormatAnthropic && up == providers.FormatOllama:
+		mid, usage, err := providers.OllamaToOpenAIResponse(raw)
+		if err != nil {
+			return nil, usage, err
+		}
+		out, _, err := providers.OpenAIToAnthropicResponse(mid)
+		return out, usage, err
+	}
+	return nil, providers.Usage{}, fmt.Errorf("no translation from %s to %s", up, cf)
+}
+
+func newStreamTranslator(cf, up providers.Format, model string, includeUsage, dropUsage bool) providers.StreamTranslator {
+	switch {
+	case cf == providers.FormatOpenAI && up == providers.FormatOpenAI:
+		return providers.NewOpenAIPassthroughStream(dropUsage)
+	case cf == providers.FormatAnthropic && up == providers.FormatAnthropic:
+		return providers.NewAnthropicPassthroughStream()
+	case cf == providers.FormatOpenAI && up == providers.FormatAnthropic:
+		return providers.NewAnthropicToOpenAIStream(includeUsage)
+	case cf == providers.FormatOpenAI && up == providers.FormatOllama:
+		return providers.NewOllamaToOpenAIStream(model, includeUsage)
+	case cf == providers.FormatAnthropic && up == providers.FormatOpenAI:
+		return providers.NewOpenAIToAnthropicStream(model)
+	default: // Anthropic client, Ollama upstream
+		return providers.Chain(providers.NewOllamaToOpenAIStream(model, true), providers.NewOpenAIToAnthropicStream(model))
+	}
+}
+
+// relayStream translates and flushes the upstream stream event by event.
+// Headers are held back until the first translated bytes exist, so an
+// upstream that fails before sending anything can still be retried.
+func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx context.Context, cancel context.CancelFunc,
+	cf providers.Format, b *backend, resp *http.Response, rec *ledger.Record, info providers.RequestInfo, dropUsage bool, start time.Time) result {
+	br := g.readerPool.Get().(*bufio.Reader)
+	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
+	var events providers.EventReader
+	if b.upstream == providers.FormatOllama {
+		events = providers.NewNDJSONReader(resp.Body, br)
+	} else {
+		events = providers.NewSSEReader(resp.Body, br)
+	}
+	tr := newStreamTranslator(cf, b.upstream, b.dep.Model, info.IncludeUsage, dropUsage)
+	outp := g.outPool.Get().(*[]byte)
+	defer g.outPool.Put(outp)
+	out := (*outp)[:0]
+	defer func() { *outp = out[:0] }()
+
+	var gapExpired atomic.Bool
+	var gapTimer *time.Timer
+	if b.gap > 0 {
+		gapTimer = time.AfterFunc(b.gap, func() { gapExpired.Store(true); cancel() })
+		defer gapTimer.Stop()
+	}
+	rc := http.NewResponseController(w)
+	committed := false
+	commit := func() {
+		h := w.Header()
+		relayHeaders(h, resp.Header)
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		committed = true
+		rec.TTFT = g.now().Sub(start)
+	}
+	fail := func(apiErr *providers.APIError) result {
+		applyUsage(rec, tr.Usage(), b)
+		if !committed {
+			return result{retryable: true, err: apiErr}
+		}
+		rec.Status, rec.Outcome = apiErr.Status, "error"
+		out = apiErr.AppendStreamError(out[:0], cf)
+		_, _ = w.Write(out)
+		_ = rc.Flush()
+		return result{committed: true}
+	}
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			if err == io.EOF {
+				break
+			}
+			switch {
+			case r.Context().Err() != nil:
+				applyUsage(rec, tr.Usage(), b)
+				rec.Status, rec.Outcome = 499, "cancelled"
+				return result{committed: true}
+			case gapExpired.Load():
+				return fail(&providers.APIError{Status: http.StatusGatewayTimeout,
+					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.gap)})
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				return fail(&providers.APIError{Status: http.StatusGatewayTimeout,
+					Message: fmt.Sprintf("model %q: upstream did not finish within the timeout", rec.Alias)})
+			}
+			return fail(&providers.APIError{Status: http.StatusBadGateway,
+				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
+		}
+		if gapTimer != nil {
+			gapTimer.Reset(b.gap)
+		}
+		out, err = tr.Translate(out[:0], ev)
+		if err != nil {
+			return fail(asUpstreamStreamError(err, rec.Alias))
+		}
+		if len(out) == 0 {
+			continue
+		}
+		if !committed {
+			commit()
+		}
+		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
+			cancel()
+			applyUsage(rec, tr.Usage(), b)
+			rec.Status, rec.Outcome = 499, "cancelled"
+			return result{committed: true}
+		}
+	}
+	out = tr.Finish(out[:0])
+	if !committed {
+		commit()
+	}
+	if len(out) > 0 {
+		_, _ = w.Write(out)
+		_ = rc.Flush()
+	}
+	applyUsage(rec, tr.Usage(), b)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	return result{committed: true}
+}
+
+func asUpstreamStreamError(err error, alias string) *providers.APIError {
+	var apiErr *providers.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream stream could not be translated: %v", alias, err)}
+}

@@ -1,0 +1,123 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/tokencount"
+)
+
+// serveCountTokens answers Anthropic's count_tokens for any alias without
+// running inference: Anthropic's own free endpoint for anthropic/
+// deployments, tiktoken for OpenAI models, a local server's tokenizer
+// where it has one, else a documented estimate. Nothing is recorded.
+func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	cf := providers.FormatAnthropic
+	buf := g.bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			g.bodyPool.Put(buf)
+		}
+	}()
+	if apiErr := g.readBody(w, r, buf); apiErr != nil {
+		apiErr.Write(w, cf)
+		return
+	}
+	body := buf.Bytes()
+	info, err := providers.PeekRequest(body)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	alias, ok := g.resolveAlias(info.Model)
+	if !ok {
+		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("model: %s is not configured on this gateway", info.Model)}).Write(w, cf)
+		return
+	}
+	id := IdentityFrom(r.Context())
+	if !id.Allows(alias) {
+		(&providers.APIError{Status: http.StatusForbidden, Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)}).Write(w, cf)
+		return
+	}
+	bs := g.backends[alias]
+	b := bs[0]
+	now := g.now()
+	for _, c := range bs {
+		if c.state.Snapshot(now).Healthy {
+			b = c
+			break
+		}
+	}
+	if b.dep.Kind == modellist.KindAnthropic {
+		g.forwardCountTokens(w, r, b, body)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	var n int
+	switch {
+	case b.dep.Kind == modellist.KindOpenAI && !b.dep.Local:
+		n, _, err = g.counter.CountOpenAI(body, b.dep.Model)
+	case b.dep.Provider == "hosted_vllm":
+		n, err = tokencount.CountVLLM(ctx, b.client, b.dep.APIBase, b.dep.APIKey, b.dep.Model, body)
+		if err != nil && ctx.Err() == nil && !isClientError(err) {
+			n, err = g.counter.Estimate(body)
+		}
+	case b.dep.Provider == "llamacpp":
+		n, err = tokencount.CountLlamaCpp(ctx, b.client, b.dep.APIBase, b.dep.APIKey, body)
+		if err != nil && ctx.Err() == nil && !isClientError(err) {
+			n, err = g.counter.Estimate(body)
+		}
+	default:
+		n, err = g.counter.Estimate(body)
+	}
+	if err != nil {
+		apiErr := asAPIError(err)
+		if ctx.Err() != nil {
+			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: token counting timed out", alias)}
+		}
+		apiErr.Write(w, cf)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"input_tokens":`+strconv.Itoa(n)+`}`))
+}
+
+func isClientError(err error) bool {
+	apiErr, ok := err.(*providers.APIError)
+	return ok && apiErr.Status >= 400 && apiErr.Status < 500
+}
+
+func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, b *backend, body []byte) {
+	cf := providers.FormatAnthropic
+	out, err := providers.RewriteModel(body, b.dep.Model)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	req, err := b.newRequest(ctx, cf, r, out)
+	if err != nil {
+		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
+		return
+	}
+	req.URL.Path += "/count_tokens"
+	resp, err := b.client.Do(req)
+	if err != nil {
+		g.transportError(ctx, err, b.dep.Alias, 30*time.Second).Write(w, cf)
+		return
+	}
+	defer resp.Body.Close()
+	relayHeaders(w.Header(), resp.Header)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxUpstreamBody))
+}

@@ -1,0 +1,321 @@
+package handlers
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/tokencount"
+)
+
+// GatewayOptions configures a Gateway. Models is required.
+type GatewayOptions struct {
+	Models *modellist.Config
+	// MaxRequestBody bounds client bodies; larger ones get 413. Default 32 MiB.
+	MaxRequestBody int64
+	// DefaultMaxTokens is sent to Anthropic when an OpenAI client gave no
+	// limit (Anthropic requires one). Default 4096.
+	DefaultMaxTokens int64
+	// Timeout bounds a whole upstream request when neither the deployment
+	// nor router_settings set one. Default 10m.
+	Timeout time.Duration
+	// States holds deployment state across reloads; nil gives private state.
+	States   *States
+	Recorder Recorder // nil: nothing is recorded
+	Observer Observer // nil: nothing is observed
+	// Ready reports whether the ledger can take writes (readiness probe).
+	Ready func() error
+	// Transports builds the HTTP client for an upstream base URL; nil uses
+	// a default transport per base. Tests inject clients here.
+	Client  func(d *modellist.Deployment) *http.Client
+	Counter *tokencount.Counter
+	Now     func() time.Time
+}
+
+// Gateway serves the chat, messages, models, token-count and health
+// endpoints for one loaded model list.
+type Gateway struct {
+	opts     GatewayOptions
+	models   *modellist.Config
+	backends map[string][]*backend // alias → deployments
+	byID     map[string]*backend
+	states   *States
+	obs      Observer
+	counter  *tokencount.Counter
+	now      func() time.Time
+
+	bodyPool   sync.Pool // *bytes.Buffer
+	readerPool sync.Pool // *bufio.Reader
+	outPool    sync.Pool // *[]byte
+}
+
+// NewGateway builds the gateway and one HTTP client per upstream base.
+func NewGateway(o GatewayOptions) *Gateway {
+	if o.MaxRequestBody <= 0 {
+		o.MaxRequestBody = 32 << 20
+	}
+	if o.DefaultMaxTokens <= 0 {
+		o.DefaultMaxTokens = 4096
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	g := &Gateway{
+		opts:     o,
+		models:   o.Models,
+		backends: make(map[string][]*backend),
+		byID:     make(map[string]*backend),
+		states:   o.States,
+		obs:      o.Observer,
+		counter:  o.Counter,
+		now:      o.Now,
+	}
+	if g.states == nil {
+		g.states = NewStates()
+	}
+	if g.obs == nil {
+		g.obs = nopObserver{}
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.counter == nil {
+		g.counter = tokencount.New()
+	}
+	clients := newClientSet()
+	for _, d := range o.Models.Deployments {
+		var c *http.Client
+		if o.Client != nil {
+			c = o.Client(d)
+		}
+		if c == nil {
+			c = clients.forDeployment(d)
+		}
+		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router)
+		g.backends[d.Alias] = append(g.backends[d.Alias], b)
+		g.byID[d.ID] = b
+	}
+	g.bodyPool.New = func() any { return new(bytes.Buffer) }
+	g.readerPool.New = func() any { return bufio.NewReaderSize(nil, 32<<10) }
+	g.outPool.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	return g
+}
+
+// Close releases idle upstream connections.
+func (g *Gateway) Close() {
+	seen := map[*http.Client]bool{}
+	for _, b := range g.byID {
+		if !seen[b.client] {
+			seen[b.client] = true
+			b.client.CloseIdleConnections()
+		}
+	}
+}
+
+// DeploymentIDs lists the configured deployments, for pruning state.
+func (g *Gateway) DeploymentIDs() map[string]struct{} {
+	ids := make(map[string]struct{}, len(g.byID))
+	for id := range g.byID {
+		ids[id] = struct{}{}
+	}
+	return ids
+}
+
+// Route returns the handler for r, or false when the path is not the
+// gateway's and the next Caddy handler should see it.
+func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
+	switch r.URL.Path {
+	case "/chat/completions", "/v1/chat/completions":
+		return g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+			g.serveChat(w, r, providers.FormatOpenAI)
+		}), true
+	case "/v1/messages":
+		return g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+			g.serveChat(w, r, providers.FormatAnthropic)
+		}), true
+	case "/v1/messages/count_tokens":
+		return g.only(http.MethodPost, g.serveCountTokens), true
+	case "/v1/models", "/models":
+		return g.only(http.MethodGet, g.serveModels), true
+	case "/health/liveliness", "/health/liveness":
+		return g.serveLiveness, true
+	case "/health/readiness":
+		return g.serveReadiness, true
+	case "/health":
+		return g.only(http.MethodGet, g.serveHealth), true
+	case "/":
+		if r.Method == http.MethodHead {
+			return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }, true
+		}
+	}
+	return nil, false
+}
+
+func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			(&providers.APIError{Status: http.StatusMethodNotAllowed,
+				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, ClientFormat(r))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// ServeHTTP serves the gateway's paths and 404s the rest; the Caddy module
+// uses Route instead so unknown paths reach the next handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := g.Route(r); ok {
+		h(w, r)
+		return
+	}
+	(&providers.APIError{Status: http.StatusNotFound, Message: "no route for " + r.Method + " " + r.URL.Path}).Write(w, ClientFormat(r))
+}
+
+// allowedAliases lists the aliases the caller may use, in config order.
+func (g *Gateway) allowedAliases(id *Identity) []string {
+	var out []string
+	for _, a := range g.models.Aliases() {
+		if id == nil || id.Allows(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	aliases := g.allowedAliases(IdentityFrom(r.Context()))
+	var body []byte
+	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
+		type model struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+			CreatedAt   string `json:"created_at"`
+		}
+		list := struct {
+			Data    []model `json:"data"`
+			HasMore bool    `json:"has_more"`
+			FirstID *string `json:"first_id"`
+			LastID  *string `json:"last_id"`
+		}{Data: []model{}}
+		for _, a := range aliases {
+			list.Data = append(list.Data, model{Type: "model", ID: a, DisplayName: a, CreatedAt: "2025-01-01T00:00:00Z"})
+		}
+		if n := len(aliases); n > 0 {
+			list.FirstID, list.LastID = &aliases[0], &aliases[n-1]
+		}
+		body, _ = json.Marshal(list)
+	} else {
+		type model struct {
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			Created int64  `json:"created"`
+			OwnedBy string `json:"owned_by"`
+		}
+		list := struct {
+			Object string  `json:"object"`
+			Data   []model `json:"data"`
+		}{Object: "list", Data: []model{}}
+		for _, a := range aliases {
+			list.Data = append(list.Data, model{ID: a, Object: "model", Created: 1735689600, OwnedBy: "modelgate"})
+		}
+		body, _ = json.Marshal(list)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (g *Gateway) serveLiveness(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+}
+
+func (g *Gateway) serveReadiness(w http.ResponseWriter, r *http.Request) {
+	if g.opts.Ready != nil {
+		if err := g.opts.Ready(); err != nil {
+			b, _ := json.Marshal(map[string]string{"status": "unavailable", "ledger": err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, b)
+			return
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"status": "ok", "deployments": len(g.byID)})
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
+	id := IdentityFrom(r.Context())
+	if id == nil || id.Role != RoleAdmin {
+		status := http.StatusForbidden
+		if id == nil {
+			status = http.StatusUnauthorized
+		}
+		(&providers.APIError{Status: status, Message: "/health needs the admin key"}).Write(w, ClientFormat(r))
+		return
+	}
+	type dep struct {
+		Alias    string `json:"model_name"`
+		ID       string `json:"id"`
+		Provider string `json:"provider"`
+		Model    string `json:"model"`
+		Snapshot
+	}
+	now := g.now()
+	out := struct {
+		Deployments []dep `json:"deployments"`
+	}{Deployments: []dep{}}
+	for _, d := range g.models.Deployments {
+		b := g.byID[d.ID]
+		out.Deployments = append(out.Deployments, dep{Alias: d.Alias, ID: d.ID, Provider: d.Provider, Model: d.Model, Snapshot: b.state.Snapshot(now)})
+	}
+	body, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// resolveAlias maps the request's model to a configured alias: the alias
+// itself, or a model_aliases entry (Claude Code's own model names).
+func (g *Gateway) resolveAlias(model string) (string, bool) {
+	if a, ok := g.models.Resolve(model); ok {
+		return a, true
+	}
+	return "", false
+}
+
+// ledgerRecordBase fills what every record shares.
+func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Format) *ledger.Record {
+	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard", SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
+	if id != nil {
+		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
+	}
+	if cf == providers.FormatAnthropic {
+		rec.Endpoint = "messages"
+	} else {
+		rec.Endpoint = "chat_completions"
+	}
+	if len(rec.SessionID) > 128 {
+		rec.SessionID = rec.SessionID[:128]
+	}
+	if strings.ContainsAny(rec.SessionID, "\r\n") {
+		rec.SessionID = ""
+	}
+	return rec
+}
+
+// Unauthenticated answers a request that reached the gateway with no
+// identity: llm_auth is missing from the route.
+func (g *Gateway) Unauthenticated(w http.ResponseWriter, r *http.Request) {
+	(&providers.APIError{Status: http.StatusUnauthorized,
+		Message: "this gateway has no llm_auth before llm_gateway; add llm_auth (or insecure_no_auth for a trusted network)"}).Write(w, ClientFormat(r))
+}

@@ -1,0 +1,239 @@
+package handlers
+
+import (
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DeploymentState is the runtime state of one deployment: in-flight
+// requests, latency, failures, cooldown and rate windows. It is keyed by
+// the deployment's stable ID so that a config reload which keeps the
+// deployment keeps its state.
+type DeploymentState struct {
+	inFlight atomic.Int64
+	ewmaTTFT atomic.Int64 // nanoseconds; 0 until the first success
+
+	mu            sync.Mutex
+	fails         []time.Time // failures inside the current window
+	cooldownUntil time.Time
+	probing       bool // one request is testing a deployment whose cooldown expired
+	window        time.Time
+	windowReqs    int64
+	windowTokens  int64
+}
+
+// States holds every deployment's state for the life of the process.
+type States struct {
+	mu sync.Mutex
+	m  map[string]*DeploymentState
+}
+
+// NewStates returns an empty state table.
+func NewStates() *States { return &States{m: make(map[string]*DeploymentState)} }
+
+// Get returns the state for id, creating it on first use.
+func (s *States) Get(id string) *DeploymentState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[id]
+	if !ok {
+		st = &DeploymentState{}
+		s.m[id] = st
+	}
+	return st
+}
+
+// Retain drops the state of deployments no longer configured.
+func (s *States) Retain(ids map[string]struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.m {
+		if _, ok := ids[id]; !ok {
+			delete(s.m, id)
+		}
+	}
+}
+
+// Snapshot is a deployment's state for /health.
+type Snapshot struct {
+	Healthy       bool       `json:"healthy"`
+	CoolingUntil  *time.Time `json:"cooling_down_until,omitempty"`
+	InFlight      int64      `json:"in_flight"`
+	RecentTTFTMs  *float64   `json:"recent_ttft_ms,omitempty"`
+	RecentFails   int        `json:"recent_failures"`
+	RequestsInMin int64      `json:"requests_this_minute"`
+}
+
+// Snapshot reads the state at now.
+func (d *DeploymentState) Snapshot(now time.Time) Snapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := Snapshot{Healthy: !now.Before(d.cooldownUntil), InFlight: d.inFlight.Load(), RecentFails: len(d.fails)}
+	if !s.Healthy {
+		t := d.cooldownUntil
+		s.CoolingUntil = &t
+	}
+	if v := d.ewmaTTFT.Load(); v > 0 {
+		ms := float64(v) / 1e6
+		s.RecentTTFTMs = &ms
+	}
+	if now.Sub(d.window) < time.Minute {
+		s.RequestsInMin = d.windowReqs
+	}
+	return s
+}
+
+// policy is the failure and rate policy of one deployment.
+type policy struct {
+	allowedFails int
+	failWindow   time.Duration
+	cooldown     time.Duration
+	rpm, tpm     int64
+}
+
+type admitResult uint8
+
+const (
+	admitted admitResult = iota
+	coolingDown
+	rateLimited
+)
+
+// admit decides whether a request may use the deployment now, counting it
+// against the rate window when it may. A deployment whose cooldown has
+// expired lets exactly one probe through until that probe reports back.
+func (d *DeploymentState) admit(now time.Time, p policy) (admitResult, time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.Before(d.cooldownUntil) {
+		return coolingDown, d.cooldownUntil.Sub(now)
+	}
+	if !d.cooldownUntil.IsZero() {
+		if d.probing {
+			return coolingDown, time.Second
+		}
+		d.probing = true
+	}
+	if now.Sub(d.window) >= time.Minute {
+		d.window, d.windowReqs, d.windowTokens = now.Truncate(time.Minute), 0, 0
+	}
+	if (p.rpm > 0 && d.windowReqs >= p.rpm) || (p.tpm > 0 && d.windowTokens >= p.tpm) {
+		d.probing = false
+		return rateLimited, d.window.Add(time.Minute).Sub(now)
+	}
+	d.windowReqs++
+	return admitted, 0
+}
+
+// success clears failure state after a good upstream answer.
+func (d *DeploymentState) success(ttft time.Duration) {
+	d.mu.Lock()
+	d.fails = d.fails[:0]
+	d.cooldownUntil = time.Time{}
+	d.probing = false
+	d.mu.Unlock()
+	if ttft <= 0 {
+		return
+	}
+	// An EWMA with alpha 0.2 follows a changing backend within a few
+	// requests without letting one outlier flip the ranking.
+	for {
+		old := d.ewmaTTFT.Load()
+		next := int64(ttft)
+		if old > 0 {
+			next = old + (int64(ttft)-old)/5
+		}
+		if d.ewmaTTFT.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// failure counts a failed attempt and starts a cooldown when the
+// deployment failed allowedFails times inside the window, or when a probe
+// failed. It reports whether a cooldown started.
+func (d *DeploymentState) failure(now time.Time, p policy) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.probing {
+		d.probing = false
+		d.cooldownUntil = now.Add(p.cooldown)
+		return true
+	}
+	keep := d.fails[:0]
+	for _, t := range d.fails {
+		if now.Sub(t) < p.failWindow {
+			keep = append(keep, t)
+		}
+	}
+	d.fails = append(keep, now)
+	if p.allowedFails > 0 && len(d.fails) >= p.allowedFails && p.cooldown > 0 {
+		d.cooldownUntil = now.Add(p.cooldown)
+		d.fails = d.fails[:0]
+		return true
+	}
+	return false
+}
+
+// release ends a request that was admitted but never reached the upstream
+// or whose outcome says nothing about the deployment's health.
+func (d *DeploymentState) release() {
+	d.mu.Lock()
+	d.probing = false
+	d.mu.Unlock()
+}
+
+// addTokens counts a finished request's tokens against the tpm window.
+func (d *DeploymentState) addTokens(n int64) {
+	d.mu.Lock()
+	d.windowTokens += n
+	d.mu.Unlock()
+}
+
+// Routing strategies, as LiteLLM users name them.
+const (
+	StrategyShuffle   = "simple-shuffle"
+	StrategyLeastBusy = "least-busy"
+	StrategyLatency   = "latency-based-routing"
+)
+
+// orderCandidates returns the deployments in the order to try them.
+func orderCandidates[T any](items []T, strategy string, weight func(T) float64, st func(T) *DeploymentState) []T {
+	out := make([]T, len(items))
+	copy(out, items)
+	if len(out) < 2 {
+		return out
+	}
+	switch strategy {
+	case StrategyLeastBusy:
+		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		sort.SliceStable(out, func(i, j int) bool { return st(out[i]).inFlight.Load() < st(out[j]).inFlight.Load() })
+	case StrategyLatency:
+		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		// Unmeasured deployments go first so that every one gets measured.
+		sort.SliceStable(out, func(i, j int) bool { return st(out[i]).ewmaTTFT.Load() < st(out[j]).ewmaTTFT.Load() })
+	default:
+		// Weighted shuffle: repeatedly draw without replacement in
+		// proportion to weight.
+		for i := 0; i < len(out)-1; i++ {
+			total := 0.0
+			for _, it := range out[i:] {
+				total += weight(it)
+			}
+			r := rand.Float64() * total
+			pick := len(out) - 1
+			for j := i; j < len(out); j++ {
+				r -= weight(out[j])
+				if r < 0 {
+					pick = j
+					break
+				}
+			}
+			out[i], out[pick] = out[pick], out[i]
+		}
+	}
+	return out
+}
