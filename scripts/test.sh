@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The README's test command: sets up what the tests need (PostgreSQL on
+# loopback, Claude Code from npm, the caddy binary), then runs formatting
+# and static checks, every test, bounded fuzzing and brief benchmarks.
+# CI runs exactly this (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+mkdir -p .cache/bin
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "go $(go version | cut -d' ' -f3)"
+go mod download
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))
+if [ -n "$unformatted" ]; then echo "not gofmt-clean:"; echo "$unformatted"; exit 1; fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+SC_VERSION=2026.2.2
+if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
+	go install "honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+fi
+"$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
+: "$SC_VERSION"
+
+step "PostgreSQL on loopback"
+if [ -z "${MODELGATE_TEST_POSTGRES:-}" ]; then
+	MODELGATE_TEST_POSTGRES=$(bash scripts/postgres.sh "$ROOT/.cache/pg" | tail -n1)
+fi
+export MODELGATE_TEST_POSTGRES
+echo "using ${MODELGATE_TEST_POSTGRES%%@*}@..."
+
+step "Claude Code (npm)"
+if [ -z "${MODELGATE_CLAUDE_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_CLAUDE_BIN=$(bash scripts/claude-code.sh | tail -n1); then
+		export MODELGATE_CLAUDE_BIN
+		echo "claude at $MODELGATE_CLAUDE_BIN"
+	else
+		echo "claude-code install failed; its end-to-end tests will say so"
+		unset MODELGATE_CLAUDE_BIN
+	fi
+fi
+
+step "build ./cmd/caddy"
+go build -trimpath -o .cache/bin/caddy ./cmd/caddy
+export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
+.cache/bin/caddy list-modules | grep -E '^(modelgate|http\.handlers\.llm_)' 
+
+step "go test"
+go test -count=1 -timeout 20m ./...
+
+step "fuzz (bounded)"
+FUZZTIME=${FUZZTIME:-8s}
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for fz in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+		echo "--- $pkg $fz"
+		go test -run='^$' -fuzz="^${fz}\$" -fuzztime="$FUZZTIME" "$pkg" >/dev/null
+	done
+done
+
+step "benchmarks (brief)"
+go test -run='^$' -bench=. -benchtime=100x -benchmem ./... | grep -E '^(Benchmark|ok|FAIL|---)' 
+
+step "all checks passed"
