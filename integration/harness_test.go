@@ -1,0 +1,244 @@
+// Package integration drives the real caddy binary, started on a
+// Caddyfile, with the official OpenAI and Anthropic Go SDKs against
+// loopback fakes of every backend kind.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+// Keys the test gateway accepts.
+const (
+	aliceKey = "sk-test-alice-0123456789"
+	bobKey   = "sk-test-bob-0123456789"
+	adminKey = "sk-test-admin-0123456789"
+)
+
+// upstreams are the fakes one gateway talks to.
+type upstreams struct {
+	openai, anthropic, ollama          *httptest.Server
+	openaiRec, anthropicRec, ollamaRec *fakes.Recorder
+}
+
+func startUpstreams(t *testing.T, o fakes.Options) *upstreams {
+	t.Helper()
+	u := &upstreams{openaiRec: &fakes.Recorder{}, anthropicRec: &fakes.Recorder{}, ollamaRec: &fakes.Recorder{}}
+	u.openai = httptest.NewServer(fakes.OpenAI(o, u.openaiRec))
+	u.anthropic = httptest.NewServer(fakes.Anthropic(o, u.anthropicRec))
+	u.ollama = httptest.NewServer(fakes.Ollama(o, u.ollamaRec))
+	t.Cleanup(func() {
+		u.openai.Close()
+		u.anthropic.Close()
+		u.ollama.Close()
+	})
+	return u
+}
+
+// modelsYAML maps one alias to each backend kind.
+func (u *upstreams) modelsYAML() string {
+	return fmt.Sprintf(`model_list:
+  - model_name: oa
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: %s/v1
+      api_key: upstream-openai-secret
+  - model_name: claude
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: %s
+      api_key: upstream-anthropic-secret
+  - model_name: llama
+    proxy_params:
+      model: ollama/llama-fake
+      api_base: %s
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+model_aliases:
+  "claude-sonnet-*": oa
+`, u.openai.URL, u.anthropic.URL, u.ollama.URL)
+}
+
+// gateway is a running caddy process.
+type gateway struct {
+	base    string
+	dir     string
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	adminAt string
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// gatewayConfig is what a test needs in its Caddyfile.
+type gatewayConfig struct {
+	models      string
+	globalExtra string // inside the global options block
+	siteExtra   string // inside the site block, before the handlers
+	ledgerPath  string // default: a file in the test's temp dir
+	dir         string // reuse a directory (restart tests)
+}
+
+// startGateway writes the Caddyfile and models file and starts caddy run.
+func startGateway(t *testing.T, c gatewayConfig) *gateway {
+	t.Helper()
+	dir := c.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	port, adminPort := freePort(t), freePort(t)
+	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(c.models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledgerPath := c.ledgerPath
+	if ledgerPath == "" {
+		ledgerPath = filepath.Join(dir, "ledger.db")
+	}
+	caddyfile := fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+	modelgate {
+		ledger sqlite %s
+	}
+	%s
+}
+
+http://127.0.0.1:%d {
+	%s
+	llm_auth {
+		key {env.ALICE_KEY} {
+			id alice
+			workspace frontend
+		}
+		key {env.BOB_KEY} {
+			id bob
+			workspace backend
+			models echo llama
+		}
+		admin_key {env.ADMIN_KEY}
+	}
+	llm_admin
+	llm_gateway {
+		models %s
+	}
+	respond "not found" 404
+}
+`, adminPort, ledgerPath, c.globalExtra, port, c.siteExtra, filepath.Join(dir, "models.yaml"))
+	cfPath := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{base: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, stderr: &syncBuffer{}, adminAt: fmt.Sprintf("127.0.0.1:%d", adminPort)}
+	g.cmd = exec.Command(testbin.Path(t), "run", "--config", cfPath, "--adapter", "caddyfile")
+	g.cmd.Env = append(os.Environ(),
+		"ALICE_KEY="+aliceKey, "BOB_KEY="+bobKey, "ADMIN_KEY="+adminKey,
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+	g.cmd.Stderr = g.stderr
+	g.cmd.Stdout = g.stderr
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(g.base + "/health/readiness")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return g
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway did not become ready; its log:\n%s", g.stderr.String())
+		}
+		if g.cmd.ProcessState != nil {
+			t.Fatalf("gateway exited; its log:\n%s", g.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop asks caddy to shut down gracefully (flushing the ledger) and waits.
+func (g *gateway) stop(t *testing.T) {
+	if g.cmd == nil || g.cmd.Process == nil || g.cmd.ProcessState != nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-done
+		t.Errorf("gateway did not stop within 20s; log:\n%s", g.stderr.String())
+	}
+}
+
+// do sends a raw request with a key and returns status and body.
+func (g *gateway) do(t *testing.T, method, path, key string, body string, headers ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, g.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, resp.Header, buf.Bytes()
+}
