@@ -6,6 +6,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -117,6 +118,7 @@ type gatewayConfig struct {
 	siteExtra   string // inside the site block, before the handlers
 	ledgerPath  string // default: a file in the test's temp dir
 	dir         string // reuse a directory (restart tests)
+	tls         bool   // serve https://localhost with Caddy's internal CA
 }
 
 // startGateway writes the Caddyfile and models file and starts caddy run.
@@ -134,6 +136,14 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if ledgerPath == "" {
 		ledgerPath = filepath.Join(dir, "ledger.db")
 	}
+	site := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base := site
+	if c.tls {
+		site = fmt.Sprintf("https://localhost:%d", port)
+		base = site
+		c.globalExtra += "\n\tskip_install_trust\n\tlocal_certs\n\tauto_https disable_redirects"
+		c.siteExtra += "\n\ttls internal"
+	}
 	caddyfile := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
@@ -143,7 +153,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	%s
 }
 
-http://127.0.0.1:%d {
+%s {
 	%s
 	llm_auth {
 		key {env.ALICE_KEY} {
@@ -163,12 +173,12 @@ http://127.0.0.1:%d {
 	}
 	respond "not found" 404
 }
-`, adminPort, ledgerPath, c.globalExtra, port, c.siteExtra, filepath.Join(dir, "models.yaml"))
+`, adminPort, ledgerPath, c.globalExtra, site, c.siteExtra, filepath.Join(dir, "models.yaml"))
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{base: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, stderr: &syncBuffer{}, adminAt: fmt.Sprintf("127.0.0.1:%d", adminPort)}
+	g := &gateway{base: base, dir: dir, stderr: &syncBuffer{}, adminAt: fmt.Sprintf("127.0.0.1:%d", adminPort)}
 	g.cmd = exec.Command(testbin.Path(t), "run", "--config", cfPath, "--adapter", "caddyfile")
 	g.cmd.Env = append(os.Environ(),
 		"ALICE_KEY="+aliceKey, "BOB_KEY="+bobKey, "ADMIN_KEY="+adminKey,
@@ -179,9 +189,12 @@ http://127.0.0.1:%d {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.stop(t) })
+	// Readiness is polled before the test has the CA root; the TLS test
+	// verifies the certificate properly afterwards.
+	pollClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(g.base + "/health/readiness")
+		resp, err := pollClient.Get(g.base + "/health/readiness")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -1,0 +1,153 @@
+package caddymodule
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+func TestAuthCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		input   string
+		want    Auth
+		wantErr string
+	}{
+		{
+			name: "full",
+			input: `llm_auth {
+				key {env.ALICE_KEY} {
+					id alice
+					workspace frontend
+					models claude local
+				}
+				key {env.CI_KEY}
+				admin_key {env.ADMIN}
+			}`,
+			want: Auth{
+				Keys: []KeyConfig{
+					{Key: "{env.ALICE_KEY}", ID: "alice", Workspace: "frontend", Models: []string{"claude", "local"}},
+					{Key: "{env.CI_KEY}"},
+				},
+				AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}},
+			},
+		},
+		{name: "unknown option", input: `llm_auth { keys x }`, wantErr: `unrecognized llm_auth option "keys"`},
+		{name: "key without value", input: "llm_auth {\nkey\n}", wantErr: "missing the key"},
+		{name: "secret never echoed", input: `llm_auth { key sk-live-secret extra }`, wantErr: "too many arguments"},
+		{name: "unknown key option", input: "llm_auth {\nkey {env.A} {\nrole admin\n}\n}", wantErr: `unrecognized key option "role"`},
+		{name: "empty models", input: "llm_auth {\nkey {env.A} {\nmodels\n}\n}", wantErr: "at least one alias"},
+		{name: "arguments on directive", input: `llm_auth foo`, wantErr: "wrong argument count"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a Auth
+			err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "sk-live-secret") {
+					t.Fatalf("error echoes the secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", a, tc.want)
+			}
+		})
+	}
+}
+
+func TestGatewayCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		input   string
+		want    Gateway
+		wantErr string
+	}{
+		{name: "inline path", input: `llm_gateway /etc/models.yaml`, want: Gateway{Models: "/etc/models.yaml"}},
+		{
+			name: "block",
+			input: `llm_gateway {
+				models /etc/models.yaml
+				max_request_body 1MB
+				default_max_tokens 1024
+				timeout 90s
+				insecure_no_auth
+			}`,
+			want: Gateway{Models: "/etc/models.yaml", MaxRequestBody: 1000000, DefaultMaxTokens: 1024, Timeout: caddy.Duration(90e9), InsecureNoAuth: true},
+		},
+		{name: "models twice", input: "llm_gateway a.yaml {\nmodels b.yaml\n}", wantErr: "already specified"},
+		{name: "bad size", input: "llm_gateway {\nmax_request_body lots\n}", wantErr: "max_request_body"},
+		{name: "bad tokens", input: "llm_gateway {\ndefault_max_tokens -1\n}", wantErr: "default_max_tokens"},
+		{name: "bad timeout", input: "llm_gateway {\ntimeout soon\n}", wantErr: "timeout"},
+		{name: "unknown", input: "llm_gateway {\nmodel x\n}", wantErr: `unrecognized llm_gateway option "model"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g Gateway
+			err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdminCaddyfile(t *testing.T) {
+	var a Admin
+	err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_admin {\nupstream https://api.anthropic.com\nadmin_api_key {env.ADMIN_API_KEY}\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Upstream != "https://api.anthropic.com" || a.AdminAPIKey != "{env.ADMIN_API_KEY}" {
+		t.Fatalf("got %+v", a)
+	}
+	var b Admin
+	err = b.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_admin {\nupstream a\nupstream b\n}"))
+	if err == nil || !strings.Contains(err.Error(), "already specified") {
+		t.Fatalf("duplicate upstream: %v", err)
+	}
+}
+
+func TestAppOption(t *testing.T) {
+	for _, tc := range []struct {
+		input, wantErr, wantJSON string
+	}{
+		{input: "modelgate {\nledger sqlite /tmp/l.db\n}", wantJSON: `{"ledger":{"driver":"sqlite","dsn":"/tmp/l.db"}}`},
+		{input: "modelgate {\nledger postgres {env.DATABASE_URL}\nqueue_size 500\n}", wantJSON: `{"ledger":{"driver":"postgres","dsn":"{env.DATABASE_URL}"},"queue_size":500}`},
+		{input: "modelgate {\nledger mysql x\n}", wantErr: `unknown store "mysql"`},
+		{input: "modelgate {\nledger\n}", wantErr: "ledger: want"},
+		{input: "modelgate {\nqueue_size 0\n}", wantErr: "queue_size"},
+	} {
+		v, err := parseAppOption(caddyfile.NewTestDispenser(tc.input), nil)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err = %v, want %q", tc.input, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.input, err)
+		}
+		app, ok := v.(httpcaddyfile.App)
+		if !ok || app.Name != "modelgate" || string(app.Value) != tc.wantJSON {
+			t.Errorf("%q: got %+v, want %s", tc.input, v, tc.wantJSON)
+		}
+	}
+}
