@@ -53,11 +53,8 @@ func (EchoTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			Message: "the echo backend only serves POST /chat/completions"}), nil
 	}
 	var in OpenAIRequest
-	if err := json.Unmarshal(body, &in); err != nil {
-		return echoError(req, BadRequest("", "invalid JSON body: "+err.Error())), nil
-	}
-	if len(in.Messages) == 0 {
-		return echoError(req, BadRequest("messages", "messages: must be a non-empty array")), nil
+	if err := decodeOpenAIRequest(body, &in); err != nil {
+		return echoError(req, err), nil
 	}
 	reply, promptBytes, apiErr := echoReply(in.Messages)
 	if apiErr != nil {

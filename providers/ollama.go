@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,11 +15,8 @@ import (
 // as *APIError 400 naming the parameter.
 func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
 	var in OpenAIRequest
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, BadRequest("", "invalid JSON body: "+err.Error())
-	}
-	if len(in.Messages) == 0 {
-		return nil, BadRequest("messages", "messages: must be a non-empty array")
+	if err := decodeOpenAIRequest(body, &in); err != nil {
+		return nil, err
 	}
 	if in.N != nil && *in.N != 1 {
 		return nil, BadRequest("n", "n: only 1 is supported by this model")
@@ -45,6 +43,26 @@ func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(&out)
+}
+
+// decodeOpenAIRequest parses a chat completions body, turning decoder
+// errors into 400s that name the field rather than Go types.
+func decodeOpenAIRequest(body []byte, in *OpenAIRequest) *APIError {
+	if err := json.Unmarshal(body, in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return BadRequest(te.Field, te.Field+": unexpected JSON "+te.Value)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return BadRequest("", "invalid JSON body: "+se.Error())
+		}
+		return BadRequest("", "invalid JSON body")
+	}
+	if len(in.Messages) == 0 {
+		return BadRequest("messages", "messages: must be a non-empty array")
+	}
+	return nil
 }
 
 func ollamaMessages(dst []OllamaMessage, msgs []OpenAIMessage) ([]OllamaMessage, error) {

@@ -163,6 +163,9 @@ func TestOpenAIToOllamaRequestErrors(t *testing.T) {
 		name, in, param, msg string
 	}{
 		{"invalid JSON", `{"model":`, "", "invalid JSON"},
+		{"wrong field type", `{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, "temperature", "unexpected JSON string"},
+		{"messages not an array", `{"model":"m","messages":"hi"}`, "messages", "unexpected JSON string"},
+		{"not an object", `[1]`, "", "invalid JSON body"},
 		{"messages missing", `{"model":"m"}`, "messages", "non-empty"},
 		{"messages empty", `{"model":"m","messages":[]}`, "messages", "non-empty"},
 		{"n above 1", `{"model":"m","n":2,"messages":[` + user + `]}`, "n", "only 1"},
