@@ -8,7 +8,7 @@ import (
 )
 
 // ollamaLine is the part of an NDJSON stream line the translator reads;
-// model and the durations are skipped so decoding them costs nothing.
+// model and the durations are left out so decoding allocates nothing for them.
 type ollamaLine struct {
 	CreatedAt string `json:"created_at"`
 	Message   struct {
