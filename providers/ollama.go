@@ -1,0 +1,440 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OpenAIToOllamaRequest translates an OpenAI chat completions request body
+// into an Ollama /api/chat body for upstreamModel. Client mistakes come back
+// as *APIError 400 naming the parameter.
+func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
+	var in OpenAIRequest
+	if err := decodeOpenAIRequest(body, &in); err != nil {
+		return nil, err
+	}
+	if in.N != nil && *in.N != 1 {
+		return nil, BadRequest("n", "n: only 1 is supported by this model")
+	}
+	out := OllamaRequest{
+		Model:    upstreamModel,
+		Messages: make([]OllamaMessage, 0, len(in.Messages)),
+		Stream:   in.Stream,
+	}
+	var err error
+	if out.Messages, err = ollamaMessages(out.Messages, in.Messages); err != nil {
+		return nil, err
+	}
+	if out.Tools, err = ollamaTools(in.Tools, in.ToolChoice); err != nil {
+		return nil, err
+	}
+	if out.Options, err = ollamaOptions(&in); err != nil {
+		return nil, err
+	}
+	if out.Format, err = ollamaFormat(in.ResponseFormat); err != nil {
+		return nil, err
+	}
+	if out.Think, err = ollamaThink(in.ReasoningEffort); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&out)
+}
+
+// decodeOpenAIRequest parses a chat completions body, turning decoder
+// errors into 400s that name the field rather than Go types.
+func decodeOpenAIRequest(body []byte, in *OpenAIRequest) *APIError {
+	if err := json.Unmarshal(body, in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return BadRequest(te.Field, te.Field+": unexpected JSON "+te.Value)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return BadRequest("", "invalid JSON body: "+se.Error())
+		}
+		return BadRequest("", "invalid JSON body")
+	}
+	if len(in.Messages) == 0 {
+		return BadRequest("messages", "messages: must be a non-empty array")
+	}
+	return nil
+}
+
+func ollamaMessages(dst []OllamaMessage, msgs []OpenAIMessage) ([]OllamaMessage, error) {
+	// Ollama wants the function name on a tool result, OpenAI only sends
+	// the call id, so remember the names the assistant used.
+	type call struct{ id, name string }
+	var calls []call
+	for i := range msgs {
+		m := &msgs[i]
+		p := "messages[" + strconv.Itoa(i) + "]"
+		var om OllamaMessage
+		switch m.Role {
+		case "system", "developer":
+			om.Role = "system"
+		case "user", "assistant", "tool":
+			om.Role = m.Role
+		case "function":
+			// Deprecated OpenAI role: a function result named by Name.
+			om.Role = "tool"
+			om.ToolName = m.Name
+		default:
+			return nil, BadRequest(p+".role", p+".role: unsupported role "+strconv.Quote(m.Role))
+		}
+		text, images, err := ollamaContent(m.Content, p+".content")
+		if err != nil {
+			return nil, err
+		}
+		om.Content, om.Images = text, images
+		if m.Role == "assistant" {
+			om.Thinking = m.Reasoning
+			for j := range m.ToolCalls {
+				tc := &m.ToolCalls[j]
+				args, err := ollamaArguments(tc.Function.Arguments)
+				if err != nil {
+					q := p + ".tool_calls[" + strconv.Itoa(j) + "].function.arguments"
+					return nil, BadRequest(q, q+": "+err.Error())
+				}
+				om.ToolCalls = append(om.ToolCalls, OllamaToolCall{
+					ID:       tc.ID,
+					Function: OllamaFunctionCall{Name: tc.Function.Name, Arguments: args},
+				})
+				if tc.ID != "" {
+					calls = append(calls, call{tc.ID, tc.Function.Name})
+				}
+			}
+		}
+		if m.Role == "tool" {
+			om.ToolCallID = m.ToolCallID
+			om.ToolName = m.Name
+			for k := len(calls) - 1; k >= 0; k-- {
+				if calls[k].id == m.ToolCallID {
+					om.ToolName = calls[k].name
+					break
+				}
+			}
+		}
+		dst = append(dst, om)
+	}
+	return dst, nil
+}
+
+// ollamaContent flattens OpenAI content (null, a string or parts) into
+// Ollama's single content string plus base64 images. Text parts are
+// joined with newlines, the separation Ollama's own OpenAI layer gives
+// them by turning each part into its own message.
+func ollamaContent(raw json.RawMessage, param string) (string, []string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", nil, BadRequest(param, param+": invalid string")
+		}
+		return s, nil, nil
+	}
+	var parts []OpenAIContentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", nil, BadRequest(param, param+": must be a string or an array of content parts")
+	}
+	var text strings.Builder
+	var images []string
+	for j := range parts {
+		pp := param + "[" + strconv.Itoa(j) + "]"
+		switch parts[j].Type {
+		case "text":
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(parts[j].Text)
+		case "image_url":
+			if parts[j].ImageURL == nil {
+				return "", nil, BadRequest(pp+".image_url", pp+".image_url: missing")
+			}
+			data, err := dataURIBase64(parts[j].ImageURL.URL)
+			if err != nil {
+				return "", nil, BadRequest(pp+".image_url.url", pp+".image_url.url: "+err.Error())
+			}
+			images = append(images, data)
+		default:
+			return "", nil, BadRequest(pp+".type", pp+".type: unsupported content part type "+strconv.Quote(parts[j].Type))
+		}
+	}
+	return text.String(), images, nil
+}
+
+type translateError string
+
+func (e translateError) Error() string { return string(e) }
+
+// dataURIBase64 returns the payload of a base64 data URI. Remote URLs are
+// refused because Ollama has no way to fetch them.
+func dataURIBase64(u string) (string, error) {
+	if !strings.HasPrefix(u, "data:") {
+		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			return "", translateError("image URLs are not supported by Ollama; send the image as a base64 data URI")
+		}
+		return "", translateError("must be a base64 data URI")
+	}
+	meta, data, ok := strings.Cut(u[len("data:"):], ",")
+	if !ok || !strings.HasSuffix(meta, ";base64") {
+		return "", translateError("must be a base64 data URI")
+	}
+	if data == "" {
+		return "", translateError("empty image data")
+	}
+	return data, nil
+}
+
+// ollamaArguments turns OpenAI's JSON-encoded arguments string into the
+// object Ollama expects. An empty string is what some clients send for a
+// call without parameters.
+func ollamaArguments(s string) (json.RawMessage, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if t[0] != '{' || !json.Valid([]byte(t)) {
+		return nil, translateError("must be a JSON object encoded as a string")
+	}
+	return json.RawMessage(t), nil
+}
+
+func ollamaTools(tools []OpenAITool, choice json.RawMessage) ([]OllamaTool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	// Ollama has no tool_choice; "none" is honoured by not offering the
+	// tools, "required" and named choices cannot be enforced and are
+	// left to the model.
+	if string(bytes.TrimSpace(choice)) == `"none"` {
+		return nil, nil
+	}
+	out := make([]OllamaTool, len(tools))
+	for i := range tools {
+		t := &tools[i]
+		if t.Type != "" && t.Type != "function" {
+			p := "tools[" + strconv.Itoa(i) + "].type"
+			return nil, BadRequest(p, p+": unsupported tool type "+strconv.Quote(t.Type))
+		}
+		if t.Function.Name == "" {
+			p := "tools[" + strconv.Itoa(i) + "].function.name"
+			return nil, BadRequest(p, p+": required")
+		}
+		out[i] = OllamaTool{Type: "function", Function: t.Function}
+		out[i].Function.Strict = nil
+	}
+	return out, nil
+}
+
+func ollamaOptions(in *OpenAIRequest) (*OllamaOptions, error) {
+	o := OllamaOptions{
+		NumPredict:       in.MaxCompletionTokens,
+		Temperature:      in.Temperature,
+		TopP:             in.TopP,
+		Seed:             in.Seed,
+		FrequencyPenalty: in.FrequencyPenalty,
+		PresencePenalty:  in.PresencePenalty,
+	}
+	if o.NumPredict == nil {
+		o.NumPredict = in.MaxTokens
+	}
+	stop, err := stopList(in.Stop)
+	if err != nil {
+		return nil, err
+	}
+	o.Stop = stop
+	if o.NumPredict == nil && o.Temperature == nil && o.TopP == nil && o.Seed == nil &&
+		o.FrequencyPenalty == nil && o.PresencePenalty == nil && len(o.Stop) == 0 {
+		return nil, nil
+	}
+	return &o, nil
+}
+
+// stopList accepts OpenAI's string-or-array `stop`.
+func stopList(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, BadRequest("stop", "stop: must be a string or an array of strings")
+	}
+	out := list[:0]
+	for _, s := range list {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func ollamaFormat(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, BadRequest("response_format", "response_format: must be an object with a type")
+	}
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return json.RawMessage(`"json"`), nil
+	case "json_schema":
+		if rf.JSONSchema == nil || len(bytes.TrimSpace(rf.JSONSchema.Schema)) == 0 ||
+			bytes.TrimSpace(rf.JSONSchema.Schema)[0] != '{' {
+			return nil, BadRequest("response_format.json_schema.schema", "response_format.json_schema.schema: a JSON schema object is required")
+		}
+		return rf.JSONSchema.Schema, nil
+	}
+	return nil, BadRequest("response_format.type", "response_format.type: unsupported "+strconv.Quote(rf.Type))
+}
+
+// ollamaThink maps reasoning_effort onto Ollama's think. Ollama knows no
+// "minimal", so it gets the nearest level.
+func ollamaThink(effort string) (json.RawMessage, error) {
+	switch effort {
+	case "":
+		return nil, nil
+	case "none":
+		return json.RawMessage("false"), nil
+	case "minimal":
+		return json.RawMessage(`"low"`), nil
+	case "low", "medium", "high", "max":
+		return json.RawMessage(`"` + effort + `"`), nil
+	}
+	return nil, BadRequest("reasoning_effort", "reasoning_effort: unsupported value "+strconv.Quote(effort))
+}
+
+// OllamaToOpenAIResponse translates a non-streaming /api/chat response into
+// an OpenAI chat.completion and reports its usage.
+func OllamaToOpenAIResponse(body []byte) ([]byte, Usage, error) {
+	var in OllamaResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid response from ollama: " + err.Error()}
+	}
+	if in.Error != "" {
+		return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: in.Error}
+	}
+	msg := OpenAIMessage{Role: "assistant", Reasoning: in.Message.Thinking}
+	for i := range in.Message.ToolCalls {
+		tc := &in.Message.ToolCalls[i]
+		args, err := openAIArguments(tc.Function.Arguments)
+		if err != nil {
+			return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid tool call arguments from ollama"}
+		}
+		id := tc.ID
+		if id == "" {
+			id = newID("call_")
+		}
+		msg.ToolCalls = append(msg.ToolCalls, OpenAIToolCall{
+			ID: id, Type: "function",
+			Function: OpenAIFunctionCall{Name: tc.Function.Name, Arguments: args},
+		})
+	}
+	// OpenAI sends null content beside tool calls.
+	if in.Message.Content != "" || len(msg.ToolCalls) == 0 {
+		msg.Content, _ = json.Marshal(in.Message.Content)
+	} else {
+		msg.Content = json.RawMessage("null")
+	}
+	finish := ollamaFinishReason(in.DoneReason, len(msg.ToolCalls) > 0)
+	u := Usage{InputTokens: in.PromptEvalCount, OutputTokens: in.EvalCount, Seen: in.Done}
+	fp := "fp_ollama"
+	out := OpenAIResponse{
+		ID:                newID("chatcmpl-"),
+		Object:            "chat.completion",
+		Created:           ollamaCreated(in.CreatedAt),
+		Model:             in.Model,
+		SystemFingerprint: &fp,
+		Choices:           []OpenAIChoice{{Message: msg, FinishReason: &finish}},
+		Usage: &OpenAIUsage{
+			PromptTokens:     u.InputTokens,
+			CompletionTokens: u.OutputTokens,
+			TotalTokens:      u.InputTokens + u.OutputTokens,
+		},
+	}
+	b, err := json.Marshal(&out)
+	return b, u, err
+}
+
+// openAIArguments re-encodes Ollama's arguments object as the compact JSON
+// string OpenAI clients parse.
+func openAIArguments(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}", nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// ollamaFinishReason follows wire-formats §5.3: a stop that produced tool
+// calls is a tool_calls finish; other reasons pass through.
+func ollamaFinishReason(doneReason string, toolCalls bool) string {
+	switch doneReason {
+	case "", "stop":
+		if toolCalls {
+			return "tool_calls"
+		}
+		return "stop"
+	}
+	return doneReason
+}
+
+func ollamaCreated(createdAt string) int64 {
+	if t, err := time.Parse(time.RFC3339Nano, createdAt); err == nil {
+		return t.Unix()
+	}
+	return time.Now().Unix()
+}
+
+// OllamaUsageFromBody reads the counters of a non-streaming /api/chat body,
+// or of the last line of a buffered NDJSON stream.
+func OllamaUsageFromBody(body []byte) Usage {
+	var c struct {
+		Done            bool  `json:"done"`
+		PromptEvalCount int64 `json:"prompt_eval_count"`
+		EvalCount       int64 `json:"eval_count"`
+	}
+	body = bytes.TrimSpace(body)
+	if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+		if json.Unmarshal(body[i+1:], &c) == nil && c.Done {
+			return Usage{InputTokens: c.PromptEvalCount, OutputTokens: c.EvalCount, Seen: true}
+		}
+		c.Done, c.PromptEvalCount, c.EvalCount = false, 0, 0
+	}
+	if json.Unmarshal(body, &c) != nil || !c.Done {
+		return Usage{}
+	}
+	return Usage{InputTokens: c.PromptEvalCount, OutputTokens: c.EvalCount, Seen: true}
+}
