@@ -41,11 +41,14 @@ func (p *parser) entry(i int, n *yaml.Node) *Deployment {
 		p.errorf(n, pw, "required; add proxy_params: with at least model: <provider>/<model>")
 		return nil
 	}
+	before := len(p.errs)
 	params, ok := p.mapping(pf.val, pw, paramFields(), "model, api_base, api_key, ...")
 	if !ok {
 		return nil
 	}
-	p.params(d, params, deref(pf.val), pw)
+	// A misspelt api_base or api_key would also trip the rules about them;
+	// report only the typo, which is the real fix.
+	p.params(d, params, deref(pf.val), pw, len(p.errs) == before)
 
 	if f, ok := fs["model_info"]; ok && !isNull(deref(f.val)) {
 		p.info(d, f.val, w.sub("model_info"))
@@ -73,7 +76,7 @@ func entryLabel(i int, n *yaml.Node) string {
 	return label
 }
 
-func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w where) {
+func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w where, checkRules bool) {
 	mf, ok := fs["model"]
 	if !ok {
 		p.errorf(n, w.sub("model"), "required: <provider>/<model>, e.g. ollama/llama3.1 or anthropic/claude-sonnet-4-5 (providers: %s)", knownList())
@@ -86,13 +89,20 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 
 	var baseNode, keyNode *yaml.Node
 	var base, key string
+	readOK := true
 	if f, ok := fs["api_base"]; ok {
 		baseNode = f.val
-		base, _ = p.optional(f.val, w.sub("api_base"))
+		base, ok = p.optional(f.val, w.sub("api_base"))
+		readOK = readOK && ok
 	}
 	if f, ok := fs["api_key"]; ok {
 		keyNode = f.val
-		key, _ = p.optional(f.val, w.sub("api_key"))
+		key, ok = p.optional(f.val, w.sub("api_key"))
+		readOK = readOK && ok
+	}
+	p.options(d, fs, w)
+	if !readOK || !checkRules {
+		return
 	}
 	bw, kw := w.sub("api_base"), w.sub("api_key")
 	if baseNode == nil {
@@ -163,7 +173,10 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		}
 	}
 	d.APIKey = key
+}
 
+// options reads the optional per-deployment settings.
+func (p *parser) options(d *Deployment, fs map[string]field, w where) {
 	if f, ok := fs["timeout"]; ok {
 		d.Timeout, _ = p.duration(f.val, w.sub("timeout"), false)
 	}

@@ -56,11 +56,10 @@ type Deployment struct {
 	ID string
 }
 
-// String describes the deployment without its key or header values.
-func (d *Deployment) String() string {
-	if d == nil {
-		return "<nil>"
-	}
+// String describes the deployment without its key or header values. It has
+// a value receiver so that printing a Deployment value is as safe as
+// printing a pointer.
+func (d Deployment) String() string {
 	where := d.APIBase
 	if where == "" {
 		where = "built-in"
@@ -69,7 +68,7 @@ func (d *Deployment) String() string {
 }
 
 // GoString keeps %#v from printing the key field by field.
-func (d *Deployment) GoString() string { return "modellist.Deployment{" + d.String() + "}" }
+func (d Deployment) GoString() string { return "modellist.Deployment{" + d.String() + "}" }
 
 // ModelInfo carries per-deployment prices and limits.
 type ModelInfo struct {

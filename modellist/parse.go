@@ -178,8 +178,13 @@ func (p *parser) collect(n *yaml.Node, w where, known []string, out map[string]f
 			continue
 		}
 		name := k.Value
+		if depth == 0 && w == (where{}) && strings.HasPrefix(name, "x-") {
+			// Extension keys, as in docker-compose: a home for YAML anchors
+			// (x-cloud: &cloud {...}) that the loader otherwise ignores.
+			continue
+		}
 		if !contains(known, name) {
-			p.errorf(k, w, "unknown field %q%s (known: %s)", name, suggest(name, known), strings.Join(known, ", "))
+			p.errorf(k, w, "unknown field %q%s (known: %s)", name, suggest(name, known), knownFieldList(w, known))
 			continue
 		}
 		if prev, dup := out[name]; dup && depth == 0 {
@@ -522,4 +527,12 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+func knownFieldList(w where, known []string) string {
+	list := strings.Join(known, ", ")
+	if w == (where{}) {
+		list += ", or x-<anything> for YAML anchors"
+	}
+	return list
 }
