@@ -48,7 +48,7 @@ func (p *parser) entry(i int, n *yaml.Node) *Deployment {
 	}
 	// A misspelt api_base or api_key would also trip the rules about them;
 	// report only the typo, which is the real fix.
-	p.params(d, params, deref(pf.val), pw, len(p.errs) == before)
+	p.params(d, params, pf.key, pw, len(p.errs) == before)
 
 	if f, ok := fs["model_info"]; ok && !isNull(deref(f.val)) {
 		p.info(d, f.val, w.sub("model_info"))
@@ -76,6 +76,7 @@ func entryLabel(i int, n *yaml.Node) string {
 	return label
 }
 
+// n locates errors about missing fields: the proxy_params key.
 func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w where, checkRules bool) {
 	mf, ok := fs["model"]
 	if !ok {

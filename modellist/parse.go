@@ -42,9 +42,13 @@ func Parse(data []byte, source string, getenv func(string) (string, bool)) (*Con
 		source = "models.yaml"
 	}
 	p := &parser{source: source, getenv: getenv}
-	root, err := decodeDocument(data)
+	root, extra, err := decodeDocument(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if extra != nil {
+		p.errorf(extra, where{}, "a second YAML document (after ---) is not supported; put everything in one document")
+		return nil, nil, errors.Join(p.errs...)
 	}
 	c := p.config(root)
 	if len(p.errs) > 0 {
@@ -53,28 +57,29 @@ func Parse(data []byte, source string, getenv func(string) (string, bool)) (*Con
 	return c, p.warns, nil
 }
 
-// decodeDocument returns the top-level node of the single YAML document in
-// data, or nil for an empty file.
-func decodeDocument(data []byte) (*yaml.Node, error) {
+// decodeDocument returns the top-level node of the YAML document in data
+// (nil for an empty file) and, if there is one, the start of a second
+// document, which is refused rather than silently ignored.
+func decodeDocument(data []byte) (root, extra *yaml.Node, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("line %d: a second YAML document (after ---) is not supported; put everything in one document", extra.Line)
+		return nil, &next, nil
 	}
 	if len(doc.Content) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return deref(doc.Content[0]), nil
+	return deref(doc.Content[0]), nil, nil
 }
 
 type parser struct {
