@@ -138,7 +138,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		}
 	case catCloud:
 		switch {
-		case d.Provider == "openai" && base != "":
+		case d.Provider == "openai" && base != "" && strings.TrimRight(base, "/") != spec.cloudBase:
 			// Rule 4: openai/ with api_base is a server the user runs.
 			d.Local, compat = true, true
 		case base == "":

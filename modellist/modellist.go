@@ -46,7 +46,8 @@ type Deployment struct {
 	Weight        float64       // default 1; always > 0
 	// ExtraHeaders are sent upstream with every request. Values may have come
 	// from os.environ/NAME and are treated as secrets: excluded from JSON and
-	// String output.
+	// String output. Names are canonicalized (X-Team), which is how net/http
+	// sends them anyway.
 	ExtraHeaders map[string]string `json:"-"`
 	Info         ModelInfo
 	// ID is a stable, secret-free identity: a short hex hash of alias,

@@ -213,6 +213,25 @@ func TestOneErrorPerCause(t *testing.T) {
 	}
 }
 
+// TestRouterCheckedDespiteBadEntry: a typo in router_settings is reported
+// in the same pass as a bad entry, without inventing "unknown alias" errors
+// for the alias of the entry that failed.
+func TestRouterCheckedDespiteBadEntry(t *testing.T) {
+	src := "model_list:\n  - {model_name: a, proxy_params: {model: echo/a}}\n  - {model_name: b, proxy_params: {model: nope/b}}\n" +
+		"router_settings: {retries: 1, fallbacks: [{a: [b]}]}\nmodel_aliases: {x: b}\n"
+	_, _, err := Parse([]byte(src), "models.yaml", envOf())
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, `unknown provider prefix "nope"`) || !strings.Contains(msg, `router_settings: unknown field "retries"`) {
+		t.Errorf("missing errors:\n%s", msg)
+	}
+	if strings.Contains(msg, "is not a model_name") {
+		t.Errorf("spurious alias error:\n%s", msg)
+	}
+}
+
 // TestAllEntriesReported: every bad entry is reported in one load, so a
 // user fixes the file in one pass.
 func TestAllEntriesReported(t *testing.T) {
@@ -264,6 +283,7 @@ func TestBackendKinds(t *testing.T) {
 		{"fireworks_ai", "{model: fireworks_ai/accounts/fireworks/models/qwen3-235b-a22b, api_key: k}", "fireworks_ai", "accounts/fireworks/models/qwen3-235b-a22b", KindOpenAI, "https://api.fireworks.ai/inference/v1", false, "k", false},
 		{"xai", "{model: xai/grok-4, api_key: k}", "xai", "grok-4", KindOpenAI, "https://api.x.ai/v1", false, "k", false},
 		{"gemini through its OpenAI-compatible endpoint", "{model: gemini/gemini-2.5-flash, api_key: k}", "gemini", "gemini-2.5-flash", KindOpenAI, "https://generativelanguage.googleapis.com/v1beta/openai", false, "k", false},
+		{"openai with its own cloud base written out stays cloud", "{model: openai/gpt-4o, api_key: sk-1, api_base: 'https://api.openai.com/v1/'}", "openai", "gpt-4o", KindOpenAI, "https://api.openai.com/v1", false, "sk-1", false},
 		{"cloud with overridden base stays cloud", "{model: groq/llama, api_key: k, api_base: 'https://eu.proxy.example/openai/v1/'}", "groq", "llama", KindOpenAI, "https://eu.proxy.example/openai/v1", false, "k", false},
 		{"echo", "{model: echo/anything/at all}", "echo", "anything/at all", KindEcho, "", true, "", false},
 	}

@@ -87,6 +87,14 @@ type parser struct {
 	getenv func(string) (string, bool)
 	errs   []error
 	warns  []string
+	// partial is set when some model_list entry failed, so that alias
+	// existence is not judged against an incomplete list.
+	partial bool
+}
+
+// unknownAlias reports whether name is certainly not a model_name.
+func (p *parser) unknownAlias(c *Config, name string) bool {
+	return !p.partial && c.byAlias[name] == nil
 }
 
 // where locates a message: the entry label (empty at top level) and the
@@ -282,10 +290,9 @@ func (p *parser) config(root *yaml.Node) *Config {
 		return c
 	}
 	p.modelList(c, top["model_list"], root)
-	if len(p.errs) > 0 {
-		// Alias checks below would only repeat the entry errors.
-		return c
-	}
+	// With a broken entry its alias is missing from the index; checking
+	// names against it would report errors that are not there.
+	p.partial = len(p.errs) > 0
 	if f, ok := top["router_settings"]; ok && !isNull(deref(f.val)) {
 		p.router(c, f.val)
 	}
@@ -411,7 +418,7 @@ func (p *parser) fallbacks(c *Config, n *yaml.Node, w where) {
 			continue
 		}
 		iw = iw.sub(primary)
-		if _, ok := c.byAlias[primary]; !ok {
+		if p.unknownAlias(c, primary) {
 			p.errorf(k, iw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", primary, strings.Join(c.aliases, ", "))
 		}
 		if _, dup := c.fallbacks[primary]; dup {
@@ -432,7 +439,7 @@ func (p *parser) fallbacks(c *Config, n *yaml.Node, w where) {
 			switch {
 			case name == primary:
 				p.errorf(t, tw, "%q falls back to itself; its other deployments are already tried, remove it", name)
-			case c.byAlias[name] == nil:
+			case p.unknownAlias(c, name):
 				p.errorf(t, tw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", name, strings.Join(c.aliases, ", "))
 			case contains(to, name):
 				p.errorf(t, tw, "%q listed twice; keep one", name)
@@ -474,7 +481,7 @@ func (p *parser) modelAliases(c *Config, n *yaml.Node) {
 		if !ok {
 			continue
 		}
-		if c.byAlias[target] == nil {
+		if p.unknownAlias(c, target) {
 			p.errorf(v, kw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", target, strings.Join(c.aliases, ", "))
 			continue
 		}
