@@ -1,11 +1,3 @@
-// Package modellist loads the YAML model_list: the aliases clients send as
-// "model", the deployments behind each alias, router settings and the
-// model_aliases map. Every rule of the "models YAML" contract is enforced at
-// load time, so a bad file stops Caddy at startup with a message naming the
-// entry, the field and the fix, instead of failing on the first request.
-//
-// Secrets (api_key, extra_headers values, anything read through
-// os.environ/NAME) never appear in errors, warnings or String output.
 package modellist
 
 import (
