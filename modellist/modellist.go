@@ -1,0 +1,182 @@
+package modellist
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Kind is the wire protocol a deployment speaks.
+type Kind string
+
+const (
+	KindOpenAI    Kind = "openai"    // any chat-completions-compatible server, cloud or local
+	KindAnthropic Kind = "anthropic" // Anthropic Messages API
+	KindOllama    Kind = "ollama"    // native /api/chat (ollama/ and ollama_chat/)
+	KindEcho      Kind = "echo"      // built-in, answers with the last user message
+)
+
+// Deployment is one model_list entry: one upstream serving an alias. Several
+// deployments may share an alias; the gateway balances and fails over among
+// them.
+type Deployment struct {
+	Index    int    // position in model_list (0-based), for messages
+	Alias    string // model_name
+	Provider string // the prefix as written: "openai", "groq", "ollama_chat", "hosted_vllm", "echo", ...
+	Kind     Kind
+	Model    string // upstream model name with the prefix stripped (may contain '/')
+	APIBase  string // resolved (provider default for clouds), no trailing slash; "" for echo
+	// APIKey is the resolved secret; "" where not needed. It is excluded from
+	// JSON and from String/GoString so that dumping a Deployment is safe.
+	APIKey        string        `json:"-"`
+	Local         bool          // local server (ollama*, openai-compatible with api_base, hosted_vllm, lm_studio, llamacpp, echo)
+	Timeout       time.Duration // 0 = unset
+	StreamTimeout time.Duration // 0 = unset
+	MaxRetries    *int          // nil = unset (the router's num_retries applies)
+	RPM, TPM      int64         // 0 = unlimited
+	Weight        float64       // default 1; always > 0
+	// ExtraHeaders are sent upstream with every request. Values may have come
+	// from os.environ/NAME and are treated as secrets: excluded from JSON and
+	// String output. Names are canonicalized (X-Team), which is how net/http
+	// sends them anyway.
+	ExtraHeaders map[string]string `json:"-"`
+	Info         ModelInfo
+	// ID is a stable, secret-free identity: a short hex hash of alias,
+	// provider, model, api_base and the ordinal of this deployment among
+	// identical ones. The same config gives the same IDs across reloads, so
+	// per-deployment state (cooldowns, latency) can be carried over.
+	ID string
+}
+
+// String describes the deployment without its key or header values. It has
+// a value receiver so that printing a Deployment value is as safe as
+// printing a pointer.
+func (d Deployment) String() string {
+	where := d.APIBase
+	if where == "" {
+		where = "built-in"
+	}
+	return fmt.Sprintf("%s → %s/%s @ %s (model_list[%d], id %s)", d.Alias, d.Provider, d.Model, where, d.Index, d.ID)
+}
+
+// GoString keeps %#v from printing the key field by field.
+func (d Deployment) GoString() string { return "modellist.Deployment{" + d.String() + "}" }
+
+// ModelInfo carries per-deployment prices and limits.
+type ModelInfo struct {
+	// Prices in picodollars (1e-12 USD) per token, parsed exactly from the
+	// YAML's decimal text (0.000003, 3e-06 and 3.0e-6 all give 3_000_000)
+	// without float arithmetic, so sums in the ledger are exact. nil = not set.
+	InputCostPerToken           *int64
+	OutputCostPerToken          *int64
+	CacheReadInputTokenCost     *int64
+	CacheCreationInputTokenCost *int64
+	MaxInputTokens              int64 // 0 = unset
+}
+
+// Routing strategies accepted in router_settings.routing_strategy.
+const (
+	StrategySimpleShuffle = "simple-shuffle"
+	StrategyLeastBusy     = "least-busy"
+	StrategyLatency       = "latency-based-routing"
+)
+
+// Router defaults, applied when the field is absent from router_settings.
+const (
+	// DefaultNumRetries is 0 because failover to the alias's other
+	// deployments and to fallbacks already covers an upstream that is down;
+	// repeating the same request on top of that multiplies latency and cost
+	// for interactive agents and turns an outage into a retry storm. Users
+	// who want retries opt in.
+	DefaultNumRetries   = 0
+	DefaultCooldownTime = 60 * time.Second
+	DefaultAllowedFails = 3
+)
+
+// RouterSettings is the top-level router_settings block with defaults filled.
+type RouterSettings struct {
+	RoutingStrategy string        // StrategySimpleShuffle (default), StrategyLeastBusy or StrategyLatency
+	NumRetries      int           // default DefaultNumRetries
+	Timeout         time.Duration // 0 = unset
+	StreamTimeout   time.Duration // 0 = unset
+	Fallbacks       []Fallback    // in file order
+	CooldownTime    time.Duration // default 60s; an explicit 0 disables cooldown
+	AllowedFails    int           // default 3
+}
+
+// Fallback says: when every deployment of Alias fails, try the aliases in To,
+// in order.
+type Fallback struct {
+	Alias string
+	To    []string
+}
+
+// ModelAlias maps a client model name to an alias. Pattern is either an exact
+// name or a prefix ending in '*' (e.g. "claude-sonnet-*").
+type ModelAlias struct{ Pattern, Alias string }
+
+// Config is a loaded, validated model_list. It is immutable after Parse and
+// safe for concurrent use; slices returned by its methods are shared and must
+// not be modified.
+type Config struct {
+	Deployments  []*Deployment
+	Router       RouterSettings
+	ModelAliases []ModelAlias // in file order
+
+	byAlias   map[string][]*Deployment
+	aliases   []string
+	fallbacks map[string][]string
+	exact     map[string]string // model_aliases keys without '*'
+	patterns  []ModelAlias      // '*' keys with the star removed, longest first
+}
+
+// Lookup returns the deployments of alias in file order, or nil if the alias
+// is unknown.
+func (c *Config) Lookup(alias string) []*Deployment {
+	ds := c.byAlias[alias]
+	return ds[:len(ds):len(ds)]
+}
+
+// Aliases returns every model_name once, in first-appearance order.
+func (c *Config) Aliases() []string {
+	return c.aliases[:len(c.aliases):len(c.aliases)]
+}
+
+// Resolve maps a client's model string to an alias: an exact alias first,
+// then an exact model_aliases key, then the longest matching prefix pattern.
+func (c *Config) Resolve(model string) (alias string, ok bool) {
+	if _, ok := c.byAlias[model]; ok {
+		return model, true
+	}
+	if a, ok := c.exact[model]; ok {
+		return a, true
+	}
+	for _, p := range c.patterns {
+		if strings.HasPrefix(model, p.Pattern) {
+			return p.Alias, true
+		}
+	}
+	return "", false
+}
+
+// FallbacksFor returns the aliases to try, in order, after alias fails, or
+// nil if it has none.
+func (c *Config) FallbacksFor(alias string) []string {
+	to := c.fallbacks[alias]
+	return to[:len(to):len(to)]
+}
+
+// Known returns the known provider prefixes, comma-separated, for messages.
+func (c *Config) Known() string { return knownList() }
+
+// Load reads the models file at path and parses it with the process
+// environment. Errors and warnings name the path.
+func Load(path string) (*Config, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		// os errors already carry the path.
+		return nil, nil, fmt.Errorf("reading models file: %w", err)
+	}
+	return Parse(data, path, os.LookupEnv)
+}
