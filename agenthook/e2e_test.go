@@ -1,0 +1,126 @@
+package agenthook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+// claudeBinary finds Claude Code: $MODELGATE_CLAUDE_BIN, then the copy
+// scripts/claude-code.sh keeps under .cache, then installing it with that
+// script when npm is present.
+func claudeBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("MODELGATE_CLAUDE_BIN"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..")
+	cached := filepath.Join(root, ".cache", "claude-code", "node_modules", ".bin", "claude")
+	if _, err := os.Stat(cached); err == nil {
+		return cached
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("Claude Code end-to-end test skipped: npm is not installed, $MODELGATE_CLAUDE_BIN is unset and .cache/claude-code has no claude")
+	}
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "claude-code.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/claude-code.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestClaudeCodeStopHook registers the hook in a project with `install
+// --project`, runs one real Claude Code turn against anthropic, and checks
+// that the webhook received the completion message naming the project.
+func TestClaudeCodeStopHook(t *testing.T) {
+	claude := claudeBinary(t)
+	bin := testbin.Path(t)
+	testClaudeCodeStopHook(t, claude, bin, fakeAnthropic)
+}
+
+func testClaudeCodeStopHook(t *testing.T, claude, bin string, backend anthropicBackend) {
+	home := t.TempDir()
+	project := filepath.Join(t.TempDir(), "shop-e2e")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+
+	install := exec.Command(bin, "agent-hook", "install", "--project", project)
+	install.Env = baseEnv
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("agent-hook install: %v\n%s", err, out)
+	}
+	settings, err := os.ReadFile(filepath.Join(project, ".claude", "settings.local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("settings.local.json:\n%s", settings)
+
+	hook := newWebhook(t, slackOK)
+	baseURL, requests := backend(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", "say hi",
+		// Only the project's local settings: the user's real ones must not
+		// leak in, and print mode must load the hooks from this file.
+		"--setting-sources", "local")
+	cmd.Dir = project
+	cmd.Env = append(baseEnv,
+		"ANTHROPIC_BASE_URL="+baseURL,
+		"ANTHROPIC_API_KEY=sk-ant-test-not-a-real-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CHAT_WEBHOOK_URL="+hook.url,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	t.Logf("claude stdout: %q", stdout.String())
+	t.Logf("claude stderr: %q", stderr.String())
+	t.Logf("backend requests: %q", requests())
+	if runErr != nil {
+		t.Fatalf("claude -p: %v", runErr)
+	}
+
+	// The Stop hook runs as Claude Code finishes; give its POST a moment in
+	// case the process exited before the hook's request landed.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(hook.requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	reqs := hook.requests()
+	if len(reqs) == 0 {
+		t.Fatal("webhook received nothing from the Stop hook")
+	}
+	var stops []string
+	for _, r := range reqs {
+		t.Logf("webhook received: %s", r.Raw)
+		if strings.HasPrefix(r.Text, "✅ ") {
+			stops = append(stops, r.Text)
+		}
+	}
+	if len(stops) == 0 {
+		t.Fatalf("no ✅ message among %d webhook posts", len(reqs))
+	}
+	msg := stops[0]
+	if !strings.HasPrefix(msg, "✅ Claude Code done — project: `shop-e2e` (session: `") || strings.Contains(msg, "`unknown`") {
+		t.Errorf("stop message %q: want the project shop-e2e and a real session id", msg)
+	}
+	var body map[string]string
+	if err := json.Unmarshal([]byte(reqs[0].Raw), &body); err != nil {
+		t.Errorf("webhook body %s is not {\"text\": ...}: %v", reqs[0].Raw, err)
+	}
+}

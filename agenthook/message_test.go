@@ -1,0 +1,148 @@
+package agenthook
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestBuildMessage(t *testing.T) {
+	const sid = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
+	tests := []struct {
+		name   string
+		ev     Event
+		agent  string
+		force  string
+		want   string
+		wantOK bool
+	}{
+		{"stop", Event{HookEventName: "Stop", CWD: "/home/dev/shop", SessionID: sid}, "",
+			"", "✅ Claude Code done — project: `shop` (session: `" + sid + "`)", true},
+		{"stop trailing slash", Event{HookEventName: "Stop", CWD: "/home/dev/shop/", SessionID: "s"}, "",
+			"", "✅ Claude Code done — project: `shop` (session: `s`)", true},
+		{"stop windows cwd", Event{HookEventName: "Stop", CWD: `C:\Users\dev\shop`, SessionID: "s"}, "",
+			"", "✅ Claude Code done — project: `shop` (session: `s`)", true},
+		{"stop missing cwd", Event{HookEventName: "Stop", SessionID: "s"}, "",
+			"", "✅ Claude Code done — project: `unknown` (session: `s`)", true},
+		{"stop root cwd", Event{HookEventName: "Stop", CWD: "/", SessionID: "s"}, "",
+			"", "✅ Claude Code done — project: `unknown` (session: `s`)", true},
+		{"stop drive root cwd", Event{HookEventName: "Stop", CWD: `C:\`, SessionID: "s"}, "",
+			"", "✅ Claude Code done — project: `unknown` (session: `s`)", true},
+		{"stop missing session", Event{HookEventName: "Stop", CWD: "/a/b"}, "",
+			"", "✅ Claude Code done — project: `b` (session: `unknown`)", true},
+		{"stop blank session", Event{HookEventName: "Stop", CWD: "/a/b", SessionID: "  "}, "",
+			"", "✅ Claude Code done — project: `b` (session: `unknown`)", true},
+		{"stop missing everything", Event{HookEventName: "Stop"}, "",
+			"", "✅ Claude Code done — project: `unknown` (session: `unknown`)", true},
+		{"custom agent", Event{HookEventName: "Stop", CWD: "/a/b", SessionID: "s"}, "Codex",
+			"", "✅ Codex done — project: `b` (session: `s`)", true},
+		{"blank agent falls back", Event{HookEventName: "Stop", CWD: "/a/b", SessionID: "s"}, " ",
+			"", "✅ Claude Code done — project: `b` (session: `s`)", true},
+		{"escapes in project, session, agent", Event{HookEventName: "Stop", CWD: "/x/<!channel>&co", SessionID: "a>b"}, "R&D <bot>",
+			"", "✅ R&amp;D &lt;bot&gt; done — project: `&lt;!channel&gt;&amp;co` (session: `a&gt;b`)", true},
+		{"backtick cannot end the code span", Event{HookEventName: "Stop", CWD: "/x/we`ird", SessionID: "s`"}, "",
+			"", "✅ Claude Code done — project: `we'ird` (session: `s'`)", true},
+		{"newlines flattened", Event{HookEventName: "Notification", CWD: "/p/q", SessionID: "s", Message: "line one\nline  two"}, "",
+			"", "⚠️ Claude Code needs your attention — project: `q` (session: `s`): line one line two", true},
+		{"notification with message", Event{HookEventName: "Notification", CWD: "/w/api", SessionID: "s",
+			Message: "Claude needs your permission to use Bash"}, "",
+			"", "⚠️ Claude Code needs your attention — project: `api` (session: `s`): Claude needs your permission to use Bash", true},
+		{"notification message escaped", Event{HookEventName: "Notification", CWD: "/w/api", SessionID: "s",
+			Message: "<!here> & <https://evil|click>"}, "",
+			"", "⚠️ Claude Code needs your attention — project: `api` (session: `s`): &lt;!here&gt; &amp; &lt;https://evil|click&gt;", true},
+		{"notification without message", Event{HookEventName: "Notification"}, "",
+			"", "⚠️ Claude Code needs your attention — project: `unknown` (session: `unknown`)", true},
+		{"--event forces stop", Event{HookEventName: "Notification", CWD: "/a/b", SessionID: "s", Message: "m"}, "",
+			"Stop", "✅ Claude Code done — project: `b` (session: `s`)", true},
+		{"--event on empty input", Event{}, "", "notification",
+			"⚠️ Claude Code needs your attention — project: `unknown` (session: `unknown`)", true},
+		{"unhandled event", Event{HookEventName: "PreToolUse", CWD: "/a/b"}, "", "", "", false},
+		{"no event at all", Event{}, "", "", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := BuildMessage(tc.ev, tc.agent, tc.force)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("BuildMessage = %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestParseEvent(t *testing.T) {
+	ev, err := ParseEvent([]byte(`{"session_id":"s1","cwd":"/a/shop","hook_event_name":"Notification","message":"m",` +
+		`"notification_type":"idle_prompt","title":"T","stop_hook_active":true,"unknown_field":{"x":[1]}}`))
+	want := Event{HookEventName: "Notification", SessionID: "s1", CWD: "/a/shop", Message: "m",
+		Title: "T", NotificationType: "idle_prompt", StopHookActive: true}
+	if err != nil || ev != want {
+		t.Errorf("ParseEvent = %+v, %v; want %+v", ev, err, want)
+	}
+	for _, bad := range []string{"", "   ", "{", "[1,2]", `"Stop"`, `{"cwd":5}`, "\xff\xfe"} {
+		if ev, err := ParseEvent([]byte(bad)); err == nil || ev != (Event{}) {
+			t.Errorf("ParseEvent(%q) = %+v, %v; want zero Event and an error", bad, ev, err)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", defaultRetryAfter},
+		{"2", 2 * time.Second},
+		{"0", 0},
+		{"1.5", 1500 * time.Millisecond},
+		{"-3", 0},
+		{"soon", defaultRetryAfter},
+		{now.Add(3 * time.Second).Format(http.TimeFormat), 3 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+	}
+	for _, tc := range tests {
+		if got := retryAfter(tc.in, now); got != tc.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no_service", "no_service"},
+		{"channel_is_archived\n", "channel_is_archived"},
+		{"invalid_payload\nmore detail", "invalid_payload"},
+		{`{"ok":false,"error":"rate_limited"}`, "rate_limited"},
+		{`{"code":10015,"message":"Unknown Webhook"}`, "Unknown Webhook"},
+		{`{"code":1}`, ""},
+		{"<html><body>502</body></html>", ""},
+		{"bad\x1b[31mred", "bad[31mred"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := errorCode([]byte(tc.in)); got != tc.want {
+			t.Errorf("errorCode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	u := "https://hooks.slack.com/services/T0/B0/secret"
+	got := redact(`Post "https://hooks.slack.com/services/T0/B0/secret": eof; path /services/T0/B0/secret`, u)
+	want := `Post "[webhook url]": eof; path [webhook path]`
+	if got != want {
+		t.Errorf("redact = %q, want %q", got, want)
+	}
+}
+
+func TestShellWords(t *testing.T) {
+	for _, exe := range []string{"/usr/local/bin/caddy", "/Users/Jane Doe/bin/caddy", "/opt/it's/caddy", "C:/tools/caddy.exe"} {
+		cmd := HookCommand(exe)
+		word, rest, ok := cutShellWord(cmd)
+		if !ok || word != exe || rest != " agent-hook" {
+			t.Errorf("HookCommand(%q) = %q, which splits into %q, %q, %v", exe, cmd, word, rest, ok)
+		}
+	}
+	if got := HookCommand("/usr/bin/caddy"); got != "/usr/bin/caddy agent-hook" {
+		t.Errorf("plain path quoted needlessly: %q", got)
+	}
+}

@@ -1,0 +1,123 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/modelgate/modelgate/agenthook"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "agent-hook",
+		Usage: "[--agent <name>] [--webhook-env <VAR>] [--event Stop|Notification] [--timeout <duration>]",
+		Short: "Posts a coding agent's Stop/Notification event to a team chat webhook",
+		Long: `
+Reads a coding agent's hook event (Claude Code's Stop or Notification JSON)
+on stdin and posts a one-line message to the team chat incoming webhook whose
+URL is in the environment variable named by --webhook-env. With the variable
+unset or empty it does nothing. It always exits 0 and never writes to stdout,
+so it can never block or steer the agent; problems are one line on stderr.
+
+Register it with "caddy agent-hook install --global" or
+"caddy agent-hook install --project DIR".`,
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.Flags().String("agent", agenthook.DefaultAgent, "Agent name shown in the message")
+			cmd.Flags().String("webhook-env", agenthook.DefaultWebhookEnv, "Environment variable holding the webhook URL")
+			cmd.Flags().String("event", "", "Event kind to report (Stop or Notification) instead of the event's hook_event_name")
+			cmd.Flags().Duration("timeout", agenthook.DefaultTimeout, "Total time allowed for delivery, retry included")
+			cmd.RunE = caddycmd.WrapCommandFuncForCobra(runAgentHook)
+			cmd.AddCommand(registrationCommand("install"), registrationCommand("uninstall"))
+		},
+	})
+}
+
+func runAgentHook(fl caddycmd.Flags) (int, error) {
+	timeout, err := fl.GetDuration("timeout")
+	if err != nil {
+		timeout = agenthook.DefaultTimeout
+	}
+	agenthook.Run(agenthook.Options{
+		Agent:      fl.String("agent"),
+		WebhookEnv: fl.String("webhook-env"),
+		Event:      fl.String("event"),
+		Timeout:    timeout,
+		Stdin:      os.Stdin,
+		Stderr:     os.Stderr,
+	})
+	return caddy.ExitCodeSuccess, nil
+}
+
+// registrationCommand builds the install or uninstall child; they share
+// their flags and differ only in the edit they apply.
+func registrationCommand(name string) *cobra.Command {
+	c := &cobra.Command{Use: name}
+	if name == "install" {
+		c.Short = "Registers agent-hook in the agent's settings file"
+		c.Long = `
+Merges a hook registration running this binary's "agent-hook" into the
+agent's settings file, keeping every other setting and hook. Running it again
+changes nothing.`
+	} else {
+		c.Short = "Removes agent-hook's registration from the agent's settings file"
+		c.Long = `
+Removes only registrations running "<binary> agent-hook"; other hooks and
+settings stay as they are.`
+	}
+	c.Flags().Bool("global", false, "Edit the user's settings (~/<config-dir>/settings.json)")
+	c.Flags().String("project", "", "Edit the project's personal settings (DIR/<config-dir>/settings.local.json)")
+	eventsDefault := strings.Join(agenthook.DefaultEvents(), ",")
+	eventsHelp := "Comma-separated hook events to register"
+	if name == "uninstall" {
+		eventsDefault, eventsHelp = "", "Comma-separated hook events to clear (default all)"
+	}
+	c.Flags().String("events", eventsDefault, eventsHelp)
+	c.Flags().String("config-dir", agenthook.DefaultConfigDir, "Agent settings directory name (for agents other than Claude Code)")
+	c.RunE = caddycmd.WrapCommandFuncForCobra(func(fl caddycmd.Flags) (int, error) {
+		return runRegistration(name, fl)
+	})
+	return c
+}
+
+func runRegistration(name string, fl caddycmd.Flags) (int, error) {
+	home, _ := os.UserHomeDir()
+	path, err := agenthook.SettingsPath(fl.Bool("global"), fl.String("project"), fl.String("config-dir"), home)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	events := agenthook.ParseEvents(fl.String("events"))
+	var changed bool
+	if name == "install" {
+		exe, err := os.Executable()
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("finding this binary's path: %w", err)
+		}
+		if len(events) == 0 {
+			return caddy.ExitCodeFailedStartup, errors.New("--events names no event")
+		}
+		changed, err = agenthook.Install(path, events, agenthook.HookCommand(exe))
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+	} else {
+		changed, err = agenthook.Uninstall(path, events)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+	}
+	switch {
+	case !changed:
+		fmt.Printf("%s: already up to date\n", path)
+	case name == "install":
+		fmt.Printf("%s: registered agent-hook for %s\n", path, strings.Join(events, ", "))
+	default:
+		fmt.Printf("%s: removed agent-hook\n", path)
+	}
+	return caddy.ExitCodeSuccess, nil
+}
