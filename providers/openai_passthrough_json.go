@@ -3,6 +3,7 @@ package providers
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -130,20 +131,33 @@ func eachMember(b []byte, i int, fn func(key []byte, v span)) (int, error) {
 	}
 }
 
-// keyIs reports whether a raw key token names key, unescaping only when
-// the token holds an escape.
+// keyIs reports whether a raw key token names key the way encoding/json
+// matches struct fields: case-insensitively, with Unicode folding. Go
+// upstreams (Ollama among them) decode that way, so a "Model" member must
+// count as the model or it could slip past RewriteModel.
 func keyIs(tok []byte, key string) bool {
 	if len(tok) < 2 {
 		return false
 	}
 	inner := tok[1 : len(tok)-1]
 	for _, c := range inner {
-		if c == '\\' {
-			var s string
-			return json.Unmarshal(tok, &s) == nil && s == key
+		if c == '\\' || c >= utf8.RuneSelf {
+			s, ok := decodeStringToken(tok)
+			return ok && strings.EqualFold(s, key)
 		}
 	}
-	return string(inner) == key
+	if len(inner) != len(key) {
+		return false
+	}
+	for i, c := range inner {
+		if c == key[i] {
+			continue
+		}
+		if lc := c | 0x20; lc != key[i]|0x20 || lc < 'a' || lc > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // findMember returns the span of the last member named key in the object
@@ -232,13 +246,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// appendJSONBytes is appendJSONString for a byte slice.
-func appendJSONBytes(dst, s []byte) []byte {
-	// The conversion does not allocate: the compiler sees the string does
-	// not escape appendJSONString's loop.
-	return appendJSONString(dst, string(s))
 }
 
 // RewriteModel replaces the value of the top-level "model" member with

@@ -226,3 +226,23 @@ func TestAnthropicPassthroughStream(t *testing.T) {
 		t.Errorf("cut stream: Usage() = %+v", u)
 	}
 }
+
+// A Go upstream matches JSON keys case-insensitively, so every spelling of
+// "model" must be rewritten or a client could pick a model behind the
+// gateway's back.
+func TestRewriteModelCaseFolding(t *testing.T) {
+	out, err := RewriteModel([]byte(`{"model":"allowed","MODEL":"forbidden","\u004dodel":"x","ſtream":true}`), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.Model != "up" {
+		t.Fatalf("a Go decoder reads model %q from %s", got.Model, out)
+	}
+	info, err := PeekRequest([]byte(`{"model":"a","Model":"b","ſtream":true}`))
+	if err != nil || info.Model != "b" || !info.Stream {
+		t.Errorf("PeekRequest = %+v, %v (want what encoding/json reads)", info, err)
+	}
+}
