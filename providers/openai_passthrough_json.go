@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -23,16 +24,26 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string starting at b[i] == '"'.
+// Long strings (tool descriptions, file contents) dominate request bodies,
+// so it jumps from quote to quote with IndexByte rather than walking bytes.
 func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
+	open := i
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, errScan
 		}
+		j += i
+		n := 0
+		for k := j - 1; k > open && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1, nil
+		}
+		i = j + 1
 	}
-	return 0, errScan
 }
 
 // skipValue returns the index just past the value starting at b[i]. It
