@@ -145,8 +145,13 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 	if t.done {
 		return dst, nil
 	}
-	if string(ev.Name) == "ping" {
+	switch string(ev.Name) {
+	case "ping":
 		return dst, nil
+	case "content_block_delta":
+		if out, ok := t.fastDelta(dst, ev.Data); ok {
+			return out, nil
+		}
 	}
 	t.ev = anthropicEventIn{}
 	if err := json.Unmarshal(ev.Data, &t.ev); err != nil {
@@ -234,6 +239,74 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 		return append(dst, `,"param":null,"code":null}}`+"\n\n"...), nil
 	}
 	return dst, nil
+}
+
+// fastDelta handles text and tool-argument deltas, nearly all of a
+// stream, by copying the upstream's already-encoded string token instead
+// of decoding and re-encoding it. ok is false when the event needs the
+// full path.
+func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
+	var idx, delta span
+	var hasIdx, hasDelta bool
+	_, err := eachMember(data, 0, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "index"):
+			idx, hasIdx = v, true
+		case keyIs(k, "delta"):
+			delta, hasDelta = v, true
+		}
+	})
+	if err != nil || !hasDelta || data[delta.start] != '{' {
+		return dst, false
+	}
+	var typ, text, partial span
+	_, err = eachMember(data, delta.start, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "type"):
+			typ = v
+		case keyIs(k, "text"):
+			text = v
+		case keyIs(k, "partial_json"):
+			partial = v
+		}
+	})
+	if err != nil {
+		return dst, false
+	}
+	switch string(data[typ.start:typ.end]) {
+	case `"text_delta"`:
+		tok := data[text.start:text.end]
+		if !validStringToken(tok) {
+			return dst, false
+		}
+		if len(tok) == 2 {
+			return dst, true
+		}
+		dst = t.open(dst)
+		dst = append(dst, `{"content":`...)
+		dst = append(dst, tok...)
+		dst = append(dst, '}')
+		return closeChunk(dst), true
+	case `"input_json_delta"`:
+		tok := data[partial.start:partial.end]
+		k, ok := parseIndex(data[idx.start:idx.end])
+		if !hasIdx || !ok || !validStringToken(tok) {
+			return dst, false
+		}
+		if k >= len(t.toolOf) || t.toolOf[k] < 0 || len(tok) == 2 {
+			return dst, true
+		}
+		dst = t.open(dst)
+		dst = append(dst, `{"tool_calls":[{"index":`...)
+		dst = strconv.AppendInt(dst, int64(t.toolOf[k]), 10)
+		dst = append(dst, `,"function":{"arguments":`...)
+		dst = append(dst, tok...)
+		dst = append(dst, `}}]}`...)
+		return closeChunk(dst), true
+	case `"thinking_delta"`, `"signature_delta"`, `"citations_delta"`:
+		return dst, true
+	}
+	return dst, false
 }
 
 func (t *anthropicToOpenAIStream) appendText(dst []byte, text string) []byte {
@@ -394,7 +467,9 @@ func (t *openAIToAnthropicStream) deltaHead(dst []byte) []byte {
 	return dst
 }
 
-func (t *openAIToAnthropicStream) appendText(dst []byte, text string) []byte {
+// textDeltaHead opens a text block if none is open and starts a
+// text_delta event; the JSON string and closeDelta follow.
+func (t *openAIToAnthropicStream) textDeltaHead(dst []byte) []byte {
 	if t.open != blockText {
 		dst = t.closeBlock(dst)
 		dst = t.blockStart(dst)
@@ -402,9 +477,80 @@ func (t *openAIToAnthropicStream) appendText(dst []byte, text string) []byte {
 		t.open = blockText
 	}
 	dst = t.deltaHead(dst)
-	dst = append(dst, `,"delta":{"type":"text_delta","text":`...)
+	return append(dst, `,"delta":{"type":"text_delta","text":`...)
+}
+
+func closeDelta(dst []byte) []byte { return append(dst, "}}\n\n"...) }
+
+func (t *openAIToAnthropicStream) appendText(dst []byte, text string) []byte {
+	dst = t.textDeltaHead(dst)
 	dst = appendJSONString(dst, text)
-	return append(dst, "}}\n\n"...)
+	return closeDelta(dst)
+}
+
+// fastChunk handles plain content chunks, nearly all of a stream, by
+// copying the upstream's already-encoded content string. Anything else
+// (tool calls, a finish reason, usage, errors, several choices) returns
+// ok false for the full path.
+func (t *openAIToAnthropicStream) fastChunk(dst, data []byte) ([]byte, bool) {
+	var choices span
+	hasChoices, other := false, false
+	_, err := eachMember(data, 0, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "choices"):
+			choices, hasChoices = v, true
+		case keyIs(k, "usage"), keyIs(k, "error"):
+			other = other || !isNull(data, v)
+		}
+	})
+	if err != nil || !hasChoices || other || data[choices.start] != '[' {
+		return dst, false
+	}
+	first := skipSpace(data, choices.start+1)
+	if first >= choices.end || data[first] != '{' {
+		return dst, false
+	}
+	var delta span
+	hasDelta := false
+	end, err := eachMember(data, first, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "delta"):
+			delta, hasDelta = v, true
+		case keyIs(k, "finish_reason"):
+			other = other || !isNull(data, v)
+		}
+	})
+	if err != nil || other || !hasDelta || data[delta.start] != '{' || skipSpace(data, end) != choices.end-1 {
+		return dst, false
+	}
+	var content span
+	hasContent := false
+	_, err = eachMember(data, delta.start, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "content"):
+			content, hasContent = v, true
+		case keyIs(k, "tool_calls"):
+			other = other || !isNull(data, v) && !isEmptyArray(data[v.start:v.end])
+		case keyIs(k, "refusal"):
+			other = other || !isNull(data, v)
+		}
+	})
+	if err != nil || other {
+		return dst, false
+	}
+	if !hasContent || isNull(data, content) {
+		return dst, true
+	}
+	tok := data[content.start:content.end]
+	if !validStringToken(tok) {
+		return dst, false
+	}
+	if len(tok) == 2 {
+		return dst, true
+	}
+	dst = t.textDeltaHead(dst)
+	dst = append(dst, tok...)
+	return closeDelta(dst), true
 }
 
 func (t *openAIToAnthropicStream) appendToolCall(dst []byte, tc *OpenAIToolCall, pos int) []byte {
@@ -454,6 +600,11 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, dataDone) {
 		return t.end(dst), nil
+	}
+	if t.started {
+		if out, ok := t.fastChunk(dst, data); ok {
+			return out, nil
+		}
 	}
 	choices := t.chunk.Choices[:0]
 	clear(choices[:cap(choices)])

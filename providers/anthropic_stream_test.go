@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -463,4 +464,90 @@ func TestOpenAIToAnthropicStreamVariants(t *testing.T) {
 			t.Error("malformed chunk accepted")
 		}
 	})
+}
+
+// The named content_block_delta events take a copy-through fast path; the
+// same events without names take the decoding path. Both must say the
+// same thing.
+func TestAnthropicFastPathMatchesDecode(t *testing.T) {
+	extra := `event: content_block_start
+data: {"type":"content_block_start","index":4,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"Caf\u00e9 \ud83d\ude00 \u2028 \"q\" \\ \/ tab\t end"}}
+
+event: content_block_delta
+data: {"delta":{"text":"","type":"text_delta"},"index":4,"type":"content_block_delta"}
+
+event: content_block_delta
+data: { "type" : "content_block_delta" , "index" : 3 , "delta" : { "type" : "input_json_delta" , "partial_json" : "{\"k\": \"\u00fc\\n\"}" } }
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":4,"delta":{"type":"citations_delta","citation":{"type":"char_location"}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":99,"delta":{"type":"input_json_delta","partial_json":"x"}}
+
+`
+	in := strings.Replace(anthropicUpstream, "event: message_delta", strings.TrimSuffix(extra, "\n\n")+"\n\nevent: message_delta", 1)
+	named := decodeChunks(t, parseSSE(t, runStream(t, in, NewAnthropicToOpenAIStream(true))))
+	var unnamed strings.Builder
+	for _, line := range strings.SplitAfter(in, "\n") {
+		if !strings.HasPrefix(line, "event: ") {
+			unnamed.WriteString(line)
+		}
+	}
+	plain := decodeChunks(t, parseSSE(t, runStream(t, unnamed.String(), NewAnthropicToOpenAIStream(true))))
+	if !reflect.DeepEqual(named, plain) {
+		t.Fatalf("fast and decoding paths differ:\n%+v\n%+v", named, plain)
+	}
+	var texts []string
+	for _, c := range named {
+		if len(c.Choices) > 0 && c.Choices[0].Delta.Content != nil {
+			texts = append(texts, *c.Choices[0].Delta.Content)
+		}
+	}
+	if want := "Caf\u00e9 \U0001F600 \u2028 \"q\" \\ / tab\t end"; len(texts) != 3 || texts[2] != want {
+		t.Errorf("texts = %q", texts)
+	}
+}
+
+func TestOpenAIFastPathEdges(t *testing.T) {
+	in := `data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}
+
+data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"caf\u00e9 \"x\"\n","tool_calls":[]},"finish_reason":null}],"usage":null}
+
+data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":null},"finish_reason":null}]}
+
+data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"bye"},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}
+
+data: [DONE]
+
+`
+	tr := NewOpenAIToAnthropicStream("")
+	evs := decodeAnthropicEvents(t, parseSSE(t, runStream(t, in, tr)))
+	want := "message_start,ping,content_block_start,content_block_delta,content_block_delta,content_block_stop,message_delta,message_stop"
+	if got := eventNames(evs); got != want {
+		t.Fatalf("sequence:\n got %s\nwant %s", got, want)
+	}
+	if evs[3].Delta.Text != "café \"x\"\n" || evs[4].Delta.Text != "bye" || *evs[6].Delta.StopReason != "max_tokens" {
+		t.Errorf("deltas %q %q stop %q", evs[3].Delta.Text, evs[4].Delta.Text, *evs[6].Delta.StopReason)
+	}
+	if u := tr.Usage(); u.InputTokens != 5 || u.OutputTokens != 2 || !u.Seen {
+		t.Errorf("usage = %+v", u)
+	}
+}
+
+func TestValidStringToken(t *testing.T) {
+	for tok, want := range map[string]bool{
+		`""`: true, `"a\"b"`: true, `"\u00e9\n\/"`: true, `"\u00e"`: false, `"\x"`: false,
+		"\"a\tb\"": false, `"a"b"`: false, `"abc`: false, `"\"`: false, `"\\"`: true, `x`: false,
+	} {
+		if got := validStringToken([]byte(tok)); got != want {
+			t.Errorf("validStringToken(%s) = %v", tok, got)
+		}
+		if want && !json.Valid([]byte(tok)) {
+			t.Errorf("%s accepted but not json", tok)
+		}
+	}
 }

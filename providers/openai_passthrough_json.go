@@ -392,3 +392,57 @@ func splice(body []byte, s span, repl []byte) []byte {
 	out = append(out, repl...)
 	return append(out, body[s.end:]...)
 }
+
+// validStringToken reports whether tok is one well-formed JSON string, so
+// it can be copied into output verbatim without decoding and re-encoding.
+func validStringToken(tok []byte) bool {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return false
+	}
+	in := tok[1 : len(tok)-1]
+	for i := 0; i < len(in); i++ {
+		switch c := in[i]; {
+		case c < 0x20 || c == '"':
+			return false
+		case c == '\\':
+			i++
+			if i >= len(in) {
+				return false
+			}
+			switch in[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(in) {
+					return false
+				}
+				for _, h := range in[i+1 : i+5] {
+					if !(h >= '0' && h <= '9' || h|0x20 >= 'a' && h|0x20 <= 'f') {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isNull reports whether a value span holds JSON null.
+func isNull(b []byte, v span) bool { return string(b[v.start:v.end]) == "null" }
+
+// parseIndex reads a small non-negative integer token.
+func parseIndex(tok []byte) (int, bool) {
+	if len(tok) == 0 || len(tok) > 6 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range tok {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
