@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -83,5 +84,36 @@ func FuzzRewriteModel(f *testing.F) {
 				t.Fatalf("EnsureIncludeUsage output %s", withUsage)
 			}
 		}
+	})
+}
+
+// FuzzStreamTranslators feeds one arbitrary event to every translator after
+// a normal start: the output must stay well-formed, whatever took the fast
+// path.
+func FuzzStreamTranslators(f *testing.F) {
+	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a\u00e9"}}`))
+	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}`))
+	f.Add("", []byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"x\ty"},"finish_reason":null}],"usage":null}`))
+	f.Add("", []byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]}}]}`))
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		check := func(out []byte) {
+			for _, block := range bytes.Split(bytes.TrimSuffix(out, []byte("\n\n")), []byte("\n\n")) {
+				for _, line := range bytes.Split(block, []byte("\n")) {
+					if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && !bytes.Equal(d, dataDone) && !json.Valid(d) {
+						t.Fatalf("invalid data line %q", d)
+					}
+				}
+			}
+		}
+		a := NewAnthropicToOpenAIStream(true)
+		dst, _ := a.Translate(nil, Event{Name: []byte("message_start"), Data: []byte(`{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":1}}}`)})
+		dst, _ = a.Translate(dst, Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f"}}`)})
+		dst, _ = a.Translate(dst, Event{Name: []byte(name), Data: data})
+		check(a.Finish(dst))
+
+		o := NewOpenAIToAnthropicStream("m")
+		dst, _ = o.Translate(nil, Event{Data: []byte(`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}`)})
+		dst, _ = o.Translate(dst, Event{Name: []byte(name), Data: data})
+		check(o.Finish(dst))
 	})
 }
