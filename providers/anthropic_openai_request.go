@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -79,7 +80,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	}
 
 	out.Messages = make([]openAIOutMsg, 0, len(in.Messages)+1)
-	if sys, err := anthropicSystemText(in.System, "system"); err != nil {
+	if sys, err := anthropicSystemText(in.System); err != nil {
 		return nil, err
 	} else if sys != "" {
 		out.Messages = append(out.Messages, openAIOutMsg{Role: "system", Content: sys})
@@ -88,7 +89,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	for i := range in.Messages {
 		m := &in.Messages[i]
 		var err error
-		blocks, err = anthropicBlocks(blocks[:0], m.Content, paramf("messages[%].content", i))
+		blocks, err = anthropicBlocks(blocks[:0], m.Content, i)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +105,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 		case "assistant":
 			out.Messages, err = appendAssistantTurn(out.Messages, blocks, i)
 		default:
-			return nil, BadRequest(paramf("messages[%].role", i), "unsupported message role "+strconv.Quote(m.Role))
+			return nil, BadRequest(fmt.Sprintf("messages[%d].role", i), "unsupported message role "+strconv.Quote(m.Role))
 		}
 		if err != nil {
 			return nil, err
@@ -119,11 +120,11 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 			continue
 		}
 		if t.Name == "" {
-			return nil, BadRequest(paramf("tools[%].name", i), "tool has no name")
+			return nil, BadRequest(fmt.Sprintf("tools[%d].name", i), "tool has no name")
 		}
 		schema := t.InputSchema
 		if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
-			schema = emptyObjectSchema
+			schema = json.RawMessage(emptyObjectSchema)
 		}
 		out.Tools = append(out.Tools, OpenAITool{Type: "function", Function: OpenAIFunction{
 			Name: t.Name, Description: t.Description, Parameters: schema}})
@@ -155,28 +156,37 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 }
 
 // anthropicBlocks decodes content that is a string or a block list into
-// dst. A string comes back as one text block.
-func anthropicBlocks(dst []AnthropicBlock, raw json.RawMessage, param string) ([]AnthropicBlock, error) {
+// dst. A string comes back as one text block. msg is the message index the
+// error names, or -1 for the system prompt.
+func anthropicBlocks(dst []AnthropicBlock, raw json.RawMessage, msg int) ([]AnthropicBlock, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return dst, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, BadRequest(param, "invalid content")
+			return nil, contentError(msg)
 		}
 		return append(dst, AnthropicBlock{Type: "text", Text: s}), nil
 	}
 	var blocks []AnthropicBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, BadRequest(param, "content must be a string or an array of content blocks")
+		return nil, contentError(msg)
 	}
 	return append(dst, blocks...), nil
 }
 
+func contentError(msg int) *APIError {
+	param := "system"
+	if msg >= 0 {
+		param = fmt.Sprintf("messages[%d].content", msg)
+	}
+	return BadRequest(param, "content must be a string or an array of content blocks")
+}
+
 // anthropicSystemText flattens `system` (a string or text blocks).
-func anthropicSystemText(raw json.RawMessage, param string) (string, error) {
-	blocks, err := anthropicBlocks(nil, raw, param)
+func anthropicSystemText(raw json.RawMessage) (string, error) {
+	blocks, err := anthropicBlocks(nil, raw, -1)
 	if err != nil {
 		return "", err
 	}
@@ -225,7 +235,7 @@ func appendUserTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([]open
 		case "tool_result":
 			text, err := toolResultText(b)
 			if err != nil {
-				return nil, BadRequest(paramf("messages[%].content[%].content", i, j), err.Error())
+				return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].content", i, j), err.Error())
 			}
 			msgs = append(msgs, openAIOutMsg{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
 		case "text":
@@ -271,7 +281,7 @@ func (e textError) Error() string { return string(e) }
 // toolResultText flattens a tool_result's content to the text of a tool
 // message; images inside results have no place there and are dropped.
 func toolResultText(b *AnthropicBlock) (string, error) {
-	inner, err := anthropicBlocks(nil, b.Content, "")
+	inner, err := anthropicBlocks(nil, b.Content, -1)
 	if err != nil {
 		return "", textError("tool_result content must be a string or an array of content blocks")
 	}
@@ -294,7 +304,7 @@ func appendAssistantTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([
 			args = string(in)
 		}
 		if b.ID == "" || b.Name == "" {
-			return nil, BadRequest(paramf("messages[%].content[%]", i, j), "tool_use block needs an id and a name")
+			return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d]", i, j), "tool_use block needs an id and a name")
 		}
 		calls = append(calls, OpenAIToolCall{ID: b.ID, Type: "function",
 			Function: OpenAIFunctionCall{Name: b.Name, Arguments: args}})

@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -33,21 +34,7 @@ type anthropicOutMsg struct {
 	Content []AnthropicBlock `json:"content"`
 }
 
-var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
-func paramf(format string, args ...int) string {
-	var b []byte
-	ai := 0
-	for i := 0; i < len(format); i++ {
-		if format[i] == '%' && ai < len(args) {
-			b = strconv.AppendInt(b, int64(args[ai]), 10)
-			ai++
-			continue
-		}
-		b = append(b, format[i])
-	}
-	return string(b)
-}
+const emptyObjectSchema = `{"type":"object","properties":{}}`
 
 // OpenAIToAnthropicRequest translates an OpenAI chat completions request
 // into an Anthropic Messages request for upstreamModel (wire-formats §5.1).
@@ -120,7 +107,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 			out.Messages = appendTurn(out.Messages, "assistant", blocks)
 		case "tool":
 			if m.ToolCallID == "" {
-				return nil, BadRequest(paramf("messages[%].tool_call_id", i), "tool message has no tool_call_id")
+				return nil, BadRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "tool message has no tool_call_id")
 			}
 			content, err := toolResultContent(m.Content, i)
 			if err != nil {
@@ -131,7 +118,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 			out.Messages = appendTurn(out.Messages, "user", []AnthropicBlock{{
 				Type: "tool_result", ToolUseID: sanitizeID(m.ToolCallID), Content: content}})
 		default:
-			return nil, BadRequest(paramf("messages[%].role", i), "unsupported message role "+strconv.Quote(m.Role))
+			return nil, BadRequest(fmt.Sprintf("messages[%d].role", i), "unsupported message role "+strconv.Quote(m.Role))
 		}
 	}
 	if len(out.Messages) == 0 {
@@ -141,14 +128,14 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 
 	for i, t := range in.Tools {
 		if t.Type != "" && t.Type != "function" {
-			return nil, BadRequest(paramf("tools[%].type", i), "unsupported tool type "+strconv.Quote(t.Type))
+			return nil, BadRequest(fmt.Sprintf("tools[%d].type", i), "unsupported tool type "+strconv.Quote(t.Type))
 		}
 		if t.Function.Name == "" {
-			return nil, BadRequest(paramf("tools[%].function.name", i), "tool has no name")
+			return nil, BadRequest(fmt.Sprintf("tools[%d].function.name", i), "tool has no name")
 		}
 		schema := t.Function.Parameters
 		if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
-			schema = emptyObjectSchema
+			schema = json.RawMessage(emptyObjectSchema)
 		}
 		out.Tools = append(out.Tools, AnthropicTool{
 			Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
@@ -234,13 +221,13 @@ func openAIParts(raw json.RawMessage, i int) ([]OpenAIContentPart, error) {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, BadRequest(paramf("messages[%].content", i), "invalid content")
+			return nil, BadRequest(fmt.Sprintf("messages[%d].content", i), "invalid content")
 		}
 		return []OpenAIContentPart{{Type: "text", Text: s}}, nil
 	}
 	var parts []OpenAIContentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, BadRequest(paramf("messages[%].content", i), "content must be a string or an array of content parts")
+		return nil, BadRequest(fmt.Sprintf("messages[%d].content", i), "content must be a string or an array of content parts")
 	}
 	return parts, nil
 }
@@ -257,7 +244,7 @@ func openAIText(raw json.RawMessage, i int) (string, error) {
 	var b strings.Builder
 	for j, p := range parts {
 		if p.Type != "text" {
-			return "", BadRequest(paramf("messages[%].content[%].type", i, j), "only text parts are allowed here")
+			return "", BadRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j), "only text parts are allowed here")
 		}
 		if b.Len() > 0 {
 			b.WriteByte('\n')
@@ -283,16 +270,16 @@ func openAIUserBlocks(raw json.RawMessage, i int) ([]AnthropicBlock, error) {
 			}
 		case "image_url":
 			if p.ImageURL == nil {
-				return nil, BadRequest(paramf("messages[%].content[%].image_url", i, j), "image part has no image_url")
+				return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].image_url", i, j), "image part has no image_url")
 			}
 			src, ok := imageSource(p.ImageURL.URL)
 			if !ok {
-				return nil, BadRequest(paramf("messages[%].content[%].image_url.url", i, j),
+				return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].image_url.url", i, j),
 					"image url must be an http(s) url or a base64 data uri")
 			}
 			blocks = append(blocks, AnthropicBlock{Type: "image", Source: src})
 		default:
-			return nil, BadRequest(paramf("messages[%].content[%].type", i, j),
+			return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j),
 				"unsupported content part type "+strconv.Quote(p.Type))
 		}
 	}
@@ -330,20 +317,20 @@ func openAIAssistantBlocks(m *OpenAIMessage, i int) ([]AnthropicBlock, error) {
 		case "refusal":
 			// A refusal is the assistant's text for history purposes.
 		default:
-			return nil, BadRequest(paramf("messages[%].content[%].type", i, j),
+			return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j),
 				"unsupported assistant content part type "+strconv.Quote(p.Type))
 		}
 	}
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
 		if tc.ID == "" {
-			return nil, BadRequest(paramf("messages[%].tool_calls[%].id", i, j), "tool call has no id")
+			return nil, BadRequest(fmt.Sprintf("messages[%d].tool_calls[%d].id", i, j), "tool call has no id")
 		}
 		input := json.RawMessage(tc.Function.Arguments)
 		if strings.TrimSpace(tc.Function.Arguments) == "" {
 			input = json.RawMessage("{}")
 		} else if !json.Valid(input) || input[skipSpace(input, 0)] != '{' {
-			return nil, BadRequest(paramf("messages[%].tool_calls[%].function.arguments", i, j),
+			return nil, BadRequest(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
 				"tool call arguments must be a json object")
 		}
 		blocks = append(blocks, AnthropicBlock{

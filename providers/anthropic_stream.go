@@ -40,9 +40,9 @@ type anthropicEventIn struct {
 	} `json:"error"`
 }
 
-var (
-	dataDone = []byte("[DONE]")
-	sseDone  = []byte("data: [DONE]\n\n")
+const (
+	dataDone = "[DONE]"
+	sseDone  = "data: [DONE]\n\n"
 )
 
 // eventType is the event's name, or its data's "type" for upstreams that
@@ -598,7 +598,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 		return dst, nil
 	}
 	data := bytes.TrimSpace(ev.Data)
-	if bytes.Equal(data, dataDone) {
+	if string(data) == dataDone {
 		return t.end(dst), nil
 	}
 	if t.started {

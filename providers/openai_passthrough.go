@@ -38,7 +38,7 @@ func (t *openAIPassthroughStream) Usage() Usage { return t.usage }
 
 func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	data := ev.Data
-	if bytes.Equal(bytes.TrimSpace(data), dataDone) {
+	if string(bytes.TrimSpace(data)) == dataDone {
 		t.sawDone = true
 		return appendSSEBytes(dst, ev.Name, data), nil
 	}
