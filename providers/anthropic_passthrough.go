@@ -18,7 +18,15 @@ func NewAnthropicPassthroughStream() StreamTranslator {
 func (t *anthropicPassthroughStream) Usage() Usage { return t.usage }
 
 func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
-	switch string(ev.Name) {
+	name := ev.Name
+	if len(name) == 0 {
+		// The event line is mandatory, but a proxy in between may have
+		// dropped it; the data's "type" says the same.
+		if v, ok, err := findMember(ev.Data, 0, "type"); err == nil && ok && v.end-v.start > 2 {
+			name = ev.Data[v.start+1 : v.end-1]
+		}
+	}
+	switch string(name) {
 	case "message_start":
 		if m, ok, err := findMember(ev.Data, 0, "message"); err == nil && ok && ev.Data[m.start] == '{' {
 			if u, ok := t.readUsage(ev.Data, m.start); ok {

@@ -136,7 +136,7 @@ func (t *anthropicToOpenAIStream) open(dst []byte) []byte {
 	return append(dst, `{"index":0,"delta":`...)
 }
 
-// close ends a chunk opened by open.
+// closeChunk ends a chunk begun by open: a content chunk, not the finish.
 func closeChunk(dst []byte) []byte {
 	return append(dst, `,"finish_reason":null}],"usage":null}`+"\n\n"...)
 }

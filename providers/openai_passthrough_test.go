@@ -246,3 +246,19 @@ func TestRewriteModelCaseFolding(t *testing.T) {
 		t.Errorf("PeekRequest = %+v, %v (want what encoding/json reads)", info, err)
 	}
 }
+
+func TestAnthropicPassthroughWithoutEventNames(t *testing.T) {
+	var in strings.Builder
+	for _, line := range strings.SplitAfter(anthropicUpstream, "\n") {
+		if !strings.HasPrefix(line, "event: ") {
+			in.WriteString(line)
+		}
+	}
+	tr := NewAnthropicPassthroughStream()
+	if out := runStream(t, in.String(), tr); out != in.String() {
+		t.Errorf("stream altered:\n%s", out)
+	}
+	if u := tr.Usage(); u.InputTokens != 25 || u.OutputTokens != 52 || u.CacheReadTokens != 100 {
+		t.Errorf("Usage() = %+v", u)
+	}
+}
