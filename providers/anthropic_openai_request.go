@@ -19,7 +19,6 @@ type openAIOutRequest struct {
 	Temperature         *float64          `json:"temperature,omitempty"`
 	TopP                *float64          `json:"top_p,omitempty"`
 	Stop                []string          `json:"stop,omitempty"`
-	Tools               []OpenAITool      `json:"tools,omitempty"`
 	ToolChoice          any               `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
 	User                string            `json:"user,omitempty"`
@@ -112,6 +111,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 		}
 	}
 
+	var tools []OpenAITool
 	for i := range in.Tools {
 		t := &in.Tools[i]
 		// Server tools (web_search_..., bash_..., text_editor_...) run at
@@ -126,10 +126,10 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 		if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
 			schema = json.RawMessage(emptyObjectSchema)
 		}
-		out.Tools = append(out.Tools, OpenAITool{Type: "function", Function: OpenAIFunction{
+		tools = append(tools, OpenAITool{Type: "function", Function: OpenAIFunction{
 			Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
-	if tc := in.ToolChoice; tc != nil && len(out.Tools) > 0 {
+	if tc := in.ToolChoice; tc != nil && len(tools) > 0 {
 		switch tc.Type {
 		case "auto", "":
 			out.ToolChoice = "auto"
@@ -152,7 +152,40 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 			out.ParallelToolCalls = &f
 		}
 	}
-	return json.Marshal(&out)
+	b, err := json.Marshal(&out)
+	if err != nil || len(tools) == 0 {
+		return b, err
+	}
+	size := len(b) + 16
+	for i := range tools {
+		f := &tools[i].Function
+		size += len(f.Name) + len(f.Description) + len(f.Description)/8 + len(f.Parameters) + 64
+	}
+	return appendOpenAITools(append(make([]byte, 0, size), b[:len(b)-1]...), tools), nil
+}
+
+// appendOpenAITools appends `,"tools":[...]}` to an encoded object missing
+// its closing brace. Claude Code's tool schemas are most of its request;
+// they are copied verbatim (json.Unmarshal already validated them) where
+// json.Marshal would scan and compact every one again.
+func appendOpenAITools(dst []byte, tools []OpenAITool) []byte {
+	dst = append(dst, `,"tools":[`...)
+	for i := range tools {
+		f := &tools[i].Function
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"function","function":{"name":`...)
+		dst = appendJSONString(dst, f.Name)
+		if f.Description != "" {
+			dst = append(dst, `,"description":`...)
+			dst = appendJSONString(dst, f.Description)
+		}
+		dst = append(dst, `,"parameters":`...)
+		dst = append(dst, f.Parameters...)
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, "]}"...)
 }
 
 // anthropicBlocks decodes content that is a string or a block list into
