@@ -1,0 +1,196 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// openAIOutResponse is a chat completion rendered for an OpenAI client.
+type openAIOutResponse struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []openAIOutChoice `json:"choices"`
+	Usage   json.RawMessage   `json:"usage"`
+}
+
+type openAIOutChoice struct {
+	Index        int              `json:"index"`
+	Message      openAIOutRespMsg `json:"message"`
+	Logprobs     json.RawMessage  `json:"logprobs"`
+	FinishReason string           `json:"finish_reason"`
+}
+
+type openAIOutRespMsg struct {
+	Role      string           `json:"role"`
+	Content   *string          `json:"content"`
+	Refusal   *string          `json:"refusal"`
+	ToolCalls []OpenAIToolCall `json:"tool_calls,omitempty"`
+}
+
+// AnthropicToOpenAIResponse renders an upstream Anthropic Messages
+// response as an OpenAI chat completion and returns the usage it carried.
+// An error means the upstream body was not a Messages response.
+func AnthropicToOpenAIResponse(body []byte) ([]byte, Usage, error) {
+	var in AnthropicResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, Usage{}, errors.New("upstream anthropic response: " + jsonErrText(err))
+	}
+	if in.Type != "" && in.Type != "message" {
+		return nil, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
+	}
+	u := usageFromAnthropic(&in.Usage)
+	u.Seen = in.Usage.InputTokens != nil || in.Usage.OutputTokens != 0
+	msg := openAIOutRespMsg{Role: "assistant"}
+	var text strings.Builder
+	for i := range in.Content {
+		b := &in.Content[i]
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			args := "{}"
+			if v := bytes.TrimSpace(b.Input); len(v) > 0 && !bytes.Equal(v, []byte("null")) {
+				args = string(v)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, OpenAIToolCall{ID: b.ID, Type: "function",
+				Function: OpenAIFunctionCall{Name: b.Name, Arguments: args}})
+		}
+	}
+	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	stop := ""
+	if in.StopReason != nil {
+		stop = *in.StopReason
+	}
+	out := openAIOutResponse{
+		ID:      openAICompletionID(in.ID),
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   in.Model,
+		Choices: []openAIOutChoice{{Message: msg, FinishReason: finishFromStop(stop)}},
+		Usage:   appendOpenAIUsage(nil, u),
+	}
+	b, err := json.Marshal(&out)
+	return b, u, err
+}
+
+// anthropicOutResponse is a Messages response rendered for an Anthropic
+// client.
+type anthropicOutResponse struct {
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []AnthropicBlock `json:"content"`
+	StopReason   string           `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        json.RawMessage  `json:"usage"`
+}
+
+// openAIRespIn adds the fields of a response this package reads beyond the
+// shared OpenAIResponse type.
+type openAIRespIn struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage  `json:"content"`
+			Refusal   *string          `json:"refusal"`
+			ToolCalls []OpenAIToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *OpenAIUsage `json:"usage"`
+}
+
+// OpenAIToAnthropicResponse renders an upstream OpenAI chat completion as
+// an Anthropic Messages response and returns the usage it carried. Only
+// the first choice is used (requests are translated with n=1).
+func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
+	var in openAIRespIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, Usage{}, errors.New("upstream openai response: " + jsonErrText(err))
+	}
+	var u Usage
+	if in.Usage != nil {
+		u = usageFromOpenAI(in.Usage)
+	}
+	out := anthropicOutResponse{
+		ID: anthropicMessageID(in.ID), Type: "message", Role: "assistant", Model: in.Model,
+		Content: []AnthropicBlock{}, StopReason: "end_turn",
+		Usage: appendAnthropicUsage(nil, u),
+	}
+	if len(in.Choices) > 0 {
+		c := &in.Choices[0]
+		text := openAIResponseText(c.Message.Content)
+		if text == "" && c.Message.Refusal != nil {
+			text = *c.Message.Refusal
+		}
+		if text != "" {
+			out.Content = append(out.Content, AnthropicBlock{Type: "text", Text: text})
+		}
+		for _, tc := range c.Message.ToolCalls {
+			id := sanitizeID(tc.ID)
+			if id == "" {
+				id = newToolUseID()
+			}
+			out.Content = append(out.Content, AnthropicBlock{Type: "tool_use", ID: id,
+				Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+		}
+		if c.FinishReason != nil {
+			out.StopReason = stopFromFinish(*c.FinishReason)
+		}
+		if len(c.Message.ToolCalls) > 0 && out.StopReason == "end_turn" {
+			// Some local servers report "stop" while calling tools.
+			out.StopReason = "tool_use"
+		}
+	}
+	b, err := json.Marshal(&out)
+	return b, u, err
+}
+
+// openAIResponseText reads message content that is a string, text parts or
+// null.
+func openAIResponseText(raw json.RawMessage) string {
+	if len(raw) == 0 || raw[0] == 'n' {
+		return ""
+	}
+	if raw[0] == '"' {
+		s, _ := decodeStringToken(raw)
+		return s
+	}
+	var parts []OpenAIContentPart
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// toolInput parses a call's JSON-encoded arguments into a tool_use input,
+// which must be an object. Models sometimes emit broken JSON; rather than
+// fail the whole response, the raw text is kept under "arguments" so the
+// client can still see what was attempted.
+func toolInput(args string) json.RawMessage {
+	trimmed := strings.TrimSpace(args)
+	if trimmed == "" {
+		return json.RawMessage("{}")
+	}
+	if trimmed[0] == '{' && json.Valid([]byte(trimmed)) {
+		return json.RawMessage(trimmed)
+	}
+	b := append([]byte(`{"arguments":`), appendJSONString(nil, args)...)
+	return append(b, '}')
+}

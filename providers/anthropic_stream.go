@@ -1,0 +1,371 @@
+package providers
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Stream translators between Anthropic events and OpenAI chunks
+// (wire-formats §2.3, §1.3, §5.5). Output JSON is appended by hand from
+// precomputed prefixes. Text and argument deltas, the bulk of a stream,
+// copy the upstream's encoded string through without decoding; other
+// events are decoded into a scratch struct reused for every event.
+
+// anthropicEventIn is the union of the Anthropic stream event payloads.
+type anthropicEventIn struct {
+	Type    string `json:"type"`
+	Message struct {
+		ID    string         `json:"id"`
+		Model string         `json:"model"`
+		Usage AnthropicUsage `json:"usage"`
+	} `json:"message"`
+	Index        int `json:"index"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Text string `json:"text"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *AnthropicUsage `json:"usage"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+const (
+	dataDone = "[DONE]"
+	sseDone  = "data: [DONE]\n\n"
+)
+
+// eventType is the event's name, or its data's "type" for upstreams that
+// leave the event line out.
+func eventType(ev Event, decoded string) string {
+	if len(ev.Name) > 0 {
+		switch string(ev.Name) { // no allocation: compared in place
+		case "message_start":
+			return "message_start"
+		case "content_block_start":
+			return "content_block_start"
+		case "content_block_delta":
+			return "content_block_delta"
+		case "content_block_stop":
+			return "content_block_stop"
+		case "message_delta":
+			return "message_delta"
+		case "message_stop":
+			return "message_stop"
+		case "ping":
+			return "ping"
+		case "error":
+			return "error"
+		}
+	}
+	return decoded
+}
+
+// mergeDeltaUsage applies a message_delta's cumulative usage under the
+// ledger rule of §2.3: output from the delta, input and cache figures only
+// where the delta repeats them.
+func mergeDeltaUsage(u *Usage, d *AnthropicUsage) {
+	u.Seen = true
+	u.OutputTokens = d.OutputTokens
+	if d.InputTokens != nil {
+		u.InputTokens = *d.InputTokens
+	}
+	if d.CacheReadInputTokens != nil {
+		u.CacheReadTokens = *d.CacheReadInputTokens
+	}
+	switch {
+	case d.CacheCreation != nil:
+		u.CacheCreation5m = d.CacheCreation.Ephemeral5m
+		u.CacheCreation1h = d.CacheCreation.Ephemeral1h
+	case d.CacheCreationInputTokens != nil:
+		u.CacheCreation5m = *d.CacheCreationInputTokens
+		u.CacheCreation1h = 0
+	}
+}
+
+// anthropicToOpenAIStream turns Anthropic events into OpenAI chunks.
+type anthropicToOpenAIStream struct {
+	includeUsage bool
+	// prefix is every chunk's opening up to and including `"choices":[`.
+	prefix []byte
+	// toolOf maps an Anthropic block index to its tool_calls index, or -1.
+	toolOf   []int
+	tools    int
+	usage    Usage
+	finished bool // finish chunk sent
+	done     bool // [DONE] or an error sent; nothing more goes out
+	ev       anthropicEventIn
+}
+
+// NewAnthropicToOpenAIStream translates an Anthropic upstream stream for an
+// OpenAI client. includeUsage is whether the client asked for the usage
+// chunk (stream_options.include_usage).
+func NewAnthropicToOpenAIStream(includeUsage bool) StreamTranslator {
+	return &anthropicToOpenAIStream{includeUsage: includeUsage}
+}
+
+func (t *anthropicToOpenAIStream) Usage() Usage { return t.usage }
+
+func (t *anthropicToOpenAIStream) setPrefix(id, model string) {
+	p := append(t.prefix[:0], `{"id":`...)
+	p = appendJSONString(p, openAICompletionID(id))
+	p = append(p, `,"object":"chat.completion.chunk","created":`...)
+	p = strconv.AppendInt(p, time.Now().Unix(), 10)
+	p = append(p, `,"model":`...)
+	p = appendJSONString(p, model)
+	t.prefix = append(p, `,"choices":[`...)
+}
+
+// open starts a chunk whose single choice has the delta that follows.
+func (t *anthropicToOpenAIStream) open(dst []byte) []byte {
+	if len(t.prefix) == 0 {
+		t.setPrefix("", "")
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, t.prefix...)
+	return append(dst, `{"index":0,"delta":`...)
+}
+
+// closeChunk ends a chunk begun by open: a content chunk, not the finish.
+func closeChunk(dst []byte) []byte {
+	return append(dst, `,"finish_reason":null}],"usage":null}`+"\n\n"...)
+}
+
+func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error) {
+	if t.done {
+		return dst, nil
+	}
+	switch string(ev.Name) {
+	case "ping":
+		return dst, nil
+	case "content_block_delta":
+		if out, ok := t.fastDelta(dst, ev.Data); ok {
+			return out, nil
+		}
+	}
+	t.ev = anthropicEventIn{}
+	if err := json.Unmarshal(ev.Data, &t.ev); err != nil {
+		return dst, errBadEvent
+	}
+	e := &t.ev
+	switch eventType(ev, e.Type) {
+	case "message_start":
+		t.setPrefix(e.Message.ID, e.Message.Model)
+		t.usage = usageFromAnthropic(&e.Message.Usage)
+		dst = t.open(dst)
+		dst = append(dst, `{"role":"assistant","content":""}`...)
+		return closeChunk(dst), nil
+	case "content_block_start":
+		if e.Index < 0 || e.Index > 1<<16 {
+			return dst, errBadEvent
+		}
+		for len(t.toolOf) <= e.Index {
+			t.toolOf = append(t.toolOf, -1)
+		}
+		switch e.ContentBlock.Type {
+		case "tool_use":
+			k := t.tools
+			t.tools++
+			t.toolOf[e.Index] = k
+			id := e.ContentBlock.ID
+			if id == "" {
+				id = newCallID()
+			}
+			dst = t.open(dst)
+			dst = append(dst, `{"tool_calls":[{"index":`...)
+			dst = strconv.AppendInt(dst, int64(k), 10)
+			dst = append(dst, `,"id":`...)
+			dst = appendJSONString(dst, id)
+			dst = append(dst, `,"type":"function","function":{"name":`...)
+			dst = appendJSONString(dst, e.ContentBlock.Name)
+			dst = append(dst, `,"arguments":""}}]}`...)
+			return closeChunk(dst), nil
+		case "text":
+			t.toolOf[e.Index] = -1
+			if e.ContentBlock.Text != "" {
+				return t.appendText(dst, e.ContentBlock.Text), nil
+			}
+		default:
+			t.toolOf[e.Index] = -1
+		}
+		return dst, nil
+	case "content_block_delta":
+		switch e.Delta.Type {
+		case "text_delta":
+			if e.Delta.Text == "" {
+				return dst, nil
+			}
+			return t.appendText(dst, e.Delta.Text), nil
+		case "input_json_delta":
+			if e.Index < 0 || e.Index >= len(t.toolOf) || t.toolOf[e.Index] < 0 || e.Delta.PartialJSON == "" {
+				return dst, nil
+			}
+			dst = t.open(dst)
+			dst = append(dst, `{"tool_calls":[{"index":`...)
+			dst = strconv.AppendInt(dst, int64(t.toolOf[e.Index]), 10)
+			dst = append(dst, `,"function":{"arguments":`...)
+			dst = appendJSONString(dst, e.Delta.PartialJSON)
+			dst = append(dst, `}}]}`...)
+			return closeChunk(dst), nil
+		}
+		// thinking, signature and citation deltas have no OpenAI form
+		return dst, nil
+	case "message_delta":
+		if e.Usage != nil {
+			mergeDeltaUsage(&t.usage, e.Usage)
+		}
+		if e.Delta.StopReason != "" && !t.finished {
+			dst = t.appendFinish(dst, finishFromStop(e.Delta.StopReason))
+		}
+		return dst, nil
+	case "message_stop":
+		return t.end(dst), nil
+	case "error":
+		t.done = true
+		dst = append(dst, `data: {"error":{"message":`...)
+		dst = appendJSONString(dst, e.Error.Message)
+		dst = append(dst, `,"type":`...)
+		dst = appendJSONString(dst, openAITypeForAnthropic(e.Error.Type))
+		return append(dst, `,"param":null,"code":null}}`+"\n\n"...), nil
+	}
+	return dst, nil
+}
+
+// fastDelta handles text and tool-argument deltas, nearly all of a
+// stream, by copying the upstream's already-encoded string token instead
+// of decoding and re-encoding it. ok is false when the event needs the
+// full path.
+func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
+	var idx, delta span
+	var hasIdx, hasDelta bool
+	_, err := eachMember(data, 0, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "index"):
+			idx, hasIdx = v, true
+		case keyIs(k, "delta"):
+			delta, hasDelta = v, true
+		}
+	})
+	if err != nil || !hasDelta || data[delta.start] != '{' {
+		return dst, false
+	}
+	var typ, text, partial span
+	_, err = eachMember(data, delta.start, func(k []byte, v span) {
+		switch {
+		case keyIs(k, "type"):
+			typ = v
+		case keyIs(k, "text"):
+			text = v
+		case keyIs(k, "partial_json"):
+			partial = v
+		}
+	})
+	if err != nil {
+		return dst, false
+	}
+	switch string(data[typ.start:typ.end]) {
+	case `"text_delta"`:
+		tok := data[text.start:text.end]
+		if !validStringToken(tok) {
+			return dst, false
+		}
+		if len(tok) == 2 {
+			return dst, true
+		}
+		dst = t.open(dst)
+		dst = append(dst, `{"content":`...)
+		dst = append(dst, tok...)
+		dst = append(dst, '}')
+		return closeChunk(dst), true
+	case `"input_json_delta"`:
+		tok := data[partial.start:partial.end]
+		k, ok := parseIndex(data[idx.start:idx.end])
+		if !hasIdx || !ok || !validStringToken(tok) {
+			return dst, false
+		}
+		if k >= len(t.toolOf) || t.toolOf[k] < 0 || len(tok) == 2 {
+			return dst, true
+		}
+		dst = t.open(dst)
+		dst = append(dst, `{"tool_calls":[{"index":`...)
+		dst = strconv.AppendInt(dst, int64(t.toolOf[k]), 10)
+		dst = append(dst, `,"function":{"arguments":`...)
+		dst = append(dst, tok...)
+		dst = append(dst, `}}]}`...)
+		return closeChunk(dst), true
+	case `"thinking_delta"`, `"signature_delta"`, `"citations_delta"`:
+		return dst, true
+	}
+	return dst, false
+}
+
+func (t *anthropicToOpenAIStream) appendText(dst []byte, text string) []byte {
+	dst = t.open(dst)
+	dst = append(dst, `{"content":`...)
+	dst = appendJSONString(dst, text)
+	dst = append(dst, '}')
+	return closeChunk(dst)
+}
+
+func (t *anthropicToOpenAIStream) appendFinish(dst []byte, reason string) []byte {
+	t.finished = true
+	dst = t.open(dst)
+	dst = append(dst, `{},"finish_reason":"`...)
+	dst = append(dst, reason...)
+	return append(dst, `"}],"usage":null}`+"\n\n"...)
+}
+
+// end sends the finish chunk if none went out, the usage chunk if asked
+// for, and [DONE].
+func (t *anthropicToOpenAIStream) end(dst []byte) []byte {
+	if !t.finished {
+		dst = t.appendFinish(dst, "stop")
+	}
+	if t.includeUsage {
+		dst = append(dst, "data: "...)
+		dst = append(dst, t.prefix...)
+		dst = append(dst, `],"usage":`...)
+		dst = appendOpenAIUsage(dst, t.usage)
+		dst = append(dst, "}\n\n"...)
+	}
+	t.done = true
+	return append(dst, sseDone...)
+}
+
+func (t *anthropicToOpenAIStream) Finish(dst []byte) []byte {
+	if t.done {
+		return dst
+	}
+	return t.end(dst)
+}
+
+// openAITypeForAnthropic maps an Anthropic error type to OpenAI's.
+func openAITypeForAnthropic(typ string) string {
+	switch typ {
+	case "overloaded_error":
+		return "service_unavailable_error"
+	case "rate_limit_error":
+		return "rate_limit_exceeded"
+	case "api_error", "timeout_error":
+		return "server_error"
+	case "":
+		return "server_error"
+	}
+	return typ
+}
+
+type streamError string
+
+func (e streamError) Error() string { return string(e) }
+
+const errBadEvent = streamError("upstream sent a malformed stream event")

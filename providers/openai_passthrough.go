@@ -1,0 +1,100 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// appendSSEBytes is AppendSSE for a name held as bytes, so forwarding an
+// event does not convert its name to a string.
+func appendSSEBytes(dst, name, data []byte) []byte {
+	if len(name) > 0 {
+		dst = append(dst, "event: "...)
+		dst = append(dst, name...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, data...)
+	return append(dst, '\n', '\n')
+}
+
+// openAIPassthroughStream forwards OpenAI chunks unchanged while reading
+// the usage chunk.
+type openAIPassthroughStream struct {
+	dropUsageChunk bool
+	sawDone        bool
+	usage          Usage
+	scratch        OpenAIUsage
+}
+
+// NewOpenAIPassthroughStream forwards an OpenAI upstream stream to an
+// OpenAI client. dropUsageChunk hides the usage-only chunk from a client
+// that did not ask for it (the gateway added include_usage for the ledger).
+func NewOpenAIPassthroughStream(dropUsageChunk bool) StreamTranslator {
+	return &openAIPassthroughStream{dropUsageChunk: dropUsageChunk}
+}
+
+func (t *openAIPassthroughStream) Usage() Usage { return t.usage }
+
+func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
+	data := ev.Data
+	if string(bytes.TrimSpace(data)) == dataDone {
+		t.sawDone = true
+		return appendSSEBytes(dst, ev.Name, data), nil
+	}
+	// Only chunks that mention usage are scanned; most text chunks carry
+	// `"usage":null` and are skipped after the scan.
+	if bytes.Contains(data, []byte(`"usage"`)) {
+		usageOnly := false
+		var u span
+		var hasUsage bool
+		_, err := eachMember(data, 0, func(k []byte, v span) {
+			switch {
+			case keyIs(k, "usage"):
+				u, hasUsage = v, true
+			case keyIs(k, "choices"):
+				usageOnly = isEmptyArray(data[v.start:v.end])
+			}
+		})
+		if err == nil && hasUsage && data[u.start] == '{' {
+			t.scratch = OpenAIUsage{}
+			if json.Unmarshal(data[u.start:u.end], &t.scratch) == nil {
+				t.usage = usageFromOpenAI(&t.scratch)
+			}
+			if usageOnly && t.dropUsageChunk {
+				return dst, nil
+			}
+		}
+	}
+	return appendSSEBytes(dst, ev.Name, data), nil
+}
+
+func (t *openAIPassthroughStream) Finish(dst []byte) []byte {
+	if t.sawDone {
+		return dst
+	}
+	t.sawDone = true
+	return append(dst, sseDone...)
+}
+
+func isEmptyArray(v []byte) bool {
+	if len(v) < 2 || v[0] != '[' {
+		return false
+	}
+	return skipSpace(v, 1) == len(v)-1
+}
+
+// OpenAIUsageFromBody reads the usage of a non-streaming OpenAI response
+// without decoding the rest of it. A body without usage yields a zero
+// Usage with Seen false.
+func OpenAIUsageFromBody(body []byte) Usage {
+	v, ok, err := findMember(body, 0, "usage")
+	if err != nil || !ok || body[v.start] != '{' {
+		return Usage{}
+	}
+	var u OpenAIUsage
+	if json.Unmarshal(body[v.start:v.end], &u) != nil {
+		return Usage{}
+	}
+	return usageFromOpenAI(&u)
+}
