@@ -1,0 +1,255 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Store persists records. Implementations are safe for concurrent use.
+type Store interface {
+	// Insert writes recs atomically: all of them or none.
+	Insert(ctx context.Context, recs []Record) error
+	// Query returns the records with Time in [From, To) that pass every
+	// non-empty filter, oldest first.
+	Query(ctx context.Context, f Filter) ([]Record, error)
+	Close() error
+}
+
+// Filter selects records. An empty list does not filter.
+type Filter struct {
+	From, To       time.Time
+	Models         []string // aliases
+	APIKeyIDs      []string
+	WorkspaceIDs   []string
+	ServiceTiers   []string
+	ContextWindows []string
+}
+
+// dialect holds the few statements that differ between the databases.
+type dialect struct {
+	name string
+	// placeholder renders the n-th (1-based) bind parameter.
+	placeholder func(n int) string
+	// lockMigrations serializes migrations across processes inside tx.
+	lockMigrations func(ctx context.Context, tx *sql.Tx) error
+	// maxParams bounds the bind parameters of one statement.
+	maxParams int
+}
+
+// migrations are applied in order, each once, each in its own transaction.
+// Never edit a released entry: append a new one. Both databases run the same
+// text, so it sticks to types they share; times are Unix microseconds, which
+// sort and compare the same everywhere.
+func migrations() []string {
+	return []string{
+		1: `CREATE TABLE usage_records (
+	ts_us BIGINT NOT NULL,
+	request_id TEXT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	alias TEXT NOT NULL,
+	upstream_model TEXT NOT NULL,
+	provider TEXT NOT NULL,
+	service_tier TEXT NOT NULL,
+	endpoint TEXT NOT NULL,
+	stream SMALLINT NOT NULL,
+	input_tokens BIGINT NOT NULL,
+	cache_creation_5m BIGINT NOT NULL,
+	cache_creation_1h BIGINT NOT NULL,
+	cache_read_tokens BIGINT NOT NULL,
+	output_tokens BIGINT NOT NULL,
+	status INTEGER NOT NULL,
+	outcome TEXT NOT NULL,
+	latency_us BIGINT NOT NULL,
+	ttft_us BIGINT NOT NULL,
+	cost_pico BIGINT NOT NULL,
+	price_input BIGINT NOT NULL,
+	price_output BIGINT NOT NULL,
+	price_cache_read BIGINT NOT NULL,
+	price_cache_write_5m BIGINT NOT NULL,
+	price_cache_write_1h BIGINT NOT NULL,
+	session_id TEXT NOT NULL,
+	context_window TEXT NOT NULL
+);
+CREATE INDEX usage_records_ts ON usage_records (ts_us)`,
+	}
+}
+
+const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_model, provider,
+	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
+	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
+	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
+	session_id, context_window`
+
+const numRecordColumns = 27
+
+// sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
+type sqlStore struct {
+	db *sql.DB
+	d  dialect
+}
+
+// migrate brings the schema to the latest version.
+func (s *sqlStore) migrate(ctx context.Context) error {
+	steps := migrations()
+	for v := 1; v < len(steps); v++ {
+		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
+			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) applyMigration(ctx context.Context, v int, text string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	// Created under the lock so that instances starting together do not race
+	// on the catalog.
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version INTEGER PRIMARY KEY,
+	applied_at_us BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	var n int
+	err = tx.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM schema_migrations WHERE version = `+s.d.placeholder(1), v).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return tx.Commit()
+	}
+	for _, stmt := range strings.Split(text, ";\n") {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, applied_at_us) VALUES (`+
+			s.d.placeholder(1)+`, `+s.d.placeholder(2)+`)`,
+		v, time.Now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	perStmt := s.d.maxParams / numRecordColumns
+	args := make([]any, 0, min(len(recs), perStmt)*numRecordColumns)
+	var q strings.Builder
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), perStmt)]
+		recs = recs[len(chunk):]
+		q.Reset()
+		args = args[:0]
+		q.WriteString("INSERT INTO usage_records (" + recordColumns + ") VALUES ")
+		for i := range chunk {
+			r := &chunk[i]
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('(')
+			for c := range numRecordColumns {
+				if c > 0 {
+					q.WriteByte(',')
+				}
+				q.WriteString(s.d.placeholder(len(args) + c + 1))
+			}
+			q.WriteByte(')')
+			stream := 0
+			if r.Stream {
+				stream = 1
+			}
+			args = append(args, r.Time.UnixMicro(), r.RequestID, r.KeyID, r.Workspace, r.Alias,
+				r.UpstreamModel, r.Provider, r.ServiceTier, r.Endpoint, stream,
+				r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
+				r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
+				r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
+				r.SessionID, r.contextWindow())
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("ledger insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
+	var q strings.Builder
+	args := []any{f.From.UnixMicro(), f.To.UnixMicro()}
+	q.WriteString("SELECT " + recordColumns + " FROM usage_records WHERE ts_us >= " +
+		s.d.placeholder(1) + " AND ts_us < " + s.d.placeholder(2))
+	in := func(col string, vals []string) {
+		if len(vals) == 0 {
+			return
+		}
+		q.WriteString(" AND " + col + " IN (")
+		for i, v := range vals {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			args = append(args, v)
+			q.WriteString(s.d.placeholder(len(args)))
+		}
+		q.WriteByte(')')
+	}
+	in("alias", f.Models)
+	in("key_id", f.APIKeyIDs)
+	in("workspace", f.WorkspaceIDs)
+	in("service_tier", f.ServiceTiers)
+	in("context_window", f.ContextWindows)
+	q.WriteString(" ORDER BY ts_us")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger query: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var ts, lat, ttft int64
+		var stream int
+		if err := rows.Scan(&ts, &r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
+			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
+			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
+			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow); err != nil {
+			return nil, fmt.Errorf("ledger query: %w", err)
+		}
+		r.Time = time.UnixMicro(ts).UTC()
+		r.Latency = time.Duration(lat) * time.Microsecond
+		r.TTFT = time.Duration(ttft) * time.Microsecond
+		r.Stream = stream != 0
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger query: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+func numberedPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
+func questionPlaceholder(int) string   { return "?" }
