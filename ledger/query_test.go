@@ -10,7 +10,7 @@ import (
 
 var now = time.Date(2025, 9, 3, 10, 30, 0, 0, time.UTC)
 
-func mustValues(t *testing.T, raw string) url.Values {
+func mustValues(t testing.TB, raw string) url.Values {
 	t.Helper()
 	v, err := url.ParseQuery(raw)
 	if err != nil {
