@@ -147,11 +147,11 @@ func (o optString) compare(p optString) int {
 	return strings.Compare(o.s, p.s)
 }
 
-func tierOf(r *Record) string {
-	if r.ServiceTier == "" {
+func tierOf(tier string) string {
+	if tier == "" {
 		return "standard"
 	}
-	return r.ServiceTier
+	return tier
 }
 
 // UsageReport answers one page of the usage report from the store.
@@ -161,24 +161,24 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 	if p.n == 0 {
 		return out, nil
 	}
-	recs, err := s.Query(ctx, Filter{
+	rows, err := s.Aggregate(ctx, Filter{
 		From: p.start, To: p.end,
 		Models: q.Models, APIKeyIDs: q.APIKeyIDs, WorkspaceIDs: q.WorkspaceIDs,
 		ServiceTiers: q.ServiceTiers, ContextWindows: q.ContextWindows,
-	})
+	}, q.Width)
 	if err != nil {
 		return nil, err
 	}
 	groups := make([]map[usageKey]*UsageResult, p.n)
 	gModel, gKey, gWS, gTier, gWin := q.grouped("model"), q.grouped("api_key_id"),
 		q.grouped("workspace_id"), q.grouped("service_tier"), q.grouped("context_window")
-	for i := range recs {
-		r := &recs[i]
+	for i := range rows {
+		r := &rows[i]
 		if r.InputTokens == 0 && r.OutputTokens == 0 && r.CacheReadTokens == 0 &&
 			r.CacheCreation5m == 0 && r.CacheCreation1h == 0 {
-			continue // a request that failed before using anything is not usage
+			continue // requests that failed before using anything are not usage
 		}
-		b := bucketIndex(r.Time, p.start, q.Width, p.n)
+		b := bucketIndex(r.Bucket, p.start, q.Width, p.n)
 		if b < 0 {
 			continue
 		}
@@ -186,8 +186,8 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 			model:     opt(gModel, r.Alias),
 			key:       opt(gKey, r.KeyID),
 			workspace: opt(gWS, r.Workspace),
-			tier:      opt(gTier, tierOf(r)),
-			window:    opt(gWin, r.contextWindow()),
+			tier:      opt(gTier, tierOf(r.ServiceTier)),
+			window:    opt(gWin, r.ContextWindow),
 		}
 		if groups[b] == nil {
 			groups[b] = make(map[usageKey]*UsageResult)
@@ -248,7 +248,7 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	if p.n == 0 {
 		return out, nil
 	}
-	recs, err := s.Query(ctx, Filter{From: p.start, To: p.end})
+	rows, err := s.Aggregate(ctx, Filter{From: p.start, To: p.end}, q.Width)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +263,12 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 		}
 		sums[b][k] += pico
 	}
-	for i := range recs {
-		r := &recs[i]
-		if strings.HasPrefix(tierOf(r), "priority") {
+	for i := range rows {
+		r := &rows[i]
+		if strings.HasPrefix(tierOf(r.ServiceTier), "priority") {
 			continue
 		}
-		b := bucketIndex(r.Time, p.start, q.Width, p.n)
+		b := bucketIndex(r.Bucket, p.start, q.Width, p.n)
 		if b < 0 {
 			continue
 		}
@@ -277,17 +277,17 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 			add(b, costKey{workspace: ws}, r.CostPicoUSD)
 			continue
 		}
-		base := costKey{workspace: ws, model: opt(true, r.Alias), display: opt(true, displayName(r)),
-			tier: opt(true, tierOf(r)), window: opt(true, r.contextWindow())}
+		base := costKey{workspace: ws, model: opt(true, r.Alias), display: opt(true, displayName(r.UpstreamModel, r.Alias)),
+			tier: opt(true, tierOf(r.ServiceTier)), window: opt(true, r.ContextWindow)}
 		parts := [...]struct {
 			tokenType string
 			pico      int64
 		}{
-			{tokenUncached, r.InputTokens * r.Prices.Input},
-			{tokenOutput, r.OutputTokens * r.Prices.Output},
-			{tokenRead, r.CacheReadTokens * r.Prices.CacheRead},
-			{tokenWrite1h, r.CacheCreation1h * r.Prices.CacheWrite1h},
-			{tokenWrite5m, r.CacheCreation5m * r.Prices.CacheWrite5m},
+			{tokenUncached, r.CostInput},
+			{tokenOutput, r.CostOutput},
+			{tokenRead, r.CostCacheRead},
+			{tokenWrite1h, r.CostCacheWrite1h},
+			{tokenWrite5m, r.CostCacheWrite5m},
 		}
 		for order, part := range parts {
 			k := base
@@ -373,10 +373,10 @@ func tokenTypeLabel(t string) string {
 // displayName is the model's name in cost descriptions: Anthropic's own
 // style for claude-* models ("claude-sonnet-4-5-20250929" → "Claude Sonnet
 // 4.5"), the upstream name otherwise.
-func displayName(r *Record) string {
-	m := r.UpstreamModel
+func displayName(upstreamModel, alias string) string {
+	m := upstreamModel
 	if m == "" {
-		m = r.Alias
+		m = alias
 	}
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]

@@ -14,12 +14,7 @@ var sonnet = anthropicPrices(3*mtok, 15*mtok)
 
 // fixture holds records at bucket edges; the expected reports below are
 // worked out by hand from these numbers.
-func fixture(t testing.TB) Store {
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+func fixture(t testing.TB, s Store) {
 	rec := func(at time.Time, alias, key, ws, tier string, in, w5, w1, read, out int64, p Prices) Record {
 		r := Record{Time: at, RequestID: "req", KeyID: key, Workspace: ws, Alias: alias, ServiceTier: tier,
 			UpstreamModel: "claude-sonnet-4-5-20250929", Provider: "anthropic", Status: 200, Outcome: "ok",
@@ -44,7 +39,6 @@ func fixture(t testing.TB) Store {
 	if err := s.Insert(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 func usage(t *testing.T, s Store, query string) *UsageReportPage {
@@ -82,8 +76,10 @@ func compact(p *UsageReportPage) []string {
 	return out
 }
 
-func TestUsageReportAggregation(t *testing.T) {
-	s := fixture(t)
+func TestUsageReportAggregation(t *testing.T) { forEachStore(t, testUsageReportAggregation) }
+
+func testUsageReportAggregation(t *testing.T, s Store) {
+	fixture(t, s)
 	const span = "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-04T00:00:00Z"
 	tests := []struct {
 		name, query string
@@ -137,8 +133,10 @@ func TestUsageReportAggregation(t *testing.T) {
 	}
 }
 
-func TestUsageReportExactJSON(t *testing.T) {
-	s := fixture(t)
+func TestUsageReportExactJSON(t *testing.T) { forEachStore(t, testUsageReportExactJSON) }
+
+func testUsageReportExactJSON(t *testing.T, s Store) {
+	fixture(t, s)
 	p := usage(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-03T00:00:00Z&group_by[]=model&models[]=local")
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -157,8 +155,10 @@ func TestUsageReportExactJSON(t *testing.T) {
 	}
 }
 
-func TestUsageReportPaginationWalk(t *testing.T) {
-	s := fixture(t)
+func TestUsageReportPaginationWalk(t *testing.T) { forEachStore(t, testUsageReportPaginationWalk) }
+
+func testUsageReportPaginationWalk(t *testing.T, s Store) {
+	fixture(t, s)
 	base := "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-08T00:00:00Z&limit=3"
 	var starts []string
 	var pages int
@@ -196,8 +196,10 @@ func TestUsageReportPaginationWalk(t *testing.T) {
 	}
 }
 
-func TestUsageReportDefaultEndIsNow(t *testing.T) {
-	s := fixture(t)
+func TestUsageReportDefaultEndIsNow(t *testing.T) { forEachStore(t, testUsageReportDefaultEndIsNow) }
+
+func testUsageReportDefaultEndIsNow(t *testing.T, s Store) {
+	fixture(t, s)
 	// now is 2025-09-03T10:30Z: the 1d buckets run to the end of 09-03.
 	p := usage(t, s, "starting_at=2025-09-01T00:00:00Z")
 	if got := compact(p); len(got) != 3 || got[2] != "09-03T00:00: " {
@@ -223,8 +225,10 @@ func cost(t *testing.T, s Store, query string) *CostReportPage {
 	return p
 }
 
-func TestCostReport(t *testing.T) {
-	s := fixture(t)
+func TestCostReport(t *testing.T) { forEachStore(t, testCostReport) }
+
+func testCostReport(t *testing.T, s Store) {
+	fixture(t, s)
 	const span = "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-04T00:00:00Z"
 	// r1 costs 100*3e6 + 40*15e6 + 30*0.3e6 + 20*6e6 + 10*3.75e6 = 1,066,500,000 pico = 0.10665 cents;
 	// r3 costs 300000*1.5e6 + 100*7.5e6 = 450,750,000,000 pico = 45.075 cents; r4 is priority (excluded).
@@ -306,7 +310,7 @@ func TestDisplayName(t *testing.T) {
 		"models/gemini-2.5-pro":      "gemini-2.5-pro",
 	}
 	for in, want := range tests {
-		if got := displayName(&Record{UpstreamModel: in}); got != want {
+		if got := displayName(in, "alias"); got != want {
 			t.Errorf("displayName(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -16,7 +16,24 @@ type Store interface {
 	// Query returns the records with Time in [From, To) that pass every
 	// non-empty filter, oldest first.
 	Query(ctx context.Context, f Filter) ([]Record, error)
+	// Aggregate sums the records Query would return per bucket of width
+	// (aligned to the Unix epoch, hence to UTC minutes, hours and days) and
+	// per distinct combination of the report dimensions, so reports over
+	// millions of records move only a few rows out of the database.
+	Aggregate(ctx context.Context, f Filter, width time.Duration) ([]AggregateRow, error)
 	Close() error
+}
+
+// AggregateRow is the sum of one bucket's records sharing every dimension.
+type AggregateRow struct {
+	Bucket                                        time.Time
+	Alias, UpstreamModel, KeyID, Workspace        string
+	ServiceTier, ContextWindow                    string
+	InputTokens, CacheCreation5m, CacheCreation1h int64
+	CacheReadTokens, OutputTokens                 int64
+	CostPicoUSD                                   int64
+	// Cost by token type, from each record's stored prices.
+	CostInput, CostOutput, CostCacheRead, CostCacheWrite5m, CostCacheWrite1h int64
 }
 
 // Filter selects records. An empty list does not filter.
@@ -195,11 +212,10 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	return nil
 }
 
-func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
-	var q strings.Builder
-	args := []any{f.From.UnixMicro(), f.To.UnixMicro()}
-	q.WriteString("SELECT " + recordColumns + " FROM usage_records WHERE ts_us >= " +
-		s.d.placeholder(1) + " AND ts_us < " + s.d.placeholder(2))
+// where renders the filter as a WHERE clause, appending its arguments.
+func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
+	args = append(args, f.From.UnixMicro(), f.To.UnixMicro())
+	q.WriteString(" WHERE ts_us >= " + s.d.placeholder(len(args)-1) + " AND ts_us < " + s.d.placeholder(len(args)))
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {
 			return
@@ -219,6 +235,54 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 	in("workspace", f.WorkspaceIDs)
 	in("service_tier", f.ServiceTiers)
 	in("context_window", f.ContextWindows)
+	return args
+}
+
+func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration) ([]AggregateRow, error) {
+	w := width.Microseconds()
+	if w <= 0 {
+		return nil, fmt.Errorf("ledger aggregate: bucket width %v too small", width)
+	}
+	var q strings.Builder
+	args := []any{w}
+	sum := func(expr string) string { return "CAST(SUM(" + expr + ") AS BIGINT)" }
+	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) +
+		", alias, upstream_model, key_id, workspace, service_tier, context_window, " +
+		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
+		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + sum("cost_pico") + ", " +
+		sum("input_tokens * price_input") + ", " + sum("output_tokens * price_output") + ", " +
+		sum("cache_read_tokens * price_cache_read") + ", " + sum("cache_creation_5m * price_cache_write_5m") + ", " +
+		sum("cache_creation_1h * price_cache_write_1h") + " FROM usage_records")
+	args = s.where(&q, args, f)
+	q.WriteString(" GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	defer rows.Close()
+	var out []AggregateRow
+	for rows.Next() {
+		var a AggregateRow
+		var b int64
+		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
+			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
+			&a.OutputTokens, &a.CostPicoUSD, &a.CostInput, &a.CostOutput, &a.CostCacheRead,
+			&a.CostCacheWrite5m, &a.CostCacheWrite1h); err != nil {
+			return nil, fmt.Errorf("ledger aggregate: %w", err)
+		}
+		a.Bucket = time.UnixMicro(b * w).UTC()
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
+	var q strings.Builder
+	q.WriteString("SELECT " + recordColumns + " FROM usage_records")
+	args := s.where(&q, nil, f)
 	q.WriteString(" ORDER BY ts_us")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
