@@ -110,6 +110,29 @@ func (q *ReportQuery) page() page {
 
 func (q *ReportQuery) grouped(dim string) bool { return slices.Contains(q.GroupBy, dim) }
 
+// usageDims maps the usage report's group_by values to ledger columns.
+func (q *ReportQuery) usageDims() []Dimension {
+	var dims []Dimension
+	for _, g := range q.GroupBy {
+		switch g {
+		case "model":
+			dims = append(dims, DimAlias)
+		case "api_key_id":
+			dims = append(dims, DimKeyID)
+		case "workspace_id":
+			dims = append(dims, DimWorkspace)
+		case "service_tier":
+			dims = append(dims, DimServiceTier)
+		case "context_window":
+			dims = append(dims, DimContextWindow)
+		}
+	}
+	return dims
+}
+
+// priorityTiers are billed outside the cost report.
+func priorityTiers() []string { return []string{"priority", "priority_on_demand"} }
+
 // usageKey identifies a result within a bucket; a nil pointer is a null
 // (ungrouped, or unknown) dimension.
 type usageKey struct {
@@ -165,7 +188,7 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 		From: p.start, To: p.end,
 		Models: q.Models, APIKeyIDs: q.APIKeyIDs, WorkspaceIDs: q.WorkspaceIDs,
 		ServiceTiers: q.ServiceTiers, ContextWindows: q.ContextWindows,
-	}, q.Width)
+	}, q.Width, q.usageDims())
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +271,14 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	if p.n == 0 {
 		return out, nil
 	}
-	rows, err := s.Aggregate(ctx, Filter{From: p.start, To: p.end}, q.Width)
+	var dims []Dimension
+	if q.grouped("workspace_id") {
+		dims = append(dims, DimWorkspace)
+	}
+	if q.grouped("description") {
+		dims = append(dims, DimAlias, DimUpstreamModel, DimServiceTier, DimContextWindow)
+	}
+	rows, err := s.Aggregate(ctx, Filter{From: p.start, To: p.end, ExcludeServiceTiers: priorityTiers()}, q.Width, dims)
 	if err != nil {
 		return nil, err
 	}
@@ -265,9 +295,6 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	}
 	for i := range rows {
 		r := &rows[i]
-		if strings.HasPrefix(tierOf(r.ServiceTier), "priority") {
-			continue
-		}
 		b := bucketIndex(r.Bucket, p.start, q.Width, p.n)
 		if b < 0 {
 			continue

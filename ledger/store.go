@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,11 +19,25 @@ type Store interface {
 	Query(ctx context.Context, f Filter) ([]Record, error)
 	// Aggregate sums the records Query would return per bucket of width
 	// (aligned to the Unix epoch, hence to UTC minutes, hours and days) and
-	// per distinct combination of the report dimensions, so reports over
-	// millions of records move only a few rows out of the database.
-	Aggregate(ctx context.Context, f Filter, width time.Duration) ([]AggregateRow, error)
+	// per distinct combination of dims, so reports over millions of records
+	// move only a few rows out of the database. Dimensions not in dims come
+	// back empty.
+	Aggregate(ctx context.Context, f Filter, width time.Duration, dims []Dimension) ([]AggregateRow, error)
 	Close() error
 }
+
+// Dimension is a record field reports group by.
+type Dimension string
+
+// The dimensions Aggregate can group by.
+const (
+	DimAlias         Dimension = "alias"
+	DimUpstreamModel Dimension = "upstream_model"
+	DimKeyID         Dimension = "key_id"
+	DimWorkspace     Dimension = "workspace"
+	DimServiceTier   Dimension = "service_tier"
+	DimContextWindow Dimension = "context_window"
+)
 
 // AggregateRow is the sum of one bucket's records sharing every dimension.
 type AggregateRow struct {
@@ -44,6 +59,8 @@ type Filter struct {
 	WorkspaceIDs   []string
 	ServiceTiers   []string
 	ContextWindows []string
+	// ExcludeServiceTiers drops records of these tiers.
+	ExcludeServiceTiers []string
 }
 
 // dialect holds the few statements that differ between the databases.
@@ -216,11 +233,15 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
 	args = append(args, f.From.UnixMicro(), f.To.UnixMicro())
 	q.WriteString(" WHERE ts_us >= " + s.d.placeholder(len(args)-1) + " AND ts_us < " + s.d.placeholder(len(args)))
-	in := func(col string, vals []string) {
+	in := func(col string, vals []string, not bool) {
 		if len(vals) == 0 {
 			return
 		}
-		q.WriteString(" AND " + col + " IN (")
+		q.WriteString(" AND " + col)
+		if not {
+			q.WriteString(" NOT")
+		}
+		q.WriteString(" IN (")
 		for i, v := range vals {
 			if i > 0 {
 				q.WriteByte(',')
@@ -230,31 +251,43 @@ func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
 		}
 		q.WriteByte(')')
 	}
-	in("alias", f.Models)
-	in("key_id", f.APIKeyIDs)
-	in("workspace", f.WorkspaceIDs)
-	in("service_tier", f.ServiceTiers)
-	in("context_window", f.ContextWindows)
+	in("alias", f.Models, false)
+	in("key_id", f.APIKeyIDs, false)
+	in("workspace", f.WorkspaceIDs, false)
+	in("service_tier", f.ServiceTiers, false)
+	in("context_window", f.ContextWindows, false)
+	in("service_tier", f.ExcludeServiceTiers, true)
 	return args
 }
 
-func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration) ([]AggregateRow, error) {
+func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration, dims []Dimension) ([]AggregateRow, error) {
 	w := width.Microseconds()
 	if w <= 0 {
 		return nil, fmt.Errorf("ledger aggregate: bucket width %v too small", width)
 	}
+	// Grouping only by what the report shows keeps the database's sort small.
+	all := [...]Dimension{DimAlias, DimUpstreamModel, DimKeyID, DimWorkspace, DimServiceTier, DimContextWindow}
+	cols := make([]string, 0, len(all))
+	groupBy := "1"
+	for _, d := range all {
+		if slices.Contains(dims, d) {
+			cols = append(cols, string(d))
+			groupBy += ", " + strconv.Itoa(len(cols)+1)
+		} else {
+			cols = append(cols, "''")
+		}
+	}
 	var q strings.Builder
 	args := []any{w}
 	sum := func(expr string) string { return "CAST(SUM(" + expr + ") AS BIGINT)" }
-	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) +
-		", alias, upstream_model, key_id, workspace, service_tier, context_window, " +
+	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) + ", " + strings.Join(cols, ", ") + ", " +
 		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
 		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + sum("cost_pico") + ", " +
 		sum("input_tokens * price_input") + ", " + sum("output_tokens * price_output") + ", " +
 		sum("cache_read_tokens * price_cache_read") + ", " + sum("cache_creation_5m * price_cache_write_5m") + ", " +
 		sum("cache_creation_1h * price_cache_write_1h") + " FROM usage_records")
 	args = s.where(&q, args, f)
-	q.WriteString(" GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1")
+	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger aggregate: %w", err)

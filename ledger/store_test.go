@@ -168,6 +168,7 @@ func TestStoreQueryFilters(t *testing.T) {
 			{"models and keys", Filter{Models: []string{"claude"}, APIKeyIDs: []string{"bob"}}, []string{"claude/bob"}},
 			{"workspace none", Filter{WorkspaceIDs: []string{"backend"}}, nil},
 			{"tier", Filter{ServiceTiers: []string{"batch"}}, []string{"local/carol"}},
+			{"excluded tier", Filter{ExcludeServiceTiers: []string{"standard", "priority"}}, []string{"local/carol"}},
 			{"window", Filter{ContextWindows: []string{ContextWindowLarge}}, []string{"claude/bob"}},
 		}
 		for _, tt := range tests {
