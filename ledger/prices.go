@@ -1,0 +1,118 @@
+package ledger
+
+import "strings"
+
+// mtok is one USD per million tokens in picodollars per token.
+const mtok = 1_000_000
+
+type priceRow struct {
+	provider, model string
+	p               Prices
+}
+
+// anthropicPrices derives the cache prices from the input price as
+// Anthropic bills them: 5-minute cache writes 1.25x, 1-hour writes 2x,
+// cache hits 0.1x (https://docs.claude.com/en/docs/about-claude/pricing).
+func anthropicPrices(in, out int64) Prices {
+	return Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite5m: in * 5 / 4, CacheWrite1h: in * 2}
+}
+
+// cachedPrices is the shape of providers whose cache writes cost nothing
+// extra and whose cache hits have their own price.
+func cachedPrices(in, read, out int64) Prices {
+	return Prices{Input: in, Output: out, CacheRead: read, CacheWrite5m: in, CacheWrite1h: in}
+}
+
+// BuiltinPrices returns the list price of a cloud model, matching the exact
+// name first and then the longest known prefix, so dated snapshots
+// (claude-sonnet-4-5-20250929, gpt-4o-2024-08-06) find their family. Local
+// backends and unknown models report false: their cost is 0 unless the
+// models file sets model_info prices.
+//
+// The rows are list prices for the standard tier and the 0-200k context
+// window as published on the cited pages on the date given; they were
+// written down from those pages, not fetched at run time. Check them when a
+// provider changes prices.
+func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
+	rows := [...]priceRow{
+		// Anthropic, https://docs.claude.com/en/docs/about-claude/pricing, 2025-11.
+		{"anthropic", "claude-opus-4-5", anthropicPrices(5*mtok, 25*mtok)},
+		{"anthropic", "claude-opus-4-1", anthropicPrices(15*mtok, 75*mtok)},
+		{"anthropic", "claude-opus-4", anthropicPrices(15*mtok, 75*mtok)},
+		{"anthropic", "claude-sonnet-4-5", anthropicPrices(3*mtok, 15*mtok)},
+		{"anthropic", "claude-sonnet-4", anthropicPrices(3*mtok, 15*mtok)},
+		{"anthropic", "claude-3-7-sonnet", anthropicPrices(3*mtok, 15*mtok)},
+		{"anthropic", "claude-3-5-sonnet", anthropicPrices(3*mtok, 15*mtok)},
+		{"anthropic", "claude-haiku-4-5", anthropicPrices(1*mtok, 5*mtok)},
+		{"anthropic", "claude-3-5-haiku", anthropicPrices(0.8*mtok, 4*mtok)},
+		{"anthropic", "claude-3-opus", anthropicPrices(15*mtok, 75*mtok)},
+		{"anthropic", "claude-3-haiku", anthropicPrices(0.25*mtok, 1.25*mtok)},
+
+		// OpenAI, https://platform.openai.com/docs/pricing (Standard), 2025-11.
+		{"openai", "gpt-5", cachedPrices(1.25*mtok, 0.125*mtok, 10*mtok)},
+		{"openai", "gpt-5-mini", cachedPrices(0.25*mtok, 0.025*mtok, 2*mtok)},
+		{"openai", "gpt-5-nano", cachedPrices(0.05*mtok, 0.005*mtok, 0.4*mtok)},
+		{"openai", "gpt-4.1", cachedPrices(2*mtok, 0.5*mtok, 8*mtok)},
+		{"openai", "gpt-4.1-mini", cachedPrices(0.4*mtok, 0.1*mtok, 1.6*mtok)},
+		{"openai", "gpt-4.1-nano", cachedPrices(0.1*mtok, 0.025*mtok, 0.4*mtok)},
+		{"openai", "gpt-4o", cachedPrices(2.5*mtok, 1.25*mtok, 10*mtok)},
+		{"openai", "gpt-4o-mini", cachedPrices(0.15*mtok, 0.075*mtok, 0.6*mtok)},
+		{"openai", "o1", cachedPrices(15*mtok, 7.5*mtok, 60*mtok)},
+		{"openai", "o1-mini", cachedPrices(1.1*mtok, 0.55*mtok, 4.4*mtok)},
+		{"openai", "o3", cachedPrices(2*mtok, 0.5*mtok, 8*mtok)},
+		{"openai", "o3-mini", cachedPrices(1.1*mtok, 0.55*mtok, 4.4*mtok)},
+		{"openai", "o4-mini", cachedPrices(1.1*mtok, 0.275*mtok, 4.4*mtok)},
+
+		// Groq, https://groq.com/pricing, 2025-11 (no prompt caching discount listed).
+		{"groq", "llama-3.1-8b-instant", cachedPrices(0.05*mtok, 0.05*mtok, 0.08*mtok)},
+		{"groq", "llama-3.3-70b-versatile", cachedPrices(0.59*mtok, 0.59*mtok, 0.79*mtok)},
+
+		// Mistral, https://mistral.ai/pricing#api-pricing, 2025-11.
+		{"mistral", "mistral-large", cachedPrices(2*mtok, 2*mtok, 6*mtok)},
+		{"mistral", "mistral-small", cachedPrices(0.1*mtok, 0.1*mtok, 0.3*mtok)},
+		{"mistral", "codestral", cachedPrices(0.3*mtok, 0.3*mtok, 0.9*mtok)},
+
+		// DeepSeek, https://api-docs.deepseek.com/quick_start/pricing, 2025-11 (V3.2; hit = cache read).
+		{"deepseek", "deepseek-chat", cachedPrices(0.28*mtok, 0.028*mtok, 0.42*mtok)},
+		{"deepseek", "deepseek-reasoner", cachedPrices(0.28*mtok, 0.028*mtok, 0.42*mtok)},
+
+		// xAI, https://docs.x.ai/docs/models, 2025-11.
+		{"xai", "grok-4", cachedPrices(3*mtok, 0.75*mtok, 15*mtok)},
+		{"xai", "grok-3-mini", cachedPrices(0.3*mtok, 0.075*mtok, 0.5*mtok)},
+
+		// Google Gemini API, https://ai.google.dev/gemini-api/docs/pricing, 2025-11 (prompts <= 200k).
+		{"gemini", "gemini-2.5-pro", cachedPrices(1.25*mtok, 0.125*mtok, 10*mtok)},
+		{"gemini", "gemini-2.5-flash", cachedPrices(0.3*mtok, 0.03*mtok, 2.5*mtok)},
+		{"gemini", "gemini-2.5-flash-lite", cachedPrices(0.1*mtok, 0.01*mtok, 0.4*mtok)},
+	}
+	provider = strings.ToLower(provider)
+	model := strings.ToLower(upstreamModel)
+	// Some providers prefix names ("models/gemini-2.5-pro").
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	best := -1
+	for i := range rows {
+		r := &rows[i]
+		if r.provider != provider {
+			continue
+		}
+		if r.model == model {
+			return r.p, true
+		}
+		if strings.HasPrefix(model, r.model) && isNameBoundary(model[len(r.model)]) &&
+			(best < 0 || len(r.model) > len(rows[best].model)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Prices{}, false
+	}
+	return rows[best].p, true
+}
+
+// isNameBoundary keeps "o3" from matching "o3x" while letting "gpt-4o"
+// match "gpt-4o-2024-08-06" and "mistral-large" match "mistral-large-latest".
+func isNameBoundary(c byte) bool {
+	return c == '-' || c == '@' || c == ':' || c == '.'
+}

@@ -1,0 +1,89 @@
+// Package ledger records what every gateway request used and answers the
+// organization usage and cost reports from those records.
+package ledger
+
+import "time"
+
+// Record is one completed request as the ledger stores it.
+type Record struct {
+	Time                           time.Time // request start, UTC
+	RequestID                      string
+	KeyID, Workspace               string
+	Alias, UpstreamModel, Provider string // Alias is the client-facing model_name; reports' model is the alias
+	ServiceTier                    string // "standard" unless the upstream said otherwise
+	Endpoint                       string // "chat_completions" | "messages"
+	Stream                         bool
+
+	InputTokens, CacheCreation5m, CacheCreation1h, CacheReadTokens, OutputTokens int64
+
+	Status      int    // HTTP status given to the client (499 when the client went away)
+	Outcome     string // "ok" | "error" | "cancelled"
+	Latency     time.Duration
+	TTFT        time.Duration // 0 when no byte was sent
+	CostPicoUSD int64         // 1e-12 USD, from Prices.Cost
+	// Prices are the per-token prices the cost was computed with. They are
+	// stored because the cost report's description grouping splits cost by
+	// token type, which the total alone cannot do. Prices.Apply sets both.
+	Prices        Prices
+	SessionID     string // X-Claude-Code-Session-Id when present
+	ContextWindow string // "0-200k" | "200k-1M"; ContextWindowFor derives it
+}
+
+// Context window labels used by the reports.
+const (
+	ContextWindowSmall = "0-200k"
+	ContextWindowLarge = "200k-1M"
+)
+
+// ContextWindowFor returns the report label for a request whose total input
+// (uncached + cache writes + cache reads) was total tokens. Long-context
+// pricing starts above 200,000 input tokens, so exactly 200k is still small.
+func ContextWindowFor(total int64) string {
+	if total > 200_000 {
+		return ContextWindowLarge
+	}
+	return ContextWindowSmall
+}
+
+// TotalInput is every input token the request processed.
+func (r *Record) TotalInput() int64 {
+	return r.InputTokens + r.CacheCreation5m + r.CacheCreation1h + r.CacheReadTokens
+}
+
+// contextWindow is the stored label, derived when the producer left it empty.
+func (r *Record) contextWindow() string {
+	if r.ContextWindow != "" {
+		return r.ContextWindow
+	}
+	return ContextWindowFor(r.TotalInput())
+}
+
+// Prices are picodollars (1e-12 USD) per token, so that prices such as
+// $0.075 per million tokens stay integers.
+type Prices struct {
+	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
+}
+
+// PerMTok converts a price in USD per million tokens to picodollars per
+// token: $1/MTok is exactly 1,000,000 pico-USD per token.
+func PerMTok(usd float64) int64 {
+	return int64(usd*1e6 + 0.5)
+}
+
+// Cost is the request's cost in picodollars.
+func (p Prices) Cost(r *Record) int64 {
+	return r.InputTokens*p.Input +
+		r.OutputTokens*p.Output +
+		r.CacheReadTokens*p.CacheRead +
+		r.CacheCreation5m*p.CacheWrite5m +
+		r.CacheCreation1h*p.CacheWrite1h
+}
+
+// Apply records p on r and sets r.CostPicoUSD from it.
+func (p Prices) Apply(r *Record) {
+	r.Prices = p
+	r.CostPicoUSD = p.Cost(r)
+}
+
+// IsZero reports whether every price is zero (a local backend).
+func (p Prices) IsZero() bool { return p == Prices{} }

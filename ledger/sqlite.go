@@ -1,0 +1,46 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// OpenSQLite opens (creating if needed) the SQLite ledger at path and
+// migrates it. WAL lets reports read while the writer appends; the busy
+// timeout rides out the brief lock overlap when a reload briefly runs two
+// writers on one file.
+func OpenSQLite(path string) (Store, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("ledger sqlite: %w", err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	// Write transactions take the lock up front, so two writers wait on the
+	// busy timeout instead of failing a lock upgrade midway.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("ledger sqlite: %w", err)
+	}
+	s := &sqlStore{db: db, d: dialect{
+		name:           "sqlite",
+		placeholder:    questionPlaceholder,
+		lockMigrations: func(context.Context, *sql.Tx) error { return nil }, // _txlock=immediate already serializes
+		maxParams:      32766,
+	}}
+	if err := s.migrate(context.Background()); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,352 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Store persists records. Implementations are safe for concurrent use.
+type Store interface {
+	// Insert writes recs atomically: all of them or none.
+	Insert(ctx context.Context, recs []Record) error
+	// Query returns the records with Time in [From, To) that pass every
+	// non-empty filter, oldest first.
+	Query(ctx context.Context, f Filter) ([]Record, error)
+	// Aggregate sums the records Query would return per bucket of width
+	// (aligned to the Unix epoch, hence to UTC minutes, hours and days) and
+	// per distinct combination of dims, so reports over millions of records
+	// move only a few rows out of the database. Dimensions not in dims come
+	// back empty.
+	Aggregate(ctx context.Context, f Filter, width time.Duration, dims []Dimension) ([]AggregateRow, error)
+	Close() error
+}
+
+// Dimension is a record field reports group by.
+type Dimension string
+
+// The dimensions Aggregate can group by.
+const (
+	DimAlias         Dimension = "alias"
+	DimUpstreamModel Dimension = "upstream_model"
+	DimKeyID         Dimension = "key_id"
+	DimWorkspace     Dimension = "workspace"
+	DimServiceTier   Dimension = "service_tier"
+	DimContextWindow Dimension = "context_window"
+)
+
+// AggregateRow is the sum of one bucket's records sharing every dimension.
+type AggregateRow struct {
+	Bucket                                        time.Time
+	Alias, UpstreamModel, KeyID, Workspace        string
+	ServiceTier, ContextWindow                    string
+	InputTokens, CacheCreation5m, CacheCreation1h int64
+	CacheReadTokens, OutputTokens                 int64
+	CostPicoUSD                                   int64
+	// Cost by token type, from each record's stored prices.
+	CostInput, CostOutput, CostCacheRead, CostCacheWrite5m, CostCacheWrite1h int64
+}
+
+// Filter selects records. An empty list does not filter.
+type Filter struct {
+	From, To       time.Time
+	Models         []string // aliases
+	APIKeyIDs      []string
+	WorkspaceIDs   []string
+	ServiceTiers   []string
+	ContextWindows []string
+	// ExcludeServiceTiers drops records of these tiers.
+	ExcludeServiceTiers []string
+}
+
+// dialect holds the few statements that differ between the databases.
+type dialect struct {
+	name string
+	// placeholder renders the n-th (1-based) bind parameter.
+	placeholder func(n int) string
+	// lockMigrations serializes migrations across processes inside tx.
+	lockMigrations func(ctx context.Context, tx *sql.Tx) error
+	// maxParams bounds the bind parameters of one statement.
+	maxParams int
+}
+
+// migrations are applied in order, each once, each in its own transaction.
+// Never edit a released entry: append a new one. Both databases run the same
+// text, so it sticks to types they share; times are Unix microseconds, which
+// sort and compare the same everywhere.
+func migrations() []string {
+	return []string{
+		1: `CREATE TABLE usage_records (
+	ts_us BIGINT NOT NULL,
+	request_id TEXT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	alias TEXT NOT NULL,
+	upstream_model TEXT NOT NULL,
+	provider TEXT NOT NULL,
+	service_tier TEXT NOT NULL,
+	endpoint TEXT NOT NULL,
+	stream SMALLINT NOT NULL,
+	input_tokens BIGINT NOT NULL,
+	cache_creation_5m BIGINT NOT NULL,
+	cache_creation_1h BIGINT NOT NULL,
+	cache_read_tokens BIGINT NOT NULL,
+	output_tokens BIGINT NOT NULL,
+	status INTEGER NOT NULL,
+	outcome TEXT NOT NULL,
+	latency_us BIGINT NOT NULL,
+	ttft_us BIGINT NOT NULL,
+	cost_pico BIGINT NOT NULL,
+	price_input BIGINT NOT NULL,
+	price_output BIGINT NOT NULL,
+	price_cache_read BIGINT NOT NULL,
+	price_cache_write_5m BIGINT NOT NULL,
+	price_cache_write_1h BIGINT NOT NULL,
+	session_id TEXT NOT NULL,
+	context_window TEXT NOT NULL
+);
+CREATE INDEX usage_records_ts ON usage_records (ts_us)`,
+	}
+}
+
+const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_model, provider,
+	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
+	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
+	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
+	session_id, context_window`
+
+const numRecordColumns = 27
+
+// sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
+type sqlStore struct {
+	db *sql.DB
+	d  dialect
+}
+
+// migrate brings the schema to the latest version.
+func (s *sqlStore) migrate(ctx context.Context) error {
+	steps := migrations()
+	for v := 1; v < len(steps); v++ {
+		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
+			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) applyMigration(ctx context.Context, v int, text string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	// Created under the lock so that instances starting together do not race
+	// on the catalog.
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version INTEGER PRIMARY KEY,
+	applied_at_us BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	var n int
+	err = tx.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM schema_migrations WHERE version = `+s.d.placeholder(1), v).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return tx.Commit()
+	}
+	for _, stmt := range strings.Split(text, ";\n") {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, applied_at_us) VALUES (`+
+			s.d.placeholder(1)+`, `+s.d.placeholder(2)+`)`,
+		v, time.Now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	perStmt := s.d.maxParams / numRecordColumns
+	args := make([]any, 0, min(len(recs), perStmt)*numRecordColumns)
+	var q strings.Builder
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), perStmt)]
+		recs = recs[len(chunk):]
+		q.Reset()
+		args = args[:0]
+		q.WriteString("INSERT INTO usage_records (" + recordColumns + ") VALUES ")
+		for i := range chunk {
+			r := &chunk[i]
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('(')
+			for c := range numRecordColumns {
+				if c > 0 {
+					q.WriteByte(',')
+				}
+				q.WriteString(s.d.placeholder(len(args) + c + 1))
+			}
+			q.WriteByte(')')
+			stream := 0
+			if r.Stream {
+				stream = 1
+			}
+			args = append(args, r.Time.UnixMicro(), r.RequestID, r.KeyID, r.Workspace, r.Alias,
+				r.UpstreamModel, r.Provider, r.ServiceTier, r.Endpoint, stream,
+				r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
+				r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
+				r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
+				r.SessionID, r.contextWindow())
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("ledger insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	return nil
+}
+
+// where renders the filter as a WHERE clause, appending its arguments.
+func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
+	args = append(args, f.From.UnixMicro(), f.To.UnixMicro())
+	q.WriteString(" WHERE ts_us >= " + s.d.placeholder(len(args)-1) + " AND ts_us < " + s.d.placeholder(len(args)))
+	in := func(col string, vals []string, not bool) {
+		if len(vals) == 0 {
+			return
+		}
+		q.WriteString(" AND " + col)
+		if not {
+			q.WriteString(" NOT")
+		}
+		q.WriteString(" IN (")
+		for i, v := range vals {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			args = append(args, v)
+			q.WriteString(s.d.placeholder(len(args)))
+		}
+		q.WriteByte(')')
+	}
+	in("alias", f.Models, false)
+	in("key_id", f.APIKeyIDs, false)
+	in("workspace", f.WorkspaceIDs, false)
+	in("service_tier", f.ServiceTiers, false)
+	in("context_window", f.ContextWindows, false)
+	in("service_tier", f.ExcludeServiceTiers, true)
+	return args
+}
+
+func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration, dims []Dimension) ([]AggregateRow, error) {
+	w := width.Microseconds()
+	if w <= 0 {
+		return nil, fmt.Errorf("ledger aggregate: bucket width %v too small", width)
+	}
+	// Grouping only by what the report shows keeps the database's sort small.
+	all := [...]Dimension{DimAlias, DimUpstreamModel, DimKeyID, DimWorkspace, DimServiceTier, DimContextWindow}
+	cols := make([]string, 0, len(all))
+	groupBy := "1"
+	for _, d := range all {
+		if slices.Contains(dims, d) {
+			cols = append(cols, string(d))
+			groupBy += ", " + strconv.Itoa(len(cols)+1)
+		} else {
+			cols = append(cols, "''")
+		}
+	}
+	var q strings.Builder
+	args := []any{w}
+	sum := func(expr string) string { return "CAST(SUM(" + expr + ") AS BIGINT)" }
+	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) + ", " + strings.Join(cols, ", ") + ", " +
+		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
+		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + sum("cost_pico") + ", " +
+		sum("input_tokens * price_input") + ", " + sum("output_tokens * price_output") + ", " +
+		sum("cache_read_tokens * price_cache_read") + ", " + sum("cache_creation_5m * price_cache_write_5m") + ", " +
+		sum("cache_creation_1h * price_cache_write_1h") + " FROM usage_records")
+	args = s.where(&q, args, f)
+	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	defer rows.Close()
+	var out []AggregateRow
+	for rows.Next() {
+		var a AggregateRow
+		var b int64
+		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
+			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
+			&a.OutputTokens, &a.CostPicoUSD, &a.CostInput, &a.CostOutput, &a.CostCacheRead,
+			&a.CostCacheWrite5m, &a.CostCacheWrite1h); err != nil {
+			return nil, fmt.Errorf("ledger aggregate: %w", err)
+		}
+		a.Bucket = time.UnixMicro(b * w).UTC()
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
+	var q strings.Builder
+	q.WriteString("SELECT " + recordColumns + " FROM usage_records")
+	args := s.where(&q, nil, f)
+	q.WriteString(" ORDER BY ts_us")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger query: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var ts, lat, ttft int64
+		var stream int
+		if err := rows.Scan(&ts, &r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
+			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
+			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
+			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow); err != nil {
+			return nil, fmt.Errorf("ledger query: %w", err)
+		}
+		r.Time = time.UnixMicro(ts).UTC()
+		r.Latency = time.Duration(lat) * time.Microsecond
+		r.TTFT = time.Duration(ttft) * time.Microsecond
+		r.Stream = stream != 0
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger query: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+func numberedPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
+func questionPlaceholder(int) string   { return "?" }

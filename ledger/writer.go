@@ -1,0 +1,210 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WriterOptions tune a Writer. Zero values take the defaults.
+type WriterOptions struct {
+	QueueSize     int           // records waiting for the database; default 10000
+	BatchSize     int           // records per insert; default 256
+	FlushInterval time.Duration // longest wait of a partial batch; default 200ms
+	// Logger receives write failures. Messages carry counts and the
+	// database error, never record contents.
+	Logger func(msg string, err error)
+	// RetryBackoff is the wait before the first retry of a failed batch,
+	// doubled for each later one; default 100ms.
+	RetryBackoff time.Duration
+	// Retries is how many times a failed batch is retried; default 3.
+	Retries int
+}
+
+// WriterStats are the writer's counters, for metrics.
+type WriterStats struct {
+	QueueDepth  int64 // records queued now
+	Dropped     int64 // records refused because the queue was full or closed
+	Written     int64 // records the store accepted
+	WriteErrors int64 // records lost after every retry failed
+}
+
+// Writer moves records from the request path to the store: Enqueue never
+// waits on the database, and one background goroutine inserts in batches.
+type Writer struct {
+	s    Store
+	opts WriterOptions
+	q    chan Record
+
+	closed   atomic.Bool
+	inflight atomic.Int64 // Enqueue calls between their closed check and their send
+	stop     chan struct{}
+	done     chan struct{}
+	start    sync.Once
+	closing  sync.Once
+	// abort cancels inserts when Close's context expires.
+	abortCtx context.Context
+	abort    context.CancelFunc
+
+	dropped, written, writeErrors atomic.Int64
+}
+
+// NewWriter returns a writer into s; call Start, then Close to flush.
+func NewWriter(s Store, opts WriterOptions) *Writer {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 10000
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 200 * time.Millisecond
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = 100 * time.Millisecond
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = func(string, error) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Writer{
+		s: s, opts: opts,
+		q:        make(chan Record, opts.QueueSize),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		abortCtx: ctx, abort: cancel,
+	}
+}
+
+// Enqueue queues r without blocking. It returns false, counting a drop,
+// when the queue is full or the writer is closed.
+func (w *Writer) Enqueue(r Record) bool {
+	w.inflight.Add(1)
+	defer w.inflight.Add(-1)
+	if w.closed.Load() {
+		w.dropped.Add(1)
+		return false
+	}
+	select {
+	case w.q <- r:
+		return true
+	default:
+		w.dropped.Add(1)
+		return false
+	}
+}
+
+// Start starts the background batching goroutine. Calling it again does
+// nothing.
+func (w *Writer) Start() {
+	w.start.Do(func() { go w.run() })
+}
+
+// Close stops accepting records, writes everything queued and returns when
+// done. If ctx expires first, pending inserts are cancelled, the records
+// not written are counted as write errors, and ctx's error is returned.
+func (w *Writer) Close(ctx context.Context) error {
+	w.closing.Do(func() {
+		w.closed.Store(true)
+		// An Enqueue that saw closed == false may still be sending; wait for
+		// it so its record is in the queue before the final drain.
+		for w.inflight.Load() > 0 {
+			runtime.Gosched()
+		}
+		close(w.stop)
+	})
+	w.Start()
+	select {
+	case <-w.done:
+		w.abort()
+		return nil
+	case <-ctx.Done():
+		w.abort()
+		<-w.done
+		return ctx.Err()
+	}
+}
+
+// Stats returns the current counters.
+func (w *Writer) Stats() WriterStats {
+	return WriterStats{
+		QueueDepth:  int64(len(w.q)),
+		Dropped:     w.dropped.Load(),
+		Written:     w.written.Load(),
+		WriteErrors: w.writeErrors.Load(),
+	}
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	batch := make([]Record, 0, w.opts.BatchSize)
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	flush := func() {
+		if len(batch) > 0 {
+			w.write(batch)
+			clear(batch) // drop string references before reuse
+			batch = batch[:0]
+		}
+	}
+	for {
+		select {
+		case r := <-w.q:
+			batch = append(batch, r)
+			if len(batch) >= w.opts.BatchSize {
+				flush()
+			}
+		case <-t.C:
+			flush()
+		case <-w.stop:
+			// Enqueue refuses new records now, so the queue only shrinks.
+			for {
+				select {
+				case r := <-w.q:
+					batch = append(batch, r)
+					if len(batch) >= w.opts.BatchSize {
+						flush()
+					}
+				default:
+					flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// write inserts one batch, retrying with backoff; a batch that still fails
+// is counted and logged rather than dropped unnoticed.
+func (w *Writer) write(batch []Record) {
+	backoff := w.opts.RetryBackoff
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = w.s.Insert(w.abortCtx, batch)
+		if err == nil {
+			w.written.Add(int64(len(batch)))
+			return
+		}
+		if attempt >= w.opts.Retries || w.abortCtx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(backoff):
+		case <-w.abortCtx.Done():
+		}
+		backoff *= 2
+	}
+	w.writeErrors.Add(int64(len(batch)))
+	if errors.Is(err, context.Canceled) && w.abortCtx.Err() != nil {
+		w.opts.Logger(fmt.Sprintf("ledger: shutdown deadline passed; %d usage records not written", len(batch)), err)
+		return
+	}
+	w.opts.Logger(fmt.Sprintf("ledger: %d usage records not written after %d retries", len(batch), w.opts.Retries), err)
+}

@@ -1,0 +1,251 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// flakyStore wraps a real SQLite store, failing the first failures inserts
+// and recording batch sizes.
+type flakyStore struct {
+	Store
+	mu       sync.Mutex
+	failures int
+	batches  []int
+	block    bool // block inserts until their context ends
+}
+
+func (f *flakyStore) Insert(ctx context.Context, recs []Record) error {
+	f.mu.Lock()
+	f.batches = append(f.batches, len(recs))
+	fail := f.failures > 0
+	if fail {
+		f.failures--
+	}
+	block := f.block
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if fail {
+		return errors.New("database is locked")
+	}
+	return f.Store.Insert(ctx, recs)
+}
+
+func newFlaky(t *testing.T) *flakyStore {
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return &flakyStore{Store: s}
+}
+
+func countRecords(t *testing.T, s Store) int {
+	got, err := s.Query(context.Background(), Filter{From: t0.Add(-time.Hour), To: t0.Add(1000 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(got)
+}
+
+func TestWriterCloseFlushesEverything(t *testing.T) {
+	s := newFlaky(t)
+	w := NewWriter(s, WriterOptions{BatchSize: 10, FlushInterval: time.Hour})
+	w.Start()
+	for i := range 25 {
+		if !w.Enqueue(sampleRecord(i)) {
+			t.Fatalf("enqueue %d refused", i)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if st != (WriterStats{Written: 25}) {
+		t.Fatalf("stats = %+v, want 25 written", st)
+	}
+	if n := countRecords(t, s); n != 25 {
+		t.Fatalf("store holds %d records, want 25", n)
+	}
+	total := 0
+	for _, b := range s.batches {
+		if b > 10 {
+			t.Errorf("batch of %d exceeds BatchSize 10", b)
+		}
+		total += b
+	}
+	if total != 25 {
+		t.Errorf("batches %v sum to %d", s.batches, total)
+	}
+	if w.Enqueue(sampleRecord(0)) {
+		t.Fatal("enqueue after Close accepted")
+	}
+	if st := w.Stats(); st.Dropped != 1 {
+		t.Fatalf("dropped after close = %d, want 1", st.Dropped)
+	}
+}
+
+func TestWriterFullQueueDropsAndCounts(t *testing.T) {
+	s := newFlaky(t)
+	w := NewWriter(s, WriterOptions{QueueSize: 3})
+	// Not started: nothing drains, so the fourth record finds the queue full.
+	var accepted int
+	for i := range 5 {
+		if w.Enqueue(sampleRecord(i)) {
+			accepted++
+		}
+	}
+	if accepted != 3 {
+		t.Fatalf("accepted %d, want 3", accepted)
+	}
+	if st := w.Stats(); st.QueueDepth != 3 || st.Dropped != 2 {
+		t.Fatalf("stats = %+v, want depth 3 dropped 2", st)
+	}
+	// Close without Start still writes what was queued.
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Written != 3 || st.QueueDepth != 0 {
+		t.Fatalf("stats after close = %+v", st)
+	}
+}
+
+func TestWriterFlushesOnInterval(t *testing.T) {
+	s := newFlaky(t)
+	w := NewWriter(s, WriterOptions{FlushInterval: 5 * time.Millisecond})
+	w.Start()
+	defer w.Close(context.Background())
+	w.Enqueue(sampleRecord(0))
+	deadline := time.Now().Add(5 * time.Second)
+	for w.Stats().Written != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("partial batch not flushed by the interval")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := countRecords(t, s); n != 1 {
+		t.Fatalf("store holds %d records", n)
+	}
+}
+
+func TestWriterRetries(t *testing.T) {
+	tests := []struct {
+		name        string
+		failures    int
+		wantWritten int64
+		wantErrors  int64
+		wantLogs    int
+	}{
+		{"transient failure retried", 2, 4, 0, 0},
+		{"persistent failure counted and logged", 100, 0, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFlaky(t)
+			s.failures = tt.failures
+			var logs []string
+			w := NewWriter(s, WriterOptions{
+				BatchSize: 4, RetryBackoff: time.Millisecond, Retries: 3,
+				Logger: func(msg string, err error) { logs = append(logs, msg+": "+err.Error()) },
+			})
+			w.Start()
+			for i := range 4 {
+				w.Enqueue(sampleRecord(i))
+			}
+			if err := w.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			st := w.Stats()
+			if st.Written != tt.wantWritten || st.WriteErrors != tt.wantErrors {
+				t.Fatalf("stats = %+v", st)
+			}
+			if len(logs) != tt.wantLogs {
+				t.Fatalf("logs = %q", logs)
+			}
+			for _, l := range logs {
+				if !strings.Contains(l, "4 usage records") || strings.Contains(l, "alice") || strings.Contains(l, "sess-1") {
+					t.Errorf("log %q: want a count and no record contents", l)
+				}
+			}
+			if tt.wantErrors > 0 && len(s.batches) != 4 {
+				t.Errorf("insert attempts = %d, want 1 + 3 retries", len(s.batches))
+			}
+		})
+	}
+}
+
+func TestWriterCloseDeadline(t *testing.T) {
+	s := newFlaky(t)
+	s.block = true
+	w := NewWriter(s, WriterOptions{BatchSize: 2})
+	w.Start()
+	for i := range 5 {
+		w.Enqueue(sampleRecord(i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := w.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close = %v, want deadline exceeded", err)
+	}
+	if st := w.Stats(); st.WriteErrors != 5 || st.Written != 0 {
+		t.Fatalf("stats = %+v, want all 5 counted as write errors", st)
+	}
+}
+
+// Every record Enqueue accepted is written, even when Close races with
+// concurrent producers.
+func TestWriterConcurrentEnqueueAndClose(t *testing.T) {
+	s := newFlaky(t)
+	w := NewWriter(s, WriterOptions{QueueSize: 100000, BatchSize: 64})
+	w.Start()
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				if w.Enqueue(sampleRecord(g*500 + i)) {
+					accepted.Add(1)
+				}
+			}
+		})
+	}
+	time.Sleep(time.Millisecond)
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	st := w.Stats()
+	if st.Written != accepted.Load() || st.Written+st.Dropped != 4000 {
+		t.Fatalf("stats = %+v, accepted %d", st, accepted.Load())
+	}
+	if n := countRecords(t, s); int64(n) != st.Written {
+		t.Fatalf("store holds %d, writer wrote %d", n, st.Written)
+	}
+}
+
+func BenchmarkWriterEnqueue(b *testing.B) {
+	s, err := OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	w := NewWriter(s, WriterOptions{QueueSize: 1 << 20})
+	w.Start()
+	r := sampleRecord(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w.Enqueue(r)
+	}
+	b.StopTimer()
+	_ = w.Close(context.Background())
+}
