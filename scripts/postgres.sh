@@ -66,6 +66,10 @@ if [ ! -f "$DATA/PG_VERSION" ]; then
 fi
 
 if ! run "$PG_CTL" -D "$DATA" status >/dev/null 2>&1; then
+	if "$BINDIR/pg_isready" -q -h 127.0.0.1 -p "$PORT" 2>/dev/null; then
+		log "another server already listens on 127.0.0.1:$PORT; stop it or set MODELGATE_PG_PORT"
+		exit 1
+	fi
 	log "starting on 127.0.0.1:$PORT"
 	run "$PG_CTL" -D "$DATA" -l "$DIR/server.log" -w -t 30 \
 		-o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c full_page_writes=off" \
