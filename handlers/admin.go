@@ -26,10 +26,10 @@ const AdminKeyPrefix = "sk-ant-admin"
 // Admin answers the organization usage and cost reports, from the ledger
 // (Upstream empty) or by forwarding to the provider's admin API.
 type Admin struct {
-	Store    ledger.Store // ledger mode, when Upstream == ""
-	Upstream string       // proxy mode: e.g. https://api.anthropic.com
-	AdminKey string       // proxy mode secret; never logged or echoed
-	Client   *http.Client // proxy mode
+	Store    ledger.Store     // ledger mode, when Upstream == ""
+	Upstream string           // proxy mode: e.g. https://api.anthropic.com
+	AdminKey string           // proxy mode secret; never logged or echoed
+	Client   *http.Client     // proxy mode
 	Now      func() time.Time // injectable clock; default time.Now
 
 	bufs sync.Pool // *[]byte copy buffers for proxied bodies

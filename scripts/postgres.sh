@@ -32,7 +32,7 @@ if ! find_bin pg_ctl >/dev/null || ! find_bin initdb >/dev/null; then
 	as_root apt-get update >&2
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
 fi
-PG_CTL=$(find_bin pg_ctl)
+PG_CTL=$(readlink -f "$(find_bin pg_ctl)")
 BINDIR=$(dirname "$PG_CTL")
 INITDB=$BINDIR/initdb
 [ -x "$INITDB" ] || INITDB=$(find_bin initdb)
@@ -66,6 +66,10 @@ if [ ! -f "$DATA/PG_VERSION" ]; then
 fi
 
 if ! run "$PG_CTL" -D "$DATA" status >/dev/null 2>&1; then
+	if "$(find_bin pg_isready)" -q -h 127.0.0.1 -p "$PORT" 2>/dev/null; then
+		log "another server already listens on 127.0.0.1:$PORT; stop it or set MODELGATE_PG_PORT"
+		exit 1
+	fi
 	log "starting on 127.0.0.1:$PORT"
 	run "$PG_CTL" -D "$DATA" -l "$DIR/server.log" -w -t 30 \
 		-o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c full_page_writes=off" \
