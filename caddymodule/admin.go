@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 func init() {
@@ -150,3 +153,44 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Admin)(nil)
 	_ caddyfile.Unmarshaler       = (*Admin)(nil)
 )
+
+// appStore reads the ledger of the app, which opens its store only when
+// Caddy starts it, after handlers are provisioned.
+type appStore struct{ app *App }
+
+var errLedgerNotStarted = errors.New("the ledger is not open yet")
+
+func (s appStore) store() (ledger.Store, error) {
+	st := s.app.Store()
+	if st == nil {
+		return nil, errLedgerNotStarted
+	}
+	return st, nil
+}
+
+func (s appStore) Insert(ctx context.Context, recs []ledger.Record) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	return st.Insert(ctx, recs)
+}
+
+func (s appStore) Query(ctx context.Context, f ledger.Filter) ([]ledger.Record, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(ctx, f)
+}
+
+func (s appStore) Aggregate(ctx context.Context, f ledger.Filter, width time.Duration, dims []ledger.Dimension) ([]ledger.AggregateRow, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Aggregate(ctx, f, width, dims)
+}
+
+// Close does nothing: the app owns the store.
+func (appStore) Close() error { return nil }

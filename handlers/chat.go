@@ -63,11 +63,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	g.dispatch(w, r, cf, body, info, alias, rec)
 
 	rec.Latency = g.now().Sub(start)
-	if total := rec.InputTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.CacheReadTokens; total > 200_000 {
-		rec.ContextWindow = "200k-1M"
-	} else {
-		rec.ContextWindow = "0-200k"
-	}
+	rec.ContextWindow = ledger.ContextWindowFor(rec.TotalInput())
 	if g.opts.Recorder != nil {
 		g.opts.Recorder.Enqueue(*rec)
 	}
@@ -318,7 +314,7 @@ func (g *Gateway) transportError(ctx context.Context, err error, alias string, t
 func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
 	rec.InputTokens, rec.CacheCreation5m, rec.CacheCreation1h = u.InputTokens, u.CacheCreation5m, u.CacheCreation1h
 	rec.CacheReadTokens, rec.OutputTokens = u.CacheReadTokens, u.OutputTokens
-	rec.CostPicoUSD = b.prices.Cost(rec)
+	b.prices.Apply(rec)
 }
 
 // relayHeaders copies the upstream's request id so support tickets can be

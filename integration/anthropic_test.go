@@ -117,7 +117,7 @@ func TestAnthropicClientAgainstEveryBackend(t *testing.T) {
 			Model: "claude-sonnet-4-5-20250929", MaxTokens: 50,
 			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 		})
-		if err != nil || u.openaiRec.Count() != before+1 {
+		if err != nil || u.openaiRec.Count() != before+1 || msg.Content[0].Text != fakes.DefaultReply {
 			t.Fatalf("model_aliases: %v, openai requests %d → %d", err, before, u.openaiRec.Count())
 		}
 	})

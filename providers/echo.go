@@ -262,5 +262,3 @@ func wordEnd(s string) int {
 	}
 	return i
 }
-
-func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }

@@ -101,7 +101,7 @@ func TestEchoStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chunks, done := parseSSE(t, body)
+		chunks, done := parseOllamaSSE(t, body)
 		if !done {
 			t.Fatal("no [DONE]")
 		}

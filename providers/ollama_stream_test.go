@@ -36,7 +36,7 @@ func runOllamaStream(t testing.TB, ndjson []byte, includeUsage bool) ([]byte, St
 
 // parseSSE re-reads OpenAI SSE output: the decoded chunks and whether the
 // stream ended with [DONE] as its last event.
-func parseSSE(t testing.TB, sse []byte) ([]OpenAIChunk, bool) {
+func parseOllamaSSE(t testing.TB, sse []byte) ([]OpenAIChunk, bool) {
 	t.Helper()
 	r := NewSSEReader(bytes.NewReader(sse), bufio.NewReader(nil))
 	var chunks []OpenAIChunk
@@ -82,7 +82,7 @@ func TestOllamaStreamToolCalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chunks, done := parseSSE(t, out)
+		chunks, done := parseOllamaSSE(t, out)
 		if !done {
 			t.Fatal("no [DONE]")
 		}
@@ -192,7 +192,7 @@ func TestOllamaStreamWithoutDone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			chunks, done := parseSSE(t, out)
+			chunks, done := parseOllamaSSE(t, out)
 			if !done {
 				t.Fatal("no [DONE]")
 			}
@@ -231,7 +231,7 @@ func TestOllamaStreamIgnoresLinesAfterDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunks, done := parseSSE(t, out)
+	chunks, done := parseOllamaSSE(t, out)
 	if !done || len(chunks) != 3 || *chunks[2].Choices[0].FinishReason != "length" {
 		t.Errorf("output %s", out)
 	}
