@@ -292,7 +292,7 @@ model_aliases:`, 1)
 
 	start := time.Now()
 	st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"down","messages":[{"role":"user","content":"hi"}]}`)
-	if st != http.StatusBadGateway || !strings.Contains(string(body), `"down"`) {
+	if st != http.StatusBadGateway || !strings.Contains(string(body), `model \"down\"`) {
 		t.Errorf("server not running: %d %s", st, body)
 	}
 	if took := time.Since(start); took > 3*time.Second {

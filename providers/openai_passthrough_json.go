@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -255,10 +256,10 @@ type RequestInfo struct {
 func PeekRequest(body []byte) (RequestInfo, error) {
 	var info RequestInfo
 	if !json.Valid(body) {
-		return info, BadRequest("messages", "request body is not valid json")
+		return info, invalidJSON(body)
 	}
-	var model, stream, opts span
-	var hasModel, hasOpts bool
+	var model, stream, opts, messages span
+	var hasModel, hasOpts, hasMessages bool
 	_, err := eachMember(body, 0, func(k []byte, v span) {
 		switch {
 		case keyIs(k, "model"):
@@ -267,10 +268,12 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 			stream = v
 		case keyIs(k, "stream_options"):
 			opts, hasOpts = v, true
+		case keyIs(k, "messages"):
+			messages, hasMessages = v, true
 		}
 	})
 	if err != nil {
-		return info, BadRequest("messages", "request body must be a json object")
+		return info, BadRequest("", "request body must be a JSON object")
 	}
 	if !hasModel {
 		return info, BadRequest("model", "model is required")
@@ -282,6 +285,12 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 	if m == "" {
 		return info, BadRequest("model", "model is required")
 	}
+	if !hasMessages {
+		return info, BadRequest("messages", "messages is required: a list of {role, content} objects")
+	}
+	if body[messages.start] != '[' {
+		return info, BadRequest("messages", "messages must be an array")
+	}
 	info.Model = m
 	info.Stream = string(body[stream.start:stream.end]) == "true"
 	if hasOpts && body[opts.start] == '{' {
@@ -291,6 +300,18 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// invalidJSON names where the body stops being JSON; it runs only on the
+// error path, so the hot path keeps the cheaper json.Valid.
+func invalidJSON(body []byte) *APIError {
+	var v any
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return BadRequest("", fmt.Sprintf("request body is not valid JSON: %v (at byte %d)", se, se.Offset))
+	}
+	return BadRequest("", "request body is not valid JSON")
 }
 
 const includeUsageMember = `"include_usage":true`

@@ -81,11 +81,13 @@ func TestPeekRequest(t *testing.T) {
 		param string
 	}{
 		{"openai stream with usage", `{"messages":[{"role":"user","content":"{\"model\":\"x\"}"}],"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"model":"fast"}`, RequestInfo{Model: "fast", Stream: true, IncludeUsage: true}, ""},
-		{"anthropic", `{"model":"claude-sonnet-4-5","max_tokens":10,"stream":false,"metadata":{"stream":true}}`, RequestInfo{Model: "claude-sonnet-4-5"}, ""},
-		{"escaped model", `{"model":"a\/b\u00e9"}`, RequestInfo{Model: "a/bé"}, ""},
-		{"stream not bool", `{"model":"m","stream":"true","stream_options":null}`, RequestInfo{Model: "m"}, ""},
-		{"malformed", `{"model":"m"`, RequestInfo{}, "messages"},
-		{"array", `[{"model":"m"}]`, RequestInfo{}, "messages"},
+		{"anthropic", `{"model":"claude-sonnet-4-5","max_tokens":10,"stream":false,"metadata":{"stream":true},"messages":[]}`, RequestInfo{Model: "claude-sonnet-4-5"}, ""},
+		{"escaped model", `{"model":"a\/b\u00e9","messages":[]}`, RequestInfo{Model: "a/bé"}, ""},
+		{"stream not bool", `{"model":"m","stream":"true","stream_options":null,"messages":[]}`, RequestInfo{Model: "m"}, ""},
+		{"malformed", `{"model":"m"`, RequestInfo{}, ""},
+		{"array", `[{"model":"m"}]`, RequestInfo{}, ""},
+		{"missing messages", `{"model":"m"}`, RequestInfo{}, "messages"},
+		{"messages not array", `{"model":"m","messages":"hi"}`, RequestInfo{}, "messages"},
 		{"missing model", `{"messages":[]}`, RequestInfo{}, "model"},
 		{"numeric model", `{"model":4}`, RequestInfo{}, "model"},
 		{"empty model", `{"model":""}`, RequestInfo{}, "model"},
@@ -93,7 +95,7 @@ func TestPeekRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := PeekRequest([]byte(tt.body))
-			if tt.param != "" {
+			if tt.param != "" || tt.want == (RequestInfo{}) {
 				var ae *APIError
 				if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != tt.param {
 					t.Fatalf("err = %#v, want 400 param %q", err, tt.param)
@@ -241,7 +243,7 @@ func TestRewriteModelCaseFolding(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil || got.Model != "up" {
 		t.Fatalf("a Go decoder reads model %q from %s", got.Model, out)
 	}
-	info, err := PeekRequest([]byte(`{"model":"a","Model":"b","ſtream":true}`))
+	info, err := PeekRequest([]byte(`{"model":"a","Model":"b","ſtream":true,"messages":[]}`))
 	if err != nil || info.Model != "b" || !info.Stream {
 		t.Errorf("PeekRequest = %+v, %v (want what encoding/json reads)", info, err)
 	}
