@@ -57,11 +57,12 @@ func claudeCodeBinary(t *testing.T) string {
 // scriptedRequest is the part of an OpenAI chat request the script reads.
 type scriptedRequest struct {
 	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Stream   *bool  `json:"stream"`
 	Messages []struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
 		ToolCallID string          `json:"tool_call_id"`
+		ToolName   string          `json:"tool_name"` // Ollama's
 	} `json:"messages"`
 	Tools []struct {
 		Type     string `json:"type"`
@@ -80,11 +81,20 @@ func (r *scriptedRequest) toolNames() []string {
 	return names
 }
 
-// toolResult returns the content of the tool message answering one of the
-// script's calls, if the request carries one.
+// streams applies each format's default: OpenAI buffers, Ollama streams.
+func (r *scriptedRequest) streams(ollama bool) bool {
+	if r.Stream == nil {
+		return ollama
+	}
+	return *r.Stream
+}
+
+// toolResult returns the content of the tool message answering the
+// script's Bash call, if the request carries one. OpenAI's names the call's
+// id; Ollama calls have no id, so its tool message names the tool.
 func (r *scriptedRequest) toolResult() (id, content string, ok bool) {
 	for _, m := range r.Messages {
-		if m.Role == "tool" && strings.HasPrefix(m.ToolCallID, toolCallPrefix) {
+		if m.Role == "tool" && (strings.HasPrefix(m.ToolCallID, toolCallPrefix) || m.ToolName == "Bash") {
 			var s string
 			if json.Unmarshal(m.Content, &s) != nil {
 				s = string(m.Content)
@@ -102,28 +112,30 @@ type scriptedCall struct {
 	raw    []byte
 }
 
-// scriptedOpenAI is an OpenAI-compatible server that drives Claude Code
-// through one tool round trip: a request offering Bash with no tool result
-// yet gets a Bash call writing marker.txt; a request carrying the result
-// gets finalReply; anything else (background requests without tools) gets
-// plain text. It streams when asked, as Claude Code always does.
-type scriptedOpenAI struct {
+// scriptedBackend is an OpenAI-compatible server (POST …/chat/completions)
+// and an Ollama server (POST /api/chat) that drives Claude Code through one
+// tool round trip: a request offering Bash with no tool result yet gets a
+// Bash call writing marker.txt; a request carrying the result gets
+// finalReply; anything else (background requests without tools) gets plain
+// text. It streams when asked, as Claude Code always does.
+type scriptedBackend struct {
 	mu    sync.Mutex
 	calls []scriptedCall
 	n     int
 }
 
-func (s *scriptedOpenAI) requests() []scriptedCall {
+func (s *scriptedBackend) requests() []scriptedCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
 }
 
-func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var raw bytes.Buffer
 	_, _ = raw.ReadFrom(r.Body)
 	var req scriptedRequest
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") || json.Unmarshal(raw.Bytes(), &req) != nil {
+	ollama := r.URL.Path == "/api/chat"
+	if r.Method != http.MethodPost || !ollama && !strings.HasSuffix(r.URL.Path, "/chat/completions") || json.Unmarshal(raw.Bytes(), &req) != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`{"error":{"message":"scripted fake: not a chat completions request","type":"invalid_request_error","param":null,"code":null}}`))
@@ -142,9 +154,13 @@ func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a, _ := json.Marshal(map[string]string{"command": toolCommand, "description": "Write the marker file"})
 		args = string(a)
 	}
-	usage := `{"prompt_tokens":120,"completion_tokens":8,"total_tokens":128}`
+	if ollama {
+		serveOllamaScript(w, &req, text, args)
+		return
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, scriptedIn, scriptedOut, scriptedIn+scriptedOut)
 	w.Header().Set("X-Request-Id", "req_scripted")
-	if !req.Stream {
+	if !req.streams(false) {
 		msg := fmt.Sprintf(`{"role":"assistant","content":%q}`, text)
 		finish := "stop"
 		if args != "" {
@@ -183,6 +199,31 @@ func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-scripted\",\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[],\"usage\":%s}\n\n", req.Model, usage)
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	_ = rc.Flush()
+}
+
+// Usage every scripted answer reports.
+const scriptedIn, scriptedOut = 120, 8
+
+// serveOllamaScript answers in Ollama's native format: NDJSON lines, the
+// tool call whole in one line with its arguments as an object, the
+// counters on the final line.
+func serveOllamaScript(w http.ResponseWriter, req *scriptedRequest, text, args string) {
+	final := fmt.Sprintf(`"done":true,"done_reason":"stop","prompt_eval_count":%d,"eval_count":%d`, scriptedIn, scriptedOut)
+	msg := fmt.Sprintf(`{"role":"assistant","content":%q}`, text)
+	if args != "" {
+		msg = fmt.Sprintf(`{"role":"assistant","content":"","tool_calls":[{"function":{"name":"Bash","arguments":%s}}]}`, args)
+	}
+	if !req.streams(true) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"model":%q,"created_at":"2025-07-07T20:22:19.18Z","message":%s,%s}`, req.Model, msg, final)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	rc := http.NewResponseController(w)
+	fmt.Fprintf(w, "{\"model\":%q,\"created_at\":\"2025-07-07T20:22:19.18Z\",\"message\":%s,\"done\":false}\n", req.Model, msg)
+	_ = rc.Flush()
+	fmt.Fprintf(w, "{\"model\":%q,\"created_at\":\"2025-07-07T20:22:19.18Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},%s}\n", req.Model, final)
 	_ = rc.Flush()
 }
 
@@ -248,7 +289,7 @@ func runClaude(t *testing.T, claude string, run claudeRun) claudeResult {
 // ledger must hold every turn under Claude Code's session id.
 func TestClaudeCodeThroughGateway(t *testing.T) {
 	claude := claudeCodeBinary(t)
-	script := &scriptedOpenAI{}
+	script := &scriptedBackend{}
 	up := httptest.NewServer(script)
 	t.Cleanup(up.Close)
 	models := fmt.Sprintf(`model_list:
@@ -257,16 +298,21 @@ func TestClaudeCodeThroughGateway(t *testing.T) {
       model: openai/scripted-coder
       api_base: %s/v1
       api_key: %s
+  - model_name: ollama-coder
+    proxy_params:
+      model: ollama/scripted-llama
+      api_base: %s
   - model_name: echo
     proxy_params:
       model: echo/echo
 model_aliases:
   "claude-*": local-coder
-`, up.URL, upstreamKey)
+`, up.URL, upstreamKey, up.URL)
 	g := startGateway(t, gatewayConfig{models: models})
 
 	sessions := map[string]string{} // subtest → Claude Code session id
 	upstreamCalls := map[string]int{}
+	aliasOf := map[string]string{"echo": "echo"}
 
 	t.Run("echo", func(t *testing.T) {
 		prompt := "modelgate echo check 4217"
@@ -285,16 +331,26 @@ model_aliases:
 	})
 
 	for _, tc := range []struct {
-		name string
-		env  []string
+		name   string
+		env    []string
+		alias  string
+		path   string // where the gateway sends it upstream
+		model  string // the deployment's upstream model
+		bearer string // Authorization the upstream must see
 	}{
 		// The alias named directly, authenticated as Claude Code does with
 		// a gateway token.
-		{"tool/ANTHROPIC_MODEL", []string{"ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=local-coder"}},
+		{"tool/ANTHROPIC_MODEL", []string{"ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=local-coder"},
+			"local-coder", "/v1/chat/completions", "scripted-coder", "Bearer " + upstreamKey},
 		// Claude Code's own model names, mapped by model_aliases; the key
 		// as an API key (x-api-key).
-		{"tool/model_aliases", []string{"ANTHROPIC_API_KEY=" + aliceKey}},
+		{"tool/model_aliases", []string{"ANTHROPIC_API_KEY=" + aliceKey},
+			"local-coder", "/v1/chat/completions", "scripted-coder", "Bearer " + upstreamKey},
+		// Ollama's native API: translated twice on the way back.
+		{"tool/ollama", []string{"ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=ollama-coder"},
+			"ollama-coder", "/api/chat", "scripted-llama", ""},
 	} {
+		aliasOf[tc.name] = tc.alias
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(script.requests())
 			dir := t.TempDir()
@@ -327,12 +383,12 @@ model_aliases:
 				for _, m := range c.req.Messages {
 					roles = append(roles, m.Role)
 				}
-				t.Logf("upstream request %d: model %q, stream %v, roles %v, %d tools", i, c.req.Model, c.req.Stream, roles, len(c.req.Tools))
-				if c.path != "/v1/chat/completions" || c.req.Model != "scripted-coder" {
-					t.Errorf("upstream request %d: path %q model %q, want /v1/chat/completions and the deployment's model", i, c.path, c.req.Model)
+				t.Logf("upstream request %d: %s model %q, stream %v, roles %v, %d tools", i, c.path, c.req.Model, c.req.streams(tc.path == "/api/chat"), roles, len(c.req.Tools))
+				if c.path != tc.path || c.req.Model != tc.model {
+					t.Errorf("upstream request %d: path %q model %q, want %s and %s", i, c.path, c.req.Model, tc.path, tc.model)
 				}
-				if got := c.header.Get("Authorization"); got != "Bearer "+upstreamKey {
-					t.Errorf("upstream request %d carries Authorization %q, want the deployment's key", i, got)
+				if got := c.header.Get("Authorization"); got != tc.bearer {
+					t.Errorf("upstream request %d carries Authorization %q, want %q (the deployment's, never the gateway key)", i, got, tc.bearer)
 				}
 				if slices.Contains(c.req.toolNames(), "Bash") {
 					offered = true
@@ -374,9 +430,9 @@ model_aliases:
 			t.Errorf("%s: no ledger record under session %q; sessions recorded: %v", name, sid, keys(bySession))
 			continue
 		}
-		wantAlias, wantN := "local-coder", upstreamCalls[name]
+		wantAlias, wantN := aliasOf[name], upstreamCalls[name]
 		if name == "echo" {
-			wantAlias, wantN = "echo", 1
+			wantN = 1
 		}
 		if len(got) != wantN {
 			t.Errorf("%s: %d ledger records, want %d", name, len(got), wantN)
@@ -385,8 +441,8 @@ model_aliases:
 			if r.Alias != wantAlias || r.Endpoint != "messages" || r.Outcome != "ok" || r.KeyID != "alice" || !r.Stream {
 				t.Errorf("%s: record %+v", name, r)
 			}
-			if wantAlias == "local-coder" && (r.InputTokens != 120 || r.OutputTokens != 8) {
-				t.Errorf("%s: usage %d/%d, want the backend's 120/8", name, r.InputTokens, r.OutputTokens)
+			if name != "echo" && (r.InputTokens != scriptedIn || r.OutputTokens != scriptedOut) {
+				t.Errorf("%s: usage %d/%d, want the backend's %d/%d", name, r.InputTokens, r.OutputTokens, scriptedIn, scriptedOut)
 			}
 		}
 	}
