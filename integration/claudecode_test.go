@@ -56,9 +56,11 @@ func claudeCodeBinary(t *testing.T) string {
 
 // scriptedRequest is the part of an OpenAI chat request the script reads.
 type scriptedRequest struct {
-	Model    string `json:"model"`
-	Stream   *bool  `json:"stream"`
-	Messages []struct {
+	Model     string `json:"model"`
+	Stream    *bool  `json:"stream"`
+	MaxTokens int64  `json:"max_tokens"`
+	User      string `json:"user"`
+	Messages  []struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
 		ToolCallID string          `json:"tool_call_id"`
@@ -383,7 +385,8 @@ model_aliases:
 				for _, m := range c.req.Messages {
 					roles = append(roles, m.Role)
 				}
-				t.Logf("upstream request %d: %s model %q, stream %v, roles %v, %d tools", i, c.path, c.req.Model, c.req.streams(tc.path == "/api/chat"), roles, len(c.req.Tools))
+				t.Logf("upstream request %d: %s model %q, stream %v, max_tokens %d, user %q, roles %v, %d tools",
+					i, c.path, c.req.Model, c.req.streams(tc.path == "/api/chat"), c.req.MaxTokens, c.req.User, roles, len(c.req.Tools))
 				if c.path != tc.path || c.req.Model != tc.model {
 					t.Errorf("upstream request %d: path %q model %q, want %s and %s", i, c.path, c.req.Model, tc.path, tc.model)
 				}
