@@ -72,7 +72,7 @@ func TestGatewayCaddyfile(t *testing.T) {
 		want    Gateway
 		wantErr string
 	}{
-		{name: "inline path", input: `llm_gateway /etc/models.yaml`, want: Gateway{Models: "/etc/models.yaml"}},
+		{name: "inline argument", input: `llm_gateway models.yaml`, wantErr: "takes no arguments"},
 		{
 			name: "block",
 			input: `llm_gateway {
@@ -84,7 +84,7 @@ func TestGatewayCaddyfile(t *testing.T) {
 			}`,
 			want: Gateway{Models: "/etc/models.yaml", MaxRequestBody: 1000000, DefaultMaxTokens: 1024, Timeout: caddy.Duration(90e9), InsecureNoAuth: true},
 		},
-		{name: "models twice", input: "llm_gateway a.yaml {\nmodels b.yaml\n}", wantErr: "already specified"},
+		{name: "models twice", input: "llm_gateway {\nmodels a.yaml\nmodels b.yaml\n}", wantErr: "already specified"},
 		{name: "bad size", input: "llm_gateway {\nmax_request_body lots\n}", wantErr: "max_request_body"},
 		{name: "bad tokens", input: "llm_gateway {\ndefault_max_tokens -1\n}", wantErr: "default_max_tokens"},
 		{name: "bad timeout", input: "llm_gateway {\ntimeout soon\n}", wantErr: "timeout"},

@@ -107,7 +107,9 @@ func gatewayConfig(modelsPath, listen, keyEnv, ledgerFlag string, noAuth bool) (
 	}
 	httpApp := caddyhttp.App{Servers: map[string]*caddyhttp.Server{"gateway": server}}
 	return &caddy.Config{
-		Admin: &caddy.AdminConfig{Disabled: true},
+		// No admin API and no autosave: the quick start leaves nothing
+		// behind in the user's config directory.
+		Admin: &caddy.AdminConfig{Disabled: true, Config: &caddy.ConfigSettings{Persist: new(bool)}},
 		AppsRaw: caddy.ModuleMap{
 			"http":      caddyconfig.JSON(httpApp, nil),
 			"modelgate": caddyconfig.JSON(app, nil),

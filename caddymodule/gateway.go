@@ -157,7 +157,7 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 
 // UnmarshalCaddyfile parses:
 //
-//	llm_gateway [<models.yaml>] {
+//	llm_gateway {
 //		models <models.yaml>
 //		max_request_body <size>
 //		default_max_tokens <n>
@@ -165,12 +165,12 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		insecure_no_auth
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	// No inline path: Caddy reads a first argument starting with "/" as a
+	// path matcher, so `llm_gateway /etc/models.yaml` would silently mean
+	// something else.
 	d.Next()
 	if d.NextArg() {
-		g.Models = d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
+		return d.Errf("llm_gateway takes no arguments; write llm_gateway { models %s }", d.Val())
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {

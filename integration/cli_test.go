@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..")
+}
+
+// caddyCmd runs the binary to completion with a bounded time.
+func caddyCmd(t *testing.T, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testbin.Path(t), args...)
+	dir := t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+func TestListModules(t *testing.T) {
+	out, _, err := caddyCmd(t, nil, "list-modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"modelgate", "http.handlers.llm_auth", "http.handlers.llm_gateway", "http.handlers.llm_admin"} {
+		if !strings.Contains(out, "\n"+m+"\n") && !strings.HasPrefix(out, m+"\n") {
+			t.Errorf("list-modules lacks %s", m)
+		}
+	}
+}
+
+// TestAdaptExample adapts Caddyfile.example: directives order themselves
+// (auth, then admin, then gateway) and secrets stay placeholders.
+func TestAdaptExample(t *testing.T) {
+	out, stderr, err := caddyCmd(t, nil, "adapt", "--config", filepath.Join(repoRoot(t), "Caddyfile.example"))
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{`"{env.ALICE_KEY}"`, `"{env.GATEWAY_ADMIN_KEY}"`, `"models":"/etc/modelgate/models.yaml"`, `"modelgate":{"ledger":{"driver":"sqlite","dsn":"/var/lib/modelgate/ledger.db"}}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("adapted JSON lacks %s", want)
+		}
+	}
+	auth, admin, gw := strings.Index(out, `"handler":"llm_auth"`), strings.Index(out, `"handler":"llm_admin"`), strings.Index(out, `"handler":"llm_gateway"`)
+	if auth < 0 || !(auth < admin && admin < gw) {
+		t.Errorf("handler order auth=%d admin=%d gateway=%d; want auth < admin < gateway", auth, admin, gw)
+	}
+}
+
+// TestAdaptedJSONRuns adapts a Caddyfile and runs the JSON as-is.
+func TestAdaptedJSONRuns(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	models := "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"
+	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf := fmt.Sprintf("{\n\tadmin off\n\tmodelgate {\n\t\tledger sqlite %s\n\t}\n}\nhttp://127.0.0.1:%d {\n\tllm_auth {\n\t\tkey {env.ALICE_KEY}\n\t}\n\tllm_gateway {\n\t\tmodels %s\n\t}\n}\n",
+		filepath.Join(dir, "l.db"), port, filepath.Join(dir, "models.yaml"))
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jsonCfg, stderr, err := caddyCmd(t, nil, "adapt", "--config", filepath.Join(dir, "Caddyfile"))
+	if err != nil {
+		t.Fatalf("adapt: %v %s", err, stderr)
+	}
+	if strings.Contains(jsonCfg, aliceKey) {
+		t.Fatal("adapted JSON contains the key")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "caddy.json"), []byte(jsonCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testbin.Path(t), "run", "--config", filepath.Join(dir, "caddy.json"))
+	cmd.Env = append(os.Environ(), "ALICE_KEY="+aliceKey, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	body := waitChat(t, base, aliceKey, "echo", "json config works", &logs)
+	if !strings.Contains(body, "json config works") {
+		t.Errorf("reply: %s", body)
+	}
+}
+
+// waitChat retries until the server answers, then returns the reply body.
+func waitChat(t *testing.T, base, key, model, text string, logs *syncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	payload := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]}`, model, text)
+	for {
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(payload))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b.String())
+			}
+			return b.String()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server never answered: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestValidateReportsModelErrors: caddy validate names the entry, the field
+// and the fix, and starts nothing (no ledger file is created).
+func TestValidateReportsModelErrors(t *testing.T) {
+	dir := t.TempDir()
+	models := `model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+  - model_name: coder
+    proxy_params:
+      model: openai/qwen
+      api_base: http://localhost:1234/v1
+`
+	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledgerPath := filepath.Join(dir, "ledger.db")
+	cf := fmt.Sprintf("{\n\tmodelgate {\n\t\tledger sqlite %s\n\t}\n}\n:0 {\n\tllm_auth {\n\t\tkey {env.ALICE_KEY}\n\t}\n\tllm_gateway {\n\t\tmodels %s\n\t}\n}\n", ledgerPath, filepath.Join(dir, "models.yaml"))
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := caddyCmd(t, []string{"ALICE_KEY=" + aliceKey}, "validate", "--config", filepath.Join(dir, "Caddyfile"))
+	if err == nil {
+		t.Fatal("validate accepted a models file with an error")
+	}
+	for _, want := range []string{`model_list[1]`, `coder`, `proxy_params.api_key`, `api_key: none`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(ledgerPath); err == nil {
+		t.Error("validate created the ledger file; it must not start anything")
+	}
+	// An unset key variable is named, and no value is printed.
+	_, stderr, err = caddyCmd(t, []string{"ALICE_KEY="}, "validate", "--config", filepath.Join(dir, "Caddyfile"))
+	if err == nil || !strings.Contains(stderr, "ALICE_KEY") {
+		t.Errorf("unset key: %v\n%s", err, stderr)
+	}
+}
+
+// TestGatewayCommand runs `caddy gateway --config` as the quick start does.
+func TestGatewayCommand(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models.yaml")
+	if err := os.WriteFile(models, []byte("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := caddyCmd(t, []string{"PROXY_KEY="}, "gateway", "--config", models)
+	if err == nil || !strings.Contains(stderr, "PROXY_KEY") || !strings.Contains(stderr, "--insecure-no-auth") {
+		t.Errorf("without a key: %v %s", err, stderr)
+	}
+
+	for _, noAuth := range []bool{false, true} {
+		port := freePort(t)
+		args := []string{"gateway", "--config", models, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--ledger", "sqlite:" + filepath.Join(dir, "l.db")}
+		key := "sk-quickstart-key-123"
+		if noAuth {
+			args = append(args, "--insecure-no-auth")
+			key = ""
+		}
+		cmd := exec.Command(testbin.Path(t), args...)
+		cmd.Env = append(os.Environ(), "PROXY_KEY=sk-quickstart-key-123", "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		var logs syncBuffer
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		body := waitChat(t, base, key, "echo", "quick start", &logs)
+		var resp struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Choices[0].Message.Content != "quick start" {
+			t.Errorf("reply: %s", body)
+		}
+		if !noAuth {
+			r, _ := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"echo","messages":[]}`))
+			if r == nil || r.StatusCode != 401 {
+				t.Errorf("no key accepted: %v", r)
+			}
+			if r != nil {
+				r.Body.Close()
+			}
+		}
+		// The banner follows caddy.Run, which returns a little after the
+		// listener is up.
+		for i := 0; i < 200 && !strings.Contains(logs.String(), "with models: echo"); i++ {
+			time.Sleep(25 * time.Millisecond)
+		}
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if !strings.Contains(logs.String(), "with models: echo") || strings.Contains(logs.String(), "sk-quickstart-key-123") {
+			t.Errorf("startup output should list aliases and never the key:\n%s", logs.String())
+		}
+	}
+}
