@@ -33,9 +33,13 @@ fi
 step "PostgreSQL on loopback"
 if [ -z "${MODELGATE_TEST_POSTGRES:-}" ]; then
 	MODELGATE_TEST_POSTGRES=$(bash scripts/postgres.sh "$ROOT/.cache/pg" | tail -n1)
+	MODELGATE_TEST_POSTGRES=${MODELGATE_TEST_POSTGRES#MODELGATE_TEST_POSTGRES=}
 fi
 export MODELGATE_TEST_POSTGRES
-echo "using ${MODELGATE_TEST_POSTGRES%%@*}@..."
+case "$MODELGATE_TEST_POSTGRES" in
+postgres://*) echo "PostgreSQL ready for the store tests" ;;
+*) echo "scripts/postgres.sh gave no DSN"; exit 1 ;;
+esac
 
 step "Claude Code (npm)"
 if [ -z "${MODELGATE_CLAUDE_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
@@ -62,7 +66,10 @@ for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for fz in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
 		echo "--- $pkg $fz"
-		go test -run='^$' -fuzz="^${fz}\$" -fuzztime="$FUZZTIME" "$pkg" >/dev/null
+		if ! out=$(go test -run='^$' -fuzz="^${fz}\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1); then
+			echo "$out"
+			exit 1
+		fi
 	done
 done
 
