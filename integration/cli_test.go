@@ -229,3 +229,26 @@ func TestGatewayCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminKeyKindCheckedAtStartup: proxy mode refuses a key that is not
+// an organization admin key, says how to get one, and never prints it.
+func TestAdminKeyKindCheckedAtStartup(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models.yaml")
+	if err := os.WriteFile(models, []byte("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf := fmt.Sprintf(":0 {\n\tllm_auth {\n\t\tadmin_key {env.ADMIN_KEY}\n\t}\n\tllm_admin {\n\t\tupstream https://api.anthropic.com\n\t\tadmin_api_key {env.ADMIN_API_KEY}\n\t}\n\tllm_gateway {\n\t\tmodels %s\n\t}\n}\n", models)
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const regular = "sk-ant-api03-not-an-admin-key-xyz"
+	_, stderr, err := caddyCmd(t, []string{"ADMIN_KEY=" + adminKey, "ADMIN_API_KEY=" + regular}, "validate", "--config", filepath.Join(dir, "Caddyfile"))
+	if err == nil || !strings.Contains(stderr, "admin_api_key") || !strings.Contains(stderr, "admin key") || strings.Contains(stderr, regular) {
+		t.Errorf("regular key as admin_api_key: %v\n%s", err, stderr)
+	}
+	_, stderr, err = caddyCmd(t, []string{"ADMIN_KEY=" + adminKey, "ADMIN_API_KEY=sk-ant-admin01-abcdef"}, "validate", "--config", filepath.Join(dir, "Caddyfile"))
+	if err != nil {
+		t.Errorf("admin key refused: %v\n%s", err, stderr)
+	}
+}
