@@ -99,6 +99,11 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	caddyhttp.SetVar(ctx, "llm.key_id", id.KeyID)
 	caddyhttp.SetVar(ctx, "llm.workspace", id.Workspace)
 	caddyhttp.SetVar(ctx, "llm.role", string(id.Role))
+	// Caddy's access log fills user_id from this placeholder, as it does
+	// for basic_auth users.
+	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.auth.user.id", id.KeyID)
+	}
 	return next.ServeHTTP(w, r.WithContext(ctx))
 }
 
