@@ -33,7 +33,7 @@ func TestAccessLogShowsKeyIDNeverKeys(t *testing.T) {
 	var logs string
 	for i := 0; i < 100; i++ {
 		logs = g.stderr.String()
-		if strings.Count(logs, `"msg":"handled request"`) >= 2 {
+		if strings.Count(logs, `"msg":"handled request"`) >= 3 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
