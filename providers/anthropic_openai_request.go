@@ -111,6 +111,10 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 		}
 	}
 
+	if !cloud {
+		out.Messages = foldSystemMessages(out.Messages)
+	}
+
 	var tools []OpenAITool
 	for i := range in.Tools {
 		t := &in.Tools[i]
@@ -350,4 +354,33 @@ func appendAssistantTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([
 		return msgs, nil
 	}
 	return append(msgs, msg), nil
+}
+
+// foldSystemMessages moves every system message into one leading system
+// message. Claude Code puts system messages between turns; the chat
+// templates of many local models (Mistral's, Gemma's, strict Llama ones)
+// accept a system message only first and refuse the request otherwise.
+func foldSystemMessages(msgs []openAIOutMsg) []openAIOutMsg {
+	var extra []string
+	kept := msgs[:0:0]
+	for i, m := range msgs {
+		if m.Role == "system" && i > 0 {
+			if text, ok := m.Content.(string); ok {
+				extra = append(extra, text)
+				continue
+			}
+		}
+		kept = append(kept, m)
+	}
+	if len(extra) == 0 {
+		return msgs
+	}
+	joined := strings.Join(extra, "\n\n")
+	if len(kept) > 0 && kept[0].Role == "system" {
+		if first, ok := kept[0].Content.(string); ok {
+			kept[0].Content = first + "\n\n" + joined
+			return kept
+		}
+	}
+	return append([]openAIOutMsg{{Role: "system", Content: joined}}, kept...)
 }
