@@ -369,10 +369,10 @@ func TestAnthropicToOpenAIRequestClaudeCode(t *testing.T) {
 	if contentString(t, got.Messages[5].Content) != "Also check the linter." {
 		t.Errorf("user text after results = %s", got.Messages[5].Content)
 	}
-	if contentString(t, got.Messages[6].Content) != "The user switched to plan mode." {
-		t.Errorf("in-message system = %s", got.Messages[6].Content)
+	if !strings.HasSuffix(sys, "\n\nThe user switched to plan mode.") {
+		t.Errorf("in-message system not folded into the leading one: %.80q", sys)
 	}
-	if m := got.Messages[7]; contentString(t, m.Content) != "Found the failing test." || len(m.ToolCalls) != 0 {
+	if m := got.Messages[6]; contentString(t, m.Content) != "Found the failing test." || len(m.ToolCalls) != 0 {
 		t.Errorf("assistant with server tools = %s %+v", m.Content, m.ToolCalls)
 	}
 	var parts []struct {
@@ -382,8 +382,8 @@ func TestAnthropicToOpenAIRequestClaudeCode(t *testing.T) {
 			URL string `json:"url"`
 		} `json:"image_url"`
 	}
-	if err := json.Unmarshal(got.Messages[8].Content, &parts); err != nil || len(parts) != 2 {
-		t.Fatalf("last user = %s", got.Messages[8].Content)
+	if err := json.Unmarshal(got.Messages[7].Content, &parts); err != nil || len(parts) != 2 {
+		t.Fatalf("last user = %s", got.Messages[7].Content)
 	}
 	if parts[0].Type != "image_url" || parts[0].ImageURL.URL != "https://example.com/screenshot.png" || parts[1].Text != "Here is a screenshot." {
 		t.Errorf("last user parts = %+v", parts)
