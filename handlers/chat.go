@@ -361,7 +361,9 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	b.state.inFlight.Add(1)
 	defer b.state.inFlight.Add(-1)
 
-	att := Attempt{Alias: rec.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
+	// The attempt names the alias the deployment belongs to, which is a
+	// fallback's when the request has moved on to one.
+	att := Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		att.Duration = g.now().Sub(now)
@@ -394,6 +396,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 		att.Duration = g.now().Sub(now)
+		att.Retrying = retryable && moreLeft
 		if retryable {
 			b.state.failure(g.now(), b.policy, false)
 		} else {
