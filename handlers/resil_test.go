@@ -457,7 +457,9 @@ func TestLimits(t *testing.T) {
 			t.Errorf("second request of the key: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 		}
 		other := make(chan int)
-		go func() { other <- post(g, &Identity{KeyID: "bob", Role: RoleUser}, "/v1/chat/completions", chatBody("m", false)).Code }()
+		go func() {
+			other <- post(g, &Identity{KeyID: "bob", Role: RoleUser}, "/v1/chat/completions", chatBody("m", false)).Code
+		}()
 		for up.hits.Load() < 2 {
 			time.Sleep(time.Millisecond)
 		}
