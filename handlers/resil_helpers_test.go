@@ -196,7 +196,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // testGateway builds a gateway on a models YAML.
-func testGateway(t *testing.T, yaml string, edit func(*GatewayOptions)) (*Gateway, *recorder) {
+func testGateway(t testing.TB, yaml string, edit func(*GatewayOptions)) (*Gateway, *recorder) {
 	t.Helper()
 	cfg, _, err := modellist.Parse([]byte(yaml), "models.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
