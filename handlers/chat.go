@@ -159,23 +159,27 @@ const maxJSONDepth = 128
 
 // tooDeep reports whether body nests arrays and objects deeper than max.
 // It counts brackets outside strings instead of parsing, so the hot path
-// pays one scan that mostly jumps from quote to quote.
+// pays one scan that jumps from quote to quote with IndexByte.
 func tooDeep(body []byte, max int) bool {
 	depth := 0
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
 		case '"':
-			// Skip the string: find its closing quote, stepping over escapes.
-			for i++; i < len(body); i++ {
-				j := bytes.IndexAny(body[i:], "\\\"")
+			// Find the closing quote: the first one preceded by an even
+			// number of backslashes.
+			for {
+				j := bytes.IndexByte(body[i+1:], '"')
 				if j < 0 {
 					return false
 				}
-				i += j
-				if body[i] == '"' {
+				i += j + 1
+				k := i - 1
+				for k >= 0 && body[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
 					break
 				}
-				i++ // the escaped byte
 			}
 		case '{', '[':
 			depth++
@@ -326,12 +330,13 @@ func (g *Gateway) attemptsFor(bs []*backend) int {
 func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo,
 	b *backend, rec *ledger.Record, moreLeft bool) result {
 	now := g.now()
-	if adm, wait := b.state.admit(now, b.policy); adm != admitted {
+	adm, wait, probe := b.state.admit(now, b.policy)
+	if adm != admitted {
 		return result{skipped: adm, wait: wait}
 	}
 	upBody, dropUsage, err := b.upstreamBody(cf, body, info, g.opts.DefaultMaxTokens)
 	if err != nil {
-		b.state.release()
+		b.state.release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, "error"
 		apiErr.Write(w, cf)
@@ -355,7 +360,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	}
 	req, err := b.newRequest(ctx, cf, r, upBody)
 	if err != nil {
-		b.state.release()
+		b.state.release(probe)
 		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
 	}
 	b.state.inFlight.Add(1)
@@ -368,7 +373,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	if err != nil {
 		att.Duration = g.now().Sub(now)
 		if r.Context().Err() != nil {
-			b.state.release()
+			b.state.release(probe)
 			rec.Status, rec.Outcome = 499, "cancelled"
 			att.Err, att.Retrying = "client_gone", false
 			g.obs.Attempt(att)
@@ -400,7 +405,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 		if retryable {
 			b.state.failure(g.now(), b.policy, false)
 		} else {
-			b.state.release()
+			b.state.release(probe)
 		}
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
@@ -424,7 +429,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 		b.state.addTokens(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
 	case rec.Outcome == "cancelled" || r.Context().Err() != nil:
 		// The client went away: that says nothing about the deployment.
-		b.state.release()
+		b.state.release(probe)
 		att.Err = "client_gone"
 		if !res.committed {
 			applyUsage(rec, providers.Usage{}, b)

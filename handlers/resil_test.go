@@ -622,3 +622,39 @@ func TestStateSurvivesReload(t *testing.T) {
 		t.Errorf("state after reload = %+v", s)
 	}
 }
+
+// Only the probe's own release frees the probe slot.
+func TestProbeSlot(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := policy{allowedFails: 1, failWindow: time.Minute, cooldown: 10 * time.Second}
+	d := &DeploymentState{}
+	if res, _, probe := d.admit(now, p); res != admitted || probe {
+		t.Fatalf("healthy admit = %v probe %v", res, probe)
+	}
+	if !d.failure(now, p, false) {
+		t.Fatal("one failure with allowed_fails 1 did not start a cooldown")
+	}
+	if res, wait, _ := d.admit(now.Add(time.Second), p); res != coolingDown || wait != 9*time.Second {
+		t.Fatalf("during cooldown = %v wait %s", res, wait)
+	}
+	later := now.Add(11 * time.Second)
+	res, _, probe := d.admit(later, p)
+	if res != admitted || !probe {
+		t.Fatalf("after cooldown = %v probe %v", res, probe)
+	}
+	d.release(false) // some older request ending
+	if res, _, _ := d.admit(later, p); res != coolingDown {
+		t.Errorf("a second probe was admitted beside the first")
+	}
+	d.release(true)
+	if res, _, probe := d.admit(later, p); res != admitted || !probe {
+		t.Errorf("after the probe released its slot: %v probe %v", res, probe)
+	}
+	// cooldown_time 0 disables cooldowns altogether.
+	off := &DeploymentState{}
+	for i := 0; i < 5; i++ {
+		if off.failure(now, policy{allowedFails: 1, cooldown: 0}, true) {
+			t.Fatal("cooldown started with cooldown_time 0")
+		}
+	}
+}

@@ -141,28 +141,31 @@ const (
 
 // admit decides whether a request may use the deployment now, counting it
 // against the rate window when it may. A deployment whose cooldown has
-// expired lets exactly one probe through until that probe reports back.
-func (d *DeploymentState) admit(now time.Time, p policy) (admitResult, time.Duration) {
+// expired lets exactly one probe through until that probe reports back;
+// probe tells the caller that it holds it.
+func (d *DeploymentState) admit(now time.Time, p policy) (res admitResult, wait time.Duration, probe bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if now.Before(d.cooldownUntil) {
-		return coolingDown, d.cooldownUntil.Sub(now)
+		return coolingDown, d.cooldownUntil.Sub(now), false
 	}
 	if !d.cooldownUntil.IsZero() {
 		if d.probing {
-			return coolingDown, time.Second
+			return coolingDown, time.Second, false
 		}
-		d.probing = true
+		d.probing, probe = true, true
 	}
 	if now.Sub(d.window) >= time.Minute {
 		d.window, d.windowReqs, d.windowTokens = now.Truncate(time.Minute), 0, 0
 	}
 	if (p.rpm > 0 && d.windowReqs >= p.rpm) || (p.tpm > 0 && d.windowTokens >= p.tpm) {
-		d.probing = false
-		return rateLimited, d.window.Add(time.Minute).Sub(now)
+		if probe {
+			d.probing = false
+		}
+		return rateLimited, d.window.Add(time.Minute).Sub(now), false
 	}
 	d.windowReqs++
-	return admitted, 0
+	return admitted, 0, probe
 }
 
 // success clears failure state after a good upstream answer.
@@ -223,8 +226,13 @@ func (d *DeploymentState) failure(now time.Time, p policy, down bool) bool {
 }
 
 // release ends a request that was admitted but never reached the upstream
-// or whose outcome says nothing about the deployment's health.
-func (d *DeploymentState) release() {
+// or whose outcome says nothing about the deployment's health. Only the
+// probe's release frees the probe slot; another request ending must not
+// let a second probe start beside the first.
+func (d *DeploymentState) release(probe bool) {
+	if !probe {
+		return
+	}
 	d.mu.Lock()
 	d.probing = false
 	d.mu.Unlock()
