@@ -40,6 +40,9 @@ type Gateway struct {
 	// Timeout bounds a whole upstream request when neither the model
 	// entry nor router_settings sets one. Default 10m.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// MaxConcurrentPerKey bounds the chat/messages requests one key may
+	// have in progress; more get 429 with Retry-After: 1. 0: no limit.
+	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
 	// InsecureNoAuth serves requests that no llm_auth authenticated, as
 	// an anonymous user. Without it such requests get 401, so forgetting
 	// llm_auth never opens the gateway.
@@ -93,14 +96,15 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	}
 	g.holdsStates = true
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
-		Models:           cfg,
-		MaxRequestBody:   g.MaxRequestBody,
-		DefaultMaxTokens: g.DefaultMaxTokens,
-		Timeout:          time.Duration(g.Timeout),
-		States:           st.(deploymentStates).States,
-		Recorder:         g.app,
-		Observer:         &observer{logger: g.logger, metrics: g.metrics},
-		Ready:            g.app.Ready,
+		Models:              cfg,
+		MaxRequestBody:      g.MaxRequestBody,
+		DefaultMaxTokens:    g.DefaultMaxTokens,
+		Timeout:             time.Duration(g.Timeout),
+		MaxConcurrentPerKey: g.MaxConcurrentPerKey,
+		States:              st.(deploymentStates).States,
+		Recorder:            g.app,
+		Observer:            &observer{logger: g.logger, metrics: g.metrics},
+		Ready:               g.app.Ready,
 	})
 	return nil
 }
@@ -114,6 +118,9 @@ func (deploymentStates) Destruct() error { return nil }
 func (g *Gateway) Validate() error {
 	if g.MaxRequestBody < 0 {
 		return fmt.Errorf("max_request_body: must not be negative")
+	}
+	if g.MaxConcurrentPerKey < 0 {
+		return fmt.Errorf("max_concurrent_per_key: must not be negative")
 	}
 	if g.DefaultMaxTokens < 0 {
 		return fmt.Errorf("default_max_tokens: must not be negative")
@@ -162,6 +169,7 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_request_body <size>
 //		default_max_tokens <n>
 //		timeout <duration>
+//		max_concurrent_per_key <n>
 //		insecure_no_auth
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -211,13 +219,23 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("timeout: %v", err)
 			}
 			g.Timeout = caddy.Duration(dur)
+		case "max_concurrent_per_key":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return d.Errf("max_concurrent_per_key: want a positive whole number, got %q", s)
+			}
+			g.MaxConcurrentPerKey = n
 		case "insecure_no_auth":
 			if d.NextArg() {
 				return d.ArgErr()
 			}
 			g.InsecureNoAuth = true
 		default:
-			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, insecure_no_auth)", d.Val())
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth)", d.Val())
 		}
 	}
 	return nil

@@ -42,6 +42,11 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		return
 	}
 	body := buf.Bytes()
+	if tooDeep(body, maxJSONDepth) {
+		(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
+			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)}).Write(w, cf)
+		return
+	}
 	info, err := providers.PeekRequest(body)
 	if err != nil {
 		asAPIError(err).Write(w, cf)
@@ -58,6 +63,14 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)}).Write(w, cf)
 		return
 	}
+	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
+		if !g.states.acquireKey(id.KeyID, max) {
+			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
+				Message: fmt.Sprintf("key %q already has %d requests in progress, the gateway's limit; retry when one finishes", id.KeyID, max)}).Write(w, cf)
+			return
+		}
+		defer g.states.releaseKey(id.KeyID)
+	}
 	rec.Alias, rec.Stream = alias, info.Stream
 
 	g.dispatch(w, r, cf, body, info, alias, rec)
@@ -69,6 +82,54 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	g.obs.Done(rec)
 }
+
+// guard keeps a panic in a handler from reaching the server, which would
+// drop the connection without a word: the client gets a 500 in its own
+// format when nothing was sent yet, and the observer gets an attempt with
+// Err "panic: ..." so the fault is logged.
+func (g *Gateway) guard(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			msg := fmt.Sprint(v)
+			if len(msg) > 200 {
+				msg = msg[:200]
+			}
+			g.obs.Attempt(Attempt{Err: "panic: " + msg})
+			if !tw.wrote {
+				(&providers.APIError{Status: http.StatusInternalServerError,
+					Message: "the gateway failed while handling this request; the fault is logged"}).Write(tw, ClientFormat(r))
+			}
+		}()
+		h(tw, r)
+	}
+}
+
+// trackingWriter notes whether the response was started.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *providers.APIError {
 	limit := g.opts.MaxRequestBody
@@ -91,6 +152,47 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	return nil
 }
 
+// maxJSONDepth bounds nesting in client bodies. Real requests nest a few
+// levels (tool schemas perhaps a dozen); deeper bodies only exist to make
+// parsers recurse.
+const maxJSONDepth = 128
+
+// tooDeep reports whether body nests arrays and objects deeper than max.
+// It counts brackets outside strings instead of parsing, so the hot path
+// pays one scan that jumps from quote to quote with IndexByte.
+func tooDeep(body []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			// Find the closing quote: the first one preceded by an even
+			// number of backslashes.
+			for {
+				j := bytes.IndexByte(body[i+1:], '"')
+				if j < 0 {
+					return false
+				}
+				i += j + 1
+				k := i - 1
+				for k >= 0 && body[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
 func asAPIError(err error) *providers.APIError {
 	var apiErr *providers.APIError
 	if errors.As(err, &apiErr) {
@@ -106,7 +208,38 @@ type result struct {
 	skipped   admitResult
 	wait      time.Duration
 	err       *providers.APIError // what to tell the client if nothing else works
+	class     string              // short failure class for the attempt log
 }
+
+// gapWatch cancels an upstream request when no stream event arrived for
+// longer than d.
+type gapWatch struct {
+	d       time.Duration
+	t       *time.Timer
+	expired atomic.Bool
+}
+
+func newGapWatch(d time.Duration, cancel context.CancelFunc) *gapWatch {
+	g := &gapWatch{d: d}
+	g.t = time.AfterFunc(d, func() { g.expired.Store(true); cancel() })
+	return g
+}
+
+// reset restarts the wait after an event. A nil watch does nothing.
+func (g *gapWatch) reset() {
+	if g != nil {
+		g.t.Reset(g.d)
+	}
+}
+
+func (g *gapWatch) stop() {
+	if g != nil {
+		g.t.Stop()
+	}
+}
+
+// fired reports whether the gap expired and cancelled the request.
+func (g *gapWatch) fired() bool { return g != nil && g.expired.Load() }
 
 // dispatch tries the alias's deployments, then its fallbacks, until one
 // answers or none is left.
@@ -118,10 +251,13 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 	tried := 0
 	for ci, a := range chain {
 		bs := g.backends[a]
+		if len(bs) == 0 {
+			continue
+		}
 		ordered := orderCandidates(bs, g.models.Router.RoutingStrategy,
 			func(b *backend) float64 { return b.dep.Weight },
 			func(b *backend) *DeploymentState { return b.state })
-		attempts := g.attemptsFor(ordered)
+		attempts := g.attemptsFor(bs)
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
 			if r.Context().Err() != nil {
@@ -148,6 +284,11 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 			last = res.err
 		}
 	}
+	if r.Context().Err() != nil {
+		// The client left between attempts; nobody is there to answer.
+		rec.Status, rec.Outcome = 499, "cancelled"
+		return
+	}
 	if tried == 0 && limited > 0 {
 		last = &providers.APIError{Status: http.StatusTooManyRequests,
 			RetryAfter: strconv.Itoa(int(minWait.Seconds()) + 1),
@@ -164,7 +305,9 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 }
 
 // attemptsFor is how many tries one alias gets: every deployment once by
-// default, or 1 + num_retries / max_retries when configured.
+// default, or 1 + num_retries / max_retries when configured. max_retries
+// is read from the alias's first entry in the file so that the answer does
+// not depend on the shuffle.
 func (g *Gateway) attemptsFor(bs []*backend) int {
 	n := len(bs)
 	retries := -1
@@ -187,12 +330,13 @@ func (g *Gateway) attemptsFor(bs []*backend) int {
 func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo,
 	b *backend, rec *ledger.Record, moreLeft bool) result {
 	now := g.now()
-	if adm, wait := b.state.admit(now, b.policy); adm != admitted {
+	adm, wait, probe := b.state.admit(now, b.policy)
+	if adm != admitted {
 		return result{skipped: adm, wait: wait}
 	}
 	upBody, dropUsage, err := b.upstreamBody(cf, body, info, g.opts.DefaultMaxTokens)
 	if err != nil {
-		b.state.release()
+		b.state.release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, "error"
 		apiErr.Write(w, cf)
@@ -206,29 +350,46 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	// For a stream, stream_timeout also bounds the wait for the first
+	// event: a backend that accepts the request and then says nothing is
+	// as stuck as one that stops half way.
+	var gap *gapWatch
+	if info.Stream && b.gap > 0 {
+		gap = newGapWatch(b.gap, cancel)
+		defer gap.stop()
+	}
 	req, err := b.newRequest(ctx, cf, r, upBody)
 	if err != nil {
-		b.state.release()
+		b.state.release(probe)
 		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
 	}
 	b.state.inFlight.Add(1)
 	defer b.state.inFlight.Add(-1)
 
-	att := Attempt{Alias: rec.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
+	// The attempt names the alias the deployment belongs to, which is a
+	// fallback's when the request has moved on to one.
+	att := Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		att.Duration = g.now().Sub(now)
 		if r.Context().Err() != nil {
-			b.state.release()
+			b.state.release(probe)
 			rec.Status, rec.Outcome = 499, "cancelled"
 			att.Err, att.Retrying = "client_gone", false
 			g.obs.Attempt(att)
 			return result{committed: true}
 		}
-		apiErr := g.transportError(ctx, err, rec.Alias, timeout)
-		att.Err = errorClass(ctx, err)
+		var apiErr *providers.APIError
+		if gap.fired() {
+			att.Err = "stream_timeout"
+			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout,
+				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.gap)}
+		} else {
+			att.Err = errorClass(ctx, err)
+			apiErr = g.transportError(ctx, err, rec.Alias, timeout)
+		}
 		g.obs.Attempt(att)
-		b.state.failure(g.now(), b.policy)
+		b.state.failure(g.now(), b.policy, att.Err == "connection_refused")
 		return result{retryable: true, err: apiErr}
 	}
 	defer resp.Body.Close()
@@ -240,10 +401,11 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 		att.Duration = g.now().Sub(now)
+		att.Retrying = retryable && moreLeft
 		if retryable {
-			b.state.failure(g.now(), b.policy)
+			b.state.failure(g.now(), b.policy, false)
 		} else {
-			b.state.release()
+			b.state.release(probe)
 		}
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
@@ -256,19 +418,30 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 
 	var res result
 	if info.Stream {
-		res = g.relayStream(w, r, ctx, cancel, cf, b, resp, rec, info, dropUsage, now)
+		res = g.relayStream(w, r, ctx, gap, cf, b, resp, rec, info, dropUsage, now)
 	} else {
-		res = g.relayBody(w, cf, b, resp, rec, now)
+		res = g.relayBody(w, r, ctx, cf, b, resp, rec, now, timeout)
 	}
 	att.Duration = g.now().Sub(now)
-	if res.committed && rec.Outcome == "ok" {
+	switch {
+	case res.committed && rec.Outcome == "ok":
 		b.state.success(rec.TTFT)
 		b.state.addTokens(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
-	} else if rec.Outcome == "cancelled" {
-		b.state.release()
-	} else {
-		b.state.failure(g.now(), b.policy)
-		att.Err = "stream_broken"
+	case rec.Outcome == "cancelled" || r.Context().Err() != nil:
+		// The client went away: that says nothing about the deployment.
+		b.state.release(probe)
+		att.Err = "client_gone"
+		if !res.committed {
+			applyUsage(rec, providers.Usage{}, b)
+			rec.Status, rec.Outcome = 499, "cancelled"
+			res = result{committed: true}
+		}
+	default:
+		b.state.failure(g.now(), b.policy, false)
+		att.Err = res.class
+		if att.Err == "" {
+			att.Err = "stream_broken"
+		}
 	}
 	att.Retrying = !res.committed && moreLeft
 	g.obs.Attempt(att)
@@ -328,15 +501,20 @@ func relayHeaders(dst http.Header, src http.Header) {
 }
 
 // relayBody handles a non-streaming answer.
-func (g *Gateway) relayBody(w http.ResponseWriter, cf providers.Format, b *backend, resp *http.Response, rec *ledger.Record, start time.Time) result {
+func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.Context, cf providers.Format, b *backend,
+	resp *http.Response, rec *ledger.Record, start time.Time, timeout time.Duration) result {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 	if err != nil {
-		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway,
+		if r.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return result{retryable: true, class: "timeout", err: &providers.APIError{Status: http.StatusGatewayTimeout,
+				Message: fmt.Sprintf("model %q: upstream did not answer within %s", rec.Alias, timeout)}}
+		}
+		return result{retryable: true, class: errorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
 	}
 	out, usage, err := translateBody(cf, b.upstream, raw)
 	if err != nil {
-		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway,
+		return result{retryable: true, class: "bad_response", err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)}}
 	}
 	applyUsage(rec, usage, b)
@@ -397,7 +575,7 @@ func newStreamTranslator(cf, up providers.Format, model string, includeUsage, dr
 // relayStream translates and flushes the upstream stream event by event.
 // Headers are held back until the first translated bytes exist, so an
 // upstream that fails before sending anything can still be retried.
-func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx context.Context, cancel context.CancelFunc,
+func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx context.Context, gap *gapWatch,
 	cf providers.Format, b *backend, resp *http.Response, rec *ledger.Record, info providers.RequestInfo, dropUsage bool, start time.Time) result {
 	br := g.readerPool.Get().(*bufio.Reader)
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
@@ -413,12 +591,6 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	out := (*outp)[:0]
 	defer func() { *outp = out[:0] }()
 
-	var gapExpired atomic.Bool
-	var gapTimer *time.Timer
-	if b.gap > 0 {
-		gapTimer = time.AfterFunc(b.gap, func() { gapExpired.Store(true); cancel() })
-		defer gapTimer.Stop()
-	}
 	rc := http.NewResponseController(w)
 	committed := false
 	commit := func() {
@@ -431,16 +603,16 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		committed = true
 		rec.TTFT = g.now().Sub(start)
 	}
-	fail := func(apiErr *providers.APIError) result {
+	fail := func(class string, apiErr *providers.APIError) result {
 		applyUsage(rec, tr.Usage(), b)
 		if !committed {
-			return result{retryable: true, err: apiErr}
+			return result{retryable: true, class: class, err: apiErr}
 		}
 		rec.Status, rec.Outcome = apiErr.Status, "error"
 		out = apiErr.AppendStreamError(out[:0], cf)
 		_, _ = w.Write(out)
 		_ = rc.Flush()
-		return result{committed: true}
+		return result{committed: true, class: class}
 	}
 	for {
 		ev, err := events.Next()
@@ -453,22 +625,20 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 				applyUsage(rec, tr.Usage(), b)
 				rec.Status, rec.Outcome = 499, "cancelled"
 				return result{committed: true}
-			case gapExpired.Load():
-				return fail(&providers.APIError{Status: http.StatusGatewayTimeout,
+			case gap.fired():
+				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.gap)})
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
-				return fail(&providers.APIError{Status: http.StatusGatewayTimeout,
+				return fail("timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream did not finish within the timeout", rec.Alias)})
 			}
-			return fail(&providers.APIError{Status: http.StatusBadGateway,
+			return fail("stream_broken", &providers.APIError{Status: http.StatusBadGateway,
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
 		}
-		if gapTimer != nil {
-			gapTimer.Reset(b.gap)
-		}
+		gap.reset()
 		out, err = tr.Translate(out[:0], ev)
 		if err != nil {
-			return fail(asUpstreamStreamError(err, rec.Alias))
+			return fail("stream_error", asUpstreamStreamError(err, rec.Alias))
 		}
 		if len(out) == 0 {
 			continue
@@ -477,7 +647,6 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 			commit()
 		}
 		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
-			cancel()
 			applyUsage(rec, tr.Usage(), b)
 			rec.Status, rec.Outcome = 499, "cancelled"
 			return result{committed: true}

@@ -26,6 +26,9 @@ type GatewayOptions struct {
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
 	Timeout time.Duration
+	// MaxConcurrentPerKey bounds the chat and messages requests one key
+	// may have in progress; more get 429 with Retry-After. 0: no limit.
+	MaxConcurrentPerKey int
 	// States holds deployment state across reloads; nil gives private state.
 	States   *States
 	Recorder Recorder // nil: nothing is recorded
@@ -129,8 +132,17 @@ func (g *Gateway) DeploymentIDs() map[string]struct{} {
 }
 
 // Route returns the handler for r, or false when the path is not the
-// gateway's and the next Caddy handler should see it.
+// gateway's and the next Caddy handler should see it. The handler turns a
+// panic into a 500 (see guard).
 func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
+	h, ok := g.route(r)
+	if !ok {
+		return nil, false
+	}
+	return g.guard(h), true
+}
+
+func (g *Gateway) route(r *http.Request) (http.HandlerFunc, bool) {
 	switch r.URL.Path {
 	case "/chat/completions", "/v1/chat/completions":
 		return g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {

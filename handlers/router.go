@@ -25,14 +25,51 @@ type DeploymentState struct {
 	windowTokens  int64
 }
 
-// States holds every deployment's state for the life of the process.
+// States holds every deployment's state, and every key's count of
+// requests in progress, for the life of the process.
 type States struct {
-	mu sync.Mutex
-	m  map[string]*DeploymentState
+	mu   sync.Mutex
+	m    map[string]*DeploymentState
+	keys map[string]*keySlots
 }
 
 // NewStates returns an empty state table.
-func NewStates() *States { return &States{m: make(map[string]*DeploymentState)} }
+func NewStates() *States {
+	return &States{m: make(map[string]*DeploymentState), keys: make(map[string]*keySlots)}
+}
+
+// keySlots counts one key's requests in progress. Entries are dropped when
+// the count returns to zero so that a stream of one-off keys cannot grow
+// the map.
+type keySlots struct{ n int }
+
+// acquireKey takes one of key's max concurrent slots and reports whether
+// one was free. Every true result must be paired with releaseKey.
+func (s *States) acquireKey(key string, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks, ok := s.keys[key]
+	if !ok {
+		ks = &keySlots{}
+		s.keys[key] = ks
+	}
+	if ks.n >= max {
+		return false
+	}
+	ks.n++
+	return true
+}
+
+func (s *States) releaseKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ks, ok := s.keys[key]; ok {
+		ks.n--
+		if ks.n <= 0 {
+			delete(s.keys, key)
+		}
+	}
+}
 
 // Get returns the state for id, creating it on first use.
 func (s *States) Get(id string) *DeploymentState {
@@ -104,28 +141,31 @@ const (
 
 // admit decides whether a request may use the deployment now, counting it
 // against the rate window when it may. A deployment whose cooldown has
-// expired lets exactly one probe through until that probe reports back.
-func (d *DeploymentState) admit(now time.Time, p policy) (admitResult, time.Duration) {
+// expired lets exactly one probe through until that probe reports back;
+// probe tells the caller that it holds it.
+func (d *DeploymentState) admit(now time.Time, p policy) (res admitResult, wait time.Duration, probe bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if now.Before(d.cooldownUntil) {
-		return coolingDown, d.cooldownUntil.Sub(now)
+		return coolingDown, d.cooldownUntil.Sub(now), false
 	}
 	if !d.cooldownUntil.IsZero() {
 		if d.probing {
-			return coolingDown, time.Second
+			return coolingDown, time.Second, false
 		}
-		d.probing = true
+		d.probing, probe = true, true
 	}
 	if now.Sub(d.window) >= time.Minute {
 		d.window, d.windowReqs, d.windowTokens = now.Truncate(time.Minute), 0, 0
 	}
 	if (p.rpm > 0 && d.windowReqs >= p.rpm) || (p.tpm > 0 && d.windowTokens >= p.tpm) {
-		d.probing = false
-		return rateLimited, d.window.Add(time.Minute).Sub(now)
+		if probe {
+			d.probing = false
+		}
+		return rateLimited, d.window.Add(time.Minute).Sub(now), false
 	}
 	d.windowReqs++
-	return admitted, 0
+	return admitted, 0, probe
 }
 
 // success clears failure state after a good upstream answer.
@@ -153,14 +193,21 @@ func (d *DeploymentState) success(ttft time.Duration) {
 }
 
 // failure counts a failed attempt and starts a cooldown when the
-// deployment failed allowedFails times inside the window, or when a probe
-// failed. It reports whether a cooldown started.
-func (d *DeploymentState) failure(now time.Time, p policy) bool {
+// deployment failed allowedFails times inside the window, when a probe
+// failed, or at once when down is set (the server refused the connection:
+// it is not running, and every further request would only repeat that).
+// It reports whether a cooldown started.
+func (d *DeploymentState) failure(now time.Time, p policy, down bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.probing {
+	if p.cooldown <= 0 {
+		d.probing = false
+		return false
+	}
+	if d.probing || down {
 		d.probing = false
 		d.cooldownUntil = now.Add(p.cooldown)
+		d.fails = d.fails[:0]
 		return true
 	}
 	keep := d.fails[:0]
@@ -170,7 +217,7 @@ func (d *DeploymentState) failure(now time.Time, p policy) bool {
 		}
 	}
 	d.fails = append(keep, now)
-	if p.allowedFails > 0 && len(d.fails) >= p.allowedFails && p.cooldown > 0 {
+	if p.allowedFails > 0 && len(d.fails) >= p.allowedFails {
 		d.cooldownUntil = now.Add(p.cooldown)
 		d.fails = d.fails[:0]
 		return true
@@ -179,8 +226,13 @@ func (d *DeploymentState) failure(now time.Time, p policy) bool {
 }
 
 // release ends a request that was admitted but never reached the upstream
-// or whose outcome says nothing about the deployment's health.
-func (d *DeploymentState) release() {
+// or whose outcome says nothing about the deployment's health. Only the
+// probe's release frees the probe slot; another request ending must not
+// let a second probe start beside the first.
+func (d *DeploymentState) release(probe bool) {
+	if !probe {
+		return
+	}
 	d.mu.Lock()
 	d.probing = false
 	d.mu.Unlock()
