@@ -49,6 +49,10 @@ type App struct {
 	dsn    string
 	shared *sharedLedger
 	logger *zap.Logger
+	// stopped keeps Stop idempotent while shared stays set: requests of
+	// this config still streaming after a reload must reach the writer,
+	// which the new config shares.
+	stopped bool
 }
 
 // LedgerConfig names the ledger store.
@@ -157,10 +161,10 @@ func redactDSN(err error, dsn string) error {
 
 // Stop releases this config's reference; the last one flushes and closes.
 func (a *App) Stop() error {
-	if a.shared == nil {
+	if a.shared == nil || a.stopped {
 		return nil
 	}
-	a.shared = nil
+	a.stopped = true
 	_, err := ledgers.Delete(a.key)
 	return err
 }
