@@ -88,6 +88,8 @@ func TestGatewayCaddyfile(t *testing.T) {
 		{name: "bad size", input: "llm_gateway {\nmax_request_body lots\n}", wantErr: "max_request_body"},
 		{name: "bad tokens", input: "llm_gateway {\ndefault_max_tokens -1\n}", wantErr: "default_max_tokens"},
 		{name: "bad timeout", input: "llm_gateway {\ntimeout soon\n}", wantErr: "timeout"},
+		{name: "per-key concurrency", input: "llm_gateway {\nmodels m.yaml\nmax_concurrent_per_key 8\n}", want: Gateway{Models: "m.yaml", MaxConcurrentPerKey: 8}},
+		{name: "bad per-key concurrency", input: "llm_gateway {\nmax_concurrent_per_key many\n}", wantErr: "max_concurrent_per_key"},
 		{name: "unknown", input: "llm_gateway {\nmodel x\n}", wantErr: `unrecognized llm_gateway option "model"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
