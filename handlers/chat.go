@@ -30,39 +30,12 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	id := IdentityFrom(r.Context())
 	rec := newRecord(r, id, start, cf)
 
-	buf := g.bodyPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBody {
-			g.bodyPool.Put(buf)
-		}
-	}()
-	if apiErr := g.readBody(w, r, buf); apiErr != nil {
-		apiErr.Write(w, cf)
-		return
-	}
-	body := buf.Bytes()
-	if tooDeep(body, maxJSONDepth) {
-		(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
-			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)}).Write(w, cf)
-		return
-	}
-	info, err := providers.PeekRequest(body)
-	if err != nil {
-		asAPIError(err).Write(w, cf)
-		return
-	}
-	alias, ok := g.resolveAlias(info.Model)
+	req, ok := g.readRequest(w, r, cf, id)
 	if !ok {
-		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
-			Message: fmt.Sprintf("model %q is not configured on this gateway; GET /v1/models lists the models this key may use", info.Model)}).Write(w, cf)
 		return
 	}
-	if !id.Allows(alias) {
-		(&providers.APIError{Status: http.StatusForbidden, Param: "model",
-			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)}).Write(w, cf)
-		return
-	}
+	defer g.releaseRequest(req)
+	body, info, alias := req.body, req.info, req.alias
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
 		if !g.states.acquireKey(id.KeyID, max) {
 			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
@@ -81,6 +54,59 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		g.opts.Recorder.Enqueue(*rec)
 	}
 	g.obs.Done(rec)
+}
+
+// clientRequest is a chat or count_tokens body read, parsed as far as the
+// model, and resolved to an alias the caller may use.
+type clientRequest struct {
+	buf   *bytes.Buffer
+	body  []byte
+	info  providers.RequestInfo
+	alias string
+}
+
+// readRequest reads and checks the body; on failure it has answered the
+// client in its format and returns false.
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *Identity) (*clientRequest, bool) {
+	req := &clientRequest{buf: g.bodyPool.Get().(*bytes.Buffer)}
+	req.buf.Reset()
+	fail := func(e *providers.APIError) (*clientRequest, bool) {
+		g.releaseRequest(req)
+		e.Write(w, cf)
+		return nil, false
+	}
+	if apiErr := g.readBody(w, r, req.buf); apiErr != nil {
+		return fail(apiErr)
+	}
+	req.body = req.buf.Bytes()
+	if tooDeep(req.body, maxJSONDepth) {
+		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
+			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
+	}
+	info, err := providers.PeekRequest(req.body)
+	if err != nil {
+		return fail(asAPIError(err))
+	}
+	alias, ok := g.resolveAlias(info.Model)
+	if !ok {
+		return fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; GET /v1/models lists the models this key may use", info.Model)})
+	}
+	if !id.Allows(alias) {
+		return fail(&providers.APIError{Status: http.StatusForbidden, Param: "model",
+			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
+	}
+	req.info, req.alias = info, alias
+	return req, true
+}
+
+// releaseRequest returns the body buffer to the pool unless one huge
+// request grew it.
+func (g *Gateway) releaseRequest(req *clientRequest) {
+	if req.buf.Cap() <= maxPooledBody {
+		g.bodyPool.Put(req.buf)
+	}
+	req.buf, req.body = nil, nil
 }
 
 // guard keeps a panic in a handler from reaching the server, which would

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,33 +19,12 @@ import (
 // where it has one, else a documented estimate. Nothing is recorded.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	cf := providers.FormatAnthropic
-	buf := g.bodyPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBody {
-			g.bodyPool.Put(buf)
-		}
-	}()
-	if apiErr := g.readBody(w, r, buf); apiErr != nil {
-		apiErr.Write(w, cf)
-		return
-	}
-	body := buf.Bytes()
-	info, err := providers.PeekRequest(body)
-	if err != nil {
-		asAPIError(err).Write(w, cf)
-		return
-	}
-	alias, ok := g.resolveAlias(info.Model)
+	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
 	if !ok {
-		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("model: %s is not configured on this gateway", info.Model)}).Write(w, cf)
 		return
 	}
-	id := IdentityFrom(r.Context())
-	if !id.Allows(alias) {
-		(&providers.APIError{Status: http.StatusForbidden, Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)}).Write(w, cf)
-		return
-	}
+	defer g.releaseRequest(req)
+	body, alias := req.body, req.alias
 	bs := g.backends[alias]
 	b := bs[0]
 	now := g.now()
@@ -63,6 +41,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	var n int
+	var err error
 	switch {
 	case b.dep.Kind == modellist.KindOpenAI && !b.dep.Local:
 		n, _, err = g.counter.CountOpenAI(body, b.dep.Model)
