@@ -78,9 +78,12 @@ func drive(ctx context.Context, client *http.Client, t target, conc int, d time.
 			defer wg.Done()
 			br := bufio.NewReaderSize(nil, 16<<10)
 			for ctx.Err() == nil {
+				nl, nt, nc := len(ws.lat), len(ws.ttfb), len(ws.chunk)
 				err := once(ctx, client, t, br, ws)
 				if ctx.Err() != nil {
-					return // cut off by the end of the run: neither counted nor an error
+					// Cut off by the end of the run: neither counted nor an error.
+					ws.lat, ws.ttfb, ws.chunk = ws.lat[:nl], ws.ttfb[:nt], ws.chunk[:nc]
+					return
 				}
 				if err != nil {
 					ws.errs++

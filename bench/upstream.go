@@ -24,9 +24,12 @@ import (
 //	/ollama/api/chat                Ollama fake
 //	/ts/v1/chat/completions         OpenAI SSE whose deltas carry their send time
 //	/idle/v1/chat/completions       OpenAI SSE that pauses for an hour after its first chunk
-func upstreamMux(o fakes.Options) http.Handler {
+func upstreamMux(o fakes.Options) http.Handler { return upstreamMuxWith(o, nil) }
+
+// upstreamMuxWith records what the OpenAI fake receives in rec (tests).
+func upstreamMuxWith(o fakes.Options, rec *fakes.Recorder) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/openai/", http.StripPrefix("/openai", fakes.OpenAI(o, nil)))
+	mux.Handle("/openai/", http.StripPrefix("/openai", fakes.OpenAI(o, rec)))
 	mux.Handle("/anthropic/", http.StripPrefix("/anthropic", fakes.Anthropic(o, nil)))
 	mux.Handle("/ollama/", http.StripPrefix("/ollama", fakes.Ollama(o, nil)))
 	mux.Handle("/ts/", http.StripPrefix("/ts", stampedStream(o)))
