@@ -201,3 +201,16 @@ func TestPackageBin(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianRound(t *testing.T) {
+	mk := func(n int, rss float64) *report {
+		return &report{rows: []row{
+			{scenario: scenario{key: "caddy"}, res: &loadResult{requests: n, elapsed: time.Second}},
+			{scenario: scenario{key: "idle-gw", kind: idleHold}, idle: idleResult{rssMB: rss}},
+		}}
+	}
+	got := medianRound([]*report{mk(300, 90), mk(100, 70), mk(200, 80)})
+	if got.rounds != 3 || got.rows[0].res.requests != 200 || got.rows[1].idle.rssMB != 80 {
+		t.Fatalf("median rows: %d req, %.0f MB", got.rows[0].res.requests, got.rows[1].idle.rssMB)
+	}
+}

@@ -39,6 +39,7 @@ type config struct {
 	chunks           int
 	gap              time.Duration
 	idle             int
+	rounds           int
 	caddyBin         string
 	build            bool
 	portkey          bool
@@ -58,6 +59,7 @@ func main() {
 	flag.IntVar(&c.chunks, "chunks", 20, "content chunks per streamed answer")
 	flag.DurationVar(&c.gap, "gap", 5*time.Millisecond, "upstream pause between streamed chunks")
 	flag.IntVar(&c.idle, "idle-streams", 5000, "concurrent idle streams to hold (0 skips)")
+	flag.IntVar(&c.rounds, "rounds", 1, "run every scenario this many times, interleaved, and report each one's median round by throughput (for shared, noisy machines)")
 	flag.StringVar(&c.caddyBin, "caddy", ".cache/bin/caddy", "caddy binary with Modelgate")
 	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
 	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
@@ -152,11 +154,15 @@ func run(ctx context.Context, c config) (err error) {
 	if err := e.startAll(ctx, bin); err != nil {
 		return err
 	}
-	rep := &report{cfg: c}
-	if err := e.scenarios(ctx, rep); err != nil {
-		return err
+	var rounds []*report
+	for i := 0; i < max(1, c.rounds); i++ {
+		rep := &report{cfg: c}
+		if err := e.scenarios(ctx, rep); err != nil {
+			return err
+		}
+		rounds = append(rounds, rep)
 	}
-	rep.print(os.Stdout)
+	medianRound(rounds).print(os.Stdout)
 	return nil
 }
 

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -77,8 +79,32 @@ type row struct {
 }
 
 type report struct {
-	cfg  config
-	rows []row
+	cfg    config
+	rows   []row
+	rounds int
+}
+
+// medianRound keeps, for every scenario, the round with the median
+// throughput (idle rows: median RSS), so one unlucky round on a shared
+// machine neither flatters nor sinks a row.
+func medianRound(rounds []*report) *report {
+	out := &report{cfg: rounds[0].cfg, rounds: len(rounds)}
+	for i := range rounds[0].rows {
+		var cands []row
+		for _, r := range rounds {
+			if i < len(r.rows) {
+				cands = append(cands, r.rows[i])
+			}
+		}
+		slices.SortFunc(cands, func(a, b row) int {
+			if a.kind == idleHold {
+				return cmp.Compare(a.idle.rssMB, b.idle.rssMB)
+			}
+			return cmp.Compare(a.res.rps(), b.res.rps())
+		})
+		out.rows = append(out.rows, cands[len(cands)/2])
+	}
+	return out
 }
 
 func (e *env) scenarios(ctx context.Context, rep *report) error {
@@ -184,7 +210,11 @@ func ratio(a, b float64) string {
 
 func (rep *report) print(w io.Writer) {
 	c := rep.cfg
-	fmt.Fprintf(w, "Machine: %s. Absolute numbers are machine-dependent; ratios to plain Caddy on the same run are the headline.\n\n", machine())
+	fmt.Fprintf(w, "Machine: %s. Absolute numbers are machine-dependent; ratios to plain Caddy on the same run are the headline.\n", machine())
+	if rep.rounds > 1 {
+		fmt.Fprintf(w, "Each row is the median of %d interleaved rounds by throughput.\n", rep.rounds)
+	}
+	fmt.Fprintln(w)
 	floor := rep.find("caddy")
 	var any bool
 	for _, r := range rep.rows {
