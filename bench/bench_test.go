@@ -174,7 +174,7 @@ func TestHoldStreams(t *testing.T) {
 	defer srv.Close()
 	tg := target{url: srv.URL + "/idle/v1/chat/completions", header: http2json(), body: chatBody("fake-idle", true)}
 	done := make(chan idleResult, 1)
-	go func() { done <- holdStreams(context.Background(), tg, 50, 8, os.Getpid()) }()
+	go func() { done <- holdStreams(context.Background(), tg, 50, 8, os.Getpid(), nil) }()
 	select {
 	case r := <-done:
 		if r.open != 50 || r.failed != 0 || r.rssMB <= 0 {

@@ -222,10 +222,10 @@ type idleResult struct {
 }
 
 // holdStreams opens n streaming requests whose upstream pauses after the
-// first chunk, samples the server's memory once all are open, then
-// cancels them all. dialers bounds the connection storm so the listen
+// first chunk, samples the server's memory once all are open (and calls
+// atPeak, if set, while they still are), then cancels them all. dialers bounds the connection storm so the listen
 // backlog never overflows.
-func holdStreams(ctx context.Context, t target, n, dialers int, pid int) idleResult {
+func holdStreams(ctx context.Context, t target, n, dialers int, pid int, atPeak func()) idleResult {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := &http.Client{Transport: &http.Transport{
@@ -291,6 +291,9 @@ func holdStreams(ctx context.Context, t target, n, dialers int, pid int) idleRes
 	time.Sleep(300 * time.Millisecond)
 	if m, err := readMem(pid); err == nil {
 		res.rssMB, res.hwmMB = m.rssMB, m.hwmMB
+	}
+	if atPeak != nil {
+		atPeak()
 	}
 	cancel()
 	wg.Wait()

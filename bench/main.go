@@ -106,13 +106,13 @@ func fatal(err error) {
 
 // env is everything one run started.
 type env struct {
-	cfg               config
-	upAddr            string
-	up, gw, caddy, pk *child
-	gwBase, caddyBase string
-	pkBase            string
-	gwAdmin           string
-	workdir           string
+	cfg                 config
+	upAddr              string
+	up, gw, caddy, pk   *child
+	gwBase, caddyBase   string
+	pkBase              string
+	gwAdmin, caddyAdmin string
+	workdir             string
 }
 
 func run(ctx context.Context, c config) (err error) {
@@ -199,6 +199,7 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 		return err
 	}
 	e.caddyBase = fmt.Sprintf("http://127.0.0.1:%d", cPort)
+	e.caddyAdmin = fmt.Sprintf("127.0.0.1:%d", cAdmin)
 	if e.cfg.portkey {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
@@ -246,11 +247,10 @@ func bearer(key string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"}}
 }
 
-// fetchProfile saves the proxy's CPU profile over d, via Caddy's admin
-// endpoint, while the scenario's load runs.
-func fetchProfile(ctx context.Context, admin string, d time.Duration, path string) error {
-	secs := max(1, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, secs), nil)
+// fetchPprof saves one of the proxy's pprof profiles (what: "heap",
+// "profile?seconds=4", …) from Caddy's admin endpoint.
+func fetchPprof(ctx context.Context, admin, what, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s", admin, what), nil)
 	if err != nil {
 		return err
 	}

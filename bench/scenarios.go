@@ -45,7 +45,7 @@ func (e *env) scenarioList() []scenario {
 	pk.Set("X-Portkey-Custom-Host", up+"/openai/v1")
 	list := []scenario{
 		{key: "direct", label: "direct to upstream", target: target{url: up + "/openai/v1/chat/completions", header: plain, body: chatBody("fake-gpt", false)}},
-		{key: "caddy", label: "plain Caddy reverse_proxy", proc: e.caddy, target: target{url: e.caddyBase + "/openai/v1/chat/completions", header: plain, body: chatBody("fake-gpt", false)}},
+		{key: "caddy", label: "plain Caddy reverse_proxy", proc: e.caddy, admin: e.caddyAdmin, target: target{url: e.caddyBase + "/openai/v1/chat/completions", header: plain, body: chatBody("fake-gpt", false)}},
 		{key: "gw-openai", label: "gateway openai/ (pass-through)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("oa", false)}},
 		{key: "gw-anthropic", label: "gateway anthropic/ (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("claude", false)}},
 		{key: "gw-ollama", label: "gateway ollama/ (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("llama", false)}},
@@ -59,8 +59,8 @@ func (e *env) scenarioList() []scenario {
 		scenario{key: "s-gw-openai", label: "gateway openai/ (pass-through)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("ts", true), stream: true, stamped: true}},
 		scenario{key: "s-gw-anthropic", label: "gateway anthropic/ (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("claude", true), stream: true}},
 		scenario{key: "s-gw-ollama", label: "gateway ollama/ (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("llama", true), stream: true}},
-		scenario{key: "idle-caddy", label: "plain Caddy reverse_proxy", kind: idleHold, proc: e.caddy, target: target{url: e.caddyBase + "/idle/v1/chat/completions", header: plain, body: chatBody("fake-idle", true)}},
-		scenario{key: "idle-gw", label: "gateway openai/ (pass-through)", kind: idleHold, proc: e.gw, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("idle", true)}},
+		scenario{key: "idle-caddy", label: "plain Caddy reverse_proxy", kind: idleHold, proc: e.caddy, admin: e.caddyAdmin, target: target{url: e.caddyBase + "/idle/v1/chat/completions", header: plain, body: chatBody("fake-idle", true)}},
+		scenario{key: "idle-gw", label: "gateway openai/ (pass-through)", kind: idleHold, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("idle", true)}},
 	)
 	return list
 }
@@ -124,7 +124,20 @@ func (e *env) scenarios(ctx context.Context, rep *report) error {
 		fmt.Fprintf(os.Stderr, "%-16s %s …\n", s.key, s.label)
 		r := row{scenario: s, cpuPer1k: math.NaN(), peakMB: math.NaN()}
 		if s.kind == idleHold {
-			r.idle = holdStreams(ctx, s.target, e.cfg.idle, 128, s.proc.pid())
+			var atPeak func()
+			if e.cfg.profile != nil && s.admin != "" && e.cfg.profile.MatchString(s.key) {
+				atPeak = func() {
+					// expvar's memstats tell heap from stacks from what the runtime kept.
+					_ = fetchPprof(ctx, s.admin, "../vars", filepath.Join(e.workdir, s.key+".vars.json"))
+					path := filepath.Join(e.workdir, s.key+".heap.pprof")
+					if err := fetchPprof(ctx, s.admin, "heap?gc=1", path); err != nil {
+						fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
+					} else {
+						fmt.Fprintln(os.Stderr, "  heap profile:", path)
+					}
+				}
+			}
+			r.idle = holdStreams(ctx, s.target, e.cfg.idle, 128, s.proc.pid(), atPeak)
 			r.peakMB = r.idle.hwmMB
 			rep.rows = append(rep.rows, r)
 			continue
@@ -147,7 +160,8 @@ func (e *env) scenarios(ctx context.Context, rep *report) error {
 		profiling := e.cfg.profile != nil && s.admin != "" && e.cfg.profile.MatchString(s.key)
 		if profiling {
 			go func() {
-				profDone <- fetchProfile(ctx, s.admin, e.cfg.duration-200*time.Millisecond, filepath.Join(e.workdir, s.key+".pprof"))
+				secs := max(1, int((e.cfg.duration - 200*time.Millisecond).Seconds()))
+				profDone <- fetchPprof(ctx, s.admin, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(e.workdir, s.key+".pprof"))
 			}()
 		}
 		r.res = drive(ctx, client, s.target, conc, e.cfg.duration)
