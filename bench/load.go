@@ -262,8 +262,11 @@ func holdStreams(ctx context.Context, t target, n, dialers int, pid int, atPeak 
 				return
 			}
 			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return
+			}
 			br := bufio.NewReaderSize(resp.Body, 512)
-			if _, err := br.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
+			if line, err := br.ReadSlice('\n'); (err != nil && err != bufio.ErrBufferFull) || !bytes.HasPrefix(line, []byte("data:")) {
 				return
 			}
 			ok = true

@@ -157,7 +157,9 @@ func run(ctx context.Context, c config) (err error) {
 	var rounds []*report
 	for i := 0; i < max(1, c.rounds); i++ {
 		rep := &report{cfg: c}
-		if err := e.scenarios(ctx, rep); err != nil {
+		// Idle streams only in the last round: the memory they leave with
+		// the proxy would inflate the next round's RSS column.
+		if err := e.scenarios(ctx, rep, i == max(1, c.rounds)-1); err != nil {
 			return err
 		}
 		rounds = append(rounds, rep)
@@ -172,15 +174,6 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	gwPort, err1 := freePort()
-	gwAdmin, err2 := freePort()
-	cPort, err3 := freePort()
-	cAdmin, err4 := freePort()
-	for _, err := range []error{err1, err2, err3, err4} {
-		if err != nil {
-			return err
-		}
-	}
 	gwDir := filepath.Join(e.workdir, "gateway")
 	if err := os.MkdirAll(gwDir, 0o700); err != nil {
 		return err
@@ -188,18 +181,40 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 	if err := os.WriteFile(filepath.Join(gwDir, "models.yaml"), []byte(modelsYAML(e.upAddr)), 0o600); err != nil {
 		return err
 	}
-	e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, gwPort, gwAdmin), gwPort, []string{"BENCH_KEY=" + benchKey})
-	if err != nil {
-		return err
+	// A port freePort found may be taken by someone else before Caddy
+	// binds it; then Caddy exits and a new pair of ports is tried.
+	for try := 0; ; try++ {
+		port, admin, err := freePorts()
+		if err != nil {
+			return err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":5`)
+		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin), probe, []string{"BENCH_KEY=" + benchKey})
+		if err == nil {
+			e.gwBase, e.gwAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
+			break
+		}
+		if try == 2 || ctx.Err() != nil {
+			return err
+		}
 	}
-	e.gwBase = fmt.Sprintf("http://127.0.0.1:%d", gwPort)
-	e.gwAdmin = fmt.Sprintf("127.0.0.1:%d", gwAdmin)
-	e.caddy, err = startCaddy(ctx, "caddy", bin, filepath.Join(e.workdir, "caddy"), caddyfilePlain(e.upAddr, cPort, cAdmin), cPort, nil)
-	if err != nil {
-		return err
+	for try := 0; ; try++ {
+		port, admin, err := freePorts()
+		if err != nil {
+			return err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		probe := probeHTTP(http.MethodPost, base+"/openai/v1/chat/completions", http2json(), chatBody("fake-gpt", false), "chatcmpl-fake")
+		e.caddy, err = startCaddy(ctx, "caddy", bin, filepath.Join(e.workdir, "caddy"), caddyfilePlain(e.upAddr, port, admin), probe, nil)
+		if err == nil {
+			e.caddyBase, e.caddyAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
+			break
+		}
+		if try == 2 || ctx.Err() != nil {
+			return err
+		}
 	}
-	e.caddyBase = fmt.Sprintf("http://127.0.0.1:%d", cPort)
-	e.caddyAdmin = fmt.Sprintf("127.0.0.1:%d", cAdmin)
 	if e.cfg.portkey {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
@@ -208,6 +223,15 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 		}
 	}
 	return nil
+}
+
+func freePorts() (int, int, error) {
+	a, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := freePort()
+	return a, b, err
 }
 
 func (e *env) stopAll() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,7 @@ func startPortkey(ctx context.Context) (*child, string, error) {
 		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitListening(ctx, c, addr); err != nil {
+	if err := waitReady(ctx, c, probeHTTP(http.MethodHead, "http://"+addr+"/", nil, nil, "")); err != nil {
 		c.stop()
 		return nil, "", err
 	}

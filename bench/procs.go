@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -200,7 +201,7 @@ http://127.0.0.1:%d {
 
 // startCaddy runs `caddy run` on a Caddyfile written to dir and waits
 // until the site answers.
-func startCaddy(ctx context.Context, name, bin, dir, caddyfile string, port int, env []string) (*child, error) {
+func startCaddy(ctx context.Context, name, bin, dir, caddyfile string, probe func() error, env []string) (*child, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -215,17 +216,20 @@ func startCaddy(ctx context.Context, name, bin, dir, caddyfile string, port int,
 	if err != nil {
 		return nil, err
 	}
-	if err := waitListening(ctx, c, fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+	if err := waitReady(ctx, c, probe); err != nil {
 		c.stop()
 		return nil, err
 	}
 	return c, nil
 }
 
-// waitListening polls until something answers HTTP on addr.
-func waitListening(ctx context.Context, c *child, addr string) error {
-	cl := &http.Client{Timeout: time.Second}
+// waitReady polls probe until it succeeds. The probe checks the answer
+// is this child's, not another program's that took the port after
+// freePort released it (other test suites share the machine), and the
+// child must still be running once it passes.
+func waitReady(ctx context.Context, c *child, probe func() error) error {
 	deadline := time.Now().Add(60 * time.Second)
+	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case <-c.done:
@@ -234,12 +238,40 @@ func waitListening(ctx context.Context, c *child, addr string) error {
 			return ctx.Err()
 		default:
 		}
-		resp, err := cl.Head("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
+		if last = probe(); last == nil {
+			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-c.done:
+				return fmt.Errorf("%s exited: %s", c.name, c.log)
+			default:
+				return nil
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("%s did not listen on %s within 60s: %s", c.name, addr, c.log)
+	return fmt.Errorf("%s not ready within 60s (%v): %s", c.name, last, c.log)
+}
+
+// probeHTTP sends one request and wants status 200 and want in the body.
+func probeHTTP(method, url string, h http.Header, body []byte, want string) func() error {
+	cl := &http.Client{Timeout: 2 * time.Second}
+	return func() error {
+		req, err := http.NewRequest(method, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(want)) {
+			return fmt.Errorf("%s %s: status %d, body %.200q", method, url, resp.StatusCode, b)
+		}
+		return nil
+	}
 }

@@ -107,7 +107,7 @@ func medianRound(rounds []*report) *report {
 	return out
 }
 
-func (e *env) scenarios(ctx context.Context, rep *report) error {
+func (e *env) scenarios(ctx context.Context, rep *report, idle bool) error {
 	for _, s := range e.scenarioList() {
 		if !e.cfg.only.MatchString(s.key) {
 			continue
@@ -115,7 +115,7 @@ func (e *env) scenarios(ctx context.Context, rep *report) error {
 		if s.key == "portkey" && e.pk == nil {
 			continue
 		}
-		if s.kind == idleHold && e.cfg.idle == 0 {
+		if s.kind == idleHold && (e.cfg.idle == 0 || !idle) {
 			continue
 		}
 		if ctx.Err() != nil {
