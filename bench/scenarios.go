@@ -88,12 +88,14 @@ type report struct {
 // throughput (idle rows: median RSS), so one unlucky round on a shared
 // machine neither flatters nor sinks a row.
 func medianRound(rounds []*report) *report {
-	out := &report{cfg: rounds[0].cfg, rounds: len(rounds)}
-	for i := range rounds[0].rows {
+	// The last round is the fullest: it alone holds the idle rows.
+	last := rounds[len(rounds)-1]
+	out := &report{cfg: last.cfg, rounds: len(rounds)}
+	for _, want := range last.rows {
 		var cands []row
 		for _, r := range rounds {
-			if i < len(r.rows) {
-				cands = append(cands, r.rows[i])
+			if got := r.find(want.key); got != nil {
+				cands = append(cands, *got)
 			}
 		}
 		slices.SortFunc(cands, func(a, b row) int {
