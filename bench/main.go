@@ -1,0 +1,311 @@
+// Command bench measures Modelgate against its floor, Caddy's own
+// reverse_proxy to the same upstream, on this machine, in one run.
+//
+// From the repository root:
+//
+//	go run ./bench
+//
+// It builds ./cmd/caddy, starts a fake upstream (this program again, in
+// -upstream mode, so its CPU is not charged to what is measured), a
+// gateway on a Caddyfile with the ledger on, and plain Caddy; drives each
+// with a closed-loop load generator; and prints one markdown table with
+// ratios to plain Caddy. Everything listens on loopback and everything it
+// starts is stopped when it ends, on Ctrl-C too. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+)
+
+type config struct {
+	duration, warmup time.Duration
+	conc, streamConc int
+	chunks           int
+	gap              time.Duration
+	idle             int
+	rounds           int
+	caddyBin         string
+	build            bool
+	portkey          bool
+	workdir          string
+	only             *regexp.Regexp
+	profile          *regexp.Regexp
+}
+
+func main() {
+	upstream := flag.Bool("upstream", false, "internal: serve the fake upstreams (the harness starts itself this way)")
+	listen := flag.String("listen", "127.0.0.1:0", "internal: -upstream listen address")
+	var c config
+	flag.DurationVar(&c.duration, "duration", 5*time.Second, "measured length of each scenario")
+	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured load before each scenario (connections, caches)")
+	flag.IntVar(&c.conc, "concurrency", 64, "closed-loop workers for request/response scenarios")
+	flag.IntVar(&c.streamConc, "stream-concurrency", 16, "closed-loop workers for streaming scenarios")
+	flag.IntVar(&c.chunks, "chunks", 20, "content chunks per streamed answer")
+	flag.DurationVar(&c.gap, "gap", 5*time.Millisecond, "upstream pause between streamed chunks")
+	flag.IntVar(&c.idle, "idle-streams", 5000, "concurrent idle streams to hold (0 skips)")
+	flag.IntVar(&c.rounds, "rounds", 1, "run every scenario this many times, interleaved, and report each one's median round by throughput (for shared, noisy machines)")
+	flag.StringVar(&c.caddyBin, "caddy", ".cache/bin/caddy", "caddy binary with Modelgate")
+	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
+	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
+	flag.StringVar(&c.workdir, "workdir", "", "keep Caddyfiles, ledger and profiles here (default: a temporary directory, removed)")
+	only := flag.String("only", "", "regexp: run only scenarios whose key matches (keys: see -list)")
+	profile := flag.String("profile", "", "regexp: CPU-profile the proxy during matching scenarios into <workdir>/<key>.pprof")
+	list := flag.Bool("list", false, "print the scenario keys and exit")
+	flag.Parse()
+
+	if *upstream {
+		if err := runUpstream(*listen, fakes.Options{Chunks: c.chunks, Gap: c.gap}); err != nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *list {
+		for _, s := range scenarioKeys() {
+			fmt.Println(s)
+		}
+		return
+	}
+	var err error
+	if c.only, err = regexp.Compile(*only); err != nil {
+		fatal(fmt.Errorf("-only: %w", err))
+	}
+	if *profile != "" {
+		if c.profile, err = regexp.Compile(*profile); err != nil {
+			fatal(fmt.Errorf("-profile: %w", err))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		stop()
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+// env is everything one run started.
+type env struct {
+	cfg                 config
+	upAddr              string
+	up, gw, caddy, pk   *child
+	gwBase, caddyBase   string
+	pkBase              string
+	gwAdmin, caddyAdmin string
+	workdir             string
+}
+
+func run(ctx context.Context, c config) (err error) {
+	nofile := raiseNoFile()
+	if c.idle > 0 && nofile < uint64(3*c.idle+1024) {
+		fmt.Fprintf(os.Stderr, "bench: open-file limit %d is too low for %d idle streams; holding %d\n", nofile, c.idle, (int(nofile)-1024)/3)
+		c.idle = max(0, (int(nofile)-1024)/3)
+	}
+	e := &env{cfg: c}
+	if c.workdir != "" {
+		e.workdir, err = filepath.Abs(c.workdir)
+		if err == nil {
+			err = os.MkdirAll(e.workdir, 0o700)
+		}
+	} else {
+		e.workdir, err = os.MkdirTemp("", "modelgate-bench-")
+		defer os.RemoveAll(e.workdir)
+	}
+	if err != nil {
+		return err
+	}
+	if c.build {
+		fmt.Fprintln(os.Stderr, "building", c.caddyBin, "…")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", c.caddyBin, "./cmd/caddy")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := os.MkdirAll(filepath.Dir(c.caddyBin), 0o755); err != nil {
+			return err
+		}
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building caddy (run from the repository root, or pass -build=false -caddy PATH): %w", err)
+		}
+	}
+	bin, err := filepath.Abs(c.caddyBin)
+	if err != nil {
+		return err
+	}
+	defer e.stopAll()
+	if err := e.startAll(ctx, bin); err != nil {
+		return err
+	}
+	var rounds []*report
+	for i := 0; i < max(1, c.rounds); i++ {
+		rep := &report{cfg: c}
+		// Idle streams only in the last round: the memory they leave with
+		// the proxy would inflate the next round's RSS column.
+		if err := e.scenarios(ctx, rep, i == max(1, c.rounds)-1); err != nil {
+			return err
+		}
+		rounds = append(rounds, rep)
+	}
+	medianRound(rounds).print(os.Stdout)
+	return nil
+}
+
+func (e *env) startAll(ctx context.Context, bin string) error {
+	var err error
+	e.up, e.upAddr, err = startUpstream(e.cfg.chunks, e.cfg.gap)
+	if err != nil {
+		return err
+	}
+	gwDir := filepath.Join(e.workdir, "gateway")
+	if err := os.MkdirAll(gwDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(gwDir, "models.yaml"), []byte(modelsYAML(e.upAddr)), 0o600); err != nil {
+		return err
+	}
+	// A port freePort found may be taken by someone else before Caddy
+	// binds it; then Caddy exits and a new pair of ports is tried.
+	for try := 0; ; try++ {
+		port, admin, err := freePorts()
+		if err != nil {
+			return err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":5`)
+		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin), probe, []string{"BENCH_KEY=" + benchKey})
+		if err == nil {
+			e.gwBase, e.gwAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
+			break
+		}
+		if try == 2 || ctx.Err() != nil {
+			return err
+		}
+	}
+	for try := 0; ; try++ {
+		port, admin, err := freePorts()
+		if err != nil {
+			return err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		probe := probeHTTP(http.MethodPost, base+"/openai/v1/chat/completions", http2json(), chatBody("fake-gpt", false), "chatcmpl-fake")
+		e.caddy, err = startCaddy(ctx, "caddy", bin, filepath.Join(e.workdir, "caddy"), caddyfilePlain(e.upAddr, port, admin), probe, nil)
+		if err == nil {
+			e.caddyBase, e.caddyAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
+			break
+		}
+		if try == 2 || ctx.Err() != nil {
+			return err
+		}
+	}
+	if e.cfg.portkey {
+		e.pk, e.pkBase, err = startPortkey(ctx)
+		if err != nil {
+			// Optional peer: say why and go on without it.
+			fmt.Fprintln(os.Stderr, "bench: portkey skipped:", err)
+		}
+	}
+	return nil
+}
+
+func freePorts() (int, int, error) {
+	a, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := freePort()
+	return a, b, err
+}
+
+func (e *env) stopAll() {
+	for _, c := range []*child{e.pk, e.gw, e.caddy, e.up} {
+		if c != nil {
+			c.stop()
+		}
+	}
+}
+
+// chatBody is a realistic ~2 KB OpenAI chat request: a system prompt, a
+// short history and a question.
+func chatBody(model string, stream bool) []byte {
+	system := "You are the platform team's assistant. Answer briefly and precisely; prefer code over prose; " +
+		"cite the file and line when you refer to code; never invent APIs. " +
+		strings.Repeat("Keep answers under two hundred words unless asked for more. ", 12)
+	req := map[string]any{
+		"model": model,
+		"messages": []map[string]string{
+			{"role": "system", "content": system},
+			{"role": "user", "content": "How do I rotate the gateway's keys without downtime?"},
+			{"role": "assistant", "content": "Add the new key next to the old one, reload Caddy, move clients over, then remove the old key and reload again."},
+			{"role": "user", "content": "And how do I see which clients still use the old key? Show the report request."},
+		},
+		"temperature": 0.2,
+		"max_tokens":  512,
+		"stream":      stream,
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		panic(err) // a literal map always marshals
+	}
+	return b
+}
+
+func bearer(key string) http.Header {
+	return http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"}}
+}
+
+// fetchPprof saves one of the proxy's pprof profiles (what: "heap",
+// "profile?seconds=4", …) from Caddy's admin endpoint.
+func fetchPprof(ctx context.Context, admin, what, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s", admin, what), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: status %d", resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s %s/%s", runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

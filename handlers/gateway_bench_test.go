@@ -1,0 +1,233 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// benchModels routes one alias to each backend kind. The fake hosts are
+// never dialled: handlerTransport answers in process.
+const benchModels = `model_list:
+  - model_name: oa
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://openai.bench.invalid/v1
+      api_key: bench-openai-secret
+  - model_name: claude
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: http://anthropic.bench.invalid
+      api_key: bench-anthropic-secret
+  - model_name: llama
+    proxy_params:
+      model: ollama/llama-fake
+      api_base: http://ollama.bench.invalid
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+model_aliases:
+  "claude-sonnet-*": claude
+`
+
+// handlerTransport answers upstream requests by calling a fake's handler
+// in process, so a benchmark measures the gateway and the fake's wire
+// format, not the loopback stack.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// countingRecorder stands in for the ledger writer and counts what it is
+// given, so a benchmark can check every request was recorded.
+type countingRecorder struct{ n atomic.Int64 }
+
+func (c *countingRecorder) Enqueue(ledger.Record) bool { c.n.Add(1); return true }
+
+func benchGateway(tb testing.TB, rec Recorder) *Gateway {
+	tb.Helper()
+	cfg, _, err := modellist.Parse([]byte(benchModels), "bench.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o := fakes.Options{Chunks: 20}
+	upstreams := map[modellist.Kind]http.Handler{
+		modellist.KindOpenAI:    fakes.OpenAI(o, nil),
+		modellist.KindAnthropic: fakes.Anthropic(o, nil),
+		modellist.KindOllama:    fakes.Ollama(o, nil),
+	}
+	g := NewGateway(GatewayOptions{
+		Models:   cfg,
+		Recorder: rec,
+		Client: func(d *modellist.Deployment) *http.Client {
+			if h, ok := upstreams[d.Kind]; ok {
+				return &http.Client{Transport: handlerTransport{h}}
+			}
+			return nil // echo gets its own in-process transport
+		},
+	})
+	tb.Cleanup(g.Close)
+	return g
+}
+
+// chatRequest is a ~2 KB OpenAI chat request.
+func chatRequest(model string, stream bool) []byte {
+	body, _ := json.Marshal(map[string]any{
+		"model": model,
+		"messages": []map[string]string{
+			{"role": "system", "content": "You are the platform team's assistant. " + strings.Repeat("Answer briefly and precisely, with code where it helps. ", 28)},
+			{"role": "user", "content": "How do I rotate the gateway's keys without downtime?"},
+			{"role": "assistant", "content": "Add the new key next to the old one, reload, move clients over, remove the old key."},
+			{"role": "user", "content": "Which clients still use the old key?"},
+		},
+		"max_tokens": 512,
+		"stream":     stream,
+	})
+	return body
+}
+
+func claudeCodeRequest(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "providers", "testdata", "claude_code_request.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func BenchmarkAuthIdentify(b *testing.B) {
+	keys := make([]Key, 20)
+	for i := range keys {
+		keys[i] = Key{Secret: fmt.Sprintf("sk-team-member-%02d-0123456789abcdef", i), ID: fmt.Sprintf("member-%02d", i)}
+	}
+	a, err := NewAuth(keys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, header, value string }{
+		{"bearer", "Authorization", "Bearer " + keys[14].Secret},
+		{"x-api-key", "X-Api-Key", keys[14].Secret},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+			r.Header.Set(tc.header, tc.value)
+			if id, apiErr := a.Identify(r); apiErr != nil || id.KeyID != "member-14" {
+				b.Fatalf("Identify = %v, %v", id, apiErr)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = a.Identify(r)
+			}
+		})
+	}
+}
+
+// BenchmarkAliasRewrite is what the gateway does to a body before it is
+// sent: resolve the alias, then rewrite or translate for the backend.
+func BenchmarkAliasRewrite(b *testing.B) {
+	g := benchGateway(b, nil)
+	cc := claudeCodeRequest(b)
+	cases := []struct {
+		name  string
+		cf    providers.Format
+		model string
+		body  []byte
+	}{
+		{"openai-2KB/pass-through", providers.FormatOpenAI, "oa", chatRequest("oa", false)},
+		{"openai-2KB/to-anthropic", providers.FormatOpenAI, "claude", chatRequest("claude", false)},
+		{"openai-2KB/to-ollama", providers.FormatOpenAI, "llama", chatRequest("llama", false)},
+		{"claude-code-76KB/pass-through", providers.FormatAnthropic, "claude-sonnet-4-5-20250929", cc},
+		{"claude-code-76KB/to-openai", providers.FormatAnthropic, "oa", cc},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			body, err := providers.RewriteModel(tc.body, tc.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			info, err := providers.PeekRequest(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			alias, ok := g.resolveAlias(info.Model)
+			if !ok {
+				b.Fatalf("model %q does not resolve", info.Model)
+			}
+			be := g.backends[alias][0]
+			out, _, err := be.upstreamBody(tc.cf, body, info, 4096)
+			if err != nil || !bytes.Contains(out, []byte(be.dep.Model)) {
+				b.Fatalf("upstream body for %s: %v, model %q missing", alias, err, be.dep.Model)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				a, _ := g.resolveAlias(info.Model)
+				if _, _, err := g.backends[a][0].upstreamBody(tc.cf, body, info, 4096); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGatewayServeHTTP is one whole request through the gateway:
+// parse, route, translate, the in-process fake upstream, relay, record.
+func BenchmarkGatewayServeHTTP(b *testing.B) {
+	cases := []struct {
+		name, path, model string
+		stream            bool
+		want              string
+	}{
+		{"echo", "/v1/chat/completions", "echo", false, `"chat.completion"`},
+		{"echo-stream", "/v1/chat/completions", "echo", true, "data: [DONE]"},
+		{"openai", "/v1/chat/completions", "oa", false, fakes.DefaultReply},
+		{"openai-stream", "/v1/chat/completions", "oa", true, "data: [DONE]"},
+		{"anthropic", "/v1/chat/completions", "claude", false, fakes.DefaultReply},
+		{"anthropic-stream", "/v1/chat/completions", "claude", true, "data: [DONE]"},
+		{"ollama", "/v1/chat/completions", "llama", false, fakes.DefaultReply},
+		{"ollama-stream", "/v1/chat/completions", "llama", true, "data: [DONE]"},
+	}
+	id := &Identity{KeyID: "bench", Role: RoleUser}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			rec := &countingRecorder{}
+			g := benchGateway(b, rec)
+			body := chatRequest(tc.model, tc.stream)
+			ctx := WithIdentity(context.Background(), id)
+			serve := func() *httptest.ResponseRecorder {
+				r := httptest.NewRequestWithContext(ctx, http.MethodPost, tc.path, bytes.NewReader(body))
+				w := httptest.NewRecorder()
+				g.ServeHTTP(w, r)
+				return w
+			}
+			if w := serve(); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tc.want) {
+				b.Fatalf("status %d, body %q, want it to contain %q", w.Code, w.Body, tc.want)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				serve()
+			}
+			if got := rec.n.Load(); got != int64(b.N)+1 {
+				b.Fatalf("ledger got %d records for %d requests", got, b.N+1)
+			}
+		})
+	}
+}
