@@ -117,6 +117,8 @@ type gatewayConfig struct {
 	globalExtra string // inside the global options block
 	siteExtra   string // inside the site block, before the handlers
 	ledgerPath  string // default: a file in the test's temp dir
+	ledgerLine  string // replaces `ledger sqlite <path>`, e.g. a postgres ledger
+	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
 }
@@ -136,6 +138,10 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if ledgerPath == "" {
 		ledgerPath = filepath.Join(dir, "ledger.db")
 	}
+	ledgerLine := "ledger sqlite " + ledgerPath
+	if c.ledgerLine != "" {
+		ledgerLine = c.ledgerLine
+	}
 	site := fmt.Sprintf("http://127.0.0.1:%d", port)
 	base := site
 	if c.tls {
@@ -148,7 +154,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	admin 127.0.0.1:%d
 	persist_config off
 	modelgate {
-		ledger sqlite %s
+		%s
 	}
 	%s
 }
@@ -173,7 +179,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-`, adminPort, ledgerPath, c.globalExtra, site, c.siteExtra, filepath.Join(dir, "models.yaml"))
+`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, filepath.Join(dir, "models.yaml"))
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
@@ -183,6 +189,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	g.cmd.Env = append(os.Environ(),
 		"ALICE_KEY="+aliceKey, "BOB_KEY="+bobKey, "ADMIN_KEY="+adminKey,
 		"XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+	g.cmd.Env = append(g.cmd.Env, c.env...)
 	g.cmd.Stderr = g.stderr
 	g.cmd.Stdout = g.stderr
 	if err := g.cmd.Start(); err != nil {
