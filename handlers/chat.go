@@ -526,6 +526,19 @@ func relayHeaders(dst http.Header, src http.Header) {
 	}
 }
 
+// upstreamRequestID is the provider's id for the request, kept on the
+// ledger record so a row can be matched with the provider's own logs.
+func upstreamRequestID(h http.Header) string {
+	id := h.Get("Request-Id")
+	if id == "" {
+		id = h.Get("X-Request-Id")
+	}
+	if len(id) > 128 {
+		id = id[:128]
+	}
+	return id
+}
+
 // relayBody handles a non-streaming answer.
 func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.Context, cf providers.Format, b *backend,
 	resp *http.Response, rec *ledger.Record, start time.Time, timeout time.Duration) result {
@@ -546,6 +559,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 	applyUsage(rec, usage, b)
 	h := w.Header()
 	relayHeaders(h, resp.Header)
+	rec.RequestID = upstreamRequestID(resp.Header)
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
@@ -622,6 +636,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	commit := func() {
 		h := w.Header()
 		relayHeaders(h, resp.Header)
+		rec.RequestID = upstreamRequestID(resp.Header)
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
