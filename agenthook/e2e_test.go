@@ -134,7 +134,7 @@ func TestClaudeCodeStopHook(t *testing.T) {
 	recs := gw.records(t)
 	t.Logf("ledger: %d record(s) for session %s", len(recs), session)
 	if len(recs) == 0 {
-		t.Fatal("the gateway's ledger holds no record of the turn")
+		t.Fatalf("the gateway's ledger holds no record of the turn; gateway log:\n%s", gw.log.String())
 	}
 	for _, r := range recs {
 		if r.SessionID != session || r.Alias != "echo" || r.Outcome != "ok" {

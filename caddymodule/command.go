@@ -44,6 +44,9 @@ the usage and cost reports. Without it the gateway refuses to start unless
 }
 
 func runGateway(fl caddycmd.Flags) (int, error) {
+	// Without Caddy's trap, Ctrl-C would kill the process outright and
+	// lose the ledger records still queued; with it, apps stop and flush.
+	caddy.TrapSignals()
 	modelsPath := fl.String("config")
 	if modelsPath == "" {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("--config: the models YAML file is required, e.g. caddy gateway --config models.yaml")

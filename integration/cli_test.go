@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 func repoRoot(t *testing.T) string {
@@ -227,6 +228,17 @@ func TestGatewayCommand(t *testing.T) {
 		if !strings.Contains(logs.String(), "with models: echo") || strings.Contains(logs.String(), "sk-quickstart-key-123") {
 			t.Errorf("startup output should list aliases and never the key:\n%s", logs.String())
 		}
+	}
+	// Ctrl-C stops the apps, which flushes the ledger queue: each run's
+	// request is on disk although the writer's batch timer never fired.
+	store, err := ledger.OpenSQLite(filepath.Join(dir, "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recs, err := store.Query(context.Background(), ledger.Filter{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
+	if err != nil || len(recs) != 2 {
+		t.Errorf("ledger after Ctrl-C: %d records (%v), want 2", len(recs), err)
 	}
 }
 
