@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,37 +14,12 @@ import (
 	"github.com/modelgate/modelgate/internal/testbin"
 )
 
-// claudeBinary finds Claude Code: $MODELGATE_CLAUDE_BIN, then the copy
-// scripts/claude-code.sh keeps under .cache, then installing it with that
-// script when npm is present.
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MODELGATE_CLAUDE_BIN"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..")
-	cached := filepath.Join(root, ".cache", "claude-code", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(cached); err == nil {
-		return cached
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("Claude Code end-to-end test skipped: npm is not installed, $MODELGATE_CLAUDE_BIN is unset and .cache/claude-code has no claude")
-	}
-	out, err := exec.Command("sh", filepath.Join(root, "scripts", "claude-code.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/claude-code.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
-}
-
 // TestClaudeCodeStopHook registers the hook in a project with `install
 // --project`, runs one real Claude Code turn through the real gateway's
 // echo/ backend, and checks that the webhook received the completion
 // message naming the project, under the session the gateway recorded.
 func TestClaudeCodeStopHook(t *testing.T) {
-	claude := claudeBinary(t)
+	claude := testbin.ClaudeCode(t)
 	bin := testbin.Path(t)
 	home := t.TempDir()
 	project := filepath.Join(t.TempDir(), "shop-e2e")

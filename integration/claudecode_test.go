@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testbin"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -28,31 +28,6 @@ const (
 	finalReply     = "Done: the marker file is written."
 	upstreamKey    = "upstream-scripted-secret"
 )
-
-// claudeCodeBinary finds Claude Code: $MODELGATE_CLAUDE_BIN, then the copy
-// scripts/claude-code.sh keeps under .cache, then installing it with that
-// script when npm is present.
-func claudeCodeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MODELGATE_CLAUDE_BIN"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..")
-	cached := filepath.Join(root, ".cache", "claude-code", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(cached); err == nil {
-		return cached
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("Claude Code test skipped: $MODELGATE_CLAUDE_BIN is unset, .cache/claude-code has no claude and npm is not installed to fetch it")
-	}
-	out, err := exec.Command("sh", filepath.Join(root, "scripts", "claude-code.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/claude-code.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
-}
 
 // scriptedRequest is the part of an OpenAI chat request the script reads.
 type scriptedRequest struct {
@@ -290,7 +265,7 @@ func runClaude(t *testing.T, claude string, run claudeRun) claudeResult {
 // ANTHROPIC_MODEL, once by model_aliases) where Bash must really run. The
 // ledger must hold every turn under Claude Code's session id.
 func TestClaudeCodeThroughGateway(t *testing.T) {
-	claude := claudeCodeBinary(t)
+	claude := testbin.ClaudeCode(t)
 	script := &scriptedBackend{}
 	up := httptest.NewServer(script)
 	t.Cleanup(up.Close)

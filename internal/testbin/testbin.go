@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -53,3 +54,29 @@ type buildFailure struct {
 }
 
 func (b *buildFailure) Error() string { return b.err.Error() + "\n" + b.out }
+
+// ClaudeCode returns the path of the Claude Code CLI for end-to-end tests:
+// $MODELGATE_CLAUDE_BIN, then the copy scripts/claude-code.sh keeps under
+// .cache, then installing it with that script when npm is present. It
+// skips the test, saying why, only when none of these can work.
+func ClaudeCode(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("MODELGATE_CLAUDE_BIN"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cached := filepath.Join(root, ".cache", "claude-code", "node_modules", ".bin", "claude")
+	if _, err := os.Stat(cached); err == nil {
+		return cached
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("Claude Code end-to-end test skipped: $MODELGATE_CLAUDE_BIN is unset, .cache/claude-code has no claude and npm is not installed to fetch it")
+	}
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "claude-code.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/claude-code.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
