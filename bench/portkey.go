@@ -11,7 +11,8 @@ import (
 )
 
 // startPortkey installs @portkey-ai/gateway from npm into .cache/portkey
-// (once) and starts it on a free loopback port.
+// (once) and starts it on a free loopback port. Its HEAD / answers 500, so
+// readiness is probed with GET /.
 func startPortkey(ctx context.Context) (*child, string, error) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		return nil, "", fmt.Errorf("npm is not installed")
@@ -46,7 +47,7 @@ func startPortkey(ctx context.Context) (*child, string, error) {
 		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitReady(ctx, c, probeHTTP(http.MethodHead, "http://"+addr+"/", nil, nil, "")); err != nil {
+	if err := waitReady(ctx, c, probeHTTP(http.MethodGet, "http://"+addr+"/", nil, nil, "")); err != nil {
 		c.stop()
 		return nil, "", err
 	}
