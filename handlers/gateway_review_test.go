@@ -155,3 +155,44 @@ func sseData(t *testing.T, body string) []string {
 	}
 	return out
 }
+
+// Translated streams: an upstream that stops early (clean EOF, no finish)
+// gets a synthesised normal ending from Finish, so the client cannot tell
+// a cut-off answer from a complete one, and the ledger books it "ok".
+func TestReviewTruncatedTranslatedStreamIsReported(t *testing.T) {
+	antTrunc := func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n")
+		fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+		fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"partial\"}}\n\n")
+	}
+	oaTrunc := func(w http.ResponseWriter, r *http.Request, n int64) { streamStart(w, "partial") }
+	cases := []struct {
+		name, kind, path, body string
+		up                     fault
+		normalEnd              string // what a complete stream ends with
+	}{
+		{"openai client, anthropic upstream", "anthropic/m", "/v1/chat/completions", chatBody("m", true), antTrunc, `"finish_reason":"stop"`},
+		{"anthropic client, openai upstream", "openai/m", "/v1/messages",
+			`{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, oaTrunc, "event: message_stop"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			up := newFakeUpstream(t, "trunc", c.up)
+			base := up.srv.URL
+			if c.kind == "openai/m" {
+				base += "/v1"
+			}
+			yaml := fmt.Sprintf("model_list:\n  - model_name: m\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: sk-upstream-secret\n", c.kind, base)
+			g, obs := testGateway(t, yaml, nil)
+			rec := post(g, alice, c.path, c.body)
+			body := rec.Body.String()
+			if strings.Contains(body, c.normalEnd) && !strings.Contains(body, "error") {
+				t.Errorf("truncated upstream stream presented as complete (%s): %q", c.normalEnd, body)
+			}
+			if got := obs.Records(); len(got) != 1 || got[0].Outcome == "ok" {
+				t.Errorf("ledger records %+v, want outcome error for a truncated stream", got)
+			}
+		})
+	}
+}
