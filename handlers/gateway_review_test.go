@@ -196,3 +196,54 @@ func TestReviewTruncatedTranslatedStreamIsReported(t *testing.T) {
 		})
 	}
 }
+
+// An upstream that reports an error inside a 200 stream (OpenAI's data-only
+// {"error":...}, Anthropic's event: error, Ollama's {"error":...} line) has
+// failed; the client must see the error and the ledger must not say "ok".
+func TestReviewMidStreamErrorIsAnError(t *testing.T) {
+	oaErr := func(w http.ResponseWriter, r *http.Request, n int64) {
+		streamStart(w, "partial")
+		fmt.Fprint(w, "data: {\"error\":{\"message\":\"model crashed\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n")
+	}
+	antErr := func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n")
+		fmt.Fprint(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+	}
+	ollErr := func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, "{\"model\":\"m\",\"created_at\":\"2025-07-07T20:22:19.18Z\",\"message\":{\"role\":\"assistant\",\"content\":\"The\"},\"done\":false}\n")
+		fmt.Fprint(w, "{\"error\":\"model runner has unexpectedly stopped\"}\n")
+	}
+	antBody := `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	cases := []struct {
+		name, kind, path, body string
+		up                     fault
+	}{
+		{"openai→openai", "openai/m", "/v1/chat/completions", chatBody("m", true), oaErr},
+		{"openai→anthropic client", "openai/m", "/v1/messages", antBody, oaErr},
+		{"anthropic→anthropic", "anthropic/m", "/v1/messages", antBody, antErr},
+		{"anthropic→openai client", "anthropic/m", "/v1/chat/completions", chatBody("m", true), antErr},
+		{"ollama→openai client", "ollama/m", "/v1/chat/completions", chatBody("m", true), ollErr},
+		{"ollama→anthropic client", "ollama/m", "/v1/messages", antBody, ollErr},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			up := newFakeUpstream(t, "err", c.up)
+			base := up.srv.URL
+			if c.kind == "openai/m" {
+				base += "/v1"
+			}
+			yaml := fmt.Sprintf("model_list:\n  - model_name: m\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: sk-upstream-secret\n", c.kind, base)
+			g, obs := testGateway(t, yaml, nil)
+			rec := post(g, alice, c.path, c.body)
+			body := rec.Body.String()
+			if !strings.Contains(body, `"error"`) {
+				t.Errorf("client stream carries no error: %q", body)
+			}
+			if got := obs.Records(); len(got) != 1 || got[0].Outcome == "ok" {
+				t.Errorf("ledger records outcome %q status %d, want error", got[0].Outcome, got[0].Status)
+			}
+		})
+	}
+}
