@@ -1,0 +1,33 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy mode with no injected Client builds one that follows redirects.
+// Go strips Authorization on a cross-host redirect but not x-api-key, so
+// an upstream (or anything on its path) that answers 3xx receives the
+// organization admin key at the Location host. The Caddy module injects a
+// non-following client; the handler's own default does not.
+func TestReviewAdminProxyDefaultClientKeepsKeyOnRedirect(t *testing.T) {
+	var leaked atomic.Value
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("X-Api-Key"))
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer thief.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, thief.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer up.Close()
+	a := &Admin{Upstream: up.URL, AdminKey: "sk-ant-admin01-review-secret"}
+	req := httptest.NewRequest(http.MethodGet, UsageReportPath+"?starting_at=2025-01-01T00:00:00Z", nil)
+	req = req.WithContext(WithIdentity(req.Context(), &Identity{KeyID: "admin", Role: RoleAdmin}))
+	a.ServeHTTP(httptest.NewRecorder(), req)
+	if v, _ := leaked.Load().(string); v != "" {
+		t.Errorf("redirect target received the admin key %q", v)
+	}
+}
