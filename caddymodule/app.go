@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -53,6 +54,12 @@ type App struct {
 	// this config still streaming after a reload must reach the writer,
 	// which the new config shares.
 	stopped bool
+	// holders counts the app itself and every llm_gateway handler of this
+	// config. Caddy stops apps in no fixed order and cleans handlers up only
+	// after the HTTP server drained, so the ledger reference is given back
+	// when the last holder lets go: no record of a request that finishes
+	// during shutdown is lost.
+	holders int64 // accessed with sync/atomic; App is copied by value in CaddyModule
 }
 
 // LedgerConfig names the ledger store.
@@ -96,7 +103,21 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.dsn = dsn
 	a.key = a.Ledger.Driver + "|" + dsn
+	atomic.StoreInt64(&a.holders, 1)
 	return nil
+}
+
+// hold registers a handler that will enqueue records until its Cleanup.
+func (a *App) hold() { atomic.AddInt64(&a.holders, 1) }
+
+// release lets go of one hold; the last one returns the pooled ledger,
+// which flushes and closes it when no other config shares it.
+func (a *App) release() error {
+	if atomic.AddInt64(&a.holders, -1) != 0 || a.shared == nil {
+		return nil
+	}
+	_, err := ledgers.Delete(a.key)
+	return err
 }
 
 // sharedLedger is the pooled store and writer.
@@ -165,8 +186,7 @@ func (a *App) Stop() error {
 		return nil
 	}
 	a.stopped = true
-	_, err := ledgers.Delete(a.key)
-	return err
+	return a.release()
 }
 
 // Enqueue hands a record to the writer without blocking.

@@ -84,6 +84,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("loading modelgate app: %v", err)
 	}
 	g.app = appIface.(*App)
+	g.app.hold()
 	g.metrics, err = newMetrics(ctx.GetMetricsRegistry(), g.app)
 	if err != nil {
 		return err
@@ -133,6 +134,11 @@ func (g *Gateway) Validate() error {
 func (g *Gateway) Cleanup() error {
 	if g.h != nil {
 		g.h.Close()
+	}
+	if g.app != nil {
+		if err := g.app.release(); err != nil {
+			g.logger.Error("closing the ledger", zap.Error(err))
+		}
 	}
 	if g.holdsStates {
 		_, _ = states.Delete("deployments")

@@ -159,7 +159,9 @@ func (a *Admin) proxy(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Accept", "application/json")
 	client := a.Client
 	if client == nil {
-		client = &http.Client{Timeout: time.Minute}
+		// Never follow a redirect: Go drops Authorization across hosts but
+		// would resend x-api-key, the admin key.
+		client = &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -420,10 +421,18 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	}
 	defer resp.Body.Close()
 	att.Status = resp.StatusCode
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 300 {
 		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		apiErr := providers.UpstreamError(resp.StatusCode, errBody)
 		apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, resp.StatusCode, apiErr.Message)
+		if resp.StatusCode < 400 {
+			// A redirect is never followed (the key would go with it), and
+			// it is no answer: the api_base is wrong.
+			apiErr = &providers.APIError{Status: http.StatusBadGateway,
+				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", rec.Alias, resp.StatusCode)}
+			resp.StatusCode = http.StatusBadGateway
+		}
+		apiErr = g.redact(b, apiErr)
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 		att.Duration = g.now().Sub(now)
@@ -575,8 +584,14 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 func translateBody(cf, up providers.Format, raw []byte) ([]byte, providers.Usage, error) {
 	switch {
 	case cf == up && cf == providers.FormatOpenAI:
+		if !looksLikeObject(raw) {
+			return nil, providers.Usage{}, errNotJSONObject
+		}
 		return raw, providers.OpenAIUsageFromBody(raw), nil
 	case cf == up && cf == providers.FormatAnthropic:
+		if !looksLikeObject(raw) {
+			return nil, providers.Usage{}, errNotJSONObject
+		}
 		return raw, providers.AnthropicUsageFromBody(raw), nil
 	case cf == providers.FormatOpenAI && up == providers.FormatAnthropic:
 		return providers.AnthropicToOpenAIResponse(raw)
@@ -617,6 +632,13 @@ func newStreamTranslator(cf, up providers.Format, model string, includeUsage, dr
 // upstream that fails before sending anything can still be retried.
 func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx context.Context, gap *gapWatch,
 	cf providers.Format, b *backend, resp *http.Response, rec *ledger.Record, info providers.RequestInfo, dropUsage bool, start time.Time) result {
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		// A server that ignores "stream" answers with one JSON body; the
+		// event reader would find no events and the client would get an
+		// empty "success".
+		return result{retryable: true, class: "bad_response", err: &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream answered a streaming request with a JSON body; it does not stream", rec.Alias)}}
+	}
 	br := g.readerPool.Get().(*bufio.Reader)
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	var events providers.EventReader
@@ -679,7 +701,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		gap.reset()
 		out, err = tr.Translate(out[:0], ev)
 		if err != nil {
-			return fail("stream_error", asUpstreamStreamError(err, rec.Alias))
+			return fail("stream_error", g.redact(b, asUpstreamStreamError(err, rec.Alias)))
 		}
 		if len(out) == 0 {
 			continue
@@ -693,6 +715,20 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 			return result{committed: true}
 		}
 	}
+	end := tr.End()
+	if end.Err != nil {
+		// The client already has the upstream's error event.
+		applyUsage(rec, tr.Usage(), b)
+		rec.Status, rec.Outcome = end.Err.Status, "error"
+		if !committed {
+			return result{retryable: retryableStatus(end.Err.Status), class: "stream_error", err: g.redact(b, end.Err)}
+		}
+		return result{committed: true, class: "stream_error"}
+	}
+	if !end.Complete {
+		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream stream ended before its end marker", rec.Alias)})
+	}
 	out = tr.Finish(out[:0])
 	if !committed {
 		commit()
@@ -704,6 +740,31 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	applyUsage(rec, tr.Usage(), b)
 	rec.Status, rec.Outcome = http.StatusOK, "ok"
 	return result{committed: true}
+}
+
+var errNotJSONObject = errors.New("a 200 whose body is not a JSON object (is api_base a web page, or was the answer cut off?)")
+
+// looksLikeObject is the pass-through path's cheap sanity check: an HTML
+// page or a truncated answer fails it without a full JSON parse.
+func looksLikeObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
+}
+
+func retryableStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// redact removes the deployment's own key from an upstream's error text:
+// a server that echoes the key it got ("invalid api key: sk-...") must not
+// hand it to every client.
+func (g *Gateway) redact(b *backend, e *providers.APIError) *providers.APIError {
+	if k := b.dep.APIKey; len(k) >= 8 && strings.Contains(e.Message, k) {
+		c := *e
+		c.Message = strings.ReplaceAll(c.Message, k, "[redacted]")
+		return &c
+	}
+	return e
 }
 
 func asUpstreamStreamError(err error, alias string) *providers.APIError {

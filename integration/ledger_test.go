@@ -96,14 +96,30 @@ func TestLedgerReportsFromRecordedTraffic(t *testing.T) {
 	}
 
 	// /metrics sits behind llm_auth in the site, so scrapers use a key.
-	st, _, metrics := g.do(t, "GET", "/metrics", adminKey, "")
-	for _, want := range []string{
+	// A handler counts a request just after the client has its answer, so
+	// the last one may need a moment.
+	wantMetrics := []string{
 		`modelgate_requests_total{alias="oa",provider="openai",status="2xx"} 2`,
 		`modelgate_tokens_total{alias="llama",type="output"} 8`,
 		`modelgate_time_to_first_token_seconds_count{alias="claude"} 3`,
 		`modelgate_ledger_queue_depth`,
-	} {
-		if st != 200 || !strings.Contains(string(metrics), want) {
+	}
+	var metrics []byte
+	for i := 0; i < 100; i++ {
+		st, _, metrics = g.do(t, "GET", "/metrics", adminKey, "")
+		missing := 0
+		for _, want := range wantMetrics {
+			if !strings.Contains(string(metrics), want) {
+				missing++
+			}
+		}
+		if st == 200 && missing == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range wantMetrics {
+		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %q (status %d)", want, st)
 		}
 	}

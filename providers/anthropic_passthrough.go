@@ -5,8 +5,10 @@ import "encoding/json"
 // anthropicPassthroughStream forwards Anthropic events unchanged while
 // applying the ledger rule of wire-formats §2.3 to their usage.
 type anthropicPassthroughStream struct {
-	usage   Usage
-	scratch AnthropicUsage
+	usage    Usage
+	scratch  AnthropicUsage
+	complete bool
+	err      *APIError
 }
 
 // NewAnthropicPassthroughStream forwards an Anthropic upstream stream to an
@@ -37,6 +39,10 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 		if u, ok := t.readUsage(ev.Data, 0); ok {
 			mergeDeltaUsage(&t.usage, u)
 		}
+	case "message_stop":
+		t.complete = true
+	case "error":
+		t.err = inBandError(ev.Data)
 	}
 	return appendSSEBytes(dst, ev.Name, ev.Data), nil
 }
@@ -53,6 +59,10 @@ func (t *anthropicPassthroughStream) readUsage(data []byte, at int) (*AnthropicU
 		return nil, false
 	}
 	return &t.scratch, true
+}
+
+func (t *anthropicPassthroughStream) End() StreamEnd {
+	return StreamEnd{Complete: t.complete, Err: t.err}
 }
 
 // Finish adds nothing: the upstream's own events are the client's stream.

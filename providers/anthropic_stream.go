@@ -105,6 +105,9 @@ type anthropicToOpenAIStream struct {
 	finished bool // finish chunk sent
 	done     bool // [DONE] or an error sent; nothing more goes out
 	ev       anthropicEventIn
+	// sawStop: the upstream sent message_stop; upErr: an error event.
+	sawStop bool
+	upErr   *APIError
 }
 
 // NewAnthropicToOpenAIStream translates an Anthropic upstream stream for an
@@ -115,6 +118,11 @@ func NewAnthropicToOpenAIStream(includeUsage bool) StreamTranslator {
 }
 
 func (t *anthropicToOpenAIStream) Usage() Usage { return t.usage }
+
+// End: a stop reason (message_delta) or message_stop completes the stream.
+func (t *anthropicToOpenAIStream) End() StreamEnd {
+	return StreamEnd{Complete: t.sawStop || t.finished, Err: t.upErr}
+}
 
 func (t *anthropicToOpenAIStream) setPrefix(id, model string) {
 	p := append(t.prefix[:0], `{"id":`...)
@@ -229,9 +237,11 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 		}
 		return dst, nil
 	case "message_stop":
+		t.sawStop = true
 		return t.end(dst), nil
 	case "error":
 		t.done = true
+		t.upErr = inBandError(ev.Data)
 		dst = append(dst, `data: {"error":{"message":`...)
 		dst = appendJSONString(dst, e.Error.Message)
 		dst = append(dst, `,"type":`...)

@@ -45,6 +45,9 @@ type openAIToAnthropicStream struct {
 	stop     string
 	usage    Usage
 	chunk    openAIChunkIn
+	// sawEnd: the upstream sent [DONE]; upErr: it sent an error chunk.
+	sawEnd bool
+	upErr  *APIError
 }
 
 // NewOpenAIToAnthropicStream translates an OpenAI upstream stream for an
@@ -237,6 +240,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if string(data) == dataDone {
+		t.sawEnd = true
 		return t.end(dst), nil
 	}
 	if t.started {
@@ -257,6 +261,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 		if e.Message == "" {
 			e.Message = "upstream error"
 		}
+		t.upErr = &e
 		return e.AppendStreamError(dst, FormatAnthropic), nil
 	}
 	if !t.started {
@@ -311,6 +316,11 @@ func (t *openAIToAnthropicStream) end(dst []byte) []byte {
 	dst = appendEventHead(dst, "message_stop")
 	t.done = true
 	return append(dst, `{"type":"message_stop"}`+"\n\n"...)
+}
+
+// End: a finish reason or [DONE] from the upstream completes the stream.
+func (t *openAIToAnthropicStream) End() StreamEnd {
+	return StreamEnd{Complete: t.sawEnd || t.stop != "", Err: t.upErr}
 }
 
 func (t *openAIToAnthropicStream) Finish(dst []byte) []byte {

@@ -31,6 +31,7 @@ type ollamaToOpenAIStream struct {
 	ch       chunker
 	started  bool // role chunk sent
 	finished bool // finish chunk sent
+	sawDone  bool // the upstream's done line arrived
 	tools    int  // tool calls sent so far: the next delta index
 	usage    Usage
 
@@ -98,6 +99,7 @@ func (s *ollamaToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		s.tools++
 	}
 	if l.Done {
+		s.sawDone = true
 		s.usage = Usage{InputTokens: l.PromptEvalCount, OutputTokens: l.EvalCount, Seen: true}
 		dst = s.end(dst, ollamaFinishReason(l.DoneReason, s.tools > 0))
 	}
@@ -128,3 +130,7 @@ func (s *ollamaToOpenAIStream) Finish(dst []byte) []byte {
 
 // Usage implements StreamTranslator.
 func (s *ollamaToOpenAIStream) Usage() Usage { return s.usage }
+
+// End implements StreamTranslator: the done line completes the stream;
+// Ollama's in-band errors already fail Translate.
+func (s *ollamaToOpenAIStream) End() StreamEnd { return StreamEnd{Complete: s.sawDone} }

@@ -22,7 +22,9 @@ func appendSSEBytes(dst, name, data []byte) []byte {
 // the usage chunk.
 type openAIPassthroughStream struct {
 	dropUsageChunk bool
-	sawDone        bool
+	sawDone        bool // [DONE] sent to the client, by the upstream or Finish
+	upstreamDone   bool // the upstream sent [DONE] or a finish reason
+	upstreamErr    *APIError
 	usage          Usage
 	scratch        OpenAIUsage
 }
@@ -39,8 +41,16 @@ func (t *openAIPassthroughStream) Usage() Usage { return t.usage }
 func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	data := ev.Data
 	if string(bytes.TrimSpace(data)) == dataDone {
-		t.sawDone = true
+		t.sawDone, t.upstreamDone = true, true
 		return appendSSEBytes(dst, ev.Name, data), nil
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+		t.upstreamErr = inBandError(data)
+	}
+	// A non-null finish_reason is a string; servers that never send
+	// [DONE] still end with one.
+	if bytes.Contains(data, []byte(`"finish_reason":"`)) {
+		t.upstreamDone = true
 	}
 	// Only chunks that mention usage are scanned; most text chunks carry
 	// `"usage":null` and are skipped after the scan.
@@ -67,6 +77,10 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 		}
 	}
 	return appendSSEBytes(dst, ev.Name, data), nil
+}
+
+func (t *openAIPassthroughStream) End() StreamEnd {
+	return StreamEnd{Complete: t.upstreamDone, Err: t.upstreamErr}
 }
 
 func (t *openAIPassthroughStream) Finish(dst []byte) []byte {

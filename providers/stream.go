@@ -3,8 +3,10 @@ package providers
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 )
 
 // Event is one unit of an upstream stream: an SSE event (Name is its
@@ -36,6 +38,52 @@ type StreamTranslator interface {
 	Finish(dst []byte) []byte
 	// Usage is the usage seen so far.
 	Usage() Usage
+	// End reports how the upstream stream ended, asked once it has
+	// stopped sending: whether its own end marker arrived ([DONE], a
+	// finish reason, message_stop, done:true), and the error it reported
+	// in-band, if any (already relayed to the client as an error event).
+	// A stream that just stops is incomplete, never a success.
+	End() StreamEnd
+}
+
+// StreamEnd is how an upstream stream finished.
+type StreamEnd struct {
+	Complete bool
+	Err      *APIError
+}
+
+// inBandError reads an error the upstream sent as a stream event (an
+// OpenAI `{"error":...}` chunk or an Anthropic `error` event) for the
+// ledger; the client already got it translated.
+func inBandError(data []byte) *APIError {
+	e := UpstreamError(http.StatusBadGateway, data)
+	if t, ok := anthropicErrorStatus(data); ok {
+		e.Status = t
+	}
+	return e
+}
+
+// anthropicErrorStatus maps an Anthropic error event's type to its status.
+func anthropicErrorStatus(data []byte) (int, bool) {
+	var ev struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return 0, false
+	}
+	switch ev.Error.Type {
+	case "overloaded_error":
+		return 529, true
+	case "rate_limit_error":
+		return http.StatusTooManyRequests, true
+	case "api_error":
+		return http.StatusInternalServerError, true
+	case "timeout_error":
+		return http.StatusGatewayTimeout, true
+	}
+	return 0, false
 }
 
 // ErrLineTooLong is returned when one SSE line or NDJSON object exceeds
