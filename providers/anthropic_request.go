@@ -220,11 +220,8 @@ func openAIParts(raw json.RawMessage, i int) ([]OpenAIContentPart, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, ok := unquoteFast(raw)
-		if !ok {
-			return nil, BadRequest(fmt.Sprintf("messages[%d].content", i), "invalid content")
-		}
-		return []OpenAIContentPart{{Type: "text", Text: s}}, nil
+		// raw is a value of a decoded document, so a valid string.
+		return []OpenAIContentPart{{Type: "text", Text: unquoteFast(raw)}}, nil
 	}
 	if parts, ok := readContentParts(raw); ok {
 		return parts, nil
