@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -191,7 +192,7 @@ func TestMarshalHelpers(t *testing.T) {
 			t.Errorf("raw %s: got %s, want %s", spaced, got, want)
 		}
 	}
-	for _, f := range []float64{0, -0.0, 1, 0.1, 0.3, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e15, -2.5e-10, 3.4028234663852886e38} {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, 0.1, 0.3, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e15, -2.5e-10, 3.4028234663852886e38} {
 		want, _ := json.Marshal(f)
 		if got := appendMarshalFloat(nil, f); !bytes.Equal(got, want) {
 			t.Errorf("float %v: got %s, want %s", f, got, want)
