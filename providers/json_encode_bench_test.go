@@ -36,3 +36,44 @@ func BenchmarkOllamaToOpenAIResponse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTranslateOldVsNew runs each translation and its pre-encoder
+// version (the differential tests' oracle) side by side, so a comparison
+// on a busy machine sees the same load.
+func BenchmarkTranslateOldVsNew(b *testing.B) {
+	openaiReq := readFixture(b, "openai_request.json")
+	cases := []struct {
+		name     string
+		body     []byte
+		old, new func([]byte) error
+	}{
+		{"OpenAIToAnthropicRequest", openaiReq,
+			func(p []byte) error { _, err := oldOpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err },
+			func(p []byte) error { _, err := OpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err }},
+		{"AnthropicToOpenAIResponse", benchAnthropicResponse,
+			func(p []byte) error { _, _, err := oldAnthropicToOpenAIResponse(p); return err },
+			func(p []byte) error { _, _, err := AnthropicToOpenAIResponse(p); return err }},
+		{"OpenAIToOllamaRequest", benchRequest,
+			func(p []byte) error { _, err := oldOpenAIToOllamaRequest(p, "qwen3:8b"); return err },
+			func(p []byte) error { _, err := OpenAIToOllamaRequest(p, "qwen3:8b"); return err }},
+		{"OllamaToOpenAIResponse", benchOllamaResponse,
+			func(p []byte) error { _, _, err := oldOllamaToOpenAIResponse(p); return err },
+			func(p []byte) error { _, _, err := OllamaToOpenAIResponse(p); return err }},
+	}
+	for _, c := range cases {
+		for _, v := range []struct {
+			name string
+			fn   func([]byte) error
+		}{{"old", c.old}, {"new", c.new}} {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := v.fn(c.body); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
