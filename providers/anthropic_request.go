@@ -42,7 +42,7 @@ const emptyObjectSchema = `{"type":"object","properties":{}}`
 // caused are *APIError 400 naming the parameter.
 func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens int64) ([]byte, error) {
 	var in OpenAIRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshalOpenAIRequest(body, &in); err != nil {
 		return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
 	}
 	if in.N != nil && *in.N != 1 {
@@ -155,7 +155,8 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 		}
 		out.ToolChoice = tc
 	}
-	return json.Marshal(&out)
+	// The output is about the size of the input; one allocation holds it.
+	return appendAnthropicRequest(make([]byte, 0, len(body)+256), &out), nil
 }
 
 // jsonErrText keeps decoder errors short and free of the body's content.
@@ -219,11 +220,11 @@ func openAIParts(raw json.RawMessage, i int) ([]OpenAIContentPart, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, BadRequest(fmt.Sprintf("messages[%d].content", i), "invalid content")
-		}
-		return []OpenAIContentPart{{Type: "text", Text: s}}, nil
+		// raw is a value of a decoded document, so a valid string.
+		return []OpenAIContentPart{{Type: "text", Text: unquoteFast(raw)}}, nil
+	}
+	if parts, ok := readContentParts(raw); ok {
+		return parts, nil
 	}
 	var parts []OpenAIContentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
@@ -355,7 +356,7 @@ func toolResultContent(raw json.RawMessage, i int) (json.RawMessage, error) {
 	if len(blocks) == 0 {
 		return json.RawMessage(`""`), nil
 	}
-	return json.Marshal(blocks)
+	return appendAnthropicBlocks(nil, blocks), nil
 }
 
 func anthropicToolChoice(raw json.RawMessage) (*AnthropicToolChoice, error) {

@@ -77,8 +77,7 @@ func AnthropicToOpenAIResponse(body []byte) ([]byte, Usage, error) {
 		Choices: []openAIOutChoice{{Message: msg, FinishReason: finishFromStop(stop)}},
 		Usage:   appendOpenAIUsage(nil, u),
 	}
-	b, err := json.Marshal(&out)
-	return b, u, err
+	return appendOpenAIOutResponse(make([]byte, 0, len(body)+256), &out), u, nil
 }
 
 // anthropicOutResponse is a Messages response rendered for an Anthropic

@@ -42,13 +42,14 @@ func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
 	if out.Think, err = ollamaThink(in.ReasoningEffort); err != nil {
 		return nil, err
 	}
-	return json.Marshal(&out)
+	// The output is about the size of the input; one allocation holds it.
+	return appendOllamaRequest(make([]byte, 0, len(body)+256), &out), nil
 }
 
 // decodeOpenAIRequest parses a chat completions body, turning decoder
 // errors into 400s that name the field rather than Go types.
 func decodeOpenAIRequest(body []byte, in *OpenAIRequest) *APIError {
-	if err := json.Unmarshal(body, in); err != nil {
+	if err := unmarshalOpenAIRequest(body, in); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return BadRequest(te.Field, te.Field+": unexpected JSON "+te.Value)
@@ -134,15 +135,14 @@ func ollamaContent(raw json.RawMessage, param string) (string, []string, error) 
 		return "", nil, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", nil, BadRequest(param, param+": invalid string")
-		}
-		return s, nil, nil
+		// raw is a value of a decoded document, so a valid string.
+		return unquoteFast(raw), nil, nil
 	}
-	var parts []OpenAIContentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", nil, BadRequest(param, param+": must be a string or an array of content parts")
+	parts, ok := readContentParts(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", nil, BadRequest(param, param+": must be a string or an array of content parts")
+		}
 	}
 	var text strings.Builder
 	var images []string
@@ -360,7 +360,7 @@ func OllamaToOpenAIResponse(body []byte) ([]byte, Usage, error) {
 	}
 	// OpenAI sends null content beside tool calls.
 	if in.Message.Content != "" || len(msg.ToolCalls) == 0 {
-		msg.Content, _ = json.Marshal(in.Message.Content)
+		msg.Content = appendMarshalString(nil, in.Message.Content)
 	} else {
 		msg.Content = json.RawMessage("null")
 	}
@@ -380,8 +380,7 @@ func OllamaToOpenAIResponse(body []byte) ([]byte, Usage, error) {
 			TotalTokens:      u.InputTokens + u.OutputTokens,
 		},
 	}
-	b, err := json.Marshal(&out)
-	return b, u, err
+	return appendOpenAIResponse(make([]byte, 0, len(body)+256), &out), u, nil
 }
 
 // openAIArguments re-encodes Ollama's arguments object as the compact JSON

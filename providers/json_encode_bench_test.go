@@ -1,0 +1,79 @@
+package providers
+
+import "testing"
+
+// benchAnthropicResponse is a realistic non-streaming Messages answer: some
+// text, a tool call with a nested input and the full usage object.
+var benchAnthropicResponse = []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929",
+"content":[{"type":"text","text":"I'll read the translator to see where the chunk head is built before the first line arrives.\n\nThe stack trace points at Finish, so that is the first place to look."},
+{"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"read_file","input":{"path":"providers/ollama_stream.go","start_line":1,"end_line":120,"options":{"follow_symlinks":false,"encoding":"utf-8"}}}],
+"stop_reason":"tool_use","stop_sequence":null,
+"usage":{"input_tokens":2095,"cache_creation_input_tokens":0,"cache_read_input_tokens":1536,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":118,"service_tier":"standard"}}`)
+
+// benchOllamaResponse is a non-streaming /api/chat answer with thinking,
+// text, a tool call and the counters.
+var benchOllamaResponse = []byte(`{"model":"qwen3:8b","created_at":"2025-07-07T20:22:19.184Z",
+"message":{"role":"assistant","content":"I'll read the translator to see where the chunk head is built before the first line arrives.","thinking":"The user reports a nil dereference in Finish; the head is built lazily, so an empty upstream leaves it unset. Read the file first.",
+"tool_calls":[{"function":{"index":0,"name":"read_file","arguments":{"path": "providers/ollama_stream.go", "start_line": 1, "end_line": 120}}}]},
+"done_reason":"stop","done":true,"total_duration":1288393750,"load_duration":29519250,"prompt_eval_count":512,"prompt_eval_duration":152000000,"eval_count":64,"eval_duration":1105000000}`)
+
+func BenchmarkAnthropicToOpenAIResponse(b *testing.B) {
+	b.SetBytes(int64(len(benchAnthropicResponse)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := AnthropicToOpenAIResponse(benchAnthropicResponse); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOllamaToOpenAIResponse(b *testing.B) {
+	b.SetBytes(int64(len(benchOllamaResponse)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := OllamaToOpenAIResponse(benchOllamaResponse); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTranslateOldVsNew runs each translation and its pre-encoder
+// version (the differential tests' oracle) side by side, so a comparison
+// on a busy machine sees the same load.
+func BenchmarkTranslateOldVsNew(b *testing.B) {
+	openaiReq := readFixture(b, "openai_request.json")
+	cases := []struct {
+		name     string
+		body     []byte
+		old, new func([]byte) error
+	}{
+		{"OpenAIToAnthropicRequest", openaiReq,
+			func(p []byte) error { _, err := oldOpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err },
+			func(p []byte) error { _, err := OpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err }},
+		{"AnthropicToOpenAIResponse", benchAnthropicResponse,
+			func(p []byte) error { _, _, err := oldAnthropicToOpenAIResponse(p); return err },
+			func(p []byte) error { _, _, err := AnthropicToOpenAIResponse(p); return err }},
+		{"OpenAIToOllamaRequest", benchRequest,
+			func(p []byte) error { _, err := oldOpenAIToOllamaRequest(p, "qwen3:8b"); return err },
+			func(p []byte) error { _, err := OpenAIToOllamaRequest(p, "qwen3:8b"); return err }},
+		{"OllamaToOpenAIResponse", benchOllamaResponse,
+			func(p []byte) error { _, _, err := oldOllamaToOpenAIResponse(p); return err },
+			func(p []byte) error { _, _, err := OllamaToOpenAIResponse(p); return err }},
+	}
+	for _, c := range cases {
+		for _, v := range []struct {
+			name string
+			fn   func([]byte) error
+		}{{"old", c.old}, {"new", c.new}} {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := v.fn(c.body); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
