@@ -37,6 +37,7 @@ func OpenSQLite(path string) (Store, error) {
 		placeholder:    questionPlaceholder,
 		lockMigrations: func(context.Context, *sql.Tx) error { return nil }, // _txlock=immediate already serializes
 		maxParams:      32766,
+		rowAtATime:     true,
 	}}
 	if err := s.migrate(context.Background()); err != nil {
 		_ = db.Close()

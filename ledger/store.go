@@ -72,6 +72,9 @@ type dialect struct {
 	lockMigrations func(ctx context.Context, tx *sql.Tx) error
 	// maxParams bounds the bind parameters of one statement.
 	maxParams int
+	// rowAtATime inserts with a prepared single-row statement: cheaper
+	// in-process, where a round trip costs nothing.
+	rowAtATime bool
 }
 
 // migrations are applied in order, each once, each in its own transaction.
@@ -186,6 +189,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if s.d.rowAtATime {
+		return s.insertRows(ctx, tx, recs)
+	}
 	perStmt := s.d.maxParams / numRecordColumns
 	args := make([]any, 0, min(len(recs), perStmt)*numRecordColumns)
 	var q strings.Builder
@@ -208,16 +214,7 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 				q.WriteString(s.d.placeholder(len(args) + c + 1))
 			}
 			q.WriteByte(')')
-			stream := 0
-			if r.Stream {
-				stream = 1
-			}
-			args = append(args, r.Time.UnixMicro(), r.RequestID, r.KeyID, r.Workspace, r.Alias,
-				r.UpstreamModel, r.Provider, r.ServiceTier, r.Endpoint, stream,
-				r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
-				r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
-				r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
-				r.SessionID, r.contextWindow())
+			args = appendRecordArgs(args, r)
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("ledger insert: %w", err)
@@ -227,6 +224,51 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	return nil
+}
+
+// insertRows runs one prepared single-row INSERT per record inside tx. For
+// an embedded database it is cheaper than one multi-row statement, which
+// SQLite would compile afresh, thousands of placeholders long, every batch
+// (BenchmarkSQLiteInsertBatch).
+func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	var q strings.Builder
+	q.WriteString("INSERT INTO usage_records (" + recordColumns + ") VALUES (")
+	for c := range numRecordColumns {
+		if c > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(s.d.placeholder(c + 1))
+	}
+	q.WriteByte(')')
+	stmt, err := tx.PrepareContext(ctx, q.String())
+	if err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	defer stmt.Close()
+	args := make([]any, 0, numRecordColumns)
+	for i := range recs {
+		if _, err := stmt.ExecContext(ctx, appendRecordArgs(args[:0], &recs[i])...); err != nil {
+			return fmt.Errorf("ledger insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	return nil
+}
+
+// appendRecordArgs appends a record's column values in recordColumns order.
+func appendRecordArgs(args []any, r *Record) []any {
+	stream := 0
+	if r.Stream {
+		stream = 1
+	}
+	return append(args, r.Time.UnixMicro(), r.RequestID, r.KeyID, r.Workspace, r.Alias,
+		r.UpstreamModel, r.Provider, r.ServiceTier, r.Endpoint, stream,
+		r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
+		r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
+		r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
+		r.SessionID, r.contextWindow())
 }
 
 // where renders the filter as a WHERE clause, appending its arguments.
