@@ -41,12 +41,24 @@ const emptyObjectSchema = `{"type":"object","properties":{}}`
 // defaultMaxTokens applies when the client sets no limit. Errors the client
 // caused are *APIError 400 naming the parameter.
 func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens int64) ([]byte, error) {
+	out, err := buildAnthropicRequest(body, upstreamModel, defaultMaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	// The output is about the size of the input; one allocation holds it.
+	return appendAnthropicRequest(make([]byte, 0, len(body)+256), &out), nil
+}
+
+// buildAnthropicRequest decodes the body and maps it to the output struct, which OpenAIToAnthropicRequest
+// encodes by hand, byte for byte as json.Marshal would (FuzzOpenAIRequestDifferential
+// and FuzzResponseDifferential check that).
+func buildAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens int64) (anthropicOutRequest, error) {
 	var in OpenAIRequest
 	if err := unmarshalOpenAIRequest(body, &in); err != nil {
-		return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
+		return anthropicOutRequest{}, BadRequest("messages", "invalid request body: "+jsonErrText(err))
 	}
 	if in.N != nil && *in.N != 1 {
-		return nil, BadRequest("n", "n must be 1 for this model")
+		return anthropicOutRequest{}, BadRequest("n", "n must be 1 for this model")
 	}
 	out := anthropicOutRequest{Model: upstreamModel, Stream: in.Stream, TopP: in.TopP}
 
@@ -65,7 +77,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 		if in.MaxCompletionTokens != nil {
 			param = "max_completion_tokens"
 		}
-		return nil, BadRequest(param, param+" must be at least 1")
+		return anthropicOutRequest{}, BadRequest(param, param+" must be at least 1")
 	}
 	if t := in.Temperature; t != nil {
 		v := min(*t, 1)
@@ -73,7 +85,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 	}
 	stops, err := decodeStop(in.Stop)
 	if err != nil {
-		return nil, err
+		return anthropicOutRequest{}, err
 	}
 	out.StopSequences = stops
 	if in.User != "" {
@@ -87,7 +99,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 		case "system", "developer":
 			text, err := openAIText(m.Content, i)
 			if err != nil {
-				return nil, err
+				return anthropicOutRequest{}, err
 			}
 			if system.Len() > 0 {
 				system.WriteByte('\n')
@@ -96,42 +108,42 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 		case "user":
 			blocks, err := openAIUserBlocks(m.Content, i)
 			if err != nil {
-				return nil, err
+				return anthropicOutRequest{}, err
 			}
 			out.Messages = appendTurn(out.Messages, "user", blocks)
 		case "assistant":
 			blocks, err := openAIAssistantBlocks(m, i)
 			if err != nil {
-				return nil, err
+				return anthropicOutRequest{}, err
 			}
 			out.Messages = appendTurn(out.Messages, "assistant", blocks)
 		case "tool":
 			if m.ToolCallID == "" {
-				return nil, BadRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "tool message has no tool_call_id")
+				return anthropicOutRequest{}, BadRequest(fmt.Sprintf("messages[%d].tool_call_id", i), "tool message has no tool_call_id")
 			}
 			content, err := toolResultContent(m.Content, i)
 			if err != nil {
-				return nil, err
+				return anthropicOutRequest{}, err
 			}
 			// A tool_result must lead its user turn; appendTurn merges
 			// consecutive results into one turn in order.
 			out.Messages = appendTurn(out.Messages, "user", []AnthropicBlock{{
 				Type: "tool_result", ToolUseID: sanitizeID(m.ToolCallID), Content: content}})
 		default:
-			return nil, BadRequest(fmt.Sprintf("messages[%d].role", i), "unsupported message role "+strconv.Quote(m.Role))
+			return anthropicOutRequest{}, BadRequest(fmt.Sprintf("messages[%d].role", i), "unsupported message role "+strconv.Quote(m.Role))
 		}
 	}
 	if len(out.Messages) == 0 {
-		return nil, BadRequest("messages", "messages must contain at least one user or assistant message")
+		return anthropicOutRequest{}, BadRequest("messages", "messages must contain at least one user or assistant message")
 	}
 	out.System = system.String()
 
 	for i, t := range in.Tools {
 		if t.Type != "" && t.Type != "function" {
-			return nil, BadRequest(fmt.Sprintf("tools[%d].type", i), "unsupported tool type "+strconv.Quote(t.Type))
+			return anthropicOutRequest{}, BadRequest(fmt.Sprintf("tools[%d].type", i), "unsupported tool type "+strconv.Quote(t.Type))
 		}
 		if t.Function.Name == "" {
-			return nil, BadRequest(fmt.Sprintf("tools[%d].function.name", i), "tool has no name")
+			return anthropicOutRequest{}, BadRequest(fmt.Sprintf("tools[%d].function.name", i), "tool has no name")
 		}
 		schema := t.Function.Parameters
 		if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
@@ -143,7 +155,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 	if len(out.Tools) > 0 {
 		tc, err := anthropicToolChoice(in.ToolChoice)
 		if err != nil {
-			return nil, err
+			return anthropicOutRequest{}, err
 		}
 		if in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
 			if tc == nil {
@@ -155,8 +167,7 @@ func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxToken
 		}
 		out.ToolChoice = tc
 	}
-	// The output is about the size of the input; one allocation holds it.
-	return appendAnthropicRequest(make([]byte, 0, len(body)+256), &out), nil
+	return out, nil
 }
 
 // jsonErrText keeps decoder errors short and free of the body's content.

@@ -36,12 +36,24 @@ type openAIOutRespMsg struct {
 // response as an OpenAI chat completion and returns the usage it carried.
 // An error means the upstream body was not a Messages response.
 func AnthropicToOpenAIResponse(body []byte) ([]byte, Usage, error) {
+	out, u, err := buildOpenAIOutResponse(body)
+	if err != nil {
+		return nil, u, err
+	}
+	// The output is about the size of the input; one allocation holds it.
+	return appendOpenAIOutResponse(make([]byte, 0, len(body)+256), &out), u, nil
+}
+
+// buildOpenAIOutResponse decodes the body and maps it to the output struct, which AnthropicToOpenAIResponse
+// encodes by hand, byte for byte as json.Marshal would (FuzzOpenAIRequestDifferential
+// and FuzzResponseDifferential check that).
+func buildOpenAIOutResponse(body []byte) (openAIOutResponse, Usage, error) {
 	var in AnthropicResponse
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, Usage{}, errors.New("upstream anthropic response: " + jsonErrText(err))
+		return openAIOutResponse{}, Usage{}, errors.New("upstream anthropic response: " + jsonErrText(err))
 	}
 	if in.Type != "" && in.Type != "message" {
-		return nil, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
+		return openAIOutResponse{}, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
 	}
 	u := usageFromAnthropic(&in.Usage)
 	u.Seen = in.Usage.InputTokens != nil || in.Usage.OutputTokens != 0
@@ -77,7 +89,7 @@ func AnthropicToOpenAIResponse(body []byte) ([]byte, Usage, error) {
 		Choices: []openAIOutChoice{{Message: msg, FinishReason: finishFromStop(stop)}},
 		Usage:   appendOpenAIUsage(nil, u),
 	}
-	return appendOpenAIOutResponse(make([]byte, 0, len(body)+256), &out), u, nil
+	return out, u, nil
 }
 
 // anthropicOutResponse is a Messages response rendered for an Anthropic

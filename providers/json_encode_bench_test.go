@@ -1,6 +1,9 @@
 package providers
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // benchAnthropicResponse is a realistic non-streaming Messages answer: some
 // text, a tool call with a nested input and the full usage object.
@@ -37,43 +40,51 @@ func BenchmarkOllamaToOpenAIResponse(b *testing.B) {
 	}
 }
 
-// BenchmarkTranslateOldVsNew runs each translation and its pre-encoder
-// version (the differential tests' oracle) side by side, so a comparison
-// on a busy machine sees the same load.
-func BenchmarkTranslateOldVsNew(b *testing.B) {
+// BenchmarkEncodeHandVsMarshal encodes each translation's output struct
+// with the hand-written encoder and with json.Marshal, side by side, so a
+// comparison on a busy machine sees the same load.
+func BenchmarkEncodeHandVsMarshal(b *testing.B) {
 	openaiReq := readFixture(b, "openai_request.json")
+	areq, err := buildAnthropicRequest(openaiReq, "claude-sonnet-4-5", 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oreq, err := buildOllamaRequest(benchRequest, "qwen3:8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	aresp, _, err := buildOpenAIOutResponse(benchAnthropicResponse)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oresp, _, err := buildOpenAIResponseFromOllama(benchOllamaResponse)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cases := []struct {
-		name     string
-		body     []byte
-		old, new func([]byte) error
+		name string
+		v    any
+		hand func() []byte
 	}{
-		{"OpenAIToAnthropicRequest", openaiReq,
-			func(p []byte) error { _, err := oldOpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err },
-			func(p []byte) error { _, err := OpenAIToAnthropicRequest(p, "claude-sonnet-4-5", 1024); return err }},
-		{"AnthropicToOpenAIResponse", benchAnthropicResponse,
-			func(p []byte) error { _, _, err := oldAnthropicToOpenAIResponse(p); return err },
-			func(p []byte) error { _, _, err := AnthropicToOpenAIResponse(p); return err }},
-		{"OpenAIToOllamaRequest", benchRequest,
-			func(p []byte) error { _, err := oldOpenAIToOllamaRequest(p, "qwen3:8b"); return err },
-			func(p []byte) error { _, err := OpenAIToOllamaRequest(p, "qwen3:8b"); return err }},
-		{"OllamaToOpenAIResponse", benchOllamaResponse,
-			func(p []byte) error { _, _, err := oldOllamaToOpenAIResponse(p); return err },
-			func(p []byte) error { _, _, err := OllamaToOpenAIResponse(p); return err }},
+		{"AnthropicRequest", &areq, func() []byte { return appendAnthropicRequest(nil, &areq) }},
+		{"OllamaRequest", &oreq, func() []byte { return appendOllamaRequest(nil, &oreq) }},
+		{"OpenAIResponseFromAnthropic", &aresp, func() []byte { return appendOpenAIOutResponse(nil, &aresp) }},
+		{"OpenAIResponseFromOllama", &oresp, func() []byte { return appendOpenAIResponse(nil, &oresp) }},
 	}
 	for _, c := range cases {
-		for _, v := range []struct {
-			name string
-			fn   func([]byte) error
-		}{{"old", c.old}, {"new", c.new}} {
-			b.Run(c.name+"/"+v.name, func(b *testing.B) {
-				b.SetBytes(int64(len(c.body)))
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := v.fn(c.body); err != nil {
-						b.Fatal(err)
-					}
+		b.Run(c.name+"/json.Marshal", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := json.Marshal(c.v); err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
+			}
+		})
+		b.Run(c.name+"/hand-written", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = c.hand()
+			}
+		})
 	}
 }

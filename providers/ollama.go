@@ -14,12 +14,24 @@ import (
 // into an Ollama /api/chat body for upstreamModel. Client mistakes come back
 // as *APIError 400 naming the parameter.
 func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
-	var in OpenAIRequest
-	if err := decodeOpenAIRequest(body, &in); err != nil {
+	out, err := buildOllamaRequest(body, upstreamModel)
+	if err != nil {
 		return nil, err
 	}
+	// The output is about the size of the input; one allocation holds it.
+	return appendOllamaRequest(make([]byte, 0, len(body)+256), &out), nil
+}
+
+// buildOllamaRequest decodes the body and maps it to the output struct, which OpenAIToOllamaRequest
+// encodes by hand, byte for byte as json.Marshal would (FuzzOpenAIRequestDifferential
+// and FuzzResponseDifferential check that).
+func buildOllamaRequest(body []byte, upstreamModel string) (OllamaRequest, error) {
+	var in OpenAIRequest
+	if err := decodeOpenAIRequest(body, &in); err != nil {
+		return OllamaRequest{}, err
+	}
 	if in.N != nil && *in.N != 1 {
-		return nil, BadRequest("n", "n: only 1 is supported by this model")
+		return OllamaRequest{}, BadRequest("n", "n: only 1 is supported by this model")
 	}
 	out := OllamaRequest{
 		Model:    upstreamModel,
@@ -28,22 +40,21 @@ func OpenAIToOllamaRequest(body []byte, upstreamModel string) ([]byte, error) {
 	}
 	var err error
 	if out.Messages, err = ollamaMessages(out.Messages, in.Messages); err != nil {
-		return nil, err
+		return OllamaRequest{}, err
 	}
 	if out.Tools, err = ollamaTools(in.Tools, in.ToolChoice); err != nil {
-		return nil, err
+		return OllamaRequest{}, err
 	}
 	if out.Options, err = ollamaOptions(&in); err != nil {
-		return nil, err
+		return OllamaRequest{}, err
 	}
 	if out.Format, err = ollamaFormat(in.ResponseFormat); err != nil {
-		return nil, err
+		return OllamaRequest{}, err
 	}
 	if out.Think, err = ollamaThink(in.ReasoningEffort); err != nil {
-		return nil, err
+		return OllamaRequest{}, err
 	}
-	// The output is about the size of the input; one allocation holds it.
-	return appendOllamaRequest(make([]byte, 0, len(body)+256), &out), nil
+	return out, nil
 }
 
 // decodeOpenAIRequest parses a chat completions body, turning decoder
@@ -335,19 +346,31 @@ func ollamaThink(effort string) (json.RawMessage, error) {
 // OllamaToOpenAIResponse translates a non-streaming /api/chat response into
 // an OpenAI chat.completion and reports its usage.
 func OllamaToOpenAIResponse(body []byte) ([]byte, Usage, error) {
+	out, u, err := buildOpenAIResponseFromOllama(body)
+	if err != nil {
+		return nil, u, err
+	}
+	// The output is about the size of the input; one allocation holds it.
+	return appendOpenAIResponse(make([]byte, 0, len(body)+256), &out), u, nil
+}
+
+// buildOpenAIResponseFromOllama decodes the body and maps it to the output struct, which OllamaToOpenAIResponse
+// encodes by hand, byte for byte as json.Marshal would (FuzzOpenAIRequestDifferential
+// and FuzzResponseDifferential check that).
+func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 	var in OllamaResponse
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid response from ollama: " + err.Error()}
+		return OpenAIResponse{}, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid response from ollama: " + err.Error()}
 	}
 	if in.Error != "" {
-		return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: in.Error}
+		return OpenAIResponse{}, Usage{}, &APIError{Status: http.StatusBadGateway, Message: in.Error}
 	}
 	msg := OpenAIMessage{Role: "assistant", Reasoning: in.Message.Thinking}
 	for i := range in.Message.ToolCalls {
 		tc := &in.Message.ToolCalls[i]
 		args, err := openAIArguments(tc.Function.Arguments)
 		if err != nil {
-			return nil, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid tool call arguments from ollama"}
+			return OpenAIResponse{}, Usage{}, &APIError{Status: http.StatusBadGateway, Message: "invalid tool call arguments from ollama"}
 		}
 		id := tc.ID
 		if id == "" {
@@ -380,7 +403,7 @@ func OllamaToOpenAIResponse(body []byte) ([]byte, Usage, error) {
 			TotalTokens:      u.InputTokens + u.OutputTokens,
 		},
 	}
-	return appendOpenAIResponse(make([]byte, 0, len(body)+256), &out), u, nil
+	return out, u, nil
 }
 
 // openAIArguments re-encodes Ollama's arguments object as the compact JSON
