@@ -13,12 +13,19 @@ import (
 
 // appendMarshalString appends s as json.Marshal would encode it.
 func appendMarshalString[T string | []byte](dst []byte, s T) []byte {
+	return appendQuoted(dst, s, true)
+}
+
+// appendQuoted is the one JSON string encoder: invalid UTF-8 becomes
+// U+FFFD and U+2028/U+2029 are escaped, as encoding/json does; html adds
+// its escaping of <, > and &.
+func appendQuoted[T string | []byte](dst []byte, s T, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
 				i++
 				continue
 			}

@@ -3,7 +3,6 @@ package providers
 import (
 	"crypto/rand"
 	"strconv"
-	"unicode/utf8"
 )
 
 // newID is prefix plus 26 random base32 characters, which also satisfy
@@ -108,53 +107,9 @@ func appendDone(dst []byte) []byte { return append(dst, "data: [DONE]\n\n"...) }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string literal. Like encoding/json
-// it replaces invalid UTF-8 with U+FFFD and escapes U+2028/U+2029, so the
-// output is the same text json.Marshal would give minus HTML escaping.
+// appendJSONString appends s as a JSON string literal: the bytes
+// json.Marshal would write, less its HTML escaping of <, > and &, which
+// stream events do not need.
 func appendJSONString[T string | []byte](dst []byte, s T) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return appendQuoted(dst, s, false)
 }
