@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,7 @@ type App struct {
 
 	key    string
 	dsn    string
-	shared *sharedLedger
+	run    *appRun // made in Provision; a pointer, because App is copied by value
 	logger *zap.Logger
 	// stopped keeps Stop idempotent while shared stays set: requests of
 	// this config still streaming after a reload must reach the writer,
@@ -60,6 +61,17 @@ type App struct {
 	// when the last holder lets go: no record of a request that finishes
 	// during shutdown is lost.
 	holders int64 // accessed with sync/atomic; App is copied by value in CaddyModule
+}
+
+// appRun is the app's running state. Caddy starts apps in no fixed order,
+// so the HTTP server may take requests before this app's Start opened the
+// ledger: records of those requests wait in early (bounded by the queue
+// size) and Start hands them to the writer.
+type appRun struct {
+	shared atomic.Pointer[sharedLedger]
+	mu     sync.Mutex
+	early  []ledger.Record
+	limit  int
 }
 
 // LedgerConfig names the ledger store.
@@ -104,6 +116,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.dsn = dsn
 	a.key = a.Ledger.Driver + "|" + dsn
 	atomic.StoreInt64(&a.holders, 1)
+	limit := a.QueueSize
+	if limit <= 0 {
+		limit = 10000
+	}
+	a.run = &appRun{limit: limit}
 	return nil
 }
 
@@ -113,7 +130,7 @@ func (a *App) hold() { atomic.AddInt64(&a.holders, 1) }
 // release lets go of one hold; the last one returns the pooled ledger,
 // which flushes and closes it when no other config shares it.
 func (a *App) release() error {
-	if atomic.AddInt64(&a.holders, -1) != 0 || a.shared == nil {
+	if atomic.AddInt64(&a.holders, -1) != 0 || a.shared() == nil {
 		return nil
 	}
 	_, err := ledgers.Delete(a.key)
@@ -167,8 +184,25 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
-	a.shared = v.(*sharedLedger)
+	shared := v.(*sharedLedger)
+	r := a.run
+	r.mu.Lock()
+	r.shared.Store(shared)
+	early := r.early
+	r.early = nil
+	r.mu.Unlock()
+	for _, rec := range early {
+		shared.writer.Enqueue(rec)
+	}
 	return nil
+}
+
+// shared is the open ledger, nil before Start.
+func (a *App) shared() *sharedLedger {
+	if a.run == nil {
+		return nil
+	}
+	return a.run.shared.Load()
 }
 
 // redactDSN keeps a PostgreSQL password out of an error that quotes the DSN.
@@ -182,7 +216,7 @@ func redactDSN(err error, dsn string) error {
 
 // Stop releases this config's reference; the last one flushes and closes.
 func (a *App) Stop() error {
-	if a.shared == nil || a.stopped {
+	if a.shared() == nil || a.stopped {
 		return nil
 	}
 	a.stopped = true
@@ -191,32 +225,49 @@ func (a *App) Stop() error {
 
 // Enqueue hands a record to the writer without blocking.
 func (a *App) Enqueue(rec ledger.Record) bool {
-	s := a.shared
-	if s == nil {
+	r := a.run
+	if s := r.shared.Load(); s != nil {
+		return s.writer.Enqueue(rec)
+	}
+	r.mu.Lock()
+	if s := r.shared.Load(); s != nil {
+		r.mu.Unlock()
+		return s.writer.Enqueue(rec)
+	}
+	defer r.mu.Unlock()
+	if len(r.early) >= r.limit {
 		return false
 	}
-	return s.writer.Enqueue(rec)
+	r.early = append(r.early, rec)
+	return true
 }
 
 // Store is the ledger store for reports, nil before Start.
 func (a *App) Store() ledger.Store {
-	if a.shared == nil {
+	s := a.shared()
+	if s == nil {
 		return nil
 	}
-	return a.shared.store
+	return s.store
 }
 
 // Stats reports the writer's counters for metrics.
 func (a *App) Stats() ledger.WriterStats {
-	if a.shared == nil {
+	s := a.shared()
+	if s == nil {
+		if a.run != nil {
+			a.run.mu.Lock()
+			defer a.run.mu.Unlock()
+			return ledger.WriterStats{QueueDepth: int64(len(a.run.early))}
+		}
 		return ledger.WriterStats{}
 	}
-	return a.shared.writer.Stats()
+	return s.writer.Stats()
 }
 
 // Ready reports whether records can be written.
 func (a *App) Ready() error {
-	if a.shared == nil {
+	if a.shared() == nil {
 		return errors.New("ledger not started")
 	}
 	return nil
