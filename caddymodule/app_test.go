@@ -24,8 +24,10 @@ func TestAppKeepsRecordsFromBeforeStart(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	rec := ledger.Record{Time: now, KeyID: "alice", Alias: "echo", Status: 200, Outcome: "ok", ServiceTier: "standard"}
-	if !a.Enqueue(rec) || !a.Enqueue(rec) {
-		t.Fatal("records before Start were refused")
+	for i := 0; i < 2; i++ {
+		if !a.Enqueue(rec) {
+			t.Fatalf("record %d before Start was refused", i+1)
+		}
 	}
 	if a.Enqueue(rec) {
 		t.Error("a third record before Start was accepted beyond queue_size 2")
