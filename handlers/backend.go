@@ -20,7 +20,8 @@ type backend struct {
 	client   *http.Client
 	state    *DeploymentState
 	policy   policy
-	url      string // full upstream endpoint, without query
+	url      string      // full upstream endpoint, without query
+	header   http.Header // credentials, defaults and extra_headers, cloned per request
 	upstream providers.Format
 	prices   ledger.Prices
 	timeout  time.Duration
@@ -45,7 +46,29 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
+	b.header = upstreamHeader(d, b.upstream)
 	return b
+}
+
+// upstreamHeader is what every request to the deployment carries: its own
+// credentials (never the client's), the defaults, then extra_headers.
+func upstreamHeader(d *modellist.Deployment, up providers.Format) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "modelgate")
+	switch up {
+	case providers.FormatAnthropic:
+		h.Set("X-Api-Key", d.APIKey)
+		h.Set("Anthropic-Version", "2023-06-01")
+	default:
+		if d.APIKey != "" {
+			h.Set("Authorization", "Bearer "+d.APIKey)
+		}
+	}
+	for k, v := range d.ExtraHeaders {
+		h.Set(k, v)
+	}
+	return h
 }
 
 func firstDuration(ds ...time.Duration) time.Duration {
@@ -122,29 +145,17 @@ func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *h
 	if err != nil {
 		return nil, err
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "modelgate")
-	switch b.upstream {
-	case providers.FormatAnthropic:
-		h.Set("X-Api-Key", b.dep.APIKey)
-		v := "2023-06-01"
-		if cf == providers.FormatAnthropic {
-			if cv := client.Header.Get("Anthropic-Version"); cv != "" {
-				v = cv
-			}
-			if beta := client.Header.Values("Anthropic-Beta"); len(beta) > 0 {
-				h["Anthropic-Beta"] = beta
+	req.Header = b.header.Clone()
+	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic {
+		// An Anthropic client's version and betas go through unless the
+		// deployment's extra_headers pin them.
+		for _, k := range [...]string{"Anthropic-Version", "Anthropic-Beta"} {
+			if _, pinned := b.dep.ExtraHeaders[k]; !pinned {
+				if v := client.Header.Values(k); len(v) > 0 {
+					req.Header[k] = v
+				}
 			}
 		}
-		h.Set("Anthropic-Version", v)
-	default:
-		if b.dep.APIKey != "" {
-			h.Set("Authorization", "Bearer "+b.dep.APIKey)
-		}
-	}
-	for k, v := range b.dep.ExtraHeaders {
-		h.Set(k, v)
 	}
 	return req, nil
 }

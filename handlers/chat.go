@@ -271,20 +271,16 @@ func (g *gapWatch) fired() bool { return g != nil && g.expired.Load() }
 // dispatch tries the alias's deployments, then its fallbacks, until one
 // answers or none is left.
 func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo, alias string, rec *ledger.Record) {
-	chain := append([]string{alias}, g.models.FallbacksFor(alias)...)
+	chain := g.chains[alias]
 	var last *providers.APIError
 	var minWait time.Duration
 	cooling, limited := 0, 0
 	tried := 0
-	for ci, a := range chain {
-		bs := g.backends[a]
-		if len(bs) == 0 {
-			continue
-		}
-		ordered := orderCandidates(bs, g.models.Router.RoutingStrategy,
+	for ci, rt := range chain {
+		ordered := orderCandidates(rt.backends, g.models.Router.RoutingStrategy,
 			func(b *backend) float64 { return b.dep.Weight },
 			func(b *backend) *DeploymentState { return b.state })
-		attempts := g.attemptsFor(bs)
+		attempts := rt.attempts
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
 			if r.Context().Err() != nil {
@@ -331,10 +327,21 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 	last.Write(w, cf)
 }
 
-// attemptsFor is how many tries one alias gets: every deployment once by
+// route is one alias as dispatch walks it, fixed when the gateway is built.
+type route struct {
+	backends []*backend
+	attempts int
+}
+
+// routeFor settles how many tries an alias gets: every deployment once by
 // default, or 1 + num_retries / max_retries when configured. max_retries
 // is read from the alias's first entry in the file so that the answer does
 // not depend on the shuffle.
+func (g *Gateway) routeFor(alias string) route {
+	bs := g.backends[alias]
+	return route{backends: bs, attempts: g.attemptsFor(bs)}
+}
+
 func (g *Gateway) attemptsFor(bs []*backend) int {
 	n := len(bs)
 	retries := -1

@@ -48,6 +48,7 @@ type Gateway struct {
 	opts     GatewayOptions
 	models   *modellist.Config
 	backends map[string][]*backend // alias → deployments
+	chains   map[string][]route    // alias → itself, then its fallbacks
 	byID     map[string]*backend
 	states   *States
 	obs      Observer
@@ -104,6 +105,16 @@ func NewGateway(o GatewayOptions) *Gateway {
 		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router)
 		g.backends[d.Alias] = append(g.backends[d.Alias], b)
 		g.byID[d.ID] = b
+	}
+	g.chains = make(map[string][]route, len(g.backends))
+	for _, alias := range o.Models.Aliases() {
+		var chain []route
+		for _, a := range append([]string{alias}, o.Models.FallbacksFor(alias)...) {
+			if rt := g.routeFor(a); len(rt.backends) > 0 {
+				chain = append(chain, rt)
+			}
+		}
+		g.chains[alias] = chain
 	}
 	g.bodyPool.New = func() any { return new(bytes.Buffer) }
 	// Both buffers live as long as a stream does, idle or not: at 5,000
