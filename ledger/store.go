@@ -70,11 +70,8 @@ type dialect struct {
 	placeholder func(n int) string
 	// lockMigrations serializes migrations across processes inside tx.
 	lockMigrations func(ctx context.Context, tx *sql.Tx) error
-	// maxParams bounds the bind parameters of one statement.
+	// maxParams bounds the bind parameters of one multi-row statement.
 	maxParams int
-	// rowAtATime inserts with a prepared single-row statement: cheaper
-	// in-process, where a round trip costs nothing.
-	rowAtATime bool
 }
 
 // migrations are applied in order, each once, each in its own transaction.
@@ -128,6 +125,10 @@ const numRecordColumns = 27
 type sqlStore struct {
 	db *sql.DB
 	d  dialect
+	// insertOne, when set, inserts records one by one with a statement
+	// prepared at open: cheaper in-process, where a round trip costs
+	// nothing. Without it (PostgreSQL) a batch is one multi-row INSERT.
+	insertOne *sql.Stmt
 }
 
 // migrate brings the schema to the latest version.
@@ -189,7 +190,7 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if s.d.rowAtATime {
+	if s.insertOne != nil {
 		return s.insertRows(ctx, tx, recs)
 	}
 	perStmt := s.d.maxParams / numRecordColumns
@@ -226,24 +227,23 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	return nil
 }
 
-// insertRows runs one prepared single-row INSERT per record inside tx. For
-// an embedded database it is cheaper than one multi-row statement, which
-// SQLite would compile afresh, thousands of placeholders long, every batch
-// (BenchmarkSQLiteInsertBatch).
-func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) error {
+// insertOneSQL is the single-row INSERT.
+func insertOneSQL(placeholder func(int) string) string {
 	var q strings.Builder
 	q.WriteString("INSERT INTO usage_records (" + recordColumns + ") VALUES (")
 	for c := range numRecordColumns {
 		if c > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString(s.d.placeholder(c + 1))
+		q.WriteString(placeholder(c + 1))
 	}
 	q.WriteByte(')')
-	stmt, err := tx.PrepareContext(ctx, q.String())
-	if err != nil {
-		return fmt.Errorf("ledger insert: %w", err)
-	}
+	return q.String()
+}
+
+// insertRows runs the prepared single-row INSERT per record inside tx.
+func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	stmt := tx.StmtContext(ctx, s.insertOne)
 	defer stmt.Close()
 	args := make([]any, 0, numRecordColumns)
 	for i := range recs {
@@ -388,7 +388,12 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 	return out, nil
 }
 
-func (s *sqlStore) Close() error { return s.db.Close() }
+func (s *sqlStore) Close() error {
+	if s.insertOne != nil {
+		_ = s.insertOne.Close()
+	}
+	return s.db.Close()
+}
 
 func numberedPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
 func questionPlaceholder(int) string   { return "?" }

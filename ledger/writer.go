@@ -154,13 +154,16 @@ func (w *Writer) run() {
 			batch = batch[:0]
 		}
 	}
+	add := func(r Record) {
+		batch = append(batch, r)
+		if len(batch) >= w.opts.BatchSize {
+			flush()
+		}
+	}
 	for {
 		select {
 		case r := <-w.q:
-			batch = append(batch, r)
-			if len(batch) >= w.opts.BatchSize {
-				flush()
-			}
+			add(r)
 		case <-t.C:
 			flush()
 		case <-w.stop:
@@ -168,10 +171,7 @@ func (w *Writer) run() {
 			for {
 				select {
 				case r := <-w.q:
-					batch = append(batch, r)
-					if len(batch) >= w.opts.BatchSize {
-						flush()
-					}
+					add(r)
 				default:
 					flush()
 					return
