@@ -141,7 +141,6 @@ func (a *App) release() error {
 type sharedLedger struct {
 	store  ledger.Store
 	writer *ledger.Writer
-	logger *zap.Logger
 }
 
 // Destruct flushes the queue and closes the store once no config uses it.
@@ -179,7 +178,7 @@ func (a *App) Start() error {
 			},
 		})
 		w.Start()
-		return &sharedLedger{store: store, writer: w, logger: logger}, nil
+		return &sharedLedger{store: store, writer: w}, nil
 	})
 	if err != nil {
 		return err

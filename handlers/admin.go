@@ -137,9 +137,7 @@ func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
 // relayedHeaders are the upstream response headers worth passing on: the
 // body's type, the provider's request id for support tickets, and
 // rate-limit guidance.
-func relayedHeaders() []string {
-	return []string{"Content-Type", "Request-Id", "Retry-After"}
-}
+var relayedHeaders = [...]string{"Content-Type", "Request-Id", "Retry-After"}
 
 func (a *Admin) proxy(w http.ResponseWriter, r *http.Request) {
 	target := strings.TrimRight(a.Upstream, "/") + r.URL.Path
@@ -174,7 +172,7 @@ func (a *Admin) proxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	for _, name := range relayedHeaders() {
+	for _, name := range relayedHeaders {
 		if v := resp.Header.Values(name); len(v) > 0 {
 			w.Header()[name] = v
 		}

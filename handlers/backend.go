@@ -30,7 +30,7 @@ type backend struct {
 
 const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
 
-func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings) *backend {
+func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings, defaultTimeout time.Duration) *backend {
 	b := &backend{dep: d, client: c, state: st}
 	switch d.Kind {
 	case modellist.KindAnthropic:
@@ -42,7 +42,7 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	default:
 		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
 	}
-	b.timeout = firstDuration(d.Timeout, rs.Timeout)
+	b.timeout = firstDuration(d.Timeout, rs.Timeout, defaultTimeout)
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)

@@ -88,7 +88,7 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	if err != nil {
 		return fail(asAPIError(err))
 	}
-	alias, ok := g.resolveAlias(info.Model)
+	alias, ok := g.models.Resolve(info.Model)
 	if !ok {
 		return fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("model %q is not configured on this gateway; GET /v1/models lists the models this key may use", info.Model)})
@@ -160,10 +160,11 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *providers.APIError {
 	limit := g.opts.MaxRequestBody
-	tooLarge := &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large",
-		Message: fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", limit)}
+	tooLarge := func() *providers.APIError {
+		return &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}
+	}
 	if r.ContentLength > limit {
-		return tooLarge
+		return tooLarge()
 	}
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength) + 1)
@@ -172,7 +173,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge
+			return tooLarge()
 		}
 		return &providers.APIError{Status: http.StatusBadRequest, Message: "reading request body: " + err.Error()}
 	}
@@ -339,10 +340,6 @@ type route struct {
 // not depend on the shuffle.
 func (g *Gateway) routeFor(alias string) route {
 	bs := g.backends[alias]
-	return route{backends: bs, attempts: g.attemptsFor(bs)}
-}
-
-func (g *Gateway) attemptsFor(bs []*backend) int {
 	n := len(bs)
 	retries := -1
 	if g.models.Router.NumRetries > 0 {
@@ -357,7 +354,7 @@ func (g *Gateway) attemptsFor(bs []*backend) int {
 	if n < 1 {
 		n = 1
 	}
-	return n
+	return route{backends: bs, attempts: n}
 }
 
 // attempt makes one upstream call and relays its answer if it is good.
@@ -379,9 +376,6 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	rec.UpstreamModel, rec.Provider = b.dep.Model, b.dep.Provider
 
 	timeout := b.timeout
-	if timeout <= 0 {
-		timeout = g.opts.Timeout
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	// For a stream, stream_timeout also bounds the wait for the first
@@ -428,20 +422,21 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	}
 	defer resp.Body.Close()
 	att.Status = resp.StatusCode
-	if resp.StatusCode >= 300 {
-		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		apiErr := providers.UpstreamError(resp.StatusCode, errBody)
-		apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, resp.StatusCode, apiErr.Message)
-		if resp.StatusCode < 400 {
+	if status := resp.StatusCode; status >= 300 {
+		var apiErr *providers.APIError
+		if status < 400 {
 			// A redirect is never followed (the key would go with it), and
 			// it is no answer: the api_base is wrong.
 			apiErr = &providers.APIError{Status: http.StatusBadGateway,
-				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", rec.Alias, resp.StatusCode)}
-			resp.StatusCode = http.StatusBadGateway
+				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", rec.Alias, status)}
+			status = http.StatusBadGateway
+		} else {
+			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			apiErr = g.redact(b, providers.UpstreamError(status, errBody))
+			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, status, apiErr.Message)
 		}
-		apiErr = g.redact(b, apiErr)
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
-		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+		retryable := retryableStatus(status)
 		att.Duration = g.now().Sub(now)
 		att.Retrying = retryable && moreLeft
 		if retryable {
@@ -451,7 +446,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 		}
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
-			rec.Status, rec.Outcome = resp.StatusCode, "error"
+			rec.Status, rec.Outcome = status, "error"
 			apiErr.Write(w, cf)
 			return result{committed: true}
 		}

@@ -29,7 +29,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	b := bs[0]
 	now := g.now()
 	for _, c := range bs {
-		if c.state.Snapshot(now).Healthy {
+		if c.state.healthy(now) {
 			b = c
 			break
 		}

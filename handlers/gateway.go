@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ type Gateway struct {
 	models   *modellist.Config
 	backends map[string][]*backend // alias → deployments
 	chains   map[string][]route    // alias → itself, then its fallbacks
+	paths    map[string]http.HandlerFunc
+	head     http.HandlerFunc // HEAD /, Claude Code's reachability probe
+	tooLarge string           // the 413 message, fixed by the limit
 	byID     map[string]*backend
 	states   *States
 	obs      Observer
@@ -102,7 +106,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		if c == nil {
 			c = clients.forDeployment(d)
 		}
-		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router)
+		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router, o.Timeout)
 		g.backends[d.Alias] = append(g.backends[d.Alias], b)
 		g.byID[d.ID] = b
 	}
@@ -116,6 +120,8 @@ func NewGateway(o GatewayOptions) *Gateway {
 		}
 		g.chains[alias] = chain
 	}
+	g.buildPaths()
+	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
 	g.bodyPool.New = func() any { return new(bytes.Buffer) }
 	// Both buffers live as long as a stream does, idle or not: at 5,000
 	// open streams a 32 KB reader alone cost 160 MB. Stream events are
@@ -137,52 +143,40 @@ func (g *Gateway) Close() {
 	}
 }
 
-// DeploymentIDs lists the configured deployments, for pruning state.
-func (g *Gateway) DeploymentIDs() map[string]struct{} {
-	ids := make(map[string]struct{}, len(g.byID))
-	for id := range g.byID {
-		ids[id] = struct{}{}
-	}
-	return ids
-}
-
 // Route returns the handler for r, or false when the path is not the
 // gateway's and the next Caddy handler should see it. The handler turns a
 // panic into a 500 (see guard).
 func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
-	h, ok := g.route(r)
-	if !ok {
-		return nil, false
+	if r.URL.Path == "/" {
+		return g.head, r.Method == http.MethodHead
 	}
-	return g.guard(h), true
+	h, ok := g.paths[r.URL.Path]
+	return h, ok
 }
 
-func (g *Gateway) route(r *http.Request) (http.HandlerFunc, bool) {
-	switch r.URL.Path {
-	case "/chat/completions", "/v1/chat/completions":
-		return g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-			g.serveChat(w, r, providers.FormatOpenAI)
-		}), true
-	case "/v1/messages":
-		return g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+// buildPaths wraps every endpoint once, at build time: method check and
+// panic guard included, nothing of it depends on the request.
+func (g *Gateway) buildPaths() {
+	chat := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+		g.serveChat(w, r, providers.FormatOpenAI)
+	}))
+	models := g.guard(g.only(http.MethodGet, g.serveModels))
+	live := g.guard(g.serveLiveness)
+	g.paths = map[string]http.HandlerFunc{
+		"/chat/completions":    chat,
+		"/v1/chat/completions": chat,
+		"/v1/messages": g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 			g.serveChat(w, r, providers.FormatAnthropic)
-		}), true
-	case "/v1/messages/count_tokens":
-		return g.only(http.MethodPost, g.serveCountTokens), true
-	case "/v1/models", "/models":
-		return g.only(http.MethodGet, g.serveModels), true
-	case "/health/liveliness", "/health/liveness":
-		return g.serveLiveness, true
-	case "/health/readiness":
-		return g.serveReadiness, true
-	case "/health":
-		return g.only(http.MethodGet, g.serveHealth), true
-	case "/":
-		if r.Method == http.MethodHead {
-			return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }, true
-		}
+		})),
+		"/v1/messages/count_tokens": g.guard(g.only(http.MethodPost, g.serveCountTokens)),
+		"/v1/models":                models,
+		"/models":                   models,
+		"/health/liveliness":        live,
+		"/health/liveness":          live,
+		"/health/readiness":         g.guard(g.serveReadiness),
+		"/health":                   g.guard(g.only(http.MethodGet, g.serveHealth)),
 	}
-	return nil, false
+	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
 }
 
 func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
@@ -309,15 +303,6 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// resolveAlias maps the request's model to a configured alias: the alias
-// itself, or a model_aliases entry (Claude Code's own model names).
-func (g *Gateway) resolveAlias(model string) (string, bool) {
-	if a, ok := g.models.Resolve(model); ok {
-		return a, true
-	}
-	return "", false
 }
 
 // ledgerRecordBase fills what every record shares.

@@ -167,7 +167,7 @@ func BenchmarkAliasRewrite(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			alias, ok := g.resolveAlias(info.Model)
+			alias, ok := g.models.Resolve(info.Model)
 			if !ok {
 				b.Fatalf("model %q does not resolve", info.Model)
 			}
@@ -179,7 +179,7 @@ func BenchmarkAliasRewrite(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				a, _ := g.resolveAlias(info.Model)
+				a, _ := g.models.Resolve(info.Model)
 				if _, _, err := g.backends[a][0].upstreamBody(tc.cf, body, info, 4096); err != nil {
 					b.Fatal(err)
 				}

@@ -83,17 +83,6 @@ func (s *States) Get(id string) *DeploymentState {
 	return st
 }
 
-// Retain drops the state of deployments no longer configured.
-func (s *States) Retain(ids map[string]struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range s.m {
-		if _, ok := ids[id]; !ok {
-			delete(s.m, id)
-		}
-	}
-}
-
 // Snapshot is a deployment's state for /health.
 type Snapshot struct {
 	Healthy       bool       `json:"healthy"`
@@ -102,6 +91,13 @@ type Snapshot struct {
 	RecentTTFTMs  *float64   `json:"recent_ttft_ms,omitempty"`
 	RecentFails   int        `json:"recent_failures"`
 	RequestsInMin int64      `json:"requests_this_minute"`
+}
+
+// healthy reports whether the deployment is out of cooldown at now.
+func (d *DeploymentState) healthy(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !now.Before(d.cooldownUntil)
 }
 
 // Snapshot reads the state at now.
@@ -254,11 +250,11 @@ const (
 
 // orderCandidates returns the deployments in the order to try them.
 func orderCandidates[T any](items []T, strategy string, weight func(T) float64, st func(T) *DeploymentState) []T {
+	if len(items) < 2 {
+		return items // nothing to order; callers only read it
+	}
 	out := make([]T, len(items))
 	copy(out, items)
-	if len(out) < 2 {
-		return out
-	}
 	switch strategy {
 	case StrategyLeastBusy:
 		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
