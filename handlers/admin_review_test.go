@@ -19,15 +19,22 @@ func TestReviewAdminProxyDefaultClientKeepsKeyOnRedirect(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer thief.Close()
+	var hits atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
 		http.Redirect(w, r, thief.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer up.Close()
 	a := &Admin{Upstream: up.URL, AdminKey: "sk-ant-admin01-review-secret"}
 	req := httptest.NewRequest(http.MethodGet, UsageReportPath+"?starting_at=2025-01-01T00:00:00Z", nil)
 	req = req.WithContext(WithIdentity(req.Context(), &Identity{KeyID: "admin", Role: RoleAdmin}))
-	a.ServeHTTP(httptest.NewRecorder(), req)
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, req)
 	if v, _ := leaked.Load().(string); v != "" {
 		t.Errorf("redirect target received the admin key %q", v)
+	}
+	// The proxy did call the upstream and relayed its redirect unfollowed.
+	if hits.Load() != 1 || rec.Code != http.StatusTemporaryRedirect {
+		t.Errorf("upstream hits %d, status %d; want 1 and the relayed 307", hits.Load(), rec.Code)
 	}
 }

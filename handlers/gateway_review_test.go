@@ -69,12 +69,11 @@ func TestReviewStreamAnsweredWithJSONIsNotEmptySuccess(t *testing.T) {
 	})
 	g, obs := testGateway(t, reviewOneEntry(up.srv.URL), nil)
 	rec := post(g, alice, "/v1/chat/completions", chatBody("m", true))
-	body := rec.Body.String()
-	if rec.Code == http.StatusOK && !strings.Contains(body, "the answer") {
-		t.Errorf("200 stream without the upstream's answer: %q", body)
+	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "does not stream") {
+		t.Errorf("status %d, want 502 saying the upstream does not stream; body %q", rec.Code, rec.Body.String())
 	}
-	if got := obs.Records(); len(got) == 1 && got[0].Outcome == "ok" && !strings.Contains(body, "the answer") {
-		t.Errorf("ledger books the lost answer as ok: %+v", got[0])
+	if got := obs.Records(); len(got) != 1 || got[0].Outcome != "error" {
+		t.Errorf("ledger records %+v, want one with outcome error", got)
 	}
 }
 
@@ -140,6 +139,14 @@ func TestReviewUpstreamErrorNeverEchoesUpstreamKey(t *testing.T) {
 		if strings.Contains(rec.Body.String(), "sk-upstream-secret") {
 			t.Errorf("stream=%v: client sees the upstream api_key: %s", stream, rec.Body.String())
 		}
+		// The upstream got the key and its error reached the client,
+		// redacted: not a body that merely never mentioned the key.
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "invalid api key: [redacted]") {
+			t.Errorf("stream=%v: %d %s, want the upstream's 401 with the key redacted", stream, rec.Code, rec.Body.String())
+		}
+	}
+	if n := up.hits.Load(); n != 2 {
+		t.Errorf("upstream saw %d requests, want 2", n)
 	}
 }
 
@@ -179,11 +186,7 @@ func TestReviewTruncatedTranslatedStreamIsReported(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			up := newFakeUpstream(t, "trunc", c.up)
-			base := up.srv.URL
-			if c.kind == "openai/m" {
-				base += "/v1"
-			}
-			yaml := fmt.Sprintf("model_list:\n  - model_name: m\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: sk-upstream-secret\n", c.kind, base)
+			yaml := "model_list:\n" + kindEntry("m", c.kind, up.srv.URL)
 			g, obs := testGateway(t, yaml, nil)
 			rec := post(g, alice, c.path, c.body)
 			body := rec.Body.String()
@@ -230,11 +233,7 @@ func TestReviewMidStreamErrorIsAnError(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			up := newFakeUpstream(t, "err", c.up)
-			base := up.srv.URL
-			if c.kind == "openai/m" {
-				base += "/v1"
-			}
-			yaml := fmt.Sprintf("model_list:\n  - model_name: m\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: sk-upstream-secret\n", c.kind, base)
+			yaml := "model_list:\n" + kindEntry("m", c.kind, up.srv.URL)
 			g, obs := testGateway(t, yaml, nil)
 			rec := post(g, alice, c.path, c.body)
 			body := rec.Body.String()

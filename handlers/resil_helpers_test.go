@@ -214,7 +214,16 @@ func testGateway(t testing.TB, yaml string, edit func(*GatewayOptions)) (*Gatewa
 
 // entry is one model_list item for an OpenAI-compatible fake.
 func entry(alias, base string, extra ...string) string {
-	s := fmt.Sprintf("  - model_name: %s\n    proxy_params:\n      model: openai/m\n      api_base: %s/v1\n      api_key: sk-upstream-secret\n", alias, base)
+	return kindEntry(alias, "openai/m", base, extra...)
+}
+
+// kindEntry is one model_list entry of any kind at the fake's base; an
+// OpenAI-compatible base gets its /v1.
+func kindEntry(alias, kind, base string, extra ...string) string {
+	if strings.HasPrefix(kind, "openai/") {
+		base += "/v1"
+	}
+	s := fmt.Sprintf("  - model_name: %s\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: sk-upstream-secret\n", alias, kind, base)
 	for _, e := range extra {
 		s += "      " + e + "\n"
 	}

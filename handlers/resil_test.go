@@ -358,6 +358,9 @@ func TestTimeouts(t *testing.T) {
 	}
 	up.waitAborted(t)
 	recs := obs.Records()
+	if len(recs) == 0 {
+		t.Fatal("no ledger record for the gap stream")
+	}
 	if last := recs[len(recs)-1]; last.Status != 504 || last.Outcome != "error" {
 		t.Errorf("gap record = %+v", last)
 	}

@@ -386,17 +386,7 @@ model_aliases:
 		return
 	}
 
-	// Stopping the gateway flushes the ledger's queue to the database.
-	g.stop(t)
-	store, err := ledger.OpenSQLite(filepath.Join(g.dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	recs, err := store.Query(context.Background(), ledger.Filter{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := g.ledgerRecords(t)
 	bySession := map[string][]ledger.Record{}
 	for _, r := range recs {
 		bySession[r.SessionID] = append(bySession[r.SessionID], r)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // Keys the test gateway accepts.
@@ -82,6 +83,7 @@ type gateway struct {
 	cmd     *exec.Cmd
 	stderr  *syncBuffer
 	adminAt string
+	done    chan struct{} // closed when the process has exited
 }
 
 type syncBuffer struct {
@@ -195,6 +197,8 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	g.done = make(chan struct{})
+	go func() { _ = g.cmd.Wait(); close(g.done) }()
 	t.Cleanup(func() { g.stop(t) })
 	// Readiness is polled before the test has the CA root; the TLS test
 	// verifies the certificate properly afterwards.
@@ -211,28 +215,47 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 		if time.Now().After(deadline) {
 			t.Fatalf("gateway did not become ready; its log:\n%s", g.stderr.String())
 		}
-		if g.cmd.ProcessState != nil {
+		select {
+		case <-g.done:
 			t.Fatalf("gateway exited; its log:\n%s", g.stderr.String())
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // stop asks caddy to shut down gracefully (flushing the ledger) and waits.
 func (g *gateway) stop(t *testing.T) {
-	if g.cmd == nil || g.cmd.Process == nil || g.cmd.ProcessState != nil {
+	select {
+	case <-g.done:
 		return
+	default:
 	}
 	_ = g.cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- g.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-g.done:
 	case <-time.After(20 * time.Second):
 		_ = g.cmd.Process.Kill()
-		<-done
+		<-g.done
 		t.Errorf("gateway did not stop within 20s; log:\n%s", g.stderr.String())
 	}
+}
+
+// ledgerRecords stops the gateway (which flushes the ledger) and reads
+// every record it wrote.
+func (g *gateway) ledgerRecords(t *testing.T) []ledger.Record {
+	t.Helper()
+	g.stop(t)
+	s, err := ledger.OpenSQLite(filepath.Join(g.dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	recs, err := s.Query(context.Background(), ledger.Filter{From: now.Add(-time.Hour), To: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 // do sends a raw request with a key and returns status and body.

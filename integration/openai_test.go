@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,11 +283,11 @@ func TestEchoBackendAndErrors(t *testing.T) {
 func TestUpstreamFailures(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{Status: http.StatusTooManyRequests})
 	closed := freePort(t) // nothing listens here
-	models := u.modelsYAML() + ""
+	models := u.modelsYAML()
 	models = strings.Replace(models, "model_aliases:", `  - model_name: down
     proxy_params:
       model: ollama/llama-fake
-      api_base: http://127.0.0.1:`+itoa(closed)+`
+      api_base: http://127.0.0.1:`+strconv.Itoa(closed)+`
 model_aliases:`, 1)
 	g := startGateway(t, gatewayConfig{models: models})
 
@@ -301,11 +302,10 @@ model_aliases:`, 1)
 	if strings.Contains(string(body), "127.0.0.1") {
 		t.Errorf("error reveals the upstream address: %s", body)
 	}
-	st, hdr, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`)
+	st, _, body = g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`)
 	if st != http.StatusTooManyRequests || !strings.Contains(string(body), "fake failure 429") {
 		t.Errorf("upstream 429: %d %s", st, body)
 	}
-	_ = hdr
 	st, _, body = g.do(t, "POST", "/v1/messages", aliceKey, `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
 	var ae struct {
 		Type  string `json:"type"`
@@ -314,9 +314,4 @@ model_aliases:`, 1)
 	if err := json.Unmarshal(body, &ae); err != nil || st != 429 || ae.Type != "error" || ae.Error.Type != "rate_limit_error" {
 		t.Errorf("anthropic-shaped upstream error: %d %s", st, body)
 	}
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -87,8 +87,17 @@ func TestReviewSecretsStayOut(t *testing.T) {
 	for _, alias := range []string{"oa", "claude", "llama", "echo", "nope"} {
 		for _, stream := range []bool{false, true} {
 			body := fmt.Sprintf(chat, alias, stream)
-			g.do(t, "POST", "/v1/chat/completions", aliceKey, body)
-			g.do(t, "POST", "/v1/messages?beta=true", "", body, "X-Api-Key", aliceKey, "Anthropic-Version", "2023-06-01")
+			want := http.StatusOK
+			if alias == "nope" {
+				want = http.StatusNotFound
+			}
+			// Real traffic, or the checks below would have nothing to see.
+			if st, _, b := g.do(t, "POST", "/v1/chat/completions", aliceKey, body); st != want {
+				t.Errorf("chat %s stream=%v: %d %s", alias, stream, st, b)
+			}
+			if st, _, b := g.do(t, "POST", "/v1/messages?beta=true", "", body, "X-Api-Key", aliceKey, "Anthropic-Version", "2023-06-01"); st != want {
+				t.Errorf("messages %s stream=%v: %d %s", alias, stream, st, b)
+			}
 		}
 	}
 	g.do(t, "POST", "/v1/chat/completions", "sk-wrong-key-that-is-secret", fmt.Sprintf(chat, "oa", false))
@@ -119,6 +128,9 @@ func TestReviewSecretsStayOut(t *testing.T) {
 		}
 	}
 	// No upstream sees the client's key.
+	if u.openaiRec.Count() == 0 || u.anthropicRec.Count() == 0 || u.ollamaRec.Count() == 0 {
+		t.Fatal("some upstream got no traffic: the key check below would be vacuous")
+	}
 	for name, rec := range map[string]*fakes.Recorder{"openai": u.openaiRec, "anthropic": u.anthropicRec, "ollama": u.ollamaRec} {
 		for _, r := range rec.Requests() {
 			for k, vs := range r.Header {
