@@ -241,7 +241,7 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 		return t.end(dst), nil
 	case "error":
 		t.done = true
-		t.upErr = inBandError(ev.Data)
+		t.upErr = &APIError{Status: statusForErrorType(e.Error.Type), Message: e.Error.Message}
 		dst = append(dst, `data: {"error":{"message":`...)
 		dst = appendJSONString(dst, e.Error.Message)
 		dst = append(dst, `,"type":`...)

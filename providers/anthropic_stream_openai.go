@@ -257,7 +257,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 	c := &t.chunk
 	if c.Error != nil {
 		t.done = true
-		e := APIError{Status: statusForOpenAIType(c.Error.Type), Message: c.Error.Message}
+		e := APIError{Status: statusForErrorType(c.Error.Type), Message: c.Error.Message}
 		if e.Message == "" {
 			e.Message = "upstream error"
 		}
@@ -330,22 +330,3 @@ func (t *openAIToAnthropicStream) Finish(dst []byte) []byte {
 	return t.end(dst)
 }
 
-// statusForOpenAIType recovers an HTTP status from an OpenAI error type so
-// the error is rendered in the matching Anthropic type.
-func statusForOpenAIType(typ string) int {
-	switch typ {
-	case "invalid_request_error":
-		return 400
-	case "authentication_error":
-		return 401
-	case "permission_error":
-		return 403
-	case "not_found_error":
-		return 404
-	case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota":
-		return 429
-	case "service_unavailable_error", "overloaded_error":
-		return 529
-	}
-	return 500
-}

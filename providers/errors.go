@@ -47,6 +47,29 @@ func OpenAIType(status int) string {
 	return "invalid_request_error"
 }
 
+// statusForErrorType recovers an HTTP status from an error type of either
+// family, the reverse of OpenAIType and AnthropicType, for errors that
+// arrive inside a stream without a status of their own.
+func statusForErrorType(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota":
+		return http.StatusTooManyRequests
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "service_unavailable_error", "overloaded_error":
+		return 529
+	}
+	return http.StatusInternalServerError
+}
+
 // AnthropicType is the Anthropic `error.type` for the status.
 func AnthropicType(status int) string {
 	switch status {

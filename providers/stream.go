@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 )
 
 // Event is one unit of an upstream stream: an SSE event (Name is its
@@ -52,38 +51,21 @@ type StreamEnd struct {
 	Err      *APIError
 }
 
-// inBandError reads an error the upstream sent as a stream event (an
-// OpenAI `{"error":...}` chunk or an Anthropic `error` event) for the
-// ledger; the client already got it translated.
+// inBandError reads an error the upstream sent as a stream event, for the
+// ledger (the client already got it translated). OpenAI's error chunk and
+// Anthropic's error event share the shape {"error":{"type","message"}}.
 func inBandError(data []byte) *APIError {
-	e := UpstreamError(http.StatusBadGateway, data)
-	if t, ok := anthropicErrorStatus(data); ok {
-		e.Status = t
-	}
-	return e
-}
-
-// anthropicErrorStatus maps an Anthropic error event's type to its status.
-func anthropicErrorStatus(data []byte) (int, bool) {
 	var ev struct {
 		Error struct {
-			Type string `json:"type"`
+			Type    string `json:"type"`
+			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(data, &ev) != nil {
-		return 0, false
+	_ = json.Unmarshal(data, &ev)
+	if ev.Error.Message == "" {
+		ev.Error.Message = "upstream error"
 	}
-	switch ev.Error.Type {
-	case "overloaded_error":
-		return 529, true
-	case "rate_limit_error":
-		return http.StatusTooManyRequests, true
-	case "api_error":
-		return http.StatusInternalServerError, true
-	case "timeout_error":
-		return http.StatusGatewayTimeout, true
-	}
-	return 0, false
+	return &APIError{Status: statusForErrorType(ev.Error.Type), Message: ev.Error.Message}
 }
 
 // ErrLineTooLong is returned when one SSE line or NDJSON object exceeds
