@@ -311,16 +311,12 @@ func imageURL(src *AnthropicSource) string {
 	return ""
 }
 
-type textError string
-
-func (e textError) Error() string { return string(e) }
-
 // toolResultText flattens a tool_result's content to the text of a tool
 // message; images inside results have no place there and are dropped.
 func toolResultText(b *AnthropicBlock) (string, error) {
 	inner, err := anthropicBlocks(nil, b.Content, -1)
 	if err != nil {
-		return "", textError("tool_result content must be a string or an array of content blocks")
+		return "", constError("tool_result content must be a string or an array of content blocks")
 	}
 	text := joinText(inner)
 	if b.IsError {

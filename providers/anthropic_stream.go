@@ -374,8 +374,4 @@ func openAITypeForAnthropic(typ string) string {
 	return typ
 }
 
-type streamError string
-
-func (e streamError) Error() string { return string(e) }
-
-const errBadEvent = streamError("upstream sent a malformed stream event")
+const errBadEvent = constError("upstream sent a malformed stream event")

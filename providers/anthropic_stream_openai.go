@@ -329,4 +329,3 @@ func (t *openAIToAnthropicStream) Finish(dst []byte) []byte {
 	}
 	return t.end(dst)
 }
-

@@ -234,7 +234,7 @@ func (s *echoStream) next() bool {
 		}
 		s.buf = s.ch.usage(s.buf, s.prompt, s.completion)
 	case echoDone:
-		s.buf = appendDone(s.buf)
+		s.buf = append(s.buf, sseDone...)
 		s.stage = echoEOF
 	default:
 		return false

@@ -23,6 +23,11 @@ func (e *APIError) Error() string { return e.Message }
 
 // Errorf-style constructors keep call sites short.
 
+// constError is an error that is a fixed text, usable as a constant.
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
 // BadRequest is a 400 naming the offending parameter.
 func BadRequest(param, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Param: param, Message: msg}

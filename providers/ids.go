@@ -37,6 +37,9 @@ func newToolUseID() string { return "toolu_" + rand.Text() }
 // newCallID is a fresh OpenAI-style tool-call id.
 func newCallID() string { return "call_" + rand.Text() }
 
+// newCompletionID is a fresh OpenAI chat completion id.
+func newCompletionID() string { return "chatcmpl-" + rand.Text() }
+
 // anthropicMessageID derives a `msg_` id from an upstream OpenAI response
 // id, so the same upstream response always maps to the same id.
 func anthropicMessageID(openaiID string) string {

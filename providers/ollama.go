@@ -181,25 +181,21 @@ func ollamaContent(raw json.RawMessage, param string) (string, []string, error) 
 	return text.String(), images, nil
 }
 
-type translateError string
-
-func (e translateError) Error() string { return string(e) }
-
 // dataURIBase64 returns the payload of a base64 data URI. Remote URLs are
 // refused because Ollama has no way to fetch them.
 func dataURIBase64(u string) (string, error) {
 	if !strings.HasPrefix(u, "data:") {
 		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-			return "", translateError("image URLs are not supported by Ollama; send the image as a base64 data URI")
+			return "", constError("image URLs are not supported by Ollama; send the image as a base64 data URI")
 		}
-		return "", translateError("must be a base64 data URI")
+		return "", constError("must be a base64 data URI")
 	}
 	meta, data, ok := strings.Cut(u[len("data:"):], ",")
 	if !ok || !strings.HasSuffix(meta, ";base64") {
-		return "", translateError("must be a base64 data URI")
+		return "", constError("must be a base64 data URI")
 	}
 	if data == "" {
-		return "", translateError("empty image data")
+		return "", constError("empty image data")
 	}
 	return data, nil
 }
@@ -213,7 +209,7 @@ func ollamaArguments(s string) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	}
 	if t[0] != '{' || !json.Valid([]byte(t)) {
-		return nil, translateError("must be a JSON object encoded as a string")
+		return nil, constError("must be a JSON object encoded as a string")
 	}
 	return json.RawMessage(t), nil
 }
@@ -374,7 +370,7 @@ func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 		}
 		id := tc.ID
 		if id == "" {
-			id = newID("call_")
+			id = newCallID()
 		}
 		msg.ToolCalls = append(msg.ToolCalls, OpenAIToolCall{
 			ID: id, Type: "function",
@@ -391,7 +387,7 @@ func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 	u := Usage{InputTokens: in.PromptEvalCount, OutputTokens: in.EvalCount, Seen: in.Done}
 	fp := "fp_ollama"
 	out := OpenAIResponse{
-		ID:                newID("chatcmpl-"),
+		ID:                newCompletionID(),
 		Object:            "chat.completion",
 		Created:           ollamaCreated(in.CreatedAt),
 		Model:             in.Model,

@@ -1,13 +1,8 @@
 package providers
 
 import (
-	"crypto/rand"
 	"strconv"
 )
-
-// newID is prefix plus 26 random base32 characters, which also satisfy
-// Anthropic's ^[a-zA-Z0-9_-]+$ id rule.
-func newID(prefix string) string { return prefix + rand.Text() }
 
 // chunker writes OpenAI chat.completion.chunk SSE events straight into the
 // caller's buffer. The constant start of every chunk is rendered once per
@@ -102,8 +97,6 @@ func (c *chunker) usage(dst []byte, prompt, completion int64) []byte {
 	dst = strconv.AppendInt(dst, prompt+completion, 10)
 	return append(dst, "}}\n\n"...)
 }
-
-func appendDone(dst []byte) []byte { return append(dst, "data: [DONE]\n\n"...) }
 
 const hexDigits = "0123456789abcdef"
 

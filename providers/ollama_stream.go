@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 )
 
 // ollamaLine is the part of an NDJSON stream line the translator reads;
@@ -46,11 +45,7 @@ func NewOllamaToOpenAIStream(model string, includeUsage bool) StreamTranslator {
 }
 
 func (s *ollamaToOpenAIStream) start(dst []byte, createdAt string) []byte {
-	created := time.Now().Unix()
-	if t, err := time.Parse(time.RFC3339Nano, createdAt); err == nil {
-		created = t.Unix()
-	}
-	s.ch.init(newID("chatcmpl-"), created, s.model)
+	s.ch.init(newCompletionID(), ollamaCreated(createdAt), s.model)
 	s.started = true
 	return s.ch.role(dst)
 }
@@ -93,7 +88,7 @@ func (s *ollamaToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		}
 		id := tc.ID
 		if id == "" {
-			id = newID("call_")
+			id = newCallID()
 		}
 		dst = s.ch.toolCall(dst, s.tools, id, tc.Function.Name, s.args.Bytes())
 		s.tools++
@@ -125,7 +120,7 @@ func (s *ollamaToOpenAIStream) Finish(dst []byte) []byte {
 	if !s.finished {
 		dst = s.end(dst, ollamaFinishReason("", s.tools > 0))
 	}
-	return appendDone(dst)
+	return append(dst, sseDone...)
 }
 
 // Usage implements StreamTranslator.

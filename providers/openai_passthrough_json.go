@@ -191,20 +191,10 @@ func findMember(b []byte, i int, key string) (span, bool, error) {
 
 // decodeStringToken returns the Go value of a JSON string token.
 func decodeStringToken(tok []byte) (string, bool) {
-	if len(tok) < 2 || tok[0] != '"' {
+	if !validStringToken(tok) {
 		return "", false
 	}
-	inner := tok[1 : len(tok)-1]
-	for _, c := range inner {
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			var s string
-			if json.Unmarshal(tok, &s) != nil {
-				return "", false
-			}
-			return s, true
-		}
-	}
-	return string(inner), true
+	return unquoteFast(tok), true
 }
 
 // RewriteModel replaces the value of the top-level "model" member with

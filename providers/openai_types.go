@@ -120,31 +120,3 @@ type OpenAIPromptTokenDetails struct {
 	CachedTokens     int64 `json:"cached_tokens"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
-
-// OpenAIChunk is one streamed chunk.
-type OpenAIChunk struct {
-	ID                string              `json:"id"`
-	Object            string              `json:"object"`
-	Created           int64               `json:"created"`
-	Model             string              `json:"model"`
-	SystemFingerprint *string             `json:"system_fingerprint,omitempty"`
-	Choices           []OpenAIChunkChoice `json:"choices"`
-	Usage             *OpenAIUsage        `json:"usage"`
-}
-
-// OpenAIChunkChoice is a choice inside a chunk.
-type OpenAIChunkChoice struct {
-	Index        int         `json:"index"`
-	Delta        OpenAIDelta `json:"delta"`
-	Logprobs     any         `json:"logprobs,omitempty"`
-	FinishReason *string     `json:"finish_reason"`
-}
-
-// OpenAIDelta is the incremental message of a chunk choice.
-type OpenAIDelta struct {
-	Role      string           `json:"role,omitempty"`
-	Content   *string          `json:"content,omitempty"`
-	Reasoning string           `json:"reasoning,omitempty"`
-	ToolCalls []OpenAIToolCall `json:"tool_calls,omitempty"`
-	Refusal   *string          `json:"refusal,omitempty"`
-}
