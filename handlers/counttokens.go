@@ -46,12 +46,12 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	case b.dep.Kind == modellist.KindOpenAI && !b.dep.Local:
 		n, _, err = g.counter.CountOpenAI(body, b.dep.Model)
 	case b.dep.Provider == "hosted_vllm":
-		n, err = tokencount.CountVLLM(ctx, b.client, b.dep.APIBase, b.dep.APIKey, b.dep.Model, body)
+		n, err = tokencount.CountVLLM(ctx, b.client, b.dep.APIBase, b.header, b.dep.Model, body)
 		if err != nil && ctx.Err() == nil && !isClientError(err) {
 			n, err = g.counter.Estimate(body)
 		}
 	case b.dep.Provider == "llamacpp":
-		n, err = tokencount.CountLlamaCpp(ctx, b.client, b.dep.APIBase, b.dep.APIKey, body)
+		n, err = tokencount.CountLlamaCpp(ctx, b.client, b.dep.APIBase, b.header, body)
 		if err != nil && ctx.Err() == nil && !isClientError(err) {
 			n, err = g.counter.Estimate(body)
 		}

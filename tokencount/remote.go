@@ -40,7 +40,7 @@ func serverRoot(apiBase string) (string, error) {
 // body yields a 400 *providers.APIError; an error answer from the server a
 // 502 one; a transport failure an error wrapping the cause (ctx's error
 // included), so the caller can fall back to Counter.Estimate.
-func CountVLLM(ctx context.Context, client *http.Client, apiBase, apiKey, model string, body []byte) (int, error) {
+func CountVLLM(ctx context.Context, client *http.Client, apiBase string, header http.Header, model string, body []byte) (int, error) {
 	p, err := parse(body)
 	if err != nil {
 		return 0, err
@@ -64,7 +64,7 @@ func CountVLLM(ctx context.Context, client *http.Client, apiBase, apiKey, model 
 	var out struct {
 		Count *int `json:"count"`
 	}
-	err = postTokenize(ctx, client, apiBase, apiKey, "vllm", payload, func(r io.Reader) error {
+	err = postTokenize(ctx, client, apiBase, header, "vllm", payload, func(r io.Reader) error {
 		return json.NewDecoder(r).Decode(&out)
 	})
 	if err != nil {
@@ -91,7 +91,7 @@ type vllmTokenizeRequest struct {
 // template's own tokens are approximated with the chat formula's framing (3
 // per message, 3 for the reply). Images and PDFs are added as CountOpenAI
 // estimates them. Errors are as for CountVLLM.
-func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase, apiKey string, body []byte) (int, error) {
+func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase string, header http.Header, body []byte) (int, error) {
 	p, err := parse(body)
 	if err != nil {
 		return 0, err
@@ -104,7 +104,7 @@ func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase, apiKey str
 		return 0, fmt.Errorf("llama.cpp tokenize: encode request: %w", err)
 	}
 	var n int
-	err = postTokenize(ctx, client, apiBase, apiKey, "llama.cpp", payload, func(r io.Reader) error {
+	err = postTokenize(ctx, client, apiBase, header, "llama.cpp", payload, func(r io.Reader) error {
 		var cerr error
 		n, cerr = countTokensArray(r)
 		return cerr
@@ -116,9 +116,9 @@ func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase, apiKey str
 }
 
 // postTokenize sends payload to {root}/tokenize and hands a 200 answer to
-// decode. The API key goes only into the Authorization header, never into an
-// error.
-func postTokenize(ctx context.Context, client *http.Client, apiBase, apiKey, server string, payload []byte, decode func(io.Reader) error) error {
+// decode. header is the deployment's own (credentials and extra_headers,
+// as on its chat requests); the key in it never reaches an error.
+func postTokenize(ctx context.Context, client *http.Client, apiBase string, header http.Header, server string, payload []byte, decode func(io.Reader) error) error {
 	root, err := serverRoot(apiBase)
 	if err != nil {
 		return err
@@ -130,11 +130,11 @@ func postTokenize(ctx context.Context, client *http.Client, apiBase, apiKey, ser
 	if err != nil {
 		return fmt.Errorf("%s tokenize: %w", server, err)
 	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
 	resp, err := client.Do(req)
 	if err != nil {
 		// url.Error repeats the URL, which holds no secret; the cause keeps

@@ -16,6 +16,11 @@ import (
 
 const testKey = "sk-local-secret-123"
 
+// bearer is a deployment header carrying key, as the gateway builds it.
+func bearer(key string) http.Header {
+	return http.Header{"Authorization": {"Bearer " + key}}
+}
+
 const convo = `{"model":"local-alias","system":"Be brief.","max_tokens":100,
 	"messages":[{"role":"user","content":"List files"},
 	{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"ls","input":{"dir":"/tmp"}}]},
@@ -62,7 +67,7 @@ func TestCountVLLM(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	n, err := CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", testKey, "Qwen/Qwen3-8B", []byte(convo))
+	n, err := CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", bearer(testKey), "Qwen/Qwen3-8B", []byte(convo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +101,7 @@ func TestCountVLLM(t *testing.T) {
 
 	// A prefilled assistant turn is continued.
 	prefill := `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello,"}]}`
-	if _, err := CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", "", "m", []byte(prefill)); err != nil {
+	if _, err := CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", nil, "m", []byte(prefill)); err != nil {
 		t.Fatal(err)
 	}
 	if got.AddGenerationPrompt || !got.ContinueFinalMessage || gotAuth != "" {
@@ -134,7 +139,7 @@ func TestCountLlamaCpp(t *testing.T) {
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"tokens": toks})
 		}))
-		n, err := CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/v1/", testKey, []byte(convo))
+		n, err := CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/v1/", bearer(testKey), []byte(convo))
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +174,7 @@ func TestTokenizeErrors(t *testing.T) {
 	defer srv.Close()
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	for _, path := range []string{"/bad/v1", "/garbage/v1", "/nocount/v1"} {
-		_, err := CountVLLM(context.Background(), srv.Client(), srv.URL+path, testKey, "x", body)
+		_, err := CountVLLM(context.Background(), srv.Client(), srv.URL+path, bearer(testKey), "x", body)
 		var apiErr *providers.APIError
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadGateway {
 			t.Errorf("%s: err = %v, want a 502 APIError", path, err)
@@ -180,18 +185,18 @@ func TestTokenizeErrors(t *testing.T) {
 		}
 	}
 	// An empty token list is a valid answer: only the framing remains.
-	n, err := CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/nocount/v1", testKey, body)
+	n, err := CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/nocount/v1", bearer(testKey), body)
 	if err != nil || n != 3+3 {
 		t.Errorf("empty tokens: %d, %v; want 6", n, err)
 	}
-	_, err = CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/garbage/v1", testKey, body)
+	_, err = CountLlamaCpp(context.Background(), srv.Client(), srv.URL+"/garbage/v1", bearer(testKey), body)
 	var apiErr *providers.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadGateway {
 		t.Errorf("garbage: err = %v", err)
 	}
 
 	// A bad body is the client's 400, before any request.
-	_, err = CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", testKey, "x", []byte(`{"model":"m"}`))
+	_, err = CountVLLM(context.Background(), srv.Client(), srv.URL+"/v1", bearer(testKey), "x", []byte(`{"model":"m"}`))
 	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "messages" {
 		t.Errorf("bad body: %v", err)
 	}
@@ -200,7 +205,7 @@ func TestTokenizeErrors(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL
 	closed.Close()
-	_, err = CountLlamaCpp(context.Background(), nil, url+"/v1", testKey, body)
+	_, err = CountLlamaCpp(context.Background(), nil, url+"/v1", bearer(testKey), body)
 	if err == nil || strings.Contains(err.Error(), testKey) {
 		t.Errorf("refused: err = %v", err)
 	}
@@ -219,11 +224,11 @@ func TestTokenizeHonoursContext(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	for name, call := range map[string]func(context.Context) error{
 		"vllm": func(ctx context.Context) error {
-			_, err := CountVLLM(ctx, srv.Client(), srv.URL+"/v1", testKey, "m", body)
+			_, err := CountVLLM(ctx, srv.Client(), srv.URL+"/v1", bearer(testKey), "m", body)
 			return err
 		},
 		"llama.cpp": func(ctx context.Context) error {
-			_, err := CountLlamaCpp(ctx, srv.Client(), srv.URL+"/v1", testKey, body)
+			_, err := CountLlamaCpp(ctx, srv.Client(), srv.URL+"/v1", bearer(testKey), body)
 			return err
 		},
 	} {
