@@ -50,7 +50,6 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	g.dispatch(w, r, cf, body, info, alias, rec)
 
 	rec.Latency = g.now().Sub(start)
-	rec.ContextWindow = ledger.ContextWindowFor(rec.TotalInput())
 	if g.opts.Recorder != nil {
 		g.opts.Recorder.Enqueue(*rec)
 	}

@@ -10,21 +10,10 @@ import (
 	"time"
 )
 
-// ReportKind selects the report a query is for.
-type ReportKind uint8
-
-// The two organization reports.
-const (
-	UsageKind ReportKind = iota
-	CostKind
-)
-
 // ReportQuery is a validated report request. Start and End are aligned to
 // Width; the buckets are [Start, End) cut every Width.
 type ReportQuery struct {
-	Kind        ReportKind
 	Start, End  time.Time
-	BucketWidth string // "1m" | "1h" | "1d"
 	Width       time.Duration
 	Limit       int
 	// Page is the first bucket of the requested page; zero for the first page.
@@ -87,7 +76,7 @@ func unsupportedParams() []string {
 // /v1/organizations/usage_report/messages. now sets the default end: the
 // bucket holding now is the last one.
 func ParseUsageQuery(v url.Values, now time.Time) (ReportQuery, error) {
-	q := ReportQuery{Kind: UsageKind}
+	q := ReportQuery{}
 	allowed := []string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by",
 		"models", "api_key_ids", "workspace_ids", "service_tiers", "context_window"}
 	if err := checkNames(v, allowed); err != nil {
@@ -123,7 +112,7 @@ func ParseUsageQuery(v url.Values, now time.Time) (ReportQuery, error) {
 // which has only daily buckets, no filters, and groups by workspace_id and
 // description only.
 func ParseCostQuery(v url.Values, now time.Time) (ReportQuery, error) {
-	q := ReportQuery{Kind: CostKind}
+	q := ReportQuery{}
 	allowed := []string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by"}
 	if err := checkNames(v, allowed); err != nil {
 		return q, err
@@ -163,7 +152,6 @@ func checkNames(v url.Values, allowed []string) error {
 }
 
 func parseCommon(v url.Values, q *ReportQuery, width string, wl widthLimits, now time.Time) error {
-	q.BucketWidth = width
 	q.Width = wl.width
 	s, err := single(v, "starting_at", "")
 	if err != nil {

@@ -90,27 +90,26 @@ func TestParseUsageQuery(t *testing.T) {
 	}{
 		{"defaults: 1d, limit 7, end after today's bucket",
 			"starting_at=2025-09-01T00:00:00Z",
-			ReportQuery{Start: t0, End: t0.Add(3 * day), BucketWidth: "1d", Width: day, Limit: 7}},
+			ReportQuery{Start: t0, End: t0.Add(3 * day), Width: day, Limit: 7}},
 		{"non-aligned start snaps to its bucket; ending_at keeps whole buckets only",
 			"starting_at=2025-09-01T10:15:00Z&ending_at=2025-09-01T13:45:00Z&bucket_width=1h&limit=168",
-			ReportQuery{Start: t0.Add(10 * time.Hour), End: t0.Add(13 * time.Hour), BucketWidth: "1h",
-				Width: time.Hour, Limit: 168}},
+			ReportQuery{Start: t0.Add(10 * time.Hour), End: t0.Add(13 * time.Hour), Width: time.Hour, Limit: 168}},
 		{"both array forms, deduplicated, and filters",
 			"starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-08T00:00:00Z&group_by[]=model&group_by=workspace_id" +
 				"&group_by[]=model&models[]=claude&models=local&api_key_ids[]=alice&workspace_ids[]=w1" +
 				"&service_tiers[]=batch&context_window[]=200k-1M&beta=true&limit=31",
-			ReportQuery{Start: t0, End: t0.Add(7 * day), BucketWidth: "1d", Width: day, Limit: 31,
+			ReportQuery{Start: t0, End: t0.Add(7 * day), Width: day, Limit: 31,
 				GroupBy: []string{"model", "workspace_id"}, Models: []string{"claude", "local"},
 				APIKeyIDs: []string{"alice"}, WorkspaceIDs: []string{"w1"}, ServiceTiers: []string{"batch"},
 				ContextWindows: []string{ContextWindowLarge}}},
 		{"page token and 1m default limit",
 			"starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-01T02:00:00Z&bucket_width=1m&page=" +
 				url.QueryEscape(encodePage(t0.Add(time.Hour))),
-			ReportQuery{Start: t0, End: t0.Add(2 * time.Hour), BucketWidth: "1m", Width: time.Minute, Limit: 60,
+			ReportQuery{Start: t0, End: t0.Add(2 * time.Hour), Width: time.Minute, Limit: 60,
 				Page: t0.Add(time.Hour)}},
 		{"offset times are converted to UTC",
 			"starting_at=2025-09-01T02:00:00%2B02:00&ending_at=2025-09-02T00:00:00Z",
-			ReportQuery{Start: t0, End: t0.Add(day), BucketWidth: "1d", Width: day, Limit: 7}},
+			ReportQuery{Start: t0, End: t0.Add(day), Width: day, Limit: 7}},
 	}
 	for _, tt := range tests {
 		got, err := ParseUsageQuery(mustValues(t, tt.query), now)
@@ -125,7 +124,7 @@ func TestParseUsageQuery(t *testing.T) {
 }
 
 func sameQuery(a, b ReportQuery) bool {
-	return a.Kind == b.Kind && a.Start.Equal(b.Start) && a.End.Equal(b.End) && a.BucketWidth == b.BucketWidth &&
+	return a.Start.Equal(b.Start) && a.End.Equal(b.End) &&
 		a.Width == b.Width && a.Limit == b.Limit && a.Page.Equal(b.Page) && slices.Equal(a.GroupBy, b.GroupBy) &&
 		slices.Equal(a.Models, b.Models) && slices.Equal(a.APIKeyIDs, b.APIKeyIDs) &&
 		slices.Equal(a.WorkspaceIDs, b.WorkspaceIDs) && slices.Equal(a.ServiceTiers, b.ServiceTiers) &&
@@ -138,8 +137,7 @@ func TestParseCostQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ReportQuery{Kind: CostKind, Start: t0, End: t0.Add(3 * 24 * time.Hour), BucketWidth: "1d",
-		Width: 24 * time.Hour, Limit: 31, GroupBy: []string{"workspace_id", "description"}}
+	want := ReportQuery{Start: t0, End: t0.Add(3 * 24 * time.Hour), Width: 24 * time.Hour, Limit: 31, GroupBy: []string{"workspace_id", "description"}}
 	if !sameQuery(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
