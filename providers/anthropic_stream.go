@@ -2,7 +2,6 @@ package providers
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 )
 
@@ -96,8 +95,7 @@ func mergeDeltaUsage(u *Usage, d *AnthropicUsage) {
 // anthropicToOpenAIStream turns Anthropic events into OpenAI chunks.
 type anthropicToOpenAIStream struct {
 	includeUsage bool
-	// prefix is every chunk's opening up to and including `"choices":[`.
-	prefix []byte
+	ch           chunker
 	// toolOf maps an Anthropic block index to its tool_calls index, or -1.
 	toolOf   []int
 	tools    int
@@ -124,29 +122,17 @@ func (t *anthropicToOpenAIStream) End() StreamEnd {
 	return StreamEnd{Complete: t.sawStop || t.finished, Err: t.upErr}
 }
 
-func (t *anthropicToOpenAIStream) setPrefix(id, model string) {
-	p := append(t.prefix[:0], `{"id":`...)
-	p = appendJSONString(p, openAICompletionID(id))
-	p = append(p, `,"object":"chat.completion.chunk","created":`...)
-	p = strconv.AppendInt(p, time.Now().Unix(), 10)
-	p = append(p, `,"model":`...)
-	p = appendJSONString(p, model)
-	t.prefix = append(p, `,"choices":[`...)
+// started renders the chunk head once; message_start names the id and
+// model, a stream that skips it gets a fresh id.
+func (t *anthropicToOpenAIStream) started(id, model string) {
+	t.ch.init(openAICompletionID(id), time.Now().Unix(), model)
 }
 
-// open starts a chunk whose single choice has the delta that follows.
-func (t *anthropicToOpenAIStream) open(dst []byte) []byte {
-	if len(t.prefix) == 0 {
-		t.setPrefix("", "")
+func (t *anthropicToOpenAIStream) head() *chunker {
+	if len(t.ch.head) == 0 {
+		t.started("", "")
 	}
-	dst = append(dst, "data: "...)
-	dst = append(dst, t.prefix...)
-	return append(dst, `{"index":0,"delta":`...)
-}
-
-// closeChunk ends a chunk begun by open: a content chunk, not the finish.
-func closeChunk(dst []byte) []byte {
-	return append(dst, `,"finish_reason":null}],"usage":null}`+"\n\n"...)
+	return &t.ch
 }
 
 func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error) {
@@ -168,11 +154,9 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 	e := &t.ev
 	switch eventType(ev, e.Type) {
 	case "message_start":
-		t.setPrefix(e.Message.ID, e.Message.Model)
+		t.started(e.Message.ID, e.Message.Model)
 		t.usage = usageFromAnthropic(&e.Message.Usage)
-		dst = t.open(dst)
-		dst = append(dst, `{"role":"assistant","content":""}`...)
-		return closeChunk(dst), nil
+		return t.ch.role(dst), nil
 	case "content_block_start":
 		if e.Index < 0 || e.Index > 1<<16 {
 			return dst, errBadEvent
@@ -189,19 +173,11 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 			if id == "" {
 				id = newCallID()
 			}
-			dst = t.open(dst)
-			dst = append(dst, `{"tool_calls":[{"index":`...)
-			dst = strconv.AppendInt(dst, int64(k), 10)
-			dst = append(dst, `,"id":`...)
-			dst = appendJSONString(dst, id)
-			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = appendJSONString(dst, e.ContentBlock.Name)
-			dst = append(dst, `,"arguments":""}}]}`...)
-			return closeChunk(dst), nil
+			return t.head().toolCall(dst, k, id, e.ContentBlock.Name, nil), nil
 		case "text":
 			t.toolOf[e.Index] = -1
 			if e.ContentBlock.Text != "" {
-				return t.appendText(dst, e.ContentBlock.Text), nil
+				return t.head().content(dst, e.ContentBlock.Text), nil
 			}
 		default:
 			t.toolOf[e.Index] = -1
@@ -213,18 +189,12 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 			if e.Delta.Text == "" {
 				return dst, nil
 			}
-			return t.appendText(dst, e.Delta.Text), nil
+			return t.head().content(dst, e.Delta.Text), nil
 		case "input_json_delta":
 			if e.Index < 0 || e.Index >= len(t.toolOf) || t.toolOf[e.Index] < 0 || e.Delta.PartialJSON == "" {
 				return dst, nil
 			}
-			dst = t.open(dst)
-			dst = append(dst, `{"tool_calls":[{"index":`...)
-			dst = strconv.AppendInt(dst, int64(t.toolOf[e.Index]), 10)
-			dst = append(dst, `,"function":{"arguments":`...)
-			dst = appendJSONString(dst, e.Delta.PartialJSON)
-			dst = append(dst, `}}]}`...)
-			return closeChunk(dst), nil
+			return t.head().argsToken(dst, t.toolOf[e.Index], appendJSONString(nil, e.Delta.PartialJSON)), nil
 		}
 		// thinking, signature and citation deltas have no OpenAI form
 		return dst, nil
@@ -292,11 +262,7 @@ func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
 		if len(tok) == 2 {
 			return dst, true
 		}
-		dst = t.open(dst)
-		dst = append(dst, `{"content":`...)
-		dst = append(dst, tok...)
-		dst = append(dst, '}')
-		return closeChunk(dst), true
+		return t.head().contentToken(dst, tok), true
 	case `"input_json_delta"`:
 		tok := data[partial.start:partial.end]
 		k, ok := parseIndex(data[idx.start:idx.end])
@@ -306,33 +272,16 @@ func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
 		if k >= len(t.toolOf) || t.toolOf[k] < 0 || len(tok) == 2 {
 			return dst, true
 		}
-		dst = t.open(dst)
-		dst = append(dst, `{"tool_calls":[{"index":`...)
-		dst = strconv.AppendInt(dst, int64(t.toolOf[k]), 10)
-		dst = append(dst, `,"function":{"arguments":`...)
-		dst = append(dst, tok...)
-		dst = append(dst, `}}]}`...)
-		return closeChunk(dst), true
+		return t.head().argsToken(dst, t.toolOf[k], tok), true
 	case `"thinking_delta"`, `"signature_delta"`, `"citations_delta"`:
 		return dst, true
 	}
 	return dst, false
 }
 
-func (t *anthropicToOpenAIStream) appendText(dst []byte, text string) []byte {
-	dst = t.open(dst)
-	dst = append(dst, `{"content":`...)
-	dst = appendJSONString(dst, text)
-	dst = append(dst, '}')
-	return closeChunk(dst)
-}
-
 func (t *anthropicToOpenAIStream) appendFinish(dst []byte, reason string) []byte {
 	t.finished = true
-	dst = t.open(dst)
-	dst = append(dst, `{},"finish_reason":"`...)
-	dst = append(dst, reason...)
-	return append(dst, `"}],"usage":null}`+"\n\n"...)
+	return t.head().finish(dst, reason)
 }
 
 // end sends the finish chunk if none went out, the usage chunk if asked
@@ -342,11 +291,7 @@ func (t *anthropicToOpenAIStream) end(dst []byte) []byte {
 		dst = t.appendFinish(dst, "stop")
 	}
 	if t.includeUsage {
-		dst = append(dst, "data: "...)
-		dst = append(dst, t.prefix...)
-		dst = append(dst, `],"usage":`...)
-		dst = appendOpenAIUsage(dst, t.usage)
-		dst = append(dst, "}\n\n"...)
+		dst = t.head().usage(dst, t.usage)
 	}
 	t.done = true
 	return append(dst, sseDone...)

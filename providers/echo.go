@@ -232,7 +232,7 @@ func (s *echoStream) next() bool {
 		if !s.includeUsage {
 			return s.next()
 		}
-		s.buf = s.ch.usage(s.buf, s.prompt, s.completion)
+		s.buf = s.ch.usage(s.buf, Usage{InputTokens: s.prompt, OutputTokens: s.completion})
 	case echoDone:
 		s.buf = append(s.buf, sseDone...)
 		s.stage = echoEOF

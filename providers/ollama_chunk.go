@@ -55,6 +55,28 @@ func (c *chunker) content(dst []byte, s string) []byte {
 	return c.close(dst, "")
 }
 
+// contentToken is content with s already a valid JSON string token, copied
+// as it is (the translators' fast paths pass the upstream's own token).
+func (c *chunker) contentToken(dst, tok []byte) []byte {
+	dst = c.open(dst)
+	dst = append(dst, `{"content":`...)
+	dst = append(dst, tok...)
+	dst = append(dst, '}')
+	return c.close(dst, "")
+}
+
+// argsToken is a tool call's next arguments fragment, tok being a valid
+// JSON string token.
+func (c *chunker) argsToken(dst []byte, index int, tok []byte) []byte {
+	dst = c.open(dst)
+	dst = append(dst, `{"tool_calls":[{"index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	dst = append(dst, `,"function":{"arguments":`...)
+	dst = append(dst, tok...)
+	dst = append(dst, `}}]}`...)
+	return c.close(dst, "")
+}
+
 // reasoning uses the non-standard delta.reasoning that Ollama's and other
 // local servers' OpenAI layers emit.
 func (c *chunker) reasoning(dst []byte, s string) []byte {
@@ -86,16 +108,12 @@ func (c *chunker) finish(dst []byte, reason string) []byte {
 }
 
 // usage is the include_usage chunk: no choices, only the totals.
-func (c *chunker) usage(dst []byte, prompt, completion int64) []byte {
+func (c *chunker) usage(dst []byte, u Usage) []byte {
 	dst = append(dst, "data: "...)
 	dst = append(dst, c.head...)
-	dst = append(dst, `[],"usage":{"prompt_tokens":`...)
-	dst = strconv.AppendInt(dst, prompt, 10)
-	dst = append(dst, `,"completion_tokens":`...)
-	dst = strconv.AppendInt(dst, completion, 10)
-	dst = append(dst, `,"total_tokens":`...)
-	dst = strconv.AppendInt(dst, prompt+completion, 10)
-	return append(dst, "}}\n\n"...)
+	dst = append(dst, `[],"usage":`...)
+	dst = appendOpenAIUsage(dst, u)
+	return append(dst, "}\n\n"...)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -104,7 +104,7 @@ func (s *ollamaToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error) {
 func (s *ollamaToOpenAIStream) end(dst []byte, reason string) []byte {
 	dst = s.ch.finish(dst, reason)
 	if s.includeUsage {
-		dst = s.ch.usage(dst, s.usage.InputTokens, s.usage.OutputTokens)
+		dst = s.ch.usage(dst, s.usage)
 	}
 	s.finished = true
 	return dst
