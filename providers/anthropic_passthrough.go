@@ -44,7 +44,7 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 	case "error":
 		t.err = inBandError(ev.Data)
 	}
-	return appendSSEBytes(dst, ev.Name, ev.Data), nil
+	return AppendSSE(dst, ev.Name, ev.Data), nil
 }
 
 // readUsage decodes the "usage" member of the object at data[at] into the

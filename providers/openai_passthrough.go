@@ -5,19 +5,6 @@ import (
 	"encoding/json"
 )
 
-// appendSSEBytes is AppendSSE for a name held as bytes, so forwarding an
-// event does not convert its name to a string.
-func appendSSEBytes(dst, name, data []byte) []byte {
-	if len(name) > 0 {
-		dst = append(dst, "event: "...)
-		dst = append(dst, name...)
-		dst = append(dst, '\n')
-	}
-	dst = append(dst, "data: "...)
-	dst = append(dst, data...)
-	return append(dst, '\n', '\n')
-}
-
 // openAIPassthroughStream forwards OpenAI chunks unchanged while reading
 // the usage chunk.
 type openAIPassthroughStream struct {
@@ -42,7 +29,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	data := ev.Data
 	if string(bytes.TrimSpace(data)) == dataDone {
 		t.sawDone, t.upstreamDone = true, true
-		return appendSSEBytes(dst, ev.Name, data), nil
+		return AppendSSE(dst, ev.Name, data), nil
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
 		t.upstreamErr = inBandError(data)
@@ -76,7 +63,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 			}
 		}
 	}
-	return appendSSEBytes(dst, ev.Name, data), nil
+	return AppendSSE(dst, ev.Name, data), nil
 }
 
 func (t *openAIPassthroughStream) End() StreamEnd {

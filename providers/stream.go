@@ -192,8 +192,8 @@ func (n *NDJSONReader) Next() (Event, error) {
 }
 
 // AppendSSE appends one SSE event; name may be empty (OpenAI style).
-func AppendSSE(dst []byte, name string, data []byte) []byte {
-	if name != "" {
+func AppendSSE[N string | []byte](dst []byte, name N, data []byte) []byte {
+	if len(name) > 0 {
 		dst = append(dst, "event: "...)
 		dst = append(dst, name...)
 		dst = append(dst, '\n')
