@@ -83,7 +83,7 @@ func buildAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens i
 		v := min(*t, 1)
 		out.Temperature = &v
 	}
-	stops, err := decodeStop(in.Stop)
+	stops, err := decodeStop(in.Stop, notBlank)
 	if err != nil {
 		return anthropicOutRequest{}, err
 	}
@@ -197,7 +197,11 @@ func appendTurn(msgs []anthropicOutMsg, role string, blocks []AnthropicBlock) []
 	return append(msgs, anthropicOutMsg{Role: role, Content: blocks})
 }
 
-func decodeStop(raw json.RawMessage) ([]string, error) {
+// decodeStop reads OpenAI's `stop` (a string or a list) and keeps the
+// entries keep accepts: Anthropic rejects whitespace-only sequences, Ollama
+// has no use for empty ones.
+func decodeStop(raw json.RawMessage, keep func(string) bool) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
@@ -211,10 +215,9 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 	} else if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, BadRequest("stop", "stop must be a string or an array of strings")
 	}
-	// Anthropic rejects whitespace-only stop sequences.
 	kept := list[:0]
 	for _, s := range list {
-		if strings.TrimSpace(s) != "" {
+		if keep(s) {
 			kept = append(kept, s)
 		}
 	}
@@ -223,6 +226,10 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 	}
 	return kept, nil
 }
+
+func notBlank(s string) bool { return strings.TrimSpace(s) != "" }
+
+func notEmpty(s string) bool { return s != "" }
 
 // openAIParts decodes message content that is a string, an array of parts
 // or null. A string comes back as one text part.

@@ -253,7 +253,7 @@ func ollamaOptions(in *OpenAIRequest) (*OllamaOptions, error) {
 	if o.NumPredict == nil {
 		o.NumPredict = in.MaxTokens
 	}
-	stop, err := stopList(in.Stop)
+	stop, err := decodeStop(in.Stop, notEmpty)
 	if err != nil {
 		return nil, err
 	}
@@ -263,35 +263,6 @@ func ollamaOptions(in *OpenAIRequest) (*OllamaOptions, error) {
 		return nil, nil
 	}
 	return &o, nil
-}
-
-// stopList accepts OpenAI's string-or-array `stop`.
-func stopList(raw json.RawMessage) ([]string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		if one == "" {
-			return nil, nil
-		}
-		return []string{one}, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, BadRequest("stop", "stop: must be a string or an array of strings")
-	}
-	out := list[:0]
-	for _, s := range list {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
 }
 
 func ollamaFormat(raw json.RawMessage) (json.RawMessage, error) {
