@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +72,7 @@ func stampedStream(o fakes.Options) http.Handler {
 		model := strconv.Quote(req.Model)
 		buf := make([]byte, 0, 256)
 		for i := 0; i < chunks; i++ {
-			if i > 0 && !sleepCtx(r.Context(), o.Gap) {
+			if i > 0 && !fakes.Pause(r, o.Gap) {
 				return
 			}
 			buf = append(buf[:0], `data: {"id":"chatcmpl-ts","object":"chat.completion.chunk","created":1730000000,"model":`...)
@@ -94,20 +93,6 @@ func stampedStream(o fakes.Options) http.Handler {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		_ = rc.Flush()
 	})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // runUpstream is the -upstream mode: serve until stdin closes (the parent

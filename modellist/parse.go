@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,7 +197,7 @@ func (p *parser) collect(n *yaml.Node, w where, known []string, out map[string]f
 			// (x-cloud: &cloud {...}) that the loader otherwise ignores.
 			continue
 		}
-		if !contains(known, name) {
+		if !slices.Contains(known, name) {
 			p.errorf(k, w, "unknown field %q%s (known: %s)", name, suggest(name, known), knownFieldList(w, known))
 			continue
 		}
@@ -243,15 +244,6 @@ func kindName(n *yaml.Node) string {
 		return "list"
 	}
 	return "scalar"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scalar returns the text of a non-null scalar, reporting anything else.
@@ -441,7 +433,7 @@ func (p *parser) fallbacks(c *Config, n *yaml.Node, w where) {
 				p.errorf(t, tw, "%q falls back to itself; its other deployments are already tried, remove it", name)
 			case p.unknownAlias(c, name):
 				p.errorf(t, tw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", name, strings.Join(c.aliases, ", "))
-			case contains(to, name):
+			case slices.Contains(to, name):
 				p.errorf(t, tw, "%q listed twice; keep one", name)
 			default:
 				to = append(to, name)

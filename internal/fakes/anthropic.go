@@ -83,7 +83,7 @@ func Anthropic(o Options, rec *Recorder) http.Handler {
 			event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_fake1","name":%q,"input":{}}}`, WeatherToolName))
 			half := len(WeatherToolArguments) / 2
 			for _, part := range []string{WeatherToolArguments[:half], WeatherToolArguments[half:]} {
-				if !pause(r, o.Gap) {
+				if !Pause(r, o.Gap) {
 					return
 				}
 				event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%q}}`, part))
@@ -92,7 +92,7 @@ func Anthropic(o Options, rec *Recorder) http.Handler {
 		} else {
 			event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 			for _, p := range o.pieces() {
-				if !pause(r, o.Gap) {
+				if !Pause(r, o.Gap) {
 					return
 				}
 				event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%q}}`, p))

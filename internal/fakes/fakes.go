@@ -146,7 +146,9 @@ func flush(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-func pause(r *http.Request, d time.Duration) bool {
+// Pause waits d unless the request is cancelled first; it reports whether
+// the request is still wanted.
+func Pause(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return r.Context().Err() == nil
 	}

@@ -56,7 +56,7 @@ func Ollama(o Options, rec *Recorder) http.Handler {
 			line(fmt.Sprintf(`{"role":"assistant","content":"","tool_calls":%s}`, toolCalls), `"done":false`)
 		} else {
 			for _, p := range o.pieces() {
-				if !pause(r, o.Gap) {
+				if !Pause(r, o.Gap) {
 					return
 				}
 				line(fmt.Sprintf(`{"role":"assistant","content":%q}`, p), `"done":false`)

@@ -66,7 +66,7 @@ func OpenAI(o Options, rec *Recorder) http.Handler {
 			chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":"call_fake1","type":"function","function":{"name":%q,"arguments":""}}]}`, WeatherToolName), "")
 			half := len(WeatherToolArguments) / 2
 			for _, part := range []string{WeatherToolArguments[:half], WeatherToolArguments[half:]} {
-				if !pause(r, o.Gap) {
+				if !Pause(r, o.Gap) {
 					return
 				}
 				chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"function":{"arguments":%q}}]}`, part), "")
@@ -74,7 +74,7 @@ func OpenAI(o Options, rec *Recorder) http.Handler {
 			chunk(`{}`, "tool_calls")
 		} else {
 			for _, p := range o.pieces() {
-				if !pause(r, o.Gap) {
+				if !Pause(r, o.Gap) {
 					return
 				}
 				chunk(fmt.Sprintf(`{"content":%q}`, p), "")
