@@ -13,9 +13,9 @@ import (
 // ReportQuery is a validated report request. Start and End are aligned to
 // Width; the buckets are [Start, End) cut every Width.
 type ReportQuery struct {
-	Start, End  time.Time
-	Width       time.Duration
-	Limit       int
+	Start, End time.Time
+	Width      time.Duration
+	Limit      int
 	// Page is the first bucket of the requested page; zero for the first page.
 	Page    time.Time
 	GroupBy []string
