@@ -520,9 +520,13 @@ func (g *Gateway) transportError(ctx context.Context, err error, alias string, t
 	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream connection failed", alias)}
 }
 
+// applyUsage puts the upstream's usage on the record, clamped: an upstream
+// is not trusted to count sanely, and these numbers also feed the tpm
+// windows and metrics, where a negative count would hand out capacity.
 func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
-	rec.InputTokens, rec.CacheCreation5m, rec.CacheCreation1h = u.InputTokens, u.CacheCreation5m, u.CacheCreation1h
-	rec.CacheReadTokens, rec.OutputTokens = u.CacheReadTokens, u.OutputTokens
+	rec.InputTokens, rec.CacheCreation5m = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.CacheCreation5m)
+	rec.CacheCreation1h, rec.CacheReadTokens = ledger.ClampTokens(u.CacheCreation1h), ledger.ClampTokens(u.CacheReadTokens)
+	rec.OutputTokens = ledger.ClampTokens(u.OutputTokens)
 	b.prices.Apply(rec)
 }
 

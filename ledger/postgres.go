@@ -3,8 +3,10 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
 
@@ -32,10 +34,27 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 			return err
 		},
 		maxParams: 65535,
+		least:     "LEAST", greatest: "GREATEST",
+		rowError: postgresRowError,
 	}}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// postgresRowError is a data exception (class 22: bad encoding, out of
+// range), an integrity violation (23) or a program limit (54, a value too
+// large): the row is at fault, and another try would fail the same way.
+func postgresRowError(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) < 2 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
 }

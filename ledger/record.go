@@ -64,19 +64,14 @@ type Prices struct {
 	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
 }
 
-// PerMTok converts a price in USD per million tokens to picodollars per
-// token: $1/MTok is exactly 1,000,000 pico-USD per token.
-func PerMTok(usd float64) int64 {
-	return int64(usd*1e6 + 0.5)
-}
-
-// Cost is the request's cost in picodollars.
+// Cost is the request's cost in picodollars, saturating at MaxCost: usage
+// numbers come from upstreams and are not trusted to be sane.
 func (p Prices) Cost(r *Record) int64 {
-	return r.InputTokens*p.Input +
-		r.OutputTokens*p.Output +
-		r.CacheReadTokens*p.CacheRead +
-		r.CacheCreation5m*p.CacheWrite5m +
-		r.CacheCreation1h*p.CacheWrite1h
+	return min(MaxCost, costOf(r.InputTokens, p.Input)+
+		costOf(r.OutputTokens, p.Output)+
+		costOf(r.CacheReadTokens, p.CacheRead)+
+		costOf(r.CacheCreation5m, p.CacheWrite5m)+
+		costOf(r.CacheCreation1h, p.CacheWrite1h))
 }
 
 // Apply records p on r and sets r.CostPicoUSD from it.

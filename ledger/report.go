@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,11 +222,11 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 				ServiceTier: k.tier.ptr(), ContextWindow: k.window.ptr()}
 			groups[b][k] = res
 		}
-		res.UncachedInputTokens += r.InputTokens
-		res.CacheCreation.Ephemeral5m += r.CacheCreation5m
-		res.CacheCreation.Ephemeral1h += r.CacheCreation1h
-		res.CacheReadInputTokens += r.CacheReadTokens
-		res.OutputTokens += r.OutputTokens
+		addSat(&res.UncachedInputTokens, r.InputTokens)
+		addSat(&res.CacheCreation.Ephemeral5m, r.CacheCreation5m)
+		addSat(&res.CacheCreation.Ephemeral1h, r.CacheCreation1h)
+		addSat(&res.CacheReadInputTokens, r.CacheReadTokens)
+		addSat(&res.OutputTokens, r.OutputTokens)
 	}
 	for i := range out.Data {
 		bs := p.start.Add(time.Duration(i) * q.Width)
@@ -291,7 +292,9 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 		if sums[b] == nil {
 			sums[b] = make(map[costKey]int64)
 		}
-		sums[b][k] += pico
+		v := sums[b][k]
+		addSat(&v, pico)
+		sums[b][k] = v
 	}
 	for i := range rows {
 		r := &rows[i]
@@ -362,6 +365,16 @@ func bucketIndex(t, start time.Time, width time.Duration, n int) int {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// addSat adds n (never negative: the store clamps) to *sum, stopping at
+// the largest int64 instead of wrapping to a negative total.
+func addSat(sum *int64, n int64) {
+	if n > 0 && *sum > math.MaxInt64-n {
+		*sum = math.MaxInt64
+		return
+	}
+	*sum += n
+}
 
 // picoPerCent is 1e-12 USD units in one cent.
 const picoPerCent = 10_000_000_000

@@ -3,12 +3,13 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite" // also registers the pure-Go "sqlite" driver
 )
 
 // OpenSQLite opens (creating if needed) the SQLite ledger at path and
@@ -36,6 +37,8 @@ func OpenSQLite(path string) (Store, error) {
 		name:           "sqlite",
 		placeholder:    questionPlaceholder,
 		lockMigrations: func(context.Context, *sql.Tx) error { return nil }, // _txlock=immediate already serializes
+		least:          "MIN", greatest: "MAX",
+		rowError: sqliteRowError,
 	}}
 	if err := s.migrate(context.Background()); err != nil {
 		_ = db.Close()
@@ -49,4 +52,18 @@ func OpenSQLite(path string) (Store, error) {
 		return nil, fmt.Errorf("ledger sqlite: %w", err)
 	}
 	return s, nil
+}
+
+// sqliteRowError is SQLITE_TOOBIG, SQLITE_CONSTRAINT or SQLITE_MISMATCH
+// (primary codes 18, 19, 20): the row is at fault, not the file.
+func sqliteRowError(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case 18, 19, 20:
+		return true
+	}
+	return false
 }

@@ -26,6 +26,13 @@ type Store interface {
 	Close() error
 }
 
+// RowRejecter is implemented by stores that can tell an insert that
+// failed on a row's data from one that failed on the database: the writer
+// then writes the rest of the batch and sets aside only the bad row.
+type RowRejecter interface {
+	RejectsRow(err error) bool
+}
+
 // Dimension is a record field reports group by.
 type Dimension string
 
@@ -72,6 +79,12 @@ type dialect struct {
 	lockMigrations func(ctx context.Context, tx *sql.Tx) error
 	// maxParams bounds the bind parameters of one multi-row statement.
 	maxParams int
+	// least and greatest name the scalar min and max of two values.
+	least, greatest string
+	// rowError reports whether an INSERT failed because of the data of a
+	// row (a value the database refuses), not the database itself: only
+	// then is a batch split to find and set aside the bad row.
+	rowError func(error) bool
 }
 
 // migrations are applied in order, each once, each in its own transaction.
@@ -321,13 +334,29 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 	}
 	var q strings.Builder
 	args := []any{w}
-	sum := func(expr string) string { return "CAST(SUM(" + expr + ") AS BIGINT)" }
+	// Every summed value is clamped to the record bounds first: rows stored
+	// before the writer enforced them may hold anything, and one overflow
+	// would fail every report over their range.
+	sum := func(expr string) string {
+		if s.d.name == "postgres" {
+			// PostgreSQL sums bigints as numeric: saturate before the cast.
+			return "CAST(LEAST(SUM(" + expr + "), 9223372036854775807) AS BIGINT)"
+		}
+		return "CAST(SUM(" + expr + ") AS BIGINT)"
+	}
+	clamp := func(expr string, max int64) string {
+		return s.d.least + "(" + s.d.greatest + "(" + expr + ", 0), " + strconv.FormatInt(max, 10) + ")"
+	}
+	tokens := func(col string) string { return clamp(col, MaxTokens) }
+	cost := func(tokCol, priceCol string) string {
+		return clamp(tokens(tokCol)+" * "+clamp(priceCol, MaxPrice), MaxCost)
+	}
 	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) + ", " + strings.Join(cols, ", ") + ", " +
-		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
-		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + sum("cost_pico") + ", " +
-		sum("input_tokens * price_input") + ", " + sum("output_tokens * price_output") + ", " +
-		sum("cache_read_tokens * price_cache_read") + ", " + sum("cache_creation_5m * price_cache_write_5m") + ", " +
-		sum("cache_creation_1h * price_cache_write_1h") + " FROM usage_records")
+		sum(tokens("input_tokens")) + ", " + sum(tokens("cache_creation_5m")) + ", " + sum(tokens("cache_creation_1h")) + ", " +
+		sum(tokens("cache_read_tokens")) + ", " + sum(tokens("output_tokens")) + ", " + sum(clamp("cost_pico", MaxCost)) + ", " +
+		sum(cost("input_tokens", "price_input")) + ", " + sum(cost("output_tokens", "price_output")) + ", " +
+		sum(cost("cache_read_tokens", "price_cache_read")) + ", " + sum(cost("cache_creation_5m", "price_cache_write_5m")) + ", " +
+		sum(cost("cache_creation_1h", "price_cache_write_1h")) + " FROM usage_records")
 	args = s.where(&q, args, f)
 	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)
@@ -386,6 +415,11 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 		return nil, fmt.Errorf("ledger query: %w", err)
 	}
 	return out, nil
+}
+
+// RejectsRow implements RowRejecter.
+func (s *sqlStore) RejectsRow(err error) bool {
+	return s.d.rowError != nil && s.d.rowError(err)
 }
 
 func (s *sqlStore) Close() error {

@@ -86,6 +86,7 @@ func NewWriter(s Store, opts WriterOptions) *Writer {
 // Enqueue queues r without blocking. It returns false, counting a drop,
 // when the queue is full or the writer is closed.
 func (w *Writer) Enqueue(r Record) bool {
+	r.sanitize()
 	w.inflight.Add(1)
 	defer w.inflight.Add(-1)
 	if w.closed.Load() {
@@ -182,7 +183,9 @@ func (w *Writer) run() {
 }
 
 // write inserts one batch, retrying with backoff; a batch that still fails
-// is counted and logged rather than dropped unnoticed.
+// is counted and logged rather than dropped unnoticed. When the store says
+// a row's data was refused, the batch is split until the bad rows are
+// alone: the other records are written, and only those are lost.
 func (w *Writer) write(batch []Record) {
 	backoff := w.opts.RetryBackoff
 	var err error
@@ -190,6 +193,13 @@ func (w *Writer) write(batch []Record) {
 		err = w.s.Insert(w.abortCtx, batch)
 		if err == nil {
 			w.written.Add(int64(len(batch)))
+			return
+		}
+		if w.rejectsRow(err) {
+			if lost := w.isolate(batch); lost > 0 {
+				w.writeErrors.Add(int64(lost))
+				w.opts.Logger(fmt.Sprintf("ledger: %d of %d usage records refused by the database and set aside; the rest were written", lost, len(batch)), err)
+			}
 			return
 		}
 		if attempt >= w.opts.Retries || w.abortCtx.Err() != nil {
@@ -207,4 +217,32 @@ func (w *Writer) write(batch []Record) {
 		return
 	}
 	w.opts.Logger(fmt.Sprintf("ledger: %d usage records not written after %d retries", len(batch), w.opts.Retries), err)
+}
+
+func (w *Writer) rejectsRow(err error) bool {
+	rr, ok := w.s.(RowRejecter)
+	return ok && rr.RejectsRow(err)
+}
+
+// isolate writes batch, whose insert was refused for a row's data, in
+// halves until each refused row stands alone, and returns how many rows
+// were not written. k bad rows cost about 2k·log2(n) inserts.
+func (w *Writer) isolate(batch []Record) (lost int) {
+	if len(batch) == 1 {
+		return 1
+	}
+	for _, half := range [2][]Record{batch[:len(batch)/2], batch[len(batch)/2:]} {
+		err := w.s.Insert(w.abortCtx, half)
+		switch {
+		case err == nil:
+			w.written.Add(int64(len(half)))
+		case w.rejectsRow(err):
+			lost += w.isolate(half)
+		default:
+			// The database itself failed now: this half is lost like any
+			// batch whose retries ran out.
+			lost += len(half)
+		}
+	}
+	return lost
 }

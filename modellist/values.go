@@ -117,6 +117,13 @@ func (p *parser) price(n *yaml.Node, w where) *int64 {
 		p.errorf(deref(n), w, "%v", err)
 		return nil
 	}
+	// The ledger's bound (ledger.MaxPrice, $1,073.74 per million tokens):
+	// a larger figure is almost always a per-million price in the wrong
+	// field, which would bill every token a million times over.
+	if v > 1<<30 {
+		p.errorf(deref(n), w, "%s USD per token is above $0.001; prices are per token, not per million tokens (e.g. $3 per million is 0.000003 or 3e-06)", s)
+		return nil
+	}
 	return &v
 }
 

@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds on one record. Upstreams report usage and clients send headers
+// the gateway does not control: a negative or absurd count, or a string
+// PostgreSQL cannot store, must never reach a batch (one bad row fails the
+// whole INSERT) or a report sum (an overflow fails every report over its
+// range). Real traffic sits orders of magnitude inside each bound.
+const (
+	// MaxTokens bounds one token type of one request; no model's context
+	// comes within a thousandth of it.
+	MaxTokens = 1 << 31
+	// MaxPrice bounds a per-token price in picodollars ($1,073.74 per
+	// million tokens).
+	MaxPrice = 1 << 30
+	// MaxCost bounds one request's cost in picodollars ($1,125.90, some
+	// 40 times the dearest real request), so 8,192 requests at the bound
+	// still sum inside an int64.
+	MaxCost = 1 << 50
+	// maxTextBytes bounds every text column.
+	maxTextBytes = 256
+)
+
+// clampInt returns n limited to [0, max].
+func clampInt(n, max int64) int64 {
+	if n < 0 {
+		return 0
+	}
+	if n > max {
+		return max
+	}
+	return n
+}
+
+// ClampTokens limits an upstream's token count to [0, MaxTokens].
+func ClampTokens(n int64) int64 { return clampInt(n, MaxTokens) }
+
+// costOf is tokens × price, both clamped, saturating at MaxCost.
+func costOf(tokens, price int64) int64 {
+	tokens, price = ClampTokens(tokens), clampInt(price, MaxPrice)
+	if tokens == 0 || price == 0 {
+		return 0
+	}
+	// Both factors are below 2^31, so the product fits in an int64.
+	return min(tokens*price, MaxCost)
+}
+
+// cleanText makes s storable in every database: valid UTF-8, no NUL
+// (PostgreSQL's text type refuses it), at most max bytes, cut on a rune
+// boundary. Clean values, the usual case, are returned without a copy.
+func cleanText(s string, max int) string {
+	if len(s) <= max && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// sanitize brings every field of r inside the bounds above. The writer
+// calls it on every record it accepts, so no producer can forget.
+func (r *Record) sanitize() {
+	for _, s := range [...]*string{&r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
+		&r.Provider, &r.ServiceTier, &r.Endpoint, &r.Outcome, &r.SessionID, &r.ContextWindow} {
+		*s = cleanText(*s, maxTextBytes)
+	}
+	for _, n := range [...]*int64{&r.InputTokens, &r.CacheCreation5m, &r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens} {
+		*n = ClampTokens(*n)
+	}
+	for _, p := range [...]*int64{&r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m, &r.Prices.CacheWrite1h} {
+		*p = clampInt(*p, MaxPrice)
+	}
+	r.CostPicoUSD = clampInt(r.CostPicoUSD, MaxCost)
+	if r.Latency < 0 {
+		r.Latency = 0
+	}
+	if r.TTFT < 0 {
+		r.TTFT = 0
+	}
+}
