@@ -26,6 +26,7 @@ type backend struct {
 	prices   ledger.Prices
 	timeout  time.Duration
 	gap      time.Duration // stream_timeout: longest allowed pause between events
+	secrets  []string      // what upstreamError removes from upstream text
 }
 
 const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
@@ -47,6 +48,7 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.upstream)
+	b.secrets = secretsOf(d)
 	return b
 }
 

@@ -431,7 +431,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 			status = http.StatusBadGateway
 		} else {
 			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			apiErr = g.redact(b, providers.UpstreamError(status, errBody))
+			apiErr = b.upstreamError(providers.UpstreamError(status, errBody))
 			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, status, apiErr.Message)
 		}
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
@@ -567,8 +567,8 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 	}
 	out, usage, err := translateBody(cf, b.upstream, raw)
 	if err != nil {
-		return result{retryable: true, class: "bad_response", err: &providers.APIError{Status: http.StatusBadGateway,
-			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)}}
+		return result{retryable: true, class: "bad_response", err: b.upstreamError(&providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
 	h := w.Header()
@@ -706,7 +706,17 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		gap.reset()
 		out, err = tr.Translate(out[:0], ev)
 		if err != nil {
-			return fail("stream_error", g.redact(b, asUpstreamStreamError(err, rec.Alias)))
+			apiErr := b.upstreamError(asUpstreamStreamError(err, rec.Alias))
+			if !committed && !retryableStatus(apiErr.Status) {
+				// The upstream refused before the client saw a byte, for
+				// a reason another deployment would share: answer it as a
+				// plain HTTP error, as a non-stream request would get.
+				applyUsage(rec, tr.Usage(), b)
+				rec.Status, rec.Outcome = apiErr.Status, "error"
+				apiErr.Write(w, cf)
+				return result{committed: true, class: "stream_error"}
+			}
+			return fail("stream_error", apiErr)
 		}
 		if len(out) == 0 {
 			continue
@@ -720,17 +730,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 			return result{committed: true}
 		}
 	}
-	end := tr.End()
-	if end.Err != nil {
-		// The client already has the upstream's error event.
-		applyUsage(rec, tr.Usage(), b)
-		rec.Status, rec.Outcome = end.Err.Status, "error"
-		if !committed {
-			return result{retryable: retryableStatus(end.Err.Status), class: "stream_error", err: g.redact(b, end.Err)}
-		}
-		return result{committed: true, class: "stream_error"}
-	}
-	if !end.Complete {
+	if !tr.Complete() {
 		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream stream ended before its end marker", rec.Alias)})
 	}
@@ -758,18 +758,6 @@ func looksLikeObject(b []byte) bool {
 
 func retryableStatus(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
-}
-
-// redact removes the deployment's own key from an upstream's error text:
-// a server that echoes the key it got ("invalid api key: sk-...") must not
-// hand it to every client.
-func (g *Gateway) redact(b *backend, e *providers.APIError) *providers.APIError {
-	if k := b.dep.APIKey; len(k) >= 8 && strings.Contains(e.Message, k) {
-		c := *e
-		c.Message = strings.ReplaceAll(c.Message, k, "[redacted]")
-		return &c
-	}
-	return e
 }
 
 func asUpstreamStreamError(err error, alias string) *providers.APIError {

@@ -59,7 +59,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		n, err = g.counter.Estimate(body)
 	}
 	if err != nil {
-		apiErr := asAPIError(err)
+		apiErr := b.upstreamError(asAPIError(err))
 		if ctx.Err() != nil {
 			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: token counting timed out", alias)}
 		}
@@ -95,8 +95,25 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, b *
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// The upstream's error, in the gateway's shape and without the
+		// deployment's secrets, which some servers echo back.
+		status := resp.StatusCode
+		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		apiErr := b.upstreamError(providers.UpstreamError(status, errBody))
+		if status < 400 {
+			apiErr = &providers.APIError{Status: http.StatusBadGateway,
+				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", b.dep.Alias, status)}
+		} else {
+			apiErr.Status = status
+			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", b.dep.Alias, status, apiErr.Message)
+		}
+		apiErr.RetryAfter = resp.Header.Get("Retry-After")
+		apiErr.Write(w, cf)
+		return
+	}
 	relayHeaders(w.Header(), resp.Header)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(resp.StatusCode)
+	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxUpstreamBody))
 }

@@ -8,7 +8,6 @@ type anthropicPassthroughStream struct {
 	usage    Usage
 	scratch  AnthropicUsage
 	complete bool
-	err      *APIError
 }
 
 // NewAnthropicPassthroughStream forwards an Anthropic upstream stream to an
@@ -42,7 +41,7 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 	case "message_stop":
 		t.complete = true
 	case "error":
-		t.err = inBandError(ev.Data)
+		return dst, inBandError(ev.Data)
 	}
 	return AppendSSE(dst, ev.Name, ev.Data), nil
 }
@@ -61,9 +60,7 @@ func (t *anthropicPassthroughStream) readUsage(data []byte, at int) (*AnthropicU
 	return &t.scratch, true
 }
 
-func (t *anthropicPassthroughStream) End() StreamEnd {
-	return StreamEnd{Complete: t.complete, Err: t.err}
-}
+func (t *anthropicPassthroughStream) Complete() bool { return t.complete }
 
 // Finish adds nothing: the upstream's own events are the client's stream.
 func (t *anthropicPassthroughStream) Finish(dst []byte) []byte { return dst }

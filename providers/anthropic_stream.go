@@ -103,9 +103,8 @@ type anthropicToOpenAIStream struct {
 	finished bool // finish chunk sent
 	done     bool // [DONE] or an error sent; nothing more goes out
 	ev       anthropicEventIn
-	// sawStop: the upstream sent message_stop; upErr: an error event.
+	// sawStop: the upstream sent message_stop.
 	sawStop bool
-	upErr   *APIError
 }
 
 // NewAnthropicToOpenAIStream translates an Anthropic upstream stream for an
@@ -117,10 +116,8 @@ func NewAnthropicToOpenAIStream(includeUsage bool) StreamTranslator {
 
 func (t *anthropicToOpenAIStream) Usage() Usage { return t.usage }
 
-// End: a stop reason (message_delta) or message_stop completes the stream.
-func (t *anthropicToOpenAIStream) End() StreamEnd {
-	return StreamEnd{Complete: t.sawStop || t.finished, Err: t.upErr}
-}
+// Complete: a stop reason (message_delta) or message_stop completes the stream.
+func (t *anthropicToOpenAIStream) Complete() bool { return t.sawStop || t.finished }
 
 // started renders the chunk head once; message_start names the id and
 // model, a stream that skips it gets a fresh id.
@@ -211,12 +208,11 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 		return t.end(dst), nil
 	case "error":
 		t.done = true
-		t.upErr = &APIError{Status: statusForErrorType(e.Error.Type), Message: e.Error.Message}
-		dst = append(dst, `data: {"error":{"message":`...)
-		dst = appendJSONString(dst, e.Error.Message)
-		dst = append(dst, `,"type":`...)
-		dst = appendJSONString(dst, openAITypeForAnthropic(e.Error.Type))
-		return append(dst, `,"param":null,"code":null}}`+"\n\n"...), nil
+		e := &APIError{Status: statusForErrorType(e.Error.Type), Message: e.Error.Message}
+		if e.Message == "" {
+			e.Message = "upstream error"
+		}
+		return dst, e
 	}
 	return dst, nil
 }

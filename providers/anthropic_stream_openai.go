@@ -45,9 +45,8 @@ type openAIToAnthropicStream struct {
 	stop     string
 	usage    Usage
 	chunk    openAIChunkIn
-	// sawEnd: the upstream sent [DONE]; upErr: it sent an error chunk.
+	// sawEnd: the upstream sent [DONE].
 	sawEnd bool
-	upErr  *APIError
 }
 
 // NewOpenAIToAnthropicStream translates an OpenAI upstream stream for an
@@ -261,8 +260,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 		if e.Message == "" {
 			e.Message = "upstream error"
 		}
-		t.upErr = &e
-		return e.AppendStreamError(dst, FormatAnthropic), nil
+		return dst, &e
 	}
 	if !t.started {
 		dst = t.start(dst, c.ID, c.Model)
@@ -318,9 +316,9 @@ func (t *openAIToAnthropicStream) end(dst []byte) []byte {
 	return append(dst, `{"type":"message_stop"}`+"\n\n"...)
 }
 
-// End: a finish reason or [DONE] from the upstream completes the stream.
-func (t *openAIToAnthropicStream) End() StreamEnd {
-	return StreamEnd{Complete: t.sawEnd || t.stop != "", Err: t.upErr}
+// Complete: a finish reason or [DONE] from the upstream completes the stream.
+func (t *openAIToAnthropicStream) Complete() bool {
+	return t.sawEnd || t.stop != ""
 }
 
 func (t *openAIToAnthropicStream) Finish(dst []byte) []byte {

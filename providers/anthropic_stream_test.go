@@ -76,6 +76,16 @@ func runStream(t *testing.T, upstream string, tr StreamTranslator) string {
 			t.Fatal(err)
 		}
 		dst, err = tr.Translate(dst, ev)
+		var inBand *APIError
+		if errors.As(err, &inBand) {
+			// As the gateway does: the upstream's error ends the stream,
+			// rendered in the client's family.
+			cf := FormatOpenAI
+			if _, ok := tr.(*openAIToAnthropicStream); ok {
+				cf = FormatAnthropic
+			}
+			return string(inBand.AppendStreamError(dst, cf))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,8 +36,8 @@ func (c *chain) Finish(dst []byte) []byte {
 // Usage is the upstream-facing translator's: it read the real counters.
 func (c *chain) Usage() Usage { return c.first.Usage() }
 
-// End is the upstream-facing translator's: it saw the upstream's ending.
-func (c *chain) End() StreamEnd { return c.first.End() }
+// Complete is the upstream-facing translator's: it saw the upstream's ending.
+func (c *chain) Complete() bool { return c.first.Complete() }
 
 // feed splits SSE text produced by first into events for second.
 func (c *chain) feed(dst, sse []byte) ([]byte, error) {

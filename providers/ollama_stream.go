@@ -128,4 +128,4 @@ func (s *ollamaToOpenAIStream) Usage() Usage { return s.usage }
 
 // End implements StreamTranslator: the done line completes the stream;
 // Ollama's in-band errors already fail Translate.
-func (s *ollamaToOpenAIStream) End() StreamEnd { return StreamEnd{Complete: s.sawDone} }
+func (s *ollamaToOpenAIStream) Complete() bool { return s.sawDone }

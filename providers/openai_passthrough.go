@@ -11,7 +11,6 @@ type openAIPassthroughStream struct {
 	dropUsageChunk bool
 	sawDone        bool // [DONE] sent to the client, by the upstream or Finish
 	upstreamDone   bool // the upstream sent [DONE] or a finish reason
-	upstreamErr    *APIError
 	usage          Usage
 	scratch        OpenAIUsage
 }
@@ -32,7 +31,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 		return AppendSSE(dst, ev.Name, data), nil
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
-		t.upstreamErr = inBandError(data)
+		return dst, inBandError(data)
 	}
 	// A non-null finish_reason is a string; servers that never send
 	// [DONE] still end with one.
@@ -66,9 +65,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	return AppendSSE(dst, ev.Name, data), nil
 }
 
-func (t *openAIPassthroughStream) End() StreamEnd {
-	return StreamEnd{Complete: t.upstreamDone, Err: t.upstreamErr}
-}
+func (t *openAIPassthroughStream) Complete() bool { return t.upstreamDone }
 
 func (t *openAIPassthroughStream) Finish(dst []byte) []byte {
 	if t.sawDone {

@@ -27,9 +27,12 @@ type EventReader interface {
 // (open content blocks, tool-call indexes, usage so far). One per request.
 type StreamTranslator interface {
 	// Translate appends to dst the client-format bytes for ev (possibly
-	// none) and returns the extended slice. An error means the upstream
-	// sent something that cannot be translated; the caller ends the stream
-	// with an error event.
+	// none) and returns the extended slice. An error means the stream
+	// cannot go on: an *APIError is one the upstream reported in-band
+	// (never relayed as is: the caller renders it in the client's family
+	// after removing the deployment's secrets); any other error is an
+	// event that cannot be translated. Either way the caller ends the
+	// stream with its own error event.
 	Translate(dst []byte, ev Event) ([]byte, error)
 	// Finish appends what ends the client stream after the upstream stream
 	// ended cleanly (for example `data: [DONE]`, or the closing Anthropic
@@ -37,23 +40,15 @@ type StreamTranslator interface {
 	Finish(dst []byte) []byte
 	// Usage is the usage seen so far.
 	Usage() Usage
-	// End reports how the upstream stream ended, asked once it has
-	// stopped sending: whether its own end marker arrived ([DONE], a
-	// finish reason, message_stop, done:true), and the error it reported
-	// in-band, if any (already relayed to the client as an error event).
-	// A stream that just stops is incomplete, never a success.
-	End() StreamEnd
+	// Complete reports, once the upstream has stopped sending, whether
+	// its own end marker arrived ([DONE], a finish reason, message_stop,
+	// done:true). A stream that just stops is incomplete, never a success.
+	Complete() bool
 }
 
-// StreamEnd is how an upstream stream finished.
-type StreamEnd struct {
-	Complete bool
-	Err      *APIError
-}
-
-// inBandError reads an error the upstream sent as a stream event, for the
-// ledger (the client already got it translated). OpenAI's error chunk and
-// Anthropic's error event share the shape {"error":{"type","message"}}.
+// inBandError reads an error the upstream sent as a stream event. OpenAI's
+// error chunk and Anthropic's error event share the shape
+// {"error":{"type","message"}}.
 func inBandError(data []byte) *APIError {
 	var ev struct {
 		Error struct {

@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// minSecretLen keeps short values ("none", "1") out of the redaction
+// list: replacing them would garble ordinary text and hide nothing.
+const minSecretLen = 8
+
+// secretsOf lists what a deployment sends upstream that a client must
+// never read back: its key, extra_headers values and credentials in
+// api_base. Upstreams echo such values in error text ("invalid api key
+// sk-…"); every upstream text bound for a client passes through
+// backend.upstreamError, which removes them.
+func secretsOf(d *modellist.Deployment) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= minSecretLen {
+			out = append(out, s)
+		}
+	}
+	add(d.APIKey)
+	for _, v := range d.ExtraHeaders {
+		add(v)
+		if rest, ok := strings.CutPrefix(v, "Bearer "); ok {
+			add(rest)
+		}
+	}
+	if u, err := url.Parse(d.APIBase); err == nil {
+		if u.User != nil {
+			add(u.User.Username())
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	return out
+}
+
+// upstreamError is the one gate for upstream text on its way to a client
+// (error bodies, in-band stream errors, token-count failures): every
+// secret of the deployment is replaced. The error is copied only when it
+// held one.
+func (b *backend) upstreamError(e *providers.APIError) *providers.APIError {
+	if e == nil || !b.leaks(e.Message, e.Param, e.Code) {
+		return e
+	}
+	c := *e
+	c.Message, c.Param, c.Code = b.scrub(c.Message), b.scrub(c.Param), b.scrub(c.Code)
+	return &c
+}
+
+func (b *backend) leaks(texts ...string) bool {
+	for _, s := range b.secrets {
+		for _, t := range texts {
+			if strings.Contains(t, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *backend) scrub(t string) string {
+	for _, s := range b.secrets {
+		t = strings.ReplaceAll(t, s, "[redacted]")
+	}
+	return t
+}
