@@ -654,9 +654,14 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	}
 	tr := newStreamTranslator(cf, b.upstream, b.dep.Model, info.IncludeUsage, dropUsage)
 	outp := g.outPool.Get().(*[]byte)
-	defer g.outPool.Put(outp)
 	out := (*outp)[:0]
-	defer func() { *outp = out[:0] }()
+	defer func() {
+		// One huge event must not pin its grown buffer in the pool.
+		if cap(out) <= maxPooledBody {
+			*outp = out[:0]
+			g.outPool.Put(outp)
+		}
+	}()
 
 	rc := http.NewResponseController(w)
 	committed := false
@@ -699,6 +704,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
 				return fail("timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream did not finish within the timeout", rec.Alias)})
+			}
+			if errors.Is(err, providers.ErrEventTooLarge) {
+				return fail("bad_response", &providers.APIError{Status: http.StatusBadGateway,
+					Message: fmt.Sprintf("model %q: upstream sent a stream event over %d MiB; the stream was stopped", rec.Alias, providers.MaxEventBytes>>20)})
 			}
 			return fail("stream_broken", &providers.APIError{Status: http.StatusBadGateway,
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})

@@ -53,7 +53,7 @@ func FuzzOllamaStream(f *testing.F) {
 	f.Add([]byte("{\"message\":{\"content\":\"\\u2028\\ud800\xff\"},\"done\":true}\n"), false)
 	f.Fuzz(func(t *testing.T, nd []byte, includeUsage bool) {
 		out, _, err := runOllamaStream(t, nd, includeUsage)
-		if err != nil && !errors.Is(err, ErrLineTooLong) {
+		if err != nil && !errors.Is(err, ErrEventTooLarge) {
 			var ae *APIError
 			if !errors.As(err, &ae) || ae.Status != http.StatusBadGateway {
 				t.Fatalf("error %T %v", err, err)

@@ -275,3 +275,53 @@ type OpenAIDelta struct {
 	ToolCalls []OpenAIToolCall `json:"tool_calls,omitempty"`
 	Refusal   *string          `json:"refusal,omitempty"`
 }
+
+// endless is a stream that never ends an event: line, again and again.
+type endless struct {
+	line []byte
+	off  int
+	sent int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], e.line[e.off:])
+		n += c
+		e.off = (e.off + c) % len(e.line)
+	}
+	e.sent += n
+	return n, nil
+}
+
+// TestReadersBoundOneEvent: data lines with no blank line between them
+// (one event that never ends), one endless line, and one endless NDJSON
+// object each stop at MaxEventBytes instead of growing without bound.
+func TestReadersBoundOneEvent(t *testing.T) {
+	for name, next := range map[string]func(*endless) error{
+		"sse data lines": func(e *endless) error {
+			_, err := NewSSEReader(e, bufio.NewReaderSize(nil, 4096)).Next()
+			return err
+		},
+		"sse one line": func(e *endless) error {
+			e.line = []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+			_, err := NewSSEReader(io.MultiReader(strings.NewReader("data: "), e), bufio.NewReaderSize(nil, 4096)).Next()
+			return err
+		},
+		"ndjson": func(e *endless) error {
+			e.line = []byte(`{"message":{"content":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"`)
+			_, err := NewNDJSONReader(e, bufio.NewReaderSize(nil, 4096)).Next()
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := &endless{line: []byte("data: {\"choices\":[]}\n")}
+			if err := next(e); !errors.Is(err, ErrEventTooLarge) {
+				t.Fatalf("err %v, want ErrEventTooLarge", err)
+			}
+			if e.sent > 2*MaxEventBytes {
+				t.Fatalf("read %d bytes before stopping", e.sent)
+			}
+		})
+	}
+}

@@ -63,14 +63,15 @@ func inBandError(data []byte) *APIError {
 	return &APIError{Status: statusForErrorType(ev.Error.Type), Message: ev.Error.Message}
 }
 
-// ErrLineTooLong is returned when one SSE line or NDJSON object exceeds
-// the reader's limit; a well-behaved upstream never gets close.
-var ErrLineTooLong = errors.New("upstream stream line exceeds limit")
+// ErrEventTooLarge is returned when one SSE event (its lines together) or
+// one NDJSON object exceeds MaxEventBytes; a well-behaved upstream never
+// gets close, and a hostile or broken one must not grow memory without
+// limit.
+var ErrEventTooLarge = errors.New("upstream stream event exceeds 16 MiB")
 
-// maxLine bounds one stream line so a hostile or broken upstream cannot
-// grow memory without limit. Tool-call arguments arrive in one Ollama
-// line, so it is generous.
-const maxLine = 16 << 20
+// MaxEventBytes bounds one stream event. Ollama sends a whole tool call's
+// arguments in one line, so it is generous.
+const MaxEventBytes = 16 << 20
 
 // lineReader reads newline-terminated lines, reusing one scratch buffer
 // for lines longer than the bufio buffer.
@@ -86,8 +87,8 @@ func (l *lineReader) readLine() ([]byte, error) {
 		for err == bufio.ErrBufferFull {
 			line, err = l.br.ReadSlice('\n')
 			l.scratch = append(l.scratch, line...)
-			if len(l.scratch) > maxLine {
-				return nil, ErrLineTooLong
+			if len(l.scratch) > MaxEventBytes {
+				return nil, ErrEventTooLarge
 			}
 		}
 		line = l.scratch
@@ -152,6 +153,11 @@ func (s *SSEReader) Next() (Event, error) {
 		case "event":
 			s.name = append(s.name[:0], value...)
 		case "data":
+			// Many short data lines with no blank line between them are
+			// one event: bound their sum, not only each line.
+			if len(s.data)+len(value)+1 > MaxEventBytes {
+				return Event{}, ErrEventTooLarge
+			}
 			if hasData {
 				s.data = append(s.data, '\n')
 			}
