@@ -527,6 +527,9 @@ func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
 	rec.InputTokens, rec.CacheCreation5m = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.CacheCreation5m)
 	rec.CacheCreation1h, rec.CacheReadTokens = ledger.ClampTokens(u.CacheCreation1h), ledger.ClampTokens(u.CacheReadTokens)
 	rec.OutputTokens = ledger.ClampTokens(u.OutputTokens)
+	if u.ServiceTier != "" {
+		rec.ServiceTier = ledger.ServiceTierOf(u.ServiceTier)
+	}
 	b.prices.Apply(rec)
 }
 

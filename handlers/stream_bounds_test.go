@@ -54,3 +54,38 @@ func TestHugeStreamEventBufferNotPooled(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidStreamEventIsAnError: `data: {not json` from an upstream used
+// to be relayed as is and the request recorded ok; every client format
+// and upstream kind now ends the stream with an error event.
+func TestInvalidStreamEventIsAnError(t *testing.T) {
+	for _, kind := range []string{"openai/m", "anthropic/m"} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+			t.Run(kind+path, func(t *testing.T) {
+				up := newFakeUpstream(t, "bad", func(w http.ResponseWriter, r *http.Request, n int64) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					if kind == "anthropic/m" {
+						w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"))
+						w.Write([]byte("event: content_block_delta\ndata: {not json\n\n"))
+						return
+					}
+					streamStart(w, "part")
+					w.Write([]byte("data: {not json\n\n"))
+				})
+				g, obs := testGateway(t, "model_list:\n"+kindEntry("m", kind, up.srv.URL), nil)
+				body, hdr := chatBody("m", true), []string(nil)
+				if path == "/v1/messages" {
+					body = `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+					hdr = []string{"Anthropic-Version", "2023-06-01"}
+				}
+				rec := post(g, alice, path, body, hdr...)
+				if strings.Contains(rec.Body.String(), "{not json") || !strings.Contains(rec.Body.String(), "malformed stream event") {
+					t.Fatalf("%d %s, want an error event, not the upstream's garbage", rec.Code, rec.Body.String())
+				}
+				if rs := obs.Records(); len(rs) != 1 || rs[0].Outcome != "error" {
+					t.Fatalf("records %+v, want one error", rs)
+				}
+			})
+		}
+	}
+}

@@ -89,3 +89,19 @@ func (r *Record) sanitize() {
 		r.TTFT = 0
 	}
 }
+
+// ServiceTierOf is the tier to record for what an upstream reported:
+// OpenAI's "default" is the standard tier; anything that is not a short
+// lower-case word is not a tier and records as standard, so an upstream
+// cannot fill the reports' service_tier dimension with arbitrary text.
+func ServiceTierOf(reported string) string {
+	if reported == "" || reported == "default" || len(reported) > 32 {
+		return "standard"
+	}
+	for i := 0; i < len(reported); i++ {
+		if c := reported[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return "standard"
+		}
+	}
+	return reported
+}

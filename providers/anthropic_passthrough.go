@@ -19,6 +19,11 @@ func NewAnthropicPassthroughStream() StreamTranslator {
 func (t *anthropicPassthroughStream) Usage() Usage { return t.usage }
 
 func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
+	// Every event is checked: a relayed `data: {not json` would reach the
+	// client as a success that its SDK then fails to parse.
+	if !json.Valid(ev.Data) {
+		return dst, errBadEvent
+	}
 	name := ev.Name
 	if len(name) == 0 {
 		// The event line is mandatory, but a proxy in between may have

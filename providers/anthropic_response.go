@@ -108,9 +108,10 @@ type anthropicOutResponse struct {
 // openAIRespIn adds the fields of a response this package reads beyond the
 // shared OpenAIResponse type.
 type openAIRespIn struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
+	ID          string `json:"id"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Message struct {
 			Content   json.RawMessage  `json:"content"`
 			Refusal   *string          `json:"refusal"`
@@ -132,6 +133,7 @@ func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
 	var u Usage
 	if in.Usage != nil {
 		u = usageFromOpenAI(in.Usage)
+		u.ServiceTier = in.ServiceTier
 	}
 	out := anthropicOutResponse{
 		ID: anthropicMessageID(in.ID), Type: "message", Role: "assistant", Model: in.Model,

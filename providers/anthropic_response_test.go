@@ -24,7 +24,7 @@ func TestAnthropicToOpenAIResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Usage{InputTokens: 410, CacheCreation5m: 100, CacheCreation1h: 200, CacheReadTokens: 2048, OutputTokens: 52, Seen: true}
+	want := Usage{InputTokens: 410, CacheCreation5m: 100, CacheCreation1h: 200, CacheReadTokens: 2048, OutputTokens: 52, ServiceTier: "standard", Seen: true}
 	if u != want {
 		t.Errorf("usage = %+v, want %+v", u, want)
 	}
@@ -177,7 +177,7 @@ func TestUsageFromBody(t *testing.T) {
 		want Usage
 	}{
 		{"anthropic ttl split", AnthropicUsageFromBody([]byte(anthropicToolResponse)),
-			Usage{InputTokens: 410, CacheCreation5m: 100, CacheCreation1h: 200, CacheReadTokens: 2048, OutputTokens: 52, Seen: true}},
+			Usage{InputTokens: 410, CacheCreation5m: 100, CacheCreation1h: 200, CacheReadTokens: 2048, OutputTokens: 52, ServiceTier: "standard", Seen: true}},
 		{"anthropic no split", AnthropicUsageFromBody([]byte(`{"content":[{"type":"text","text":"\"usage\": {}"}],"usage":{"input_tokens":5,"cache_creation_input_tokens":7,"output_tokens":2}}`)),
 			Usage{InputTokens: 5, CacheCreation5m: 7, OutputTokens: 2, Seen: true}},
 		{"anthropic none", AnthropicUsageFromBody([]byte(`{"id":"x"}`)), Usage{}},
@@ -185,6 +185,10 @@ func TestUsageFromBody(t *testing.T) {
 			Usage{InputTokens: 40, CacheReadTokens: 60, OutputTokens: 9, Seen: true}},
 		{"openai cache writes", OpenAIUsageFromBody([]byte(`{"usage":{"prompt_tokens":100,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":10,"cache_write_tokens":30}}}`)),
 			Usage{InputTokens: 60, CacheReadTokens: 10, CacheCreation5m: 30, OutputTokens: 1, Seen: true}},
+		{"openai service tier", OpenAIUsageFromBody([]byte(`{"service_tier":"flex","usage":{"prompt_tokens":3,"completion_tokens":1}}`)),
+			Usage{InputTokens: 3, OutputTokens: 1, ServiceTier: "flex", Seen: true}},
+		{"anthropic priority tier", AnthropicUsageFromBody([]byte(`{"usage":{"input_tokens":5,"output_tokens":2,"service_tier":"priority"}}`)),
+			Usage{InputTokens: 5, OutputTokens: 2, ServiceTier: "priority", Seen: true}},
 		{"openai null usage", OpenAIUsageFromBody([]byte(`{"usage":null}`)), Usage{}},
 		{"openai garbage", OpenAIUsageFromBody([]byte(`not json`)), Usage{}},
 	}

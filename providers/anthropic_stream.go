@@ -76,6 +76,9 @@ func eventType(ev Event, decoded string) string {
 func mergeDeltaUsage(u *Usage, d *AnthropicUsage) {
 	u.Seen = true
 	u.OutputTokens = d.OutputTokens
+	if d.ServiceTier != "" {
+		u.ServiceTier = d.ServiceTier
+	}
 	if d.InputTokens != nil {
 		u.InputTokens = *d.InputTokens
 	}

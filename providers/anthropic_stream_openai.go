@@ -10,9 +10,10 @@ import (
 
 // openAIChunkIn is the part of an OpenAI chunk the translator reads.
 type openAIChunkIn struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
+	ID          string `json:"id"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Delta struct {
 			Content   string           `json:"content"`
 			Refusal   string           `json:"refusal"`
@@ -267,6 +268,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 	}
 	if c.Usage != nil {
 		t.usage = usageFromOpenAI(c.Usage)
+		t.usage.ServiceTier = c.ServiceTier
 	}
 	if len(c.Choices) == 0 {
 		return dst, nil

@@ -20,6 +20,7 @@ func usageFromAnthropic(u *AnthropicUsage) Usage {
 		InputTokens:     deref(u.InputTokens),
 		CacheReadTokens: deref(u.CacheReadInputTokens),
 		OutputTokens:    u.OutputTokens,
+		ServiceTier:     u.ServiceTier,
 		Seen:            true,
 	}
 	if u.CacheCreation != nil {

@@ -30,6 +30,11 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 		t.sawDone, t.upstreamDone = true, true
 		return AppendSSE(dst, ev.Name, data), nil
 	}
+	// Every chunk is checked: a relayed `data: {not json` would reach the
+	// client as a success that its SDK then fails to parse.
+	if !json.Valid(data) {
+		return dst, errBadEvent
+	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
 		return dst, inBandError(data)
 	}
@@ -42,12 +47,14 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	// `"usage":null` and are skipped after the scan.
 	if bytes.Contains(data, []byte(`"usage"`)) {
 		usageOnly := false
-		var u span
+		var u, tier span
 		var hasUsage bool
 		_, err := eachMember(data, 0, func(k []byte, v span) {
 			switch {
 			case keyIs(k, "usage"):
 				u, hasUsage = v, true
+			case keyIs(k, "service_tier"):
+				tier = v
 			case keyIs(k, "choices"):
 				usageOnly = isEmptyArray(data[v.start:v.end])
 			}
@@ -56,6 +63,9 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 			t.scratch = OpenAIUsage{}
 			if json.Unmarshal(data[u.start:u.end], &t.scratch) == nil {
 				t.usage = usageFromOpenAI(&t.scratch)
+				if tier.end > tier.start {
+					t.usage.ServiceTier, _ = decodeStringToken(data[tier.start:tier.end])
+				}
 			}
 			if usageOnly && t.dropUsageChunk {
 				return dst, nil
@@ -94,5 +104,9 @@ func OpenAIUsageFromBody(body []byte) Usage {
 	if json.Unmarshal(body[v.start:v.end], &u) != nil {
 		return Usage{}
 	}
-	return usageFromOpenAI(&u)
+	out := usageFromOpenAI(&u)
+	if t, ok, err := findMember(body, 0, "service_tier"); err == nil && ok {
+		out.ServiceTier, _ = decodeStringToken(body[t.start:t.end])
+	}
+	return out
 }

@@ -12,6 +12,10 @@ type Usage struct {
 	CacheCreation1h int64
 	CacheReadTokens int64
 	OutputTokens    int64
+	// ServiceTier is the tier the upstream says served the request
+	// (OpenAI's top-level service_tier, Anthropic's usage.service_tier),
+	// as sent; empty when it said nothing.
+	ServiceTier string
 	// Seen is true once any usage figure was read from the upstream, so a
 	// response that carried none is told apart from one that used zero.
 	Seen bool
