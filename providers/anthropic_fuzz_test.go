@@ -43,6 +43,8 @@ func FuzzAnthropicToOpenAIRequest(f *testing.F) {
 
 func FuzzRewriteModel(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[]}`), "b")
+	f.Add([]byte(`{"model":"a","stream":"true","messages":[]}`), "b")
+	f.Add([]byte(`{"model":"a","stream":true,"Stream":false,"messages":[]}`), "b")
 	f.Fuzz(func(t *testing.T, body []byte, model string) {
 		out, err := RewriteModel(body, model)
 		// A struct decode matches keys the way Go upstreams do:
@@ -69,6 +71,17 @@ func FuzzRewriteModel(f *testing.F) {
 		info, err := PeekRequest(body)
 		if err == nil && (!hasStringModel || info.Model != old) {
 			t.Fatalf("PeekRequest model = %q, decoder says %q", info.Model, old)
+		}
+		// stream decides the framing: whatever PeekRequest accepts, a Go
+		// upstream must read as the same boolean.
+		var sp struct {
+			Stream json.RawMessage `json:"stream"`
+		}
+		if err == nil && json.Unmarshal(body, &sp) == nil && sp.Stream != nil {
+			var b *bool
+			if json.Unmarshal(sp.Stream, &b) != nil || (b != nil && *b) != info.Stream {
+				t.Fatalf("PeekRequest stream = %v for %s", info.Stream, sp.Stream)
+			}
 		}
 		withUsage, _, err := EnsureIncludeUsage(body)
 		if isObject {
@@ -110,6 +123,11 @@ func FuzzStreamTranslators(f *testing.F) {
 		dst, _ = a.Translate(dst, Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f"}}`)})
 		dst, _ = a.Translate(dst, Event{Name: []byte(name), Data: data})
 		check(a.Finish(dst))
+
+		for _, p := range []StreamTranslator{NewOpenAIPassthroughStream(false), NewAnthropicPassthroughStream()} {
+			dst, _ = p.Translate(nil, Event{Name: []byte(name), Data: data})
+			check(p.Finish(dst))
+		}
 
 		o := NewOpenAIToAnthropicStream("m")
 		dst, _ = o.Translate(nil, Event{Data: []byte(`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}`)})

@@ -249,21 +249,37 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 		return info, invalidJSON(body)
 	}
 	var model, stream, opts, messages span
-	var hasModel, hasOpts, hasMessages bool
+	var hasModel, hasStream, hasOpts, hasMessages bool
+	var twice string
+	seen := func(has *bool, name string) {
+		if *has {
+			twice = name
+		}
+		*has = true
+	}
 	_, err := eachMember(body, 0, func(k []byte, v span) {
 		switch {
 		case keyIs(k, "model"):
-			model, hasModel = v, true
+			model = v
+			seen(&hasModel, "model")
 		case keyIs(k, "stream"):
 			stream = v
+			seen(&hasStream, "stream")
 		case keyIs(k, "stream_options"):
-			opts, hasOpts = v, true
+			opts = v
+			seen(&hasOpts, "stream_options")
 		case keyIs(k, "messages"):
-			messages, hasMessages = v, true
+			messages = v
+			seen(&hasMessages, "messages")
 		}
 	})
 	if err != nil {
 		return info, BadRequest("", "request body must be a JSON object")
+	}
+	// Parsers disagree on which of two equal keys wins; the gateway and
+	// the upstream must read the same request.
+	if twice != "" {
+		return info, BadRequest(twice, twice+" is given twice; send it once")
 	}
 	if !hasModel {
 		return info, BadRequest("model", "model is required")
@@ -282,14 +298,38 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 		return info, BadRequest("messages", "messages must be an array")
 	}
 	info.Model = m
-	info.Stream = string(body[stream.start:stream.end]) == "true"
-	if hasOpts && body[opts.start] == '{' {
+	// stream and include_usage decide how the answer is framed and read:
+	// a "true" string would be read as false here and as true by a lenient
+	// upstream, whose stream would then fail as an unreadable answer and
+	// count against the deployment's health for everyone.
+	if hasStream {
+		if info.Stream, ok = jsonBool(body[stream.start:stream.end]); !ok {
+			return info, BadRequest("stream", "stream must be true or false")
+		}
+	}
+	if hasOpts && !isNull(body, opts) {
+		if body[opts.start] != '{' {
+			return info, BadRequest("stream_options", "stream_options must be an object")
+		}
 		v, ok, err := findMember(body, opts.start, "include_usage")
 		if err == nil && ok {
-			info.IncludeUsage = string(body[v.start:v.end]) == "true"
+			if info.IncludeUsage, ok = jsonBool(body[v.start:v.end]); !ok {
+				return info, BadRequest("stream_options.include_usage", "stream_options.include_usage must be true or false")
+			}
 		}
 	}
 	return info, nil
+}
+
+// jsonBool reads a JSON boolean token; null reads as false.
+func jsonBool(tok []byte) (v, ok bool) {
+	switch string(tok) {
+	case "true":
+		return true, true
+	case "false", "null":
+		return false, true
+	}
+	return false, false
 }
 
 // invalidJSON names where the body stops being JSON; it runs only on the

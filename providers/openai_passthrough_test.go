@@ -83,7 +83,11 @@ func TestPeekRequest(t *testing.T) {
 		{"openai stream with usage", `{"messages":[{"role":"user","content":"{\"model\":\"x\"}"}],"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"model":"fast"}`, RequestInfo{Model: "fast", Stream: true, IncludeUsage: true}, ""},
 		{"anthropic", `{"model":"claude-sonnet-4-5","max_tokens":10,"stream":false,"metadata":{"stream":true},"messages":[]}`, RequestInfo{Model: "claude-sonnet-4-5"}, ""},
 		{"escaped model", `{"model":"a\/b\u00e9","messages":[]}`, RequestInfo{Model: "a/bé"}, ""},
-		{"stream not bool", `{"model":"m","stream":"true","stream_options":null,"messages":[]}`, RequestInfo{Model: "m"}, ""},
+		{"stream not bool", `{"model":"m","stream":"true","stream_options":null,"messages":[]}`, RequestInfo{Model: "m"}, "stream"},
+		{"stream null", `{"model":"m","stream":null,"messages":[]}`, RequestInfo{Model: "m"}, ""},
+		{"stream twice", `{"model":"m","stream":true,"stream":false,"messages":[]}`, RequestInfo{Model: "m"}, "stream"},
+		{"include_usage not bool", `{"model":"m","stream":true,"stream_options":{"include_usage":1},"messages":[]}`, RequestInfo{Model: "m", Stream: true}, "stream_options.include_usage"},
+		{"stream_options not object", `{"model":"m","stream":true,"stream_options":"yes","messages":[]}`, RequestInfo{Model: "m", Stream: true}, "stream_options"},
 		{"malformed", `{"model":"m"`, RequestInfo{}, ""},
 		{"array", `[{"model":"m"}]`, RequestInfo{}, ""},
 		{"missing messages", `{"model":"m"}`, RequestInfo{}, "messages"},
@@ -243,8 +247,14 @@ func TestRewriteModelCaseFolding(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil || got.Model != "up" {
 		t.Fatalf("a Go decoder reads model %q from %s", got.Model, out)
 	}
-	info, err := PeekRequest([]byte(`{"model":"a","Model":"b","ſtream":true,"messages":[]}`))
-	if err != nil || info.Model != "b" || !info.Stream {
+	// Two spellings of one key are ambiguous (decoders differ on which
+	// wins), so the request is refused rather than guessed at.
+	_, err = PeekRequest([]byte(`{"model":"a","Model":"b","ſtream":true,"messages":[]}`))
+	if e, ok := err.(*APIError); !ok || e.Status != 400 || e.Param != "model" {
+		t.Errorf("PeekRequest error = %v, want a 400 naming model", err)
+	}
+	info, err := PeekRequest([]byte(`{"model":"a","ſtream":true,"messages":[]}`))
+	if err != nil || info.Model != "a" || !info.Stream {
 		t.Errorf("PeekRequest = %+v, %v (want what encoding/json reads)", info, err)
 	}
 }
