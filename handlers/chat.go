@@ -272,11 +272,17 @@ func (g *gapWatch) fired() bool { return g != nil && g.expired.Load() }
 // answers or none is left.
 func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo, alias string, rec *ledger.Record) {
 	chain := g.chains[alias]
+	id := IdentityFrom(r.Context())
 	var last *providers.APIError
 	var minWait time.Duration
 	cooling, limited := 0, 0
 	tried := 0
 	for ci, rt := range chain {
+		if ci > 0 && !id.Allows(rt.alias) {
+			// A fallback is another alias: a key limited to some aliases
+			// must not reach the others through it.
+			continue
+		}
 		ordered := orderCandidates(rt.backends, g.models.Router.RoutingStrategy,
 			func(b *backend) float64 { return b.dep.Weight },
 			func(b *backend) *DeploymentState { return b.state })
@@ -329,6 +335,7 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 
 // route is one alias as dispatch walks it, fixed when the gateway is built.
 type route struct {
+	alias    string
 	backends []*backend
 	attempts int
 }
@@ -353,7 +360,7 @@ func (g *Gateway) routeFor(alias string) route {
 	if n < 1 {
 		n = 1
 	}
-	return route{backends: bs, attempts: n}
+	return route{alias: alias, backends: bs, attempts: n}
 }
 
 // attempt makes one upstream call and relays its answer if it is good.
