@@ -90,7 +90,7 @@ func gatewayConfig(modelsPath, listen, keyEnv, ledgerFlag string, noAuth bool) (
 	}
 	handlers = append(handlers,
 		caddyconfig.JSONModuleObject(&Admin{}, "handler", "llm_admin", nil),
-		caddyconfig.JSONModuleObject(&Gateway{Models: modelsPath, InsecureNoAuth: noAuth}, "handler", "llm_gateway", nil))
+		caddyconfig.JSONModuleObject(&Gateway{Models: modelsPath, InsecureNoAuth: noAuth, AnswerAllPaths: true}, "handler", "llm_gateway", nil))
 
 	app := &App{}
 	if ledgerFlag != "" {

@@ -47,6 +47,11 @@ type Gateway struct {
 	// an anonymous user. Without it such requests get 401, so forgetting
 	// llm_auth never opens the gateway.
 	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
+	// AnswerAllPaths answers 404 for every path the gateway does not
+	// serve, where by default only paths under the API's prefixes (/v1/,
+	// /chat/, ...) get one and others go to the next handler. For a route
+	// that ends with the gateway (`caddy gateway` sets it).
+	AnswerAllPaths bool `json:"answer_all_paths,omitempty"`
 
 	h       *handlers.Gateway
 	app     *App
@@ -106,6 +111,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
+		AnswerAllPaths:      g.AnswerAllPaths,
 	})
 	return nil
 }
@@ -240,8 +246,13 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			g.InsecureNoAuth = true
+		case "answer_all_paths":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			g.AnswerAllPaths = true
 		default:
-			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth)", d.Val())
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth, answer_all_paths)", d.Val())
 		}
 	}
 	return nil

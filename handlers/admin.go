@@ -35,9 +35,11 @@ type Admin struct {
 	bufs sync.Pool // *[]byte copy buffers for proxied bodies
 }
 
-// Match reports whether r is for one of the report paths.
+// Match reports whether r is under the organization API, which the admin
+// handler owns: its reports, and a 404 for the paths it does not serve.
 func (a *Admin) Match(r *http.Request) bool {
-	return r.URL.Path == UsageReportPath || r.URL.Path == CostReportPath
+	p := r.URL.Path
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/")
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -55,6 +57,13 @@ func ValidateAdminKey(key string) error {
 }
 
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath {
+		if len(p) > 200 {
+			p = p[:200] + "…"
+		}
+		writeAnthropicError(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+p+" on this gateway")
+		return
+	}
 	id := IdentityFrom(r.Context())
 	if id == nil {
 		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")

@@ -70,12 +70,25 @@ func TestAdminMatch(t *testing.T) {
 	for path, want := range map[string]bool{
 		UsageReportPath: true,
 		CostReportPath:  true,
-		"/v1/organizations/usage_report/claude_code": false,
-		"/v1/messages": false,
+		"/v1/organizations/usage_report/claude_code": true, // owned, answered 404 until served
+		"/v1/organizations":                          true,
+		"/v1/organizationsx":                         false,
+		"/v1/messages":                               false,
 	} {
 		if got := a.Match(httptest.NewRequest(http.MethodGet, path+"?beta=true", nil)); got != want {
 			t.Errorf("Match(%s) = %v", path, got)
 		}
+	}
+}
+
+// TestAdminUnknownPathIs404: an organization path the gateway does not
+// serve used to fall through to Caddy's empty 200.
+func TestAdminUnknownPathIs404(t *testing.T) {
+	a := &Admin{}
+	rec := serve(a, &Identity{KeyID: "root", Role: RoleAdmin}, "/v1/organizations/nosuch", nil)
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"type":"not_found_error"`) ||
+		!strings.Contains(rec.Body.String(), "GET /v1/organizations/nosuch") {
+		t.Fatalf("%d %s", rec.Code, rec.Body.String())
 	}
 }
 

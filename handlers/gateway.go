@@ -41,6 +41,10 @@ type GatewayOptions struct {
 	Client  func(d *modellist.Deployment) *http.Client
 	Counter *tokencount.Counter
 	Now     func() time.Time
+	// AnswerAllPaths makes every path the gateway does not serve a 404,
+	// not only those under the API's prefixes: for `caddy gateway`, whose
+	// route has nothing after the gateway.
+	AnswerAllPaths bool
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -52,6 +56,9 @@ type Gateway struct {
 	chains   map[string][]route    // alias → itself, then its fallbacks
 	paths    map[string]http.HandlerFunc
 	head     http.HandlerFunc // HEAD /, Claude Code's reachability probe
+	// modelByID serves GET /v1/models/{alias}; notFound, every other
+	// path under the API's prefixes.
+	modelByID, notFound http.HandlerFunc
 	tooLarge string           // the 413 message, fixed by the limit
 	byID     map[string]*backend
 	states   *States
@@ -147,11 +154,51 @@ func (g *Gateway) Close() {
 // gateway's and the next Caddy handler should see it. The handler turns a
 // panic into a 500 (see guard).
 func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
-	if r.URL.Path == "/" {
+	p := r.URL.Path
+	if p == "/" {
 		return g.head, r.Method == http.MethodHead
 	}
-	h, ok := g.paths[r.URL.Path]
-	return h, ok
+	if h, ok := g.paths[p]; ok {
+		return h, true
+	}
+	if strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/models/") {
+		return g.modelByID, true
+	}
+	if g.opts.AnswerAllPaths || underAPI(p) {
+		return g.notFound, true
+	}
+	return nil, false
+}
+
+// underAPI reports whether p is in the path space of the APIs the gateway
+// speaks. A request there that no endpoint serves is a client's mistake (a
+// wrong base URL, a typo, a newer endpoint) and gets a 404 its SDK can
+// read, never the empty 200 of whatever handler comes next. Leading
+// slashes are folded first, so "//v1/chat/completions" counts: it is a
+// base URL with a trailing slash, not a path for another handler.
+func underAPI(p string) bool {
+	for len(p) > 1 && p[1] == '/' {
+		p = p[1:]
+	}
+	if p == "/v1" || p == "/v1beta" {
+		return true
+	}
+	for _, pre := range [...]string{"/v1/", "/v1beta/", "/chat/", "/responses", "/embeddings", "/models/", "/messages"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveNotFound names the method and path in the caller's error family.
+func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if len(p) > 200 {
+		p = p[:200] + "…"
+	}
+	(&providers.APIError{Status: http.StatusNotFound, Code: "unknown_url",
+		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and the gateway's README for its endpoints", r.Method, p)}).Write(w, ClientFormat(r))
 }
 
 // buildPaths wraps every endpoint once, at build time: method check and
@@ -176,6 +223,8 @@ func (g *Gateway) buildPaths() {
 		"/health/readiness":         g.guard(g.serveReadiness),
 		"/health":                   g.guard(g.only(http.MethodGet, g.serveHealth)),
 	}
+	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
+	g.notFound = g.guard(g.serveNotFound)
 	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
 }
 
@@ -212,44 +261,87 @@ func (g *Gateway) allowedAliases(id *Identity) []string {
 	return out
 }
 
+// anthropicModels reports whether a models request wants Anthropic's
+// shape: its SDK and Claude Code send anthropic-version, x-api-key or both.
+func anthropicModels(r *http.Request) bool {
+	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+}
+
+// modelCreated is when every alias "was created": the API shapes require a
+// time, and an alias has none of its own.
+const modelCreated = 1735689600 // 2025-01-01T00:00:00Z
+
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+func newOpenAIModel(alias string) openAIModel {
+	return openAIModel{ID: alias, Object: "model", Created: modelCreated, OwnedBy: "modelgate"}
+}
+
+func newAnthropicModel(alias string) anthropicModel {
+	return anthropicModel{Type: "model", ID: alias, DisplayName: alias, CreatedAt: "2025-01-01T00:00:00Z"}
+}
+
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	aliases := g.allowedAliases(IdentityFrom(r.Context()))
 	var body []byte
-	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
-		type model struct {
-			Type        string `json:"type"`
-			ID          string `json:"id"`
-			DisplayName string `json:"display_name"`
-			CreatedAt   string `json:"created_at"`
-		}
+	if anthropicModels(r) {
 		list := struct {
-			Data    []model `json:"data"`
-			HasMore bool    `json:"has_more"`
-			FirstID *string `json:"first_id"`
-			LastID  *string `json:"last_id"`
-		}{Data: []model{}}
+			Data    []anthropicModel `json:"data"`
+			HasMore bool             `json:"has_more"`
+			FirstID *string          `json:"first_id"`
+			LastID  *string          `json:"last_id"`
+		}{Data: []anthropicModel{}}
 		for _, a := range aliases {
-			list.Data = append(list.Data, model{Type: "model", ID: a, DisplayName: a, CreatedAt: "2025-01-01T00:00:00Z"})
+			list.Data = append(list.Data, newAnthropicModel(a))
 		}
 		if n := len(aliases); n > 0 {
 			list.FirstID, list.LastID = &aliases[0], &aliases[n-1]
 		}
 		body, _ = json.Marshal(list)
 	} else {
-		type model struct {
-			ID      string `json:"id"`
-			Object  string `json:"object"`
-			Created int64  `json:"created"`
-			OwnedBy string `json:"owned_by"`
-		}
 		list := struct {
-			Object string  `json:"object"`
-			Data   []model `json:"data"`
-		}{Object: "list", Data: []model{}}
+			Object string        `json:"object"`
+			Data   []openAIModel `json:"data"`
+		}{Object: "list", Data: []openAIModel{}}
 		for _, a := range aliases {
-			list.Data = append(list.Data, model{ID: a, Object: "model", Created: 1735689600, OwnedBy: "modelgate"})
+			list.Data = append(list.Data, newOpenAIModel(a))
 		}
 		body, _ = json.Marshal(list)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// serveModel answers GET /v1/models/{alias} (the SDKs' models.retrieve):
+// one alias the key may use, or a 404 that does not tell an alias the key
+// may not use from one that does not exist.
+func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
+	alias := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/models/")
+	cf := ClientFormat(r)
+	if anthropicModels(r) {
+		cf = providers.FormatAnthropic
+	}
+	if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {
+		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q does not exist or this key may not use it; GET /v1/models lists the models it may use", alias)}).Write(w, cf)
+		return
+	}
+	var body []byte
+	if cf == providers.FormatAnthropic {
+		body, _ = json.Marshal(newAnthropicModel(alias))
+	} else {
+		body, _ = json.Marshal(newOpenAIModel(alias))
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func get(g *Gateway, id *Identity, method, path string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if id != nil {
+		req = req.WithContext(WithIdentity(req.Context(), id))
+	}
+	rec := httptest.NewRecorder()
+	if h, ok := g.Route(req); ok {
+		h(rec, req)
+	} else {
+		rec.Code = -1 // passed to the next handler
+	}
+	return rec
+}
+
+// TestUnservedAPIPathsAre404: these used to pass to the next handler and
+// end as Caddy's empty 200.
+func TestUnservedAPIPathsAre404(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, tc := range []struct{ method, path, family string }{
+		{"POST", "//v1/chat/completions", `"error":{"message"`},
+		{"POST", "/v1/chat/completions/", `"error":{"message"`},
+		{"GET", "/v1/nosuch", `"error":{"message"`},
+		{"POST", "/v1/messages/batches", `"type":"error"`},
+		{"POST", "/v1beta/models/m:generateContent", `"error":{"message"`},
+		{"POST", "/responses", `"error":{"message"`},
+		{"POST", "/embeddings", `"error":{"message"`},
+		{"GET", "/v1", `"error":{"message"`},
+	} {
+		rec := get(g, alice, tc.method, tc.path)
+		body := rec.Body.String()
+		if rec.Code != http.StatusNotFound || !strings.Contains(body, tc.family) || !strings.Contains(body, tc.method+" "+tc.path) {
+			t.Errorf("%s %s: %d %s, want a 404 naming method and path", tc.method, tc.path, rec.Code, body)
+		}
+	}
+	// A known path with the wrong method is a 405.
+	if rec := get(g, alice, "GET", "/v1/chat/completions"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("GET /v1/chat/completions: %d", rec.Code)
+	}
+	// Other paths still belong to the next handler of a Caddy site.
+	for _, p := range []string{"/nope", "/index.html", "/v1x", "/ui/"} {
+		if rec := get(g, alice, "GET", p); rec.Code != -1 {
+			t.Errorf("GET %s answered %d, want it passed on", p, rec.Code)
+		}
+	}
+	all, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) { o.AnswerAllPaths = true })
+	if rec := get(all, alice, "GET", "/nope"); rec.Code != http.StatusNotFound {
+		t.Errorf("AnswerAllPaths: GET /nope answered %d", rec.Code)
+	}
+}
+
+// TestModelByID: the SDKs' models.retrieve calls GET /v1/models/{id}.
+func TestModelByID(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1")+entry("team/other", "http://127.0.0.1:1"), nil)
+	rec := get(g, alice, "GET", "/v1/models/m")
+	var o struct{ ID, Object, OwnedBy string }
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &o) != nil || o.ID != "m" || o.Object != "model" {
+		t.Fatalf("openai shape: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = get(g, alice, "GET", "/v1/models/team/other", "Anthropic-Version", "2023-06-01")
+	var a struct{ Type, ID, DisplayName string }
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &a) != nil || a.Type != "model" || a.ID != "team/other" {
+		t.Fatalf("anthropic shape: %d %s", rec.Code, rec.Body.String())
+	}
+	onlyM := &Identity{KeyID: "carol", Role: RoleUser, Models: map[string]struct{}{"m": {}}}
+	for _, tc := range []struct {
+		id    *Identity
+		path  string
+		hdr   []string
+		shape string
+	}{
+		{alice, "/v1/models/nosuch", nil, `"code":"model_not_found"`},
+		{onlyM, "/v1/models/team/other", nil, `"code":"model_not_found"`},
+		{onlyM, "/models/team/other", []string{"X-Api-Key", "k"}, `"type":"not_found_error"`},
+	} {
+		rec := get(g, tc.id, "GET", tc.path, tc.hdr...)
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), tc.shape) {
+			t.Errorf("%s: %d %s", tc.path, rec.Code, rec.Body.String())
+		}
+	}
+	if rec := get(g, alice, "DELETE", "/v1/models/m"); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE /v1/models/m: %d", rec.Code)
+	}
+}

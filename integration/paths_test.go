@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+// TestEveryAPIPathAnswers: unserved API paths used to end as Caddy's empty
+// 200, which the SDKs turn into confusing parse errors; models.retrieve
+// had no endpoint at all.
+func TestEveryAPIPathAnswers(t *testing.T) {
+	up := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: up.modelsYAML()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	oc := openaiClient(g, aliceKey)
+	m, err := oc.Models.Get(ctx, "echo")
+	if err != nil || m.ID != "echo" || m.Object != "model" {
+		t.Fatalf("openai models.retrieve: %+v %v", m, err)
+	}
+	var oe *openai.Error
+	bc := openaiClient(g, bobKey)
+	if _, err := bc.Models.Get(ctx, "oa"); !errors.As(err, &oe) || oe.StatusCode != 404 || oe.Code != "model_not_found" {
+		t.Fatalf("a model the key may not use: %v, want a clean 404", err)
+	}
+	var res map[string]any
+	err = oc.Post(ctx, "nosuch", map[string]any{"model": "echo"}, &res)
+	if !errors.As(err, &oe) || oe.StatusCode != 404 || !strings.Contains(oe.Message, "POST /v1/nosuch") {
+		t.Fatalf("openai SDK on an unknown path: %v", err)
+	}
+
+	ac := anthropicClient(g, aliceKey, false)
+	am, err := ac.Models.Get(ctx, "claude", anthropic.ModelGetParams{})
+	if err != nil || am.ID != "claude" || string(am.Type) != "model" {
+		t.Fatalf("anthropic models.retrieve: %+v %v", am, err)
+	}
+	var ae *anthropic.Error
+	if _, err := ac.Models.Get(ctx, "nosuch", anthropic.ModelGetParams{}); !errors.As(err, &ae) || ae.StatusCode != 404 {
+		t.Fatalf("anthropic models.retrieve of an unknown model: %v", err)
+	}
+	err = ac.Post(ctx, "/v1/messages/nosuch", map[string]any{}, &res)
+	if !errors.As(err, &ae) || ae.StatusCode != 404 || !strings.Contains(ae.RawJSON(), `"type":"not_found_error"`) {
+		t.Fatalf("anthropic SDK on an unknown path: %v", err)
+	}
+
+	for _, p := range []string{"//v1/chat/completions", "/v1/chat/completions/", "/v1/nosuch", "/v1/organizations/nosuch"} {
+		status, hdr, body := g.do(t, http.MethodPost, p, aliceKey, `{"model":"echo","messages":[]}`)
+		if status != http.StatusNotFound || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || !strings.Contains(string(body), p) {
+			t.Errorf("POST %s: %d %s", p, status, body)
+		}
+	}
+	// A path outside the API still reaches the site's next handler.
+	if status, _, body := g.do(t, http.MethodGet, "/elsewhere", aliceKey, ""); status != http.StatusNotFound || string(body) != "not found" {
+		t.Errorf("GET /elsewhere: %d %q, want the site's own respond", status, body)
+	}
+}
+
+// TestGatewayCommandAnswersEveryPath: `caddy gateway` has nothing after
+// the gateway, so every path it does not serve is its 404.
+func TestGatewayCommandAnswersEveryPath(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models.yaml")
+	if err := os.WriteFile(models, []byte("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	cmd := exec.Command(testbin.Path(t), "gateway", "--config", models, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--ledger", "sqlite:"+filepath.Join(dir, "l.db"), "--key-env", "PROXY_KEY")
+	cmd.Env = append(os.Environ(), "PROXY_KEY=sk-quickstart-key-123", "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitChat(t, base, "sk-quickstart-key-123", "echo", "up", &logs)
+	g := &gateway{base: base}
+	for _, p := range []string{"/nope", "/v1/nosuch"} {
+		status, _, body := g.do(t, http.MethodGet, p, "sk-quickstart-key-123", "")
+		if status != http.StatusNotFound || !strings.Contains(string(body), `"error"`) || !strings.Contains(string(body), "GET "+p) {
+			t.Errorf("GET %s: %d %s", p, status, body)
+		}
+	}
+}
