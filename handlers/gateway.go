@@ -59,12 +59,12 @@ type Gateway struct {
 	// modelByID serves GET /v1/models/{alias}; notFound, every other
 	// path under the API's prefixes.
 	modelByID, notFound http.HandlerFunc
-	tooLarge string           // the 413 message, fixed by the limit
-	byID     map[string]*backend
-	states   *States
-	obs      Observer
-	counter  *tokencount.Counter
-	now      func() time.Time
+	tooLarge            string // the 413 message, fixed by the limit
+	byID                map[string]*backend
+	states              *States
+	obs                 Observer
+	counter             *tokencount.Counter
+	now                 func() time.Time
 
 	bodyPool   sync.Pool // *bytes.Buffer
 	readerPool sync.Pool // *bufio.Reader
