@@ -264,12 +264,15 @@ func (a *App) Stats() ledger.WriterStats {
 	return s.writer.Stats()
 }
 
-// Ready reports whether records can be written.
+// Ready reports whether records reach the database now.
 func (a *App) Ready() error {
-	if a.shared() == nil {
+	s := a.shared()
+	if s == nil {
 		return errors.New("ledger not started")
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return s.writer.Health(ctx)
 }
 
 var _ handlers.Recorder = (*App)(nil)

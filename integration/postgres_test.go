@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,4 +86,62 @@ func TestTwoGatewaysShareAPostgresLedger(t *testing.T) {
 	if want := int64(2 * perGateway * fakes.OllamaPromptEvalCount); r.Uncached != want || r.Output != 2*perGateway*fakes.OllamaEvalCount {
 		t.Errorf("shared ledger: input %d output %d, want %d and %d", r.Uncached, r.Output, want, 2*perGateway*fakes.OllamaEvalCount)
 	}
+}
+
+// TestReadinessFollowsLedgerWrites: readiness used to say ok while every
+// ledger write failed. With the usage table gone it turns 503 once a
+// write fails, and 200 again once the database takes rows, with no
+// traffic needed (a probe insert, rolled back).
+func TestReadinessFollowsLedgerWrites(t *testing.T) {
+	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("MODELGATE_TEST_POSTGRES unset: scripts/test.sh starts PostgreSQL on loopback and sets it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	schema := fmt.Sprintf("it_ready_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	u, _ := url.Parse(dsn)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	up := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: up.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + u.String()}})
+
+	waitReadiness := func(want int) string {
+		t.Helper()
+		var body []byte
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var st int
+			st, _, body = g.do(t, "GET", "/health/readiness", "", "")
+			if st == want {
+				return string(body)
+			}
+		}
+		t.Fatalf("readiness never answered %d; last %s\nlog:\n%s", want, body, g.stderr.String())
+		return ""
+	}
+	waitReadiness(http.StatusOK)
+	if _, err := conn.Exec(ctx, "ALTER TABLE "+schema+".usage_records RENAME TO usage_records_away"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); st != 200 {
+		t.Fatalf("serving must go on while the ledger fails: %d %s", st, body)
+	}
+	body := waitReadiness(http.StatusServiceUnavailable)
+	if !strings.Contains(body, "ledger") || strings.Contains(body, schema) || strings.Contains(body, "postgres") {
+		t.Errorf("readiness body %s: want the ledger named and no database detail", body)
+	}
+	if _, err := conn.Exec(ctx, "ALTER TABLE "+schema+".usage_records_away RENAME TO usage_records"); err != nil {
+		t.Fatal(err)
+	}
+	waitReadiness(http.StatusOK)
 }

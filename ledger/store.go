@@ -33,6 +33,12 @@ type RowRejecter interface {
 	RejectsRow(err error) bool
 }
 
+// Prober is implemented by stores that can show they accept writes
+// without keeping anything.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
 // Dimension is a record field reports group by.
 type Dimension string
 
@@ -415,6 +421,19 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 		return nil, fmt.Errorf("ledger query: %w", err)
 	}
 	return out, nil
+}
+
+// Probe inserts one row inside a transaction it rolls back: it proves
+// the connection, the table and the right to insert, and keeps nothing.
+func (s *sqlStore) Probe(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	r := Record{Time: time.Now().UTC(), RequestID: "readiness-probe", Outcome: "ok"}
+	_, err = tx.ExecContext(ctx, insertOneSQL(s.d.placeholder), appendRecordArgs(nil, &r)...)
+	return err
 }
 
 // RejectsRow implements RowRejecter.

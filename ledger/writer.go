@@ -51,6 +51,10 @@ type Writer struct {
 	abort    context.CancelFunc
 
 	dropped, written, writeErrors atomic.Int64
+	// failing is set while the database refuses writes (the last insert
+	// failed for a reason other than a row's data) and cleared by the
+	// next insert that succeeds; readiness reports it.
+	failing atomic.Bool
 }
 
 // NewWriter returns a writer into s; call Start, then Close to flush.
@@ -193,6 +197,7 @@ func (w *Writer) write(batch []Record) {
 		err = w.s.Insert(w.abortCtx, batch)
 		if err == nil {
 			w.written.Add(int64(len(batch)))
+			w.failing.Store(false)
 			return
 		}
 		if w.rejectsRow(err) {
@@ -202,6 +207,7 @@ func (w *Writer) write(batch []Record) {
 			}
 			return
 		}
+		w.failing.Store(true)
 		if attempt >= w.opts.Retries || w.abortCtx.Err() != nil {
 			break
 		}
@@ -236,6 +242,7 @@ func (w *Writer) isolate(batch []Record) (lost int) {
 		switch {
 		case err == nil:
 			w.written.Add(int64(len(half)))
+			w.failing.Store(false)
 		case w.rejectsRow(err):
 			lost += w.isolate(half)
 		default:
@@ -245,4 +252,30 @@ func (w *Writer) isolate(batch []Record) (lost int) {
 		}
 	}
 	return lost
+}
+
+// ErrLedgerUnhealthy is readiness's answer while records cannot be
+// written. It names no database detail: readiness needs no key.
+var ErrLedgerUnhealthy = errors.New("ledger writes are failing; the gateway's log says why")
+
+// ErrLedgerQueueFull is readiness's answer while the queue is full and
+// new records are being dropped.
+var ErrLedgerQueueFull = errors.New("ledger queue is full; records are being dropped")
+
+// Health reports whether records reach the database now. After a failed
+// write it asks the store to prove it can take a row (an insert rolled
+// back), so an idle gateway whose database came back is ready again
+// without waiting for traffic that its unreadiness keeps away.
+func (w *Writer) Health(ctx context.Context) error {
+	if len(w.q) >= cap(w.q) {
+		return ErrLedgerQueueFull
+	}
+	if !w.failing.Load() {
+		return nil
+	}
+	if p, ok := w.s.(Prober); ok && p.Probe(ctx) == nil {
+		w.failing.Store(false)
+		return nil
+	}
+	return ErrLedgerUnhealthy
 }
