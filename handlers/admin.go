@@ -101,17 +101,16 @@ func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, http.StatusInternalServerError, "usage ledger not configured")
 		return
 	}
-	v := r.URL.Query()
-	var (
-		body any
-		err  error
-	)
-	if r.URL.Path == UsageReportPath {
+	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
+	var body any
+	switch {
+	case err != nil:
+	case r.URL.Path == UsageReportPath:
 		var q ledger.ReportQuery
 		if q, err = ledger.ParseUsageQuery(v, a.now()); err == nil {
 			body, err = ledger.UsageReport(r.Context(), a.Store, q)
 		}
-	} else {
+	default:
 		var q ledger.ReportQuery
 		if q, err = ledger.ParseCostQuery(v, a.now()); err == nil {
 			body, err = ledger.CostReport(r.Context(), a.Store, q)

@@ -323,3 +323,28 @@ func TestValidateAdminKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminReportQueryReadStrictly: Go's query parser drops a pair with a
+// raw ';', so a filter silently vanished and the report widened to every
+// key; a bad escape did the same.
+func TestAdminReportQueryReadStrictly(t *testing.T) {
+	a := ledgerAdmin(t)
+	admin := &Identity{KeyID: "root", Role: RoleAdmin}
+	for _, q := range []string{
+		"starting_at=2025-09-01T00:00:00Z&api_key_ids[]=bob;alice",
+		"starting_at=2025-09-01T00:00:00Z;api_key_ids[]=bob",
+		"starting_at=2025-09-01T00:00:00Z&api_key_ids[]=%zz",
+	} {
+		for _, path := range []string{UsageReportPath, CostReportPath} {
+			rec := serve(a, admin, path+"?"+q, nil)
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"type":"invalid_request_error"`) {
+				t.Errorf("%s?%s: %d %s, want a 400", path, q, rec.Code, rec.Body.String())
+			}
+		}
+	}
+	// Percent-encoded, the same characters are an ordinary value.
+	rec := serve(a, admin, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&api_key_ids[]=bob%3Balice", nil)
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "4200000") {
+		t.Errorf("an encoded ';' filters for the key bob;alice: %d %s", rec.Code, rec.Body.String())
+	}
+}

@@ -37,6 +37,36 @@ func paramErr(param, format string, args ...any) error {
 	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
 }
 
+// ParseRawQuery reads a report's query string strictly. url.ParseQuery
+// silently drops a pair holding a raw ';' (and r.URL.Query() hides the
+// error), so a filter such as api_key_ids[]=a;b would vanish and the
+// report widen to every key: here anything that cannot be read exactly
+// is an error naming its parameter.
+func ParseRawQuery(raw string) (url.Values, error) {
+	v := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		k, val, _ := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			return nil, paramErr(k, "the parameter name is not valid percent-encoding")
+		}
+		if strings.Contains(pair, ";") {
+			return nil, paramErr(key, "contains ';', which is not a separator here: join parameters with '&', and percent-encode a ';' in a value as %%3B")
+		}
+		value, err := url.QueryUnescape(val)
+		if err != nil {
+			return nil, paramErr(key, "the value is not valid percent-encoding")
+		}
+		v[key] = append(v[key], value)
+	}
+	return v, nil
+}
+
 type widthLimits struct {
 	width         time.Duration
 	defLimit, max int
