@@ -21,7 +21,7 @@ func (o *observer) Attempt(a handlers.Attempt) {
 	switch {
 	case a.Err != "":
 		outcome, level = a.Err, zapcore.WarnLevel
-	case a.Status >= 400:
+	case a.Status >= 300:
 		outcome, level = statusClass(a.Status), zapcore.WarnLevel
 	}
 	o.metrics.attempts.WithLabelValues(a.Alias, a.Provider, outcome).Inc()

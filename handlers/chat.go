@@ -436,6 +436,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 			apiErr = &providers.APIError{Status: http.StatusBadGateway,
 				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", rec.Alias, status)}
 			status = http.StatusBadGateway
+			att.Err = "redirect"
 		} else {
 			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			apiErr = b.upstreamError(providers.UpstreamError(status, errBody))

@@ -33,6 +33,11 @@ func TestReviewUpstreamRedirectIsNotSuccess(t *testing.T) {
 			if got := obs.Records(); len(got) != 1 || got[0].Outcome != "error" {
 				t.Errorf("ledger records %+v, want one with outcome error", got)
 			}
+			// The attempt, which metrics count, is a failure too (it used
+			// to count as outcome ok).
+			if at := obs.Attempts(); len(at) != 1 || at[0].Err != "redirect" || at[0].Status != http.StatusFound {
+				t.Errorf("attempts %+v, want one failed with redirect", at)
+			}
 		})
 	}
 }
