@@ -98,3 +98,18 @@ func TestGatewayCommandAnswersEveryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedHeadersLimit pins what docs/failure-handling.md says: Caddy
+// 2.11's default header limit is 16 KiB (Go reads 4 KiB past it) and the
+// 431 is Go's own.
+func TestOversizedHeadersLimit(t *testing.T) {
+	up := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: up.modelsYAML()})
+	body := `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`
+	if st, _, out := g.do(t, http.MethodPost, "/v1/chat/completions", aliceKey, body, "X-Pad", strings.Repeat("a", 8<<10)); st != http.StatusOK {
+		t.Fatalf("8 KiB of headers: %d %s", st, out)
+	}
+	if st, _, _ := g.do(t, http.MethodPost, "/v1/chat/completions", aliceKey, body, "X-Pad", strings.Repeat("a", 40<<10)); st != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("40 KiB of headers: %d, want 431", st)
+	}
+}
