@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -282,13 +283,17 @@ func ourCommand(raw json.RawMessage) (string, bool) {
 // stays untouched.
 func edit(path string, create bool, change func(*object) error) (bool, error) {
 	// Write through a symlink (dotfile managers link settings.json) rather
-	// than replacing the link with a regular file.
+	// than replacing the link with a regular file; a link to nothing is
+	// reported, not replaced.
 	target := path
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return false, fmt.Errorf("%s is a symbolic link to something that does not exist; create its target or remove the link (left unchanged)", path)
+		}
 		target = resolved
 	}
-	old, err := os.ReadFile(target)
-	var mode fs.FileMode = 0o600
+	old, mode, err := readSettings(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if !create {
@@ -296,13 +301,7 @@ func edit(path string, create bool, change func(*object) error) (bool, error) {
 		}
 		old = nil
 	case err != nil:
-		return false, err
-	default:
-		fi, err := os.Stat(target)
-		if err != nil {
-			return false, err
-		}
-		mode = fi.Mode().Perm()
+		return false, fmt.Errorf("%s: %w (left unchanged)", path, err)
 	}
 
 	var root object
@@ -333,6 +332,42 @@ func edit(path string, create bool, change func(*object) error) (bool, error) {
 		return false, err
 	}
 	return true, writeAtomic(target, out.Bytes(), mode)
+}
+
+// maxSettingsBytes bounds a settings file; real ones are a few kilobytes.
+const maxSettingsBytes = 4 << 20
+
+// readSettings reads a settings file and its permissions, refusing what
+// is not a regular file of bounded size: a FIFO would block the agent's
+// hook install forever, a device or a huge file would eat memory.
+func readSettings(path string) ([]byte, fs.FileMode, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, 0o600, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("not a regular file (%s); a settings file must be one", fi.Mode().Type())
+	}
+	if fi.Size() > maxSettingsBytes {
+		return nil, 0, fmt.Errorf("%d bytes, more than a settings file can be (%d)", fi.Size(), maxSettingsBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	// Checked again on the open file: the path may have been swapped.
+	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, errors.New("not a regular file; a settings file must be one")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSettingsBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) > maxSettingsBytes {
+		return nil, 0, fmt.Errorf("more than a settings file can be (%d bytes)", maxSettingsBytes)
+	}
+	return data, fi.Mode().Perm(), nil
 }
 
 // sameJSON compares ignoring formatting, so an unchanged file that someone

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Event names the hook understands.
@@ -66,22 +68,29 @@ func BuildMessage(ev Event, agent, event string) (text string, ok bool) {
 	if strings.TrimSpace(agent) == "" {
 		agent = DefaultAgent
 	}
-	agent = escapeText(oneLine(agent))
-	project := inlineCode(projectName(ev.CWD))
-	session := inlineCode(orUnknown(ev.SessionID))
+	agent = escapeText(cleanValue(agent, maxNameRunes))
+	project := inlineCode(cleanValue(projectName(ev.CWD), maxNameRunes))
+	session := inlineCode(cleanValue(orUnknown(ev.SessionID), maxNameRunes))
 
 	switch {
 	case strings.EqualFold(event, EventStop):
 		return "✅ " + agent + " done — project: " + project + " (session: " + session + ")", true
 	case strings.EqualFold(event, EventNotification):
 		text = "⚠️ " + agent + " needs your attention — project: " + project + " (session: " + session + ")"
-		if msg := oneLine(ev.Message); msg != "" {
+		if msg := cleanValue(ev.Message, maxMessageRunes); msg != "" {
 			text += ": " + escapeText(msg)
 		}
 		return text, true
 	}
 	return "", false
 }
+
+// Bounds on inserted values, in runes: a chat line stays readable, and an
+// event cannot turn the hook into a way to post pages of text.
+const (
+	maxNameRunes    = 120
+	maxMessageRunes = 500
+)
 
 // projectName is the last path segment of cwd. Both separators are accepted
 // because a Windows agent sends backslash paths regardless of where the hook
@@ -107,19 +116,70 @@ func orUnknown(s string) string {
 // inlineCode wraps v in a Slack code span. A backtick inside would end the
 // span early, so it is replaced by a look-alike quote.
 func inlineCode(v string) string {
-	v = strings.ReplaceAll(oneLine(v), "`", "'")
+	v = strings.ReplaceAll(v, "`", "'")
 	return "`" + escapeText(v) + "`"
 }
 
-// escapeText escapes Slack mrkdwn's three control characters so inserted
-// values cannot form links or @channel mentions. Nothing else is entity-encoded
-// because Slack would show the entities literally.
-func escapeText(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+// mrkdwn escapes Slack mrkdwn's three control characters so inserted values
+// cannot form links or <!channel>-style mentions. Nothing else is
+// entity-encoded because Slack would show the entities literally.
+var mrkdwn = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func escapeText(s string) string { return mrkdwn.Replace(s) }
+
+// cleanValue makes an event's value safe to insert into a one-line chat
+// message: whitespace runs become one space; control and format characters
+// (bidi overrides that reorder what a reader sees, zero-width characters)
+// are dropped; the broadcast mentions @everyone, @here and @channel, which
+// Discord, Teams and Slack (with link_names) turn into a ping of everyone,
+// are defused with a zero-width space after the @; and the value is cut to
+// max runes with an ellipsis.
+func cleanValue(s string, max int) string {
+	var b strings.Builder
+	space, n := false, 0
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
+			continue
+		}
+		if n >= max {
+			b.WriteString("…")
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return defuseMentions(b.String())
 }
 
-// oneLine collapses whitespace runs (including newlines) into single spaces so
-// the message stays one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+// defuseMentions puts a zero-width space after the @ of each broadcast
+// mention, matched without regard to case.
+func defuseMentions(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '@')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i+1])
+		s = s[i+1:]
+		for _, word := range [...]string{"everyone", "here", "channel"} {
+			if len(s) >= len(word) && strings.EqualFold(s[:len(word)], word) {
+				b.WriteString("\u200b")
+				break
+			}
+		}
+	}
 }

@@ -2,8 +2,11 @@ package agenthook
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestBuildMessage(t *testing.T) {
@@ -145,4 +148,62 @@ func TestShellWords(t *testing.T) {
 	if got := HookCommand("/usr/bin/caddy"); got != "/usr/bin/caddy agent-hook" {
 		t.Errorf("plain path quoted needlessly: %q", got)
 	}
+}
+
+// TestMessageValuesAreDefused: event values used to reach the chat as
+// sent: broadcast mentions pinged everyone, bidi overrides reordered what
+// a reader saw, and a long value made a page of text.
+func TestMessageValuesAreDefused(t *testing.T) {
+	ev := Event{
+		CWD:       "/home/u/@everyone\u202Eevil",
+		SessionID: "s\x00e\x1bss<!channel>",
+		Message:   "Claude needs you @here and @Channel and @EVERYONE\u2066 now <!here|x> " + strings.Repeat("long ", 300),
+	}
+	for _, event := range []string{EventStop, EventNotification} {
+		text, ok := BuildMessage(ev, "Agent @here", event)
+		if !ok {
+			t.Fatal("no message")
+		}
+		lower := strings.ToLower(text)
+		for _, bad := range []string{"@everyone", "@here", "@channel", "<!", "\u202e", "\u2066", "\x00", "\x1b"} {
+			if strings.Contains(lower, bad) {
+				t.Errorf("%s message holds %q: %q", event, bad, text)
+			}
+		}
+		if !strings.Contains(text, "@\u200beveryone") || !utf8.ValidString(text) || utf8.RuneCountInString(text) > 1000 {
+			t.Errorf("%s message %q", event, text)
+		}
+	}
+	text, _ := BuildMessage(ev, "", EventNotification)
+	if !strings.HasSuffix(text, "…") {
+		t.Errorf("a long message is cut with an ellipsis: %q", text)
+	}
+}
+
+// FuzzBuildMessage: whatever the event, the message is one line of valid
+// UTF-8, bounded, with no control or format characters and no live
+// broadcast mention.
+func FuzzBuildMessage(f *testing.F) {
+	f.Add("/a/b", "sess", "hi @here <!channel>", "Agent")
+	f.Add("\u202e", "\x00", "@EVERYONE\n\n@here", "")
+	f.Fuzz(func(t *testing.T, cwd, session, msg, agent string) {
+		text, ok := BuildMessage(Event{CWD: cwd, SessionID: session, Message: msg}, agent, EventNotification)
+		if !ok {
+			t.Fatal("no message")
+		}
+		if !utf8.ValidString(text) || utf8.RuneCountInString(text) > 1000 {
+			t.Fatalf("message %q", text)
+		}
+		for _, r := range text {
+			if r == '\n' || (unicode.IsControl(r)) || (unicode.Is(unicode.Cf, r) && r != '\u200b' && r != '\u200d' && r != '\ufe0f') {
+				t.Fatalf("message holds %U: %q", r, text)
+			}
+		}
+		lower := strings.ToLower(text)
+		for _, bad := range []string{"@everyone", "@here", "@channel", "<"} {
+			if strings.Contains(lower, bad) {
+				t.Fatalf("message holds %q: %q", bad, text)
+			}
+		}
+	})
 }

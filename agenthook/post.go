@@ -56,6 +56,12 @@ func Post(ctx context.Context, client *http.Client, webhookURL, text string) err
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// A redirect is never followed: a 307 would re-post the message to
+	// another host, and a 302 would turn it into a GET that posts nothing
+	// while looking delivered. The redirect is reported instead.
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &c
 	body, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return err
@@ -108,6 +114,9 @@ func postOnce(ctx context.Context, client *http.Client, webhookURL string, body 
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	se := &StatusError{Status: resp.StatusCode, Code: errorCode(raw)}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		se.Code = "redirect not followed; set the webhook's final URL"
+	}
 	var wait time.Duration
 	if resp.StatusCode == http.StatusTooManyRequests {
 		wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -351,4 +352,35 @@ func closedAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// TestProcessNeverFollowsRedirects: a 307 used to re-post the message to
+// another host and a 302 to drop it silently (as a GET). Now neither is
+// followed, and the redirect is the one stderr line.
+func TestProcessNeverFollowsRedirects(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusFound, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			elsewhere := newWebhook(t, slackOK)
+			hook := newWebhook(t, func(_ int, w http.ResponseWriter) {
+				w.Header().Set("Location", elsewhere.url)
+				w.WriteHeader(status)
+			})
+			res := runHook(t, strings.NewReader(stopEvent), []string{"CHAT_WEBHOOK_URL=" + hook.url})
+			if res.exit != 0 || res.stdout != "" {
+				t.Fatalf("exit %d, stdout %q", res.exit, res.stdout)
+			}
+			if n := len(elsewhere.requests()); n != 0 {
+				t.Fatalf("the redirect target received %d requests", n)
+			}
+			if n := len(hook.requests()); n != 1 {
+				t.Fatalf("the webhook received %d requests, want 1", n)
+			}
+			if !strings.Contains(res.stderr, strconv.Itoa(status)) || !strings.Contains(res.stderr, "redirect not followed") ||
+				strings.Count(res.stderr, "\n") != 1 || strings.Contains(res.stderr, "/services/") {
+				t.Fatalf("stderr %q, want one line naming the redirect and no URL", res.stderr)
+			}
+		})
+	}
 }
