@@ -44,6 +44,7 @@ type config struct {
 	build            bool
 	portkey          bool
 	workdir          string
+	durability       string
 	only             *regexp.Regexp
 	profile          *regexp.Regexp
 }
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&c.caddyBin, "caddy", ".cache/bin/caddy", "caddy binary with Modelgate")
 	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
 	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
+	flag.StringVar(&c.durability, "durability", "async", "the gateway's ledger durability: async (batched) or sync (each record written before its answer completes)")
 	flag.StringVar(&c.workdir, "workdir", "", "keep Caddyfiles, ledger and profiles here (default: a temporary directory, removed)")
 	only := flag.String("only", "", "regexp: run only scenarios whose key matches (keys: see -list)")
 	profile := flag.String("profile", "", "regexp: CPU-profile the proxy during matching scenarios into <workdir>/<key>.pprof")
@@ -190,7 +192,7 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":5`)
-		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin), probe, []string{"BENCH_KEY=" + benchKey})
+		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin, e.cfg.durability), probe, []string{"BENCH_KEY=" + benchKey})
 		if err == nil {
 			e.gwBase, e.gwAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
 			break

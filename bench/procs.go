@@ -158,12 +158,13 @@ func modelsYAML(up string) string {
 
 // gatewayCaddyfile is a gateway as a team would run it, ledger on, with
 // the admin endpoint on loopback so /debug/pprof/ can be profiled.
-func gatewayCaddyfile(dir string, port, adminPort int) string {
+func gatewayCaddyfile(dir string, port, adminPort int, durability string) string {
 	return fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
 	modelgate {
 		ledger sqlite %s
+		durability %s
 	}
 }
 
@@ -177,7 +178,7 @@ http://127.0.0.1:%d {
 		models %s
 	}
 }
-`, adminPort, filepath.Join(dir, "ledger.db"), port, filepath.Join(dir, "models.yaml"))
+`, adminPort, filepath.Join(dir, "ledger.db"), durability, port, filepath.Join(dir, "models.yaml"))
 }
 
 // caddyfilePlain is the floor: Caddy's own reverse proxy to the same

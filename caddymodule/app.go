@@ -47,6 +47,13 @@ type App struct {
 	// ones are counted as dropped. Default 10000.
 	QueueSize int `json:"queue_size,omitempty"`
 
+	// Durability is "async" (default: records are written in batches
+	// within the flush interval, 200 ms, after their request ended, so a
+	// kill -9 can lose that window) or "sync": a successful request's
+	// record is in the database before the client has the end of its
+	// answer, for teams that bill from the ledger.
+	Durability string `json:"durability,omitempty"`
+
 	key    string
 	dsn    string
 	run    *appRun // made in Provision; a pointer, because App is copied by value
@@ -91,6 +98,11 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // validate` provisions but never starts, and must not create files.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	switch a.Durability {
+	case "", "async", "sync":
+	default:
+		return fmt.Errorf("durability: %q is not a mode; use sync or async", a.Durability)
+	}
 	if a.Ledger == nil {
 		a.Ledger = &LedgerConfig{Driver: "sqlite"}
 	}
@@ -241,6 +253,22 @@ func (a *App) Enqueue(rec ledger.Record) bool {
 	return true
 }
 
+// Commit writes rec and waits until it is in the database.
+func (a *App) Commit(ctx context.Context, rec ledger.Record) error {
+	if s := a.run.shared.Load(); s != nil {
+		return s.writer.Commit(ctx, rec)
+	}
+	// Before Start (Caddy starts apps in no fixed order) the record waits
+	// in the early queue like any other; nothing can be waited on yet.
+	if !a.Enqueue(rec) {
+		return ledger.ErrNotQueued
+	}
+	return nil
+}
+
+// Durable reports whether records are written before answers complete.
+func (a *App) Durable() bool { return a.Durability == "sync" }
+
 // Store is the ledger store for reports, nil before Start.
 func (a *App) Store() ledger.Store {
 	s := a.shared()
@@ -309,6 +337,14 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			}
 			if a.Ledger.Driver != "sqlite" && a.Ledger.Driver != "postgres" {
 				return nil, d.Errf("ledger: unknown store %q; use sqlite or postgres", a.Ledger.Driver)
+			}
+		case "durability":
+			if !d.NextArg() || d.CountRemainingArgs() > 0 {
+				return nil, d.ArgErr()
+			}
+			a.Durability = d.Val()
+			if a.Durability != "sync" && a.Durability != "async" {
+				return nil, d.Errf("durability: %q is not a mode; use sync (write each record before the answer completes) or async (the default: batched)", a.Durability)
 			}
 		case "queue_size":
 			var s string

@@ -19,7 +19,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "--config <models.yaml> [--listen <addr>] [--key-env <VAR>] [--ledger sqlite:<path>|postgres:<dsn>] [--insecure-no-auth]",
+		Usage: "--config <models.yaml> [--listen <addr>] [--key-env <VAR>] [--ledger sqlite:<path>|postgres:<dsn>] [--durability sync|async] [--insecure-no-auth]",
 		Short: "Starts an LLM gateway from a models file, without a Caddyfile",
 		Long: `
 Starts a Modelgate gateway on the given models YAML: OpenAI chat completions
@@ -37,6 +37,7 @@ the usage and cost reports. Without it the gateway refuses to start unless
 			cmd.Flags().StringP("listen", "l", "localhost:4000", "Address to listen on (plain HTTP)")
 			cmd.Flags().String("key-env", "PROXY_KEY", "Environment variable that holds the client key")
 			cmd.Flags().String("ledger", "", "Ledger store: sqlite:<path> or postgres:<dsn> (default: SQLite in Caddy's data dir)")
+			cmd.Flags().String("durability", "async", "sync: each successful request's record is in the ledger before its answer completes; async: batched")
 			cmd.Flags().Bool("insecure-no-auth", false, "Serve without authentication (trusted networks only)")
 			cmd.RunE = caddycmd.WrapCommandFuncForCobra(runGateway)
 		},
@@ -62,7 +63,7 @@ func runGateway(fl caddycmd.Flags) (int, error) {
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
-	cfg, err := gatewayConfig(abs, fl.String("listen"), fl.String("key-env"), fl.String("ledger"), fl.Bool("insecure-no-auth"))
+	cfg, err := gatewayConfig(abs, fl.String("listen"), fl.String("key-env"), fl.String("ledger"), fl.String("durability"), fl.Bool("insecure-no-auth"))
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
@@ -75,7 +76,7 @@ func runGateway(fl caddycmd.Flags) (int, error) {
 
 // gatewayConfig builds the same module configuration a Caddyfile with
 // llm_auth, llm_admin and llm_gateway adapts to.
-func gatewayConfig(modelsPath, listen, keyEnv, ledgerFlag string, noAuth bool) (*caddy.Config, error) {
+func gatewayConfig(modelsPath, listen, keyEnv, ledgerFlag, durability string, noAuth bool) (*caddy.Config, error) {
 	var handlers []json.RawMessage
 	if !noAuth {
 		if keyEnv == "" {
@@ -92,7 +93,10 @@ func gatewayConfig(modelsPath, listen, keyEnv, ledgerFlag string, noAuth bool) (
 		caddyconfig.JSONModuleObject(&Admin{}, "handler", "llm_admin", nil),
 		caddyconfig.JSONModuleObject(&Gateway{Models: modelsPath, InsecureNoAuth: noAuth, AnswerAllPaths: true}, "handler", "llm_gateway", nil))
 
-	app := &App{}
+	if durability != "sync" && durability != "async" {
+		return nil, fmt.Errorf("--durability: want sync or async, got %q", durability)
+	}
+	app := &App{Durability: durability}
 	if ledgerFlag != "" {
 		driver, dsn, ok := strings.Cut(ledgerFlag, ":")
 		if strings.HasPrefix(ledgerFlag, "postgres://") || strings.HasPrefix(ledgerFlag, "postgresql://") {

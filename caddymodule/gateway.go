@@ -112,6 +112,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
 		AnswerAllPaths:      g.AnswerAllPaths,
+		Durable:             g.app.Durable(),
 	})
 	return nil
 }

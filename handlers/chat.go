@@ -47,11 +47,13 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
 
-	g.dispatch(w, r, cf, body, info, alias, rec)
+	recorded := g.dispatch(w, r, cf, body, info, alias, rec)
 
-	rec.Latency = g.now().Sub(start)
-	if g.opts.Recorder != nil {
-		g.opts.Recorder.Enqueue(*rec)
+	if !recorded {
+		rec.Latency = g.now().Sub(start)
+		if g.opts.Recorder != nil {
+			g.opts.Recorder.Enqueue(*rec)
+		}
 	}
 	g.obs.Done(rec)
 }
@@ -231,6 +233,7 @@ func asAPIError(err error) *providers.APIError {
 // result is how one upstream attempt ended.
 type result struct {
 	committed bool // the client has seen headers or bytes: no retry possible
+	recorded  bool // the record is already in the database (durability sync)
 	retryable bool // another deployment may succeed
 	skipped   admitResult
 	wait      time.Duration
@@ -270,7 +273,9 @@ func (g *gapWatch) fired() bool { return g != nil && g.expired.Load() }
 
 // dispatch tries the alias's deployments, then its fallbacks, until one
 // answers or none is left.
-func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo, alias string, rec *ledger.Record) {
+//
+// It reports whether the record is already written (durability sync).
+func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.Format, body []byte, info providers.RequestInfo, alias string, rec *ledger.Record) (recorded bool) {
 	chain := g.chains[alias]
 	id := IdentityFrom(r.Context())
 	var last *providers.APIError
@@ -308,7 +313,7 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 			}
 			tried++
 			if res.committed || !res.retryable {
-				return
+				return res.recorded
 			}
 			last = res.err
 		}
@@ -331,6 +336,7 @@ func (g *Gateway) dispatch(w http.ResponseWriter, r *http.Request, cf providers.
 	}
 	rec.Status, rec.Outcome = last.Status, "error"
 	last.Write(w, cf)
+	return false
 }
 
 // route is one alias as dispatch walks it, fixed when the gateway is built.
@@ -585,16 +591,35 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 	h := w.Header()
 	relayHeaders(h, resp.Header)
 	rec.RequestID = upstreamRequestID(resp.Header)
+	rec.TTFT = g.now().Sub(start)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	recorded := g.commitRecord(rec)
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
-	_, werr := w.Write(out)
-	rec.TTFT = g.now().Sub(start)
-	rec.Status, rec.Outcome = http.StatusOK, "ok"
-	if werr != nil {
+	if _, werr := w.Write(out); werr != nil && !recorded {
 		rec.Status, rec.Outcome = 499, "cancelled"
 	}
-	return result{committed: true}
+	return result{committed: true, recorded: recorded}
+}
+
+// commitRecord writes rec before the client has the end of its answer,
+// under durability sync, and reports whether it did; otherwise the record
+// is enqueued when the request ends. The wait is bounded and not tied to
+// the client: a client leaving now does not unbill what it was served.
+func (g *Gateway) commitRecord(rec *ledger.Record) bool {
+	c, ok := g.opts.Recorder.(Committer)
+	if !g.opts.Durable || !ok {
+		return false
+	}
+	rec.Latency = g.now().Sub(rec.Time)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Commit(ctx, *rec); err != nil {
+		g.obs.Attempt(Attempt{Alias: rec.Alias, Err: "ledger_commit: " + err.Error()})
+	}
+	// Queued either way: enqueuing again would count the request twice.
+	return true
 }
 
 func translateBody(cf, up providers.Format, raw []byte) ([]byte, providers.Usage, error) {
@@ -687,13 +712,16 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		committed = true
 		rec.TTFT = g.now().Sub(start)
 	}
+	// held is what ends the stream under durability sync: from the event
+	// that completes it on, output waits until the record is written.
+	var held []byte
 	fail := func(class string, apiErr *providers.APIError) result {
 		applyUsage(rec, tr.Usage(), b)
 		if !committed {
 			return result{retryable: true, class: class, err: apiErr}
 		}
 		rec.Status, rec.Outcome = apiErr.Status, "error"
-		out = apiErr.AppendStreamError(out[:0], cf)
+		out = apiErr.AppendStreamError(append(out[:0], held...), cf)
 		_, _ = w.Write(out)
 		_ = rc.Flush()
 		return result{committed: true, class: class}
@@ -744,6 +772,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		if !committed {
 			commit()
 		}
+		if held != nil || (g.opts.Durable && tr.Complete()) {
+			held = append(held, out...)
+			continue
+		}
 		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
 			applyUsage(rec, tr.Usage(), b)
 			rec.Status, rec.Outcome = 499, "cancelled"
@@ -754,17 +786,18 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream stream ended before its end marker", rec.Alias)})
 	}
-	out = tr.Finish(out[:0])
+	out = tr.Finish(append(out[:0], held...))
 	if !committed {
 		commit()
 	}
+	applyUsage(rec, tr.Usage(), b)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	recorded := g.commitRecord(rec)
 	if len(out) > 0 {
 		_, _ = w.Write(out)
 		_ = rc.Flush()
 	}
-	applyUsage(rec, tr.Usage(), b)
-	rec.Status, rec.Outcome = http.StatusOK, "ok"
-	return result{committed: true}
+	return result{committed: true, recorded: recorded}
 }
 
 var errNotJSONObject = errors.New("a 200 whose body is not a JSON object (is api_base a web page, or was the answer cut off?)")

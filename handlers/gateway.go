@@ -41,6 +41,12 @@ type GatewayOptions struct {
 	Client  func(d *modellist.Deployment) *http.Client
 	Counter *tokencount.Counter
 	Now     func() time.Time
+	// Durable writes each request's record to the database before the
+	// client has the end of its answer (the Recorder must be a Committer):
+	// for teams that bill from the ledger, a crash cannot lose a served
+	// request. It costs one insert's wait per request, shared by the
+	// requests that finish together.
+	Durable bool
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -30,6 +31,12 @@ type Observer interface {
 // Recorder accepts finished requests for the ledger without blocking.
 type Recorder interface {
 	Enqueue(rec ledger.Record) bool
+}
+
+// Committer is a Recorder that can also write a record and wait until it
+// is in the database, for `durability sync`.
+type Committer interface {
+	Commit(ctx context.Context, rec ledger.Record) error
 }
 
 type nopObserver struct{}

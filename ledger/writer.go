@@ -38,7 +38,7 @@ type WriterStats struct {
 type Writer struct {
 	s    Store
 	opts WriterOptions
-	q    chan Record
+	q    chan queued
 
 	closed   atomic.Bool
 	inflight atomic.Int64 // Enqueue calls between their closed check and their send
@@ -80,17 +80,49 @@ func NewWriter(s Store, opts WriterOptions) *Writer {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Writer{
 		s: s, opts: opts,
-		q:        make(chan Record, opts.QueueSize),
+		q:        make(chan queued, opts.QueueSize),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		abortCtx: ctx, abort: cancel,
 	}
 }
 
+// queued is a record on its way to the store; done, when set, hears how
+// the insert of its batch ended.
+type queued struct {
+	rec  Record
+	done chan error
+}
+
+// ErrNotQueued is Commit's answer when the queue is full or the writer
+// closed: the record was dropped and counted.
+var ErrNotQueued = errors.New("ledger queue full or closed: record dropped")
+
 // Enqueue queues r without blocking. It returns false, counting a drop,
 // when the queue is full or the writer is closed.
 func (w *Writer) Enqueue(r Record) bool {
-	r.sanitize()
+	return w.enqueue(queued{rec: r})
+}
+
+// Commit queues r and waits until the batch holding it is in the database
+// (durability sync): the writer flushes at once for a waiting record,
+// taking along whatever else is queued, so concurrent requests share one
+// insert (group commit). An error means the record may not be stored.
+func (w *Writer) Commit(ctx context.Context, r Record) error {
+	done := make(chan error, 1)
+	if !w.enqueue(queued{rec: r, done: done}) {
+		return ErrNotQueued
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) enqueue(it queued) bool {
+	it.rec.sanitize()
 	w.inflight.Add(1)
 	defer w.inflight.Add(-1)
 	if w.closed.Load() {
@@ -98,7 +130,7 @@ func (w *Writer) Enqueue(r Record) bool {
 		return false
 	}
 	select {
-	case w.q <- r:
+	case w.q <- it:
 		return true
 	default:
 		w.dropped.Add(1)
@@ -150,33 +182,56 @@ func (w *Writer) Stats() WriterStats {
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]Record, 0, w.opts.BatchSize)
+	var waiters []chan error
 	t := time.NewTicker(w.opts.FlushInterval)
 	defer t.Stop()
 	flush := func() {
 		if len(batch) > 0 {
-			w.write(batch)
+			err := w.write(batch)
 			clear(batch) // drop string references before reuse
 			batch = batch[:0]
+			for _, c := range waiters {
+				c <- err
+			}
+			clear(waiters)
+			waiters = waiters[:0]
 		}
 	}
-	add := func(r Record) {
-		batch = append(batch, r)
+	add := func(it queued) {
+		batch = append(batch, it.rec)
+		if it.done != nil {
+			waiters = append(waiters, it.done)
+		}
 		if len(batch) >= w.opts.BatchSize {
 			flush()
 		}
 	}
 	for {
 		select {
-		case r := <-w.q:
-			add(r)
+		case it := <-w.q:
+			add(it)
+			if len(waiters) == 0 {
+				continue
+			}
+			// Someone waits: take what else is queued now, then write.
+		drain:
+			for len(batch) > 0 && len(batch) < w.opts.BatchSize {
+				select {
+				case it := <-w.q:
+					add(it)
+				default:
+					break drain
+				}
+			}
+			flush()
 		case <-t.C:
 			flush()
 		case <-w.stop:
 			// Enqueue refuses new records now, so the queue only shrinks.
 			for {
 				select {
-				case r := <-w.q:
-					add(r)
+				case it := <-w.q:
+					add(it)
 				default:
 					flush()
 					return
@@ -190,7 +245,7 @@ func (w *Writer) run() {
 // is counted and logged rather than dropped unnoticed. When the store says
 // a row's data was refused, the batch is split until the bad rows are
 // alone: the other records are written, and only those are lost.
-func (w *Writer) write(batch []Record) {
+func (w *Writer) write(batch []Record) error {
 	backoff := w.opts.RetryBackoff
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -198,14 +253,16 @@ func (w *Writer) write(batch []Record) {
 		if err == nil {
 			w.written.Add(int64(len(batch)))
 			w.failing.Store(false)
-			return
+			return nil
 		}
 		if w.rejectsRow(err) {
-			if lost := w.isolate(batch); lost > 0 {
-				w.writeErrors.Add(int64(lost))
-				w.opts.Logger(fmt.Sprintf("ledger: %d of %d usage records refused by the database and set aside; the rest were written", lost, len(batch)), err)
+			lost := w.isolate(batch)
+			if lost == 0 {
+				return nil
 			}
-			return
+			w.writeErrors.Add(int64(lost))
+			w.opts.Logger(fmt.Sprintf("ledger: %d of %d usage records refused by the database and set aside; the rest were written", lost, len(batch)), err)
+			return err
 		}
 		w.failing.Store(true)
 		if attempt >= w.opts.Retries || w.abortCtx.Err() != nil {
@@ -220,9 +277,10 @@ func (w *Writer) write(batch []Record) {
 	w.writeErrors.Add(int64(len(batch)))
 	if errors.Is(err, context.Canceled) && w.abortCtx.Err() != nil {
 		w.opts.Logger(fmt.Sprintf("ledger: shutdown deadline passed; %d usage records not written", len(batch)), err)
-		return
+		return err
 	}
 	w.opts.Logger(fmt.Sprintf("ledger: %d usage records not written after %d retries", len(batch), w.opts.Retries), err)
+	return err
 }
 
 func (w *Writer) rejectsRow(err error) bool {

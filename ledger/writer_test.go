@@ -249,3 +249,43 @@ func BenchmarkWriterEnqueue(b *testing.B) {
 	b.StopTimer()
 	_ = w.Close(context.Background())
 }
+
+// TestWriterCommitWaitsForTheDatabase: under durability sync a record is
+// in the database when Commit returns, without waiting for the flush
+// interval, and requests that finish together share inserts.
+func TestWriterCommitWaitsForTheDatabase(t *testing.T) {
+	s := newFlaky(t)
+	w := NewWriter(s, WriterOptions{FlushInterval: time.Hour})
+	w.Start()
+	defer w.Close(context.Background())
+	if err := w.Commit(context.Background(), sampleRecord(0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRecords(t, s); n != 1 {
+		t.Fatalf("%d records stored when Commit returned, want 1", n)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- w.Commit(context.Background(), sampleRecord(i+1)) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := countRecords(t, s); got != n+1 {
+		t.Fatalf("%d records stored, want %d", got, n+1)
+	}
+	s.mu.Lock()
+	batches := len(s.batches)
+	s.mu.Unlock()
+	if batches > n {
+		t.Fatalf("%d inserts for %d commits", batches, n+1)
+	}
+	t.Logf("%d commits in %d inserts", n+1, batches)
+}

@@ -303,19 +303,4 @@ func (t *anthropicToOpenAIStream) Finish(dst []byte) []byte {
 	return t.end(dst)
 }
 
-// openAITypeForAnthropic maps an Anthropic error type to OpenAI's.
-func openAITypeForAnthropic(typ string) string {
-	switch typ {
-	case "overloaded_error":
-		return "service_unavailable_error"
-	case "rate_limit_error":
-		return "rate_limit_exceeded"
-	case "api_error", "timeout_error":
-		return "server_error"
-	case "":
-		return "server_error"
-	}
-	return typ
-}
-
 const errBadEvent = constError("upstream sent a malformed stream event")
