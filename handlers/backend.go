@@ -181,6 +181,9 @@ func (c *clientSet) forDeployment(d *modellist.Deployment) *http.Client {
 			key = key[:i+3+j]
 		}
 	}
+	// Deployments of one server with their own TLS settings (a private CA,
+	// a client certificate) need their own connections.
+	key += "\x00" + d.TLS.Key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.m[key]; ok {
@@ -200,6 +203,9 @@ func (c *clientSet) forDeployment(d *modellist.Deployment) *http.Client {
 		// Streams are compressed by nobody upstream we know of, and a
 		// transparent gzip would hide the byte boundaries we flush on.
 		DisableCompression: true,
+	}
+	if d.TLS != nil {
+		t.TLSClientConfig = d.TLS.Config.Clone()
 	}
 	cl := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	c.m[key] = cl

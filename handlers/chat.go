@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -511,7 +512,15 @@ func errorClass(ctx context.Context, err error) string {
 	if errors.As(err, &dnsErr) {
 		return "dns"
 	}
+	// A certificate the gateway does not trust, an alert from the upstream
+	// (it wants a client certificate, or refuses ours), or plain HTTP
+	// where TLS was expected.
+	var verifyErr *tls.CertificateVerificationError
+	var rhErr tls.RecordHeaderError
 	var opErr *net.OpError
+	if errors.As(err, &verifyErr) || errors.As(err, &rhErr) || (errors.As(err, &opErr) && opErr.Op == "remote error") {
+		return "tls"
+	}
 	if errors.As(err, &opErr) && opErr.Timeout() {
 		return "connect_timeout"
 	}
@@ -530,6 +539,8 @@ func (g *Gateway) transportError(ctx context.Context, err error, alias string, t
 		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream host name does not resolve", alias)}
 	case "connect_timeout":
 		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream did not accept a connection in time", alias)}
+	case "tls":
+		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: TLS with the upstream failed (its certificate is not trusted, or it wants a client certificate); see the deployment's tls_ca_file, tls_client_cert and tls_client_key", alias)}
 	}
 	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream connection failed", alias)}
 }

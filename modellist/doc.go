@@ -33,6 +33,13 @@
 // os.environ/NAME is resolved in api_key, api_base and extra_headers values;
 // an unset or empty variable is an error.
 //
+// tls_ca_file, tls_client_cert and tls_client_key (PEM files; relative
+// paths are the models file's directory's) reach an https upstream behind
+// a private CA or one that wants a client certificate; they are loaded and
+// checked at load: cert and key go together, an https api_base is needed.
+// Prices above $0.001 per token are refused (a per-million price in the
+// per-token field).
+//
 // Times (timeout, stream_timeout, cooldown_time) are seconds (30, 1.5) or Go
 // durations ("30s", "2m"). Zero is refused for timeouts (remove the field
 // instead); cooldown_time: 0 disables cooldown. Prices are USD per token and

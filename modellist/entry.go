@@ -174,6 +174,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		}
 	}
 	d.APIKey = key
+	p.upstreamTLS(d, fs, w)
 }
 
 // options reads the optional per-deployment settings.

@@ -41,7 +41,10 @@ type Deployment struct {
 	// String output. Names are canonicalized (X-Team), which is how net/http
 	// sends them anyway.
 	ExtraHeaders map[string]string `json:"-"`
-	Info         ModelInfo
+	// TLS, when set, is how to reach an https upstream behind a private CA
+	// or one that wants a client certificate.
+	TLS  *UpstreamTLS
+	Info ModelInfo
 	// ID is a stable, secret-free identity: a short hex hash of alias,
 	// provider, model, api_base and the ordinal of this deployment among
 	// identical ones. The same config gives the same IDs across reloads, so
