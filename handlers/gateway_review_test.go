@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// Review tests: each one pins a defect found in the pre-release review.
-// They fail on the reviewed commit; the report gives the minimal fix.
+// Review tests: each one pins a defect an independent review of the
+// first stage found, so that it cannot come back.
 
 // reviewOneEntry is a models file with one OpenAI-compatible alias "m".
 func reviewOneEntry(base string) string { return "model_list:\n" + entry("m", base) }
@@ -130,7 +130,7 @@ func TestReviewTruncatedAnthropicStreamIsReported(t *testing.T) {
 // An upstream's error message is relayed verbatim. Servers that echo the
 // key they were given (several self-hosted OpenAI-compatible servers and
 // proxies do: "invalid api key: <key>") hand the deployment's api_key to
-// every client. wire-formats §5.6: never include upstream keys.
+// every client. docs/wire-formats.md §5.6: never include upstream keys.
 func TestReviewUpstreamErrorNeverEchoesUpstreamKey(t *testing.T) {
 	up := newFakeUpstream(t, "echo-key", func(w http.ResponseWriter, r *http.Request, n int64) {
 		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")

@@ -64,19 +64,19 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		for _, a := range c.Aliases() {
-			if len(c.Lookup(a)) == 0 {
+			if len(deploymentsOf(c, a)) == 0 {
 				t.Fatalf("alias %q has no deployments", a)
 			}
 		}
 		for _, fb := range c.Router.Fallbacks {
 			for _, to := range fb.To {
-				if c.Lookup(to) == nil {
+				if deploymentsOf(c, to) == nil {
 					t.Fatalf("fallback to unknown alias %q", to)
 				}
 			}
 		}
 		for _, ma := range c.ModelAliases {
-			if c.Lookup(ma.Alias) == nil {
+			if deploymentsOf(c, ma.Alias) == nil {
 				t.Fatalf("model_alias to unknown alias %q", ma.Alias)
 			}
 		}

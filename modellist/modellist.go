@@ -134,13 +134,6 @@ type Config struct {
 	patterns  []ModelAlias      // '*' keys with the star removed, longest first
 }
 
-// Lookup returns the deployments of alias in file order, or nil if the alias
-// is unknown.
-func (c *Config) Lookup(alias string) []*Deployment {
-	ds := c.byAlias[alias]
-	return ds[:len(ds):len(ds)]
-}
-
 // Aliases returns every model_name once, in first-appearance order.
 func (c *Config) Aliases() []string {
 	return c.aliases[:len(c.aliases):len(c.aliases)]
@@ -169,9 +162,6 @@ func (c *Config) FallbacksFor(alias string) []string {
 	to := c.fallbacks[alias]
 	return to[:len(to):len(to)]
 }
-
-// Known returns the known provider prefixes, comma-separated, for messages.
-func (c *Config) Known() string { return knownList() }
 
 // Load reads the models file at path and parses it with the process
 // environment. Errors and warnings name the path.

@@ -45,7 +45,7 @@ type openAIFunctionChoice struct {
 const toolErrorPrefix = "Error: "
 
 // AnthropicToOpenAIRequest translates an Anthropic Messages request into
-// an OpenAI chat completions request for upstreamModel (wire-formats §5.2).
+// an OpenAI chat completions request for upstreamModel (docs/wire-formats.md §5.2).
 // cloud selects max_completion_tokens (OpenAI itself) over max_tokens
 // (local servers, which ignore the newer name). Thinking, cache_control,
 // top_k, service_tier and block types with no OpenAI equivalent

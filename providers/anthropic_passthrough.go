@@ -3,7 +3,7 @@ package providers
 import "encoding/json"
 
 // anthropicPassthroughStream forwards Anthropic events unchanged while
-// applying the ledger rule of wire-formats §2.3 to their usage.
+// applying the ledger rule of docs/wire-formats.md §2.3 to their usage.
 type anthropicPassthroughStream struct {
 	usage    Usage
 	scratch  AnthropicUsage

@@ -37,7 +37,7 @@ type anthropicOutMsg struct {
 const emptyObjectSchema = `{"type":"object","properties":{}}`
 
 // OpenAIToAnthropicRequest translates an OpenAI chat completions request
-// into an Anthropic Messages request for upstreamModel (wire-formats §5.1).
+// into an Anthropic Messages request for upstreamModel (docs/wire-formats.md §5.1).
 // defaultMaxTokens applies when the client sets no limit. Errors the client
 // caused are *APIError 400 naming the parameter.
 func OpenAIToAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens int64) ([]byte, error) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// OpenAI chunks in, Anthropic events out (wire-formats §5.5).
+// OpenAI chunks in, Anthropic events out (docs/wire-formats.md §5.5).
 
 // openAIChunkIn is the part of an OpenAI chunk the translator reads.
 type openAIChunkIn struct {

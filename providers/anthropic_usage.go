@@ -2,7 +2,7 @@ package providers
 
 import "strconv"
 
-// Usage conversions between the two families (wire-formats §5.4) and the
+// Usage conversions between the two families (docs/wire-formats.md §5.4) and the
 // provider-neutral ledger Usage.
 
 func deref(p *int64) int64 {
@@ -84,7 +84,7 @@ func appendInt(dst []byte, n int64) []byte {
 }
 
 // finishFromStop maps an Anthropic stop_reason to an OpenAI finish_reason
-// (wire-formats §5.3).
+// (docs/wire-formats.md §5.3).
 func finishFromStop(stop string) string {
 	switch stop {
 	case "max_tokens", "model_context_window_exceeded":

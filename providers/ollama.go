@@ -387,7 +387,7 @@ func openAIArguments(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// ollamaFinishReason follows wire-formats §5.3: a stop that produced tool
+// ollamaFinishReason follows docs/wire-formats.md §5.3: a stop that produced tool
 // calls is a tool_calls finish; other reasons pass through.
 func ollamaFinishReason(doneReason string, toolCalls bool) string {
 	switch doneReason {
@@ -405,25 +405,4 @@ func ollamaCreated(createdAt string) int64 {
 		return t.Unix()
 	}
 	return time.Now().Unix()
-}
-
-// OllamaUsageFromBody reads the counters of a non-streaming /api/chat body,
-// or of the last line of a buffered NDJSON stream.
-func OllamaUsageFromBody(body []byte) Usage {
-	var c struct {
-		Done            bool  `json:"done"`
-		PromptEvalCount int64 `json:"prompt_eval_count"`
-		EvalCount       int64 `json:"eval_count"`
-	}
-	body = bytes.TrimSpace(body)
-	if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
-		if json.Unmarshal(body[i+1:], &c) == nil && c.Done {
-			return Usage{InputTokens: c.PromptEvalCount, OutputTokens: c.EvalCount, Seen: true}
-		}
-		c.Done, c.PromptEvalCount, c.EvalCount = false, 0, 0
-	}
-	if json.Unmarshal(body, &c) != nil || !c.Done {
-		return Usage{}
-	}
-	return Usage{InputTokens: c.PromptEvalCount, OutputTokens: c.EvalCount, Seen: true}
 }

@@ -326,29 +326,6 @@ func TestOllamaToOpenAIResponse(t *testing.T) {
 	})
 }
 
-func TestOllamaUsageFromBody(t *testing.T) {
-	stream, err := os.ReadFile("testdata/ollama/stream_tools.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, body string
-		want       Usage
-	}{
-		{"non-stream", `{"model":"m","message":{"role":"assistant","content":"x"},"done":true,"prompt_eval_count":10,"eval_count":4}`, Usage{InputTokens: 10, OutputTokens: 4, Seen: true}},
-		{"missing counts", `{"model":"m","message":{"role":"assistant","content":""},"done":true}`, Usage{Seen: true}},
-		{"buffered stream", string(stream), Usage{InputTokens: 26, OutputTokens: 282, Seen: true}},
-		{"not done", `{"model":"m","message":{"role":"assistant","content":"x"},"done":false}`, Usage{}},
-		{"error body", `{"error":"boom"}`, Usage{}},
-		{"garbage", `<html>`, Usage{}},
-	}
-	for _, tt := range tests {
-		if got := OllamaUsageFromBody([]byte(tt.body)); got != tt.want {
-			t.Errorf("%s: got %+v want %+v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\n\r\t", "ünïcødé ✓ 🙂",
 		"bad\xffutf8\xc3", "line\u2028sep\u2029", "<html>&"} {

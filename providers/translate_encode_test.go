@@ -11,10 +11,11 @@ import (
 	"testing"
 )
 
-// The differential tests run every body through the old translators (kept
-// in translate_encode_oracle_test.go) and the new ones and want the same
-// bytes and the same errors: the hand-written readers and encoders must be
-// invisible to clients and upstreams.
+// The differential tests hold the hand-written readers and encoders to
+// encoding/json: every encoder's bytes must equal json.Marshal of the same
+// struct, and the request reader must fill a request exactly as
+// json.Unmarshal does, errors included, so they stay invisible to clients
+// and upstreams.
 
 // trickyRequests are bodies where a hand-written reader or encoder could
 // part ways with encoding/json.

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Review tests of the translation rules in wire-formats §5.
+// Review tests of the translation rules in docs/wire-formats.md §5.
 
 var anthropicIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 

@@ -23,12 +23,10 @@ step "go vet"
 go vet ./...
 
 step "staticcheck"
-SC_VERSION=2026.2.2
 if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
 	go install "honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 fi
 "$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
-: "$SC_VERSION"
 
 step "PostgreSQL on loopback"
 if [ -z "${MODELGATE_TEST_POSTGRES:-}" ]; then
