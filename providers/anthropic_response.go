@@ -8,56 +8,32 @@ import (
 	"time"
 )
 
-// openAIOutResponse is a chat completion rendered for an OpenAI client.
-type openAIOutResponse struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []openAIOutChoice `json:"choices"`
-	Usage   json.RawMessage   `json:"usage"`
-}
-
-type openAIOutChoice struct {
-	Index        int              `json:"index"`
-	Message      openAIOutRespMsg `json:"message"`
-	Logprobs     json.RawMessage  `json:"logprobs"`
-	FinishReason string           `json:"finish_reason"`
-}
-
-type openAIOutRespMsg struct {
-	Role      string           `json:"role"`
-	Content   *string          `json:"content"`
-	Refusal   *string          `json:"refusal"`
-	ToolCalls []OpenAIToolCall `json:"tool_calls,omitempty"`
-}
-
 // AnthropicToOpenAIResponse renders an upstream Anthropic Messages
 // response as an OpenAI chat completion and returns the usage it carried.
 // An error means the upstream body was not a Messages response.
 func AnthropicToOpenAIResponse(body []byte) ([]byte, Usage, error) {
-	out, u, err := buildOpenAIOutResponse(body)
+	out, u, err := buildOpenAIResponseFromAnthropic(body)
 	if err != nil {
 		return nil, u, err
 	}
 	// The output is about the size of the input; one allocation holds it.
-	return appendOpenAIOutResponse(make([]byte, 0, len(body)+256), &out), u, nil
+	return appendOpenAIResponse(make([]byte, 0, len(body)+256), &out), u, nil
 }
 
-// buildOpenAIOutResponse decodes the body and maps it to the output struct, which AnthropicToOpenAIResponse
+// buildOpenAIResponseFromAnthropic decodes the body and maps it to the output struct, which AnthropicToOpenAIResponse
 // encodes by hand, byte for byte as json.Marshal would (FuzzOpenAIRequestDifferential
 // and FuzzResponseDifferential check that).
-func buildOpenAIOutResponse(body []byte) (openAIOutResponse, Usage, error) {
+func buildOpenAIResponseFromAnthropic(body []byte) (OpenAIResponse, Usage, error) {
 	var in AnthropicResponse
 	if err := json.Unmarshal(body, &in); err != nil {
-		return openAIOutResponse{}, Usage{}, errors.New("upstream anthropic response: " + jsonErrText(err))
+		return OpenAIResponse{}, Usage{}, errors.New("upstream anthropic response: " + jsonErrText(err))
 	}
 	if in.Type != "" && in.Type != "message" {
-		return openAIOutResponse{}, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
+		return OpenAIResponse{}, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
 	}
 	u := usageFromAnthropic(&in.Usage)
 	u.Seen = in.Usage.InputTokens != nil || in.Usage.OutputTokens != 0
-	msg := openAIOutRespMsg{Role: "assistant"}
+	msg := OpenAIResponseMessage{Role: "assistant"}
 	var text strings.Builder
 	for i := range in.Content {
 		b := &in.Content[i]
@@ -81,12 +57,12 @@ func buildOpenAIOutResponse(body []byte) (openAIOutResponse, Usage, error) {
 	if in.StopReason != nil {
 		stop = *in.StopReason
 	}
-	out := openAIOutResponse{
+	out := OpenAIResponse{
 		ID:      openAICompletionID(in.ID),
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   in.Model,
-		Choices: []openAIOutChoice{{Message: msg, FinishReason: finishFromStop(stop)}},
+		Choices: []OpenAIChoice{{Message: msg, FinishReason: finishFromStop(stop)}},
 		Usage:   appendOpenAIUsage(nil, u),
 	}
 	return out, u, nil

@@ -81,22 +81,17 @@ func (EchoTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return echoResponse(req, http.StatusOK, hdr, s, -1), nil
 	}
 
-	content, _ := json.Marshal(reply)
-	stop := "stop"
-	out, err := json.Marshal(&OpenAIResponse{
+	out := appendOpenAIResponse(nil, &OpenAIResponse{
 		ID:      id,
 		Object:  "chat.completion",
 		Created: created,
 		Model:   in.Model,
 		Choices: []OpenAIChoice{{
-			Message:      OpenAIMessage{Role: "assistant", Content: content},
-			FinishReason: &stop,
+			Message:      OpenAIResponseMessage{Role: "assistant", Content: &reply},
+			FinishReason: "stop",
 		}},
-		Usage: &OpenAIUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
+		Usage: appendOpenAIUsage(nil, Usage{InputTokens: prompt, OutputTokens: completion}),
 	})
-	if err != nil {
-		return nil, err
-	}
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	return echoResponse(req, http.StatusOK, hdr, io.NopCloser(bytes.NewReader(out)), int64(len(out))), nil

@@ -56,11 +56,12 @@ func TestEchoNonStream(t *testing.T) {
 		t.Errorf("header fields %+v", r)
 	}
 	c := r.Choices[0]
-	if string(c.Message.Content) != `"Hello there, echo!"` || c.Message.Role != "assistant" || *c.FinishReason != "stop" {
-		t.Errorf("choice %+v content %s", c, c.Message.Content)
+	if c.Message.Content == nil || *c.Message.Content != "Hello there, echo!" || c.Message.Role != "assistant" || c.FinishReason != "stop" {
+		t.Errorf("choice %+v", c)
 	}
-	if counts(r.Usage) != [3]int64{14, 4, 18} {
-		t.Errorf("usage %+v", *r.Usage)
+	var u OpenAIUsage
+	if err := json.Unmarshal(r.Usage, &u); err != nil || counts(&u) != [3]int64{14, 4, 18} {
+		t.Errorf("usage %s", r.Usage)
 	}
 	// Same request, same id: the backend is deterministic.
 	again := echoPost(t, context.Background(), `{"model":"echo/test","messages":`+echoConversation+`}`)
@@ -81,7 +82,9 @@ func TestEchoNoUserMessage(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		t.Fatal(err)
 	}
-	if string(r.Choices[0].Message.Content) != `""` || r.Usage.PromptTokens != 1 || r.Usage.CompletionTokens != 1 {
+	var u OpenAIUsage
+	_ = json.Unmarshal(r.Usage, &u)
+	if c := r.Choices[0].Message.Content; c == nil || *c != "" || u.PromptTokens != 1 || u.CompletionTokens != 1 {
 		t.Errorf("response %+v", r)
 	}
 }

@@ -53,7 +53,7 @@ func BenchmarkEncodeHandVsMarshal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	aresp, _, err := buildOpenAIOutResponse(benchAnthropicResponse)
+	aresp, _, err := buildOpenAIResponseFromAnthropic(benchAnthropicResponse)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func BenchmarkEncodeHandVsMarshal(b *testing.B) {
 	}{
 		{"AnthropicRequest", &areq, func() []byte { return appendAnthropicRequest(nil, &areq) }},
 		{"OllamaRequest", &oreq, func() []byte { return appendOllamaRequest(nil, &oreq) }},
-		{"OpenAIResponseFromAnthropic", &aresp, func() []byte { return appendOpenAIOutResponse(nil, &aresp) }},
+		{"OpenAIResponseFromAnthropic", &aresp, func() []byte { return appendOpenAIResponse(nil, &aresp) }},
 		{"OpenAIResponseFromOllama", &oresp, func() []byte { return appendOpenAIResponse(nil, &oresp) }},
 	}
 	for _, c := range cases {

@@ -332,7 +332,7 @@ func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 	if in.Error != "" {
 		return OpenAIResponse{}, Usage{}, &APIError{Status: http.StatusBadGateway, Message: in.Error}
 	}
-	msg := OpenAIMessage{Role: "assistant", Reasoning: in.Message.Thinking}
+	msg := OpenAIResponseMessage{Role: "assistant", Reasoning: in.Message.Thinking}
 	for i := range in.Message.ToolCalls {
 		tc := &in.Message.ToolCalls[i]
 		args, err := openAIArguments(tc.Function.Arguments)
@@ -350,9 +350,7 @@ func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 	}
 	// OpenAI sends null content beside tool calls.
 	if in.Message.Content != "" || len(msg.ToolCalls) == 0 {
-		msg.Content = appendMarshalString(nil, in.Message.Content)
-	} else {
-		msg.Content = json.RawMessage("null")
+		msg.Content = &in.Message.Content
 	}
 	finish := ollamaFinishReason(in.DoneReason, len(msg.ToolCalls) > 0)
 	u := Usage{InputTokens: in.PromptEvalCount, OutputTokens: in.EvalCount, Seen: in.Done}
@@ -363,12 +361,8 @@ func buildOpenAIResponseFromOllama(body []byte) (OpenAIResponse, Usage, error) {
 		Created:           ollamaCreated(in.CreatedAt),
 		Model:             in.Model,
 		SystemFingerprint: &fp,
-		Choices:           []OpenAIChoice{{Message: msg, FinishReason: &finish}},
-		Usage: &OpenAIUsage{
-			PromptTokens:     u.InputTokens,
-			CompletionTokens: u.OutputTokens,
-			TotalTokens:      u.InputTokens + u.OutputTokens,
-		},
+		Choices:           []OpenAIChoice{{Message: msg, FinishReason: finish}},
+		Usage:             appendOpenAIUsage(nil, u),
 	}
 	return out, u, nil
 }

@@ -87,7 +87,9 @@ type OpenAIFunction struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// OpenAIResponse is a non-streaming chat completion.
+// OpenAIResponse is a non-streaming chat completion as the gateway writes
+// it for an OpenAI client, whatever the upstream (Anthropic, Ollama, the
+// echo backend): one shape, one hand-written encoder.
 type OpenAIResponse struct {
 	ID                string         `json:"id"`
 	Object            string         `json:"object"`
@@ -95,15 +97,27 @@ type OpenAIResponse struct {
 	Model             string         `json:"model"`
 	SystemFingerprint *string        `json:"system_fingerprint,omitempty"`
 	Choices           []OpenAIChoice `json:"choices"`
-	Usage             *OpenAIUsage   `json:"usage,omitempty"`
+	// Usage is encoded once, by appendOpenAIUsage.
+	Usage json.RawMessage `json:"usage"`
 }
 
 // OpenAIChoice is one completion choice.
 type OpenAIChoice struct {
-	Index        int             `json:"index"`
-	Message      OpenAIMessage   `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
+	Index        int                   `json:"index"`
+	Message      OpenAIResponseMessage `json:"message"`
+	Logprobs     json.RawMessage       `json:"logprobs"`
+	FinishReason string                `json:"finish_reason"`
+}
+
+// OpenAIResponseMessage is the assistant message of a choice: content is
+// null beside tool calls, refusal null unless the model refused.
+type OpenAIResponseMessage struct {
+	Role      string           `json:"role"`
+	Content   *string          `json:"content"`
+	Refusal   *string          `json:"refusal"`
+	ToolCalls []OpenAIToolCall `json:"tool_calls,omitempty"`
+	// Reasoning is the thinking text local servers (Ollama) return.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // OpenAIUsage is the `usage` object of a response or final chunk.

@@ -162,8 +162,8 @@ func FuzzResponseDifferential(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if out, _, err := buildOpenAIOutResponse(body); err == nil {
-			sameAsMarshal(t, "anthropic", appendOpenAIOutResponse(nil, &out), &out)
+		if out, _, err := buildOpenAIResponseFromAnthropic(body); err == nil {
+			sameAsMarshal(t, "anthropic", appendOpenAIResponse(nil, &out), &out)
 		}
 		if out, _, err := buildOpenAIResponseFromOllama(body); err == nil {
 			sameAsMarshal(t, "ollama", appendOpenAIResponse(nil, &out), &out)
