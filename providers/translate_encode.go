@@ -182,7 +182,6 @@ func appendOpenAIToolCalls(dst []byte, calls []OpenAIToolCall) []byte {
 	return append(dst, ']')
 }
 
-
 func appendOptString(dst []byte, s *string) []byte {
 	if s == nil {
 		return append(dst, "null"...)
