@@ -209,6 +209,14 @@ func TestGatewayCommand(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Choices[0].Message.Content != "quick start" {
 			t.Errorf("reply: %s", body)
 		}
+		// Nothing follows the gateway in its route: every path it does not
+		// serve is its 404, in the caller's shape.
+		for _, p := range []string{"/nope", "/v1/nosuch"} {
+			st, _, out := (&gateway{base: base}).do(t, http.MethodGet, p, key, "")
+			if st != http.StatusNotFound || !strings.Contains(string(out), `"error"`) || !strings.Contains(string(out), "GET "+p) {
+				t.Errorf("GET %s: %d %s", p, st, out)
+			}
+		}
 		if !noAuth {
 			r, _ := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"echo","messages":[]}`))
 			if r == nil || r.StatusCode != 401 {

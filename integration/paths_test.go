@@ -3,11 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +12,6 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/modelgate/modelgate/internal/fakes"
-	"github.com/modelgate/modelgate/internal/testbin"
 )
 
 // TestEveryAPIPathAnswers: unserved API paths used to end as Caddy's empty
@@ -67,35 +62,6 @@ func TestEveryAPIPathAnswers(t *testing.T) {
 	// A path outside the API still reaches the site's next handler.
 	if status, _, body := g.do(t, http.MethodGet, "/elsewhere", aliceKey, ""); status != http.StatusNotFound || string(body) != "not found" {
 		t.Errorf("GET /elsewhere: %d %q, want the site's own respond", status, body)
-	}
-}
-
-// TestGatewayCommandAnswersEveryPath: `caddy gateway` has nothing after
-// the gateway, so every path it does not serve is its 404.
-func TestGatewayCommandAnswersEveryPath(t *testing.T) {
-	dir := t.TempDir()
-	models := filepath.Join(dir, "models.yaml")
-	if err := os.WriteFile(models, []byte("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	cmd := exec.Command(testbin.Path(t), "gateway", "--config", models, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--ledger", "sqlite:"+filepath.Join(dir, "l.db"), "--key-env", "PROXY_KEY")
-	cmd.Env = append(os.Environ(), "PROXY_KEY=sk-quickstart-key-123", "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var logs syncBuffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitChat(t, base, "sk-quickstart-key-123", "echo", "up", &logs)
-	g := &gateway{base: base}
-	for _, p := range []string{"/nope", "/v1/nosuch"} {
-		status, _, body := g.do(t, http.MethodGet, p, "sk-quickstart-key-123", "")
-		if status != http.StatusNotFound || !strings.Contains(string(body), `"error"`) || !strings.Contains(string(body), "GET "+p) {
-			t.Errorf("GET %s: %d %s", p, status, body)
-		}
 	}
 }
 

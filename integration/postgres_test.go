@@ -21,29 +21,7 @@ import (
 // PostgreSQL ledger (a fresh schema), sends traffic to both at once, and
 // reads one report, from either instance, that counts every request.
 func TestTwoGatewaysShareAPostgresLedger(t *testing.T) {
-	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MODELGATE_TEST_POSTGRES unset: scripts/test.sh starts PostgreSQL on loopback and sets it")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	schema := fmt.Sprintf("it_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
+	u, _, _ := freshSchema(t)
 
 	up := startUpstreams(t, fakes.Options{})
 	cfg := gatewayConfig{models: up.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + u.String()}}
@@ -93,26 +71,9 @@ func TestTwoGatewaysShareAPostgresLedger(t *testing.T) {
 // write fails, and 200 again once the database takes rows, with no
 // traffic needed (a probe insert, rolled back).
 func TestReadinessFollowsLedgerWrites(t *testing.T) {
-	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MODELGATE_TEST_POSTGRES unset: scripts/test.sh starts PostgreSQL on loopback and sets it")
-	}
+	u, conn, schema := freshSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	schema := fmt.Sprintf("it_ready_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, _ := url.Parse(dsn)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	up := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: up.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + u.String()}})
 
@@ -144,4 +105,37 @@ func TestReadinessFollowsLedgerWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReadiness(http.StatusOK)
+}
+
+// freshSchema makes an empty schema on the test PostgreSQL for one test
+// (dropped after it) and returns a DSN that uses it, an admin connection
+// and the schema's name. Without MODELGATE_TEST_POSTGRES the test skips.
+func freshSchema(t *testing.T) (*url.URL, *pgx.Conn, string) {
+	t.Helper()
+	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("MODELGATE_TEST_POSTGRES unset: scripts/test.sh starts PostgreSQL on loopback and sets it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := fmt.Sprintf("it_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_ = conn.Close(context.Background())
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u, conn, schema
 }
