@@ -140,6 +140,8 @@ func TestRuleErrors(t *testing.T) {
 			[]string{`model_list[0] (model_name "m"): model_info.input_cost_per_token: must not be negative`}},
 		{"price finer than a picodollar", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {output_cost_per_token: 1.5e-13}}]\n", nil,
 			[]string{"model_info.output_cost_per_token: is finer than 1 picodollar"}},
+		{"price per million in the per-token field", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {input_cost_per_token: 3}}]\n", nil,
+			[]string{"model_info.input_cost_per_token: 3 USD per token is above $0.001; prices are per token, not per million tokens"}},
 		{"price garbage", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {cache_read_input_token_cost: cheap}}]\n", nil,
 			[]string{"model_info.cache_read_input_token_cost: must be a price in USD per token"}},
 		{"max_input_tokens negative", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {max_input_tokens: -1}}]\n", nil,
