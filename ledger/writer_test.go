@@ -250,42 +250,54 @@ func BenchmarkWriterEnqueue(b *testing.B) {
 	_ = w.Close(context.Background())
 }
 
+// gatedStore holds its first insert until open is closed, so a test can
+// pile records up behind it.
+type gatedStore struct {
+	*flakyStore
+	open    chan struct{}
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (g *gatedStore) Insert(ctx context.Context, recs []Record) error {
+	g.once.Do(func() { close(g.entered); <-g.open })
+	return g.flakyStore.Insert(ctx, recs)
+}
+
 // TestWriterCommitWaitsForTheDatabase: under durability sync a record is
 // in the database when Commit returns, without waiting for the flush
-// interval, and requests that finish together share inserts.
+// interval, and commits that queue up while an insert runs share the next
+// one (group commit).
 func TestWriterCommitWaitsForTheDatabase(t *testing.T) {
-	s := newFlaky(t)
+	s := &gatedStore{flakyStore: newFlaky(t), open: make(chan struct{}), entered: make(chan struct{})}
 	w := NewWriter(s, WriterOptions{FlushInterval: time.Hour})
 	w.Start()
 	defer w.Close(context.Background())
-	if err := w.Commit(context.Background(), sampleRecord(0)); err != nil {
-		t.Fatal(err)
-	}
-	if n := countRecords(t, s); n != 1 {
-		t.Fatalf("%d records stored when Commit returned, want 1", n)
-	}
 	const n = 64
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	errs := make(chan error, n+1)
+	go func() { errs <- w.Commit(context.Background(), sampleRecord(0)) }()
+	<-s.entered // the first commit's insert is running, held
 	for i := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- w.Commit(context.Background(), sampleRecord(i+1)) }()
+		go func() { errs <- w.Commit(context.Background(), sampleRecord(i+1)) }()
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	for deadline := time.Now().Add(10 * time.Second); w.Stats().QueueDepth < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d commits queued", w.Stats().QueueDepth)
+		}
+	}
+	close(s.open)
+	for range n + 1 {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := countRecords(t, s); got != n+1 {
-		t.Fatalf("%d records stored, want %d", got, n+1)
+		t.Fatalf("%d records stored when every Commit had returned, want %d", got, n+1)
 	}
 	s.mu.Lock()
-	batches := len(s.batches)
+	batches := s.batches
 	s.mu.Unlock()
-	if batches > n {
-		t.Fatalf("%d inserts for %d commits", batches, n+1)
+	if len(batches) != 2 || batches[1] != n {
+		t.Fatalf("inserts of %v records, want the held one, then all %d queued commits in one", batches, n)
 	}
-	t.Logf("%d commits in %d inserts", n+1, batches)
 }
