@@ -8,6 +8,7 @@ type anthropicPassthroughStream struct {
 	usage    Usage
 	scratch  AnthropicUsage
 	complete bool
+	line     oneLineJSON
 }
 
 // NewAnthropicPassthroughStream forwards an Anthropic upstream stream to an
@@ -24,6 +25,7 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 	if !json.Valid(ev.Data) {
 		return dst, errBadEvent
 	}
+	ev.Data = t.line.oneLine(ev.Data)
 	name := ev.Name
 	if len(name) == 0 {
 		// The event line is mandatory, but a proxy in between may have

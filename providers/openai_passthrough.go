@@ -13,6 +13,7 @@ type openAIPassthroughStream struct {
 	upstreamDone   bool // the upstream sent [DONE] or a finish reason
 	usage          Usage
 	scratch        OpenAIUsage
+	line           oneLineJSON
 }
 
 // NewOpenAIPassthroughStream forwards an OpenAI upstream stream to an
@@ -35,6 +36,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	if !json.Valid(data) {
 		return dst, errBadEvent
 	}
+	data = t.line.oneLine(data)
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
 		return dst, inBandError(data)
 	}

@@ -203,3 +203,21 @@ func AppendSSE[N string | []byte](dst []byte, name N, data []byte) []byte {
 	dst = append(dst, data...)
 	return append(dst, '\n', '\n')
 }
+
+// oneLineJSON keeps relayed JSON on one SSE data line. An upstream may
+// spread an event over several data lines (the reader joins them with
+// '\n'), and a line break written back as is would end the client's data
+// line early. In valid JSON a line break can only be whitespace between
+// tokens, so compacting removes it; the scratch buffer is reused.
+type oneLineJSON struct{ buf bytes.Buffer }
+
+func (o *oneLineJSON) oneLine(data []byte) []byte {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		return data
+	}
+	o.buf.Reset()
+	if json.Compact(&o.buf, data) != nil {
+		return data
+	}
+	return o.buf.Bytes()
+}
