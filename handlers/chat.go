@@ -160,27 +160,6 @@ func (t *trackingWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush on the real writer.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *providers.APIError {
-	limit := g.opts.MaxRequestBody
-	tooLarge := func() *providers.APIError {
-		return &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}
-	}
-	if r.ContentLength > limit {
-		return tooLarge()
-	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return &providers.APIError{Status: http.StatusBadRequest, Message: "reading request body: " + err.Error()}
-	}
-	return nil
-}
 
 // maxJSONDepth bounds nesting in client bodies. Real requests nest a few
 // levels (tool schemas perhaps a dozen); deeper bodies only exist to make

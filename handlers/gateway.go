@@ -75,6 +75,7 @@ type Gateway struct {
 	bodyPool   sync.Pool // *bytes.Buffer
 	readerPool sync.Pool // *bufio.Reader
 	outPool    sync.Pool // *[]byte
+	zstdPool   sync.Pool // *zstd.Decoder, for zstd request bodies
 }
 
 // NewGateway builds the gateway and one HTTP client per upstream base.
@@ -142,6 +143,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 	// the output buffer grows on demand and returns to the pool grown.
 	g.readerPool.New = func() any { return bufio.NewReaderSize(nil, 4<<10) }
 	g.outPool.New = func() any { b := make([]byte, 0, 1<<10); return &b }
+	g.zstdPool.New = func() any { return newZstdDecoder(o.MaxRequestBody) }
 	return g
 }
 
