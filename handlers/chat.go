@@ -160,7 +160,6 @@ func (t *trackingWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush on the real writer.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
-
 // maxJSONDepth bounds nesting in client bodies. Real requests nest a few
 // levels (tool schemas perhaps a dozen); deeper bodies only exist to make
 // parsers recurse.
