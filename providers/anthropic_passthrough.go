@@ -22,7 +22,7 @@ func (t *anthropicPassthroughStream) Usage() Usage { return t.usage }
 func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	// Every event is checked: a relayed `data: {not json` would reach the
 	// client as a success that its SDK then fails to parse.
-	if !json.Valid(ev.Data) {
+	if !validJSON(ev.Data) {
 		return dst, errBadEvent
 	}
 	ev.Data = t.line.oneLine(ev.Data)

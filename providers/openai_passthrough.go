@@ -33,7 +33,7 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	}
 	// Every chunk is checked: a relayed `data: {not json` would reach the
 	// client as a success that its SDK then fails to parse.
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return dst, errBadEvent
 	}
 	data = t.line.oneLine(data)
