@@ -23,6 +23,10 @@ type backend struct {
 	url      string      // full upstream endpoint, without query
 	header   http.Header // credentials, defaults and extra_headers, cloned per request
 	upstream providers.Format
+	// routes holds the translation for each client format (indexed by
+	// providers.Format): built once, so no request switches on formats.
+	routes [2]providers.Route
+	opts   providers.RouteOptions
 	prices   ledger.Prices
 	timeout  time.Duration
 	gap      time.Duration // stream_timeout: longest allowed pause between events
@@ -31,7 +35,7 @@ type backend struct {
 
 const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
 
-func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings, defaultTimeout time.Duration) *backend {
+func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings, defaultTimeout time.Duration, defaultMaxTokens int64) *backend {
 	b := &backend{dep: d, client: c, state: st}
 	switch d.Kind {
 	case modellist.KindAnthropic:
@@ -48,6 +52,15 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.upstream)
+	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic} {
+		rt, err := providers.NewRoute(cf, b.upstream)
+		if err != nil {
+			// Every upstream format has a route from both client formats.
+			panic(err)
+		}
+		b.routes[cf] = rt
+	}
+	b.opts = providers.RouteOptions{DefaultMaxTokens: defaultMaxTokens, Cloud: !d.Local}
 	b.secrets = secretsOf(d)
 	return b
 }
@@ -108,32 +121,12 @@ func pricesFor(d *modellist.Deployment) ledger.Prices {
 	return p
 }
 
+// route is the translation for requests in client format cf.
+func (b *backend) route(cf providers.Format) *providers.Route { return &b.routes[cf] }
+
 // upstreamBody translates the client's body for this backend.
-func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.RequestInfo, defaultMax int64) (out []byte, dropUsage bool, err error) {
-	model := b.dep.Model
-	switch {
-	case cf == providers.FormatOpenAI && b.upstream == providers.FormatOpenAI:
-		out, err = providers.RewriteModel(body, model)
-		if err == nil && info.Stream && !info.IncludeUsage {
-			out, dropUsage, err = providers.EnsureIncludeUsage(out)
-		}
-		return out, dropUsage, err
-	case cf == providers.FormatOpenAI && b.upstream == providers.FormatAnthropic:
-		out, err = providers.OpenAIToAnthropicRequest(body, model, defaultMax)
-	case cf == providers.FormatOpenAI && b.upstream == providers.FormatOllama:
-		out, err = providers.OpenAIToOllamaRequest(body, model)
-	case cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic:
-		out, err = providers.RewriteModel(body, model)
-	case cf == providers.FormatAnthropic && b.upstream == providers.FormatOpenAI:
-		out, err = providers.AnthropicToOpenAIRequest(body, model, !b.dep.Local)
-	case cf == providers.FormatAnthropic && b.upstream == providers.FormatOllama:
-		var mid []byte
-		mid, err = providers.AnthropicToOpenAIRequest(body, model, false)
-		if err == nil {
-			out, err = providers.OpenAIToOllamaRequest(mid, model)
-		}
-	}
-	return out, false, err
+func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.RequestInfo) (out []byte, dropUsage bool, err error) {
+	return b.route(cf).Request(body, info, b.dep.Model, b.opts)
 }
 
 // newRequest builds the upstream HTTP request with the deployment's own

@@ -356,7 +356,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	if adm != admitted {
 		return result{skipped: adm, wait: wait}
 	}
-	upBody, dropUsage, err := b.upstreamBody(cf, body, info, g.opts.DefaultMaxTokens)
+	upBody, dropUsage, err := b.upstreamBody(cf, body, info)
 	if err != nil {
 		b.state.release(probe)
 		apiErr := asAPIError(err)
@@ -571,7 +571,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 		return result{retryable: true, class: errorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
 	}
-	out, usage, err := translateBody(cf, b.upstream, raw)
+	out, usage, err := b.route(cf).Response(raw)
 	if err != nil {
 		return result{retryable: true, class: "bad_response", err: b.upstreamError(&providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
@@ -611,52 +611,6 @@ func (g *Gateway) commitRecord(rec *ledger.Record) bool {
 	return true
 }
 
-func translateBody(cf, up providers.Format, raw []byte) ([]byte, providers.Usage, error) {
-	switch {
-	case cf == up && cf == providers.FormatOpenAI:
-		if !looksLikeObject(raw) {
-			return nil, providers.Usage{}, errNotJSONObject
-		}
-		return raw, providers.OpenAIUsageFromBody(raw), nil
-	case cf == up && cf == providers.FormatAnthropic:
-		if !looksLikeObject(raw) {
-			return nil, providers.Usage{}, errNotJSONObject
-		}
-		return raw, providers.AnthropicUsageFromBody(raw), nil
-	case cf == providers.FormatOpenAI && up == providers.FormatAnthropic:
-		return providers.AnthropicToOpenAIResponse(raw)
-	case cf == providers.FormatOpenAI && up == providers.FormatOllama:
-		return providers.OllamaToOpenAIResponse(raw)
-	case cf == providers.FormatAnthropic && up == providers.FormatOpenAI:
-		return providers.OpenAIToAnthropicResponse(raw)
-	case cf == providers.FormatAnthropic && up == providers.FormatOllama:
-		mid, usage, err := providers.OllamaToOpenAIResponse(raw)
-		if err != nil {
-			return nil, usage, err
-		}
-		out, _, err := providers.OpenAIToAnthropicResponse(mid)
-		return out, usage, err
-	}
-	return nil, providers.Usage{}, fmt.Errorf("no translation from %s to %s", up, cf)
-}
-
-func newStreamTranslator(cf, up providers.Format, model string, includeUsage, dropUsage bool) providers.StreamTranslator {
-	switch {
-	case cf == providers.FormatOpenAI && up == providers.FormatOpenAI:
-		return providers.NewOpenAIPassthroughStream(dropUsage)
-	case cf == providers.FormatAnthropic && up == providers.FormatAnthropic:
-		return providers.NewAnthropicPassthroughStream()
-	case cf == providers.FormatOpenAI && up == providers.FormatAnthropic:
-		return providers.NewAnthropicToOpenAIStream(includeUsage)
-	case cf == providers.FormatOpenAI && up == providers.FormatOllama:
-		return providers.NewOllamaToOpenAIStream(model, includeUsage)
-	case cf == providers.FormatAnthropic && up == providers.FormatOpenAI:
-		return providers.NewOpenAIToAnthropicStream(model)
-	default: // Anthropic client, Ollama upstream
-		return providers.Chain(providers.NewOllamaToOpenAIStream(model, true), providers.NewOpenAIToAnthropicStream(model))
-	}
-}
-
 // relayStream translates and flushes the upstream stream event by event.
 // Headers are held back until the first translated bytes exist, so an
 // upstream that fails before sending anything can still be retried.
@@ -672,12 +626,13 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	br := g.readerPool.Get().(*bufio.Reader)
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	var events providers.EventReader
-	if b.upstream == providers.FormatOllama {
+	rt := b.route(cf)
+	if rt.NDJSON {
 		events = providers.NewNDJSONReader(resp.Body, br)
 	} else {
 		events = providers.NewSSEReader(resp.Body, br)
 	}
-	tr := newStreamTranslator(cf, b.upstream, b.dep.Model, info.IncludeUsage, dropUsage)
+	tr := rt.Stream(b.dep.Model, info.IncludeUsage, dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -787,15 +742,6 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 		_ = rc.Flush()
 	}
 	return result{committed: true, recorded: recorded}
-}
-
-var errNotJSONObject = errors.New("a 200 whose body is not a JSON object (is api_base a web page, or was the answer cut off?)")
-
-// looksLikeObject is the pass-through path's cheap sanity check: an HTML
-// page or a truncated answer fails it without a full JSON parse.
-func looksLikeObject(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
 }
 
 func retryableStatus(status int) bool {

@@ -120,7 +120,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		if c == nil {
 			c = clients.forDeployment(d)
 		}
-		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router, o.Timeout)
+		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router, o.Timeout, o.DefaultMaxTokens)
 		g.backends[d.Alias] = append(g.backends[d.Alias], b)
 		g.byID[d.ID] = b
 	}

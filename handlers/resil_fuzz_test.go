@@ -22,7 +22,11 @@ func FuzzTranslateBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, c, u uint8, raw []byte) {
 		cf := formats[int(c)%2] // clients speak OpenAI or Anthropic
 		up := formats[int(u)%3]
-		out, usage, err := translateBody(cf, up, raw)
+		rt, err := providers.NewRoute(cf, up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, usage, err := rt.Response(raw)
 		if err != nil {
 			return
 		}
