@@ -25,12 +25,12 @@ type backend struct {
 	upstream providers.Format
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
-	routes [2]providers.Route
-	opts   providers.RouteOptions
-	prices   ledger.Prices
-	timeout  time.Duration
-	gap      time.Duration // stream_timeout: longest allowed pause between events
-	secrets  []string      // what upstreamError removes from upstream text
+	routes  [2]providers.Route
+	opts    providers.RouteOptions
+	prices  ledger.Prices
+	timeout time.Duration
+	gap     time.Duration // stream_timeout: longest allowed pause between events
+	secrets []string      // what upstreamError removes from upstream text
 }
 
 const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
