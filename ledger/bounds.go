@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"math"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -104,4 +106,30 @@ func ServiceTierOf(reported string) string {
 		}
 	}
 	return reported
+}
+
+// splitSum is a sum of int64s that the database returns as two sums, one
+// of the values' high bits and one of their low splitShift bits: neither
+// overflows before 2^31 records, where one SUM of bounded costs overflows
+// after 2^13 of them at MaxCost.
+type splitSum struct{ hi, lo int64 }
+
+// splitShift is where splitSum divides a value.
+const splitShift = 31
+
+// value is the exact sum hi·2^31 + lo, saturated to int64.
+func (s splitSum) value() int64 {
+	hi, lo := s.hi>>(64-splitShift), uint64(s.hi)<<splitShift // hi·2^31 as 128 bits
+	sum, carry := bits.Add64(lo, uint64(s.lo), 0)
+	hi += int64(carry)
+	if s.lo < 0 {
+		hi-- // lo's sign extension
+	}
+	switch {
+	case hi > 0 || (hi == 0 && sum > math.MaxInt64):
+		return math.MaxInt64
+	case hi < -1 || (hi == -1 && sum <= math.MaxInt64):
+		return math.MinInt64
+	}
+	return int64(sum)
 }

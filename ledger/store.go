@@ -338,6 +338,20 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 			cols = append(cols, "''")
 		}
 	}
+	out, err := s.aggregate(ctx, f, w, cols, groupBy, false)
+	if err != nil && ctx.Err() == nil {
+		// Even clamped rows overflow one SUM when enough of them sit at the
+		// bounds (SQLite fails with "integer overflow" past 8,192 records
+		// at MaxCost in one group): sum the costs in halves instead, which
+		// costs more and so runs only when needed.
+		out, err = s.aggregate(ctx, f, w, cols, groupBy, true)
+	}
+	return out, err
+}
+
+// aggregate runs Aggregate's query; split sums each cost in two halves
+// (see splitSum), which no number of bounded records can overflow.
+func (s *sqlStore) aggregate(ctx context.Context, f Filter, w int64, cols []string, groupBy string, split bool) ([]AggregateRow, error) {
 	var q strings.Builder
 	args := []any{w}
 	// Every summed value is clamped to the record bounds first: rows stored
@@ -350,19 +364,25 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 		}
 		return "CAST(SUM(" + expr + ") AS BIGINT)"
 	}
+	costSum := func(expr string) string {
+		if !split {
+			return sum(expr) + ", 0"
+		}
+		return sum("("+expr+") >> "+strconv.Itoa(splitShift)) + ", " + sum("("+expr+") & "+strconv.Itoa(1<<splitShift-1))
+	}
 	clamp := func(expr string, max int64) string {
 		return s.d.least + "(" + s.d.greatest + "(" + expr + ", 0), " + strconv.FormatInt(max, 10) + ")"
 	}
 	tokens := func(col string) string { return clamp(col, MaxTokens) }
 	cost := func(tokCol, priceCol string) string {
-		return clamp(tokens(tokCol)+" * "+clamp(priceCol, MaxPrice), MaxCost)
+		return costSum(clamp(tokens(tokCol)+" * "+clamp(priceCol, MaxPrice), MaxCost))
 	}
 	q.WriteString("SELECT ts_us / " + s.d.placeholder(1) + ", " + strings.Join(cols, ", ") + ", " +
 		sum(tokens("input_tokens")) + ", " + sum(tokens("cache_creation_5m")) + ", " + sum(tokens("cache_creation_1h")) + ", " +
-		sum(tokens("cache_read_tokens")) + ", " + sum(tokens("output_tokens")) + ", " + sum(clamp("cost_pico", MaxCost)) + ", " +
-		sum(cost("input_tokens", "price_input")) + ", " + sum(cost("output_tokens", "price_output")) + ", " +
-		sum(cost("cache_read_tokens", "price_cache_read")) + ", " + sum(cost("cache_creation_5m", "price_cache_write_5m")) + ", " +
-		sum(cost("cache_creation_1h", "price_cache_write_1h")) + " FROM usage_records")
+		sum(tokens("cache_read_tokens")) + ", " + sum(tokens("output_tokens")) + ", " + costSum(clamp("cost_pico", MaxCost)) + ", " +
+		cost("input_tokens", "price_input") + ", " + cost("output_tokens", "price_output") + ", " +
+		cost("cache_read_tokens", "price_cache_read") + ", " + cost("cache_creation_5m", "price_cache_write_5m") + ", " +
+		cost("cache_creation_1h", "price_cache_write_1h") + " FROM usage_records")
 	args = s.where(&q, args, f)
 	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)
@@ -371,14 +391,22 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 	}
 	defer rows.Close()
 	var out []AggregateRow
+	var costs [6]splitSum
 	for rows.Next() {
 		var a AggregateRow
 		var b int64
 		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
 			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
-			&a.OutputTokens, &a.CostPicoUSD, &a.CostInput, &a.CostOutput, &a.CostCacheRead,
-			&a.CostCacheWrite5m, &a.CostCacheWrite1h); err != nil {
+			&a.OutputTokens, &costs[0].hi, &costs[0].lo, &costs[1].hi, &costs[1].lo, &costs[2].hi, &costs[2].lo,
+			&costs[3].hi, &costs[3].lo, &costs[4].hi, &costs[4].lo, &costs[5].hi, &costs[5].lo); err != nil {
 			return nil, fmt.Errorf("ledger aggregate: %w", err)
+		}
+		if !split {
+			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].hi, costs[1].hi, costs[2].hi
+			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].hi, costs[4].hi, costs[5].hi
+		} else {
+			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].value(), costs[1].value(), costs[2].value()
+			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].value(), costs[4].value(), costs[5].value()
 		}
 		a.Bucket = time.UnixMicro(b * w).UTC()
 		out = append(out, a)
