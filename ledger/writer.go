@@ -23,6 +23,12 @@ type WriterOptions struct {
 	RetryBackoff time.Duration
 	// Retries is how many times a failed batch is retried; default 3.
 	Retries int
+	// WriteTimeout bounds one insert: a database that stops answering (a
+	// dead connection, a lock another session holds) then counts as
+	// failing, for readiness and the retries, instead of holding the
+	// writer, and every durable request waiting on it, indefinitely.
+	// Default 5s.
+	WriteTimeout time.Duration
 }
 
 // WriterStats are the writer's counters, for metrics.
@@ -73,6 +79,9 @@ func NewWriter(s Store, opts WriterOptions) *Writer {
 	}
 	if opts.Retries <= 0 {
 		opts.Retries = 3
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 5 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = func(string, error) {}
@@ -249,7 +258,7 @@ func (w *Writer) write(batch []Record) error {
 	backoff := w.opts.RetryBackoff
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = w.s.Insert(w.abortCtx, batch)
+		err = w.insert(batch)
 		if err == nil {
 			w.written.Add(int64(len(batch)))
 			w.failing.Store(false)
@@ -283,6 +292,13 @@ func (w *Writer) write(batch []Record) error {
 	return err
 }
 
+// insert is one bounded insert attempt.
+func (w *Writer) insert(recs []Record) error {
+	ctx, cancel := context.WithTimeout(w.abortCtx, w.opts.WriteTimeout)
+	defer cancel()
+	return w.s.Insert(ctx, recs)
+}
+
 func (w *Writer) rejectsRow(err error) bool {
 	rr, ok := w.s.(RowRejecter)
 	return ok && rr.RejectsRow(err)
@@ -296,7 +312,7 @@ func (w *Writer) isolate(batch []Record) (lost int) {
 		return 1
 	}
 	for _, half := range [2][]Record{batch[:len(batch)/2], batch[len(batch)/2:]} {
-		err := w.s.Insert(w.abortCtx, half)
+		err := w.insert(half)
 		switch {
 		case err == nil:
 			w.written.Add(int64(len(half)))
