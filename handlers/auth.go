@@ -121,6 +121,9 @@ func ClientFormat(r *http.Request) providers.Format {
 	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") {
 		return providers.FormatAnthropic
 	}
+	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
+		return providers.FormatResponses
+	}
 	if r.Header.Get("Anthropic-Version") != "" {
 		return providers.FormatAnthropic
 	}

@@ -25,7 +25,7 @@ type backend struct {
 	upstream providers.Format
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
-	routes  [2]providers.Route
+	routes  [4]providers.Route
 	opts    providers.RouteOptions
 	prices  ledger.Prices
 	timeout time.Duration
@@ -52,10 +52,10 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.upstream)
-	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic} {
+	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses} {
 		rt, err := providers.NewRoute(cf, b.upstream)
 		if err != nil {
-			// Every upstream format has a route from both client formats.
+			// Every upstream format has a route from every client format.
 			panic(err)
 		}
 		b.routes[cf] = rt

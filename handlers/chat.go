@@ -86,7 +86,13 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
 	}
-	info, err := providers.PeekRequest(req.body)
+	var info providers.RequestInfo
+	var err error
+	if cf == providers.FormatResponses {
+		info, err = g.readResponsesRequest(r, id, req.body)
+	} else {
+		info, err = providers.PeekRequest(req.body)
+	}
 	if err != nil {
 		return fail(asAPIError(err))
 	}
@@ -98,6 +104,9 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	if !id.Allows(alias) {
 		return fail(&providers.APIError{Status: http.StatusForbidden, Param: "model",
 			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
+	}
+	if info.Responses != nil {
+		info.Responses.Alias = alias
 	}
 	req.info, req.alias = info, alias
 	return req, true
@@ -449,7 +458,7 @@ func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, cf providers.F
 	if info.Stream {
 		res = g.relayStream(w, r, ctx, gap, cf, b, resp, rec, info, dropUsage, now)
 	} else {
-		res = g.relayBody(w, r, ctx, cf, b, resp, rec, now, timeout)
+		res = g.relayBody(w, r, ctx, cf, b, resp, rec, info, now, timeout)
 	}
 	att.Duration = g.now().Sub(now)
 	switch {
@@ -561,7 +570,7 @@ func upstreamRequestID(h http.Header) string {
 
 // relayBody handles a non-streaming answer.
 func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.Context, cf providers.Format, b *backend,
-	resp *http.Response, rec *ledger.Record, start time.Time, timeout time.Duration) result {
+	resp *http.Response, rec *ledger.Record, info providers.RequestInfo, start time.Time, timeout time.Duration) result {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 	if err != nil {
 		if r.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -571,7 +580,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 		return result{retryable: true, class: errorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
 	}
-	out, usage, err := b.route(cf).Response(raw)
+	out, usage, err := b.route(cf).Response(raw, info)
 	if err != nil {
 		return result{retryable: true, class: "bad_response", err: b.upstreamError(&providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
@@ -582,6 +591,7 @@ func (g *Gateway) relayBody(w http.ResponseWriter, r *http.Request, ctx context.
 	rec.RequestID = upstreamRequestID(resp.Header)
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	g.keepResponse(r, info)
 	recorded := g.commitRecord(rec)
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
@@ -632,7 +642,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	} else {
 		events = providers.NewSSEReader(resp.Body, br)
 	}
-	tr := rt.Stream(b.dep.Model, info.IncludeUsage, dropUsage)
+	tr := rt.Stream(b.dep.Model, info, dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -665,7 +675,12 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 			return result{retryable: true, class: class, err: apiErr}
 		}
 		rec.Status, rec.Outcome = apiErr.Status, "error"
-		out = apiErr.AppendStreamError(append(out[:0], held...), cf)
+		out = append(out[:0], held...)
+		if f, ok := tr.(providers.StreamFailer); ok {
+			out = f.Fail(out, apiErr)
+		} else {
+			out = apiErr.AppendStreamError(out, cf)
+		}
 		_, _ = w.Write(out)
 		_ = rc.Flush()
 		return result{committed: true, class: class}
@@ -736,6 +751,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, ctx contex
 	}
 	applyUsage(rec, tr.Usage(), b)
 	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	g.keepResponse(r, info)
 	recorded := g.commitRecord(rec)
 	if len(out) > 0 {
 		_, _ = w.Write(out)

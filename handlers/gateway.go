@@ -216,6 +216,9 @@ func (g *Gateway) buildPaths() {
 		g.serveChat(w, r, providers.FormatOpenAI)
 	}))
 	models := g.guard(g.only(http.MethodGet, g.serveModels))
+	responses := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+		g.serveChat(w, r, providers.FormatResponses)
+	}))
 	live := g.guard(g.serveLiveness)
 	g.paths = map[string]http.HandlerFunc{
 		"/chat/completions":    chat,
@@ -224,6 +227,8 @@ func (g *Gateway) buildPaths() {
 			g.serveChat(w, r, providers.FormatAnthropic)
 		})),
 		"/v1/messages/count_tokens": g.guard(g.only(http.MethodPost, g.serveCountTokens)),
+		"/v1/responses":             responses,
+		"/responses":                responses,
 		"/v1/models":                models,
 		"/models":                   models,
 		"/health/liveliness":        live,
@@ -407,13 +412,16 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 
 // ledgerRecordBase fills what every record shares.
 func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Format) *ledger.Record {
-	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard", SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
+	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard", SessionID: sessionID(r.Header)}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
-	if cf == providers.FormatAnthropic {
+	switch cf {
+	case providers.FormatAnthropic:
 		rec.Endpoint = "messages"
-	} else {
+	case providers.FormatResponses:
+		rec.Endpoint = "responses"
+	default:
 		rec.Endpoint = "chat_completions"
 	}
 	if len(rec.SessionID) > 128 {

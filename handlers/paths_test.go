@@ -35,7 +35,7 @@ func TestUnservedAPIPathsAre404(t *testing.T) {
 		{"GET", "/v1/nosuch", `"error":{"message"`},
 		{"POST", "/v1/messages/batches", `"type":"error"`},
 		{"POST", "/v1beta/models/m:generateContent", `"error":{"message"`},
-		{"POST", "/responses", `"error":{"message"`},
+		{"POST", "/v1/responses/resp_1/cancel", `"error":{"message"`},
 		{"POST", "/embeddings", `"error":{"message"`},
 		{"GET", "/v1", `"error":{"message"`},
 	} {

@@ -20,13 +20,20 @@ func FuzzTranslateBody(f *testing.F) {
 	f.Add(uint8(1), uint8(0), []byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
 	f.Add(uint8(0), uint8(2), []byte(`{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":"hi"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}`))
 	f.Fuzz(func(t *testing.T, c, u uint8, raw []byte) {
-		cf := formats[int(c)%2] // clients speak OpenAI or Anthropic
+		clients := [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses}
+		cf := clients[int(c)%3]
 		up := formats[int(u)%3]
 		rt, err := providers.NewRoute(cf, up)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, usage, err := rt.Response(raw)
+		var info providers.RequestInfo
+		if cf == providers.FormatResponses {
+			if info.Responses, err = providers.ParseResponsesRequest([]byte(`{"model":"m","input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, usage, err := rt.Response(raw, info)
 		if err != nil {
 			return
 		}

@@ -7,8 +7,21 @@ import "bytes"
 // how Ollama streams reach Anthropic clients, through OpenAI chunks,
 // without a third hand-written translator.
 func Chain(first, second StreamTranslator) StreamTranslator {
-	return &chain{first: first, second: second}
+	c := &chain{first: first, second: second}
+	if f, ok := second.(StreamFailer); ok {
+		return &failingChain{chain: c, f: f}
+	}
+	return c
 }
+
+// failingChain is a chain whose client-facing translator ends a broken
+// stream itself (Responses: error, then response.failed).
+type failingChain struct {
+	*chain
+	f StreamFailer
+}
+
+func (c *failingChain) Fail(dst []byte, e *APIError) []byte { return c.f.Fail(dst, e) }
 
 type chain struct {
 	first, second StreamTranslator

@@ -10,6 +10,9 @@ const (
 	FormatAnthropic
 	// FormatOllama is Ollama's native /api/chat (JSON, NDJSON streams).
 	FormatOllama
+	// FormatResponses is the OpenAI Responses API (JSON, SSE with event
+	// names and sequence numbers).
+	FormatResponses
 )
 
 func (f Format) String() string {
@@ -20,6 +23,8 @@ func (f Format) String() string {
 		return "anthropic"
 	case FormatOllama:
 		return "ollama"
+	case FormatResponses:
+		return "responses"
 	}
 	return "unknown"
 }

@@ -239,6 +239,9 @@ type RequestInfo struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
+	// Responses is set for a Responses API request: the routes from
+	// Responses clients translate from it and record the answer on it.
+	Responses *ResponsesTurn
 }
 
 // PeekRequest reads model, stream and stream_options.include_usage from an

@@ -15,8 +15,8 @@ type Route struct {
 	NDJSON bool
 
 	request  func(body []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error)
-	response func(raw []byte) ([]byte, Usage, error)
-	stream   func(model string, includeUsage, dropUsage bool) StreamTranslator
+	response func(raw []byte, info RequestInfo) ([]byte, Usage, error)
+	stream   func(model string, info RequestInfo, dropUsage bool) StreamTranslator
 }
 
 // RouteOptions are what request translation needs to know of the
@@ -37,11 +37,13 @@ func (r *Route) Request(body []byte, info RequestInfo, model string, o RouteOpti
 }
 
 // Response translates a whole upstream answer and reads its usage.
-func (r *Route) Response(raw []byte) ([]byte, Usage, error) { return r.response(raw) }
+func (r *Route) Response(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+	return r.response(raw, info)
+}
 
 // Stream returns a translator for one upstream stream.
-func (r *Route) Stream(model string, includeUsage, dropUsage bool) StreamTranslator {
-	return r.stream(model, includeUsage, dropUsage)
+func (r *Route) Stream(model string, info RequestInfo, dropUsage bool) StreamTranslator {
+	return r.stream(model, info, dropUsage)
 }
 
 // NewRoute builds the route from client to upstream. Anthropic clients
@@ -57,48 +59,48 @@ func NewRoute(client, upstream Format) (Route, error) {
 			}
 			return EnsureIncludeUsage(out)
 		}
-		r.response = func(raw []byte) ([]byte, Usage, error) {
+		r.response = func(raw []byte, _ RequestInfo) ([]byte, Usage, error) {
 			if !looksLikeObject(raw) {
 				return nil, Usage{}, ErrNotJSONObject
 			}
 			return raw, OpenAIUsageFromBody(raw), nil
 		}
-		r.stream = func(_ string, _, dropUsage bool) StreamTranslator { return NewOpenAIPassthroughStream(dropUsage) }
+		r.stream = func(_ string, _ RequestInfo, dropUsage bool) StreamTranslator { return NewOpenAIPassthroughStream(dropUsage) }
 	case client == FormatAnthropic && upstream == FormatAnthropic:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			out, err := RewriteModel(body, model)
 			return out, false, err
 		}
-		r.response = func(raw []byte) ([]byte, Usage, error) {
+		r.response = func(raw []byte, _ RequestInfo) ([]byte, Usage, error) {
 			if !looksLikeObject(raw) {
 				return nil, Usage{}, ErrNotJSONObject
 			}
 			return raw, AnthropicUsageFromBody(raw), nil
 		}
-		r.stream = func(string, bool, bool) StreamTranslator { return NewAnthropicPassthroughStream() }
+		r.stream = func(string, RequestInfo, bool) StreamTranslator { return NewAnthropicPassthroughStream() }
 	case client == FormatOpenAI && upstream == FormatAnthropic:
 		r.request = func(body []byte, _ RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
 			out, err := OpenAIToAnthropicRequest(body, model, o.DefaultMaxTokens)
 			return out, false, err
 		}
-		r.response = AnthropicToOpenAIResponse
-		r.stream = func(_ string, includeUsage, _ bool) StreamTranslator { return NewAnthropicToOpenAIStream(includeUsage) }
+		r.response = ignoreInfo(AnthropicToOpenAIResponse)
+		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator { return NewAnthropicToOpenAIStream(info.IncludeUsage) }
 	case client == FormatOpenAI && upstream == FormatOllama:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			out, err := OpenAIToOllamaRequest(body, model)
 			return out, false, err
 		}
-		r.response = OllamaToOpenAIResponse
-		r.stream = func(model string, includeUsage, _ bool) StreamTranslator {
-			return NewOllamaToOpenAIStream(model, includeUsage)
+		r.response = ignoreInfo(OllamaToOpenAIResponse)
+		r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
+			return NewOllamaToOpenAIStream(model, info.IncludeUsage)
 		}
 	case client == FormatAnthropic && upstream == FormatOpenAI:
 		r.request = func(body []byte, _ RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
 			out, err := AnthropicToOpenAIRequest(body, model, o.Cloud)
 			return out, false, err
 		}
-		r.response = OpenAIToAnthropicResponse
-		r.stream = func(model string, _, _ bool) StreamTranslator { return NewOpenAIToAnthropicStream(model) }
+		r.response = ignoreInfo(OpenAIToAnthropicResponse)
+		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator { return NewOpenAIToAnthropicStream(model) }
 	case client == FormatAnthropic && upstream == FormatOllama:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			mid, err := AnthropicToOpenAIRequest(body, model, false)
@@ -108,7 +110,7 @@ func NewRoute(client, upstream Format) (Route, error) {
 			out, err := OpenAIToOllamaRequest(mid, model)
 			return out, false, err
 		}
-		r.response = func(raw []byte) ([]byte, Usage, error) {
+		r.response = func(raw []byte, _ RequestInfo) ([]byte, Usage, error) {
 			mid, usage, err := OllamaToOpenAIResponse(raw)
 			if err != nil {
 				return nil, usage, err
@@ -116,11 +118,49 @@ func NewRoute(client, upstream Format) (Route, error) {
 			out, _, err := OpenAIToAnthropicResponse(mid)
 			return out, usage, err
 		}
-		r.stream = func(model string, _, _ bool) StreamTranslator {
+		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
 			return Chain(NewOllamaToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
 		}
+	case client == FormatResponses:
+		return responsesRoute(upstream)
 	default:
 		return Route{}, fmt.Errorf("no route from %s clients to %s upstreams", client, upstream)
+	}
+	return r, nil
+}
+
+func ignoreInfo(f func([]byte) ([]byte, Usage, error)) func([]byte, RequestInfo) ([]byte, Usage, error) {
+	return func(raw []byte, _ RequestInfo) ([]byte, Usage, error) { return f(raw) }
+}
+
+// responsesRoute reaches any upstream from a Responses client through the
+// hub: the request becomes chat completions, which every upstream format
+// has a route from, and the answer comes back through the same route and
+// is turned into the Response (docs/architecture.md, "The translation hub").
+func responsesRoute(upstream Format) (Route, error) {
+	hub, err := NewRoute(FormatOpenAI, upstream)
+	if err != nil {
+		return Route{}, err
+	}
+	r := Route{Client: FormatResponses, Upstream: upstream, NDJSON: hub.NDJSON}
+	r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
+		t := info.Responses
+		chat, err := t.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud})
+		if err != nil {
+			return nil, false, err
+		}
+		return hub.request(chat, RequestInfo{Model: model, Stream: info.Stream, IncludeUsage: true}, model, o)
+	}
+	r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+		chat, usage, err := hub.response(raw, info)
+		if err != nil {
+			return nil, usage, err
+		}
+		out, err := info.Responses.chatToResponses(chat)
+		return out, usage, err
+	}
+	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
+		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.Responses))
 	}
 	return r, nil
 }

@@ -46,6 +46,13 @@ type StreamTranslator interface {
 	Complete() bool
 }
 
+// StreamFailer is a translator that ends a broken stream itself, because
+// its client format's ending needs the stream's state (the Responses API
+// numbers every event and sends the output so far in response.failed).
+type StreamFailer interface {
+	Fail(dst []byte, e *APIError) []byte
+}
+
 // inBandError reads an error the upstream sent as a stream event. OpenAI's
 // error chunk and Anthropic's error event share the shape
 // {"error":{"type","message"}}.

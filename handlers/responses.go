@@ -1,0 +1,37 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// readResponsesRequest parses a Responses API request and resolves the
+// history it refers to (previous_response_id, item_reference) from the
+// responses stored under the calling key.
+func (g *Gateway) readResponsesRequest(r *http.Request, id *Identity, body []byte) (providers.RequestInfo, error) {
+	t, err := providers.ParseResponsesRequest(body)
+	if err != nil {
+		return providers.RequestInfo{}, err
+	}
+	t.Created = g.now().Unix()
+	// Codex drops a message with a refusal part it cannot parse; its
+	// requests say who they are in originator.
+	t.RefusalAsText = strings.HasPrefix(r.Header.Get("Originator"), "codex")
+	if err := g.resolveHistory(r, id, t); err != nil {
+		return providers.RequestInfo{}, err
+	}
+	return providers.RequestInfo{Model: t.Req.Model, Stream: t.Req.Stream, Responses: t}, nil
+}
+
+// sessionID is the coding-agent session a request belongs to: Claude
+// Code's header, else Codex's (session-id, older builds session_id).
+func sessionID(h http.Header) string {
+	for _, k := range [...]string{"X-Claude-Code-Session-Id", "Session-Id", "Session_id"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,431 @@
+package providers
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ResponsesRequest is an OpenAI Responses API request (POST /v1/responses)
+// as the gateway reads it. Clients send null for optional fields (Codex:
+// "reasoning":null), and fields the gateway has no use for (Codex's
+// client_metadata, prompt, context_management) are read past: the spec
+// asks for lenient parsing, and translated upstreams never see them.
+type ResponsesRequest struct {
+	Model              string              `json:"model"`
+	Input              json.RawMessage     `json:"input"`
+	Instructions       *string             `json:"instructions"`
+	Tools              []ResponsesTool     `json:"tools"`
+	ToolChoice         json.RawMessage     `json:"tool_choice"`
+	ParallelToolCalls  *bool               `json:"parallel_tool_calls"`
+	Stream             bool                `json:"stream"`
+	Store              *bool               `json:"store"`
+	PreviousResponseID *string             `json:"previous_response_id"`
+	Conversation       json.RawMessage     `json:"conversation"`
+	MaxOutputTokens    *int64              `json:"max_output_tokens"`
+	Temperature        *float64            `json:"temperature"`
+	TopP               *float64            `json:"top_p"`
+	Text               *ResponsesText      `json:"text"`
+	Reasoning          *ResponsesReasoning `json:"reasoning"`
+	Include            []string            `json:"include"`
+	Metadata           map[string]string   `json:"metadata"`
+	PromptCacheKey     *string             `json:"prompt_cache_key"`
+	SafetyIdentifier   *string             `json:"safety_identifier"`
+	User               *string             `json:"user"`
+	Truncation         *string             `json:"truncation"`
+	ServiceTier        *string             `json:"service_tier"`
+	Background         *bool               `json:"background"`
+	MaxToolCalls       *int64              `json:"max_tool_calls"`
+	TopLogprobs        *int64              `json:"top_logprobs"`
+}
+
+// ResponsesText is `text`: the output format and verbosity.
+type ResponsesText struct {
+	Format    json.RawMessage `json:"format,omitempty"`
+	Verbosity string          `json:"verbosity,omitempty"`
+}
+
+// ResponsesReasoning is `reasoning`.
+type ResponsesReasoning struct {
+	Effort  *string `json:"effort,omitempty"`
+	Summary *string `json:"summary,omitempty"`
+}
+
+// ResponsesTool is one entry of `tools`: a flat function, a custom
+// (freeform) tool, a namespace of functions, or a hosted tool.
+type ResponsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+	Format      json.RawMessage `json:"format,omitempty"`
+	Tools       []ResponsesTool `json:"tools,omitempty"`
+}
+
+// responsesItem is one input or output item. Only the fields a
+// translation reads are typed; the raw item is what gets stored.
+type responsesItem struct {
+	Type             string                 `json:"type"`
+	ID               string                 `json:"id"`
+	Role             string                 `json:"role"`
+	Content          json.RawMessage        `json:"content"`
+	CallID           string                 `json:"call_id"`
+	Name             string                 `json:"name"`
+	Namespace        string                 `json:"namespace"`
+	Arguments        json.RawMessage        `json:"arguments"`
+	Input            string                 `json:"input"`
+	Output           json.RawMessage        `json:"output"`
+	Summary          []responsesSummaryPart `json:"summary"`
+	EncryptedContent *string                `json:"encrypted_content"`
+}
+
+type responsesSummaryPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// responsesPart is one content part of a message or a tool output.
+type responsesPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Refusal  string          `json:"refusal"`
+	ImageURL string          `json:"image_url"`
+	FileID   string          `json:"file_id"`
+	Detail   string          `json:"detail"`
+	FileData string          `json:"file_data"`
+	Filename string          `json:"filename"`
+	FileURL  string          `json:"file_url"`
+}
+
+// toolKind is what a chat function offered upstream stands for.
+type toolKind uint8
+
+const (
+	toolFunction toolKind = iota
+	toolCustom
+)
+
+// toolRef maps a chat function name back to the Responses tool it came
+// from: a custom tool's call becomes a custom_tool_call, a namespaced
+// function gets its own name and namespace back.
+type toolRef struct {
+	kind      toolKind
+	name      string
+	namespace string
+}
+
+// ResponsesTurn is one Responses request while the gateway serves it: the
+// request, its effective input (stored history first, references
+// resolved), and, once answered, the response the client got. Routes from
+// Responses clients read it to translate both ways; the handler stores it.
+type ResponsesTurn struct {
+	Req ResponsesRequest
+	// ID is the response id the client sees ("resp_…").
+	ID      string
+	Created int64
+	// Alias is the model name echoed in the response.
+	Alias string
+	// Items is the effective input: the stored chain, then this turn's
+	// items. NewItems is this turn's alone, each with an id (for storage).
+	Items    []json.RawMessage
+	NewItems []json.RawMessage
+	// RefusalAsText sends a refusal as output_text: Codex cannot parse a
+	// refusal part and drops the whole message.
+	RefusalAsText bool
+	// Output and Response are what the client was sent, set when the
+	// answer is complete: the output items and the whole response object.
+	Output   []json.RawMessage
+	Response []byte
+	// Status is the response's final status ("completed", "incomplete",
+	// "failed").
+	Status string
+
+	tools map[string]toolRef // chat function name → Responses tool
+}
+
+// responsesError is a 400 naming the parameter, as OpenAI words it.
+func responsesError(param, format string, args ...any) *APIError {
+	return &APIError{Status: 400, Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+}
+
+// ParseResponsesRequest reads and checks a Responses request. A client's
+// mistake is an *APIError 400 naming the parameter.
+func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
+	t := &ResponsesTurn{}
+	if err := json.Unmarshal(body, &t.Req); err != nil {
+		return nil, jsonFieldError(err)
+	}
+	r := &t.Req
+	if r.Model == "" {
+		return nil, responsesError("model", "model is required")
+	}
+	if len(r.Conversation) > 0 && string(r.Conversation) != "null" {
+		return nil, responsesError("conversation", "the Conversations API is not supported by this gateway; use previous_response_id or send the history in input")
+	}
+	if r.Background != nil && *r.Background {
+		return nil, responsesError("background", "background responses are not supported by this gateway; stream instead")
+	}
+	if r.MaxOutputTokens != nil && *r.MaxOutputTokens < 1 {
+		return nil, responsesError("max_output_tokens", "max_output_tokens must be at least 1")
+	}
+	if r.PreviousResponseID != nil && *r.PreviousResponseID == "" {
+		r.PreviousResponseID = nil
+	}
+	items, err := inputItems(r.Input)
+	if err != nil {
+		return nil, err
+	}
+	for i, raw := range items {
+		var it responsesItem
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, fieldError(fmt.Sprintf("input[%d]", i), err)
+		}
+		if it.ID == "" && it.Type != "item_reference" {
+			items[i] = withID(raw, newItemID(it.Type))
+		}
+	}
+	t.NewItems = items
+	t.Items = items
+	if err := t.indexTools(); err != nil {
+		return nil, err
+	}
+	t.ID = "resp_" + strings.ToLower(rand.Text())
+	return t, nil
+}
+
+// Stored reports whether the response is kept for later turns (store
+// defaults to true).
+func (t *ResponsesTurn) Stored() bool { return t.Req.Store == nil || *t.Req.Store }
+
+// Prepend puts a stored conversation before this turn's input
+// (previous_response_id).
+func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
+	t.Items = append(append(make([]json.RawMessage, 0, len(history)+len(t.Items)), history...), t.Items...)
+}
+
+// ResolveReferences replaces item_reference items with the stored items
+// they name; lookup reports false for an id the caller may not read.
+func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessage, bool)) error {
+	for i, raw := range t.Items {
+		if !bytes.Contains(raw, []byte(`"item_reference"`)) {
+			continue
+		}
+		var it responsesItem
+		if json.Unmarshal(raw, &it) != nil || it.Type != "item_reference" {
+			continue
+		}
+		item, ok := lookup(it.ID)
+		if !ok {
+			return &APIError{Status: 400, Param: "input", Code: "invalid_value",
+				Message: fmt.Sprintf("Item with id %q not found.", it.ID)}
+		}
+		t.Items[i] = item
+	}
+	// A reference in this turn's own items is stored as what it named.
+	for i, raw := range t.NewItems {
+		if bytes.Contains(raw, []byte(`"item_reference"`)) {
+			var it responsesItem
+			if json.Unmarshal(raw, &it) == nil && it.Type == "item_reference" {
+				if item, ok := lookup(it.ID); ok {
+					t.NewItems[i] = item
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// inputItems turns `input` into a list of items: a string is one user
+// message.
+func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
+	input = bytes.TrimSpace(input)
+	if len(input) == 0 || string(input) == "null" {
+		return nil, responsesError("input", "input is required: a string or a list of items")
+	}
+	if input[0] == '"' {
+		var s string
+		if err := json.Unmarshal(input, &s); err != nil {
+			return nil, responsesError("input", "input is not a valid string")
+		}
+		msg, _ := json.Marshal(struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Role    string `json:"role"`
+			Content []any  `json:"content"`
+		}{"message", newItemID("message"), "user", []any{map[string]string{"type": "input_text", "text": s}}})
+		return []json.RawMessage{msg}, nil
+	}
+	if input[0] != '[' {
+		return nil, responsesError("input", "input must be a string or a list of items")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(input, &items); err != nil {
+		return nil, responsesError("input", "input must be a string or a list of items")
+	}
+	for i, it := range items {
+		if t := bytes.TrimSpace(it); len(t) == 0 || t[0] != '{' {
+			return nil, responsesError(fmt.Sprintf("input[%d]", i), "input[%d] must be an object", i)
+		}
+	}
+	return items, nil
+}
+
+// newItemID mints an id of the kind OpenAI uses for the item type.
+func newItemID(typ string) string {
+	prefix := "msg_"
+	switch typ {
+	case "function_call":
+		prefix = "fc_"
+	case "function_call_output":
+		prefix = "fco_"
+	case "custom_tool_call":
+		prefix = "ctc_"
+	case "custom_tool_call_output":
+		prefix = "ctco_"
+	case "reasoning":
+		prefix = "rs_"
+	}
+	return prefix + strings.ToLower(rand.Text())
+}
+
+// withID adds "id" to an item object that has none.
+func withID(raw json.RawMessage, id string) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	out := make([]byte, 0, len(raw)+len(id)+10)
+	out = append(out, `{"id":`...)
+	out = appendQuoted(out, id, false)
+	rest := bytes.TrimSpace(raw[1:])
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// jsonFieldError words a decoding error of the request body for the
+// client, naming the field when encoding/json knows it.
+func jsonFieldError(err error) *APIError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return responsesError(te.Field, "%s must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return responsesError("", "request body is not valid JSON: %v", err)
+	}
+	return responsesError("", "request body could not be read: %v", err)
+}
+
+func fieldError(param string, err error) *APIError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		p := param + "." + te.Field
+		return responsesError(p, "%s must be %s, not %s", p, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return responsesError(param, "%s could not be read: %v", param, err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int64", "int", "float64":
+		return "a number"
+	}
+	return "another type"
+}
+
+// hostedTools run on OpenAI's side; a translated upstream cannot run them,
+// so they are left out (Codex sends web_search whatever the backend).
+var hostedTools = map[string]bool{
+	"web_search": true, "web_search_preview": true, "web_search_2025_08_26": true, "web_search_preview_2025_03_11": true,
+	"file_search": true, "code_interpreter": true, "image_generation": true, "computer_use": true,
+	"computer_use_preview": true, "mcp": true, "tool_search": true, "programmatic_tool_calling": true,
+}
+
+// maxToolName is the longest function name chat upstreams accept.
+const maxToolName = 64
+
+// indexTools checks the tools and maps each chat function name that will
+// be offered upstream back to the Responses tool it stands for.
+func (t *ResponsesTurn) indexTools() error {
+	t.tools = make(map[string]toolRef, len(t.Req.Tools))
+	add := func(param, chatName string, ref toolRef) error {
+		if ref.name == "" {
+			return responsesError(param+".name", "%s.name is required", param)
+		}
+		if _, dup := t.tools[chatName]; dup {
+			return responsesError(param+".name", "tool name %q is given twice", chatName)
+		}
+		t.tools[chatName] = ref
+		return nil
+	}
+	for i, tool := range t.Req.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		switch tool.Type {
+		case "function":
+			if err := add(param, tool.Name, toolRef{kind: toolFunction, name: tool.Name}); err != nil {
+				return err
+			}
+		case "custom":
+			if err := add(param, tool.Name, toolRef{kind: toolCustom, name: tool.Name}); err != nil {
+				return err
+			}
+		case "namespace":
+			for j, sub := range tool.Tools {
+				sp := fmt.Sprintf("%s.tools[%d]", param, j)
+				kind := toolFunction
+				if sub.Type == "custom" {
+					kind = toolCustom
+				} else if sub.Type != "function" && sub.Type != "" {
+					return responsesError(sp+".type", "a namespace holds function and custom tools, not %q", sub.Type)
+				}
+				if err := add(sp, namespacedName(tool.Name, sub.Name), toolRef{kind: kind, name: sub.Name, namespace: tool.Name}); err != nil {
+					return err
+				}
+			}
+		case "local_shell", "shell", "apply_patch":
+			return responsesError(param+".type", "tool type %q is run by OpenAI's own models only; offer it as a function or custom tool for this model", tool.Type)
+		case "":
+			return responsesError(param+".type", "%s.type is required", param)
+		default:
+			if !hostedTools[tool.Type] {
+				return responsesError(param+".type", "unknown tool type %q", tool.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// namespacedName flattens a namespace tool's function into one chat name,
+// cut to 64 bytes with a stable hash suffix when longer.
+func namespacedName(ns, name string) string {
+	full := ns + "__" + name
+	if len(full) <= maxToolName {
+		return full
+	}
+	var h uint32 = 2166136261
+	for i := 0; i < len(full); i++ {
+		h = (h ^ uint32(full[i])) * 16777619
+	}
+	suffix := "_" + strconv.FormatUint(uint64(h), 36)
+	return full[:maxToolName-len(suffix)] + suffix
+}
+
+// chatName is the function name a call item goes upstream under.
+func chatName(name, namespace string) string {
+	if namespace != "" {
+		return namespacedName(namespace, name)
+	}
+	return name
+}
