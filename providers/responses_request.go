@@ -91,15 +91,15 @@ type responsesSummaryPart struct {
 
 // responsesPart is one content part of a message or a tool output.
 type responsesPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Refusal  string          `json:"refusal"`
-	ImageURL string          `json:"image_url"`
-	FileID   string          `json:"file_id"`
-	Detail   string          `json:"detail"`
-	FileData string          `json:"file_data"`
-	Filename string          `json:"filename"`
-	FileURL  string          `json:"file_url"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL string `json:"image_url"`
+	FileID   string `json:"file_id"`
+	Detail   string `json:"detail"`
+	FileData string `json:"file_data"`
+	Filename string `json:"filename"`
+	FileURL  string `json:"file_url"`
 }
 
 // toolKind is what a chat function offered upstream stands for.

@@ -65,7 +65,9 @@ func NewRoute(client, upstream Format) (Route, error) {
 			}
 			return raw, OpenAIUsageFromBody(raw), nil
 		}
-		r.stream = func(_ string, _ RequestInfo, dropUsage bool) StreamTranslator { return NewOpenAIPassthroughStream(dropUsage) }
+		r.stream = func(_ string, _ RequestInfo, dropUsage bool) StreamTranslator {
+			return NewOpenAIPassthroughStream(dropUsage)
+		}
 	case client == FormatAnthropic && upstream == FormatAnthropic:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			out, err := RewriteModel(body, model)
@@ -84,7 +86,9 @@ func NewRoute(client, upstream Format) (Route, error) {
 			return out, false, err
 		}
 		r.response = ignoreInfo(AnthropicToOpenAIResponse)
-		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator { return NewAnthropicToOpenAIStream(info.IncludeUsage) }
+		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
+			return NewAnthropicToOpenAIStream(info.IncludeUsage)
+		}
 	case client == FormatOpenAI && upstream == FormatOllama:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			out, err := OpenAIToOllamaRequest(body, model)
