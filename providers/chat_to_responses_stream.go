@@ -372,6 +372,9 @@ func (s *responsesStream) Fail(dst []byte, e *APIError) []byte {
 	if !s.started {
 		dst = s.start(dst)
 	}
+	// The item under way is closed as far as it got, so the output in
+	// response.failed is exactly the items the client saw finish.
+	dst = s.closeOpen(dst)
 	s.ended = true
 	code := failureCode(e)
 	dst = s.begin(dst, "error")
