@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+)
+
+// weatherTool is the function the fakes call when asked about the weather.
+func weatherTool() responses.ToolUnionParam {
+	return responses.ToolParamOfFunction(fakes.WeatherToolName, map[string]any{
+		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"},
+	}, false)
+}
+
+// TestResponsesClientAgainstEveryBackend drives /v1/responses with the
+// official client, as Codex and the SDKs use it, against every backend
+// kind: plain and streamed text, and a tool round trip.
+func TestResponsesClientAgainstEveryBackend(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	client := openaiClient(g, aliceKey)
+	ctx := context.Background()
+
+	for _, alias := range []string{"oa", "claude", "llama", "echo"} {
+		want := fakes.DefaultReply
+		if alias == "echo" {
+			want = "Say hello"
+		}
+		t.Run(alias+"/non-stream", func(t *testing.T) {
+			resp, err := client.Responses.New(ctx, responses.ResponseNewParams{
+				Model:        alias,
+				Instructions: openai.String("Be brief."),
+				Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello")},
+			}, option.WithHeader("session-id", "codex-session-"+alias))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.OutputText(); got != want {
+				t.Errorf("output text = %q, want %q", got, want)
+			}
+			if resp.Status != responses.ResponseStatusCompleted || resp.Model != alias || !strings.HasPrefix(resp.ID, "resp_") {
+				t.Errorf("status %q model %q id %q", resp.Status, resp.Model, resp.ID)
+			}
+			if ex, ok := expectedUsage[alias]; ok && (resp.Usage.InputTokens != ex[0] || resp.Usage.OutputTokens != ex[1]) {
+				t.Errorf("usage %d/%d, want %d/%d", resp.Usage.InputTokens, resp.Usage.OutputTokens, ex[0], ex[1])
+			}
+		})
+		t.Run(alias+"/stream", func(t *testing.T) {
+			stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+				Model: alias,
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello")},
+			})
+			var text strings.Builder
+			var types []string
+			var final responses.Response
+			for stream.Next() {
+				ev := stream.Current()
+				types = append(types, ev.Type)
+				switch ev.Type {
+				case "response.output_text.delta":
+					text.WriteString(ev.Delta)
+				case "response.completed":
+					final = ev.AsResponseCompleted().Response
+				}
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if text.String() != want || final.OutputText() != want {
+				t.Errorf("streamed %q, final %q, want %q", text.String(), final.OutputText(), want)
+			}
+			if types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+				t.Errorf("event order %v", types)
+			}
+			if final.Usage.TotalTokens == 0 {
+				t.Errorf("completed carries no usage: %+v", final.Usage)
+			}
+		})
+		if alias == "echo" {
+			continue
+		}
+		t.Run(alias+"/tool-round-trip", func(t *testing.T) {
+			params := responses.ResponseNewParams{
+				Model: alias,
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What's the weather in Oslo?")},
+				Tools: []responses.ToolUnionParam{weatherTool()},
+				Store: openai.Bool(false),
+			}
+			stream := client.Responses.NewStreaming(ctx, params)
+			var call responses.ResponseFunctionToolCall
+			for stream.Next() {
+				if ev := stream.Current(); ev.Type == "response.output_item.done" && ev.Item.Type == "function_call" {
+					call = ev.Item.AsFunctionCall()
+				}
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if call.Name != fakes.WeatherToolName || call.Arguments != fakes.WeatherToolArguments || call.CallID == "" {
+				t.Fatalf("call = %+v", call)
+			}
+			params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+				responses.ResponseInputItemParamOfMessage("What's the weather in Oslo?", responses.EasyInputMessageRoleUser),
+				responses.ResponseInputItemParamOfFunctionCall(call.Arguments, call.CallID, call.Name),
+				{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(call.CallID),
+					Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("12°C")}}},
+			}}
+			resp, err := client.Responses.New(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.OutputText() != fakes.DefaultReply {
+				t.Errorf("after the tool: %q", resp.OutputText())
+			}
+		})
+	}
+
+	// Every request is in the ledger as a responses request, with Codex's
+	// session header as its session.
+	g.stop(t)
+	n, sessions := 0, 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Endpoint != "responses" {
+			continue
+		}
+		n++
+		if rec.Outcome != "ok" || rec.Status != 200 {
+			t.Errorf("record %+v", rec)
+		}
+		if rec.SessionID == "codex-session-"+rec.Alias {
+			sessions++
+		}
+		if rec.Alias == "claude" && rec.InputTokens != fakes.AnthropicInputTokens {
+			t.Errorf("claude record usage %+v", rec)
+		}
+	}
+	if sessions != 4 {
+		t.Errorf("%d records carry the session-id header's session, want 4", sessions)
+	}
+	if n != 4*2+3*2 {
+		t.Errorf("%d responses records, want %d", n, 4*2+3*2)
+	}
+}
+
+// TestResponsesBadInputAndUpstreamErrors: a client's mistake is a 400 in
+// OpenAI's shape naming the param; an upstream failure is an HTTP error
+// before the stream starts.
+func TestResponsesBadInputAndUpstreamErrors(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{Status: http.StatusBadRequest})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	client := openaiClient(g, aliceKey)
+	ctx := context.Background()
+
+	cases := []struct{ body, param string }{
+		{`{"model":"echo","input":[{"type":"hologram"}]}`, "input[0].type"},
+		{`{"model":"echo","input":"hi","previous_response_id":"resp_unknown"}`, "previous_response_id"},
+		{`{"model":"echo","input":"hi","tools":[{"type":"telepathy"}]}`, "tools[0].type"},
+		{`{"model":"echo","input":"hi","stream":"yes"}`, "stream"},
+		{`{"model":"echo","input":"hi","max_output_tokens":"lots"}`, "max_output_tokens"},
+	}
+	for _, c := range cases {
+		status, _, body := g.do(t, "POST", "/v1/responses", aliceKey, c.body)
+		var e struct {
+			Error struct {
+				Param *string `json:"param"`
+				Type  string  `json:"type"`
+			} `json:"error"`
+		}
+		if status != 400 || json.Unmarshal(body, &e) != nil || e.Error.Param == nil || *e.Error.Param != c.param || e.Error.Type != "invalid_request_error" {
+			t.Errorf("%s: %d %s, want a 400 naming %s", c.body, status, body, c.param)
+		}
+	}
+
+	_, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "oa", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "fake failure 400") {
+		t.Fatalf("upstream 400: %v", err)
+	}
+	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: "claude", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	for stream.Next() {
+	}
+	if !errors.As(stream.Err(), &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("streamed upstream 400: %v", stream.Err())
+	}
+	if strings.Contains(g.stderr.String(), "upstream-anthropic-secret") {
+		t.Error("upstream key in the gateway's log")
+	}
+}
