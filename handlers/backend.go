@@ -16,13 +16,16 @@ import (
 
 // backend is one deployment ready to be called.
 type backend struct {
-	dep      *modellist.Deployment
-	client   *http.Client
-	state    *DeploymentState
-	policy   policy
-	url      string      // full upstream endpoint, without query
-	header   http.Header // credentials, defaults and extra_headers, cloned per request
-	upstream providers.Format
+	dep    *modellist.Deployment
+	client *http.Client
+	state  *DeploymentState
+	policy policy
+	url    string // full upstream endpoint, without query
+	// responsesURL is the server's own /responses, for deployments that
+	// take Responses requests natively; "" when they are translated.
+	responsesURL string
+	header       http.Header // credentials, defaults and extra_headers, cloned per request
+	upstream     providers.Format
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
 	routes  [4]providers.Route
@@ -52,8 +55,18 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.upstream)
+	if d.ResponsesNative {
+		b.responsesURL = d.APIBase + "/responses"
+		if d.Kind == modellist.KindOllama {
+			b.responsesURL = d.APIBase + "/v1/responses"
+		}
+	}
 	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses} {
-		rt, err := providers.NewRoute(cf, b.upstream)
+		up := b.upstream
+		if cf == providers.FormatResponses && b.responsesURL != "" {
+			up = providers.FormatResponses
+		}
+		rt, err := providers.NewRoute(cf, up)
 		if err != nil {
 			// Every upstream format has a route from every client format.
 			panic(err)
@@ -133,6 +146,9 @@ func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.
 // credentials; nothing of the client's authentication is forwarded.
 func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte) (*http.Request, error) {
 	url := b.url
+	if cf == providers.FormatResponses && b.responsesURL != "" {
+		url = b.responsesURL
+	}
 	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic && client.URL.RawQuery != "" {
 		url += "?" + client.URL.RawQuery
 	}

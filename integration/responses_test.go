@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -196,5 +197,72 @@ func TestResponsesBadInputAndUpstreamErrors(t *testing.T) {
 	}
 	if strings.Contains(g.stderr.String(), "upstream-anthropic-secret") {
 		t.Error("upstream key in the gateway's log")
+	}
+}
+
+// TestResponsesNativeUpstream: an upstream that serves /responses gets
+// the request as sent (model swapped) and its events are relayed; usage
+// is read from response.completed.
+func TestResponsesNativeUpstream(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: strings.Replace(u.modelsYAML(), "model_aliases:", fmt.Sprintf(`  - model_name: native
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: %s/v1
+      api_key: upstream-openai-secret
+      responses_api: native
+`, u.openai.URL)+"model_aliases:", 1)})
+	client := openaiClient(g, aliceKey)
+	ctx := context.Background()
+
+	resp, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "native", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != fakes.DefaultReply || resp.ID != fakes.ResponsesID {
+		t.Errorf("non-stream: %q %q", resp.OutputText(), resp.ID)
+	}
+	last := u.openaiRec.Last()
+	if last.Path != "/v1/responses" || !strings.Contains(string(last.Body), `"model":"fake-gpt"`) {
+		t.Errorf("upstream got %s %s", last.Path, last.Body)
+	}
+	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: "native", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the weather in Oslo?")},
+		Tools: []responses.ToolUnionParam{weatherTool()}})
+	var call responses.ResponseFunctionToolCall
+	var seqs []int64
+	for stream.Next() {
+		ev := stream.Current()
+		seqs = append(seqs, ev.SequenceNumber)
+		if ev.Type == "response.output_item.done" {
+			call = ev.Item.AsFunctionCall()
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if call.Name != fakes.WeatherToolName || call.Arguments != fakes.WeatherToolArguments {
+		t.Errorf("call %+v", call)
+	}
+	for i, s := range seqs {
+		if s != int64(i) {
+			t.Fatalf("sequence numbers %v", seqs)
+		}
+	}
+	g.stop(t)
+	n := 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Alias != "native" {
+			continue
+		}
+		n++
+		if rec.Endpoint != "responses" || rec.InputTokens != fakes.OpenAIPromptTokens-fakes.OpenAICachedTokens ||
+			rec.CacheReadTokens != fakes.OpenAICachedTokens || rec.OutputTokens != fakes.OpenAICompletionTokens {
+			t.Errorf("record %+v", rec)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d records for native, want 2", n)
 	}
 }

@@ -123,6 +123,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		if key != "" {
 			p.errorf(keyNode, kw, "echo/ is built in and takes no api_key; remove it")
 		}
+		p.responsesAPI(d, fs, w)
 		return
 	case catLocalNative:
 		d.Local = true
@@ -175,6 +176,35 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 	}
 	d.APIKey = key
 	p.upstreamTLS(d, fs, w)
+	p.responsesAPI(d, fs, w)
+}
+
+// responsesAPI settles how Responses API requests reach the deployment:
+// as they are, to a server that serves /responses itself (OpenAI's own
+// API by default), or translated to chat completions.
+func (p *parser) responsesAPI(d *Deployment, fs map[string]field, w where) {
+	d.ResponsesNative = d.Provider == "openai" && !d.Local
+	f, ok := fs["responses_api"]
+	if !ok || isNull(deref(f.val)) {
+		return
+	}
+	rw := w.sub("responses_api")
+	s, ok := p.scalar(f.val, rw)
+	if !ok {
+		return
+	}
+	switch s {
+	case "native":
+		if d.Kind != KindOpenAI && d.Kind != KindOllama {
+			p.errorf(f.val, rw, "native needs a server that serves /responses itself (openai/ or a compatible server, ollama/); %s/ is always translated: remove the line", d.Provider)
+			return
+		}
+		d.ResponsesNative = true
+	case "translate":
+		d.ResponsesNative = false
+	default:
+		p.errorf(f.val, rw, "%q is not a choice: native (the server serves /responses) or translate (through chat completions)", s)
+	}
 }
 
 // options reads the optional per-deployment settings.

@@ -43,8 +43,12 @@ type Deployment struct {
 	ExtraHeaders map[string]string `json:"-"`
 	// TLS, when set, is how to reach an https upstream behind a private CA
 	// or one that wants a client certificate.
-	TLS  *UpstreamTLS
-	Info ModelInfo
+	TLS *UpstreamTLS
+	// ResponsesNative: Responses API requests go to the server's own
+	// /responses as they are (OpenAI's API, or responses_api: native);
+	// otherwise they are translated to chat completions.
+	ResponsesNative bool
+	Info            ModelInfo
 	// ID is a stable, secret-free identity: a short hex hash of alias,
 	// provider, model, api_base and the ordinal of this deployment among
 	// identical ones. The same config gives the same IDs across reloads, so

@@ -22,7 +22,7 @@ func topFields() []string   { return []string{"model_list", "router_settings", "
 func entryFields() []string { return []string{"model_name", "proxy_params", "model_info"} }
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
-		"tls_ca_file", "tls_client_cert", "tls_client_key"}
+		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api"}
 }
 func infoFields() []string {
 	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "max_input_tokens"}

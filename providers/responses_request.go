@@ -146,6 +146,9 @@ type ResponsesTurn struct {
 	Status string
 
 	tools map[string]toolRef // chat function name → Responses tool
+	// expanded: the gateway put history into Items (a previous response,
+	// referenced items), so a native upstream needs the input rewritten.
+	expanded bool
 }
 
 // responsesError is a 400 naming the parameter, as OpenAI words it.
@@ -205,6 +208,7 @@ func (t *ResponsesTurn) Stored() bool { return t.Req.Store == nil || *t.Req.Stor
 // Prepend puts a stored conversation before this turn's input
 // (previous_response_id).
 func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
+	t.expanded = true
 	t.Items = append(append(make([]json.RawMessage, 0, len(history)+len(t.Items)), history...), t.Items...)
 }
 
@@ -225,6 +229,7 @@ func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessag
 				Message: fmt.Sprintf("Item with id %q not found.", it.ID)}
 		}
 		t.Items[i] = item
+		t.expanded = true
 	}
 	// A reference in this turn's own items is stored as what it named.
 	for i, raw := range t.NewItems {

@@ -125,6 +125,8 @@ func NewRoute(client, upstream Format) (Route, error) {
 		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
 			return Chain(NewOllamaToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
 		}
+	case client == FormatResponses && upstream == FormatResponses:
+		return nativeResponsesRoute(), nil
 	case client == FormatResponses:
 		return responsesRoute(upstream)
 	default:

@@ -4,15 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // OpenAI returns a chat-completions server (mount it at any base; it
-// answers every POST path ending in /chat/completions).
+// answers POST …/responses as OpenAI's Responses API, every other POST as
+// chat completions).
 func OpenAI(o Options, rec *Recorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := readBody(r)
 		if rec != nil {
 			rec.add(r, body)
+		}
+		if strings.HasSuffix(r.URL.Path, "/responses") {
+			openAIResponses(o, w, r, body)
+			return
 		}
 		if o.Status != 0 {
 			w.Header().Set("Content-Type", "application/json")
