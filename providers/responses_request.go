@@ -350,12 +350,17 @@ func jsonKind(goKind string) string {
 	return "another type"
 }
 
-// hostedTools run on OpenAI's side; a translated upstream cannot run them,
-// so they are left out (Codex sends web_search whatever the backend).
-var hostedTools = map[string]bool{
-	"web_search": true, "web_search_preview": true, "web_search_2025_08_26": true, "web_search_preview_2025_03_11": true,
-	"file_search": true, "code_interpreter": true, "image_generation": true, "computer_use": true,
-	"computer_use_preview": true, "mcp": true, "tool_search": true, "programmatic_tool_calling": true,
+// hostedTool reports tools that run on OpenAI's side; a translated
+// upstream cannot run them, so they are left out (Codex sends web_search
+// whatever the backend).
+func hostedTool(typ string) bool {
+	switch typ {
+	case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
+		"file_search", "code_interpreter", "image_generation", "computer_use", "computer_use_preview",
+		"mcp", "tool_search", "programmatic_tool_calling":
+		return true
+	}
+	return false
 }
 
 // maxToolName is the longest function name chat upstreams accept.
@@ -404,7 +409,7 @@ func (t *ResponsesTurn) indexTools() error {
 		case "":
 			return responsesError(param+".type", "%s.type is required", param)
 		default:
-			if !hostedTools[tool.Type] {
+			if !hostedTool(tool.Type) {
 				return responsesError(param+".type", "unknown tool type %q", tool.Type)
 			}
 		}

@@ -57,14 +57,18 @@ type hubOptions struct {
 	OpenAICloud bool
 }
 
-// hostedItems are input items only OpenAI's servers can replay; a
+// hostedItem reports input items only OpenAI's servers can replay; a
 // translated upstream never saw them, so they are left out.
-var hostedItems = map[string]bool{
-	"web_search_call": true, "file_search_call": true, "image_generation_call": true, "code_interpreter_call": true,
-	"computer_call": true, "computer_call_output": true, "mcp_call": true, "mcp_list_tools": true,
-	"mcp_approval_request": true, "mcp_approval_response": true, "tool_search_call": true, "tool_search_output": true,
-	"compaction": true, "compaction_trigger": true, "local_shell_call": true, "local_shell_call_output": true,
-	"shell_call": true, "shell_call_output": true, "apply_patch_call": true, "apply_patch_call_output": true,
+func hostedItem(typ string) bool {
+	switch typ {
+	case "web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call",
+		"computer_call", "computer_call_output", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+		"mcp_approval_response", "tool_search_call", "tool_search_output", "compaction", "compaction_trigger",
+		"local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+		"apply_patch_call_output":
+		return true
+	}
+	return false
 }
 
 // chatRequest writes the turn as a chat completions request.
@@ -388,7 +392,7 @@ func (t *ResponsesTurn) chatMessages() ([]hubMessage, error) {
 		case "item_reference":
 			return nil, responsesError(param, "Item with id %q not found.", it.ID)
 		default:
-			if !hostedItems[typ] {
+			if !hostedItem(typ) {
 				return nil, responsesError(param+".type", "unknown input item type %q", typ)
 			}
 		}
