@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +25,37 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.releaseRequest(req)
-	body, alias := req.body, req.alias
+	g.countTokens(w, r, cf, req.alias, req.body)
+}
+
+// serveInputTokens is the Responses API's free count
+// (POST /v1/responses/input_tokens): the request, history included, is
+// put in Messages form and counted as count_tokens counts it.
+func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
+	cf := providers.FormatResponses
+	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
+	if !ok {
+		return
+	}
+	defer g.releaseRequest(req)
+	body, err := req.info.Responses.CountBody()
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	g.countTokens(w, r, cf, req.alias, body)
+}
+
+// tokenCount renders a count in the caller's shape.
+func tokenCount(cf providers.Format, n int) []byte {
+	if cf == providers.FormatResponses {
+		return []byte(`{"object":"response.input_tokens","input_tokens":` + strconv.Itoa(n) + `}`)
+	}
+	return []byte(`{"input_tokens":` + strconv.Itoa(n) + `}`)
+}
+
+// countTokens counts body, an Anthropic Messages request, for alias.
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, alias string, body []byte) {
 	bs := g.backends[alias]
 	b := bs[0]
 	now := g.now()
@@ -35,7 +66,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if b.dep.Kind == modellist.KindAnthropic {
-		g.forwardCountTokens(w, r, b, body)
+		g.forwardCountTokens(w, r, cf, b, body)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -66,7 +97,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		apiErr.Write(w, cf)
 		return
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"input_tokens":`+strconv.Itoa(n)+`}`))
+	writeJSON(w, http.StatusOK, tokenCount(cf, n))
 }
 
 func isClientError(err error) bool {
@@ -74,8 +105,7 @@ func isClientError(err error) bool {
 	return ok && apiErr.Status >= 400 && apiErr.Status < 500
 }
 
-func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, b *backend, body []byte) {
-	cf := providers.FormatAnthropic
+func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, b *backend, body []byte) {
 	out, err := providers.RewriteModel(body, b.dep.Model)
 	if err != nil {
 		asAPIError(err).Write(w, cf)
@@ -83,7 +113,7 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, b *
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	req, err := b.newRequest(ctx, cf, r, out)
+	req, err := b.newRequest(ctx, providers.FormatAnthropic, r, out)
 	if err != nil {
 		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
 		return
@@ -113,6 +143,18 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, b *
 		return
 	}
 	relayHeaders(w.Header(), resp.Header)
+	if cf == providers.FormatResponses {
+		var count struct {
+			InputTokens *int `json:"input_tokens"`
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(raw, &count) != nil || count.InputTokens == nil {
+			(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", b.dep.Alias)}).Write(w, cf)
+			return
+		}
+		writeJSON(w, http.StatusOK, tokenCount(cf, *count.InputTokens))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxUpstreamBody))

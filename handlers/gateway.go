@@ -226,15 +226,17 @@ func (g *Gateway) buildPaths() {
 		"/v1/messages": g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 			g.serveChat(w, r, providers.FormatAnthropic)
 		})),
-		"/v1/messages/count_tokens": g.guard(g.only(http.MethodPost, g.serveCountTokens)),
-		"/v1/responses":             responses,
-		"/responses":                responses,
-		"/v1/models":                models,
-		"/models":                   models,
-		"/health/liveliness":        live,
-		"/health/liveness":          live,
-		"/health/readiness":         g.guard(g.serveReadiness),
-		"/health":                   g.guard(g.only(http.MethodGet, g.serveHealth)),
+		"/v1/messages/count_tokens":  g.guard(g.only(http.MethodPost, g.serveCountTokens)),
+		"/v1/responses":              responses,
+		"/responses":                 responses,
+		"/v1/responses/input_tokens": g.guard(g.only(http.MethodPost, g.serveInputTokens)),
+		"/responses/input_tokens":    g.guard(g.only(http.MethodPost, g.serveInputTokens)),
+		"/v1/models":                 models,
+		"/models":                    models,
+		"/health/liveliness":         live,
+		"/health/liveness":           live,
+		"/health/readiness":          g.guard(g.serveReadiness),
+		"/health":                    g.guard(g.only(http.MethodGet, g.serveHealth)),
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.notFound = g.guard(g.serveNotFound)

@@ -266,3 +266,29 @@ func TestResponsesNativeUpstream(t *testing.T) {
 		t.Errorf("%d records for native, want 2", n)
 	}
 }
+
+// TestResponsesInputTokens: the free count answers in the Responses
+// shape for every backend kind, Anthropic's own count endpoint included.
+func TestResponsesInputTokens(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	body := `{"model":"%s","instructions":"Be brief.","input":[{"role":"user","content":"Count these words for me please"}],
+		"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
+	for _, alias := range []string{"oa", "claude", "llama", "echo"} {
+		status, _, out := g.do(t, "POST", "/v1/responses/input_tokens", aliceKey, fmt.Sprintf(body, alias))
+		var c struct {
+			Object      string `json:"object"`
+			InputTokens int    `json:"input_tokens"`
+		}
+		if status != 200 || json.Unmarshal(out, &c) != nil || c.Object != "response.input_tokens" || c.InputTokens < 10 {
+			t.Errorf("%s: %d %s", alias, status, out)
+		}
+	}
+	last := u.anthropicRec.Last()
+	if last.Path != "/v1/messages/count_tokens" || !strings.Contains(string(last.Body), `"system":"Be brief."`) || strings.Contains(string(last.Body), "max_tokens") {
+		t.Errorf("Anthropic count request %s %s", last.Path, last.Body)
+	}
+	if status, _, out := g.do(t, "POST", "/v1/responses/input_tokens", aliceKey, `{"model":"echo","input":[{"type":"nope"}]}`); status != 400 || !strings.Contains(string(out), `"param":"input[0].type"`) {
+		t.Errorf("bad input: %d %s", status, out)
+	}
+}

@@ -580,3 +580,28 @@ func toolOutput(raw json.RawMessage, param string) (string, []hubPart, error) {
 	}
 	return itemText(raw, param+".output")
 }
+
+// CountBody is the turn as an Anthropic count_tokens request (model,
+// system, messages, tools): the shape the gateway's token counting and
+// Anthropic's free endpoint both read.
+func (t *ResponsesTurn) CountBody() ([]byte, error) {
+	chat, err := t.chatRequest(t.Req.Model, false, hubOptions{})
+	if err != nil {
+		return nil, err
+	}
+	full, err := OpenAIToAnthropicRequest(chat, t.Req.Model, 1)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(full, &m); err != nil {
+		return nil, err
+	}
+	keep := map[string]json.RawMessage{}
+	for _, k := range [...]string{"model", "system", "messages", "tools", "tool_choice"} {
+		if v, ok := m[k]; ok {
+			keep[k] = v
+		}
+	}
+	return json.Marshal(keep)
+}
