@@ -27,6 +27,37 @@ type anthropicOutRequest struct {
 	Tools         []AnthropicTool      `json:"tools,omitempty"`
 	ToolChoice    *AnthropicToolChoice `json:"tool_choice,omitempty"`
 	Metadata      *AnthropicMetadata   `json:"metadata,omitempty"`
+	Thinking      *anthropicThinking   `json:"thinking,omitempty"`
+}
+
+// anthropicThinking turns extended thinking on with a token budget.
+type anthropicThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int64  `json:"budget_tokens"`
+}
+
+// thinkingBudget maps reasoning_effort onto an extended-thinking budget,
+// which must be at least 1024 and below max_tokens; 0 means no thinking
+// (effort none or minimal, or no room under max_tokens).
+func thinkingBudget(effort string, maxTokens int64) int64 {
+	var b int64
+	switch effort {
+	case "low":
+		b = 2048
+	case "medium":
+		b = 8192
+	case "high":
+		b = 24576
+	case "xhigh", "max":
+		b = 32768
+	default:
+		return 0
+	}
+	b = min(b, maxTokens-1)
+	if b < 1024 {
+		return 0
+	}
+	return b
 }
 
 type anthropicOutMsg struct {
@@ -82,6 +113,11 @@ func buildAnthropicRequest(body []byte, upstreamModel string, defaultMaxTokens i
 	if t := in.Temperature; t != nil {
 		v := min(*t, 1)
 		out.Temperature = &v
+	}
+	if b := thinkingBudget(in.ReasoningEffort, out.MaxTokens); b > 0 {
+		// Anthropic refuses a temperature or top_p beside thinking.
+		out.Thinking = &anthropicThinking{Type: "enabled", BudgetTokens: b}
+		out.Temperature, out.TopP = nil, nil
 	}
 	stops, err := decodeStop(in.Stop, notBlank)
 	if err != nil {
@@ -326,7 +362,22 @@ func openAIAssistantBlocks(m *OpenAIMessage, i int) ([]AnthropicBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocks := make([]AnthropicBlock, 0, len(parts)+len(m.ToolCalls))
+	blocks := make([]AnthropicBlock, 0, len(parts)+len(m.ToolCalls)+1)
+	if len(m.ThinkingBlocks) > 0 && !bytes.Equal(m.ThinkingBlocks, []byte("null")) {
+		var thinking []AnthropicBlock
+		if err := json.Unmarshal(m.ThinkingBlocks, &thinking); err != nil {
+			return nil, BadRequest(fmt.Sprintf("messages[%d].thinking_blocks", i), "thinking_blocks must be a list of thinking blocks")
+		}
+		// Thinking leads the turn, as Anthropic sent it.
+		for _, b := range thinking {
+			switch {
+			case b.Type == "thinking" && b.Signature != "":
+				blocks = append(blocks, AnthropicBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+			case b.Type == "redacted_thinking" && b.Data != "":
+				blocks = append(blocks, AnthropicBlock{Type: "redacted_thinking", Data: b.Data})
+			}
+		}
+	}
 	for j, p := range parts {
 		switch p.Type {
 		case "text":

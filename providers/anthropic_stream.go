@@ -21,16 +21,20 @@ type anthropicEventIn struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+		Data     string `json:"data"`
 	} `json:"content_block"`
 	Delta struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 	} `json:"delta"`
 	Usage *AnthropicUsage `json:"usage"`
 	Error struct {
@@ -108,6 +112,16 @@ type anthropicToOpenAIStream struct {
 	ev       anthropicEventIn
 	// sawStop: the upstream sent message_stop.
 	sawStop bool
+	// hub: the chunks feed the translation hub, not a client, and carry
+	// thinking as reasoning_content plus the non-standard
+	// reasoning_signature and reasoning_redacted deltas.
+	hub bool
+}
+
+// newAnthropicToHubStream is NewAnthropicToOpenAIStream for the hub:
+// thinking, signatures and redacted thinking are kept.
+func newAnthropicToHubStream() StreamTranslator {
+	return &anthropicToOpenAIStream{includeUsage: true, hub: true}
 }
 
 // NewAnthropicToOpenAIStream translates an Anthropic upstream stream for an
@@ -174,6 +188,16 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 				id = newCallID()
 			}
 			return t.head().toolCall(dst, k, id, e.ContentBlock.Name, nil), nil
+		case "thinking", "redacted_thinking":
+			t.toolOf[e.Index] = -1
+			switch {
+			case !t.hub:
+			case e.ContentBlock.Data != "":
+				return t.head().delta(dst, "reasoning_redacted", e.ContentBlock.Data), nil
+			case e.ContentBlock.Thinking != "":
+				return t.head().delta(dst, "reasoning_content", e.ContentBlock.Thinking), nil
+			}
+			return dst, nil
 		case "text":
 			t.toolOf[e.Index] = -1
 			if e.ContentBlock.Text != "" {
@@ -195,6 +219,14 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 				return dst, nil
 			}
 			return t.head().argsToken(dst, t.toolOf[e.Index], appendJSONString(nil, e.Delta.PartialJSON)), nil
+		case "thinking_delta":
+			if t.hub && e.Delta.Thinking != "" {
+				return t.head().delta(dst, "reasoning_content", e.Delta.Thinking), nil
+			}
+		case "signature_delta":
+			if t.hub && e.Delta.Signature != "" {
+				return t.head().delta(dst, "reasoning_signature", e.Delta.Signature), nil
+			}
 		}
 		// thinking, signature and citation deltas have no OpenAI form
 		return dst, nil
@@ -272,7 +304,10 @@ func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
 			return dst, true
 		}
 		return t.head().argsToken(dst, t.toolOf[k], tok), true
-	case `"thinking_delta"`, `"signature_delta"`, `"citations_delta"`:
+	case `"thinking_delta"`, `"signature_delta"`:
+		// The hub keeps them (the full path); a client gets nothing.
+		return dst, !t.hub
+	case `"citations_delta"`:
 		return dst, true
 	}
 	return dst, false

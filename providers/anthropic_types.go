@@ -54,6 +54,8 @@ type AnthropicBlock struct {
 	// thinking
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// redacted_thinking
+	Data string `json:"data,omitempty"`
 	// CacheControl is accepted and dropped when translating.
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }

@@ -34,11 +34,15 @@ type responsesStream struct {
 type hubChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          *string          `json:"content"`
-			Refusal          *string          `json:"refusal"`
-			Reasoning        *string          `json:"reasoning"`
-			ReasoningContent *string          `json:"reasoning_content"`
-			ToolCalls        []OpenAIToolCall `json:"tool_calls"`
+			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
+			Reasoning        *string `json:"reasoning"`
+			ReasoningContent *string `json:"reasoning_content"`
+			// The hub's own deltas for Anthropic thinking (see
+			// newAnthropicToHubStream).
+			ReasoningSignature *string          `json:"reasoning_signature"`
+			ReasoningRedacted  *string          `json:"reasoning_redacted"`
+			ToolCalls          []OpenAIToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -238,8 +242,22 @@ func (s *responsesStream) text(dst []byte, kind string, refusal bool, delta stri
 		it.summary = kind == "reasoning" && s.t.summaryWanted()
 		dst = s.openItem(dst, it)
 	}
-	it.text.WriteString(delta)
+	if kind == "reasoning" {
+		it.think(delta)
+	} else {
+		it.text.WriteString(delta)
+	}
 	return s.deltaEvent(dst, it, delta)
+}
+
+// reasoningItem is the open reasoning item, opened if need be.
+func (s *responsesStream) reasoningItem(dst []byte) ([]byte, *outputItem) {
+	if it := s.open; it != nil && it.kind == "reasoning" {
+		return dst, it
+	}
+	it := newOutputItem("reasoning")
+	it.summary = s.t.summaryWanted()
+	return s.openItem(dst, it), it
 }
 
 func (s *responsesStream) toolCall(dst []byte, tc *OpenAIToolCall) []byte {
@@ -298,6 +316,16 @@ func (s *responsesStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		}
 		if d.Reasoning != nil {
 			dst = s.text(dst, "reasoning", false, *d.Reasoning)
+		}
+		if d.ReasoningSignature != nil {
+			var it *outputItem
+			dst, it = s.reasoningItem(dst)
+			it.sign(*d.ReasoningSignature)
+		}
+		if d.ReasoningRedacted != nil {
+			var it *outputItem
+			dst, it = s.reasoningItem(dst)
+			it.blocks = append(it.blocks, AnthropicBlock{Type: "redacted_thinking", Data: *d.ReasoningRedacted})
 		}
 		if d.Content != nil {
 			dst = s.text(dst, "message", false, *d.Content)

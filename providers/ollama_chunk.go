@@ -77,6 +77,17 @@ func (c *chunker) argsToken(dst []byte, index int, tok []byte) []byte {
 	return c.close(dst, "")
 }
 
+// delta writes a chunk whose delta is one string member.
+func (c *chunker) delta(dst []byte, key, s string) []byte {
+	dst = c.open(dst)
+	dst = append(dst, `{"`...)
+	dst = append(dst, key...)
+	dst = append(dst, `":`...)
+	dst = appendJSONString(dst, s)
+	dst = append(dst, '}')
+	return c.close(dst, "")
+}
+
 // reasoning uses the non-standard delta.reasoning that Ollama's and other
 // local servers' OpenAI layers emit.
 func (c *chunker) reasoning(dst []byte, s string) []byte {

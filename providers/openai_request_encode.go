@@ -450,8 +450,11 @@ func (r *fastReader) message(i int, m *OpenAIMessage) int {
 		case "reasoning":
 			r.seen(&mask, 1<<5)
 			return r.str(i, &m.Reasoning)
+		case "thinking_blocks":
+			r.seen(&mask, 1<<6)
+			return r.raw(i, &m.ThinkingBlocks)
 		}
-		return r.unknown(i, k, "role", "content", "name", "tool_calls", "tool_call_id", "reasoning")
+		return r.unknown(i, k, "role", "content", "name", "tool_calls", "tool_call_id", "reasoning", "thinking_blocks")
 	})
 }
 

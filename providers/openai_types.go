@@ -43,6 +43,10 @@ type OpenAIMessage struct {
 	ToolCallID string           `json:"tool_call_id,omitempty"`
 	// Reasoning is the non-standard reasoning text some local servers emit.
 	Reasoning string `json:"reasoning,omitempty"`
+	// ThinkingBlocks are an assistant turn's Anthropic thinking blocks,
+	// signatures included (LiteLLM's extension, which the translation hub
+	// uses to carry Responses reasoning items to Anthropic).
+	ThinkingBlocks json.RawMessage `json:"thinking_blocks,omitempty"`
 }
 
 // OpenAIContentPart is one element of an array `content`.

@@ -28,6 +28,23 @@ type outputItem struct {
 	chatIndex int
 	added     bool
 	done      bool
+	// blocks are Anthropic thinking blocks behind a reasoning item,
+	// sealed into its encrypted_content; thought is the text of the block
+	// under way, which its signature closes.
+	blocks  []AnthropicBlock
+	thought strings.Builder
+}
+
+// think adds reasoning text to the thinking block under way.
+func (it *outputItem) think(s string) {
+	it.text.WriteString(s)
+	it.thought.WriteString(s)
+}
+
+// sign closes the thinking block under way with its signature.
+func (it *outputItem) sign(signature string) {
+	it.blocks = append(it.blocks, AnthropicBlock{Type: "thinking", Thinking: it.thought.String(), Signature: signature})
+	it.thought.Reset()
 }
 
 func newOutputItem(kind string) *outputItem {
@@ -82,6 +99,10 @@ func (it *outputItem) appendJSON(dst []byte, final bool) []byte {
 			dst = append(dst, `,"content":[`...)
 			dst = it.appendPart(dst, text)
 			dst = append(dst, ']')
+		}
+		if final && len(it.blocks) > 0 {
+			dst = append(dst, `,"encrypted_content":`...)
+			dst = appendQuoted(dst, sealThinking(it.blocks), false)
 		}
 	case "function_call", "custom_tool_call":
 		dst = append(dst, `,"status":"`...)

@@ -35,6 +35,9 @@ type hubMessage struct {
 	Content    any              `json:"content"`
 	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string           `json:"tool_call_id,omitempty"`
+	// ThinkingBlocks carry reasoning items back to Anthropic, signatures
+	// and all; only written when the next hop is Anthropic.
+	ThinkingBlocks []AnthropicBlock `json:"thinking_blocks,omitempty"`
 }
 
 type hubPart struct {
@@ -55,6 +58,8 @@ type hubOptions struct {
 	// OpenAICloud: the next hop is a cloud chat completions API
 	// (max_completion_tokens, every reasoning effort).
 	OpenAICloud bool
+	// Anthropic: the next hop is Anthropic, which takes thinking history.
+	Anthropic bool
 }
 
 // hostedItem reports input items only OpenAI's servers can replay; a
@@ -108,7 +113,7 @@ func (t *ResponsesTurn) chatRequest(model string, stream bool, o hubOptions) ([]
 	if len(out.Tools) > 0 {
 		out.ParallelToolCalls = r.ParallelToolCalls
 	}
-	if out.Messages, err = t.chatMessages(); err != nil {
+	if out.Messages, err = t.chatMessages(o.Anthropic); err != nil {
 		return nil, err
 	}
 	return json.Marshal(&out)
@@ -289,7 +294,7 @@ func (t *ResponsesTurn) chatToolChoice() (json.RawMessage, map[string]bool, erro
 // developer text merged into one leading system message (many local
 // templates allow only one), consecutive calls folded into one assistant
 // message, tool outputs as tool messages, every call paired with an output.
-func (t *ResponsesTurn) chatMessages() ([]hubMessage, error) {
+func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 	var system []string
 	if t.Req.Instructions != nil && *t.Req.Instructions != "" {
 		system = append(system, *t.Req.Instructions)
@@ -388,7 +393,19 @@ func (t *ResponsesTurn) chatMessages() ([]hubMessage, error) {
 			msgs = append(msgs, hubMessage{Role: "tool", ToolCallID: it.CallID, Content: text})
 			pendingImages = append(pendingImages, images...)
 		case "reasoning":
-			// A chat upstream takes no reasoning history.
+			// Only Anthropic takes reasoning history, and only its own:
+			// blocks the gateway wrapped in encrypted_content, found by
+			// content since Codex replays reasoning without ids.
+			if !thinking || it.EncryptedContent == nil {
+				continue
+			}
+			if blocks := openThinking(*it.EncryptedContent); len(blocks) > 0 {
+				if assistant >= 0 && (len(msgs[assistant].ToolCalls) > 0 || msgs[assistant].Content != nil) {
+					assistant = -1
+				}
+				m := openAssistant()
+				m.ThinkingBlocks = append(m.ThinkingBlocks, blocks...)
+			}
 		case "item_reference":
 			return nil, responsesError(param, "Item with id %q not found.", it.ID)
 		default:
@@ -585,7 +602,7 @@ func toolOutput(raw json.RawMessage, param string) (string, []hubPart, error) {
 // system, messages, tools): the shape the gateway's token counting and
 // Anthropic's free endpoint both read.
 func (t *ResponsesTurn) CountBody() ([]byte, error) {
-	chat, err := t.chatRequest(t.Req.Model, false, hubOptions{})
+	chat, err := t.chatRequest(t.Req.Model, false, hubOptions{Anthropic: true})
 	if err != nil {
 		return nil, err
 	}

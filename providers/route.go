@@ -151,7 +151,7 @@ func responsesRoute(upstream Format) (Route, error) {
 	r := Route{Client: FormatResponses, Upstream: upstream, NDJSON: hub.NDJSON}
 	r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
 		t := info.Responses
-		chat, err := t.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud})
+		chat, err := t.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud, Anthropic: upstream == FormatAnthropic})
 		if err != nil {
 			return nil, false, err
 		}
@@ -167,6 +167,16 @@ func responsesRoute(upstream Format) (Route, error) {
 	}
 	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
 		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.Responses))
+	}
+	if upstream == FormatAnthropic {
+		// Thinking and its signatures have no chat form: whole answers are
+		// read directly, streams through the hub's thinking deltas.
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			return info.Responses.anthropicToResponses(raw)
+		}
+		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
+			return Chain(newAnthropicToHubStream(), newResponsesStream(info.Responses))
+		}
 	}
 	return r, nil
 }

@@ -66,6 +66,11 @@ func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
 		}
 		dst = append(dst, '}')
 	}
+	if r.Thinking != nil {
+		dst = appendStringMember(append(appendKey(dst, "thinking", false), '{'), "type", r.Thinking.Type, true)
+		dst = appendInt(appendKey(dst, "budget_tokens", false), r.Thinking.BudgetTokens)
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }
 
@@ -143,6 +148,9 @@ func appendAnthropicBlock(dst []byte, b *AnthropicBlock) []byte {
 	}
 	if b.Signature != "" {
 		dst = appendStringMember(dst, "signature", b.Signature, false)
+	}
+	if b.Data != "" {
+		dst = appendStringMember(dst, "data", b.Data, false)
 	}
 	if len(b.CacheControl) > 0 {
 		dst = appendCompactRaw(appendKey(dst, "cache_control", false), b.CacheControl)
