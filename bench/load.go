@@ -177,10 +177,14 @@ func once(ctx context.Context, client *http.Client, t target, br *bufio.Reader, 
 // stampOf reads the send time the stamped upstream put in a chunk's
 // content delta.
 func stampOf(line []byte) (int64, bool) {
-	const key = `"content":"`
-	i := bytes.Index(line, []byte(key))
+	key := []byte(`"content":"`)
+	i := bytes.Index(line, key)
 	if i < 0 {
-		return 0, false
+		// A Responses text delta.
+		key = []byte(`"delta":"`)
+		if i = bytes.Index(line, key); i < 0 {
+			return 0, false
+		}
 	}
 	rest := line[i+len(key):]
 	j := bytes.IndexByte(rest, '"')

@@ -246,6 +246,28 @@ func (e *env) stopAll() {
 
 // chatBody is a realistic ~2 KB OpenAI chat request: a system prompt, a
 // short history and a question.
+// responsesBody is chatBody's conversation as a Responses request, the
+// way Codex and the SDKs send one.
+func responsesBody(model string, stream bool) []byte {
+	var chat struct {
+		Messages []map[string]string `json:"messages"`
+	}
+	_ = json.Unmarshal(chatBody(model, stream), &chat)
+	input := []map[string]any{}
+	for _, m := range chat.Messages[1:] {
+		typ := "input_text"
+		if m["role"] == "assistant" {
+			typ = "output_text"
+		}
+		input = append(input, map[string]any{"type": "message", "role": m["role"], "content": []map[string]string{{"type": typ, "text": m["content"]}}})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"model": model, "instructions": chat.Messages[0]["content"], "input": input,
+		"temperature": 0.2, "max_output_tokens": 512, "stream": stream, "store": false,
+	})
+	return b
+}
+
 func chatBody(model string, stream bool) []byte {
 	system := "You are the platform team's assistant. Answer briefly and precisely; prefer code over prose; " +
 		"cite the file and line when you refer to code; never invent APIs. " +

@@ -153,6 +153,9 @@ func modelsYAML(up string) string {
       model: openai/fake-idle
       api_base: http://%[1]s/idle/v1
       api_key: bench-upstream-openai
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
 `, up)
 }
 
