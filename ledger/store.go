@@ -129,6 +129,27 @@ func migrations() []string {
 	context_window TEXT NOT NULL
 );
 CREATE INDEX usage_records_ts ON usage_records (ts_us)`,
+		2: `CREATE TABLE responses (
+	id TEXT PRIMARY KEY,
+	key_id TEXT NOT NULL,
+	previous_id TEXT NOT NULL,
+	model TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	input TEXT NOT NULL,
+	output TEXT NOT NULL,
+	response TEXT NOT NULL
+);
+CREATE INDEX responses_created ON responses (created_us);
+CREATE TABLE response_items (
+	key_id TEXT NOT NULL,
+	item_id TEXT NOT NULL,
+	response_id TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	item TEXT NOT NULL,
+	PRIMARY KEY (key_id, item_id)
+);
+CREATE INDEX response_items_response ON response_items (response_id);
+CREATE INDEX response_items_created ON response_items (created_us)`,
 	}
 }
 

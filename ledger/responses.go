@@ -1,0 +1,216 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StoredResponse is one Responses API response kept for later turns
+// (store: true): previous_response_id, item_reference, GET and DELETE
+// /v1/responses/{id} and its input_items.
+type StoredResponse struct {
+	ID         string // "resp_…"
+	KeyID      string // the key that created it; every lookup is scoped to it
+	PreviousID string // the previous_response_id it continued, "" if none
+	Model      string // alias
+	Created    time.Time
+	// Input is this turn's input items (each with an id), not the chain
+	// before it; Output the output items. Both are JSON arrays.
+	Input, Output json.RawMessage
+	// Response is the whole response object as the client got it.
+	Response json.RawMessage
+}
+
+// ResponseStore keeps Responses API state in the ledger database, so that
+// every gateway instance on it can continue any conversation.
+type ResponseStore interface {
+	PutResponse(ctx context.Context, r StoredResponse) error
+	// GetResponse, DeleteResponse, ResponseChain and Item answer
+	// ErrResponseNotFound for an id that is unknown or another key's.
+	GetResponse(ctx context.Context, keyID, id string) (StoredResponse, error)
+	DeleteResponse(ctx context.Context, keyID, id string) error
+	// ResponseChain is the response and every one it continues, oldest
+	// first, without Response bodies.
+	ResponseChain(ctx context.Context, keyID, id string) ([]StoredResponse, error)
+	// Item is one stored input or output item, by its own id.
+	Item(ctx context.Context, keyID, itemID string) (json.RawMessage, error)
+	// PurgeResponses deletes what was created before t and says how many
+	// responses went.
+	PurgeResponses(ctx context.Context, before time.Time) (int64, error)
+}
+
+// ErrResponseNotFound: no such response or item for this key.
+const ErrResponseNotFound = lookupError("response not found")
+
+// lookupError is an error that is a fixed text, so it can be a constant.
+type lookupError string
+
+func (e lookupError) Error() string { return string(e) }
+
+// MaxStoredResponse bounds what one stored response may hold: a client
+// resending a huge history is served, but its state is not kept.
+const MaxStoredResponse = 32 << 20
+
+// maxChain bounds how far previous_response_id links are followed.
+const maxChain = 10000
+
+func (s *sqlStore) PutResponse(ctx context.Context, r StoredResponse) error {
+	if n := len(r.Input) + len(r.Output) + len(r.Response); n > MaxStoredResponse {
+		return fmt.Errorf("response %s is %d MiB, over the %d MiB a stored response may hold", r.ID, n>>20, MaxStoredResponse>>20)
+	}
+	var items []json.RawMessage
+	for _, list := range []json.RawMessage{r.Input, r.Output} {
+		var l []json.RawMessage
+		if len(list) > 0 {
+			if err := json.Unmarshal(list, &l); err != nil {
+				return fmt.Errorf("response %s: items are not a JSON array: %w", r.ID, err)
+			}
+		}
+		items = append(items, l...)
+	}
+	p := s.d.placeholder
+	created := r.Created.UnixMicro()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO responses (id, key_id, previous_id, model, created_us, input, output, response)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)`,
+		r.ID, r.KeyID, r.PreviousID, r.Model, created, string(orEmptyList(r.Input)), string(orEmptyList(r.Output)), string(r.Response)); err != nil {
+		return err
+	}
+	// An item replayed in a later turn (Codex resends ids) belongs to the
+	// newest response that holds it.
+	upsert := `INSERT INTO response_items (key_id, item_id, response_id, created_us, item)
+VALUES (` + p(1) + `, ` + p(2) + `, ` + p(3) + `, ` + p(4) + `, ` + p(5) + `)
+ON CONFLICT (key_id, item_id) DO UPDATE SET response_id = excluded.response_id, created_us = excluded.created_us, item = excluded.item`
+	for _, it := range items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(it, &head) != nil || head.ID == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, upsert, r.KeyID, head.ID, r.ID, created, string(it)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func orEmptyList(b json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("[]")
+	}
+	return b
+}
+
+func (s *sqlStore) GetResponse(ctx context.Context, keyID, id string) (StoredResponse, error) {
+	p := s.d.placeholder
+	r := StoredResponse{ID: id, KeyID: keyID}
+	var created int64
+	var input, output, response string
+	err := s.db.QueryRowContext(ctx, `SELECT previous_id, model, created_us, input, output, response FROM responses
+WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(&r.PreviousID, &r.Model, &created, &input, &output, &response)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrResponseNotFound
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Created = time.UnixMicro(created).UTC()
+	r.Input, r.Output, r.Response = json.RawMessage(input), json.RawMessage(output), json.RawMessage(response)
+	return r, nil
+}
+
+func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {
+	p := s.d.placeholder
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return err
+		}
+		return ErrResponseNotFound
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = `+p(1)+` AND key_id = `+p(2), id, keyID); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) ResponseChain(ctx context.Context, keyID, id string) ([]StoredResponse, error) {
+	p := s.d.placeholder
+	rows, err := s.db.QueryContext(ctx, `WITH RECURSIVE chain(id, previous_id, depth) AS (
+	SELECT id, previous_id, 0 FROM responses WHERE id = `+p(1)+` AND key_id = `+p(2)+`
+	UNION ALL
+	SELECT r.id, r.previous_id, c.depth + 1 FROM responses r JOIN chain c ON r.id = c.previous_id
+	WHERE r.key_id = `+p(3)+` AND c.depth < `+p(4)+`
+)
+SELECT r.id, r.previous_id, r.model, r.created_us, r.input, r.output FROM chain c JOIN responses r ON r.id = c.id
+ORDER BY c.depth DESC`, id, keyID, keyID, maxChain)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredResponse
+	for rows.Next() {
+		r := StoredResponse{KeyID: keyID}
+		var created int64
+		var input, output string
+		if err := rows.Scan(&r.ID, &r.PreviousID, &r.Model, &created, &input, &output); err != nil {
+			return nil, err
+		}
+		r.Created = time.UnixMicro(created).UTC()
+		r.Input, r.Output = json.RawMessage(input), json.RawMessage(output)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrResponseNotFound
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Item(ctx context.Context, keyID, itemID string) (json.RawMessage, error) {
+	var item string
+	err := s.db.QueryRowContext(ctx, `SELECT item FROM response_items WHERE key_id = `+s.d.placeholder(1)+
+		` AND item_id = `+s.d.placeholder(2), keyID, itemID).Scan(&item)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrResponseNotFound
+	}
+	return json.RawMessage(item), err
+}
+
+func (s *sqlStore) PurgeResponses(ctx context.Context, before time.Time) (int64, error) {
+	cut := before.UnixMicro()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE created_us < `+s.d.placeholder(1), cut); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE created_us < `+s.d.placeholder(1), cut)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
+}

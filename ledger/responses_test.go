@@ -1,0 +1,100 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func storedResponse(i int, prev string) StoredResponse {
+	return StoredResponse{
+		ID: fmt.Sprintf("resp_%d", i), KeyID: "alice", PreviousID: prev, Model: "coder",
+		Created:  t0.Add(time.Duration(i) * time.Minute),
+		Input:    json.RawMessage(fmt.Sprintf(`[{"id":"msg_in%d","type":"message","role":"user","content":"question %d"}]`, i, i)),
+		Output:   json.RawMessage(fmt.Sprintf(`[{"id":"msg_out%d","type":"message","role":"assistant","content":[{"type":"output_text","text":"answer %d"}]}]`, i, i)),
+		Response: json.RawMessage(fmt.Sprintf(`{"id":"resp_%d","object":"response","status":"completed"}`, i)),
+	}
+}
+
+// TestResponseStore: what store:true keeps, scoped to the key that made
+// it, on both databases.
+func TestResponseStore(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		rs := s.(ResponseStore)
+		ctx := context.Background()
+		prev := ""
+		for i := 1; i <= 3; i++ {
+			if err := rs.PutResponse(ctx, storedResponse(i, prev)); err != nil {
+				t.Fatal(err)
+			}
+			prev = fmt.Sprintf("resp_%d", i)
+		}
+		got, err := rs.GetResponse(ctx, "alice", "resp_2")
+		if err != nil || got.PreviousID != "resp_1" || got.Model != "coder" || !got.Created.Equal(t0.Add(2*time.Minute)) ||
+			string(got.Response) != `{"id":"resp_2","object":"response","status":"completed"}` || !strings.Contains(string(got.Input), "question 2") {
+			t.Fatalf("get: %v %+v", err, got)
+		}
+		chain, err := rs.ResponseChain(ctx, "alice", "resp_3")
+		if err != nil || len(chain) != 3 || chain[0].ID != "resp_1" || chain[2].ID != "resp_3" || !strings.Contains(string(chain[1].Output), "answer 2") {
+			t.Fatalf("chain: %v %+v", err, chain)
+		}
+		for _, id := range []string{"msg_in1", "msg_out3"} {
+			if item, err := rs.Item(ctx, "alice", id); err != nil || !strings.Contains(string(item), `"id":"`+id+`"`) {
+				t.Errorf("item %s: %v %s", id, err, item)
+			}
+		}
+		// Another key sees none of it.
+		if _, err := rs.GetResponse(ctx, "bob", "resp_2"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("bob get: %v", err)
+		}
+		if _, err := rs.ResponseChain(ctx, "bob", "resp_3"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("bob chain: %v", err)
+		}
+		if _, err := rs.Item(ctx, "bob", "msg_in1"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("bob item: %v", err)
+		}
+		if err := rs.DeleteResponse(ctx, "bob", "resp_2"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("bob delete: %v", err)
+		}
+		// Delete takes the items along; a second delete is a 404.
+		if err := rs.DeleteResponse(ctx, "alice", "resp_2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Item(ctx, "alice", "msg_out2"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("item of a deleted response: %v", err)
+		}
+		if err := rs.DeleteResponse(ctx, "alice", "resp_2"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("second delete: %v", err)
+		}
+		// An item replayed by a later turn belongs to the later one.
+		r4 := storedResponse(4, "")
+		r4.Input = json.RawMessage(`[{"id":"msg_in1","type":"message","role":"user","content":"replayed"}]`)
+		if err := rs.PutResponse(ctx, r4); err != nil {
+			t.Fatal(err)
+		}
+		if item, _ := rs.Item(ctx, "alice", "msg_in1"); !strings.Contains(string(item), "replayed") {
+			t.Errorf("replayed item %s", item)
+		}
+		// Purge what is older than resp_3.
+		n, err := rs.PurgeResponses(ctx, t0.Add(3*time.Minute))
+		if err != nil || n != 1 {
+			t.Fatalf("purge: %d %v", n, err)
+		}
+		if _, err := rs.GetResponse(ctx, "alice", "resp_1"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("purged response: %v", err)
+		}
+		if _, err := rs.GetResponse(ctx, "alice", "resp_3"); err != nil {
+			t.Errorf("kept response: %v", err)
+		}
+		// Too big to keep is an error, not a truncation.
+		huge := storedResponse(9, "")
+		huge.Response = json.RawMessage(`"` + strings.Repeat("x", MaxStoredResponse) + `"`)
+		if err := rs.PutResponse(ctx, huge); err == nil {
+			t.Error("a response over the bound was stored")
+		}
+	})
+}
