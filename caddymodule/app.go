@@ -54,7 +54,12 @@ type App struct {
 	// answer, for teams that bill from the ledger.
 	Durability string `json:"durability,omitempty"`
 
-	key    string
+	// ResponseRetention is how long stored Responses API responses
+	// (store: true) are kept before they are purged. Default 30 days.
+	ResponseRetention caddy.Duration `json:"response_retention,omitempty"`
+
+	purgeStop chan struct{} // closed by Stop; nil before Start
+	key       string
 	dsn    string
 	run    *appRun // made in Provision; a pointer, because App is copied by value
 	logger *zap.Logger
@@ -205,7 +210,48 @@ func (a *App) Start() error {
 	for _, rec := range early {
 		shared.writer.Enqueue(rec)
 	}
+	if rs, ok := shared.store.(ledger.ResponseStore); ok {
+		a.purgeStop = make(chan struct{})
+		go a.purgeResponses(rs, a.purgeStop)
+	}
 	return nil
+}
+
+// defaultResponseRetention is how long stored responses live by default.
+const defaultResponseRetention = 30 * 24 * time.Hour
+
+// purgeResponses deletes stored responses past their retention, at start
+// and hourly. Every instance on a shared database does it; the deletes are
+// idempotent.
+func (a *App) purgeResponses(rs ledger.ResponseStore, stop chan struct{}) {
+	keep := time.Duration(a.ResponseRetention)
+	if keep <= 0 {
+		keep = defaultResponseRetention
+	}
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		n, err := rs.PurgeResponses(ctx, time.Now().Add(-keep))
+		cancel()
+		switch {
+		case err != nil:
+			a.logger.Warn("purging expired responses failed", zap.Error(err))
+		case n > 0:
+			a.logger.Info("purged expired responses", zap.Int64("responses", n), zap.Duration("retention", keep))
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ResponseStore is where Responses API state lives, nil before Start.
+func (a *App) ResponseStore() ledger.ResponseStore {
+	rs, _ := a.Store().(ledger.ResponseStore)
+	return rs
 }
 
 // shared is the open ledger, nil before Start.
@@ -231,6 +277,9 @@ func (a *App) Stop() error {
 		return nil
 	}
 	a.stopped = true
+	if a.purgeStop != nil {
+		close(a.purgeStop)
+	}
 	return a.release()
 }
 
@@ -346,6 +395,16 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			if a.Durability != "sync" && a.Durability != "async" {
 				return nil, d.Errf("durability: %q is not a mode; use sync (write each record before the answer completes) or async (the default: batched)", a.Durability)
 			}
+		case "response_retention":
+			var s string
+			if !d.AllArgs(&s) {
+				return nil, d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("response_retention: %q is not a positive duration (e.g. 30d, 72h)", s)
+			}
+			a.ResponseRetention = caddy.Duration(dur)
 		case "queue_size":
 			var s string
 			if !d.AllArgs(&s) {

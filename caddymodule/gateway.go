@@ -113,6 +113,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Ready:               g.app.Ready,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),
+		Responses:           g.app.ResponseStore,
 	})
 	return nil
 }

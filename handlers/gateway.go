@@ -47,6 +47,10 @@ type GatewayOptions struct {
 	// request. It costs one insert's wait per request, shared by the
 	// requests that finish together.
 	Durable bool
+	// Responses is where Responses API state is kept (store: true); it
+	// returns nil while the ledger is not open, and a nil func means no
+	// state: previous_response_id and item_reference are then unknown.
+	Responses func() ledger.ResponseStore
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
@@ -65,6 +69,8 @@ type Gateway struct {
 	// modelByID serves GET /v1/models/{alias}; notFound, every other
 	// path under the API's prefixes.
 	modelByID, notFound http.HandlerFunc
+	// storedResponse serves /v1/responses/{id}[/input_items].
+	storedResponse http.HandlerFunc
 	tooLarge            string // the 413 message, fixed by the limit
 	byID                map[string]*backend
 	states              *States
@@ -172,6 +178,9 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/models/") {
 		return g.modelByID, true
 	}
+	if strings.HasPrefix(p, "/v1/responses/") || strings.HasPrefix(p, "/responses/") {
+		return g.storedResponse, true
+	}
 	if g.opts.AnswerAllPaths || underAPI(p) {
 		return g.notFound, true
 	}
@@ -239,6 +248,7 @@ func (g *Gateway) buildPaths() {
 		"/health":                    g.guard(g.only(http.MethodGet, g.serveHealth)),
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
+	g.storedResponse = g.guard(g.serveStoredResponse)
 	g.notFound = g.guard(g.serveNotFound)
 	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
 }

@@ -1,22 +1,245 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
+
+// The gateway owns Responses API state on every backend: what a key
+// stored (store: true) is in the ledger database, so a conversation goes
+// on across aliases, backends, fallbacks and gateway instances, and no
+// other key can read it.
+
+// responseStore is the open store, or nil.
+func (g *Gateway) responseStore() ledger.ResponseStore {
+	if g.opts.Responses == nil {
+		return nil
+	}
+	return g.opts.Responses()
+}
+
+// stateTimeout bounds one state lookup or write.
+const stateTimeout = 10 * time.Second
+
+func keyOf(id *Identity) string {
+	if id == nil {
+		return ""
+	}
+	return id.KeyID
+}
 
 // resolveHistory puts the stored conversation before the turn's input and
 // replaces item references with the items they name.
 func (g *Gateway) resolveHistory(r *http.Request, id *Identity, t *providers.ResponsesTurn) error {
+	rs := g.responseStore()
+	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	defer cancel()
 	if prev := t.Req.PreviousResponseID; prev != nil {
-		return &providers.APIError{Status: http.StatusBadRequest, Param: "previous_response_id", Code: "previous_response_not_found",
+		notFound := &providers.APIError{Status: http.StatusBadRequest, Param: "previous_response_id", Code: "previous_response_not_found",
 			Message: fmt.Sprintf("Previous response with id %q not found.", *prev)}
+		if rs == nil {
+			return notFound
+		}
+		chain, err := rs.ResponseChain(ctx, keyOf(id), *prev)
+		switch {
+		case errors.Is(err, ledger.ErrResponseNotFound):
+			return notFound
+		case err != nil:
+			return stateUnavailable(err)
+		}
+		var history []json.RawMessage
+		for _, resp := range chain {
+			for _, list := range []json.RawMessage{resp.Input, resp.Output} {
+				var items []json.RawMessage
+				if json.Unmarshal(list, &items) == nil {
+					history = append(history, items...)
+				}
+			}
+		}
+		t.Prepend(history)
 	}
-	return t.ResolveReferences(func(string) (json.RawMessage, bool) { return nil, false })
+	var lookupErr error
+	err := t.ResolveReferences(func(itemID string) (json.RawMessage, bool) {
+		if rs == nil {
+			return nil, false
+		}
+		item, err := rs.Item(ctx, keyOf(id), itemID)
+		if err != nil && !errors.Is(err, ledger.ErrResponseNotFound) {
+			lookupErr = err
+		}
+		return item, err == nil
+	})
+	if lookupErr != nil {
+		return stateUnavailable(lookupErr)
+	}
+	return err
 }
 
-// keepResponse stores a completed response the client asked to keep.
-func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {}
+func stateUnavailable(err error) *providers.APIError {
+	return &providers.APIError{Status: http.StatusServiceUnavailable,
+		Message: "stored responses cannot be read right now (the ledger database is unavailable); retry, or send the history in input with store: false"}
+}
+
+// keepResponse stores a finished response the client asked to keep, before
+// the client has its end: the next turn may refer to it at once.
+func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
+	t := info.Responses
+	if t == nil || !t.Stored() || t.Response == nil || (t.Status != "completed" && t.Status != "incomplete") {
+		return
+	}
+	rs := g.responseStore()
+	if rs == nil {
+		return
+	}
+	input, _ := json.Marshal(t.NewItems)
+	output, _ := json.Marshal(t.Output)
+	prev := ""
+	if t.Req.PreviousResponseID != nil {
+		prev = *t.Req.PreviousResponseID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(IdentityFrom(r.Context())), PreviousID: prev,
+		Model: t.Alias, Created: time.Unix(t.Created, 0), Input: input, Output: output, Response: t.Response})
+	if err != nil {
+		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "response_store: " + err.Error()})
+	}
+}
+
+// serveStoredResponse answers GET and DELETE /v1/responses/{id} and
+// GET /v1/responses/{id}/input_items for the calling key.
+func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
+	cf := providers.FormatResponses
+	p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/responses/")
+	respID, sub, _ := strings.Cut(p, "/")
+	if respID == "" || (sub != "" && sub != "input_items") {
+		g.serveNotFound(w, r)
+		return
+	}
+	allowed := http.MethodGet
+	if sub == "" {
+		allowed = "GET, DELETE"
+	}
+	if r.Method != http.MethodGet && (sub != "" || r.Method != http.MethodDelete) {
+		w.Header().Set("Allow", allowed)
+		(&providers.APIError{Status: http.StatusMethodNotAllowed,
+			Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + allowed}).Write(w, cf)
+		return
+	}
+	notFound := &providers.APIError{Status: http.StatusNotFound, Code: "not_found",
+		Message: fmt.Sprintf("Response with id %q not found.", respID)}
+	rs := g.responseStore()
+	if rs == nil {
+		notFound.Write(w, cf)
+		return
+	}
+	key := keyOf(IdentityFrom(r.Context()))
+	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	defer cancel()
+	if r.Method == http.MethodDelete {
+		switch err := rs.DeleteResponse(ctx, key, respID); {
+		case errors.Is(err, ledger.ErrResponseNotFound):
+			notFound.Write(w, cf)
+		case err != nil:
+			stateUnavailable(err).Write(w, cf)
+		default:
+			b, _ := json.Marshal(map[string]any{"id": respID, "object": "response", "deleted": true})
+			writeJSON(w, http.StatusOK, b)
+		}
+		return
+	}
+	stored, err := rs.GetResponse(ctx, key, respID)
+	switch {
+	case errors.Is(err, ledger.ErrResponseNotFound):
+		notFound.Write(w, cf)
+		return
+	case err != nil:
+		stateUnavailable(err).Write(w, cf)
+		return
+	}
+	if sub == "" {
+		writeJSON(w, http.StatusOK, stored.Response)
+		return
+	}
+	page, apiErr := inputItemsPage(r, stored.Input)
+	if apiErr != nil {
+		apiErr.Write(w, cf)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// inputItemsPage is one page of a response's input items: limit (1–100,
+// default 20), order (desc by default) and after (an item id).
+func inputItemsPage(r *http.Request, input json.RawMessage) ([]byte, *providers.APIError) {
+	q, err := ledger.ParseRawQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &providers.APIError{Status: http.StatusBadRequest, Message: err.Error()}
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return nil, &providers.APIError{Status: http.StatusBadRequest, Param: "limit", Message: "limit must be an integer from 1 to 100"}
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	switch order {
+	case "", "desc":
+		order = "desc"
+	case "asc":
+	default:
+		return nil, &providers.APIError{Status: http.StatusBadRequest, Param: "order", Message: "order must be asc or desc"}
+	}
+	var items []json.RawMessage
+	_ = json.Unmarshal(input, &items)
+	if order == "desc" {
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(it, &head)
+		ids[i] = head.ID
+	}
+	start := 0
+	if after := q.Get("after"); after != "" {
+		start = -1
+		for i, id := range ids {
+			if id == after {
+				start = i + 1
+				break
+			}
+		}
+		if start < 0 {
+			return nil, &providers.APIError{Status: http.StatusBadRequest, Param: "after", Message: fmt.Sprintf("no input item %q in this response", after)}
+		}
+	}
+	end := min(start+limit, len(items))
+	page := struct {
+		Object  string            `json:"object"`
+		Data    []json.RawMessage `json:"data"`
+		FirstID *string           `json:"first_id"`
+		LastID  *string           `json:"last_id"`
+		HasMore bool              `json:"has_more"`
+	}{Object: "list", Data: items[start:end], HasMore: end < len(items)}
+	if end > start {
+		page.FirstID, page.LastID = &ids[start], &ids[end-1]
+	}
+	b, _ := json.Marshal(page)
+	return b, nil
+}

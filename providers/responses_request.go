@@ -84,6 +84,12 @@ type responsesItem struct {
 	EncryptedContent *string                `json:"encrypted_content"`
 }
 
+// isReference: an item_reference, whose type the spec lets clients leave
+// out (the official SDKs send only the id).
+func (it *responsesItem) isReference() bool {
+	return it.Type == "item_reference" || (it.Type == "" && it.Role == "" && it.ID != "")
+}
+
 type responsesSummaryPart struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -188,7 +194,7 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return nil, fieldError(fmt.Sprintf("input[%d]", i), err)
 		}
-		if it.ID == "" && it.Type != "item_reference" {
+		if it.ID == "" && !it.isReference() {
 			items[i] = withID(raw, newItemID(it.Type))
 		}
 	}
@@ -216,11 +222,8 @@ func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
 // they name; lookup reports false for an id the caller may not read.
 func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessage, bool)) error {
 	for i, raw := range t.Items {
-		if !bytes.Contains(raw, []byte(`"item_reference"`)) {
-			continue
-		}
 		var it responsesItem
-		if json.Unmarshal(raw, &it) != nil || it.Type != "item_reference" {
+		if json.Unmarshal(raw, &it) != nil || !it.isReference() {
 			continue
 		}
 		item, ok := lookup(it.ID)
@@ -233,12 +236,10 @@ func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessag
 	}
 	// A reference in this turn's own items is stored as what it named.
 	for i, raw := range t.NewItems {
-		if bytes.Contains(raw, []byte(`"item_reference"`)) {
-			var it responsesItem
-			if json.Unmarshal(raw, &it) == nil && it.Type == "item_reference" {
-				if item, ok := lookup(it.ID); ok {
-					t.NewItems[i] = item
-				}
+		var it responsesItem
+		if json.Unmarshal(raw, &it) == nil && it.isReference() {
+			if item, ok := lookup(it.ID); ok {
+				t.NewItems[i] = item
 			}
 		}
 	}

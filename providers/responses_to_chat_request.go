@@ -326,7 +326,10 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 			return nil, fieldError(param, err)
 		}
 		typ := it.Type
-		if typ == "" && it.Role != "" {
+		switch {
+		case it.isReference():
+			typ = "item_reference"
+		case typ == "" && it.Role != "":
 			typ = "message"
 		}
 		switch typ {
