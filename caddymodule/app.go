@@ -60,9 +60,9 @@ type App struct {
 
 	purgeStop chan struct{} // closed by Stop; nil before Start
 	key       string
-	dsn    string
-	run    *appRun // made in Provision; a pointer, because App is copied by value
-	logger *zap.Logger
+	dsn       string
+	run       *appRun // made in Provision; a pointer, because App is copied by value
+	logger    *zap.Logger
 	// stopped keeps Stop idempotent while shared stays set: requests of
 	// this config still streaming after a reload must reach the writer,
 	// which the new config shares.

@@ -71,12 +71,12 @@ type Gateway struct {
 	modelByID, notFound http.HandlerFunc
 	// storedResponse serves /v1/responses/{id}[/input_items].
 	storedResponse http.HandlerFunc
-	tooLarge            string // the 413 message, fixed by the limit
-	byID                map[string]*backend
-	states              *States
-	obs                 Observer
-	counter             *tokencount.Counter
-	now                 func() time.Time
+	tooLarge       string // the 413 message, fixed by the limit
+	byID           map[string]*backend
+	states         *States
+	obs            Observer
+	counter        *tokencount.Counter
+	now            func() time.Time
 
 	bodyPool   sync.Pool // *bytes.Buffer
 	readerPool sync.Pool // *bufio.Reader
