@@ -125,11 +125,11 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	text, args := "ok", ""
+	tool := "Bash"
 	if _, _, done := req.toolResult(); done {
 		text = finalReply
-	} else if slices.Contains(req.toolNames(), "Bash") {
-		a, _ := json.Marshal(map[string]string{"command": toolCommand, "description": "Write the marker file"})
-		args = string(a)
+	} else {
+		tool, args = shellCall(req.toolNames())
 	}
 	if ollama {
 		serveOllamaScript(w, &req, text, args)
@@ -141,7 +141,7 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		msg := fmt.Sprintf(`{"role":"assistant","content":%q}`, text)
 		finish := "stop"
 		if args != "" {
-			msg = fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Bash","arguments":%q}}]}`, callID, args)
+			msg = fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, callID, tool, args)
 			finish = "tool_calls"
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -161,7 +161,7 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	chunk(`{"role":"assistant","content":""}`, "")
 	if args != "" {
-		chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":"Bash","arguments":""}}]}`, callID), "")
+		chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, callID, tool), "")
 		// Arguments arrive in pieces, as real servers send them.
 		half := len(args) / 2
 		for _, part := range []string{args[:half], args[half:]} {
@@ -177,6 +177,30 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-scripted\",\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[],\"usage\":%s}\n\n", req.Model, usage)
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	_ = rc.Flush()
+}
+
+// shellCall picks the agent's shell tool among the offered ones and the
+// arguments that make it write the marker file: Claude Code's Bash, or
+// Codex's exec_command (0.169), shell_command or shell (older builds).
+func shellCall(tools []string) (name, args string) {
+	var a []byte
+	switch {
+	case slices.Contains(tools, "Bash"):
+		name = "Bash"
+		a, _ = json.Marshal(map[string]string{"command": toolCommand, "description": "Write the marker file"})
+	case slices.Contains(tools, "exec_command"):
+		name = "exec_command"
+		a, _ = json.Marshal(map[string]string{"cmd": toolCommand})
+	case slices.Contains(tools, "shell_command"):
+		name = "shell_command"
+		a, _ = json.Marshal(map[string]string{"command": toolCommand})
+	case slices.Contains(tools, "shell"):
+		name = "shell"
+		a, _ = json.Marshal(map[string][]string{"command": {"bash", "-lc", toolCommand}})
+	default:
+		return "", ""
+	}
+	return name, string(a)
 }
 
 // Usage every scripted answer reports.

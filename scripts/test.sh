@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: sets up what the tests need (PostgreSQL on
-# loopback, Claude Code from npm, the caddy binary), then runs formatting
+# loopback, Claude Code and Codex from npm, the caddy binary), then runs formatting
 # and static checks, every test, bounded fuzzing and brief benchmarks.
 # CI runs exactly this (.ci/run).
 set -euo pipefail
@@ -47,6 +47,17 @@ if [ -z "${MODELGATE_CLAUDE_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
 	else
 		echo "claude-code install failed; its end-to-end tests will say so"
 		unset MODELGATE_CLAUDE_BIN
+	fi
+fi
+
+step "Codex CLI (npm)"
+if [ -z "${MODELGATE_CODEX_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_CODEX_BIN=$(bash scripts/codex.sh | tail -n1); then
+		export MODELGATE_CODEX_BIN
+		echo "codex at $MODELGATE_CODEX_BIN"
+	else
+		echo "codex install failed; its end-to-end tests will say so"
+		unset MODELGATE_CODEX_BIN
 	fi
 fi
 

@@ -80,3 +80,27 @@ func ClaudeCode(t testing.TB) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
 }
+
+// Codex returns the path of the Codex CLI for end-to-end tests, found the
+// way ClaudeCode finds Claude Code: $MODELGATE_CODEX_BIN, then the copy
+// scripts/codex.sh keeps under .cache, then installing it with that script.
+func Codex(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("MODELGATE_CODEX_BIN"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := exec.LookPath("npm"); err != nil {
+		if matches, _ := filepath.Glob(filepath.Join(root, ".cache", "codex-*", "node_modules", ".bin", "codex")); len(matches) > 0 {
+			return matches[len(matches)-1]
+		}
+		t.Skip("Codex end-to-end test skipped: $MODELGATE_CODEX_BIN is unset, .cache has no codex and npm is not installed to fetch it")
+	}
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "codex.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/codex.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+// codexConfig is ~/.codex/config.toml exactly as the README tells users to
+// write it.
+func codexConfig(base, alias string) string {
+	return fmt.Sprintf(`model = %q
+model_provider = "modelgate"
+[model_providers.modelgate]
+name = "Modelgate"
+base_url = "%s/v1"
+env_key = "MODELGATE_API_KEY"
+wire_api = "responses"
+`, alias, base)
+}
+
+// runCodex runs `codex exec` in dir with a private CODEX_HOME and HOME, so
+// the user's own config, credentials and history never take part, and
+// returns its last message.
+func runCodex(t *testing.T, codex, base, alias, dir, prompt string) string {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(base, alias)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	last := filepath.Join(t.TempDir(), "last.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--ephemeral",
+		"--dangerously-bypass-approvals-and-sandbox", "--color", "never", "-o", last, prompt)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "MODELGATE_API_KEY=" + aliceKey}
+	cmd.Stdin = nil
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("codex stdout: %s", stdout.String())
+	t.Logf("codex stderr: %s", stderr.String())
+	if err != nil {
+		t.Fatalf("codex exec: %v", err)
+	}
+	out, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatalf("codex wrote no last message: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestCodexThroughGateway runs the real Codex CLI through the real gateway
+// on the Responses API, configured as the README says: a turn answered by
+// echo/, a tool round trip through a chat-completions-only backend where
+// Codex's shell tool really runs, and a turn on Anthropic. The ledger holds
+// every turn with Codex's session id.
+func TestCodexThroughGateway(t *testing.T) {
+	codex := testbin.Codex(t)
+	script := &scriptedBackend{}
+	chatOnly := httptest.NewServer(script)
+	t.Cleanup(chatOnly.Close)
+	anthropic := httptest.NewServer(fakes.Anthropic(fakes.Options{}, nil))
+	t.Cleanup(anthropic.Close)
+	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
+  - model_name: coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+  - model_name: claude
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: %s
+      api_key: upstream-anthropic-secret
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+`, chatOnly.URL, upstreamKey, anthropic.URL)})
+
+	t.Run("echo", func(t *testing.T) {
+		prompt := "modelgate codex echo check 5309"
+		if got := runCodex(t, codex, g.base, "echo", t.TempDir(), prompt); !strings.Contains(got, prompt) {
+			t.Errorf("last message %q does not echo the prompt", got)
+		}
+	})
+	t.Run("shell-tool", func(t *testing.T) {
+		dir := t.TempDir()
+		got := runCodex(t, codex, g.base, "coder", dir, "Write the marker file, then say done.")
+		marker, err := os.ReadFile(filepath.Join(dir, "marker.txt"))
+		if err != nil || !strings.Contains(string(marker), toolMarker) {
+			t.Fatalf("Codex's shell tool did not run: %v %q", err, marker)
+		}
+		if got != finalReply {
+			t.Errorf("last message %q, want %q", got, finalReply)
+		}
+		calls := script.requests()
+		if len(calls) < 2 {
+			t.Fatalf("the backend saw %d requests, want the call and its result", len(calls))
+		}
+		last := calls[len(calls)-1]
+		if _, _, ok := last.req.toolResult(); !ok {
+			t.Errorf("the second request carries no tool result: %s", last.raw)
+		}
+		if name, _ := shellCall(calls[0].req.toolNames()); name == "" {
+			t.Errorf("no shell tool among %v", calls[0].req.toolNames())
+		}
+		if got := last.header.Get("Authorization"); got != "Bearer "+upstreamKey {
+			t.Errorf("upstream Authorization %q", got)
+		}
+		if strings.Contains(string(last.raw), `"web_search"`) {
+			t.Errorf("the hosted web_search tool reached a chat backend: %s", last.raw)
+		}
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		if got := runCodex(t, codex, g.base, "claude", t.TempDir(), "Say hello."); got != fakes.DefaultReply {
+			t.Errorf("last message %q, want %q", got, fakes.DefaultReply)
+		}
+	})
+
+	g.stop(t)
+	sessions := map[string]bool{}
+	n := 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Endpoint != "responses" {
+			continue
+		}
+		n++
+		if rec.Outcome != "ok" || !rec.Stream {
+			t.Errorf("record %+v", rec)
+		}
+		if rec.SessionID == "" {
+			t.Errorf("record without Codex's session id: %+v", rec)
+		}
+		sessions[rec.Alias+"/"+rec.SessionID] = true
+	}
+	if n < 4 {
+		t.Errorf("%d responses records, want at least 4 (echo, two coder turns, claude)", n)
+	}
+	if len(sessions) != 3 {
+		t.Errorf("sessions %v: want one per codex run", sessions)
+	}
+}
