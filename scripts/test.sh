@@ -61,6 +61,16 @@ if [ -z "${MODELGATE_CODEX_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
+step "Vercel AI SDK (npm)"
+if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_AISDK_DIR=$(bash scripts/ai-sdk.sh | tail -n1); then
+		export MODELGATE_AISDK_DIR
+	else
+		echo "ai-sdk install failed; its end-to-end test will say so"
+		unset MODELGATE_AISDK_DIR
+	fi
+fi
+
 step "build ./cmd/caddy"
 go build -trimpath -o .cache/bin/caddy ./cmd/caddy
 export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"

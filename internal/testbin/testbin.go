@@ -104,3 +104,25 @@ func Codex(t testing.TB) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
 }
+
+// AISDK returns a directory holding the Vercel AI SDK's node_modules
+// ($MODELGATE_AISDK_DIR, else what scripts/ai-sdk.sh installs), and the
+// node binary to run scripts there with.
+func AISDK(t testing.TB) (dir, node string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("AI SDK end-to-end test skipped: node is not installed")
+	}
+	if p := os.Getenv("MODELGATE_AISDK_DIR"); p != "" {
+		return p, node
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "ai-sdk.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/ai-sdk.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], node
+}

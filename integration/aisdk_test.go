@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+)
+
+// aiSDKResult is what testdata/aisdk.mjs prints.
+type aiSDKResult struct {
+	Generate struct {
+		Text         string `json:"text"`
+		FinishReason string `json:"finishReason"`
+		Usage        struct {
+			InputTokens  int `json:"inputTokens"`
+			OutputTokens int `json:"outputTokens"`
+		} `json:"usage"`
+	} `json:"generate"`
+	Tool struct {
+		Text  string `json:"text"`
+		Steps int    `json:"steps"`
+		Calls []struct {
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"calls"`
+	} `json:"tool"`
+	Stream struct {
+		Text         string `json:"text"`
+		FinishReason string `json:"finishReason"`
+		Steps        int    `json:"steps"`
+	} `json:"stream"`
+}
+
+// TestAISDKThroughGateway runs the Vercel AI SDK's default OpenAI provider
+// (the Responses API, store left on, so its second step sends the first
+// step's items back as item_reference) through the gateway to a chat
+// backend and to Anthropic: generateText, and generateText and streamText
+// with a tool the SDK executes.
+func TestAISDKThroughGateway(t *testing.T) {
+	dir, node := testbin.AISDK(t)
+	script, err := os.ReadFile(filepath.Join("testdata", "aisdk.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "modelgate-aisdk-test.mjs")
+	if err := os.WriteFile(run, script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	for _, alias := range []string{"oa", "claude"} {
+		t.Run(alias, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, run)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=" + alias}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
+			}
+			var res aiSDKResult
+			if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
+				t.Fatalf("script output: %v: %s", err, stdout.String())
+			}
+			if res.Generate.Text != fakes.DefaultReply || res.Generate.FinishReason != "stop" || res.Generate.Usage.InputTokens == 0 {
+				t.Errorf("generateText: %+v", res.Generate)
+			}
+			if res.Tool.Steps != 2 || len(res.Tool.Calls) != 1 || res.Tool.Calls[0].Name != fakes.WeatherToolName ||
+				!strings.Contains(string(res.Tool.Calls[0].Input), "Oslo") || res.Tool.Text != fakes.DefaultReply {
+				t.Errorf("generateText with a tool: %+v", res.Tool)
+			}
+			if res.Stream.Steps != 2 || res.Stream.Text != fakes.DefaultReply || res.Stream.FinishReason != "stop" {
+				t.Errorf("streamText with a tool: %+v", res.Stream)
+			}
+		})
+	}
+}
