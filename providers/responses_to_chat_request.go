@@ -371,7 +371,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 			if it.CallID == "" {
 				return nil, responsesError(param+".call_id", "%s.call_id is required", param)
 			}
-			args := it.Input
+			var args string
 			if typ == "function_call" {
 				var err error
 				if args, err = argumentsString(it.Arguments, param); err != nil {
