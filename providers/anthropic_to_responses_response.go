@@ -28,7 +28,7 @@ func (t *ResponsesTurn) anthropicToResponses(raw []byte) ([]byte, Usage, error) 
 		switch b.Type {
 		case "thinking", "redacted_thinking":
 			if reasoning == nil {
-				reasoning = newOutputItem("reasoning")
+				reasoning = t.newOutputItem("reasoning")
 				reasoning.summary = t.summaryWanted()
 				items = append(items, reasoning)
 			}
@@ -41,7 +41,7 @@ func (t *ResponsesTurn) anthropicToResponses(raw []byte) ([]byte, Usage, error) 
 			message = nil
 		case "text":
 			if message == nil {
-				message = newOutputItem("message")
+				message = t.newOutputItem("message")
 				items = append(items, message)
 			}
 			message.text.WriteString(b.Text)
@@ -82,10 +82,7 @@ func (t *ResponsesTurn) anthropicToResponses(raw []byte) ([]byte, Usage, error) 
 	o.IncompleteDetails = incomplete
 	now := time.Now().Unix()
 	o.CompletedAt = &now
-	body, err := json.Marshal(&o)
-	if err != nil {
-		return nil, u, err
-	}
+	body := appendResponseObject(nil, &o)
 	t.finalize(status, output, body)
 	return body, u, nil
 }

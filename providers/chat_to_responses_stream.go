@@ -80,8 +80,7 @@ func itemRef(dst []byte, it *outputItem) []byte {
 func (s *responsesStream) responseEvent(dst []byte, typ string, o *responseObject) []byte {
 	dst = s.begin(dst, typ)
 	dst = append(dst, `,"response":`...)
-	b, _ := json.Marshal(o)
-	dst = append(dst, b...)
+	dst = appendResponseObject(dst, o)
 	return end(dst)
 }
 
@@ -237,7 +236,7 @@ func (s *responsesStream) text(dst []byte, kind string, refusal bool, delta stri
 	}
 	it := s.open
 	if it == nil || it.kind != kind || it.refusal != refusal {
-		it = newOutputItem(kind)
+		it = s.t.newOutputItem(kind)
 		it.refusal = refusal
 		it.summary = kind == "reasoning" && s.t.summaryWanted()
 		dst = s.openItem(dst, it)
@@ -255,7 +254,7 @@ func (s *responsesStream) reasoningItem(dst []byte) ([]byte, *outputItem) {
 	if it := s.open; it != nil && it.kind == "reasoning" {
 		return dst, it
 	}
-	it := newOutputItem("reasoning")
+	it := s.t.newOutputItem("reasoning")
 	it.summary = s.t.summaryWanted()
 	return s.openItem(dst, it), it
 }
@@ -374,7 +373,7 @@ func (s *responsesStream) Finish(dst []byte) []byte {
 	if s.tier != "" {
 		o.ServiceTier = s.tier
 	}
-	body, _ := json.Marshal(&o)
+	body := appendResponseObject(nil, &o)
 	s.t.finalize(status, output, body)
 	dst = s.begin(dst, "response."+status)
 	dst = append(dst, `,"response":`...)
@@ -428,7 +427,7 @@ func (s *responsesStream) Fail(dst []byte, e *APIError) []byte {
 	usage := s.usage.responses()
 	o := s.t.object("failed", output, &usage)
 	o.Error = &responseError{Code: code, Message: e.Message}
-	body, _ := json.Marshal(&o)
+	body := appendResponseObject(nil, &o)
 	s.t.finalize("failed", output, body)
 	dst = s.begin(dst, "response.failed")
 	dst = append(dst, `,"response":`...)

@@ -47,8 +47,8 @@ func (it *outputItem) sign(signature string) {
 	it.thought.Reset()
 }
 
-func newOutputItem(kind string) *outputItem {
-	return &outputItem{kind: kind, id: newItemID(kind)}
+func (t *ResponsesTurn) newOutputItem(kind string) *outputItem {
+	return &outputItem{kind: kind, id: t.newID(kind)}
 }
 
 // appendPart writes a message's content part or a reasoning part.
@@ -140,7 +140,7 @@ func (t *ResponsesTurn) toolCallItem(callID, name string) *outputItem {
 	if ref.kind == toolCustom {
 		kind = "custom_tool_call"
 	}
-	it := newOutputItem(kind)
+	it := t.newOutputItem(kind)
 	if callID == "" {
 		callID = newCallID()
 	}
@@ -179,7 +179,8 @@ type chatUsage struct {
 	CompletionTokens    int64 `json:"completion_tokens"`
 	TotalTokens         int64 `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int64 `json:"reasoning_tokens"`

@@ -73,13 +73,13 @@ type responsesItem struct {
 	Type             string                 `json:"type"`
 	ID               string                 `json:"id"`
 	Role             string                 `json:"role"`
-	Content          json.RawMessage        `json:"content"`
+	Content          messageContent         `json:"content"`
 	CallID           string                 `json:"call_id"`
 	Name             string                 `json:"name"`
 	Namespace        string                 `json:"namespace"`
 	Arguments        json.RawMessage        `json:"arguments"`
 	Input            string                 `json:"input"`
-	Output           json.RawMessage        `json:"output"`
+	Output           toolOutputContent      `json:"output"`
 	Summary          []responsesSummaryPart `json:"summary"`
 	EncryptedContent *string                `json:"encrypted_content"`
 }
@@ -152,6 +152,13 @@ type ResponsesTurn struct {
 	Status string
 
 	tools map[string]toolRef // chat function name → Responses tool
+	// items are Items read once; newStart is where this turn's own items
+	// begin in them (after a previous response's history).
+	items    []responsesItem
+	newStart int
+	// nonce and seq make the ids this turn mints (see newID).
+	nonce string
+	seq   uint64
 	// expanded: the gateway put history into Items (a previous response,
 	// referenced items), so a native upstream needs the input rewritten.
 	expanded bool
@@ -166,8 +173,12 @@ func responsesError(param, format string, args ...any) *APIError {
 // mistake is an *APIError 400 naming the parameter.
 func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 	t := &ResponsesTurn{}
-	if err := json.Unmarshal(body, &t.Req); err != nil {
-		return nil, jsonFieldError(err)
+	if !json.Valid(body) || !readResponsesRequest(body, t) {
+		// The slow path: exactly encoding/json's reading and errors.
+		t = &ResponsesTurn{}
+		if err := json.Unmarshal(body, &t.Req); err != nil {
+			return nil, jsonFieldError(err)
+		}
 	}
 	r := &t.Req
 	if r.Model == "" {
@@ -185,26 +196,46 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 	if r.PreviousResponseID != nil && *r.PreviousResponseID == "" {
 		r.PreviousResponseID = nil
 	}
-	items, err := inputItems(r.Input)
-	if err != nil {
-		return nil, err
-	}
-	for i, raw := range items {
-		var it responsesItem
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, fieldError(fmt.Sprintf("input[%d]", i), err)
+	if t.items == nil {
+		items, err := inputItems(r.Input)
+		if err != nil {
+			return nil, err
 		}
-		if it.ID == "" && !it.isReference() {
-			items[i] = withID(raw, newItemID(it.Type))
+		t.Items, t.items = items, make([]responsesItem, len(items))
+		for i, raw := range items {
+			if t.items[i], err = decodeItem(raw, paramOf(i)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	t.NewItems = items
-	t.Items = items
+	t.NewItems = make([]json.RawMessage, len(t.Items))
+	for i, raw := range t.Items {
+		if it := &t.items[i]; it.ID == "" && !it.isReference() {
+			it.ID = t.newID(it.Type)
+			raw = withID(raw, it.ID)
+			t.Items[i] = raw
+		}
+		t.NewItems[i] = raw
+	}
 	if err := t.indexTools(); err != nil {
 		return nil, err
 	}
-	t.ID = "resp_" + strings.ToLower(rand.Text())
+	t.newID("")
+	t.ID = "resp_" + t.nonce
 	return t, nil
+}
+
+// parseItem reads a stored item, the fast way when it can.
+func parseItem(raw []byte, param string) (responsesItem, error) {
+	var it responsesItem
+	if json.Valid(raw) {
+		r := newFastReader(raw)
+		r.item(skipSpace(raw, 0), &it)
+		if r.ok {
+			return it, nil
+		}
+	}
+	return decodeItem(raw, param)
 }
 
 // Stored reports whether the response is kept for later turns (store
@@ -215,33 +246,45 @@ func (t *ResponsesTurn) Stored() bool { return t.Req.Store == nil || *t.Req.Stor
 // (previous_response_id).
 func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
 	t.expanded = true
-	t.Items = append(append(make([]json.RawMessage, 0, len(history)+len(t.Items)), history...), t.Items...)
+	items := make([]responsesItem, 0, len(history)+len(t.items))
+	kept := make([]json.RawMessage, 0, len(history)+len(t.Items))
+	for _, raw := range history {
+		// The gateway wrote these items; one it cannot read is skipped
+		// rather than failing every later turn of the conversation.
+		if it, err := parseItem(raw, "input"); err == nil {
+			items = append(items, it)
+			kept = append(kept, raw)
+		}
+	}
+	t.newStart = len(kept)
+	t.items = append(items, t.items...)
+	t.Items = append(kept, t.Items...)
 }
 
 // ResolveReferences replaces item_reference items with the stored items
 // they name; lookup reports false for an id the caller may not read.
 func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessage, bool)) error {
-	for i, raw := range t.Items {
-		var it responsesItem
-		if json.Unmarshal(raw, &it) != nil || !it.isReference() {
+	for i := range t.items {
+		it := &t.items[i]
+		if !it.isReference() {
 			continue
 		}
-		item, ok := lookup(it.ID)
+		raw, ok := lookup(it.ID)
 		if !ok {
 			return &APIError{Status: 400, Param: "input", Code: "invalid_value",
 				Message: fmt.Sprintf("Item with id %q not found.", it.ID)}
 		}
-		t.Items[i] = item
-		t.expanded = true
-	}
-	// A reference in this turn's own items is stored as what it named.
-	for i, raw := range t.NewItems {
-		var it responsesItem
-		if json.Unmarshal(raw, &it) == nil && it.isReference() {
-			if item, ok := lookup(it.ID); ok {
-				t.NewItems[i] = item
-			}
+		parsed, err := parseItem(raw, "input")
+		if err != nil {
+			return &APIError{Status: 400, Param: "input", Code: "invalid_value",
+				Message: fmt.Sprintf("Item with id %q cannot be used.", it.ID)}
 		}
+		t.Items[i], t.items[i] = raw, parsed
+		if j := i - t.newStart; j >= 0 {
+			// Stored with this turn as what it named.
+			t.NewItems[j] = raw
+		}
+		t.expanded = true
 	}
 	return nil
 }
@@ -260,10 +303,9 @@ func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
 		}
 		msg, _ := json.Marshal(struct {
 			Type    string `json:"type"`
-			ID      string `json:"id"`
 			Role    string `json:"role"`
 			Content []any  `json:"content"`
-		}{"message", newItemID("message"), "user", []any{map[string]string{"type": "input_text", "text": s}}})
+		}{"message", "user", []any{map[string]string{"type": "input_text", "text": s}}})
 		return []json.RawMessage{msg}, nil
 	}
 	if input[0] != '[' {
@@ -281,8 +323,18 @@ func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
 	return items, nil
 }
 
-// newItemID mints an id of the kind OpenAI uses for the item type.
-func newItemID(typ string) string {
+// newID mints an id of the kind OpenAI uses for the item type, unique to
+// this response: its random part is drawn once per turn, a counter tells
+// the items apart.
+func (t *ResponsesTurn) newID(typ string) string {
+	if t.nonce == "" {
+		t.nonce = strings.ToLower(rand.Text())
+	}
+	t.seq++
+	return itemPrefix(typ) + t.nonce + strconv.FormatUint(t.seq, 36)
+}
+
+func itemPrefix(typ string) string {
 	prefix := "msg_"
 	switch typ {
 	case "function_call":
@@ -296,7 +348,7 @@ func newItemID(typ string) string {
 	case "reasoning":
 		prefix = "rs_"
 	}
-	return prefix + strings.ToLower(rand.Text())
+	return prefix
 }
 
 // withID adds "id" to an item object that has none.

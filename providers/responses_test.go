@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -146,6 +147,9 @@ func TestResponsesBadInputNamesTheParam(t *testing.T) {
 		{`{"model":"m","input":"hi","conversation":"conv_1"}`, "conversation"},
 		{`{"model":"m","input":"hi","background":true}`, "background"},
 		{`{"model":"m","input":["hi"]}`, "input[0]"},
+		{`{"model":"m","input":[{"type":"message","role":"user","content":5}]}`, "input[0].content"},
+		{`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":{"x":1}}]}`, "input[0].output"},
+		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":7}]}`, "input[0].name"},
 	}
 	for _, c := range cases {
 		_, err := ParseResponsesRequest([]byte(c.body))
@@ -157,7 +161,6 @@ func TestResponsesBadInputNamesTheParam(t *testing.T) {
 	// Errors found while translating the items name them too.
 	for _, c := range []struct{ body, param string }{
 		{`{"model":"m","input":[{"type":"hologram"}]}`, "input[0].type"},
-		{`{"model":"m","input":[{"type":"message","role":"user","content":5}]}`, "input[0].content"},
 		{`{"model":"m","input":[{"role":"wizard","content":"x"}]}`, "input[0].role"},
 		{`{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, "input[0].call_id"},
 		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input[0].content[0].image_url"},
@@ -485,7 +488,46 @@ func FuzzResponsesStream(f *testing.F) {
 func FuzzResponsesRequest(f *testing.F) {
 	f.Add([]byte(codexTurn))
 	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]},{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`))
+	// Every field the reader knows, so the seed run alone compares the
+	// fast path with encoding/json on all of them.
+	f.Add([]byte(`{"model":"m","input":[{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"a\u00e9"},{"type":"input_image","image_url":"https://x/y.png","detail":"low","file_id":"f"},{"type":"input_file","file_data":"data:application/pdf;base64,AA","filename":"a.pdf","file_url":"u"},{"type":"refusal","refusal":"no"}]},
+		{"type":"reasoning","summary":[{"type":"summary_text","text":"s"}],"encrypted_content":null},{"type":"function_call","call_id":"c","name":"f","namespace":"ns","arguments":"{}"},
+		{"type":"custom_tool_call","call_id":"d","name":"g","input":"x"},{"type":"function_call_output","call_id":"c","output":"o"},{"type":"function_call_output","call_id":"d","output":[{"type":"input_text","text":"t"}]},{"id":"msg_ref"}],
+		"instructions":"i","tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},{"type":"custom","name":"g","format":{"type":"text"}},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]}],
+		"tool_choice":"auto","parallel_tool_calls":false,"stream":true,"store":false,"previous_response_id":"resp_1","conversation":null,"max_output_tokens":5,"temperature":0.5,"top_p":1,
+		"text":{"format":{"type":"text"},"verbosity":"low"},"reasoning":{"effort":"low","summary":"auto"},"include":["reasoning.encrypted_content"],"metadata":{"a":"b","n":null},
+		"prompt_cache_key":"k","safety_identifier":"s","user":"u","truncation":"auto","service_tier":"flex","background":false,"max_tool_calls":3,"top_logprobs":2,"client_metadata":{"x":"y"}}`))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"q"},{"type":"reasoning","summary":[],"encrypted_content":"` +
+		sealThinking([]AnthropicBlock{{Type: "thinking", Thinking: "a<b", Signature: "s"}, {Type: "redacted_thinking", Data: "d"}}) +
+		`"},{"role":"assistant","content":"x"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast ResponsesTurn
+		if json.Valid(body) && readResponsesRequest(body, &fast) {
+			// What the fast path reads, encoding/json reads the same.
+			var slow ResponsesRequest
+			if err := json.Unmarshal(body, &slow); err != nil {
+				t.Fatalf("fast path read a body encoding/json refuses (%v): %s", err, body)
+			}
+			if !reflect.DeepEqual(fast.Req, slow) {
+				t.Fatalf("fast %#v\nslow %#v", fast.Req, slow)
+			}
+			if b := bytes.TrimSpace(slow.Input); len(b) > 0 && b[0] == '[' {
+				var raws []json.RawMessage
+				_ = json.Unmarshal(b, &raws)
+				if len(raws) != len(fast.items) {
+					t.Fatalf("%d items fast, %d slow", len(fast.items), len(raws))
+				}
+				for i, raw := range raws {
+					it, err := decodeItem(raw, "input")
+					if err != nil {
+						t.Fatalf("fast path read item %d that encoding/json refuses: %v", i, err)
+					}
+					if !reflect.DeepEqual(it, fast.items[i]) || !bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(fast.Items[i])) {
+						t.Fatalf("item %d: fast %#v\nslow %#v", i, fast.items[i], it)
+					}
+				}
+			}
+		}
 		turn, err := ParseResponsesRequest(body)
 		if err != nil {
 			if _, ok := err.(*APIError); !ok {
@@ -503,6 +545,81 @@ func FuzzResponsesRequest(f *testing.F) {
 		var req OpenAIRequest
 		if err := unmarshalOpenAIRequest(out, &req); err != nil {
 			t.Fatalf("hub request unreadable: %v\n%s", err, out)
+		}
+		for _, o := range []hubOptions{{}, {Anthropic: true, OpenAICloud: true}} {
+			hub, err := turn.hubRequest("m", true, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendHubRequest(nil, hub); !bytes.Equal(got, want) {
+				t.Fatalf("hub encoder differs from json.Marshal:\n got %s\nwant %s", got, want)
+			}
+		}
+	})
+}
+
+// TestResponsesFastPathTakesRealRequests: the shapes clients send are read
+// by the fast path, not left to encoding/json.
+func TestResponsesFastPathTakesRealRequests(t *testing.T) {
+	for name, body := range map[string][]byte{"codex": []byte(codexTurn), "bench": benchResponsesBody(), "thinking": []byte(thinkingTurn)} {
+		var turn ResponsesTurn
+		if !readResponsesRequest(body, &turn) {
+			t.Errorf("%s: the fast path gave up", name)
+		}
+	}
+}
+
+// FuzzResponseObjectEncoder pins the hand-written Response encoder to
+// json.Marshal for whatever a request echoes into it.
+func FuzzResponseObjectEncoder(f *testing.F) {
+	f.Add([]byte(codexTurn), "completed", []byte(`{"id":"msg_1","type":"message"}`), int64(5))
+	f.Add([]byte(`{"model":"m<&>","input":"x","metadata":{"b":"2","a":"1\u2028"},"temperature":1e-7,"top_p":0.5,"text":{"format":{"type":"json_schema","schema":{ "a" : [1, 2] }}},"instructions":"<b>"}`), "failed", []byte(`[ 1 ]`), int64(-1))
+	f.Fuzz(func(t *testing.T, body []byte, status string, item []byte, n int64) {
+		turn, err := ParseResponsesRequest(body)
+		if err != nil {
+			return
+		}
+		var output []json.RawMessage
+		if json.Valid(item) {
+			output = append(output, item)
+		}
+		usage := &responsesUsage{InputTokens: n, OutputTokens: n / 2, TotalTokens: n}
+		o := turn.object(status, output, usage)
+		if n%2 == 0 {
+			o.Error = &responseError{Code: status, Message: string(item)}
+			o.IncompleteDetails = &incompleteDetails{Reason: status}
+			o.CompletedAt = &n
+			o.Usage = nil
+		}
+		want, err := json.Marshal(&o)
+		if err != nil {
+			return
+		}
+		if got := appendResponseObject(nil, &o); !bytes.Equal(got, want) {
+			t.Fatalf("encoder differs from json.Marshal:\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// FuzzHubAnswerReader pins the fast chat-answer reader to encoding/json.
+func FuzzHubAnswerReader(f *testing.F) {
+	f.Add([]byte(benchChatAnswer))
+	f.Add([]byte(`{"choices":[{"message":{"content":null,"refusal":"no","reasoning_content":"r","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens_details":{"reasoning_tokens":2},"prompt_tokens_details":null},"service_tier":"flex"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var fast hubAnswer
+		if !readHubAnswer(raw, &fast) {
+			return
+		}
+		var slow hubAnswer
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			t.Fatalf("fast reader read what encoding/json refuses (%v): %s", err, raw)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %#v\nslow %#v", fast, slow)
 		}
 	})
 }

@@ -78,6 +78,15 @@ func hostedItem(typ string) bool {
 
 // chatRequest writes the turn as a chat completions request.
 func (t *ResponsesTurn) chatRequest(model string, stream bool, o hubOptions) ([]byte, error) {
+	out, err := t.hubRequest(model, stream, o)
+	if err != nil {
+		return nil, err
+	}
+	return appendHubRequest(make([]byte, 0, 4096), out), nil
+}
+
+// hubRequest maps the turn onto the chat request's fields.
+func (t *ResponsesTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRequest, error) {
 	r := &t.Req
 	out := hubRequest{Model: model, Temperature: r.Temperature, TopP: r.TopP}
 	if stream {
@@ -116,7 +125,7 @@ func (t *ResponsesTurn) chatRequest(model string, stream bool, o hubOptions) ([]
 	if out.Messages, err = t.chatMessages(o.Anthropic); err != nil {
 		return nil, err
 	}
-	return json.Marshal(&out)
+	return &out, nil
 }
 
 // reasoningEffort keeps OpenAI's levels for OpenAI and maps the newest
@@ -319,12 +328,9 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 		}
 		return &msgs[assistant]
 	}
-	for i, raw := range t.Items {
-		param := fmt.Sprintf("input[%d]", i)
-		var it responsesItem
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, fieldError(param, err)
-		}
+	for i := range t.items {
+		param := paramOf(i)
+		it := &t.items[i]
 		typ := it.Type
 		switch {
 		case it.isReference():
@@ -336,13 +342,13 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 		case "message":
 			switch it.Role {
 			case "system", "developer":
-				text, _, err := itemText(it.Content, param)
+				text, _, err := itemText(&it.Content.itemContent, param)
 				if err != nil {
 					return nil, err
 				}
 				system = append(system, text)
 			case "user":
-				parts, err := userParts(it.Content, param)
+				parts, err := userParts(&it.Content.itemContent, param)
 				if err != nil {
 					return nil, err
 				}
@@ -350,7 +356,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 				flushImages()
 				msgs = append(msgs, hubMessage{Role: "user", Content: parts})
 			case "assistant":
-				text, _, err := itemText(it.Content, param)
+				text, _, err := itemText(&it.Content.itemContent, param)
 				if err != nil {
 					return nil, err
 				}
@@ -388,7 +394,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 			if it.CallID == "" {
 				return nil, responsesError(param+".call_id", "%s.call_id is required", param)
 			}
-			text, images, err := toolOutput(it.Output, param)
+			text, images, err := itemText(&it.Output.itemContent, param+".output")
 			if err != nil {
 				return nil, err
 			}
@@ -485,26 +491,26 @@ func pairToolCalls(msgs []hubMessage) []hubMessage {
 	return out
 }
 
-// itemText reads a message's content (a string or parts) as text; a
-// refusal part is text too.
-func itemText(content json.RawMessage, param string) (string, []hubPart, error) {
-	if len(content) == 0 || string(content) == "null" {
-		return "", nil, nil
+// itemText reads a message's content or a tool's output (a string or
+// parts) as text, a refusal part as text too, and returns the images.
+func itemText(c *itemContent, param string) (string, []hubPart, error) {
+	if c.parts == nil {
+		return c.text, nil, nil
 	}
-	if content[0] == '"' {
-		var s string
-		if err := json.Unmarshal(content, &s); err != nil {
-			return "", nil, responsesError(param+".content", "%s.content is not a valid string", param)
+	if len(c.parts) == 1 && c.parts[0].Type != "input_image" {
+		// The common case, one text part, costs no builder.
+		p := &c.parts[0]
+		switch p.Type {
+		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+			return p.Text, nil, nil
+		case "refusal":
+			return p.Refusal, nil, nil
 		}
-		return s, nil, nil
-	}
-	var parts []responsesPart
-	if err := json.Unmarshal(content, &parts); err != nil {
-		return "", nil, fieldError(param+".content", err)
 	}
 	var b strings.Builder
 	var images []hubPart
-	for j, p := range parts {
+	for j := range c.parts {
+		p := &c.parts[j]
 		switch p.Type {
 		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 			b.WriteString(p.Text)
@@ -525,21 +531,23 @@ func itemText(content json.RawMessage, param string) (string, []hubPart, error) 
 
 // userParts reads a user message's content: plain text stays a string
 // (every chat template takes it), anything else becomes chat parts.
-func userParts(content json.RawMessage, param string) (any, error) {
-	if len(content) > 0 && content[0] == '"' {
-		var s string
-		if err := json.Unmarshal(content, &s); err != nil {
-			return nil, responsesError(param+".content", "%s.content is not a valid string", param)
-		}
-		return s, nil
+func userParts(c *itemContent, param string) (any, error) {
+	if c.parts == nil {
+		return c.text, nil
 	}
-	var parts []responsesPart
-	if err := json.Unmarshal(content, &parts); err != nil {
-		return nil, fieldError(param+".content", err)
-	}
-	out := make([]hubPart, 0, len(parts))
 	textOnly := true
-	for j, p := range parts {
+	for j := range c.parts {
+		if t := c.parts[j].Type; t != "input_text" && t != "output_text" && t != "text" {
+			textOnly = false
+		}
+	}
+	if textOnly {
+		text, _, err := itemText(c, param)
+		return text, err
+	}
+	out := make([]hubPart, 0, len(c.parts))
+	for j := range c.parts {
+		p := &c.parts[j]
 		pp := fmt.Sprintf("%s.content[%d]", param, j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
@@ -550,28 +558,19 @@ func userParts(content json.RawMessage, param string) (any, error) {
 				return nil, err
 			}
 			out = append(out, img)
-			textOnly = false
 		case "input_file":
 			if p.FileData == "" {
 				return nil, responsesError(pp+".file_data", "input_file needs file_data (a data URL): file_id and file_url refer to OpenAI's storage, which this gateway does not have")
 			}
 			out = append(out, hubPart{Type: "file", File: &hubFile{Filename: p.Filename, FileData: p.FileData}})
-			textOnly = false
 		default:
 			return nil, responsesError(pp+".type", "content part type %q is not allowed in a user message", p.Type)
 		}
 	}
-	if textOnly {
-		var b strings.Builder
-		for _, p := range out {
-			b.WriteString(p.Text)
-		}
-		return b.String(), nil
-	}
 	return out, nil
 }
 
-func imagePart(p responsesPart, param string) (hubPart, error) {
+func imagePart(p *responsesPart, param string) (hubPart, error) {
 	if p.ImageURL == "" {
 		return hubPart{}, responsesError(param+".image_url", "input_image needs image_url (https or a data URL): file_id refers to OpenAI's storage, which this gateway does not have")
 	}
@@ -580,25 +579,6 @@ func imagePart(p responsesPart, param string) (hubPart, error) {
 		detail = "high"
 	}
 	return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: p.ImageURL, Detail: detail}}, nil
-}
-
-// toolOutput reads a tool output: a string, or parts whose text is joined
-// and whose images are returned to follow as a user message.
-func toolOutput(raw json.RawMessage, param string) (string, []hubPart, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", nil, responsesError(param+".output", "%s.output is not a valid string", param)
-		}
-		return s, nil, nil
-	}
-	if raw[0] != '[' {
-		return "", nil, responsesError(param+".output", "%s.output must be a string or a list of parts", param)
-	}
-	return itemText(raw, param+".output")
 }
 
 // CountBody is the turn as an Anthropic count_tokens request (model,

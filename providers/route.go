@@ -168,6 +168,15 @@ func responsesRoute(upstream Format) (Route, error) {
 	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
 		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.Responses))
 	}
+	if upstream == FormatOpenAI {
+		// The answer is already chat: read it once, usage included.
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			if !looksLikeObject(raw) {
+				return nil, Usage{}, ErrNotJSONObject
+			}
+			return info.Responses.chatToResponsesUsage(raw)
+		}
+	}
 	if upstream == FormatAnthropic {
 		// Thinking and its signatures have no chat form: whole answers are
 		// read directly, streams through the hub's thinking deltas.

@@ -1,0 +1,124 @@
+package providers
+
+// appendHubRequest writes the hub's chat request exactly as json.Marshal
+// would (FuzzResponsesRequest pins it), without reflection.
+func appendHubRequest(dst []byte, r *hubRequest) []byte {
+	dst = appendStringMember(append(dst, '{'), "model", r.Model, true)
+	dst = append(appendKey(dst, "messages", false), '[')
+	for i := range r.Messages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendHubMessage(dst, &r.Messages[i])
+	}
+	dst = append(dst, ']')
+	if r.MaxTokens != nil {
+		dst = appendInt(appendKey(dst, "max_tokens", false), *r.MaxTokens)
+	}
+	if r.MaxCompletionTokens != nil {
+		dst = appendInt(appendKey(dst, "max_completion_tokens", false), *r.MaxCompletionTokens)
+	}
+	if r.Stream {
+		dst = append(dst, `,"stream":true`...)
+	}
+	if r.StreamOptions != nil {
+		dst = append(appendKey(dst, "stream_options", false), '{')
+		if r.StreamOptions.IncludeUsage {
+			dst = append(dst, `"include_usage":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	if r.Temperature != nil {
+		dst = appendMarshalFloat(appendKey(dst, "temperature", false), *r.Temperature)
+	}
+	if r.TopP != nil {
+		dst = appendMarshalFloat(appendKey(dst, "top_p", false), *r.TopP)
+	}
+	if len(r.Tools) > 0 {
+		dst = append(appendKey(dst, "tools", false), '[')
+		for i := range r.Tools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendStringMember(append(dst, '{'), "type", r.Tools[i].Type, true)
+			dst = append(appendOpenAIFunction(appendKey(dst, "function", false), &r.Tools[i].Function), '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(r.ToolChoice) > 0 {
+		dst = appendCompactRaw(appendKey(dst, "tool_choice", false), r.ToolChoice)
+	}
+	if r.ParallelToolCalls != nil {
+		dst = appendBool(appendKey(dst, "parallel_tool_calls", false), *r.ParallelToolCalls)
+	}
+	if r.User != "" {
+		dst = appendStringMember(dst, "user", r.User, false)
+	}
+	if len(r.ResponseFormat) > 0 {
+		dst = appendCompactRaw(appendKey(dst, "response_format", false), r.ResponseFormat)
+	}
+	if r.ReasoningEffort != "" {
+		dst = appendStringMember(dst, "reasoning_effort", r.ReasoningEffort, false)
+	}
+	return append(dst, '}')
+}
+
+func appendHubMessage(dst []byte, m *hubMessage) []byte {
+	dst = appendStringMember(append(dst, '{'), "role", m.Role, true)
+	dst = appendKey(dst, "content", false)
+	switch c := m.Content.(type) {
+	case string:
+		dst = appendMarshalString(dst, c)
+	case []hubPart:
+		if c == nil {
+			dst = append(dst, "null"...)
+			break
+		}
+		dst = append(dst, '[')
+		for i := range c {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendHubPart(dst, &c[i])
+		}
+		dst = append(dst, ']')
+	default:
+		dst = append(dst, "null"...)
+	}
+	if len(m.ToolCalls) > 0 {
+		dst = appendOpenAIToolCalls(dst, m.ToolCalls)
+	}
+	if m.ToolCallID != "" {
+		dst = appendStringMember(dst, "tool_call_id", m.ToolCallID, false)
+	}
+	if len(m.ThinkingBlocks) > 0 {
+		dst = appendAnthropicBlocks(appendKey(dst, "thinking_blocks", false), m.ThinkingBlocks)
+	}
+	return append(dst, '}')
+}
+
+func appendHubPart(dst []byte, p *hubPart) []byte {
+	dst = appendStringMember(append(dst, '{'), "type", p.Type, true)
+	if p.Text != "" {
+		dst = appendStringMember(dst, "text", p.Text, false)
+	}
+	if u := p.ImageURL; u != nil {
+		dst = appendStringMember(append(appendKey(dst, "image_url", false), '{'), "url", u.URL, true)
+		if u.Detail != "" {
+			dst = appendStringMember(dst, "detail", u.Detail, false)
+		}
+		dst = append(dst, '}')
+	}
+	if f := p.File; f != nil {
+		dst = append(appendKey(dst, "file", false), '{')
+		first := true
+		for _, kv := range [...][2]string{{"filename", f.Filename}, {"file_data", f.FileData}, {"file_id", f.FileID}} {
+			if kv[1] != "" {
+				dst = appendStringMember(dst, kv[0], kv[1], first)
+				first = false
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
