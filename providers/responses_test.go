@@ -623,3 +623,54 @@ func FuzzHubAnswerReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHubChunkReader pins the fast chunk reader to encoding/json.
+func FuzzHubChunkReader(f *testing.F) {
+	f.Add([]byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi","reasoning_signature":"s"},"finish_reason":null}],"usage":null}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"x","function":{"arguments":"{"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3},"service_tier":"default"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var fast hubChunk
+		if !readHubChunk(raw, &fast) {
+			return
+		}
+		if fast.Choices != nil && len(fast.Choices) == 0 && !bytes.Contains(raw, []byte(`"choices"`)) {
+			fast.Choices = nil
+		}
+		var slow hubChunk
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			t.Fatalf("fast reader read what encoding/json refuses (%v): %s", err, raw)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %#v\nslow %#v", fast, slow)
+		}
+	})
+}
+
+// BenchmarkResponsesStream is the per-stream cost of turning a chat
+// backend's 20-chunk stream into Responses events.
+func BenchmarkResponsesStream(b *testing.B) {
+	body := benchResponsesBody()
+	var chunks [][]byte
+	chunks = append(chunks, []byte(`{"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1730000000,"model":"fake-gpt","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`))
+	for i := 0; i < 20; i++ {
+		chunks = append(chunks, []byte(`{"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1730000000,"model":"fake-gpt","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}],"usage":null}`))
+	}
+	chunks = append(chunks, []byte(`{"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1730000000,"model":"fake-gpt","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`),
+		[]byte(`{"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1730000000,"model":"fake-gpt","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`), []byte(`[DONE]`))
+	turn, err := ParseResponsesRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var out []byte
+	for b.Loop() {
+		s := newResponsesStream(turn)
+		out = out[:0]
+		for _, c := range chunks {
+			if out, err = s.Translate(out, Event{Data: c}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out = s.Finish(out)
+	}
+}
