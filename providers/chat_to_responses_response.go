@@ -29,7 +29,7 @@ type hubAnswerMessage struct {
 // readHubAnswer is the fast path for hubAnswer: one walk after
 // json.Valid, or false to leave the body to json.Unmarshal.
 func readHubAnswer(raw []byte, a *hubAnswer) bool {
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return false
 	}
 	r := newFastReader(raw)
@@ -252,7 +252,7 @@ func (t *ResponsesTurn) chatToResponsesUsage(chat []byte) ([]byte, Usage, error)
 	if a.ServiceTier != "" {
 		o.ServiceTier = a.ServiceTier
 	}
-	body := appendResponseObject(make([]byte, 0, 1024), &o)
+	body := appendResponseObject(make([]byte, 0, len(chat)+t.size+1024), &o)
 	t.finalize(status, output, body)
 	return body, a.ledgerUsage(), nil
 }

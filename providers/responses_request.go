@@ -156,6 +156,8 @@ type ResponsesTurn struct {
 	// begin in them (after a previous response's history).
 	items    []responsesItem
 	newStart int
+	// size is the client's body length, for sizing what is written.
+	size int
 	// nonce and seq make the ids this turn mints (see newID).
 	nonce string
 	seq   uint64
@@ -173,7 +175,7 @@ func responsesError(param, format string, args ...any) *APIError {
 // mistake is an *APIError 400 naming the parameter.
 func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 	t := &ResponsesTurn{}
-	if !json.Valid(body) || !readResponsesRequest(body, t) {
+	if !validJSON(body) || !readResponsesRequest(body, t) {
 		// The slow path: exactly encoding/json's reading and errors.
 		t = &ResponsesTurn{}
 		if err := json.Unmarshal(body, &t.Req); err != nil {
@@ -220,6 +222,7 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 	if err := t.indexTools(); err != nil {
 		return nil, err
 	}
+	t.size = len(body)
 	t.newID("")
 	t.ID = "resp_" + t.nonce
 	return t, nil
@@ -228,7 +231,7 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 // parseItem reads a stored item, the fast way when it can.
 func parseItem(raw []byte, param string) (responsesItem, error) {
 	var it responsesItem
-	if json.Valid(raw) {
+	if validJSON(raw) {
 		r := newFastReader(raw)
 		r.item(skipSpace(raw, 0), &it)
 		if r.ok {

@@ -3,7 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"strconv"
 )
 
 // itemContent is a message's content or a tool's output: a string or a
@@ -414,4 +414,4 @@ func asContentError(err error) (itemContentError, bool) {
 }
 
 // paramOf is the error parameter of input item i.
-func paramOf(i int) string { return fmt.Sprintf("input[%d]", i) }
+func paramOf(i int) string { return "input[" + strconv.Itoa(i) + "]" }

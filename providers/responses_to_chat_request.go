@@ -82,7 +82,8 @@ func (t *ResponsesTurn) chatRequest(model string, stream bool, o hubOptions) ([]
 	if err != nil {
 		return nil, err
 	}
-	return appendHubRequest(make([]byte, 0, 4096), out), nil
+	// The hub request is about the size of the client's.
+	return appendHubRequest(make([]byte, 0, t.size+512), out), nil
 }
 
 // hubRequest maps the turn onto the chat request's fields.

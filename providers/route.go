@@ -169,6 +169,12 @@ func responsesRoute(upstream Format) (Route, error) {
 		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.Responses))
 	}
 	if upstream == FormatOpenAI {
+		// The hub request is already what the upstream takes: the
+		// model is written in and usage asked for.
+		r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
+			chat, err := info.Responses.chatRequest(model, info.Stream, hubOptions{OpenAICloud: o.Cloud})
+			return chat, false, err
+		}
 		// The answer is already chat: read it once, usage included.
 		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
 			if !looksLikeObject(raw) {
