@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// guard keeps a panic in a handler from reaching the server, which would
+// drop the connection without a word: the client gets a 500 in its own
+// format when nothing was sent yet, and the observer gets an attempt with
+// Err "panic: ..." so the fault is logged.
+func (g *Gateway) guard(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			msg := fmt.Sprint(v)
+			if len(msg) > 200 {
+				msg = msg[:200]
+			}
+			g.obs.Attempt(Attempt{Err: "panic: " + msg})
+			if !tw.wrote {
+				(&providers.APIError{Status: http.StatusInternalServerError,
+					Message: "the gateway failed while handling this request; the fault is logged"}).Write(tw, ClientFormat(r))
+			}
+		}()
+		h(tw, r)
+	}
+}
+
+// trackingWriter notes whether the response was started.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

@@ -1,0 +1,259 @@
+package handlers
+
+// Relay: an upstream answer on its way back to the client, whole or
+// streamed, and what it leaves on the ledger record.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// maxUpstreamBody bounds a non-streaming upstream answer held in memory
+// for translation or usage reading.
+const maxUpstreamBody = 64 << 20
+
+// applyUsage puts the upstream's usage on the record, clamped: an upstream
+// is not trusted to count sanely, and these numbers also feed the tpm
+// windows and metrics, where a negative count would hand out capacity.
+func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
+	rec.InputTokens, rec.CacheCreation5m = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.CacheCreation5m)
+	rec.CacheCreation1h, rec.CacheReadTokens = ledger.ClampTokens(u.CacheCreation1h), ledger.ClampTokens(u.CacheReadTokens)
+	rec.OutputTokens = ledger.ClampTokens(u.OutputTokens)
+	if u.ServiceTier != "" {
+		rec.ServiceTier = ledger.ServiceTierOf(u.ServiceTier)
+	}
+	b.prices.Apply(rec)
+}
+
+// relayHeaders copies the upstream's request id so support tickets can be
+// traced; nothing else of the upstream's headers reaches the client.
+func relayHeaders(dst http.Header, src http.Header) {
+	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
+		if v := src.Get(k); v != "" {
+			dst.Set(k, v)
+		}
+	}
+}
+
+// upstreamRequestID is the provider's id for the request, kept on the
+// ledger record so a row can be matched with the provider's own logs.
+func upstreamRequestID(h http.Header) string {
+	id := h.Get("Request-Id")
+	if id == "" {
+		id = h.Get("X-Request-Id")
+	}
+	if len(id) > 128 {
+		id = id[:128]
+	}
+	return id
+}
+
+// relayBody handles a non-streaming answer.
+func (g *Gateway) relayBody(x *exchange, ctx context.Context, b *backend, resp *http.Response, start time.Time, timeout time.Duration) result {
+	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		if r.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return result{retryable: true, class: "timeout", err: &providers.APIError{Status: http.StatusGatewayTimeout,
+				Message: fmt.Sprintf("model %q: upstream did not answer within %s", rec.Alias, timeout)}}
+		}
+		return result{retryable: true, class: errorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
+	}
+	out, usage, err := b.route(cf).Response(raw, info)
+	if err != nil {
+		return result{retryable: true, class: "bad_response", err: b.upstreamError(&providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
+	}
+	applyUsage(rec, usage, b)
+	h := w.Header()
+	relayHeaders(h, resp.Header)
+	rec.RequestID = upstreamRequestID(resp.Header)
+	rec.TTFT = g.now().Sub(start)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	g.keepResponse(r, info)
+	recorded := g.commitRecord(rec)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	if _, werr := w.Write(out); werr != nil && !recorded {
+		rec.Status, rec.Outcome = 499, "cancelled"
+	}
+	return result{committed: true, recorded: recorded}
+}
+
+// commitRecord writes rec before the client has the end of its answer,
+// under durability sync, and reports whether it did; otherwise the record
+// is enqueued when the request ends. The wait is bounded and not tied to
+// the client: a client leaving now does not unbill what it was served.
+func (g *Gateway) commitRecord(rec *ledger.Record) bool {
+	c, ok := g.opts.Recorder.(Committer)
+	if !g.opts.Durable || !ok {
+		return false
+	}
+	rec.Latency = g.now().Sub(rec.Time)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Commit(ctx, *rec); err != nil {
+		g.obs.Attempt(Attempt{Alias: rec.Alias, Err: "ledger_commit: " + err.Error()})
+	}
+	// Queued either way: enqueuing again would count the request twice.
+	return true
+}
+
+// relayStream translates and flushes the upstream stream event by event.
+// Headers are held back until the first translated bytes exist, so an
+// upstream that fails before sending anything can still be retried.
+func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b *backend, resp *http.Response, dropUsage bool, start time.Time) result {
+	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		// A server that ignores "stream" answers with one JSON body; the
+		// event reader would find no events and the client would get an
+		// empty "success".
+		return result{retryable: true, class: "bad_response", err: &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream answered a streaming request with a JSON body; it does not stream", rec.Alias)}}
+	}
+	br := g.readerPool.Get().(*bufio.Reader)
+	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
+	var events providers.EventReader
+	rt := b.route(cf)
+	if rt.NDJSON {
+		events = providers.NewNDJSONReader(resp.Body, br)
+	} else {
+		events = providers.NewSSEReader(resp.Body, br)
+	}
+	tr := rt.Stream(b.dep.Model, info, dropUsage)
+	outp := g.outPool.Get().(*[]byte)
+	out := (*outp)[:0]
+	defer func() {
+		// One huge event must not pin its grown buffer in the pool.
+		if cap(out) <= maxPooledBody {
+			*outp = out[:0]
+			g.outPool.Put(outp)
+		}
+	}()
+
+	rc := http.NewResponseController(w)
+	committed := false
+	commit := func() {
+		h := w.Header()
+		relayHeaders(h, resp.Header)
+		rec.RequestID = upstreamRequestID(resp.Header)
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		committed = true
+		rec.TTFT = g.now().Sub(start)
+	}
+	// held is what ends the stream under durability sync: from the event
+	// that completes it on, output waits until the record is written.
+	var held []byte
+	fail := func(class string, apiErr *providers.APIError) result {
+		applyUsage(rec, tr.Usage(), b)
+		if !committed {
+			return result{retryable: true, class: class, err: apiErr}
+		}
+		rec.Status, rec.Outcome = apiErr.Status, "error"
+		out = append(out[:0], held...)
+		if f, ok := tr.(providers.StreamFailer); ok {
+			out = f.Fail(out, apiErr)
+		} else {
+			out = apiErr.AppendStreamError(out, cf)
+		}
+		_, _ = w.Write(out)
+		_ = rc.Flush()
+		return result{committed: true, class: class}
+	}
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			if err == io.EOF {
+				break
+			}
+			switch {
+			case r.Context().Err() != nil:
+				applyUsage(rec, tr.Usage(), b)
+				rec.Status, rec.Outcome = 499, "cancelled"
+				return result{committed: true}
+			case gap.fired():
+				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
+					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.gap)})
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				return fail("timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
+					Message: fmt.Sprintf("model %q: upstream did not finish within the timeout", rec.Alias)})
+			}
+			if errors.Is(err, providers.ErrEventTooLarge) {
+				return fail("bad_response", &providers.APIError{Status: http.StatusBadGateway,
+					Message: fmt.Sprintf("model %q: upstream sent a stream event over %d MiB; the stream was stopped", rec.Alias, providers.MaxEventBytes>>20)})
+			}
+			return fail("stream_broken", &providers.APIError{Status: http.StatusBadGateway,
+				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
+		}
+		gap.reset()
+		out, err = tr.Translate(out[:0], ev)
+		if err != nil {
+			apiErr := b.upstreamError(asUpstreamStreamError(err, rec.Alias))
+			if !committed && !retryableStatus(apiErr.Status) {
+				// The upstream refused before the client saw a byte, for
+				// a reason another deployment would share: answer it as a
+				// plain HTTP error, as a non-stream request would get.
+				applyUsage(rec, tr.Usage(), b)
+				rec.Status, rec.Outcome = apiErr.Status, "error"
+				apiErr.Write(w, cf)
+				return result{committed: true, class: "stream_error"}
+			}
+			return fail("stream_error", apiErr)
+		}
+		if len(out) == 0 {
+			continue
+		}
+		if !committed {
+			commit()
+		}
+		if held != nil || (g.opts.Durable && tr.Complete()) {
+			held = append(held, out...)
+			continue
+		}
+		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
+			applyUsage(rec, tr.Usage(), b)
+			rec.Status, rec.Outcome = 499, "cancelled"
+			return result{committed: true}
+		}
+	}
+	if !tr.Complete() {
+		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream stream ended before its end marker", rec.Alias)})
+	}
+	out = tr.Finish(append(out[:0], held...))
+	if !committed {
+		commit()
+	}
+	applyUsage(rec, tr.Usage(), b)
+	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	g.keepResponse(r, info)
+	recorded := g.commitRecord(rec)
+	if len(out) > 0 {
+		_, _ = w.Write(out)
+		_ = rc.Flush()
+	}
+	return result{committed: true, recorded: recorded}
+}
+
+func asUpstreamStreamError(err error, alias string) *providers.APIError {
+	var apiErr *providers.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream stream could not be translated: %v", alias, err)}
+}

@@ -1,0 +1,172 @@
+package handlers
+
+// The entry of chat, messages and responses requests: reading and
+// checking the body, then handing the exchange to dispatch.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// maxPooledBody keeps one huge request from pinning its buffer in the pool.
+const maxPooledBody = 1 << 20
+
+func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers.Format) {
+	start := g.now()
+	id := IdentityFrom(r.Context())
+	rec := newRecord(r, id, start, cf)
+
+	req, ok := g.readRequest(w, r, cf, id)
+	if !ok {
+		return
+	}
+	defer g.releaseRequest(req)
+	body, info, alias := req.body, req.info, req.alias
+	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
+		if !g.states.acquireKey(id.KeyID, max) {
+			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
+				Message: fmt.Sprintf("key %q already has %d requests in progress, the gateway's limit; retry when one finishes", id.KeyID, max)}).Write(w, cf)
+			return
+		}
+		defer g.states.releaseKey(id.KeyID)
+	}
+	rec.Alias, rec.Stream = alias, info.Stream
+
+	recorded := g.dispatch(&exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec})
+
+	if !recorded {
+		rec.Latency = g.now().Sub(start)
+		if g.opts.Recorder != nil {
+			g.opts.Recorder.Enqueue(*rec)
+		}
+	}
+	g.obs.Done(rec)
+}
+
+// clientRequest is a chat or count_tokens body read, parsed as far as the
+// model, and resolved to an alias the caller may use.
+type clientRequest struct {
+	buf   *bytes.Buffer
+	body  []byte
+	info  providers.RequestInfo
+	alias string
+}
+
+// readRequest reads and checks the body; on failure it has answered the
+// client in its format and returns false.
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *Identity) (*clientRequest, bool) {
+	req := &clientRequest{buf: g.bodyPool.Get().(*bytes.Buffer)}
+	req.buf.Reset()
+	fail := func(e *providers.APIError) (*clientRequest, bool) {
+		g.releaseRequest(req)
+		e.Write(w, cf)
+		return nil, false
+	}
+	if apiErr := g.readBody(w, r, req.buf); apiErr != nil {
+		return fail(apiErr)
+	}
+	req.body = req.buf.Bytes()
+	if tooDeep(req.body, maxJSONDepth) {
+		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
+			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
+	}
+	var info providers.RequestInfo
+	var err error
+	if cf == providers.FormatResponses {
+		info, err = g.readResponsesRequest(r, id, req.body)
+	} else {
+		info, err = providers.PeekRequest(req.body)
+	}
+	if err != nil {
+		return fail(asAPIError(err))
+	}
+	alias, ok := g.models.Resolve(info.Model)
+	if !ok {
+		return fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; GET /v1/models lists the models this key may use", info.Model)})
+	}
+	if !id.Allows(alias) {
+		return fail(&providers.APIError{Status: http.StatusForbidden, Param: "model",
+			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
+	}
+	if info.Responses != nil {
+		info.Responses.Alias = alias
+	}
+	req.info, req.alias = info, alias
+	return req, true
+}
+
+// releaseRequest returns the body buffer to the pool unless one huge
+// request grew it.
+func (g *Gateway) releaseRequest(req *clientRequest) {
+	if req.buf.Cap() <= maxPooledBody {
+		g.bodyPool.Put(req.buf)
+	}
+	req.buf, req.body = nil, nil
+}
+
+// maxJSONDepth bounds nesting in client bodies. Real requests nest a few
+// levels (tool schemas perhaps a dozen); deeper bodies only exist to make
+// parsers recurse.
+const maxJSONDepth = 128
+
+// tooDeep reports whether body nests arrays and objects deeper than max.
+// It counts brackets outside strings instead of parsing, so the hot path
+// pays one scan that jumps from quote to quote with IndexByte.
+func tooDeep(body []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			// Find the closing quote: the first one preceded by an even
+			// number of backslashes.
+			for {
+				j := bytes.IndexByte(body[i+1:], '"')
+				if j < 0 {
+					return false
+				}
+				i += j + 1
+				k := i - 1
+				for k >= 0 && body[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+func asAPIError(err error) *providers.APIError {
+	var apiErr *providers.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	return &providers.APIError{Status: http.StatusBadRequest, Message: err.Error()}
+}
+
+// exchange is one client request on its way through dispatch and relay:
+// what every attempt needs, in one value instead of a long parameter list.
+type exchange struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	cf    providers.Format // the client's wire format
+	body  []byte
+	info  providers.RequestInfo
+	alias string
+	rec   *ledger.Record // filled in as the request goes; written when it ends
+}
