@@ -42,8 +42,8 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 	}
 	var err error
 	if m.requests, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "modelgate", Name: "requests_total", Help: "Chat requests by alias, provider and status class.",
-	}, []string{"alias", "provider", "status"})); err != nil {
+		Namespace: "modelgate", Name: "requests_total", Help: "Requests by alias, endpoint (chat_completions, messages, responses), provider and status class.",
+	}, []string{"alias", "endpoint", "provider", "status"})); err != nil {
 		return nil, err
 	}
 	if m.tokens, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{

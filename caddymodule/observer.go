@@ -34,7 +34,7 @@ func (o *observer) Attempt(a handlers.Attempt) {
 
 func (o *observer) Done(rec *ledger.Record) {
 	m := o.metrics
-	m.requests.WithLabelValues(rec.Alias, rec.Provider, statusClass(rec.Status)).Inc()
+	m.requests.WithLabelValues(rec.Alias, rec.Endpoint, rec.Provider, statusClass(rec.Status)).Inc()
 	if rec.Provider != "" {
 		m.latency.WithLabelValues(rec.Alias, rec.Provider).Observe(rec.Latency.Seconds())
 	}

@@ -99,7 +99,7 @@ func TestLedgerReportsFromRecordedTraffic(t *testing.T) {
 	// A handler counts a request just after the client has its answer, so
 	// the last one may need a moment.
 	wantMetrics := []string{
-		`modelgate_requests_total{alias="oa",provider="openai",status="2xx"} 2`,
+		`modelgate_requests_total{alias="oa",endpoint="chat_completions",provider="openai",status="2xx"} 2`,
 		`modelgate_tokens_total{alias="llama",type="output"} 8`,
 		`modelgate_time_to_first_token_seconds_count{alias="claude"} 3`,
 		`modelgate_ledger_queue_depth`,

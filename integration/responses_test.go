@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -290,5 +292,70 @@ func TestResponsesInputTokens(t *testing.T) {
 	}
 	if status, _, out := g.do(t, "POST", "/v1/responses/input_tokens", aliceKey, `{"model":"echo","input":[{"type":"nope"}]}`); status != 400 || !strings.Contains(string(out), `"param":"input[0].type"`) {
 		t.Errorf("bad input: %d %s", status, out)
+	}
+}
+
+// TestResponsesMidStreamFailure: an upstream that breaks after the client
+// has events gets the protocol's ending, an error event (nested and flat)
+// then response.failed, which the official client turns into an error;
+// the request is recorded as failed and counted under its endpoint.
+func TestResponsesMidStreamFailure(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "data: {\"error\":{\"message\":\"the model is overloaded\",\"type\":\"server_error\"}}\n\n")
+	}))
+	t.Cleanup(broken.Close)
+	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
+  - model_name: flaky
+    proxy_params:
+      model: openai/flaky
+      api_base: %s/v1
+      api_key: upstream-flaky-secret
+`, broken.URL), siteExtra: "handle /metrics {\n\t\tmetrics\n\t}"})
+
+	status, _, body := g.do(t, "POST", "/v1/responses", aliceKey, `{"model":"flaky","input":"hi","stream":true}`)
+	events := strings.Split(strings.TrimSpace(string(body)), "\n\n")
+	if status != 200 || len(events) < 4 {
+		t.Fatalf("%d %s", status, body)
+	}
+	errEv, last := events[len(events)-2], events[len(events)-1]
+	if !strings.HasPrefix(errEv, "event: error\n") || !strings.Contains(errEv, "overloaded") ||
+		!strings.Contains(errEv, `"error":{`) || !strings.Contains(errEv, `"code":"server_error"`) {
+		t.Errorf("error event: %s", errEv)
+	}
+	if !strings.HasPrefix(last, "event: response.failed\n") || !strings.Contains(last, `"status":"failed"`) {
+		t.Errorf("last event: %s", last)
+	}
+	if strings.Contains(string(body), "upstream-flaky-secret") {
+		t.Error("upstream key in the stream")
+	}
+
+	client := openaiClient(g, aliceKey)
+	stream := client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+		Model: "flaky", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	for stream.Next() {
+	}
+	if stream.Err() == nil || !strings.Contains(stream.Err().Error(), "overloaded") {
+		t.Errorf("the client saw no error: %v", stream.Err())
+	}
+
+	var metrics []byte
+	for i := 0; i < 50; i++ {
+		_, _, metrics = g.do(t, "GET", "/metrics", adminKey, "")
+		if strings.Contains(string(metrics), `modelgate_requests_total{alias="flaky",endpoint="responses",provider="openai",status="5xx"} 2`) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(metrics), `modelgate_requests_total{alias="flaky",endpoint="responses",provider="openai",status="5xx"} 2`) {
+		t.Errorf("metrics lack the failed responses requests:\n%s", metrics)
+	}
+	g.stop(t)
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Endpoint != "responses" || rec.Outcome != "error" {
+			t.Errorf("record %+v", rec)
+		}
 	}
 }
