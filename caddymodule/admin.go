@@ -47,13 +47,15 @@ func (Admin) CaddyModule() caddy.ModuleInfo {
 // Provision selects the mode and checks the admin key's kind.
 func (a *Admin) Provision(ctx caddy.Context) error {
 	h := &handlers.Admin{}
+	// Keys and workspaces are the gateway's own in either mode.
+	appIface, err := ctx.App("modelgate")
+	if err != nil {
+		return fmt.Errorf("loading modelgate app: %v", err)
+	}
+	h.Controls = appIface.(*App).Controls()
 	if a.Upstream == "" {
 		if a.AdminAPIKey != "" {
 			return fmt.Errorf("admin_api_key: only used with upstream (proxy mode); remove it or add upstream https://api.anthropic.com")
-		}
-		appIface, err := ctx.App("modelgate")
-		if err != nil {
-			return fmt.Errorf("loading modelgate app: %v", err)
 		}
 		h.Store = appStore{appIface.(*App)}
 		a.h = h

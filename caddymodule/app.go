@@ -59,10 +59,14 @@ type App struct {
 	ResponseRetention caddy.Duration `json:"response_retention,omitempty"`
 
 	purgeStop chan struct{} // closed by Stop; nil before Start
-	key       string
-	dsn       string
-	run       *appRun // made in Provision; a pointer, because App is copied by value
-	logger    *zap.Logger
+	// controls are the runtime keys and workspaces; stopPoll ends their
+	// refresh loop.
+	controls *handlers.Controls
+	stopPoll context.CancelFunc
+	key      string
+	dsn      string
+	run      *appRun // made in Provision; a pointer, because App is copied by value
+	logger   *zap.Logger
 	// stopped keeps Stop idempotent while shared stays set: requests of
 	// this config still streaming after a reload must reach the writer,
 	// which the new config shares.
@@ -103,6 +107,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // validate` provisions but never starts, and must not create files.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.controls = handlers.NewControls(nil)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -214,8 +219,26 @@ func (a *App) Start() error {
 		a.purgeStop = make(chan struct{})
 		go a.purgeResponses(rs, a.purgeStop)
 	}
+	if cs, ok := shared.store.(ledger.ControlStore); ok {
+		a.controls.SetStore(cs)
+		ctx, cancel := context.WithCancel(context.Background())
+		a.stopPoll = cancel
+		logger := a.logger
+		var lastWarn time.Time
+		// Every second: a key revoked on one instance is refused by all
+		// within the 2 seconds the design promises.
+		go a.controls.Poll(ctx, time.Second, func(err error) {
+			if time.Since(lastWarn) > time.Minute {
+				lastWarn = time.Now()
+				logger.Warn("reading runtime keys from the ledger failed; serving on the last ones read", zap.Error(err))
+			}
+		})
+	}
 	return nil
 }
+
+// Controls are the runtime keys and workspaces of this config.
+func (a *App) Controls() *handlers.Controls { return a.controls }
 
 // defaultResponseRetention is how long stored responses live by default.
 const defaultResponseRetention = 30 * 24 * time.Hour
@@ -279,6 +302,9 @@ func (a *App) Stop() error {
 	a.stopped = true
 	if a.purgeStop != nil {
 		close(a.purgeStop)
+	}
+	if a.stopPoll != nil {
+		a.stopPoll()
 	}
 	return a.release()
 }

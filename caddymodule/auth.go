@@ -81,6 +81,23 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	// Runtime keys (created through the admin API, kept in the ledger
+	// database) authenticate here too, from the app's in-memory snapshot.
+	appIface, err := ctx.App("modelgate")
+	if err != nil {
+		return fmt.Errorf("loading modelgate app: %v", err)
+	}
+	controls := appIface.(*App).Controls()
+	auth.WithRuntime(controls)
+	var workspaces []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if k.Workspace != "" && !seen[k.Workspace] {
+			seen[k.Workspace] = true
+			workspaces = append(workspaces, k.Workspace)
+		}
+	}
+	controls.RegisterStatic(auth.Identities(), workspaces)
 	a.auth = auth
 	return nil
 }

@@ -31,6 +31,8 @@ type Admin struct {
 	AdminKey string           // proxy mode secret; never logged or echoed
 	Client   *http.Client     // proxy mode
 	Now      func() time.Time // injectable clock; default time.Now
+	// Controls are the runtime keys and workspaces the admin API manages.
+	Controls *Controls
 
 	bufs sync.Pool // *[]byte copy buffers for proxied bodies
 }
@@ -57,6 +59,9 @@ func ValidateAdminKey(key string) error {
 }
 
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.serveControls(w, r) {
+		return
+	}
 	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath {
 		if len(p) > 200 {
 			p = p[:200] + "…"

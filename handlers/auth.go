@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelgate/modelgate/providers"
 )
@@ -31,6 +32,20 @@ type storedKey struct {
 // position nor a near-miss is observable in timing.
 type Auth struct {
 	keys []storedKey
+	// runtime are the keys of the ledger database, when there is one.
+	runtime *Controls
+}
+
+// WithRuntime makes the keys in c's snapshot valid too.
+func (a *Auth) WithRuntime(c *Controls) { a.runtime = c }
+
+// Identities are the Caddyfile's keys, for listing.
+func (a *Auth) Identities() []*Identity {
+	out := make([]*Identity, len(a.keys))
+	for i := range a.keys {
+		out[i] = a.keys[i].id
+	}
+	return out
 }
 
 // Fingerprint is the default key id: short, stable and not reversible for
@@ -98,10 +113,21 @@ func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
 			found = a.keys[i].id
 		}
 	}
-	if found == nil {
-		return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
+	if found != nil {
+		return found, nil
 	}
-	return found, nil
+	if rk := a.runtime.lookup(d); rk != nil {
+		switch {
+		case rk.status != "active":
+			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+				Message: "API key " + rk.id.KeyID + " is " + rk.status + "; ask an admin to reactivate it or to issue a new one"}
+		case !rk.expires.IsZero() && !a.runtime.now().Before(rk.expires):
+			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+				Message: "API key " + rk.id.KeyID + " expired at " + rk.expires.Format(time.RFC3339)}
+		}
+		return rk.id, nil
+	}
+	return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
 }
 
 func presentedKey(r *http.Request) string {

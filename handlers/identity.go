@@ -2,7 +2,11 @@
 // authentication, the chat gateway, admin reports. Caddy modules wrap them.
 package handlers
 
-import "context"
+import (
+	"context"
+
+	"github.com/modelgate/modelgate/ledger"
+)
 
 // Role is what a key may do.
 type Role string
@@ -22,6 +26,10 @@ type Identity struct {
 	Role      Role
 	// Models is the alias allow-list; nil allows every alias.
 	Models map[string]struct{}
+	// Limits are the key's budgets and rates (runtime keys).
+	Limits ledger.Limits
+	// Runtime: the key lives in the ledger database, not the Caddyfile.
+	Runtime bool
 }
 
 // Allows reports whether the caller may use alias.

@@ -150,6 +150,31 @@ CREATE TABLE response_items (
 );
 CREATE INDEX response_items_response ON response_items (response_id);
 CREATE INDEX response_items_created ON response_items (created_us)`,
+		3: `CREATE TABLE control_keys (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	workspace_id TEXT NOT NULL,
+	secret_hash TEXT NOT NULL UNIQUE,
+	hint TEXT NOT NULL,
+	status TEXT NOT NULL,
+	created_at_us BIGINT NOT NULL,
+	updated_at_us BIGINT NOT NULL,
+	expires_at_us BIGINT NOT NULL,
+	settings TEXT NOT NULL
+);
+CREATE TABLE control_workspaces (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	created_at_us BIGINT NOT NULL,
+	updated_at_us BIGINT NOT NULL,
+	archived_at_us BIGINT NOT NULL,
+	settings TEXT NOT NULL
+);
+CREATE TABLE control_version (
+	id INTEGER PRIMARY KEY,
+	version BIGINT NOT NULL
+);
+INSERT INTO control_version (id, version) VALUES (1, 0)`,
 	}
 }
 

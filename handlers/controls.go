@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// Controls holds the runtime keys and workspaces kept in the ledger
+// database. Authentication reads an in-memory snapshot (no database round
+// trip per request); Refresh, polled every second by the app, reloads it
+// when the database's control version moved, so a change made through any
+// instance reaches every instance within about a second. The Caddyfile's
+// keys and workspaces are registered too, so the admin API lists them.
+type Controls struct {
+	store ledger.ControlStore // nil until the ledger is open
+	now   func() time.Time
+
+	mu     sync.Mutex // serializes refreshes and writes
+	snap   atomic.Pointer[controlSnapshot]
+	static atomic.Pointer[staticControls]
+}
+
+// staticControls are the Caddyfile's keys and workspaces.
+type staticControls struct {
+	keys       []*Identity
+	workspaces []string
+}
+
+type controlSnapshot struct {
+	version    int64
+	byHash     map[[sha256.Size]byte]*runtimeKey
+	keys       []ledger.ControlKey
+	workspaces []ledger.ControlWorkspace
+}
+
+// runtimeKey is a runtime key as authentication sees it.
+type runtimeKey struct {
+	id      *Identity
+	status  string
+	expires time.Time
+}
+
+// NewControls returns an empty registry; now may be nil.
+func NewControls(now func() time.Time) *Controls {
+	if now == nil {
+		now = time.Now
+	}
+	c := &Controls{now: now}
+	c.snap.Store(&controlSnapshot{version: -1})
+	c.static.Store(&staticControls{})
+	return c
+}
+
+// SetStore attaches the ledger's store once it is open.
+func (c *Controls) SetStore(s ledger.ControlStore) {
+	c.mu.Lock()
+	c.store = s
+	c.mu.Unlock()
+}
+
+// Store is the attached store, or nil.
+func (c *Controls) Store() ledger.ControlStore {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.store
+}
+
+// RegisterStatic records the Caddyfile's keys and workspaces for listing.
+func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string) {
+	c.static.Store(&staticControls{keys: keys, workspaces: workspaces})
+}
+
+// Refresh reloads the snapshot if the database's version moved.
+func (c *Controls) Refresh(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refreshLocked(ctx, false)
+}
+
+func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
+	if c.store == nil {
+		return nil
+	}
+	if !force {
+		v, err := c.store.ControlVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if v == c.snap.Load().version {
+			return nil
+		}
+	}
+	all, err := c.store.LoadControls(ctx)
+	if err != nil {
+		return err
+	}
+	s := &controlSnapshot{version: all.Version, keys: all.Keys, workspaces: all.Workspaces,
+		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys))}
+	for _, k := range all.Keys {
+		var h [sha256.Size]byte
+		if len(k.SecretHash) != 2*sha256.Size || !decodeHex(h[:], k.SecretHash) {
+			continue
+		}
+		id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true}
+		if len(k.Limits.Models) > 0 {
+			id.Models = make(map[string]struct{}, len(k.Limits.Models))
+			for _, m := range k.Limits.Models {
+				id.Models[m] = struct{}{}
+			}
+		}
+		s.byHash[h] = &runtimeKey{id: id, status: k.Status, expires: k.ExpiresAt}
+	}
+	c.snap.Store(s)
+	return nil
+}
+
+// lookup finds a runtime key by the digest of its secret.
+func (c *Controls) lookup(d [sha256.Size]byte) *runtimeKey {
+	if c == nil {
+		return nil
+	}
+	return c.snap.Load().byHash[d]
+}
+
+// Poll refreshes every interval until ctx ends, reporting failures.
+func (c *Controls) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := c.Refresh(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && failed != nil {
+			failed(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func decodeHex(dst []byte, s string) bool {
+	for i := 0; i < len(dst); i++ {
+		hi, ok1 := hexVal(s[2*i])
+		lo, ok2 := hexVal(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexVal(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,212 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Runtime keys and workspaces, managed through the admin API and kept in
+// the ledger database so every gateway instance on it sees them. Every
+// change bumps one version number; instances poll it (cheap: one row) and
+// reload everything only when it moved.
+
+// Limits are what a key or workspace may spend and how fast it may call.
+// Amounts are in cents; zero means no limit.
+type Limits struct {
+	Models             []string `json:"models,omitempty"`
+	BudgetCents        int64    `json:"budget_cents,omitempty"`
+	BudgetPeriod       string   `json:"budget_period,omitempty"` // daily | weekly | monthly | total
+	SoftBudgetCents    int64    `json:"soft_budget_cents,omitempty"`
+	SessionBudgetCents int64    `json:"session_budget_cents,omitempty"`
+	RPM                int64    `json:"rpm,omitempty"`
+	TPM                int64    `json:"tpm,omitempty"`
+	MaxParallel        int64    `json:"max_parallel,omitempty"`
+}
+
+// ControlKey is a runtime key. Only a hash of its secret is kept.
+type ControlKey struct {
+	ID          string
+	Name        string
+	WorkspaceID string
+	SecretHash  string // hex SHA-256 of the secret
+	Hint        string // display-only: the secret's start and end
+	Status      string // active | inactive | archived
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ExpiresAt   time.Time // zero: never
+	Limits      Limits
+}
+
+// ControlWorkspace is a runtime workspace.
+type ControlWorkspace struct {
+	ID         string
+	Name       string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	ArchivedAt time.Time // zero: not archived
+	Limits     Limits
+}
+
+// Controls is everything the runtime key table holds, as of Version.
+type Controls struct {
+	Version    int64
+	Keys       []ControlKey
+	Workspaces []ControlWorkspace
+}
+
+// ControlStore keeps runtime keys and workspaces.
+type ControlStore interface {
+	// ControlVersion is bumped by every change.
+	ControlVersion(ctx context.Context) (int64, error)
+	LoadControls(ctx context.Context) (Controls, error)
+	// PutKey inserts or replaces a key; PutWorkspace a workspace.
+	PutKey(ctx context.Context, k ControlKey) error
+	PutWorkspace(ctx context.Context, w ControlWorkspace) error
+}
+
+// ErrDuplicateSecret is a new key whose secret hash is already stored.
+const ErrDuplicateSecret = lookupError("a key with this secret already exists")
+
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+func (s *sqlStore) ControlVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM control_version WHERE id = 1`).Scan(&v)
+	return v, err
+}
+
+func (s *sqlStore) bump(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `UPDATE control_version SET version = version + 1 WHERE id = 1`)
+	return err
+}
+
+func (s *sqlStore) PutKey(ctx context.Context, k ControlKey) error {
+	settings, err := json.Marshal(k.Limits)
+	if err != nil {
+		return err
+	}
+	p := s.d.placeholder
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM control_keys WHERE secret_hash = `+p(1)+` AND id <> `+p(2),
+		k.SecretHash, k.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return ErrDuplicateSecret
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM control_keys WHERE id = `+p(1), k.ID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO control_keys (id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, `+p(10)+`)`,
+		k.ID, k.Name, k.WorkspaceID, k.SecretHash, k.Hint, k.Status, micros(k.CreatedAt), micros(k.UpdatedAt), micros(k.ExpiresAt), string(settings)); err != nil {
+		return err
+	}
+	if err := s.bump(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) PutWorkspace(ctx context.Context, w ControlWorkspace) error {
+	settings, err := json.Marshal(w.Limits)
+	if err != nil {
+		return err
+	}
+	p := s.d.placeholder
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM control_workspaces WHERE id = `+p(1), w.ID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO control_workspaces (id, name, created_at_us, updated_at_us, archived_at_us, settings)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`)`,
+		w.ID, w.Name, micros(w.CreatedAt), micros(w.UpdatedAt), micros(w.ArchivedAt), string(settings)); err != nil {
+		return err
+	}
+	if err := s.bump(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) LoadControls(ctx context.Context) (Controls, error) {
+	var c Controls
+	// One transaction, so the version matches what is read with it.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.d.name == "postgres"})
+	if err != nil {
+		return c, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.QueryRowContext(ctx, `SELECT version FROM control_version WHERE id = 1`).Scan(&c.Version); err != nil {
+		return c, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings
+FROM control_keys ORDER BY created_at_us, id`)
+	if err != nil {
+		return c, err
+	}
+	for rows.Next() {
+		var k ControlKey
+		var created, updated, expires int64
+		var settings string
+		if err := rows.Scan(&k.ID, &k.Name, &k.WorkspaceID, &k.SecretHash, &k.Hint, &k.Status, &created, &updated, &expires, &settings); err != nil {
+			rows.Close()
+			return c, err
+		}
+		k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
+		if err := json.Unmarshal([]byte(settings), &k.Limits); err != nil {
+			rows.Close()
+			return c, fmt.Errorf("key %s: settings: %w", k.ID, err)
+		}
+		c.Keys = append(c.Keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT id, name, created_at_us, updated_at_us, archived_at_us, settings
+FROM control_workspaces ORDER BY created_at_us, id`)
+	if err != nil {
+		return c, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w ControlWorkspace
+		var created, updated, archived int64
+		var settings string
+		if err := rows.Scan(&w.ID, &w.Name, &created, &updated, &archived, &settings); err != nil {
+			return c, err
+		}
+		w.CreatedAt, w.UpdatedAt, w.ArchivedAt = fromMicros(created), fromMicros(updated), fromMicros(archived)
+		if err := json.Unmarshal([]byte(settings), &w.Limits); err != nil {
+			return c, fmt.Errorf("workspace %s: settings: %w", w.ID, err)
+		}
+		c.Workspaces = append(c.Workspaces, w)
+	}
+	return c, errors.Join(rows.Err())
+}
