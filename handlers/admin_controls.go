@@ -360,7 +360,7 @@ func readStrict(r *http.Request, dst any) string {
 			return fmt.Sprintf("%s: must be %s", te.Field, te.Type.String())
 		}
 		if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-			return strings.TrimPrefix(msg, "json: unknown field ") + ": unknown field"
+			return strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`) + ": unknown field"
 		}
 		return "request body is not valid JSON: " + err.Error()
 	}
@@ -565,7 +565,6 @@ func (a *Admin) updateKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	var k *ledger.ControlKey
 	for _, x := range a.Controls.snap.Load().keys {
 		if x.ID == id {
-			x := x
 			k = &x
 		}
 	}
