@@ -190,3 +190,62 @@ func TestRuntimeKeysAcrossInstances(t *testing.T) {
 	took = waitStatus(t, a, k.Value, "echo", 401)
 	t.Logf("a revoke on one instance reached the other after %v", took)
 }
+
+// TestKeysCommand drives `caddy modelgate keys` against a running gateway
+// as an admin would from a terminal and from a script.
+func TestKeysCommand(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	env := []string{"MODELGATE_ADMIN_KEY=" + adminKey}
+	run := func(args ...string) string {
+		t.Helper()
+		out, stderr, err := caddyCmd(t, env, append([]string{"modelgate", "--gateway", g.base}, args...)...)
+		if err != nil {
+			t.Fatalf("caddy modelgate %v: %v\n%s%s", args, err, out, stderr)
+		}
+		return out
+	}
+	out := run("keys", "create", "--name", "ci-runner", "--models", "echo", "--budget", "50:monthly", "--rpm", "30")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	secret := lines[len(lines)-1]
+	if !strings.HasPrefix(secret, "sk-mg-") || !strings.Contains(out, "$50.00 monthly") || !strings.Contains(out, "shown once") {
+		t.Fatalf("create printed:\n%s", out)
+	}
+	if got := chatStatus(t, g, secret, "echo"); got != 200 {
+		t.Fatalf("the printed secret: %d", got)
+	}
+	var id string
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "id" {
+			id = f[1]
+		}
+	}
+	list := run("keys", "list")
+	for _, want := range []string{"ID", "alice", "Caddyfile", id, "ci-runner", "$50.00/monthly"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list lacks %q:\n%s", want, list)
+		}
+	}
+	var keys []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(run("keys", "list", "--json")), &keys); err != nil || len(keys) < 4 {
+		t.Errorf("list --json: %v %v", err, keys)
+	}
+	if out := run("keys", "update", id, "--models", "echo,oa"); !strings.Contains(out, "echo, oa") {
+		t.Errorf("update printed:\n%s", out)
+	}
+	run("keys", "revoke", id)
+	if got := chatStatus(t, g, secret, "echo"); got != 401 {
+		t.Errorf("a revoked key: %d", got)
+	}
+	// Mistakes are the user's to fix, and say how.
+	_, stderr, err := caddyCmd(t, []string{"MODELGATE_ADMIN_KEY="}, "modelgate", "--gateway", g.base, "keys", "list")
+	if err == nil || !strings.Contains(stderr, "MODELGATE_ADMIN_KEY") {
+		t.Errorf("no admin key: %v %s", err, stderr)
+	}
+	_, stderr, err = caddyCmd(t, env, "modelgate", "--gateway", g.base, "keys", "create", "--name", "x", "--budget", "lots")
+	if err == nil || !strings.Contains(stderr, "--budget") {
+		t.Errorf("bad budget: %v %s", err, stderr)
+	}
+}

@@ -1,0 +1,190 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/modelgate/modelgate/admincli"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "modelgate",
+		Usage: "keys create|list|show|update|revoke [--gateway URL] [--admin-key-env VAR] [--json]",
+		Short: "Manages a running gateway's runtime keys",
+		Long: `
+Talks to a running Modelgate gateway's admin API with its admin key, read
+from the environment variable named by --admin-key-env (default
+MODELGATE_ADMIN_KEY), never from the command line.
+
+  caddy modelgate keys list
+  caddy modelgate keys create --name alice-laptop --models coder,claude --budget 50:monthly --rpm 60
+  caddy modelgate keys show apikey_…
+  caddy modelgate keys update apikey_… --budget 80:monthly
+  caddy modelgate keys revoke apikey_…
+
+A new key's secret is printed once. --json prints the admin API's answer
+for scripts.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.PersistentFlags().String("gateway", "http://localhost:4000", "The gateway's base URL")
+			cmd.PersistentFlags().String("admin-key-env", "MODELGATE_ADMIN_KEY", "Environment variable that holds the gateway's admin key")
+			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
+			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
+			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
+			cmd.AddCommand(keys)
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		},
+	})
+}
+
+func adminClient(cmd *cobra.Command) (*admincli.Client, error) {
+	gw, _ := cmd.Flags().GetString("gateway")
+	env, _ := cmd.Flags().GetString("admin-key-env")
+	key := os.Getenv(env)
+	if key == "" {
+		return nil, fmt.Errorf("$%s is empty: export the gateway's admin key there (or name another variable with --admin-key-env)", env)
+	}
+	return &admincli.Client{Gateway: gw, AdminKey: key}, nil
+}
+
+func cliContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}
+
+func printKey(cmd *cobra.Command, k admincli.Key) error {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(k)
+	}
+	return admincli.WriteKey(cmd.OutOrStdout(), k)
+}
+
+func keyFlags(c *cobra.Command, f *admincli.Flags, create bool) {
+	c.Flags().StringVar(&f.Name, "name", "", "Name shown in lists and reports")
+	c.Flags().StringVar(&f.Workspace, "workspace", "", "Workspace id (a Caddyfile workspace's name, or wrkspc_…)")
+	c.Flags().StringVar(&f.Models, "models", "", "Aliases the key may use, comma-separated (default: all)")
+	c.Flags().StringVar(&f.Budget, "budget", "", "Budget as <dollars>:<period>, e.g. 50:monthly")
+	c.Flags().StringVar(&f.SoftBudget, "soft-budget", "", "Alert-only budget in dollars")
+	c.Flags().StringVar(&f.SessionBudget, "session-budget", "", "Budget per coding-agent session in dollars")
+	c.Flags().StringVar(&f.RPM, "rpm", "", "Requests per minute")
+	c.Flags().StringVar(&f.TPM, "tpm", "", "Tokens per minute")
+	c.Flags().StringVar(&f.MaxParallel, "max-parallel", "", "Requests in progress at once")
+	c.Flags().StringVar(&f.Expires, "expires", "", "Expiry as an RFC 3339 time")
+	if !create {
+		c.Flags().StringVar(&f.Status, "status", "", "active, inactive or archived")
+	}
+}
+
+func keysList() *cobra.Command {
+	return &cobra.Command{Use: "list", Short: "List every key, the Caddyfile's included", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			keys, err := c.ListKeys(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(keys)
+			}
+			return admincli.WriteKeys(cmd.OutOrStdout(), keys)
+		}}
+}
+
+func keysShow() *cobra.Command {
+	return &cobra.Command{Use: "show <id>", Short: "Show one key", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			k, err := c.GetKey(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printKey(cmd, k)
+		}}
+}
+
+func keysCreate() *cobra.Command {
+	var f admincli.Flags
+	c := &cobra.Command{Use: "create --name <name> [flags]", Short: "Create a key; its secret is printed once", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.Name == "" {
+				return errors.New("--name is required")
+			}
+			fields, err := f.Fields()
+			if err != nil {
+				return err
+			}
+			cl, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			k, err := cl.CreateKey(ctx, fields)
+			if err != nil {
+				return err
+			}
+			return printKey(cmd, k)
+		}}
+	keyFlags(c, &f, true)
+	return c
+}
+
+func keysUpdate() *cobra.Command {
+	var f admincli.Flags
+	c := &cobra.Command{Use: "update <id> [flags]", Short: "Change a key's name, models, limits or status", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fields, err := f.Fields()
+			if err != nil {
+				return err
+			}
+			if len(fields) == 0 {
+				return errors.New("nothing to change: give at least one flag, e.g. --budget 80:monthly")
+			}
+			cl, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			k, err := cl.UpdateKey(ctx, args[0], fields)
+			if err != nil {
+				return err
+			}
+			return printKey(cmd, k)
+		}}
+	keyFlags(c, &f, false)
+	return c
+}
+
+func keysRevoke() *cobra.Command {
+	return &cobra.Command{Use: "revoke <id>", Short: "Retire a key (status archived): every instance refuses it within seconds", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			k, err := cl.UpdateKey(ctx, args[0], map[string]any{"status": "archived"})
+			if err != nil {
+				return err
+			}
+			return printKey(cmd, k)
+		}}
+}
