@@ -162,7 +162,7 @@ func (c *Client) UpdateKey(ctx context.Context, id string, fields map[string]any
 // are left out. Budget is "<dollars>:<period>", e.g. 50:monthly.
 type Flags struct {
 	Name, Workspace, Models, Budget, SoftBudget, SessionBudget, Expires, Status string
-	RPM, TPM, MaxParallel                                                      string
+	RPM, TPM, MaxParallel                                                       string
 }
 
 // Fields turns flags into an API body, checking each.
