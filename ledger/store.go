@@ -175,6 +175,16 @@ CREATE TABLE control_version (
 	version BIGINT NOT NULL
 );
 INSERT INTO control_version (id, version) VALUES (1, 0)`,
+		4: `CREATE TABLE budget_spend (
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	period_start_us BIGINT NOT NULL,
+	spent_pico BIGINT NOT NULL,
+	updated_us BIGINT NOT NULL,
+	PRIMARY KEY (scope, scope_id, period, period_start_us)
+);
+CREATE INDEX budget_spend_start ON budget_spend (period_start_us)`,
 	}
 }
 
@@ -258,6 +268,7 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if s.insertOne != nil {
 		return s.insertRows(ctx, tx, recs)
 	}
+	all := recs
 	perStmt := s.d.maxParams / numRecordColumns
 	args := make([]any, 0, min(len(recs), perStmt)*numRecordColumns)
 	var q strings.Builder
@@ -285,6 +296,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("ledger insert: %w", err)
 		}
+	}
+	if err := s.addSpend(ctx, tx, all); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
@@ -315,6 +329,9 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 		if _, err := stmt.ExecContext(ctx, appendRecordArgs(args[:0], &recs[i])...); err != nil {
 			return fmt.Errorf("ledger insert: %w", err)
 		}
+	}
+	if err := s.addSpend(ctx, tx, recs); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger insert: %w", err)

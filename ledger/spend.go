@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Budget spend: what each key, workspace and coding-agent session has
+// spent in each budget period, kept in the ledger database by the same
+// transaction that inserts the records, so spend and records never
+// disagree and every instance on the database sees one number.
+
+// Budget scopes.
+const (
+	ScopeKey       = "api_key"
+	ScopeWorkspace = "workspace"
+	ScopeSession   = "session"
+)
+
+// budgetPeriods are the periods a budget can have.
+func budgetPeriods() [4]string { return [4]string{"daily", "weekly", "monthly", "total"} }
+
+func plusSat(a, b int64) int64 {
+	addSat(&a, b)
+	return a
+}
+
+// PeriodStart is the start of the budget period holding t, in UTC
+// calendar terms (weeks start on Monday); a total has one period.
+func PeriodStart(period string, t time.Time) time.Time {
+	t = t.UTC()
+	switch period {
+	case "daily":
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	case "weekly":
+		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+	case "monthly":
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+// PeriodEnd is when the period holding t ends; zero for a total.
+func PeriodEnd(period string, t time.Time) time.Time {
+	s := PeriodStart(period, t)
+	switch period {
+	case "daily":
+		return s.AddDate(0, 0, 1)
+	case "weekly":
+		return s.AddDate(0, 0, 7)
+	case "monthly":
+		return s.AddDate(0, 1, 0)
+	}
+	return time.Time{}
+}
+
+// SessionScopeID names a session's spend: sessions are a key's.
+func SessionScopeID(keyID, sessionID string) string { return keyID + " " + sessionID }
+
+// Spend is one scope's spend in one period.
+type Spend struct {
+	Scope, ScopeID, Period string
+	PeriodStart            time.Time
+	SpentPico              int64
+}
+
+type spendKey struct {
+	scope, id, period string
+	start             int64
+}
+
+// spendOf adds up what recs cost per scope and period.
+func spendOf(recs []Record) map[spendKey]int64 {
+	m := map[spendKey]int64{}
+	for i := range recs {
+		r := &recs[i]
+		if r.CostPicoUSD <= 0 {
+			continue
+		}
+		for _, p := range budgetPeriods() {
+			start := PeriodStart(p, r.Time).UnixMicro()
+			if r.KeyID != "" {
+				m[spendKey{ScopeKey, r.KeyID, p, start}] = plusSat(m[spendKey{ScopeKey, r.KeyID, p, start}], r.CostPicoUSD)
+			}
+			if r.Workspace != "" {
+				m[spendKey{ScopeWorkspace, r.Workspace, p, start}] = plusSat(m[spendKey{ScopeWorkspace, r.Workspace, p, start}], r.CostPicoUSD)
+			}
+		}
+		if r.SessionID != "" {
+			k := spendKey{ScopeSession, SessionScopeID(r.KeyID, r.SessionID), "total", 0}
+			m[k] = plusSat(m[k], r.CostPicoUSD)
+		}
+	}
+	return m
+}
+
+// maxSpend keeps the running sum far from int64 overflow, which would
+// fail the insert and with it the batch of records.
+const maxSpend = 1 << 62
+
+func (s *sqlStore) addSpend(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	m := spendOf(recs)
+	if len(m) == 0 {
+		return nil
+	}
+	p := s.d.placeholder
+	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
+VALUES (` + p(1) + `, ` + p(2) + `, ` + p(3) + `, ` + p(4) + `, ` + p(5) + `, ` + p(6) + `)
+ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
+	spent_pico = CASE WHEN budget_spend.spent_pico > ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
+	updated_us = excluded.updated_us`
+	now := time.Now().UnixMicro()
+	for k, v := range m {
+		if _, err := tx.ExecContext(ctx, q, k.scope, k.id, k.period, k.start, min(v, maxSpend), now); err != nil {
+			return fmt.Errorf("ledger insert: budget spend: %w", err)
+		}
+	}
+	return nil
+}
+
+// SpendStore reads budget spend.
+type SpendStore interface {
+	// CurrentSpend is every scope's spend in the periods holding now, and
+	// the sessions that spent in the last week.
+	CurrentSpend(ctx context.Context, now time.Time) ([]Spend, error)
+}
+
+func (s *sqlStore) CurrentSpend(ctx context.Context, now time.Time) ([]Spend, error) {
+	p := s.d.placeholder
+	starts := make([]any, 0, 5)
+	q := `SELECT scope, scope_id, period, period_start_us, spent_pico FROM budget_spend WHERE (period = 'total' AND scope <> '` + ScopeSession + `')
+	OR (scope = '` + ScopeSession + `' AND updated_us >= ` + p(1) + `)`
+	starts = append(starts, now.Add(-7*24*time.Hour).UnixMicro())
+	periods := budgetPeriods()
+	for _, period := range periods[:3] {
+		starts = append(starts, period, PeriodStart(period, now).UnixMicro())
+		q += ` OR (period = ` + p(len(starts)-1) + ` AND period_start_us = ` + p(len(starts)) + `)`
+	}
+	rows, err := s.db.QueryContext(ctx, q, starts...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Spend
+	for rows.Next() {
+		var sp Spend
+		var start int64
+		if err := rows.Scan(&sp.Scope, &sp.ScopeID, &sp.Period, &start, &sp.SpentPico); err != nil {
+			return nil, err
+		}
+		sp.PeriodStart = time.UnixMicro(start).UTC()
+		out = append(out, sp)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,67 @@
+package ledger
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestPeriodBounds(t *testing.T) {
+	at := time.Date(2026, 11, 26, 15, 4, 5, 0, time.UTC) // a Thursday
+	for period, want := range map[string][2]time.Time{
+		"daily":   {time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)},
+		"weekly":  {time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)},
+		"monthly": {time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		if s, e := PeriodStart(period, at), PeriodEnd(period, at); !s.Equal(want[0]) || !e.Equal(want[1]) {
+			t.Errorf("%s: %v–%v, want %v–%v", period, s, e, want[0], want[1])
+		}
+	}
+	if s := PeriodStart("weekly", time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)); s.Day() != 23 {
+		t.Errorf("a Monday starts its own week: %v", s)
+	}
+	if s := PeriodStart("weekly", time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)); s.Day() != 23 {
+		t.Errorf("a Sunday belongs to the week before: %v", s)
+	}
+}
+
+// TestSpendFollowsInserts: the insert that stores records adds their cost
+// to every scope and period they count for, on both databases.
+func TestSpendFollowsInserts(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		recs := []Record{
+			{Time: now, KeyID: "alice", Workspace: "frontend", SessionID: "s1", CostPicoUSD: 3e9, Status: 200, Outcome: "ok"},
+			{Time: now, KeyID: "alice", Workspace: "frontend", SessionID: "s2", CostPicoUSD: 2e9, Status: 200, Outcome: "ok"},
+			{Time: now, KeyID: "bob", CostPicoUSD: 1e9, Status: 200, Outcome: "ok"},
+			{Time: now, KeyID: "bob", CostPicoUSD: 0, Status: 429, Outcome: "error"},
+		}
+		if err := s.Insert(ctx, recs[:2]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Insert(ctx, recs[2:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Insert(ctx, recs[:1]); err != nil {
+			t.Fatal(err)
+		}
+		spend, err := s.(SpendStore).CurrentSpend(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, sp := range spend {
+			got[sp.Scope+"/"+sp.ScopeID+"/"+sp.Period] = sp.SpentPico
+		}
+		for k, want := range map[string]int64{
+			"api_key/alice/daily": 8e9, "api_key/alice/weekly": 8e9, "api_key/alice/monthly": 8e9, "api_key/alice/total": 8e9,
+			"workspace/frontend/monthly": 8e9, "api_key/bob/daily": 1e9,
+			"session/alice s1/total": 6e9, "session/alice s2/total": 2e9,
+		} {
+			if got[k] != want {
+				t.Errorf("%s = %d, want %d (all: %v)", k, got[k], want, got)
+			}
+		}
+	})
+}
