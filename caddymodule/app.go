@@ -62,6 +62,7 @@ type App struct {
 	// controls are the runtime keys and workspaces; stopPoll ends their
 	// refresh loop.
 	controls *handlers.Controls
+	budgets  *handlers.Budgets
 	stopPoll context.CancelFunc
 	key      string
 	dsn      string
@@ -108,6 +109,10 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = handlers.NewControls(nil)
+	a.budgets = handlers.NewBudgets(func() ledger.SpendStore {
+		ss, _ := a.Store().(ledger.SpendStore)
+		return ss
+	}, nil)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -219,23 +224,31 @@ func (a *App) Start() error {
 		a.purgeStop = make(chan struct{})
 		go a.purgeResponses(rs, a.purgeStop)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopPoll = cancel
+	logger := a.logger
+	// Every second: a key revoked, or a budget spent, on one instance is
+	// seen by all within the 2 seconds the design promises. A database
+	// that cannot be read leaves the last keys and spend in force.
+	warnEvery := func(what string) func(error) {
+		var last time.Time
+		return func(err error) {
+			if time.Since(last) > time.Minute {
+				last = time.Now()
+				logger.Warn(what, zap.Error(err))
+			}
+		}
+	}
 	if cs, ok := shared.store.(ledger.ControlStore); ok {
 		a.controls.SetStore(cs)
-		ctx, cancel := context.WithCancel(context.Background())
-		a.stopPoll = cancel
-		logger := a.logger
-		var lastWarn time.Time
-		// Every second: a key revoked on one instance is refused by all
-		// within the 2 seconds the design promises.
-		go a.controls.Poll(ctx, time.Second, func(err error) {
-			if time.Since(lastWarn) > time.Minute {
-				lastWarn = time.Now()
-				logger.Warn("reading runtime keys from the ledger failed; serving on the last ones read", zap.Error(err))
-			}
-		})
+		go a.controls.Poll(ctx, time.Second, warnEvery("reading runtime keys from the ledger failed; serving on the last ones read"))
 	}
+	go a.budgets.Poll(ctx, time.Second, warnEvery("reading budget spend from the ledger failed; serving on the last spend read"))
 	return nil
 }
+
+// Budgets are the budget admission of this config.
+func (a *App) Budgets() *handlers.Budgets { return a.budgets }
 
 // Controls are the runtime keys and workspaces of this config.
 func (a *App) Controls() *handlers.Controls { return a.controls }

@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -10,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 func init() {
@@ -27,6 +30,8 @@ type Auth struct {
 	Keys []KeyConfig `json:"keys,omitempty"`
 	// AdminKeys may also read usage/cost reports and /health.
 	AdminKeys []KeyConfig `json:"admin_keys,omitempty"`
+	// Workspaces set limits shared by every key in a workspace.
+	Workspaces []WorkspaceConfig `json:"workspaces,omitempty"`
 
 	auth *handlers.Auth
 }
@@ -42,6 +47,93 @@ type KeyConfig struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Models optionally restricts the aliases this key may use.
 	Models []string `json:"models,omitempty"`
+	// Limits are the key's budgets and rates.
+	Limits *LimitsConfig `json:"limits,omitempty"`
+}
+
+// WorkspaceConfig is a workspace's shared limits.
+type WorkspaceConfig struct {
+	Name   string        `json:"name"`
+	Limits *LimitsConfig `json:"limits,omitempty"`
+}
+
+// LimitsConfig are budgets in cents and rates; zero is no limit.
+type LimitsConfig struct {
+	BudgetCents        int64  `json:"budget_cents,omitempty"`
+	BudgetPeriod       string `json:"budget_period,omitempty"`
+	SoftBudgetCents    int64  `json:"soft_budget_cents,omitempty"`
+	SessionBudgetCents int64  `json:"session_budget_cents,omitempty"`
+	RPM                int64  `json:"rpm,omitempty"`
+	TPM                int64  `json:"tpm,omitempty"`
+	MaxParallel        int64  `json:"max_parallel,omitempty"`
+}
+
+func (l *LimitsConfig) ledger(models []string) ledger.Limits {
+	if l == nil {
+		return ledger.Limits{Models: models}
+	}
+	return ledger.Limits{Models: models, BudgetCents: l.BudgetCents, BudgetPeriod: l.BudgetPeriod, SoftBudgetCents: l.SoftBudgetCents,
+		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
+}
+
+// parseLimit reads one limit option into l; ok is false for an option that
+// is not a limit.
+func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
+	opt := d.Val()
+	dollars := func() (int64, error) {
+		if !d.NextArg() {
+			return 0, d.Errf("%s: give an amount in US dollars, e.g. %s 50", opt, opt)
+		}
+		f, perr := strconv.ParseFloat(strings.TrimPrefix(d.Val(), "$"), 64)
+		if perr != nil || f < 0 || f > 1e10 {
+			return 0, d.Errf("%s: %q is not an amount in US dollars, e.g. 50 or 2.50", opt, d.Val())
+		}
+		return int64(f*100 + 0.5), nil
+	}
+	count := func() (int64, error) {
+		var s string
+		if !d.AllArgs(&s) {
+			return 0, d.ArgErr()
+		}
+		n, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil || n < 1 {
+			return 0, d.Errf("%s: %q is not a positive whole number", opt, s)
+		}
+		return n, nil
+	}
+	switch opt {
+	case "budget":
+		if l.BudgetCents, err = dollars(); err != nil {
+			return true, err
+		}
+		if !d.NextArg() {
+			return true, d.Err("budget: give a period after the amount: daily, weekly, monthly or total")
+		}
+		switch l.BudgetPeriod = d.Val(); l.BudgetPeriod {
+		case "daily", "weekly", "monthly", "total":
+		default:
+			return true, d.Errf("budget: period %q is not daily, weekly, monthly or total", l.BudgetPeriod)
+		}
+		if d.NextArg() {
+			return true, d.ArgErr()
+		}
+	case "soft_budget":
+		l.SoftBudgetCents, err = dollars()
+	case "session_budget":
+		l.SessionBudgetCents, err = dollars()
+	case "rpm":
+		l.RPM, err = count()
+	case "tpm":
+		l.TPM, err = count()
+	case "max_parallel":
+		l.MaxParallel, err = count()
+	default:
+		return false, nil
+	}
+	if err == nil && (opt == "soft_budget" || opt == "session_budget") && d.NextArg() {
+		err = d.ArgErr()
+	}
+	return true, err
 }
 
 // CaddyModule returns the Caddy module information.
@@ -67,7 +159,8 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 					id = fmt.Sprintf("admin-%d", i+1)
 				}
 			}
-			keys = append(keys, handlers.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, Admin: admin})
+			keys = append(keys, handlers.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, Admin: admin,
+				Limits: k.Limits.ledger(nil)})
 		}
 		return nil
 	}
@@ -90,14 +183,18 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	controls := appIface.(*App).Controls()
 	auth.WithRuntime(controls)
 	var workspaces []string
-	seen := map[string]bool{}
+	limits := map[string]ledger.Limits{}
+	for _, ws := range a.Workspaces {
+		workspaces = append(workspaces, ws.Name)
+		limits[ws.Name] = ws.Limits.ledger(nil)
+	}
 	for _, k := range keys {
-		if k.Workspace != "" && !seen[k.Workspace] {
-			seen[k.Workspace] = true
+		if _, seen := limits[k.Workspace]; k.Workspace != "" && !seen {
 			workspaces = append(workspaces, k.Workspace)
+			limits[k.Workspace] = ledger.Limits{}
 		}
 	}
-	controls.RegisterStatic(auth.Identities(), workspaces)
+	controls.RegisterStatic(auth.Identities(), workspaces, limits)
 	a.auth = auth
 	return nil
 }
@@ -174,7 +271,14 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 						return d.Err("models: list at least one alias")
 					}
 				default:
-					return d.Errf("unrecognized %s option %q (known: id, workspace, models)", opt, d.Val())
+					if k.Limits == nil {
+						k.Limits = &LimitsConfig{}
+					}
+					if ok, err := parseLimit(d, k.Limits); err != nil {
+						return err
+					} else if !ok {
+						return d.Errf("unrecognized %s option %q (known: id, workspace, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt, d.Val())
+					}
 				}
 			}
 			if opt == "key" {
@@ -182,8 +286,28 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				a.AdminKeys = append(a.AdminKeys, k)
 			}
+		case "workspace":
+			var ws WorkspaceConfig
+			if !d.NextArg() {
+				return d.Err("workspace: give its name, e.g. workspace frontend { budget 500 monthly }")
+			}
+			ws.Name = d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			for sub := d.Nesting(); d.NextBlock(sub); {
+				if ws.Limits == nil {
+					ws.Limits = &LimitsConfig{}
+				}
+				if ok, err := parseLimit(d, ws.Limits); err != nil {
+					return err
+				} else if !ok {
+					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel)", d.Val())
+				}
+			}
+			a.Workspaces = append(a.Workspaces, ws)
 		default:
-			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key)", opt)
+			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace)", opt)
 		}
 	}
 	return nil

@@ -36,6 +36,34 @@ func TestAuthCaddyfile(t *testing.T) {
 				AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}},
 			},
 		},
+		{
+			name: "limits",
+			input: `llm_auth {
+				key {env.ALICE_KEY} {
+					id alice
+					workspace frontend
+					budget 50 monthly
+					soft_budget 40
+					session_budget 2.50
+					rpm 60
+					tpm 200000
+					max_parallel 4
+				}
+				workspace frontend {
+					budget 500 weekly
+					rpm 600
+				}
+			}`,
+			want: Auth{
+				Keys: []KeyConfig{{Key: "{env.ALICE_KEY}", ID: "alice", Workspace: "frontend", Limits: &LimitsConfig{
+					BudgetCents: 5000, BudgetPeriod: "monthly", SoftBudgetCents: 4000, SessionBudgetCents: 250, RPM: 60, TPM: 200000, MaxParallel: 4}}},
+				Workspaces: []WorkspaceConfig{{Name: "frontend", Limits: &LimitsConfig{BudgetCents: 50000, BudgetPeriod: "weekly", RPM: 600}}},
+			},
+		},
+		{name: "budget without period", input: "llm_auth {\nkey {env.A} {\nbudget 50\n}\n}", wantErr: "give a period"},
+		{name: "budget bad period", input: "llm_auth {\nkey {env.A} {\nbudget 50 hourly\n}\n}", wantErr: `period "hourly"`},
+		{name: "budget not dollars", input: "llm_auth {\nkey {env.A} {\nbudget fifty monthly\n}\n}", wantErr: "not an amount"},
+		{name: "rpm not a count", input: "llm_auth {\nworkspace w {\nrpm -3\n}\n}", wantErr: "not a positive whole number"},
 		{name: "unknown option", input: `llm_auth { keys x }`, wantErr: `unrecognized llm_auth option "keys"`},
 		{name: "key without value", input: "llm_auth {\nkey\n}", wantErr: "missing the key"},
 		{name: "secret never echoed", input: `llm_auth { key sk-live-secret extra }`, wantErr: "too many arguments"},

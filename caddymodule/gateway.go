@@ -114,6 +114,8 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),
 		Responses:           g.app.ResponseStore,
+		Budgets:             g.app.Budgets(),
+		Controls:            g.app.Controls(),
 	})
 	return nil
 }

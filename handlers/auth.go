@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -20,6 +21,7 @@ type Key struct {
 	Workspace string
 	Models    []string // nil or empty allows every alias
 	Admin     bool
+	Limits    ledger.Limits // budgets and rates
 }
 
 type storedKey struct {
@@ -80,7 +82,7 @@ func NewAuth(keys []Key) (*Auth, error) {
 			return nil, fmt.Errorf("key %d: id %q already used by key %d; ids must be unique", i+1, id, j+1)
 		}
 		seen[d], ids[id] = i, i
-		ident := &Identity{KeyID: id, Workspace: k.Workspace, Role: RoleUser}
+		ident := &Identity{KeyID: id, Workspace: k.Workspace, Role: RoleUser, Limits: k.Limits}
 		if k.Admin {
 			ident.Role = RoleAdmin
 		}

@@ -29,6 +29,7 @@ type Controls struct {
 type staticControls struct {
 	keys       []*Identity
 	workspaces []string
+	limits     map[string]ledger.Limits // by workspace name
 }
 
 type controlSnapshot struct {
@@ -71,8 +72,24 @@ func (c *Controls) Store() ledger.ControlStore {
 }
 
 // RegisterStatic records the Caddyfile's keys and workspaces for listing.
-func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string) {
-	c.static.Store(&staticControls{keys: keys, workspaces: workspaces})
+func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
+	c.static.Store(&staticControls{keys: keys, workspaces: workspaces, limits: limits})
+}
+
+// WorkspaceLimits are a workspace's limits, a Caddyfile or runtime one.
+func (c *Controls) WorkspaceLimits(id string) ledger.Limits {
+	if c == nil || id == "" {
+		return ledger.Limits{}
+	}
+	if l, ok := c.static.Load().limits[id]; ok {
+		return l
+	}
+	for _, ws := range c.snap.Load().workspaces {
+		if ws.ID == id && ws.ArchivedAt.IsZero() {
+			return ws.Limits
+		}
+	}
+	return ledger.Limits{}
 }
 
 // Refresh reloads the snapshot if the database's version moved.

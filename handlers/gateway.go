@@ -51,6 +51,11 @@ type GatewayOptions struct {
 	// returns nil while the ledger is not open, and a nil func means no
 	// state: previous_response_id and item_reference are then unknown.
 	Responses func() ledger.ResponseStore
+	// Budgets admits requests against the budgets of their key, workspace
+	// and session; nil: no budgets.
+	Budgets *Budgets
+	// Controls know the workspaces' limits; nil: none.
+	Controls *Controls
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.

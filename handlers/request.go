@@ -36,6 +36,22 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		defer g.states.releaseKey(id.KeyID)
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
+	if id != nil {
+		hold, refusal := g.opts.Budgets.Admit(id, g.opts.Controls.WorkspaceLimits(id.Workspace), rec.SessionID, g.estimate(alias, len(body)))
+		if refusal != nil {
+			// Nothing was spent: the record says so, and the reports and
+			// budgets count it as nothing.
+			rec.Status, rec.Outcome = refusal.Status, "refused"
+			refusal.Write(w, cf)
+			rec.Latency = g.now().Sub(start)
+			if g.opts.Recorder != nil {
+				g.opts.Recorder.Enqueue(*rec)
+			}
+			g.obs.Done(rec)
+			return
+		}
+		defer func() { hold.Settle(rec.CostPicoUSD) }()
+	}
 
 	recorded := g.dispatch(&exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec})
 
@@ -46,6 +62,22 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		}
 	}
 	g.obs.Done(rec)
+}
+
+// estimate bounds a request's cost before it runs, for budget
+// reservations: every byte of the body as an input token (no tokenizer
+// makes more tokens than bytes) and the default output limit, at the
+// dearest deployment the alias could reach.
+func (g *Gateway) estimate(alias string, bodyBytes int) int64 {
+	var most int64
+	for _, rt := range g.chains[alias] {
+		for _, b := range rt.backends {
+			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
+				InputTokens: int64(bodyBytes), OutputTokens: g.opts.DefaultMaxTokens})
+			most = max(most, c)
+		}
+	}
+	return most
 }
 
 // clientRequest is a chat or count_tokens body read, parsed as far as the

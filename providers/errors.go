@@ -17,6 +17,12 @@ type APIError struct {
 	Code string
 	// RetryAfter, when set, is relayed as the Retry-After header.
 	RetryAfter string
+	// Type overrides the OpenAI error type the status implies (a budget
+	// refusal is insufficient_quota, not rate_limit_exceeded).
+	Type string
+	// NoRetry tells clients not to retry (x-should-retry: false): a
+	// refusal only time cures, which SDKs would otherwise hammer.
+	NoRetry bool
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -120,8 +126,13 @@ type anthropicErrorBody struct {
 }
 
 type anthropicErrorDetail struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string            `json:"type"`
+	Message string            `json:"message"`
+	Details *anthropicDetails `json:"details,omitempty"`
+}
+
+type anthropicDetails struct {
+	ErrorCode string `json:"error_code"`
 }
 
 func optional(s string) *string {
@@ -135,11 +146,18 @@ func optional(s string) *string {
 func (e *APIError) Body(f Format) []byte {
 	var b []byte
 	if f == FormatAnthropic {
-		b, _ = json.Marshal(anthropicErrorBody{Type: "error", Error: anthropicErrorDetail{
-			Type: AnthropicType(e.Status), Message: e.Message}})
+		d := anthropicErrorDetail{Type: AnthropicType(e.Status), Message: e.Message}
+		if e.NoRetry && e.Code != "" {
+			d.Details = &anthropicDetails{ErrorCode: e.Code}
+		}
+		b, _ = json.Marshal(anthropicErrorBody{Type: "error", Error: d})
 		return b
 	}
 	code := e.Code
+	typ := e.Type
+	if typ == "" {
+		typ = OpenAIType(e.Status)
+	}
 	if code == "" {
 		switch e.Status {
 		case http.StatusUnauthorized:
@@ -149,7 +167,7 @@ func (e *APIError) Body(f Format) []byte {
 		}
 	}
 	b, _ = json.Marshal(openAIErrorBody{Error: openAIErrorDetail{
-		Message: e.Message, Type: OpenAIType(e.Status), Param: optional(e.Param), Code: optional(code)}})
+		Message: e.Message, Type: typ, Param: optional(e.Param), Code: optional(code)}})
 	return b
 }
 
@@ -169,6 +187,9 @@ func (e *APIError) Write(w http.ResponseWriter, f Format) {
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter != "" {
 		h.Set("Retry-After", e.RetryAfter)
+	}
+	if e.NoRetry {
+		h.Set("X-Should-Retry", "false")
 	}
 	body := e.Body(f)
 	h.Set("Content-Length", strconv.Itoa(len(body)))

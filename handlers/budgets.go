@@ -1,0 +1,226 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// Budgets admits a request only while every budget that applies to it (its
+// key's, its workspace's, its session's) has room, reserving a bounded
+// estimate of its cost before the upstream call and settling the real
+// cost after it, so concurrent requests cannot race past a budget. Spend
+// comes from the ledger database (the budget_spend rows the ledger writer
+// keeps with the records), refreshed every second, so with PostgreSQL
+// every instance counts what the others spent; what this instance settled
+// but the database does not show yet is held locally meanwhile.
+type Budgets struct {
+	store func() ledger.SpendStore // nil result: no database yet
+	now   func() time.Time
+
+	mu       sync.Mutex
+	spent    map[budgetKey]int64 // from the database at the last refresh
+	local    []localSpend        // settled here, not yet in spent
+	reserved map[budgetKey]int64 // estimates of requests in flight
+}
+
+type budgetKey struct {
+	scope, id, period string
+	start             int64
+}
+
+type localSpend struct {
+	keys []budgetKey
+	pico int64
+	at   time.Time
+}
+
+// settleWindow is how long a settled cost is counted locally: past it the
+// database's spend includes it (the writer flushes within 200 ms and the
+// refresh runs every second). Until then it may be counted twice, which
+// errs toward refusing, never toward overspending.
+const settleWindow = 3 * time.Second
+
+// NewBudgets returns budgets over the spend store store returns.
+func NewBudgets(store func() ledger.SpendStore, now func() time.Time) *Budgets {
+	if now == nil {
+		now = time.Now
+	}
+	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}}
+}
+
+// Refresh reloads the spend of the current periods from the database.
+func (b *Budgets) Refresh(ctx context.Context) error {
+	if b == nil || b.store == nil {
+		return nil
+	}
+	st := b.store()
+	if st == nil {
+		return nil
+	}
+	now := b.now()
+	rows, err := st.CurrentSpend(ctx, now)
+	if err != nil {
+		return err
+	}
+	spent := make(map[budgetKey]int64, len(rows))
+	for _, r := range rows {
+		spent[budgetKey{r.Scope, r.ScopeID, r.Period, r.PeriodStart.UnixMicro()}] = r.SpentPico
+	}
+	b.mu.Lock()
+	b.spent = spent
+	keep := b.local[:0]
+	for _, l := range b.local {
+		if now.Sub(l.at) < settleWindow {
+			keep = append(keep, l)
+		}
+	}
+	b.local = keep
+	b.mu.Unlock()
+	return nil
+}
+
+// Poll refreshes every interval until ctx ends.
+func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := b.Refresh(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && failed != nil {
+			failed(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// budget is one budget that applies to a request.
+type budget struct {
+	key       budgetKey
+	limitPico int64
+	label     string // "api key alice", "workspace frontend", "session s1 of key alice"
+	resets    time.Time
+}
+
+// applicable lists the budgets of the caller, its workspace and session.
+func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
+	var out []budget
+	add := func(scope, scopeID, label string, cents int64, period string) {
+		if cents <= 0 {
+			return
+		}
+		if period == "" {
+			period = "total"
+		}
+		out = append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
+			limitPico: cents * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
+	}
+	add(ledger.ScopeKey, id.KeyID, "api key "+id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod)
+	if id.Workspace != "" {
+		add(ledger.ScopeWorkspace, id.Workspace, "workspace "+id.Workspace, ws.BudgetCents, ws.BudgetPeriod)
+	}
+	if session != "" {
+		cap := id.Limits.SessionBudgetCents
+		if cap == 0 {
+			cap = ws.SessionBudgetCents
+		}
+		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), "session "+session+" of key "+id.KeyID, cap, "total")
+	}
+	return out
+}
+
+// Reservation is what an admitted request holds until it settles.
+type Reservation struct {
+	b    *Budgets
+	keys []budgetKey
+	pico int64
+}
+
+// usedLocked is a budget's spend as this instance knows it.
+func (b *Budgets) usedLocked(k budgetKey) int64 {
+	used := b.spent[k] + b.reserved[k]
+	for _, l := range b.local {
+		for _, lk := range l.keys {
+			if lk == k {
+				used += l.pico
+			}
+		}
+	}
+	return used
+}
+
+// Admit checks every budget that applies and reserves estimatePico
+// against each; a budget without room refuses the request.
+func (b *Budgets) Admit(id *Identity, ws ledger.Limits, session string, estimatePico int64) (*Reservation, *providers.APIError) {
+	if b == nil || id == nil {
+		return nil, nil
+	}
+	now := b.now()
+	list := applicable(id, ws, session, now)
+	if len(list) == 0 {
+		return nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, bg := range list {
+		if used := b.usedLocked(bg.key); used >= bg.limitPico {
+			return nil, budgetRefusal(bg, used, now)
+		}
+	}
+	r := &Reservation{b: b, pico: estimatePico}
+	for _, bg := range list {
+		r.keys = append(r.keys, bg.key)
+		b.reserved[bg.key] += estimatePico
+	}
+	return r, nil
+}
+
+// Settle replaces the reservation with the request's real cost.
+func (r *Reservation) Settle(costPico int64) {
+	if r == nil {
+		return
+	}
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, k := range r.keys {
+		if b.reserved[k] -= r.pico; b.reserved[k] <= 0 {
+			delete(b.reserved, k)
+		}
+	}
+	if costPico > 0 {
+		b.local = append(b.local, localSpend{keys: r.keys, pico: costPico, at: b.now()})
+	}
+}
+
+// budgetRefusal is the 429 no client retries (spec/team-controls.md §4.4):
+// x-should-retry: false and a retry-after until the budget resets.
+func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError {
+	wait := int64(86400)
+	reset := "never (a total budget)"
+	if !bg.resets.IsZero() {
+		wait = int64(bg.resets.Sub(now).Seconds()) + 1
+		reset = bg.resets.UTC().Format(time.RFC3339)
+	}
+	wait = min(max(wait, 61), 86400)
+	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
+		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true,
+		Message: fmt.Sprintf("budget exceeded for %s: %s %s budget, %s spent; it resets at %s",
+			bg.label, dollars(bg.limitPico), bg.key.period, dollars(usedPico), reset)}
+}
+
+func dollars(pico int64) string {
+	cents := pico / 1e10
+	return fmt.Sprintf("$%d.%02d", cents/100, cents%100)
+}

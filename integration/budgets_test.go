@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+)
+
+// dearModels prices the OpenAI fake so one request costs 1.25 cents
+// (11 input tokens at $0.0005, 7 output at $0.001).
+func dearModels(u *upstreams) string {
+	return strings.Replace(u.modelsYAML(), "      api_key: upstream-openai-secret\n", `      api_key: upstream-openai-secret
+    model_info:
+      input_cost_per_token: 0.0005
+      output_cost_per_token: 0.001
+`, 1)
+}
+
+func chatAs(t *testing.T, g *gateway, key, session string) (int, http.Header, []byte) {
+	t.Helper()
+	headers := []string{}
+	if session != "" {
+		headers = append(headers, "X-Claude-Code-Session-Id", session)
+	}
+	return g.do(t, "POST", "/v1/chat/completions", key, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`, headers...)
+}
+
+// untilRefused sends requests until the budget refuses one, for at most
+// 3 seconds (the record's write plus a spend refresh).
+func untilRefused(t *testing.T, g *gateway, key, session string) (http.Header, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		status, h, body := chatAs(t, g, key, session)
+		if status == http.StatusTooManyRequests {
+			return h, body
+		}
+		if status != 200 || time.Now().After(deadline) {
+			t.Fatalf("want a budget refusal, got %d %s", status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBudgets: a key's budget admits requests until its spend reaches it,
+// then refuses with the 429 no client retries, in both error families; a
+// reservation keeps concurrent requests from racing past it; a session
+// budget stops one session and not the key's others.
+func TestBudgets(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: dearModels(u)})
+
+	k := createKey(t, g, `{"name":"capped","budget":{"amount":"1","period":"daily"}}`)
+	if status, _, body := chatAs(t, g, k.Value, ""); status != 200 {
+		t.Fatalf("first request under the budget: %d %s", status, body)
+	}
+	h, body := untilRefused(t, g, k.Value, "")
+	if h.Get("X-Should-Retry") != "false" {
+		t.Errorf("x-should-retry %q", h.Get("X-Should-Retry"))
+	}
+	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 61 || ra > 86400 {
+		t.Errorf("retry-after %q", h.Get("Retry-After"))
+	}
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Type != "insufficient_quota" || e.Error.Code != "budget_exceeded" ||
+		!strings.Contains(e.Error.Message, "api key "+k.ID) || !strings.Contains(e.Error.Message, "$0.01 daily") || !strings.Contains(e.Error.Message, "resets at") {
+		t.Errorf("OpenAI-family refusal: %s", body)
+	}
+	status, _, body := g.do(t, "POST", "/v1/messages", k.Value, `{"model":"oa","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if status != 429 || !strings.Contains(string(body), `"type":"rate_limit_error"`) || !strings.Contains(string(body), `"error_code":"budget_exceeded"`) {
+		t.Errorf("Anthropic-family refusal: %d %s", status, body)
+	}
+
+	// Concurrent requests: the first reserves more than the budget holds,
+	// so no other starts while it runs.
+	k2 := createKey(t, g, `{"name":"racer","budget":{"amount":"1","period":"monthly"}}`)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[int]int{}
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _, _ := chatAs(t, g, k2.Value, "")
+			mu.Lock()
+			counts[status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if counts[200] < 1 || counts[200]+counts[429] != 8 || counts[200] > 2 {
+		t.Errorf("8 concurrent requests on a 1-cent budget: %v", counts)
+	}
+
+	// A session budget refuses the session, not the key.
+	k3 := createKey(t, g, `{"name":"agent","session_budget":"1"}`)
+	if status, _, _ := chatAs(t, g, k3.Value, "session-one"); status != 200 {
+		t.Fatalf("first request of a session: %d", status)
+	}
+	_, body = untilRefused(t, g, k3.Value, "session-one")
+	if !strings.Contains(string(body), "session session-one") {
+		t.Errorf("session refusal: %s", body)
+	}
+	if status, _, body := chatAs(t, g, k3.Value, "session-two"); status != 200 {
+		t.Errorf("another session of the same key: %d %s", status, body)
+	}
+
+	// Refused requests are recorded as refused, at no cost.
+	g.stop(t)
+	refused := 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Outcome == "refused" {
+			refused++
+			if rec.CostPicoUSD != 0 || rec.Status != 429 {
+				t.Errorf("refused record %+v", rec)
+			}
+		}
+	}
+	if refused < 3 {
+		t.Errorf("%d refused records", refused)
+	}
+}
