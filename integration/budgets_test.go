@@ -132,3 +132,19 @@ func TestBudgets(t *testing.T) {
 		t.Errorf("%d refused records", refused)
 	}
 }
+
+// TestBudgetsAcrossInstances: on one PostgreSQL, what one instance spent
+// counts on the other within 2 seconds.
+func TestBudgetsAcrossInstances(t *testing.T) {
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{})
+	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	k := createKey(t, a, `{"name":"shared-budget","budget":{"amount":"1","period":"monthly"}}`)
+	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
+		t.Fatalf("spend on a: %d %s", status, body)
+	}
+	start := time.Now()
+	untilRefused(t, b, k.Value, "")
+	t.Logf("b refused a's spent budget after %v", time.Since(start))
+}
