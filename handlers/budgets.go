@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -223,4 +224,48 @@ func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError
 func dollars(pico int64) string {
 	cents := pico / 1e10
 	return fmt.Sprintf("$%d.%02d", cents/100, cents%100)
+}
+
+// BudgetStatus is one budget as /v1/me shows it.
+type BudgetStatus struct {
+	Scope    string  `json:"scope"`
+	Period   string  `json:"period"`
+	Amount   string  `json:"amount"`
+	Spent    string  `json:"spent"`
+	ResetsAt *string `json:"resets_at"`
+}
+
+// Status is every budget that applies to the caller, with what it spent.
+func (b *Budgets) Status(id *Identity, ws ledger.Limits, session string) []BudgetStatus {
+	out := []BudgetStatus{}
+	if b == nil || id == nil {
+		return out
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, bg := range applicable(id, ws, session, now) {
+		spent := b.usedLocked(bg.key) - b.reserved[bg.key]
+		s := BudgetStatus{Scope: bg.key.scope, Period: bg.key.period,
+			Amount: strconv.FormatInt(bg.limitPico/1e10, 10), Spent: centsString(spent)}
+		if !bg.resets.IsZero() {
+			r := bg.resets.UTC().Format(time.RFC3339)
+			s.ResetsAt = &r
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// centsString is pico-USD as cents with up to three decimals, as the cost
+// report writes amounts.
+func centsString(pico int64) string {
+	if pico < 0 {
+		pico = 0
+	}
+	whole, frac := pico/1e10, (pico%1e10)/1e7
+	if frac == 0 {
+		return strconv.FormatInt(whole, 10)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%03d", whole, frac), "0")
 }

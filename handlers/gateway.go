@@ -251,6 +251,7 @@ func (g *Gateway) buildPaths() {
 		"/health/liveness":           live,
 		"/health/readiness":          g.guard(g.serveReadiness),
 		"/health":                    g.guard(g.only(http.MethodGet, g.serveHealth)),
+		"/v1/me":                     g.guard(g.only(http.MethodGet, g.serveMe)),
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)

@@ -12,8 +12,9 @@ import (
 	"github.com/modelgate/modelgate/internal/fakes"
 )
 
-// dearModels prices the OpenAI fake so one request costs 1.25 cents
-// (11 input tokens at $0.0005, 7 output at $0.001).
+// dearModels prices the OpenAI fake so one request costs over a cent
+// (8 uncached input tokens at $0.0005, 3 cached at no price, 7 output
+// at $0.001: 1.1 cents).
 func dearModels(u *upstreams) string {
 	return strings.Replace(u.modelsYAML(), "      api_key: upstream-openai-secret\n", `      api_key: upstream-openai-secret
     model_info:
@@ -78,7 +79,21 @@ func TestBudgets(t *testing.T) {
 		!strings.Contains(e.Error.Message, "api key "+k.ID) || !strings.Contains(e.Error.Message, "$0.01 daily") || !strings.Contains(e.Error.Message, "resets at") {
 		t.Errorf("OpenAI-family refusal: %s", body)
 	}
-	status, _, body := g.do(t, "POST", "/v1/messages", k.Value, `{"model":"oa","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	// /v1/me shows the key its budget and what it spent.
+	status, _, body := g.do(t, "GET", "/v1/me", k.Value, "")
+	var me struct {
+		ID      string   `json:"id"`
+		Models  []string `json:"models"`
+		Budgets []struct {
+			Scope, Period, Amount, Spent string
+			ResetsAt                     *string `json:"resets_at"`
+		} `json:"budgets"`
+	}
+	if status != 200 || json.Unmarshal(body, &me) != nil || me.ID != k.ID || len(me.Budgets) != 1 || me.Budgets[0].Scope != "api_key" ||
+		me.Budgets[0].Amount != "1" || me.Budgets[0].Spent != "1.1" || me.Budgets[0].ResetsAt == nil || len(me.Models) < 3 {
+		t.Errorf("/v1/me: %d %s", status, body)
+	}
+	status, _, body = g.do(t, "POST", "/v1/messages", k.Value, `{"model":"oa","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
 	if status != 429 || !strings.Contains(string(body), `"type":"rate_limit_error"`) || !strings.Contains(string(body), `"error_code":"budget_exceeded"`) {
 		t.Errorf("Anthropic-family refusal: %d %s", status, body)
 	}

@@ -1,0 +1,44 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// serveMe answers GET /v1/me: who the key is, what it may use, its rates
+// and the spend against each budget that applies this period (the
+// session's too when the request names one).
+func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
+	id := IdentityFrom(r.Context())
+	if id == nil {
+		(&providers.APIError{Status: http.StatusUnauthorized, Message: "missing API key"}).Write(w, ClientFormat(r))
+		return
+	}
+	models := g.allowedAliases(id)
+	if models == nil {
+		models = []string{}
+	}
+	sort.Strings(models)
+	me := struct {
+		ID          string         `json:"id"`
+		Type        string         `json:"type"`
+		WorkspaceID *string        `json:"workspace_id"`
+		Role        string         `json:"role"`
+		Models      []string       `json:"models"`
+		RPM         *int64         `json:"rpm"`
+		TPM         *int64         `json:"tpm"`
+		MaxParallel *int64         `json:"max_parallel"`
+		Budgets     []BudgetStatus `json:"budgets"`
+	}{ID: id.KeyID, Type: "api_key", Role: string(id.Role), Models: models,
+		RPM: positive(id.Limits.RPM), TPM: positive(id.Limits.TPM), MaxParallel: positive(id.Limits.MaxParallel),
+		Budgets: g.opts.Budgets.Status(id, g.opts.Controls.WorkspaceLimits(id.Workspace), sessionID(r.Header))}
+	if id.Workspace != "" {
+		ws := id.Workspace
+		me.WorkspaceID = &ws
+	}
+	b, _ := json.Marshal(me)
+	writeJSON(w, http.StatusOK, b)
+}
