@@ -63,6 +63,7 @@ type App struct {
 	// refresh loop.
 	controls *handlers.Controls
 	budgets  *handlers.Budgets
+	rates    *handlers.RateLimits
 	stopPoll context.CancelFunc
 	key      string
 	dsn      string
@@ -109,6 +110,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = handlers.NewControls(nil)
+	if err := a.provisionRates(); err != nil {
+		return err
+	}
 	a.budgets = handlers.NewBudgets(func() ledger.SpendStore {
 		ss, _ := a.Store().(ledger.SpendStore)
 		return ss
@@ -246,6 +250,9 @@ func (a *App) Start() error {
 	go a.budgets.Poll(ctx, time.Second, warnEvery("reading budget spend from the ledger failed; serving on the last spend read"))
 	return nil
 }
+
+// Rates are the rate limits of this config.
+func (a *App) Rates() *handlers.RateLimits { return a.rates }
 
 // Budgets are the budget admission of this config.
 func (a *App) Budgets() *handlers.Budgets { return a.budgets }

@@ -116,6 +116,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Responses:           g.app.ResponseStore,
 		Budgets:             g.app.Budgets(),
 		Controls:            g.app.Controls(),
+		Rates:               g.app.Rates(),
 	})
 	return nil
 }

@@ -56,6 +56,9 @@ type GatewayOptions struct {
 	Budgets *Budgets
 	// Controls know the workspaces' limits; nil: none.
 	Controls *Controls
+	// Rates applies the keys' and workspaces' rpm, tpm and max_parallel;
+	// nil: none.
+	Rates *RateLimits
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
@@ -37,20 +38,21 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
 	if id != nil {
-		hold, refusal := g.opts.Budgets.Admit(id, g.opts.Controls.WorkspaceLimits(id.Workspace), rec.SessionID, g.estimate(alias, len(body)))
+		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
+		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body)))
 		if refusal != nil {
-			// Nothing was spent: the record says so, and the reports and
-			// budgets count it as nothing.
-			rec.Status, rec.Outcome = refusal.Status, "refused"
-			refusal.Write(w, cf)
-			rec.Latency = g.now().Sub(start)
-			if g.opts.Recorder != nil {
-				g.opts.Recorder.Enqueue(*rec)
-			}
-			g.obs.Done(rec)
+			g.refuse(w, cf, rec, start, refusal)
 			return
 		}
 		defer func() { hold.Settle(rec.CostPicoUSD) }()
+		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header())
+		if refusal != nil {
+			g.refuse(w, cf, rec, start, refusal)
+			return
+		}
+		defer func() {
+			rate.Release(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
+		}()
 	}
 
 	recorded := g.dispatch(&exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec})
@@ -60,6 +62,18 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		if g.opts.Recorder != nil {
 			g.opts.Recorder.Enqueue(*rec)
 		}
+	}
+	g.obs.Done(rec)
+}
+
+// refuse answers a request a budget or rate limit stopped. Nothing was
+// spent: the record says so, and reports and budgets count it as nothing.
+func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, refusal *providers.APIError) {
+	rec.Status, rec.Outcome = refusal.Status, "refused"
+	refusal.Write(w, cf)
+	rec.Latency = g.now().Sub(start)
+	if g.opts.Recorder != nil {
+		g.opts.Recorder.Enqueue(*rec)
 	}
 	g.obs.Done(rec)
 }
