@@ -54,6 +54,10 @@ type App struct {
 	// answer, for teams that bill from the ledger.
 	Durability string `json:"durability,omitempty"`
 
+	// Limits is where rate limits are counted: "redis" with a URL shares
+	// them between instances; default: in each process.
+	Limits *LimitsBackend `json:"limits,omitempty"`
+
 	// ResponseRetention is how long stored Responses API responses
 	// (store: true) are kept before they are purged. Default 30 days.
 	ResponseRetention caddy.Duration `json:"response_retention,omitempty"`
@@ -440,6 +444,16 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			a.Durability = d.Val()
 			if a.Durability != "sync" && a.Durability != "async" {
 				return nil, d.Errf("durability: %q is not a mode; use sync (write each record before the answer completes) or async (the default: batched)", a.Durability)
+			}
+		case "limits":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 1 && args[0] == "local":
+				a.Limits = &LimitsBackend{Driver: "local"}
+			case len(args) == 2 && args[0] == "redis":
+				a.Limits = &LimitsBackend{Driver: "redis", URL: args[1]}
+			default:
+				return nil, d.Err("limits: want `limits redis <url>` (shared by every instance) or `limits local`")
 			}
 		case "response_retention":
 			var s string

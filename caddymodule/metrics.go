@@ -94,6 +94,16 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 		func(s ledger.WriterStats) int64 { return int64(s.Written) }); err != nil {
 		return nil, err
 	}
+	if _, err := register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "modelgate", Name: "rate_limit_local_fallbacks_total",
+		Help: "Requests whose rate limits were counted in the process because the shared counter (Redis) failed."},
+		func() float64 {
+			if r := app.Rates(); r != nil {
+				return float64(r.Degraded.Load())
+			}
+			return 0
+		})); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -118,9 +118,14 @@ type RateLimits struct {
 	// Degraded counts requests limited per process because the shared
 	// counter failed; warn is called once per outage.
 	Degraded atomic.Int64
-	down     atomic.Bool
-	warn     func(error)
+	// downUntil (Unix nanoseconds): the shared counter failed; count
+	// locally until then rather than wait on it for every request.
+	downUntil atomic.Int64
+	warn      func(error)
 }
+
+// retryShared is how long a failed shared counter is left alone.
+const retryShared = 5 * time.Second
 
 // NewRateLimits counts in shared when it is not nil, else per process.
 func NewRateLimits(shared RateCounter, now func() time.Time, warn func(error)) *RateLimits {
@@ -132,17 +137,21 @@ func NewRateLimits(shared RateCounter, now func() time.Time, warn func(error)) *
 
 // counter is the shared counter, or the local one while it is failing.
 func (rl *RateLimits) counter() RateCounter {
-	if rl.shared == nil || rl.down.Load() {
+	if rl.shared == nil {
+		return rl.local
+	}
+	if rl.now().UnixNano() < rl.downUntil.Load() {
+		rl.Degraded.Add(1)
 		return rl.local
 	}
 	return rl.shared
 }
 
-// failed notes a shared counter failure: the caller falls back to the
-// process's counts. The next request tries the shared one again.
+// failed notes a shared counter failure: requests count per process for
+// a few seconds, then the shared counter is tried again.
 func (rl *RateLimits) failed(err error) {
 	rl.Degraded.Add(1)
-	if !rl.down.Swap(true) && rl.warn != nil {
+	if rl.downUntil.Swap(rl.now().Add(retryShared).UnixNano()) == 0 && rl.warn != nil {
 		rl.warn(err)
 	}
 }
@@ -182,6 +191,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 	now := rl.now()
 	window := now.Unix() / 60 * 60
 	hold := &RateHold{rl: rl}
+	sharedOK := false
 	for i := range scopes {
 		s := &scopes[i]
 		s.window, s.resetAt = window, window+60
@@ -213,6 +223,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		}
 		s.reqs, s.tokens = reqs, tokens
 		hold.scopes[len(hold.scopes)-1].reqs, hold.scopes[len(hold.scopes)-1].tokens = reqs, tokens
+		sharedOK = sharedOK || (err == nil && c == rl.shared)
 		if !ok {
 			hold.Release(0)
 			what, limit := "requests per minute", s.rpm
@@ -223,9 +234,9 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			return nil, rateRefusal(s, what, limit, max(1, s.resetAt-now.Unix()), cf)
 		}
 	}
-	if rl.shared != nil && rl.down.Load() {
-		// One request in each outage checks whether the counter is back.
-		rl.down.Store(false)
+	if sharedOK && rl.downUntil.Load() != 0 {
+		// The shared counter answers again: the next outage warns anew.
+		rl.downUntil.Store(0)
 	}
 	setRateHeaders(h, &scopes[0], cf, now)
 	return hold, nil

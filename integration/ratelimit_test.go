@@ -2,6 +2,7 @@ package integration
 
 import (
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,5 +59,55 @@ func TestRateLimits(t *testing.T) {
 	}
 	if status, _, _ := g.do(t, "POST", "/v1/chat/completions", p.Value, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); status != 200 {
 		t.Errorf("after the first finished: %d", status)
+	}
+}
+
+// TestRateLimitsSharedThroughRedis: two instances on one Redis count one
+// rpm between them; with Redis gone both keep serving on their own counts.
+func TestRateLimitsSharedThroughRedis(t *testing.T) {
+	redisURL := os.Getenv("MODELGATE_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("MODELGATE_TEST_REDIS unset: scripts/redis.sh starts one")
+	}
+	if s := time.Now().Second(); s > 50 {
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{})
+	ledgerLine := "ledger postgres {env.DATABASE_URL}\n\t\tlimits redis {env.REDIS_URL}"
+	cfg := gatewayConfig{models: u.modelsYAML(), ledgerLine: ledgerLine,
+		env: []string{"REDIS_URL=" + redisURL, "DATABASE_URL=" + dsn.String()}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	key := createKey(t, a, `{"name":"shared-rpm","rpm":4}`).Value
+	waitStatus(t, b, key, "echo", 200) // b knows the key; that request counts too
+	ok := 0
+	for i := 0; i < 8; i++ {
+		g := a
+		if i%2 == 1 {
+			g = b
+		}
+		if status, _, _ := g.do(t, "POST", "/v1/chat/completions", key, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); status == 200 {
+			ok++
+		}
+	}
+	if ok != 3 {
+		t.Errorf("%d of 8 requests across two instances passed one shared rpm of 4 (one was spent already)", ok)
+	}
+
+	// Redis unreachable: per-process limits, no failed requests.
+	down := gatewayConfig{models: u.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\tlimits redis redis://127.0.0.1:1/0",
+		env: []string{"DATABASE_URL=" + dsn.String()}}
+	c := startGateway(t, down)
+	waitStatus(t, c, key, "echo", 200)
+	for i := 1; i < 4; i++ {
+		if status, _, body := c.do(t, "POST", "/v1/chat/completions", key, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); status != 200 {
+			t.Fatalf("with Redis down, request %d: %d %s", i, status, body)
+		}
+	}
+	if status, _, _ := c.do(t, "POST", "/v1/chat/completions", key, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); status != 429 {
+		t.Errorf("with Redis down the process's own rpm still applies: %d", status)
+	}
+	if !strings.Contains(c.stderr.String(), "the shared rate-limit counter failed") {
+		t.Error("no warning that Redis is down")
 	}
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: sets up what the tests need (PostgreSQL on
-# loopback, Claude Code and Codex from npm, the caddy binary), then runs formatting
+# loopback, Redis, Claude Code, Codex and the AI SDK from npm, the caddy binary), then runs formatting
 # and static checks, every test, bounded fuzzing and brief benchmarks.
 # CI runs exactly this (.ci/run).
 set -euo pipefail
@@ -37,6 +37,17 @@ export MODELGATE_TEST_POSTGRES
 case "$MODELGATE_TEST_POSTGRES" in
 postgres://*) echo "PostgreSQL ready for the store tests" ;;
 *) echo "scripts/postgres.sh gave no DSN"; exit 1 ;;
+esac
+
+step "Redis on loopback"
+if [ -z "${MODELGATE_TEST_REDIS:-}" ]; then
+	MODELGATE_TEST_REDIS=$(bash scripts/redis.sh "$ROOT/.cache/redis" | tail -n1)
+	MODELGATE_TEST_REDIS=${MODELGATE_TEST_REDIS#MODELGATE_TEST_REDIS=}
+fi
+export MODELGATE_TEST_REDIS
+case "$MODELGATE_TEST_REDIS" in
+redis://*) echo "Redis ready for the shared rate-limit tests" ;;
+*) echo "scripts/redis.sh gave no URL"; exit 1 ;;
 esac
 
 step "Claude Code (npm)"
