@@ -62,6 +62,10 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.serveControls(w, r) {
 		return
 	}
+	if r.URL.Path == SessionsPath {
+		a.serveSessions(w, r)
+		return
+	}
 	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath {
 		if len(p) > 200 {
 			p = p[:200] + "…"
@@ -74,7 +78,9 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")
 		return
 	}
-	if id.Role != RoleAdmin {
+	if id.Role != RoleAdmin && a.Upstream != "" {
+		// The provider's reports are the organization's: only the admin
+		// key reads them. The ledger's can be cut to one key's rows.
 		writeAnthropicError(w, http.StatusForbidden, "usage and cost reports need the gateway's admin key")
 		return
 	}
@@ -88,6 +94,15 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.fromLedger(w, r)
+}
+
+// ownRows is the key filter a report runs with: an admin's as asked, a
+// regular key's always its own, whatever it asked.
+func ownRows(r *http.Request, asked []string) []string {
+	if id := IdentityFrom(r.Context()); id != nil && id.Role != RoleAdmin {
+		return []string{id.KeyID}
+	}
+	return asked
 }
 
 func writeAnthropicError(w http.ResponseWriter, status int, msg string) {
@@ -113,11 +128,13 @@ func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == UsageReportPath:
 		var q ledger.ReportQuery
 		if q, err = ledger.ParseUsageQuery(v, a.now()); err == nil {
+			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
 			body, err = ledger.UsageReport(r.Context(), a.Store, q)
 		}
 	default:
 		var q ledger.ReportQuery
 		if q, err = ledger.ParseCostQuery(v, a.now()); err == nil {
+			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
 			body, err = ledger.CostReport(r.Context(), a.Store, q)
 		}
 	}

@@ -433,7 +433,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 
 // ledgerRecordBase fills what every record shares.
 func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Format) *ledger.Record {
-	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard", SessionID: sessionID(r.Header)}
+	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
@@ -444,12 +444,6 @@ func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Form
 		rec.Endpoint = "responses"
 	default:
 		rec.Endpoint = "chat_completions"
-	}
-	if len(rec.SessionID) > 128 {
-		rec.SessionID = rec.SessionID[:128]
-	}
-	if strings.ContainsAny(rec.SessionID, "\r\n") {
-		rec.SessionID = ""
 	}
 	return rec
 }

@@ -34,11 +34,17 @@ func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
 		Budgets     []BudgetStatus `json:"budgets"`
 	}{ID: id.KeyID, Type: "api_key", Role: string(id.Role), Models: models,
 		RPM: positive(id.Limits.RPM), TPM: positive(id.Limits.TPM), MaxParallel: positive(id.Limits.MaxParallel),
-		Budgets: g.opts.Budgets.Status(id, g.opts.Controls.WorkspaceLimits(id.Workspace), sessionID(r.Header))}
+		Budgets: g.opts.Budgets.Status(id, g.opts.Controls.WorkspaceLimits(id.Workspace), sessionOf(r))}
 	if id.Workspace != "" {
 		ws := id.Workspace
 		me.WorkspaceID = &ws
 	}
 	b, _ := json.Marshal(me)
 	writeJSON(w, http.StatusOK, b)
+}
+
+// sessionOf is the session a request's headers name.
+func sessionOf(r *http.Request) string {
+	id, _ := resolveSession(r, nil, ClientFormat(r), providers.RequestInfo{})
+	return id
 }

@@ -37,6 +37,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		defer g.states.releaseKey(id.KeyID)
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
+	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body)))

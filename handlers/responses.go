@@ -24,14 +24,3 @@ func (g *Gateway) readResponsesRequest(r *http.Request, id *Identity, body []byt
 	}
 	return providers.RequestInfo{Model: t.Req.Model, Stream: t.Req.Stream, Responses: t}, nil
 }
-
-// sessionID is the coding-agent session a request belongs to: Claude
-// Code's header, else Codex's (session-id, older builds session_id).
-func sessionID(h http.Header) string {
-	for _, k := range [...]string{"X-Claude-Code-Session-Id", "Session-Id", "Session_id"} {
-		if v := h.Get(k); v != "" {
-			return v
-		}
-	}
-	return ""
-}

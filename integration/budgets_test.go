@@ -159,6 +159,7 @@ func TestBudgetsAcrossInstances(t *testing.T) {
 	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
 		t.Fatalf("spend on a: %d %s", status, body)
 	}
+	waitStatus(t, b, k.Value, "echo", 200) // b knows the key (echo costs nothing)
 	start := time.Now()
 	untilRefused(t, b, k.Value, "")
 	t.Logf("b refused a's spent budget after %v", time.Since(start))

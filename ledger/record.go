@@ -25,7 +25,8 @@ type Record struct {
 	// stored because the cost report's description grouping splits cost by
 	// token type, which the total alone cannot do. Prices.Apply sets both.
 	Prices        Prices
-	SessionID     string // X-Claude-Code-Session-Id when present
+	SessionID     string // the coding-agent session, as the client sent it
+	Agent         string // who sent it: claude-code, codex, opencode, … ("" unknown)
 	ContextWindow string // "0-200k" | "200k-1M"; ContextWindowFor derives it
 }
 

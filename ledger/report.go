@@ -279,7 +279,7 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	if q.grouped("description") {
 		dims = append(dims, DimAlias, DimUpstreamModel, DimServiceTier, DimContextWindow)
 	}
-	rows, err := s.Aggregate(ctx, Filter{From: p.start, To: p.end, ExcludeServiceTiers: priorityTiers()}, q.Width, dims)
+	rows, err := s.Aggregate(ctx, Filter{From: p.start, To: p.end, APIKeyIDs: q.APIKeyIDs, ExcludeServiceTiers: priorityTiers()}, q.Width, dims)
 	if err != nil {
 		return nil, err
 	}

@@ -185,6 +185,7 @@ INSERT INTO control_version (id, version) VALUES (1, 0)`,
 	PRIMARY KEY (scope, scope_id, period, period_start_us)
 );
 CREATE INDEX budget_spend_start ON budget_spend (period_start_us)`,
+		5: `ALTER TABLE usage_records ADD COLUMN agent TEXT NOT NULL DEFAULT ''`,
 	}
 }
 
@@ -192,9 +193,9 @@ const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_mod
 	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
 	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
 	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
-	session_id, context_window`
+	session_id, context_window, agent`
 
-const numRecordColumns = 27
+const numRecordColumns = 28
 
 // sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
 type sqlStore struct {
@@ -350,7 +351,7 @@ func appendRecordArgs(args []any, r *Record) []any {
 		r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
 		r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
 		r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
-		r.SessionID, r.contextWindow())
+		r.SessionID, r.contextWindow(), r.Agent)
 }
 
 // where renders the filter as a WHERE clause, appending its arguments.
@@ -499,7 +500,7 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
 			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
 			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
-			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow); err != nil {
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent); err != nil {
 			return nil, fmt.Errorf("ledger query: %w", err)
 		}
 		r.Time = time.UnixMicro(ts).UTC()
