@@ -196,3 +196,15 @@ func (s appStore) Aggregate(ctx context.Context, f ledger.Filter, width time.Dur
 
 // Close does nothing: the app owns the store.
 func (appStore) Close() error { return nil }
+
+func (s appStore) Sessions(ctx context.Context, f ledger.Filter, limit, offset int) ([]ledger.SessionRow, bool, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, false, err
+	}
+	l, ok := st.(ledger.SessionLister)
+	if !ok {
+		return nil, false, errors.New("this ledger store lists no sessions")
+	}
+	return l.Sessions(ctx, f, limit, offset)
+}

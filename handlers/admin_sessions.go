@@ -1,0 +1,143 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// SessionsPath lists coding-agent sessions by cost (an extension of the
+// Admin API, like the claude_code report but across every agent).
+const SessionsPath = "/v1/organizations/sessions"
+
+type sessionObject struct {
+	ID             string       `json:"id"`
+	Agent          *string      `json:"agent"`
+	APIKeyID       string       `json:"api_key_id"`
+	WorkspaceID    *string      `json:"workspace_id"`
+	FirstRequestAt string       `json:"first_request_at"`
+	LastRequestAt  string       `json:"last_request_at"`
+	Requests       int64        `json:"requests"`
+	Tokens         sessionUsage `json:"tokens"`
+	Cost           sessionCost  `json:"cost"`
+}
+
+type sessionUsage struct {
+	UncachedInput int64 `json:"uncached_input"`
+	CacheCreation int64 `json:"cache_creation"`
+	CacheRead     int64 `json:"cache_read"`
+	Output        int64 `json:"output"`
+}
+
+type sessionCost struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// serveSessions answers GET /v1/organizations/sessions: starting_at and
+// ending_at (RFC 3339; default the last 30 days), api_key_ids[],
+// workspace_ids[], limit (1–1000, 20) and page. A regular key sees its
+// own sessions only.
+func (a *Admin) serveSessions(w http.ResponseWriter, r *http.Request) {
+	id := IdentityFrom(r.Context())
+	if id == nil {
+		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		writeAnthropicError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+		return
+	}
+	lister, ok := a.Store.(ledger.SessionLister)
+	if a.Store == nil || !ok {
+		writeAnthropicError(w, http.StatusNotFound, "sessions are listed from the gateway's own ledger, which this llm_admin does not read")
+		return
+	}
+	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
+	bad := func(param, msg string) {
+		writeAnthropicError(w, http.StatusBadRequest, param+": "+msg)
+	}
+	if err != nil {
+		bad("query", err.Error())
+		return
+	}
+	for name := range v {
+		switch name {
+		case "starting_at", "ending_at", "api_key_ids[]", "api_key_ids", "workspace_ids[]", "workspace_ids", "limit", "page":
+		default:
+			bad(name, "unknown parameter")
+			return
+		}
+	}
+	end := a.now().UTC()
+	start := end.Add(-30 * 24 * time.Hour)
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"starting_at", &start}, {"ending_at", &end}} {
+		if s := v.Get(p.name); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				bad(p.name, "must be an RFC 3339 time, e.g. 2026-11-01T00:00:00Z")
+				return
+			}
+			*p.dst = t.UTC()
+		}
+	}
+	if !end.After(start) {
+		bad("ending_at", "must be after starting_at")
+		return
+	}
+	limit, offset := 20, 0
+	if s := v.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 1000 {
+			bad("limit", "must be an integer from 1 to 1000")
+			return
+		}
+	}
+	if s := v.Get("page"); s != "" {
+		if offset, err = strconv.Atoi(s); err != nil || offset < 0 {
+			bad("page", "must be the next_page of an earlier answer")
+			return
+		}
+	}
+	keys := append(v["api_key_ids[]"], v["api_key_ids"]...)
+	f := ledger.Filter{From: start, To: end, APIKeyIDs: ownRows(r, keys), WorkspaceIDs: append(v["workspace_ids[]"], v["workspace_ids"]...)}
+	rows, more, err := lister.Sessions(r.Context(), f, limit, offset)
+	if err != nil {
+		if r.Context().Err() == nil && !errors.Is(err, r.Context().Err()) {
+			writeAnthropicError(w, http.StatusInternalServerError, "reading the usage ledger failed")
+		}
+		return
+	}
+	page := struct {
+		Data     []sessionObject `json:"data"`
+		HasMore  bool            `json:"has_more"`
+		NextPage *string         `json:"next_page"`
+	}{Data: make([]sessionObject, 0, len(rows)), HasMore: more}
+	for _, s := range rows {
+		o := sessionObject{ID: s.ID, APIKeyID: s.KeyID, FirstRequestAt: s.First.Format(time.RFC3339), LastRequestAt: s.Last.Format(time.RFC3339),
+			Requests: s.Requests, Tokens: sessionUsage{s.UncachedInput, s.CacheCreation, s.CacheRead, s.Output},
+			Cost: sessionCost{Amount: centsString(s.CostPico), Currency: "USD"}}
+		if s.Agent != "" {
+			ag := s.Agent
+			o.Agent = &ag
+		}
+		if s.Workspace != "" {
+			ws := s.Workspace
+			o.WorkspaceID = &ws
+		}
+		page.Data = append(page.Data, o)
+	}
+	if more {
+		next := strconv.Itoa(offset + limit)
+		page.NextPage = &next
+	}
+	b, _ := json.Marshal(page)
+	writeJSON(w, http.StatusOK, b)
+}
