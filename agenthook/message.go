@@ -183,3 +183,7 @@ func defuseMentions(s string) string {
 		}
 	}
 }
+
+// Clean makes s safe to put in a chat message line: one line, no control
+// or format characters, mass mentions defused, at most max runes.
+func Clean(s string, max int) string { return cleanValue(s, max) }

@@ -54,6 +54,11 @@ type App struct {
 	// answer, for teams that bill from the ledger.
 	Durability string `json:"durability,omitempty"`
 
+	// AlertsWebhook receives budget alerts (soft budget, 80 %, 100 %, a
+	// session cap), one line each: a Slack, Discord or Teams incoming
+	// webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
+	AlertsWebhook string `json:"alerts_webhook,omitempty"`
+
 	// Limits is where rate limits are counted: "redis" with a URL shares
 	// them between instances; default: in each process.
 	Limits *LimitsBackend `json:"limits,omitempty"`
@@ -67,6 +72,7 @@ type App struct {
 	// refresh loop.
 	controls *handlers.Controls
 	budgets  *handlers.Budgets
+	alerter  *handlers.Alerter
 	rates    *handlers.RateLimits
 	stopPoll context.CancelFunc
 	key      string
@@ -121,6 +127,22 @@ func (a *App) Provision(ctx caddy.Context) error {
 		ss, _ := a.Store().(ledger.SpendStore)
 		return ss
 	}, nil)
+	if a.AlertsWebhook != "" {
+		hook, err := caddy.NewReplacer().ReplaceOrErr(a.AlertsWebhook, true, true)
+		if err != nil {
+			return fmt.Errorf("alerts_webhook: %v", err)
+		}
+		if !strings.HasPrefix(hook, "https://") && !strings.HasPrefix(hook, "http://") {
+			// The URL is a credential: never echo it.
+			return errors.New("alerts_webhook: want the chat's incoming webhook URL (https://…)")
+		}
+		logger := a.logger
+		a.alerter = handlers.NewAlerter(hook, func() ledger.AlertClaimer {
+			c, _ := a.Store().(ledger.AlertClaimer)
+			return c
+		}, func(err error) { logger.Warn("a budget alert was not posted", zap.Error(err)) })
+		a.budgets.Alert = a.alerter.Notify
+	}
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -252,6 +274,9 @@ func (a *App) Start() error {
 		go a.controls.Poll(ctx, time.Second, warnEvery("reading runtime keys from the ledger failed; serving on the last ones read"))
 	}
 	go a.budgets.Poll(ctx, time.Second, warnEvery("reading budget spend from the ledger failed; serving on the last spend read"))
+	if a.alerter != nil {
+		go a.alerter.Run(ctx)
+	}
 	return nil
 }
 
@@ -444,6 +469,10 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			a.Durability = d.Val()
 			if a.Durability != "sync" && a.Durability != "async" {
 				return nil, d.Errf("durability: %q is not a mode; use sync (write each record before the answer completes) or async (the default: batched)", a.Durability)
+			}
+		case "alerts_webhook":
+			if !d.AllArgs(&a.AlertsWebhook) {
+				return nil, d.Err("alerts_webhook: give the chat's incoming webhook URL, e.g. alerts_webhook {env.CHAT_WEBHOOK_URL}")
 			}
 		case "limits":
 			args := d.RemainingArgs()

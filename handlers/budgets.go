@@ -25,6 +25,10 @@ type Budgets struct {
 	store func() ledger.SpendStore // nil result: no database yet
 	now   func() time.Time
 
+	// Alert, when set, is told when spend crosses a budget's soft limit,
+	// 80 % or 100 %, and when a budget first refuses.
+	Alert func(BudgetAlert)
+
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
 	local    []localSpend        // settled here, not yet in spent
@@ -110,14 +114,28 @@ func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(
 type budget struct {
 	key       budgetKey
 	limitPico int64
+	softPico  int64 // alert-only limit, 0 when none
 	label     string // "api key alice", "workspace frontend", "session s1 of key alice"
 	resets    time.Time
+}
+
+// BudgetAlert is a threshold a budget's spend crossed.
+type BudgetAlert struct {
+	Kind        string // "soft", "80", "100", "session"
+	Scope       string // ledger.ScopeKey, ScopeWorkspace, ScopeSession
+	ScopeID     string
+	Label       string
+	Period      string
+	PeriodStart time.Time
+	SpentPico   int64
+	LimitPico   int64 // the budget (the soft limit for "soft")
+	Resets      time.Time
 }
 
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
 	var out []budget
-	add := func(scope, scopeID, label string, cents int64, period string) {
+	add := func(scope, scopeID, label string, cents int64, period string, softCents int64) {
 		if cents <= 0 {
 			return
 		}
@@ -125,27 +143,28 @@ func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) [
 			period = "total"
 		}
 		out = append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
-			limitPico: cents * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
+			limitPico: cents * 1e10, softPico: softCents * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
 	}
-	add(ledger.ScopeKey, id.KeyID, "api key "+id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod)
+	add(ledger.ScopeKey, id.KeyID, "api key "+id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
 	if id.Workspace != "" {
-		add(ledger.ScopeWorkspace, id.Workspace, "workspace "+id.Workspace, ws.BudgetCents, ws.BudgetPeriod)
+		add(ledger.ScopeWorkspace, id.Workspace, "workspace "+id.Workspace, ws.BudgetCents, ws.BudgetPeriod, ws.SoftBudgetCents)
 	}
 	if session != "" {
 		cap := id.Limits.SessionBudgetCents
 		if cap == 0 {
 			cap = ws.SessionBudgetCents
 		}
-		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), "session "+session+" of key "+id.KeyID, cap, "total")
+		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), "session "+session+" of key "+id.KeyID, cap, "total", 0)
 	}
 	return out
 }
 
 // Reservation is what an admitted request holds until it settles.
 type Reservation struct {
-	b    *Budgets
-	keys []budgetKey
-	pico int64
+	b       *Budgets
+	keys    []budgetKey
+	budgets []budget
+	pico    int64
 }
 
 // usedLocked is a budget's spend as this instance knows it.
@@ -176,10 +195,11 @@ func (b *Budgets) Admit(id *Identity, ws ledger.Limits, session string, estimate
 	defer b.mu.Unlock()
 	for _, bg := range list {
 		if used := b.usedLocked(bg.key); used >= bg.limitPico {
+			b.alert(bg, "100", used-b.reserved[bg.key])
 			return nil, budgetRefusal(bg, used, now)
 		}
 	}
-	r := &Reservation{b: b, pico: estimatePico}
+	r := &Reservation{b: b, pico: estimatePico, budgets: list}
 	for _, bg := range list {
 		r.keys = append(r.keys, bg.key)
 		b.reserved[bg.key] += estimatePico
@@ -200,9 +220,50 @@ func (r *Reservation) Settle(costPico int64) {
 			delete(b.reserved, k)
 		}
 	}
-	if costPico > 0 {
-		b.local = append(b.local, localSpend{keys: r.keys, pico: costPico, at: b.now()})
+	if costPico <= 0 {
+		return
 	}
+	b.local = append(b.local, localSpend{keys: r.keys, pico: costPico, at: b.now()})
+	if b.Alert == nil {
+		return
+	}
+	for _, bg := range r.budgets {
+		after := b.usedLocked(bg.key) - b.reserved[bg.key]
+		before := after - costPico
+		crossed := func(at int64) bool { return at > 0 && before < at && after >= at }
+		if bg.key.scope == ledger.ScopeSession {
+			if crossed(bg.limitPico) {
+				b.alert(bg, "session", after)
+			}
+			continue
+		}
+		if crossed(bg.limitPico / 5 * 4) {
+			b.alert(bg, "80", after)
+		}
+		if crossed(bg.limitPico) {
+			b.alert(bg, "100", after)
+		}
+		if crossed(bg.softPico) {
+			b.alert(bg, "soft", after)
+		}
+	}
+}
+
+// alert hands a crossed threshold to the alerter; the caller holds mu.
+func (b *Budgets) alert(bg budget, kind string, spent int64) {
+	if b.Alert == nil {
+		return
+	}
+	if bg.key.scope == ledger.ScopeSession {
+		kind = "session"
+	}
+	limit := bg.limitPico
+	if kind == "soft" {
+		limit = bg.softPico
+	}
+	scope, id := bg.key.scope, bg.key.id
+	b.Alert(BudgetAlert{Kind: kind, Scope: scope, ScopeID: id, Label: bg.label, Period: bg.key.period,
+		PeriodStart: time.UnixMicro(bg.key.start).UTC(), SpentPico: spent, LimitPico: limit, Resets: bg.resets})
 }
 
 // budgetRefusal is the 429 no client retries (spec/team-controls.md §4.4):

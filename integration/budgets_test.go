@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,4 +164,79 @@ func TestBudgetsAcrossInstances(t *testing.T) {
 	start := time.Now()
 	untilRefused(t, b, k.Value, "")
 	t.Logf("b refused a's spent budget after %v", time.Since(start))
+}
+
+// TestBudgetAlerts: soft, 80 % and 100 % alerts and a session cap reach
+// the team chat webhook once each, though two instances on one database
+// saw the crossings and a refusal saw the budget again.
+func TestBudgetAlerts(t *testing.T) {
+	var mu sync.Mutex
+	var posts []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			Text string `json:"text"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		posts = append(posts, m.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{})
+	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
+		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	k := createKey(t, a, `{"name":"alerted","budget":{"amount":"2","period":"daily"},"soft_budget":"1"}`)
+	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	// b spends the rest once it has seen a's spend.
+	waitStatus(t, b, k.Value, "echo", 200)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_, _, me := b.do(t, "GET", "/v1/me", k.Value, "")
+		if strings.Contains(string(me), `"spent":"1.1"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status, _, body := chatAs(t, b, k.Value, ""); status != 200 {
+		t.Fatalf("second: %d %s", status, body)
+	}
+	untilRefused(t, a, k.Value, "")
+	s := createKey(t, a, `{"name":"agent","session_budget":"1"}`)
+	chatAs(t, a, s.Value, "sess-42")
+
+	var got []string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		mu.Lock()
+		got = append(got[:0], posts...)
+		mu.Unlock()
+		if len(got) >= 4 {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
+	mu.Lock()
+	got = append(got[:0], posts...)
+	mu.Unlock()
+	want := []string{"Soft budget reached — api key " + k.ID, "80% of budget — api key " + k.ID, "Budget reached — api key " + k.ID, "Session cap reached — session sess-42 of key " + s.ID}
+	if len(got) != len(want) {
+		t.Fatalf("posts %q, want one each of %q", got, want)
+	}
+	for _, w := range want {
+		n := 0
+		for _, p := range got {
+			if strings.Contains(p, w) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d posts contain %q: %q", n, w, got)
+		}
+	}
+	if strings.Contains(a.stderr.String()+b.stderr.String(), "secret") {
+		t.Error("the webhook URL reached a log")
+	}
 }

@@ -156,3 +156,22 @@ func (s *sqlStore) CurrentSpend(ctx context.Context, now time.Time) ([]Spend, er
 	}
 	return out, rows.Err()
 }
+
+// AlertClaimer lets one instance, and one only, send an alert.
+type AlertClaimer interface {
+	// ClaimAlert records that kind was sent for the scope's period and
+	// reports whether this call was the first to do so.
+	ClaimAlert(ctx context.Context, scope, scopeID string, periodStart time.Time, kind string) (bool, error)
+}
+
+func (s *sqlStore) ClaimAlert(ctx context.Context, scope, scopeID string, periodStart time.Time, kind string) (bool, error) {
+	p := s.d.placeholder
+	res, err := s.db.ExecContext(ctx, `INSERT INTO alerts_sent (scope, scope_id, period_start_us, kind, sent_us)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`) ON CONFLICT (scope, scope_id, period_start_us, kind) DO NOTHING`,
+		scope, scopeID, periodStart.UnixMicro(), kind, time.Now().UnixMicro())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

@@ -186,6 +186,14 @@ INSERT INTO control_version (id, version) VALUES (1, 0)`,
 );
 CREATE INDEX budget_spend_start ON budget_spend (period_start_us)`,
 		5: `ALTER TABLE usage_records ADD COLUMN agent TEXT NOT NULL DEFAULT ''`,
+		6: `CREATE TABLE alerts_sent (
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period_start_us BIGINT NOT NULL,
+	kind TEXT NOT NULL,
+	sent_us BIGINT NOT NULL,
+	PRIMARY KEY (scope, scope_id, period_start_us, kind)
+)`,
 	}
 }
 
