@@ -114,7 +114,7 @@ func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(
 type budget struct {
 	key       budgetKey
 	limitPico int64
-	softPico  int64 // alert-only limit, 0 when none
+	softPico  int64  // alert-only limit, 0 when none
 	label     string // "api key alice", "workspace frontend", "session s1 of key alice"
 	resets    time.Time
 }
