@@ -17,8 +17,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke [--gateway URL] [--admin-key-env VAR] [--json]",
-		Short: "Manages a running gateway's runtime keys",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] [--gateway URL] [--admin-key-env VAR] [--json]",
+		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
 from the environment variable named by --admin-key-env (default
@@ -29,6 +29,7 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate keys show apikey_…
   caddy modelgate keys update apikey_… --budget 80:monthly
   caddy modelgate keys revoke apikey_…
+  caddy modelgate usage --days 7
 
 A new key's secret is printed once. --json prints the admin API's answer
 for scripts.`,
@@ -38,7 +39,7 @@ for scripts.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys)
+			cmd.AddCommand(keys, usageCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})
@@ -187,4 +188,30 @@ func keysRevoke() *cobra.Command {
 			}
 			return printKey(cmd, k)
 		}}
+}
+
+func usageCommand() *cobra.Command {
+	var days int
+	c := &cobra.Command{Use: "usage", Short: "Spend by day, key and model, from the gateway's ledger", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if days < 1 || days > 366 {
+				return errors.New("--days: from 1 to 366")
+			}
+			cl, err := adminClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			rows, err := cl.Spend(ctx, days, time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
+			}
+			return admincli.WriteSpend(cmd.OutOrStdout(), rows)
+		}}
+	c.Flags().IntVar(&days, "days", 7, "How many days back, today included")
+	return c
 }

@@ -165,7 +165,7 @@ func TestAdminLedgerModeBadParameters(t *testing.T) {
 		{UsageReportPath + "?starting_at=2025-09-01T00:00:00Z&limit=100", "limit"},
 		{UsageReportPath + "?starting_at=2025-09-01T00:00:00Z&group_by[]=speed", "group_by[]"},
 		{CostReportPath + "?starting_at=2025-09-01T00:00:00Z&bucket_width=1h", "bucket_width"},
-		{CostReportPath + "?starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", "group_by[]"},
+		{CostReportPath + "?starting_at=2025-09-01T00:00:00Z&group_by[]=model", "group_by[]"},
 		{CostReportPath + "?starting_at=2025-09-01T00:00:00Z&page=page_bogus", "page"},
 	}
 	for _, tt := range tests {

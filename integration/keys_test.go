@@ -195,7 +195,7 @@ func TestRuntimeKeysAcrossInstances(t *testing.T) {
 // as an admin would from a terminal and from a script.
 func TestKeysCommand(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
-	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	g := startGateway(t, gatewayConfig{models: u.pricedModels()})
 	env := []string{"MODELGATE_ADMIN_KEY=" + adminKey}
 	run := func(args ...string) string {
 		t.Helper()
@@ -234,6 +234,18 @@ func TestKeysCommand(t *testing.T) {
 	}
 	if out := run("keys", "update", id, "--models", "echo,oa"); !strings.Contains(out, "echo, oa") {
 		t.Errorf("update printed:\n%s", out)
+	}
+	if got := chatStatus(t, g, secret, "oa"); got != 200 {
+		t.Fatalf("a priced request: %d", got)
+	}
+	var usage string
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if usage = run("usage", "--days", "1"); strings.Contains(usage, id) {
+			break
+		}
+	}
+	if !strings.Contains(usage, "SPEND") || !strings.Contains(usage, id) || !strings.Contains(usage, "oa") || !strings.Contains(usage, "total") {
+		t.Errorf("usage printed:\n%s", usage)
 	}
 	run("keys", "revoke", id)
 	if got := chatStatus(t, g, secret, "echo"); got != 401 {

@@ -88,7 +88,8 @@ func usageGroups() []string {
 	return []string{"model", "api_key_id", "workspace_id", "service_tier", "context_window"}
 }
 
-func costGroups() []string { return []string{"workspace_id", "description"} }
+// costGroups: api_key_id is the gateway's extension (spend per key).
+func costGroups() []string { return []string{"workspace_id", "description", "api_key_id"} }
 
 func serviceTiers() []string {
 	return []string{"standard", "batch", "priority", "priority_on_demand", "flex", "flex_discount"}

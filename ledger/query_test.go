@@ -67,7 +67,7 @@ func TestParseCostQueryErrors(t *testing.T) {
 		{"starting_at=2025-09-01T00:00:00Z&limit=0", "limit"},
 		{"starting_at=2025-09-01T00:00:00Z&limit=32", "limit"},
 		{"starting_at=2025-09-01T00:00:00Z&group_by[]=model", "group_by[]"},
-		{"starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", "group_by[]"},
+		{"starting_at=2025-09-01T00:00:00Z&group_by[]=service_tier", "group_by[]"},
 		{"starting_at=2025-09-01T00:00:00Z&models[]=claude", "models[]"},
 		{"starting_at=2025-09-01T00:00:00Z&workspace_ids[]=w", "workspace_ids[]"},
 		{"starting_at=2025-09-01T00:00:00Z&page=page_", "page"},

@@ -82,6 +82,9 @@ type CostResult struct {
 	ContextWindow *string `json:"context_window"`
 	InferenceGeo  *string `json:"inference_geo"`
 	WorkspaceID   *string `json:"workspace_id"`
+	// APIKeyID is the gateway's extension: set only when the query grouped
+	// by api_key_id, left out otherwise.
+	APIKeyID *string `json:"api_key_id,omitempty"`
 }
 
 // page is the bucket range one response covers.
@@ -257,7 +260,7 @@ const (
 )
 
 type costKey struct {
-	workspace optString
+	workspace, key optString
 	// Set only when grouping by description.
 	model, display, tokenType, tier, window optString
 	order                                   int // token type order within a model
@@ -276,6 +279,9 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	if q.grouped("workspace_id") {
 		dims = append(dims, DimWorkspace)
 	}
+	if q.grouped("api_key_id") {
+		dims = append(dims, DimKeyID)
+	}
 	if q.grouped("description") {
 		dims = append(dims, DimAlias, DimUpstreamModel, DimServiceTier, DimContextWindow)
 	}
@@ -283,7 +289,7 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 	if err != nil {
 		return nil, err
 	}
-	gWS, gDesc := q.grouped("workspace_id"), q.grouped("description")
+	gWS, gDesc, gKey := q.grouped("workspace_id"), q.grouped("description"), q.grouped("api_key_id")
 	sums := make([]map[costKey]int64, p.n)
 	add := func(b int, k costKey, pico int64) {
 		if pico == 0 {
@@ -302,12 +308,12 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 		if b < 0 {
 			continue
 		}
-		ws := opt(gWS, r.Workspace)
+		ws, key := opt(gWS, r.Workspace), opt(gKey, r.KeyID)
 		if !gDesc {
-			add(b, costKey{workspace: ws}, r.CostPicoUSD)
+			add(b, costKey{workspace: ws, key: key}, r.CostPicoUSD)
 			continue
 		}
-		base := costKey{workspace: ws, model: opt(true, r.Alias), display: opt(true, displayName(r.UpstreamModel, r.Alias)),
+		base := costKey{workspace: ws, key: key, model: opt(true, r.Alias), display: opt(true, displayName(r.UpstreamModel, r.Alias)),
 			tier: opt(true, tierOf(r.ServiceTier)), window: opt(true, r.ContextWindow)}
 		parts := [...]struct {
 			tokenType string
@@ -335,11 +341,11 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 			keys = append(keys, k)
 		}
 		slices.SortFunc(keys, func(a, b costKey) int {
-			return cmp.Or(a.workspace.compare(b.workspace), a.model.compare(b.model),
+			return cmp.Or(a.workspace.compare(b.workspace), a.key.compare(b.key), a.model.compare(b.model),
 				a.tier.compare(b.tier), a.window.compare(b.window), cmp.Compare(a.order, b.order))
 		})
 		for _, k := range keys {
-			res := CostResult{Amount: formatCents(sums[i][k]), Currency: "USD", WorkspaceID: k.workspace.ptr()}
+			res := CostResult{Amount: formatCents(sums[i][k]), Currency: "USD", WorkspaceID: k.workspace.ptr(), APIKeyID: k.key.ptr()}
 			if gDesc {
 				tokens := "tokens"
 				desc := k.display.s + " Usage - " + tokenTypeLabel(k.tokenType.s)
