@@ -208,3 +208,27 @@ func (s appStore) Sessions(ctx context.Context, f ledger.Filter, limit, offset i
 	}
 	return l.Sessions(ctx, f, limit, offset)
 }
+
+func (s appStore) ClaudeCodeDay(ctx context.Context, day time.Time, keys []string) ([]ledger.ClaudeCodeRow, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	r, ok := st.(ledger.ClaudeCodeReporter)
+	if !ok {
+		return nil, errors.New("this ledger store has no claude_code report")
+	}
+	return r.ClaudeCodeDay(ctx, day, keys)
+}
+
+func (s appStore) OrganizationID(ctx context.Context) (string, error) {
+	st, err := s.store()
+	if err != nil {
+		return "", err
+	}
+	r, ok := st.(ledger.ClaudeCodeReporter)
+	if !ok {
+		return "", errors.New("this ledger store has no claude_code report")
+	}
+	return r.OrganizationID(ctx)
+}

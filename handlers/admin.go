@@ -66,7 +66,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveSessions(w, r)
 		return
 	}
-	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath {
+	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath && p != ClaudeCodeReportPath {
 		if len(p) > 200 {
 			p = p[:200] + "…"
 		}
@@ -91,6 +91,10 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.Upstream != "" {
 		a.proxy(w, r)
+		return
+	}
+	if r.URL.Path == ClaudeCodeReportPath {
+		a.serveClaudeCode(w, r)
 		return
 	}
 	a.fromLedger(w, r)

@@ -106,4 +106,41 @@ func TestSessionsAndOwnReports(t *testing.T) {
 	if status, _, body := g.do(t, "GET", "/v1/organizations/sessions?colour=red", adminKey, ""); status != 400 || !strings.Contains(string(body), "colour") {
 		t.Errorf("unknown parameter: %d %s", status, body)
 	}
+
+	// The claude_code report: Claude Code's traffic only, per key.
+	status, _, body = g.do(t, "GET", "/v1/organizations/usage_report/claude_code?starting_at="+day[:10], adminKey, "")
+	var cc struct {
+		Data []struct {
+			Actor struct {
+				Type       string `json:"type"`
+				APIKeyName string `json:"api_key_name"`
+			} `json:"actor"`
+			OrganizationID string `json:"organization_id"`
+			CoreMetrics    struct {
+				NumSessions int `json:"num_sessions"`
+			} `json:"core_metrics"`
+			ModelBreakdown []struct {
+				Model  string `json:"model"`
+				Tokens struct {
+					Input, Output, CacheRead int64
+				} `json:"tokens"`
+				EstimatedCost struct {
+					Amount float64 `json:"amount"`
+				} `json:"estimated_cost"`
+			} `json:"model_breakdown"`
+		} `json:"data"`
+		HasMore bool `json:"has_more"`
+	}
+	if status != 200 || json.Unmarshal(body, &cc) != nil || len(cc.Data) != 1 {
+		t.Fatalf("claude_code report: %d %s", status, body)
+	}
+	r0 := cc.Data[0]
+	if r0.Actor.Type != "api_actor" || r0.Actor.APIKeyName != "alice" || r0.CoreMetrics.NumSessions != 1 || len(r0.OrganizationID) != 36 ||
+		len(r0.ModelBreakdown) != 1 || r0.ModelBreakdown[0].Model != "oa" || r0.ModelBreakdown[0].Tokens.Output != 2*fakes.OpenAICompletionTokens ||
+		r0.ModelBreakdown[0].EstimatedCost.Amount <= 0 {
+		t.Errorf("claude_code record: %s", body)
+	}
+	if status, _, body := g.do(t, "GET", "/v1/organizations/usage_report/claude_code?starting_at=yesterday", adminKey, ""); status != 400 || !strings.Contains(string(body), "starting_at") {
+		t.Errorf("bad day: %d %s", status, body)
+	}
 }
