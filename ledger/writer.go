@@ -21,7 +21,10 @@ type WriterOptions struct {
 	// RetryBackoff is the wait before the first retry of a failed batch,
 	// doubled for each later one; default 100ms.
 	RetryBackoff time.Duration
-	// Retries is how many times a failed batch is retried; default 3.
+	// Retries is how many times a batch the database failed is retried
+	// before it is given up. Default (0): until the database answers, the
+	// wait doubling up to 5 s, so an outage loses nothing while the queue
+	// holds what arrives meanwhile.
 	Retries int
 	// WriteTimeout bounds one insert: a database that stops answering (a
 	// dead connection, a lock another session holds) then counts as
@@ -78,7 +81,7 @@ func NewWriter(s Store, opts WriterOptions) *Writer {
 		opts.RetryBackoff = 100 * time.Millisecond
 	}
 	if opts.Retries <= 0 {
-		opts.Retries = 3
+		opts.Retries = -1 // until the database answers
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 5 * time.Second
@@ -250,6 +253,9 @@ func (w *Writer) run() {
 	}
 }
 
+// maxRetryBackoff bounds the wait between retries of a failing database.
+const maxRetryBackoff = 5 * time.Second
+
 // write inserts one batch, retrying with backoff; a batch that still fails
 // is counted and logged rather than dropped unnoticed. When the store says
 // a row's data was refused, the batch is split until the bad rows are
@@ -274,14 +280,17 @@ func (w *Writer) write(batch []Record) error {
 			return err
 		}
 		w.failing.Store(true)
-		if attempt >= w.opts.Retries || w.abortCtx.Err() != nil {
+		if (w.opts.Retries >= 0 && attempt >= w.opts.Retries) || w.abortCtx.Err() != nil {
 			break
+		}
+		if w.opts.Retries < 0 && (attempt == 0 || attempt%20 == 0) {
+			w.opts.Logger(fmt.Sprintf("ledger: writing %d usage records failed; retrying until the database answers, new records wait in the queue", len(batch)), err)
 		}
 		select {
 		case <-time.After(backoff):
 		case <-w.abortCtx.Done():
 		}
-		backoff *= 2
+		backoff = min(backoff*2, maxRetryBackoff)
 	}
 	w.writeErrors.Add(int64(len(batch)))
 	if errors.Is(err, context.Canceled) && w.abortCtx.Err() != nil {

@@ -137,6 +137,29 @@ func TestWriterFlushesOnInterval(t *testing.T) {
 	}
 }
 
+// TestWriterWaitsOutAnOutage: by default a batch the database fails is
+// retried until it answers: an outage loses nothing.
+func TestWriterWaitsOutAnOutage(t *testing.T) {
+	s := newFlaky(t)
+	s.failures = 8
+	var logs []string
+	w := NewWriter(s, WriterOptions{BatchSize: 4, RetryBackoff: time.Millisecond,
+		Logger: func(msg string, err error) { logs = append(logs, msg) }})
+	w.Start()
+	for i := range 4 {
+		w.Enqueue(sampleRecord(i))
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Written != 4 || st.WriteErrors != 0 {
+		t.Fatalf("stats = %+v after an outage of 8 failed inserts", st)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "retrying until the database answers") {
+		t.Errorf("logs = %q, want one line saying the writer waits", logs)
+	}
+}
+
 func TestWriterRetries(t *testing.T) {
 	tests := []struct {
 		name        string
