@@ -240,3 +240,26 @@ func TestBudgetAlerts(t *testing.T) {
 		t.Error("the webhook URL reached a log")
 	}
 }
+
+// TestWorkspaceBudget: a workspace's budget is shared by its keys: what
+// one spent stops the other.
+func TestWorkspaceBudget(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: dearModels(u)})
+	status, _, body := g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"interns","budget":{"amount":"1","period":"weekly"}}`)
+	var ws struct {
+		ID string `json:"id"`
+	}
+	if status != 200 || json.Unmarshal(body, &ws) != nil {
+		t.Fatalf("workspace: %d %s", status, body)
+	}
+	one := createKey(t, g, `{"name":"intern-1","workspace_id":"`+ws.ID+`"}`)
+	two := createKey(t, g, `{"name":"intern-2","workspace_id":"`+ws.ID+`"}`)
+	if status, _, body := chatAs(t, g, one.Value, ""); status != 200 {
+		t.Fatalf("first intern: %d %s", status, body)
+	}
+	_, body = untilRefused(t, g, two.Value, "")
+	if !strings.Contains(string(body), "workspace "+ws.ID) || !strings.Contains(string(body), "weekly") {
+		t.Errorf("refusal names the workspace budget: %s", body)
+	}
+}
