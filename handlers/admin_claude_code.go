@@ -19,6 +19,7 @@ type claudeCodeRecord struct {
 	OrganizationID   string              `json:"organization_id"`
 	CustomerType     string              `json:"customer_type"`
 	SubscriptionType *string             `json:"subscription_type"`
+	IsRemote         bool                `json:"is_remote"`
 	TerminalType     string              `json:"terminal_type"`
 	CoreMetrics      claudeCodeCore      `json:"core_metrics"`
 	ToolActions      map[string]accepted `json:"tool_actions"`
