@@ -140,6 +140,15 @@ func TestRuntimeKeys(t *testing.T) {
 		t.Errorf("reactivated key with a new model: %d", got)
 	}
 
+	// A key past its expiry is refused, saying so, and listed as expired.
+	old := createKey(t, g, `{"name":"temp","expires_at":"2020-01-01T00:00:00Z"}`)
+	if status, _, body := g.do(t, "POST", "/v1/chat/completions", old.Value, `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`); status != 401 || !strings.Contains(string(body), "expired") {
+		t.Errorf("expired key: %d %s", status, body)
+	}
+	if _, _, body := g.do(t, "GET", "/v1/organizations/api_keys/"+old.ID, adminKey, ""); !strings.Contains(string(body), `"status":"expired"`) {
+		t.Errorf("expired key's status: %s", body)
+	}
+
 	// Workspaces: created, named by keys, archived.
 	status, _, out = g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"data-team","budget":{"amount":"10000","period":"weekly"}}`)
 	var ws struct {
