@@ -194,6 +194,29 @@ CREATE INDEX budget_spend_start ON budget_spend (period_start_us)`,
 	sent_us BIGINT NOT NULL,
 	PRIMARY KEY (scope, scope_id, period_start_us, kind)
 )`,
+		7: `CREATE TABLE usage_rollup (
+	bucket_us BIGINT NOT NULL,
+	alias TEXT NOT NULL,
+	upstream_model TEXT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	service_tier TEXT NOT NULL,
+	context_window TEXT NOT NULL,
+	input_tokens BIGINT NOT NULL,
+	cache_creation_5m BIGINT NOT NULL,
+	cache_creation_1h BIGINT NOT NULL,
+	cache_read_tokens BIGINT NOT NULL,
+	output_tokens BIGINT NOT NULL,
+	cost_pico BIGINT NOT NULL,
+	cost_input BIGINT NOT NULL,
+	cost_output BIGINT NOT NULL,
+	cost_cache_read BIGINT NOT NULL,
+	cost_write_5m BIGINT NOT NULL,
+	cost_write_1h BIGINT NOT NULL,
+	PRIMARY KEY (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window)
+);
+CREATE TABLE rollup_state (id INTEGER PRIMARY KEY, backfilled INTEGER NOT NULL);
+INSERT INTO rollup_state (id, backfilled) VALUES (1, 0)`,
 	}
 }
 
@@ -222,6 +245,9 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}
+	}
+	if err := s.backfillRollup(ctx); err != nil {
+		return fmt.Errorf("ledger %s: building the report roll-up: %w", s.d.name, err)
 	}
 	return nil
 }
@@ -309,6 +335,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if err := s.addSpend(ctx, tx, all); err != nil {
 		return err
 	}
+	if err := s.addRollup(ctx, tx, all); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
@@ -342,6 +371,9 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 	if err := s.addSpend(ctx, tx, recs); err != nil {
 		return err
 	}
+	if err := s.addRollup(ctx, tx, recs); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
@@ -364,8 +396,13 @@ func appendRecordArgs(args []any, r *Record) []any {
 
 // where renders the filter as a WHERE clause, appending its arguments.
 func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
+	return s.whereOn(q, args, f, "ts_us")
+}
+
+// whereOn is where with another time column (the roll-up's bucket_us).
+func (s *sqlStore) whereOn(q *strings.Builder, args []any, f Filter, timeCol string) []any {
 	args = append(args, f.From.UnixMicro(), f.To.UnixMicro())
-	q.WriteString(" WHERE ts_us >= " + s.d.placeholder(len(args)-1) + " AND ts_us < " + s.d.placeholder(len(args)))
+	q.WriteString(" WHERE " + timeCol + " >= " + s.d.placeholder(len(args)-1) + " AND " + timeCol + " < " + s.d.placeholder(len(args)))
 	in := func(col string, vals []string, not bool) {
 		if len(vals) == 0 {
 			return
@@ -398,18 +435,7 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 	if w <= 0 {
 		return nil, fmt.Errorf("ledger aggregate: bucket width %v too small", width)
 	}
-	// Grouping only by what the report shows keeps the database's sort small.
-	all := [...]Dimension{DimAlias, DimUpstreamModel, DimKeyID, DimWorkspace, DimServiceTier, DimContextWindow}
-	cols := make([]string, 0, len(all))
-	groupBy := "1"
-	for _, d := range all {
-		if slices.Contains(dims, d) {
-			cols = append(cols, string(d))
-			groupBy += ", " + strconv.Itoa(len(cols)+1)
-		} else {
-			cols = append(cols, "''")
-		}
-	}
+	cols, groupBy := aggregateColumns(dims)
 	out, err := s.aggregate(ctx, f, w, cols, groupBy, false)
 	if err != nil && ctx.Err() == nil {
 		// Even clamped rows overflow one SUM when enough of them sit at the
@@ -424,6 +450,18 @@ func (s *sqlStore) Aggregate(ctx context.Context, f Filter, width time.Duration,
 // aggregate runs Aggregate's query; split sums each cost in two halves
 // (see splitSum), which no number of bounded records can overflow.
 func (s *sqlStore) aggregate(ctx context.Context, f Filter, w int64, cols []string, groupBy string, split bool) ([]AggregateRow, error) {
+	if w%rollupWidth.Microseconds() == 0 && hourAligned(f.From) && hourAligned(f.To) {
+		return s.aggregateRollup(ctx, f, w, cols, groupBy, split)
+	}
+	return s.aggregateRecords(ctx, f, w, cols, groupBy, split)
+}
+
+// hourAligned reports whether t starts an hour (UTC), where the roll-up
+// can answer exactly.
+func hourAligned(t time.Time) bool { return t.UnixMicro()%rollupWidth.Microseconds() == 0 }
+
+// aggregateRecords sums the records themselves.
+func (s *sqlStore) aggregateRecords(ctx context.Context, f Filter, w int64, cols []string, groupBy string, split bool) ([]AggregateRow, error) {
 	var q strings.Builder
 	args := []any{w}
 	// Every summed value is clamped to the record bounds first: rows stored
@@ -461,32 +499,7 @@ func (s *sqlStore) aggregate(ctx context.Context, f Filter, w int64, cols []stri
 	if err != nil {
 		return nil, fmt.Errorf("ledger aggregate: %w", err)
 	}
-	defer rows.Close()
-	var out []AggregateRow
-	var costs [6]splitSum
-	for rows.Next() {
-		var a AggregateRow
-		var b int64
-		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
-			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
-			&a.OutputTokens, &costs[0].hi, &costs[0].lo, &costs[1].hi, &costs[1].lo, &costs[2].hi, &costs[2].lo,
-			&costs[3].hi, &costs[3].lo, &costs[4].hi, &costs[4].lo, &costs[5].hi, &costs[5].lo); err != nil {
-			return nil, fmt.Errorf("ledger aggregate: %w", err)
-		}
-		if !split {
-			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].hi, costs[1].hi, costs[2].hi
-			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].hi, costs[4].hi, costs[5].hi
-		} else {
-			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].value(), costs[1].value(), costs[2].value()
-			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].value(), costs[4].value(), costs[5].value()
-		}
-		a.Bucket = time.UnixMicro(b * w).UTC()
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger aggregate: %w", err)
-	}
-	return out, nil
+	return scanAggregates(rows, w, split)
 }
 
 func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
@@ -498,29 +511,7 @@ func (s *sqlStore) Query(ctx context.Context, f Filter) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger query: %w", err)
 	}
-	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		var r Record
-		var ts, lat, ttft int64
-		var stream int
-		if err := rows.Scan(&ts, &r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
-			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
-			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
-			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
-			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent); err != nil {
-			return nil, fmt.Errorf("ledger query: %w", err)
-		}
-		r.Time = time.UnixMicro(ts).UTC()
-		r.Latency = time.Duration(lat) * time.Microsecond
-		r.TTFT = time.Duration(ttft) * time.Microsecond
-		r.Stream = stream != 0
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger query: %w", err)
-	}
-	return out, nil
+	return scanRecords(rows)
 }
 
 // Probe inserts one row inside a transaction it rolls back: it proves
@@ -550,3 +541,79 @@ func (s *sqlStore) Close() error {
 
 func numberedPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
 func questionPlaceholder(int) string   { return "?" }
+
+// scanRecords reads rows of recordColumns and closes them.
+func scanRecords(rows *sql.Rows) ([]Record, error) {
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var ts, lat, ttft int64
+		var stream int
+		if err := rows.Scan(&ts, &r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
+			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
+			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
+			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent); err != nil {
+			return nil, fmt.Errorf("ledger query: %w", err)
+		}
+		r.Time = time.UnixMicro(ts).UTC()
+		r.Latency = time.Duration(lat) * time.Microsecond
+		r.TTFT = time.Duration(ttft) * time.Microsecond
+		r.Stream = stream != 0
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger query: %w", err)
+	}
+	return out, nil
+}
+
+// scanAggregates reads the rows of an aggregate query and closes them.
+func scanAggregates(rows *sql.Rows, w int64, split bool) ([]AggregateRow, error) {
+	defer rows.Close()
+	var out []AggregateRow
+	var costs [6]splitSum
+	for rows.Next() {
+		var a AggregateRow
+		var b int64
+		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
+			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
+			&a.OutputTokens, &costs[0].hi, &costs[0].lo, &costs[1].hi, &costs[1].lo, &costs[2].hi, &costs[2].lo,
+			&costs[3].hi, &costs[3].lo, &costs[4].hi, &costs[4].lo, &costs[5].hi, &costs[5].lo); err != nil {
+			return nil, fmt.Errorf("ledger aggregate: %w", err)
+		}
+		if !split {
+			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].hi, costs[1].hi, costs[2].hi
+			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].hi, costs[4].hi, costs[5].hi
+		} else {
+			a.CostPicoUSD, a.CostInput, a.CostOutput = costs[0].value(), costs[1].value(), costs[2].value()
+			a.CostCacheRead, a.CostCacheWrite5m, a.CostCacheWrite1h = costs[3].value(), costs[4].value(), costs[5].value()
+		}
+		a.Bucket = time.UnixMicro(b * w).UTC()
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	return out, nil
+}
+
+
+// aggregateColumns are the dimension columns of an aggregate query and
+// its GROUP BY: grouping only by what the report shows keeps the
+// database's sort small.
+func aggregateColumns(dims []Dimension) ([]string, string) {
+	all := [...]Dimension{DimAlias, DimUpstreamModel, DimKeyID, DimWorkspace, DimServiceTier, DimContextWindow}
+	cols := make([]string, 0, len(all))
+	groupBy := "1"
+	for _, d := range all {
+		if slices.Contains(dims, d) {
+			cols = append(cols, string(d))
+			groupBy += ", " + strconv.Itoa(len(cols)+1)
+		} else {
+			cols = append(cols, "''")
+		}
+	}
+	return cols, groupBy
+}

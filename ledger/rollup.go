@@ -1,0 +1,193 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The report roll-up: usage_rollup holds, per hour and per combination of
+// the report dimensions, the sums the reports add up, each record clamped
+// exactly as the reports clamp it. The insert that writes records adds to
+// it in the same transaction, so it is never behind; reports over whole
+// hours read it instead of every record (5 million records over 90 days
+// become one row per hour and combination).
+
+const rollupWidth = time.Hour
+
+// rollupKey is one row of the roll-up.
+type rollupKey struct {
+	bucket                                       int64
+	alias, upstream, key, workspace, tier, cwind string
+}
+
+// rollupSums are a row's sums, in the roll-up's column order.
+type rollupSums [11]int64
+
+// sumsOf is what one record adds, clamped as the report SQL clamps it.
+func sumsOf(r *Record) rollupSums {
+	tok := func(n int64) int64 { return clampInt(n, MaxTokens) }
+	cost := func(n, price int64) int64 {
+		// The tokens and the price are each bounded (2^31 × 2^30 fits an
+		// int64), then the product is bounded like a record's cost.
+		return clampInt(tok(n)*clampInt(price, MaxPrice), MaxCost)
+	}
+	p := r.Prices
+	return rollupSums{tok(r.InputTokens), tok(r.CacheCreation5m), tok(r.CacheCreation1h), tok(r.CacheReadTokens), tok(r.OutputTokens),
+		clampInt(r.CostPicoUSD, MaxCost), cost(r.InputTokens, p.Input), cost(r.OutputTokens, p.Output),
+		cost(r.CacheReadTokens, p.CacheRead), cost(r.CacheCreation5m, p.CacheWrite5m), cost(r.CacheCreation1h, p.CacheWrite1h)}
+}
+
+const rollupSumColumns = `input_tokens, cache_creation_5m, cache_creation_1h, cache_read_tokens, output_tokens,
+	cost_pico, cost_input, cost_output, cost_cache_read, cost_write_5m, cost_write_1h`
+
+func (s *sqlStore) addRollup(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	m := make(map[rollupKey]*rollupSums, 8)
+	hour := rollupWidth.Microseconds()
+	for i := range recs {
+		r := &recs[i]
+		ts := r.Time.UnixMicro()
+		k := rollupKey{ts - ((ts%hour)+hour)%hour, r.Alias, r.UpstreamModel, r.KeyID, r.Workspace, r.ServiceTier, r.contextWindow()}
+		v := m[k]
+		if v == nil {
+			v = &rollupSums{}
+			m[k] = v
+		}
+		for j, n := range sumsOf(r) {
+			v[j] = plusSat(v[j], n)
+		}
+	}
+	return s.upsertRollup(ctx, tx, m)
+}
+
+func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, m map[rollupKey]*rollupSums) error {
+	if len(m) == 0 {
+		return nil
+	}
+	p := s.d.placeholder
+	q := `INSERT INTO usage_rollup (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns + `) VALUES (`
+	for i := 1; i <= 18; i++ {
+		if i > 1 {
+			q += ", "
+		}
+		q += p(i)
+	}
+	q += `) ON CONFLICT (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window) DO UPDATE SET `
+	cols := []string{"input_tokens", "cache_creation_5m", "cache_creation_1h", "cache_read_tokens", "output_tokens",
+		"cost_pico", "cost_input", "cost_output", "cost_cache_read", "cost_write_5m", "cost_write_1h"}
+	for i, c := range cols {
+		if i > 0 {
+			q += ", "
+		}
+		// Saturating at the largest int64, as the report sums do: an
+		// absurd hour must not fail the insert that carries other records.
+		q += c + " = CASE WHEN usage_rollup." + c + " > 9223372036854775807 - excluded." + c + " THEN 9223372036854775807" +
+			" ELSE usage_rollup." + c + " + excluded." + c + " END"
+	}
+	args := make([]any, 0, 18)
+	for k, v := range m {
+		args = append(args[:0], k.bucket, k.alias, k.upstream, k.key, k.workspace, k.tier, k.cwind)
+		for _, n := range v {
+			args = append(args, n)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("ledger insert: report roll-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// backfillRollup builds the roll-up from the records stored before it
+// existed, once.
+func (s *sqlStore) backfillRollup(ctx context.Context) error {
+	var done int
+	if err := s.db.QueryRowContext(ctx, `SELECT backfilled FROM rollup_state WHERE id = 1`).Scan(&done); err != nil || done == 1 {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT backfilled FROM rollup_state WHERE id = 1`).Scan(&done); err != nil || done == 1 {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_rollup`); err != nil {
+		return err
+	}
+	// In pages of records, summed in Go with the insert path's own code,
+	// so the backfill and the live roll-up cannot disagree.
+	const pageSize = 20000
+	var after int64 = -1 << 62
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM usage_records WHERE ts_us > `+s.d.placeholder(1)+
+			` ORDER BY ts_us LIMIT `+strconv.Itoa(pageSize), after)
+		if err != nil {
+			return err
+		}
+		recs, err := scanRecords(rows)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break
+		}
+		// Records sharing the last timestamp must stay in one page.
+		last := recs[len(recs)-1].Time.UnixMicro()
+		if len(recs) == pageSize {
+			cut := len(recs)
+			for cut > 0 && recs[cut-1].Time.UnixMicro() == last {
+				cut--
+			}
+			if cut == 0 {
+				return fmt.Errorf("more than %d records share one microsecond", pageSize)
+			}
+			recs, last = recs[:cut], recs[cut-1].Time.UnixMicro()
+		}
+		if err := s.addRollup(ctx, tx, recs); err != nil {
+			return err
+		}
+		after = last
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE rollup_state SET backfilled = 1 WHERE id = 1`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// aggregateRollup is aggregateRecords answered from the roll-up: the same
+// columns, summed from hourly sums instead of records.
+func (s *sqlStore) aggregateRollup(ctx context.Context, f Filter, w int64, cols []string, groupBy string, split bool) ([]AggregateRow, error) {
+	sum := func(col string) string {
+		if s.d.name == "postgres" {
+			return "CAST(LEAST(SUM(" + col + "), 9223372036854775807) AS BIGINT)"
+		}
+		return "CAST(SUM(" + col + ") AS BIGINT)"
+	}
+	costSum := func(col string) string {
+		if !split {
+			return sum(col) + ", 0"
+		}
+		return sum("("+col+") >> "+strconv.Itoa(splitShift)) + ", " + sum("("+col+") & "+strconv.Itoa(1<<splitShift-1))
+	}
+	var q strings.Builder
+	args := []any{w}
+	q.WriteString("SELECT bucket_us / " + s.d.placeholder(1) + ", " + strings.Join(cols, ", ") + ", " +
+		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
+		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + costSum("cost_pico") + ", " +
+		costSum("cost_input") + ", " + costSum("cost_output") + ", " + costSum("cost_cache_read") + ", " +
+		costSum("cost_write_5m") + ", " + costSum("cost_write_1h") + " FROM usage_rollup")
+	args = s.whereOn(&q, args, f, "bucket_us")
+	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger aggregate: %w", err)
+	}
+	return scanAggregates(rows, w, split)
+}
