@@ -599,7 +599,6 @@ func scanAggregates(rows *sql.Rows, w int64, split bool) ([]AggregateRow, error)
 	return out, nil
 }
 
-
 // aggregateColumns are the dimension columns of an aggregate query and
 // its GROUP BY: grouping only by what the report shows keeps the
 // database's sort small.
