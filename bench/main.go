@@ -69,7 +69,19 @@ func main() {
 	only := flag.String("only", "", "regexp: run only scenarios whose key matches (keys: see -list)")
 	profile := flag.String("profile", "", "regexp: CPU-profile the proxy during matching scenarios into <workdir>/<key>.pprof")
 	list := flag.Bool("list", false, "print the scenario keys and exit")
+	reports := flag.Bool("reports", false, "instead of the proxy scenarios: seed a ledger and time the dashboard's reports")
+	var rc reportsConfig
+	flag.IntVar(&rc.records, "records", 5_000_000, "-reports: records to seed over 90 days")
+	flag.IntVar(&rc.runs, "report-runs", 20, "-reports: timed runs of each report")
+	flag.StringVar(&rc.postgres, "postgres", os.Getenv("MODELGATE_TEST_POSTGRES"), "-reports: also a PostgreSQL DSN (an empty database; default $MODELGATE_TEST_POSTGRES)")
 	flag.Parse()
+	if *reports {
+		rc.workdir = c.workdir
+		if err := runReports(context.Background(), rc); err != nil {
+			fatal(err)
+		}
+		return
+	}
 
 	if *upstream {
 		if err := runUpstream(*listen, fakes.Options{Chunks: c.chunks, Gap: c.gap}); err != nil {

@@ -9,14 +9,25 @@ import (
 	"time"
 )
 
-// The report roll-up: usage_rollup holds, per hour and per combination of
-// the report dimensions, the sums the reports add up, each record clamped
-// exactly as the reports clamp it. The insert that writes records adds to
-// it in the same transaction, so it is never behind; reports over whole
-// hours read it instead of every record (5 million records over 90 days
-// become one row per hour and combination).
+// The report roll-ups: usage_rollup (per hour) and usage_rollup_day (per
+// UTC day) hold, per combination of the report dimensions, the sums the
+// reports add up, each record clamped exactly as the reports clamp it.
+// The insert that writes records adds to both in the same transaction, so
+// they are never behind; reports over whole hours or days read them
+// instead of every record.
 
 const rollupWidth = time.Hour
+
+// rollupTables are the roll-ups, finest first, with their bucket widths.
+func rollupTables() [2]struct {
+	name  string
+	width time.Duration
+} {
+	return [2]struct {
+		name  string
+		width time.Duration
+	}{{"usage_rollup", time.Hour}, {"usage_rollup_day", 24 * time.Hour}}
+}
 
 // rollupKey is one row of the roll-up.
 type rollupKey struct {
@@ -45,30 +56,35 @@ const rollupSumColumns = `input_tokens, cache_creation_5m, cache_creation_1h, ca
 	cost_pico, cost_input, cost_output, cost_cache_read, cost_write_5m, cost_write_1h`
 
 func (s *sqlStore) addRollup(ctx context.Context, tx *sql.Tx, recs []Record) error {
-	m := make(map[rollupKey]*rollupSums, 8)
-	hour := rollupWidth.Microseconds()
-	for i := range recs {
-		r := &recs[i]
-		ts := r.Time.UnixMicro()
-		k := rollupKey{ts - ((ts%hour)+hour)%hour, r.Alias, r.UpstreamModel, r.KeyID, r.Workspace, r.ServiceTier, r.contextWindow()}
-		v := m[k]
-		if v == nil {
-			v = &rollupSums{}
-			m[k] = v
+	for _, table := range rollupTables() {
+		m := make(map[rollupKey]*rollupSums, 8)
+		width := table.width.Microseconds()
+		for i := range recs {
+			r := &recs[i]
+			ts := r.Time.UnixMicro()
+			k := rollupKey{ts - ((ts%width)+width)%width, r.Alias, r.UpstreamModel, r.KeyID, r.Workspace, r.ServiceTier, r.contextWindow()}
+			v := m[k]
+			if v == nil {
+				v = &rollupSums{}
+				m[k] = v
+			}
+			for j, n := range sumsOf(r) {
+				v[j] = plusSat(v[j], n)
+			}
 		}
-		for j, n := range sumsOf(r) {
-			v[j] = plusSat(v[j], n)
+		if err := s.upsertRollup(ctx, tx, table.name, m); err != nil {
+			return err
 		}
 	}
-	return s.upsertRollup(ctx, tx, m)
+	return nil
 }
 
-func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, m map[rollupKey]*rollupSums) error {
+func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m map[rollupKey]*rollupSums) error {
 	if len(m) == 0 {
 		return nil
 	}
 	p := s.d.placeholder
-	q := `INSERT INTO usage_rollup (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns + `) VALUES (`
+	q := `INSERT INTO ` + table + ` (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns + `) VALUES (`
 	for i := 1; i <= 18; i++ {
 		if i > 1 {
 			q += ", "
@@ -84,8 +100,8 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, m map[rollupKey
 		}
 		// Saturating at the largest int64, as the report sums do: an
 		// absurd hour must not fail the insert that carries other records.
-		q += c + " = CASE WHEN usage_rollup." + c + " > 9223372036854775807 - excluded." + c + " THEN 9223372036854775807" +
-			" ELSE usage_rollup." + c + " + excluded." + c + " END"
+		q += c + " = CASE WHEN " + table + "." + c + " > 9223372036854775807 - excluded." + c + " THEN 9223372036854775807" +
+			" ELSE " + table + "." + c + " + excluded." + c + " END"
 	}
 	args := make([]any, 0, 18)
 	for k, v := range m {
@@ -118,8 +134,10 @@ func (s *sqlStore) backfillRollup(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, `SELECT backfilled FROM rollup_state WHERE id = 1`).Scan(&done); err != nil || done == 1 {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_rollup`); err != nil {
-		return err
+	for _, table := range rollupTables() {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table.name); err != nil {
+			return err
+		}
 	}
 	// In pages of records, summed in Go with the insert path's own code,
 	// so the backfill and the live roll-up cannot disagree.
@@ -164,6 +182,12 @@ func (s *sqlStore) backfillRollup(ctx context.Context) error {
 // aggregateRollup is aggregateRecords answered from the roll-up: the same
 // columns, summed from hourly sums instead of records.
 func (s *sqlStore) aggregateRollup(ctx context.Context, f Filter, w int64, cols []string, groupBy string, split bool) ([]AggregateRow, error) {
+	// The coarsest roll-up whose buckets the query's fit exactly.
+	table := "usage_rollup"
+	day := (24 * time.Hour).Microseconds()
+	if w%day == 0 && f.From.UnixMicro()%day == 0 && f.To.UnixMicro()%day == 0 {
+		table = "usage_rollup_day"
+	}
 	sum := func(col string) string {
 		if s.d.name == "postgres" {
 			return "CAST(LEAST(SUM(" + col + "), 9223372036854775807) AS BIGINT)"
@@ -182,7 +206,7 @@ func (s *sqlStore) aggregateRollup(ctx context.Context, f Filter, w int64, cols 
 		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
 		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + costSum("cost_pico") + ", " +
 		costSum("cost_input") + ", " + costSum("cost_output") + ", " + costSum("cost_cache_read") + ", " +
-		costSum("cost_write_5m") + ", " + costSum("cost_write_1h") + " FROM usage_rollup")
+		costSum("cost_write_5m") + ", " + costSum("cost_write_1h") + " FROM " + table)
 	args = s.whereOn(&q, args, f, "bucket_us")
 	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)

@@ -83,8 +83,10 @@ func TestRollupEqualsRecords(t *testing.T) {
 		}
 		compare(t)
 		// Records stored before the roll-up existed: rebuilt on open.
-		if _, err := s.db.ExecContext(ctx, `DELETE FROM usage_rollup`); err != nil {
-			t.Fatal(err)
+		for _, table := range rollupTables() {
+			if _, err := s.db.ExecContext(ctx, `DELETE FROM `+table.name); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE rollup_state SET backfilled = 0`); err != nil {
 			t.Fatal(err)

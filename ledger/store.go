@@ -217,6 +217,28 @@ CREATE INDEX budget_spend_start ON budget_spend (period_start_us)`,
 );
 CREATE TABLE rollup_state (id INTEGER PRIMARY KEY, backfilled INTEGER NOT NULL);
 INSERT INTO rollup_state (id, backfilled) VALUES (1, 0)`,
+		8: `CREATE TABLE usage_rollup_day (
+	bucket_us BIGINT NOT NULL,
+	alias TEXT NOT NULL,
+	upstream_model TEXT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	service_tier TEXT NOT NULL,
+	context_window TEXT NOT NULL,
+	input_tokens BIGINT NOT NULL,
+	cache_creation_5m BIGINT NOT NULL,
+	cache_creation_1h BIGINT NOT NULL,
+	cache_read_tokens BIGINT NOT NULL,
+	output_tokens BIGINT NOT NULL,
+	cost_pico BIGINT NOT NULL,
+	cost_input BIGINT NOT NULL,
+	cost_output BIGINT NOT NULL,
+	cost_cache_read BIGINT NOT NULL,
+	cost_write_5m BIGINT NOT NULL,
+	cost_write_1h BIGINT NOT NULL,
+	PRIMARY KEY (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window)
+);
+UPDATE rollup_state SET backfilled = 0 WHERE id = 1`,
 	}
 }
 
