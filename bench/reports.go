@@ -101,7 +101,9 @@ func runReports(ctx context.Context, c reportsConfig) error {
 	return nil
 }
 
-func msOf(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms" }
+func msOf(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
+}
 
 // seedRecords writes n records over the 90 days from start, in time order
 // as a gateway writes them: 40 keys in 5 workspaces, 8 models, sessions,
