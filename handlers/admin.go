@@ -41,7 +41,7 @@ type Admin struct {
 // handler owns: its reports, and a 404 for the paths it does not serve.
 func (a *Admin) Match(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/")
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -59,6 +59,10 @@ func ValidateAdminKey(key string) error {
 }
 
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isUIPath(r.URL.Path) {
+		serveUI(w, r)
+		return
+	}
 	if a.serveControls(w, r) {
 		return
 	}

@@ -167,5 +167,6 @@ func IsPublicPath(r *http.Request) bool {
 	case "/":
 		return r.Method == http.MethodHead
 	}
-	return false
+	// The dashboard's page and assets: it signs in itself.
+	return isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }

@@ -1,0 +1,292 @@
+// Modelgate dashboard: plain JavaScript over the gateway's own API (the
+// same endpoints a script calls), charts drawn as SVG. The key lives in
+// this tab's sessionStorage and goes out as x-api-key.
+'use strict';
+
+const $ = (sel) => document.querySelector(sel);
+const view = $('#view');
+const status = $('#status');
+const colors = ['#2f5fd0', '#e07b39', '#2e9e6a', '#a44bd1', '#c9a227', '#d0453f', '#4bb3c9', '#7a7f8c'];
+let me = null;
+
+function key() { return sessionStorage.getItem('mg-key') || ''; }
+
+async function api(path, opts = {}) {
+  const headers = { 'x-api-key': key(), 'anthropic-version': '2023-06-01' };
+  if (opts.body) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method: opts.method || 'GET', headers, body: opts.body ? JSON.stringify(opts.body) : undefined });
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!res.ok) {
+    const msg = (data && data.error && data.error.message) || ('HTTP ' + res.status);
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return data;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v;
+    // Styles go through the CSSOM: the page's CSP refuses style attributes.
+    else if (k === 'style') Object.assign(e.style, v);
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function svgEl(tag, attrs = {}) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+// Amounts come as cents in decimal strings (the cost report's way).
+function dollars(cents) { return '$' + (Number(cents) / 100).toFixed(2); }
+function num(n) { return Number(n).toLocaleString('en-US'); }
+function say(msg, bad) { status.textContent = msg || ''; status.className = bad ? 'error' : ''; }
+
+function monthStart() {
+  const d = new Date();
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)).toISOString().replace('.000', '');
+}
+function daysAgo(n) {
+  const d = new Date();
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - n + 1)).toISOString().replace('.000', '');
+}
+
+function table(headers, rows, numeric = []) {
+  if (!rows.length) return el('p', { class: 'empty' }, 'Nothing in this range yet.');
+  return el('div', { class: 'scroll' }, el('table', {},
+    el('thead', {}, el('tr', {}, headers.map((h, i) => el('th', { scope: 'col', class: numeric.includes(i) ? 'num' : null }, h)))),
+    el('tbody', {}, rows.map((r) => el('tr', {}, r.map((c, i) => el('td', { class: numeric.includes(i) ? 'num' : null }, c)))))));
+}
+
+// stacked draws one bar per day, stacked by series; series[name][day] = value.
+function stacked(title, days, series, fmt) {
+  const names = Object.keys(series);
+  if (!names.length) return el('p', { class: 'empty' }, title + ': nothing in this range yet.');
+  const W = 720, H = 220, pad = 34, bw = Math.max(2, (W - pad * 2) / days.length - 2);
+  const totals = days.map((_, i) => names.reduce((s, n) => s + (series[n][i] || 0), 0));
+  const max = Math.max(...totals, 1);
+  const svg = svgEl('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title });
+  svg.append(svgEl('line', { x1: pad, y1: H - pad, x2: W - pad / 2, y2: H - pad, stroke: '#d8dce4' }));
+  const top = svgEl('text', { x: 4, y: 14, 'font-size': 11, fill: '#5d6678' });
+  top.textContent = fmt(max);
+  svg.append(top);
+  days.forEach((d, i) => {
+    let y = H - pad;
+    const x = pad + i * (bw + 2);
+    names.forEach((n, k) => {
+      const v = series[n][i] || 0;
+      if (!v) return;
+      const h = (v / max) * (H - pad * 1.5);
+      y -= h;
+      const r = svgEl('rect', { x, y, width: bw, height: h, fill: colors[k % colors.length] });
+      const t = svgEl('title', {});
+      t.textContent = `${d.slice(0, 10)} ${n}: ${fmt(v)}`;
+      r.append(t);
+      svg.append(r);
+    });
+    if (i % Math.ceil(days.length / 8) === 0) {
+      const lab = svgEl('text', { x, y: H - pad + 14, 'font-size': 10, fill: '#5d6678' });
+      lab.textContent = d.slice(5, 10);
+      svg.append(lab);
+    }
+  });
+  const legend = el('div', { class: 'legend' }, names.map((n, k) => el('span', {}, el('i', { style: { background: colors[k % colors.length] } }), n)));
+  return el('figure', {}, el('figcaption', {}, el('h2', {}, title)), svg, legend);
+}
+
+// Views ---------------------------------------------------------------
+
+async function overview() {
+  const since = monthStart();
+  const parts = [el('h2', {}, 'This month (UTC)')];
+  const budgets = (me.budgets || []).map((b) => {
+    const pct = Math.min(100, (Number(b.spent) / Number(b.amount)) * 100 || 0);
+    return el('div', { class: 'card' },
+      el('div', {}, `${b.scope.replace('_', ' ')} budget, ${b.period}`),
+      el('div', { class: 'big' }, `${dollars(b.spent)} of ${dollars(b.amount)}`),
+      el('div', { class: 'bar' + (pct >= 100 ? ' over' : ''), role: 'progressbar', 'aria-valuenow': Math.round(pct), 'aria-valuemin': 0, 'aria-valuemax': 100 },
+        el('span', { style: { width: pct + '%' } })),
+      b.resets_at ? el('small', {}, 'resets ' + b.resets_at.replace('T', ' ').replace('Z', ' UTC')) : null);
+  });
+  const cost = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=description&limit=31`);
+  const days = cost.data.map((b) => b.starting_at);
+  const byModel = {};
+  let total = 0;
+  cost.data.forEach((b, i) => b.results.forEach((r) => {
+    const m = r.model || 'other';
+    (byModel[m] = byModel[m] || [])[i] = (byModel[m][i] || 0) + Number(r.amount);
+    total += Number(r.amount);
+  }));
+  parts.push(el('div', { class: 'cards' },
+    el('div', { class: 'card' }, el('div', {}, me.type === 'api_key' && me.role !== 'admin' ? 'Your spend' : 'Spend'), el('div', { class: 'big', id: 'total-spend' }, dollars(total))),
+    budgets));
+  parts.push(stacked('Spend per day by model', days, byModel, (v) => dollars(v)));
+  const usage = await api(`/v1/organizations/usage_report/messages?starting_at=${since}&limit=31`);
+  const tokens = { 'uncached input': [], 'cache read': [], 'cache write': [], output: [] };
+  usage.data.forEach((b, i) => b.results.forEach((r) => {
+    tokens['uncached input'][i] = (tokens['uncached input'][i] || 0) + r.uncached_input_tokens;
+    tokens['cache read'][i] = (tokens['cache read'][i] || 0) + r.cache_read_input_tokens;
+    tokens['cache write'][i] = (tokens['cache write'][i] || 0) + r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens;
+    tokens.output[i] = (tokens.output[i] || 0) + r.output_tokens;
+  }));
+  for (const k of Object.keys(tokens)) if (!tokens[k].some(Boolean)) delete tokens[k];
+  parts.push(stacked('Tokens per day by type', usage.data.map((b) => b.starting_at), tokens, num));
+  const byKey = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=api_key_id&limit=31`);
+  const keySpend = {};
+  byKey.data.forEach((b) => b.results.forEach((r) => { keySpend[r.api_key_id] = (keySpend[r.api_key_id] || 0) + Number(r.amount); }));
+  parts.push(el('h2', {}, 'Top keys'), table(['Key', 'Spend'],
+    Object.entries(keySpend).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => [k, dollars(v)]), [1]));
+  const sessions = await api(`/v1/organizations/sessions?starting_at=${since}&limit=10`);
+  parts.push(el('h2', {}, 'Top sessions'), sessionTable(sessions.data));
+  view.replaceChildren(...parts);
+}
+
+function sessionTable(rows) {
+  return table(['Session', 'Agent', 'Key', 'Requests', 'Output tokens', 'Cost', 'Last request'],
+    rows.map((s) => [s.id, s.agent || '-', s.api_key_id, num(s.requests), num(s.tokens.output), dollars(s.cost.amount), s.last_request_at.replace('T', ' ').replace('Z', '')]),
+    [3, 4, 5]);
+}
+
+async function sessions() {
+  const data = await api(`/v1/organizations/sessions?starting_at=${daysAgo(30)}&limit=100`);
+  view.replaceChildren(el('h2', {}, 'Sessions, last 30 days, by cost'), sessionTable(data.data));
+}
+
+async function deployments() {
+  const h = await api('/health');
+  view.replaceChildren(el('h2', {}, 'Deployments'), table(['Alias', 'Provider / model', 'State', 'In flight', 'Recent failures', 'Time to first token'],
+    h.deployments.map((d) => [d.model_name, `${d.provider}/${d.model}`, d.healthy ? 'healthy' : 'cooling down until ' + d.cooling_down_until,
+      d.in_flight, d.recent_failures, d.recent_ttft_ms ? d.recent_ttft_ms.toFixed(0) + ' ms' : '-']), [3, 4]));
+}
+
+async function keys() {
+  const list = await api('/v1/organizations/api_keys?limit=1000');
+  const out = el('div', { id: 'secret-box' });
+  const form = el('form', { class: 'inline', id: 'create-key' },
+    el('div', {}, el('label', { for: 'k-name' }, 'Name'), el('input', { id: 'k-name', required: true })),
+    el('div', {}, el('label', { for: 'k-models' }, 'Models (comma-separated, empty: all)'), el('input', { id: 'k-models' })),
+    el('div', {}, el('label', { for: 'k-budget' }, 'Budget, USD'), el('input', { id: 'k-budget', type: 'number', min: 0, step: '0.01' })),
+    el('div', {}, el('label', { for: 'k-period' }, 'Period'), el('select', { id: 'k-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', {}, p)))),
+    el('div', {}, el('label', { for: 'k-rpm' }, 'Requests per minute'), el('input', { id: 'k-rpm', type: 'number', min: 0 })),
+    el('button', { type: 'submit' }, 'Create key'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const body = { name: $('#k-name').value };
+    const models = $('#k-models').value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (models.length) body.models = models;
+    if ($('#k-budget').value) body.budget = { amount: String(Math.round(Number($('#k-budget').value) * 100)), period: $('#k-period').value };
+    if ($('#k-rpm').value) body.rpm = Number($('#k-rpm').value);
+    try {
+      const k = await api('/v1/organizations/api_keys', { method: 'POST', body });
+      await keys();
+      $('#secret-box').replaceChildren(el('p', {}, `Key ${k.id} created. Copy its secret now: it is not shown again.`), el('p', { class: 'secret', id: 'new-secret' }, k.value));
+    } catch (e) { say(e.message, true); }
+  });
+  const rows = list.data.map((k) => [k.id, k.name, k.workspace_id || '-', k.status, (k.models || []).join(', ') || 'all',
+    k.budget ? `${dollars(k.budget.amount)} ${k.budget.period}` : '-', k.rpm || '-',
+    k.created_by.type === 'config' ? 'Caddyfile' : (k.status === 'active'
+      ? el('button', { type: 'button', class: 'plain', 'data-revoke': k.id, onclick: () => revoke(k.id) }, 'Revoke') : '-')]);
+  view.replaceChildren(el('h2', {}, 'Keys'), form, out, table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
+}
+
+async function revoke(id) {
+  try {
+    await api(`/v1/organizations/api_keys/${encodeURIComponent(id)}`, { method: 'POST', body: { status: 'archived' } });
+    say(`Key ${id} revoked.`);
+    await keys();
+  } catch (e) { say(e.message, true); }
+}
+
+async function explorer() {
+  const form = el('form', { class: 'inline', id: 'explore' },
+    el('div', {}, el('label', { for: 'x-group' }, 'Group by'), el('select', { id: 'x-group' }, ['model', 'api_key_id', 'workspace_id'].map((g) => el('option', {}, g)))),
+    el('div', {}, el('label', { for: 'x-days' }, 'Days'), el('input', { id: 'x-days', type: 'number', min: 1, max: 31, value: 7 })),
+    el('button', { type: 'submit' }, 'Show'),
+    el('button', { type: 'button', class: 'plain', id: 'csv' }, 'Export CSV'));
+  const out = el('div', { id: 'explore-out' });
+  let rows = [];
+  const load = async () => {
+    const g = $('#x-group').value, d = Number($('#x-days').value) || 7;
+    const u = await api(`/v1/organizations/usage_report/messages?starting_at=${daysAgo(d)}&group_by[]=${g}&limit=31`);
+    rows = [];
+    u.data.forEach((b) => b.results.forEach((r) => rows.push([b.starting_at.slice(0, 10), r[g] || '-', r.uncached_input_tokens,
+      r.cache_read_input_tokens, r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens, r.output_tokens])));
+    out.replaceChildren(table(['Day', g, 'Uncached input', 'Cache read', 'Cache write', 'Output'], rows.map((r) => r.map((c, i) => (i > 1 ? num(c) : c))), [2, 3, 4, 5]));
+  };
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); load().catch((e) => say(e.message, true)); });
+  view.replaceChildren(el('h2', {}, 'Usage explorer'), form, out);
+  $('#csv').addEventListener('click', () => {
+    const lines = [['day', $('#x-group').value, 'uncached_input', 'cache_read', 'cache_write', 'output'], ...rows]
+      .map((r) => r.map((c) => `"${String(c).replace(/"/g, '""')}"`).join(','));
+    const a = el('a', { href: URL.createObjectURL(new Blob([lines.join('\n')], { type: 'text/csv' })), download: 'usage.csv' });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  });
+  await load();
+}
+
+const views = { overview, keys, sessions, deployments, explorer };
+
+async function show() {
+  const name = (location.hash || '#overview').slice(1);
+  const fn = views[name] || overview;
+  document.querySelectorAll('nav a').forEach((a) => {
+    if (a.dataset.view === name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  });
+  say('Loading…');
+  view.replaceChildren();
+  try {
+    await fn();
+    say('');
+  } catch (e) {
+    say(e.message, true);
+  }
+}
+
+async function start() {
+  if (!key()) {
+    $('#signin').hidden = false;
+    $('#nav').hidden = true;
+    return;
+  }
+  try {
+    me = await api('/v1/me');
+  } catch (e) {
+    sessionStorage.removeItem('mg-key');
+    $('#signin').hidden = false;
+    say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
+    return;
+  }
+  $('#signin').hidden = true;
+  $('#nav').hidden = false;
+  document.querySelectorAll('[data-admin]').forEach((a) => { a.hidden = me.role !== 'admin'; });
+  await show();
+}
+
+$('#signin').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem('mg-key', $('#key').value.trim());
+  $('#key').value = '';
+  start();
+});
+$('#signout').addEventListener('click', () => {
+  sessionStorage.removeItem('mg-key');
+  view.replaceChildren();
+  start();
+});
+window.addEventListener('hashchange', show);
+start();

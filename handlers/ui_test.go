@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDashboardFiles: the dashboard is served without a key, from the
+// binary, under a CSP that allows only its own origin, and references
+// nothing outside it.
+func TestDashboardFiles(t *testing.T) {
+	a := &Admin{}
+	for path, ctype := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
+		r := httptest.NewRequest("GET", path, nil)
+		if !IsPublicPath(r) || !a.Match(r) {
+			t.Errorf("%s is not public or not the admin handler's", path)
+		}
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, r)
+		csp := w.Header().Get("Content-Security-Policy")
+		if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), ctype) || !strings.Contains(csp, "default-src 'none'") ||
+			!strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+			t.Errorf("%s: %d %v", path, w.Code, w.Header())
+		}
+	}
+	w := httptest.NewRecorder()
+	a.ServeHTTP(w, httptest.NewRequest("GET", "/ui", nil))
+	if w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/ui/" {
+		t.Errorf("/ui: %d %v", w.Code, w.Header())
+	}
+	w = httptest.NewRecorder()
+	a.ServeHTTP(w, httptest.NewRequest("GET", "/ui/../../etc/passwd", nil))
+	if w.Code != 404 {
+		t.Errorf("path traversal: %d", w.Code)
+	}
+	if r := httptest.NewRequest("POST", "/ui/", nil); IsPublicPath(r) {
+		t.Error("POST /ui/ is public")
+	}
+	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
+	inline := regexp.MustCompile(`(?i)<script>|\son[a-z]+=|style="`)
+	_ = fs.WalkDir(uiFiles, "ui", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(uiFiles, p)
+		for _, m := range external.FindAllString(string(b), -1) {
+			if !strings.HasSuffix(m, "www.w3.org") { // the SVG namespace name, never fetched
+				t.Errorf("%s references %s: the dashboard must work offline", p, m)
+			}
+		}
+		if strings.HasSuffix(p, ".html") && inline.Match(b) {
+			t.Errorf("%s has inline script, handlers or styles the CSP refuses", p)
+		}
+		return nil
+	})
+}
