@@ -50,6 +50,18 @@ redis://*) echo "Redis ready for the shared rate-limit tests" ;;
 *) echo "scripts/redis.sh gave no URL"; exit 1 ;;
 esac
 
+step "Chromium (dashboard browser tests)"
+if ! command -v chromium >/dev/null 2>&1; then
+	if [ "$(id -u)" -eq 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 ||
+			{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1; } ||
+			echo "chromium install failed; the dashboard browser test will say so"
+	else
+		sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 || echo "chromium install failed"
+	fi
+fi
+command -v chromium >/dev/null 2>&1 && chromium --version
+
 step "Claude Code (npm)"
 if [ -z "${MODELGATE_CLAUDE_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
 	if MODELGATE_CLAUDE_BIN=$(bash scripts/claude-code.sh | tail -n1); then

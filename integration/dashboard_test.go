@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"math/big"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/modelgate/modelgate/internal/fakes"
+)
+
+// chromium finds Debian's chromium, which the test command installs.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("MODELGATE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("dashboard browser test skipped: no chromium (scripts/test.sh installs Debian's)")
+	return ""
+}
+
+// browser starts headless Chromium and collects console errors and
+// uncaught exceptions of every page.
+func browser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	// Newer Chromium sends events this protocol version cannot decode
+	// (harmless); they go to the test log, not the terminal.
+	ctx, cancelB := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	ctx, cancelC := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	var mu sync.Mutex
+	var problems []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError || e.Type == runtime.APITypeWarning {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value))
+				}
+				problems = append(problems, string(e.Type)+": "+strings.Join(parts, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
+		}
+	})
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
+}
+
+// TestDashboardInBrowser signs in to /ui/ as the admin and as a user in
+// real headless Chromium, reads the figures the page drew and compares
+// them with the report API, creates a key through the page, uses it,
+// revokes it, and checks the page raised no console error.
+func TestDashboardInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	u := startUpstreams(t, fakes.Options{})
+	// 30 requests at 1.1 cents: figures a page could get wrong.
+	g := startGateway(t, gatewayConfig{models: dearModels(u)})
+	for i := 0; i < 30; i++ {
+		if status, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`, "X-Claude-Code-Session-Id", "dash-session"); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the ledger writer's flush
+
+	// What the report API says this month cost, in cents.
+	month := time.Now().UTC()
+	since := time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	_, _, body := g.do(t, "GET", "/v1/organizations/cost_report?starting_at="+since+"&limit=31", adminKey, "")
+	var cost struct {
+		Data []struct {
+			Results []struct {
+				Amount string `json:"amount"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &cost); err != nil {
+		t.Fatal(err)
+	}
+	total := new(big.Rat)
+	for _, d := range cost.Data {
+		for _, r := range d.Results {
+			v, _ := new(big.Rat).SetString(r.Amount)
+			total.Add(total, v)
+		}
+	}
+	want := "$" + new(big.Rat).Quo(total, big.NewRat(100, 1)).FloatString(2)
+
+	signIn := func(key string) chromedp.Tasks {
+		return chromedp.Tasks{
+			chromedp.Navigate(g.base + "/ui/"),
+			chromedp.WaitVisible("#key", chromedp.ByID),
+			chromedp.SendKeys("#key", key, chromedp.ByID),
+			// Submit() would bypass the page's submit handler: click.
+			chromedp.Click("#signin button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible("#total-spend", chromedp.ByID),
+		}
+	}
+	var spend, topSessions string
+	if err := chromedp.Run(ctx, signIn(adminKey),
+		chromedp.Text("#total-spend", &spend, chromedp.ByID),
+		chromedp.Text("#view", &topSessions, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if spend != want {
+		t.Errorf("the page shows %s spent this month, the cost report %s", spend, want)
+	}
+	if !strings.Contains(topSessions, "dash-session") || !strings.Contains(topSessions, "claude-code") {
+		t.Errorf("top sessions missing from the overview: %q", topSessions)
+	}
+	// With MODELGATE_SCREENSHOTS=<dir>, every admin view is saved as a PNG
+	// (docs/screenshots holds the README's).
+	if dir := os.Getenv("MODELGATE_SCREENSHOTS"); dir != "" {
+		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"},
+			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}} {
+			var png []byte
+			if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#"+v.hash), chromedp.Reload(), chromedp.WaitVisible(v.ready, chromedp.ByQuery),
+				chromedp.FullScreenshot(&png, 100)); err != nil {
+				t.Fatalf("screenshot of %s: %v", v.hash, err)
+			}
+			if err := os.WriteFile(dir+"/"+v.hash+".png", png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Create a key through the page; its secret is shown once and works.
+	var secret string
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(g.base+"/ui/#keys"),
+		chromedp.WaitVisible("#create-key", chromedp.ByID),
+		chromedp.SendKeys("#k-name", "made-in-the-browser", chromedp.ByID),
+		chromedp.SendKeys("#k-models", "echo", chromedp.ByID),
+		chromedp.Click("#create-key button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible("#new-secret", chromedp.ByID),
+		chromedp.Text("#new-secret", &secret, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "sk-mg-") || chatStatus(t, g, secret, "echo") != 200 {
+		t.Fatalf("the page's key %q does not work", secret)
+	}
+	_, _, list := g.do(t, "GET", "/v1/organizations/api_keys?limit=1000", adminKey, "")
+	var keys struct {
+		Data []struct{ ID, Name string } `json:"data"`
+	}
+	_ = json.Unmarshal(list, &keys)
+	var id string
+	for _, k := range keys.Data {
+		if k.Name == "made-in-the-browser" {
+			id = k.ID
+		}
+	}
+	if err := chromedp.Run(ctx, chromedp.Click(`button[data-revoke="`+id+`"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`button[data-revoke="`+id+`"]`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if got := chatStatus(t, g, secret, "echo"); got != 401 {
+		t.Errorf("revoked in the page, the key still gets %d", got)
+	}
+
+	// Alice sees her own figures, and no admin views.
+	var nav string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`sessionStorage.clear()`, nil), signIn(aliceKey),
+		chromedp.Text("#total-spend", &spend, chromedp.ByID), chromedp.Text("#nav", &nav, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if spend != want || strings.Contains(nav, "Keys") || strings.Contains(nav, "Deployments") {
+		t.Errorf("alice's page: spend %s (want %s, all hers), nav %q", spend, want, nav)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page raised console errors: %q", p)
+	}
+}
