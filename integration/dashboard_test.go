@@ -175,6 +175,33 @@ func TestDashboardInBrowser(t *testing.T) {
 			id = k.ID
 		}
 	}
+	// Edit its limits through the page.
+	if err := chromedp.Run(ctx,
+		chromedp.Click(`button[data-edit="`+id+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#edit-key", chromedp.ByID),
+		chromedp.SetValue("#e-budget", "5", chromedp.ByID),
+		chromedp.Click("#edit-key button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent("#edit-key", chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, k := g.do(t, "GET", "/v1/organizations/api_keys/"+id, adminKey, ""); !strings.Contains(string(k), `"budget":{"amount":"500","period":"monthly"}`) {
+		t.Errorf("budget set in the page: %s", k)
+	}
+	// A workspace made in the page is listed by the API.
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#workspaces"), chromedp.Reload(),
+		chromedp.WaitVisible("#create-workspace", chromedp.ByID),
+		chromedp.SendKeys("#w-name", "browser-team", chromedp.ByID),
+		chromedp.Click("#create-workspace button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(`button[data-archive]`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ws := g.do(t, "GET", "/v1/organizations/workspaces", adminKey, ""); !strings.Contains(string(ws), "browser-team") {
+		t.Errorf("workspace made in the page: %s", ws)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#keys"), chromedp.Reload(),
+		chromedp.WaitVisible(`button[data-revoke="`+id+`"]`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Run(ctx, chromedp.Click(`button[data-revoke="`+id+`"]`, chromedp.ByQuery),
 		chromedp.WaitNotPresent(`button[data-revoke="`+id+`"]`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)

@@ -143,6 +143,7 @@ async function overview() {
   }));
   for (const k of Object.keys(tokens)) if (!tokens[k].some(Boolean)) delete tokens[k];
   parts.push(stacked('Tokens per day by type', usage.data.map((b) => b.starting_at), tokens, num));
+  if (me.role === 'admin') parts.push(await keyBudgets());
   const byKey = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=api_key_id&limit=31`);
   const keySpend = {};
   byKey.data.forEach((b) => b.results.forEach((r) => { keySpend[r.api_key_id] = (keySpend[r.api_key_id] || 0) + Number(r.amount); }));
@@ -151,6 +152,37 @@ async function overview() {
   const sessions = await api(`/v1/organizations/sessions?starting_at=${since}&limit=10`);
   parts.push(el('h2', {}, 'Top sessions'), sessionTable(sessions.data));
   view.replaceChildren(...parts);
+}
+
+// periodStart is where a budget period began, in UTC.
+function periodStart(period) {
+  const d = new Date();
+  const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  if (period === 'daily') return new Date(day);
+  if (period === 'weekly') return new Date(day - ((d.getUTCDay() + 6) % 7) * 86400000);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+}
+
+// keyBudgets is, for an admin, every key's budget against its spend in
+// the budget's current period (total budgets: the last 31 days shown).
+async function keyBudgets() {
+  const list = await api('/v1/organizations/api_keys?limit=1000');
+  const withBudget = list.data.filter((k) => k.budget);
+  if (!withBudget.length) return el('p', { class: 'empty' }, 'No key has a budget.');
+  const spent = {};
+  for (const period of [...new Set(withBudget.map((k) => k.budget.period))]) {
+    const start = period === 'total' ? new Date(Date.now() - 30 * 86400000) : periodStart(period);
+    const iso = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate())).toISOString().replace('.000', '');
+    const rep = await api(`/v1/organizations/cost_report?starting_at=${iso}&group_by[]=api_key_id&limit=31`);
+    spent[period] = {};
+    rep.data.forEach((b) => b.results.forEach((r) => { spent[period][r.api_key_id] = (spent[period][r.api_key_id] || 0) + Number(r.amount); }));
+  }
+  return el('div', {}, el('h2', {}, 'Budgets'), table(['Key', 'Budget', 'Spent this period', 'Used'],
+    withBudget.map((k) => {
+      const s = spent[k.budget.period][k.id] || 0;
+      const pct = Math.round((s / Number(k.budget.amount)) * 100);
+      return [k.name + ' (' + k.id + ')', `${dollars(k.budget.amount)} ${k.budget.period}`, dollars(s), pct + '%'];
+    }), [2, 3]));
 }
 
 function sessionTable(rows) {
@@ -194,11 +226,67 @@ async function keys() {
       $('#secret-box').replaceChildren(el('p', {}, `Key ${k.id} created. Copy its secret now: it is not shown again.`), el('p', { class: 'secret', id: 'new-secret' }, k.value));
     } catch (e) { say(e.message, true); }
   });
+  const editor = el('div', { id: 'edit-box' });
   const rows = list.data.map((k) => [k.id, k.name, k.workspace_id || '-', k.status, (k.models || []).join(', ') || 'all',
     k.budget ? `${dollars(k.budget.amount)} ${k.budget.period}` : '-', k.rpm || '-',
     k.created_by.type === 'config' ? 'Caddyfile' : (k.status === 'active'
-      ? el('button', { type: 'button', class: 'plain', 'data-revoke': k.id, onclick: () => revoke(k.id) }, 'Revoke') : '-')]);
-  view.replaceChildren(el('h2', {}, 'Keys'), form, out, table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
+      ? el('span', {},
+        el('button', { type: 'button', class: 'plain', 'data-edit': k.id, onclick: () => editKey(k, editor) }, 'Edit limits'), ' ',
+        el('button', { type: 'button', class: 'plain', 'data-revoke': k.id, onclick: () => revoke(k.id) }, 'Revoke'))
+      : '-')]);
+  view.replaceChildren(el('h2', {}, 'Keys'), form, out, editor, table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
+}
+
+// editKey opens a form for a key's models, budget and rate.
+function editKey(k, box) {
+  const form = el('form', { class: 'inline', id: 'edit-key' },
+    el('strong', {}, `Limits of ${k.name}`),
+    el('div', {}, el('label', { for: 'e-models' }, 'Models'), el('input', { id: 'e-models', value: (k.models || []).join(', ') })),
+    el('div', {}, el('label', { for: 'e-budget' }, 'Budget, USD (empty: none)'),
+      el('input', { id: 'e-budget', type: 'number', min: 0, step: '0.01', value: k.budget ? (Number(k.budget.amount) / 100).toFixed(2) : '' })),
+    el('div', {}, el('label', { for: 'e-period' }, 'Period'),
+      el('select', { id: 'e-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', { selected: k.budget && k.budget.period === p }, p)))),
+    el('div', {}, el('label', { for: 'e-rpm' }, 'Requests per minute (empty: none)'), el('input', { id: 'e-rpm', type: 'number', min: 0, value: k.rpm || '' })),
+    el('button', { type: 'submit' }, 'Save'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const b = $('#e-budget').value;
+    const body = {
+      models: $('#e-models').value.split(',').map((x) => x.trim()).filter(Boolean),
+      budget: b === '' ? null : { amount: String(Math.round(Number(b) * 100)), period: $('#e-period').value },
+      rpm: $('#e-rpm').value === '' ? null : Number($('#e-rpm').value),
+    };
+    try {
+      await api(`/v1/organizations/api_keys/${encodeURIComponent(k.id)}`, { method: 'POST', body });
+      await keys();
+      say(`Limits of ${k.name} saved.`);
+    } catch (e) { say(e.message, true); }
+  });
+  box.replaceChildren(form);
+  $('#e-models').focus();
+}
+
+async function workspaces() {
+  const list = await api('/v1/organizations/workspaces?limit=1000');
+  const form = el('form', { class: 'inline', id: 'create-workspace' },
+    el('div', {}, el('label', { for: 'w-name' }, 'Name'), el('input', { id: 'w-name', required: true })),
+    el('div', {}, el('label', { for: 'w-budget' }, 'Budget, USD'), el('input', { id: 'w-budget', type: 'number', min: 0, step: '0.01' })),
+    el('div', {}, el('label', { for: 'w-period' }, 'Period'), el('select', { id: 'w-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', {}, p)))),
+    el('button', { type: 'submit' }, 'Create workspace'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const body = { name: $('#w-name').value };
+    if ($('#w-budget').value) body.budget = { amount: String(Math.round(Number($('#w-budget').value) * 100)), period: $('#w-period').value };
+    try {
+      await api('/v1/organizations/workspaces', { method: 'POST', body });
+      await workspaces();
+    } catch (e) { say(e.message, true); }
+  });
+  view.replaceChildren(el('h2', {}, 'Workspaces'), form, table(['ID', 'Name', 'Budget', 'RPM', ''],
+    list.data.map((w) => [w.id, w.name, w.budget ? `${dollars(w.budget.amount)} ${w.budget.period}` : '-', w.rpm || '-',
+      w.created_by.type === 'config' ? 'Caddyfile' : el('button', { type: 'button', class: 'plain', 'data-archive': w.id, onclick: async () => {
+        try { await api(`/v1/organizations/workspaces/${encodeURIComponent(w.id)}/archive`, { method: 'POST' }); await workspaces(); } catch (e) { say(e.message, true); }
+      } }, 'Archive')])));
 }
 
 async function revoke(id) {
@@ -238,7 +326,7 @@ async function explorer() {
   await load();
 }
 
-const views = { overview, keys, sessions, deployments, explorer };
+const views = { overview, keys, workspaces, sessions, deployments, explorer };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
