@@ -14,7 +14,8 @@ import (
 )
 
 // reportsConfig is `go run ./bench -reports`: seed a ledger with records
-// over 90 days and time the usage and cost reports the dashboard draws.
+// over 90 days and time the usage and cost reports the dashboard draws,
+// one page (31 daily buckets, the most a page holds) each.
 type reportsConfig struct {
 	records  int
 	postgres string // DSN; empty: SQLite only
@@ -59,7 +60,7 @@ func runReports(ctx context.Context, c reportsConfig) error {
 			name string
 			run  func() error
 		}{
-			{"usage, 90 days by model and key", func() error {
+			{"usage, 31 days by model and key", func() error {
 				q, err := ledger.ParseUsageQuery(map[string][]string{"starting_at": {end.Add(-90 * 24 * time.Hour).Format(time.RFC3339)},
 					"ending_at": {end.Format(time.RFC3339)}, "limit": {"31"}, "group_by[]": {"model", "api_key_id"}}, end)
 				if err != nil {
@@ -68,7 +69,7 @@ func runReports(ctx context.Context, c reportsConfig) error {
 				_, err = ledger.UsageReport(ctx, s, q)
 				return err
 			}},
-			{"cost, 90 days by model and key", func() error {
+			{"cost, 31 days by model and key", func() error {
 				q, err := ledger.ParseCostQuery(map[string][]string{"starting_at": {end.Add(-90 * 24 * time.Hour).Format(time.RFC3339)},
 					"ending_at": {end.Format(time.RFC3339)}, "limit": {"31"}, "group_by[]": {"description", "api_key_id"}}, end)
 				if err != nil {
