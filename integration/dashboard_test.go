@@ -36,17 +36,31 @@ func chromium(t *testing.T) string {
 // uncaught exceptions of every page.
 func browser(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser exits, which would fail the
+	// test's cleanup; the directory is removed best-effort instead.
+	profile, err := os.MkdirTemp("", "modelgate-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	// Newer Chromium sends events this protocol version cannot decode
 	// (harmless); they go to the test log, not the terminal.
 	ctx, cancelB := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	ctx, cancelC := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	t.Cleanup(func() {
+		cancelC()
+		cancelB()
+		cancelA()
+		for i := 0; i < 20 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	var mu sync.Mutex
 	var problems []string
 	chromedp.ListenTarget(ctx, func(ev any) {
