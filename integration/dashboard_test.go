@@ -161,6 +161,15 @@ func TestDashboardInBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var png []byte
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(g.base+"/ui/#overview"),
+			chromedp.Reload(), chromedp.WaitVisible("#total-spend", chromedp.ByID), chromedp.FullScreenshot(&png, 100),
+			chromedp.EmulateViewport(1280, 900)); err != nil {
+			t.Fatalf("phone screenshot: %v", err)
+		}
+		if err := os.WriteFile(dir+"/overview-phone.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Create a key through the page; its secret is shown once and works.
