@@ -233,6 +233,24 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("revoked in the page, the key still gets %d", got)
 	}
 
+	// The usage explorer: grouped by key, filtered to a model nobody used.
+	var explored, filtered string
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#explorer"), chromedp.Reload(),
+		chromedp.WaitVisible("#explore-out table", chromedp.ByQuery),
+		chromedp.SetValue("#x-group", "api_key_id", chromedp.ByID),
+		chromedp.Click("#explore button[type=submit]", chromedp.ByQuery),
+		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Text("#explore-out", &explored, chromedp.ByID),
+		chromedp.SetValue("#x-models", "llama", chromedp.ByID),
+		chromedp.Click("#explore button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible("#explore-out .empty", chromedp.ByQuery),
+		chromedp.Text("#explore-out", &filtered, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(explored, "alice") || !strings.Contains(filtered, "Nothing") {
+		t.Errorf("explorer: grouped %q, filtered %q", explored, filtered)
+	}
+
 	// Alice sees her own figures, and no admin views.
 	var nav string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`sessionStorage.clear()`, nil), signIn(aliceKey),

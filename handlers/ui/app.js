@@ -301,13 +301,20 @@ async function explorer() {
   const form = el('form', { class: 'inline', id: 'explore' },
     el('div', {}, el('label', { for: 'x-group' }, 'Group by'), el('select', { id: 'x-group' }, ['model', 'api_key_id', 'workspace_id'].map((g) => el('option', {}, g)))),
     el('div', {}, el('label', { for: 'x-days' }, 'Days'), el('input', { id: 'x-days', type: 'number', min: 1, max: 31, value: 7 })),
+    el('div', {}, el('label', { for: 'x-models' }, 'Models (comma-separated)'), el('input', { id: 'x-models' })),
+    el('div', {}, el('label', { for: 'x-keys' }, 'Keys'), el('input', { id: 'x-keys' })),
+    el('div', {}, el('label', { for: 'x-workspaces' }, 'Workspaces'), el('input', { id: 'x-workspaces' })),
     el('button', { type: 'submit' }, 'Show'),
     el('button', { type: 'button', class: 'plain', id: 'csv' }, 'Export CSV'));
   const out = el('div', { id: 'explore-out' });
   let rows = [];
   const load = async () => {
     const g = $('#x-group').value, d = Number($('#x-days').value) || 7;
-    const u = await api(`/v1/organizations/usage_report/messages?starting_at=${daysAgo(d)}&group_by[]=${g}&limit=31`);
+    let filters = '';
+    for (const [field, param] of [['#x-models', 'models[]'], ['#x-keys', 'api_key_ids[]'], ['#x-workspaces', 'workspace_ids[]']]) {
+      for (const v of $(field).value.split(',').map((x) => x.trim()).filter(Boolean)) filters += `&${param}=${encodeURIComponent(v)}`;
+    }
+    const u = await api(`/v1/organizations/usage_report/messages?starting_at=${daysAgo(d)}&group_by[]=${g}&limit=31${filters}`);
     rows = [];
     u.data.forEach((b) => b.results.forEach((r) => rows.push([b.starting_at.slice(0, 10), r[g] || '-', r.uncached_input_tokens,
       r.cache_read_input_tokens, r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens, r.output_tokens])));
