@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 )
@@ -90,6 +91,12 @@ func browser(t *testing.T) (context.Context, func() []string) {
 // real headless Chromium, reads the figures the page drew and compares
 // them with the report API, creates a key through the page, uses it,
 // revokes it, and checks the page raised no console error.
+// unlabelledControls lists the visible form controls that have neither a
+// label, an aria-label nor text of their own.
+const unlabelledControls = `[...document.querySelectorAll('input, select, textarea, button')]
+  .filter((e) => e.offsetParent !== null && !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+  .map((e) => e.id || e.outerHTML.slice(0, 80))`
+
 func TestDashboardInBrowser(t *testing.T) {
 	ctx, problems := browser(t)
 	u := startUpstreams(t, fakes.Options{})
@@ -129,9 +136,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		return chromedp.Tasks{
 			chromedp.Navigate(g.base + "/ui/"),
 			chromedp.WaitVisible("#key", chromedp.ByID),
-			chromedp.SendKeys("#key", key, chromedp.ByID),
-			// Submit() would bypass the page's submit handler: click.
-			chromedp.Click("#signin button[type=submit]", chromedp.ByQuery),
+			// Enter submits: signing in needs no pointer.
+			chromedp.SendKeys("#key", key+kb.Enter, chromedp.ByID),
 			chromedp.WaitVisible("#total-spend", chromedp.ByID),
 		}
 	}
@@ -147,10 +153,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(topSessions, "dash-session") || !strings.Contains(topSessions, "claude-code") {
 		t.Errorf("top sessions missing from the overview: %q", topSessions)
 	}
+	// Every view: each visible control has a name a screen reader can say.
+	for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
+		{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}} {
+		var nameless []string
+		if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#"+v.hash), chromedp.Reload(), chromedp.WaitVisible(v.ready, chromedp.ByQuery),
+			chromedp.Evaluate(unlabelledControls, &nameless)); err != nil {
+			t.Fatalf("%s: %v", v.hash, err)
+		}
+		if len(nameless) > 0 {
+			t.Errorf("%s view: controls without a label: %q", v.hash, nameless)
+		}
+	}
+	// The keyboard alone moves between views: Tab from Overview reaches Keys, Enter opens it.
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#overview"), chromedp.Reload(), chromedp.WaitVisible("#total-spend", chromedp.ByID),
+		chromedp.Focus(`#nav a[data-view="overview"]`, chromedp.ByQuery), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible("#create-key", chromedp.ByID)); err != nil {
+		t.Fatalf("keyboard navigation: %v", err)
+	}
 	// With MODELGATE_SCREENSHOTS=<dir>, every admin view is saved as a PNG
 	// (docs/screenshots holds the README's).
 	if dir := os.Getenv("MODELGATE_SCREENSHOTS"); dir != "" {
-		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"},
+		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
 			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}} {
 			var png []byte
 			if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#"+v.hash), chromedp.Reload(), chromedp.WaitVisible(v.ready, chromedp.ByQuery),
@@ -201,10 +225,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Edit its limits through the page.
 	if err := chromedp.Run(ctx,
 		chromedp.Click(`button[data-edit="`+id+`"]`, chromedp.ByQuery),
-		chromedp.WaitVisible("#edit-key", chromedp.ByID),
+		chromedp.WaitVisible("#edit-limits", chromedp.ByID),
 		chromedp.SetValue("#e-budget", "5", chromedp.ByID),
-		chromedp.Click("#edit-key button[type=submit]", chromedp.ByQuery),
-		chromedp.WaitNotPresent("#edit-key", chromedp.ByID)); err != nil {
+		chromedp.Click("#edit-limits button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent("#edit-limits", chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, k := g.do(t, "GET", "/v1/organizations/api_keys/"+id, adminKey, ""); !strings.Contains(string(k), `"budget":{"amount":"500","period":"monthly"}`) {
@@ -220,6 +244,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if _, _, ws := g.do(t, "GET", "/v1/organizations/workspaces", adminKey, ""); !strings.Contains(string(ws), "browser-team") {
 		t.Errorf("workspace made in the page: %s", ws)
+	}
+	// Its rate limits are edited in the page too.
+	if err := chromedp.Run(ctx, chromedp.Click(`button[data-edit^="wrkspc_"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#edit-limits", chromedp.ByID),
+		chromedp.SetValue("#e-tpm", "9000", chromedp.ByID),
+		chromedp.SetValue("#e-parallel", "3", chromedp.ByID),
+		chromedp.Click("#edit-limits button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitNotPresent("#edit-limits", chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ws := g.do(t, "GET", "/v1/organizations/workspaces", adminKey, ""); !strings.Contains(string(ws), `"tpm":9000,"max_parallel":3`) {
+		t.Errorf("workspace limits set in the page: %s", ws)
 	}
 	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#keys"), chromedp.Reload(),
 		chromedp.WaitVisible(`button[data-revoke="`+id+`"]`, chromedp.ByQuery)); err != nil {

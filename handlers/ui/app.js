@@ -231,39 +231,49 @@ async function keys() {
     k.budget ? `${dollars(k.budget.amount)} ${k.budget.period}` : '-', k.rpm || '-',
     k.created_by.type === 'config' ? 'Caddyfile' : (k.status === 'active'
       ? el('span', {},
-        el('button', { type: 'button', class: 'plain', 'data-edit': k.id, onclick: () => editKey(k, editor) }, 'Edit limits'), ' ',
+        el('button', { type: 'button', class: 'plain', 'data-edit': k.id, onclick: () => editLimits('key', k, editor, keys) }, 'Edit limits'), ' ',
         el('button', { type: 'button', class: 'plain', 'data-revoke': k.id, onclick: () => revoke(k.id) }, 'Revoke'))
       : '-')]);
   view.replaceChildren(el('h2', {}, 'Keys'), form, out, editor, table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
 }
 
-// editKey opens a form for a key's models, budget and rate.
-function editKey(k, box) {
-  const form = el('form', { class: 'inline', id: 'edit-key' },
-    el('strong', {}, `Limits of ${k.name}`),
-    el('div', {}, el('label', { for: 'e-models' }, 'Models'), el('input', { id: 'e-models', value: (k.models || []).join(', ') })),
-    el('div', {}, el('label', { for: 'e-budget' }, 'Budget, USD (empty: none)'),
-      el('input', { id: 'e-budget', type: 'number', min: 0, step: '0.01', value: k.budget ? (Number(k.budget.amount) / 100).toFixed(2) : '' })),
+// editLimits opens a form for every limit a key or workspace carries; the same
+// fields the admin API takes, so nothing is only settable from a script.
+function editLimits(kind, obj, box, reload) {
+  const cents = (v) => (v == null ? '' : (Number(v) / 100).toFixed(2));
+  const field = (id, label, attrs) => el('div', {}, el('label', { for: id }, label), el('input', Object.assign({ id }, attrs)));
+  const form = el('form', { class: 'inline', id: 'edit-limits' },
+    el('strong', {}, `Limits of ${obj.name}`),
+    kind === 'key' ? field('e-models', 'Models (empty: all)', { value: (obj.models || []).join(', ') }) : '',
+    field('e-budget', 'Budget, USD (empty: none)', { type: 'number', min: 0, step: '0.01', value: obj.budget ? cents(obj.budget.amount) : '' }),
     el('div', {}, el('label', { for: 'e-period' }, 'Period'),
-      el('select', { id: 'e-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', { selected: k.budget && k.budget.period === p }, p)))),
-    el('div', {}, el('label', { for: 'e-rpm' }, 'Requests per minute (empty: none)'), el('input', { id: 'e-rpm', type: 'number', min: 0, value: k.rpm || '' })),
+      el('select', { id: 'e-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', { selected: obj.budget && obj.budget.period === p }, p)))),
+    field('e-soft', 'Soft budget, USD', { type: 'number', min: 0, step: '0.01', value: cents(obj.soft_budget) }),
+    field('e-session', 'Per-session cap, USD', { type: 'number', min: 0, step: '0.01', value: cents(obj.session_budget) }),
+    field('e-rpm', 'Requests per minute', { type: 'number', min: 0, value: obj.rpm || '' }),
+    field('e-tpm', 'Tokens per minute', { type: 'number', min: 0, value: obj.tpm || '' }),
+    field('e-parallel', 'Max parallel', { type: 'number', min: 0, value: obj.max_parallel || '' }),
     el('button', { type: 'submit' }, 'Save'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const b = $('#e-budget').value;
+    const money = (id) => ($(id).value === '' ? null : String(Math.round(Number($(id).value) * 100)));
+    const count = (id) => ($(id).value === '' ? null : Number($(id).value));
+    const b = money('#e-budget');
     const body = {
-      models: $('#e-models').value.split(',').map((x) => x.trim()).filter(Boolean),
-      budget: b === '' ? null : { amount: String(Math.round(Number(b) * 100)), period: $('#e-period').value },
-      rpm: $('#e-rpm').value === '' ? null : Number($('#e-rpm').value),
+      budget: b === null ? null : { amount: b, period: $('#e-period').value },
+      soft_budget: money('#e-soft'), session_budget: money('#e-session'),
+      rpm: count('#e-rpm'), tpm: count('#e-tpm'), max_parallel: count('#e-parallel'),
     };
+    if (kind === 'key') body.models = $('#e-models').value.split(',').map((x) => x.trim()).filter(Boolean);
+    const path = kind === 'key' ? 'api_keys' : 'workspaces';
     try {
-      await api(`/v1/organizations/api_keys/${encodeURIComponent(k.id)}`, { method: 'POST', body });
-      await keys();
-      say(`Limits of ${k.name} saved.`);
+      await api(`/v1/organizations/${path}/${encodeURIComponent(obj.id)}`, { method: 'POST', body });
+      await reload();
+      say(`Limits of ${obj.name} saved.`);
     } catch (e) { say(e.message, true); }
   });
   box.replaceChildren(form);
-  $('#e-models').focus();
+  form.querySelector('input').focus();
 }
 
 async function workspaces() {
@@ -282,11 +292,14 @@ async function workspaces() {
       await workspaces();
     } catch (e) { say(e.message, true); }
   });
-  view.replaceChildren(el('h2', {}, 'Workspaces'), form, table(['ID', 'Name', 'Budget', 'RPM', ''],
-    list.data.map((w) => [w.id, w.name, w.budget ? `${dollars(w.budget.amount)} ${w.budget.period}` : '-', w.rpm || '-',
-      w.created_by.type === 'config' ? 'Caddyfile' : el('button', { type: 'button', class: 'plain', 'data-archive': w.id, onclick: async () => {
-        try { await api(`/v1/organizations/workspaces/${encodeURIComponent(w.id)}/archive`, { method: 'POST' }); await workspaces(); } catch (e) { say(e.message, true); }
-      } }, 'Archive')])));
+  const editor = el('div', { id: 'edit-box' });
+  view.replaceChildren(el('h2', {}, 'Workspaces'), form, editor, table(['ID', 'Name', 'Budget', 'RPM', 'TPM', 'Max parallel', ''],
+    list.data.map((w) => [w.id, w.name, w.budget ? `${dollars(w.budget.amount)} ${w.budget.period}` : '-', w.rpm || '-', w.tpm || '-', w.max_parallel || '-',
+      w.created_by.type === 'config' ? 'Caddyfile' : el('span', {},
+        el('button', { type: 'button', class: 'plain', 'data-edit': w.id, onclick: () => editLimits('workspace', w, editor, workspaces) }, 'Edit limits'), ' ',
+        el('button', { type: 'button', class: 'plain', 'data-archive': w.id, onclick: async () => {
+          try { await api(`/v1/organizations/workspaces/${encodeURIComponent(w.id)}/archive`, { method: 'POST' }); await workspaces(); } catch (e) { say(e.message, true); }
+        } }, 'Archive'))])));
 }
 
 async function revoke(id) {
