@@ -106,7 +106,7 @@ func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
 	secret := presentedKey(r)
 	if secret == "" {
 		return nil, &providers.APIError{Status: http.StatusUnauthorized,
-			Message: "missing API key: send Authorization: Bearer <key> or x-api-key: <key>"}
+			Message: "missing API key: send Authorization: Bearer <key>, x-api-key: <key> or (Gemini API) x-goog-api-key: <key>"}
 	}
 	d := sha256.Sum256([]byte(secret))
 	var found *Identity
@@ -138,7 +138,18 @@ func presentedKey(r *http.Request) string {
 			return strings.TrimSpace(h[7:])
 		}
 	}
-	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	// Google's ?key= is taken on the Gemini API's paths only: a key in a
+	// URL ends up in logs and histories, so no other path invites it.
+	if isGeminiPath(r.URL.Path) && r.URL.RawQuery != "" {
+		return strings.TrimSpace(r.URL.Query().Get("key"))
+	}
+	return ""
 }
 
 // ClientFormat picks the error family a caller expects: Anthropic for the
@@ -151,6 +162,9 @@ func ClientFormat(r *http.Request) providers.Format {
 	}
 	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
 		return providers.FormatResponses
+	}
+	if isGeminiPath(p) {
+		return providers.FormatGemini
 	}
 	if r.Header.Get("Anthropic-Version") != "" {
 		return providers.FormatAnthropic

@@ -48,8 +48,12 @@ func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
 
 // tokenCount renders a count in the caller's shape.
 func tokenCount(cf providers.Format, n int) []byte {
-	if cf == providers.FormatResponses {
+	switch cf {
+	case providers.FormatResponses:
 		return []byte(`{"object":"response.input_tokens","input_tokens":` + strconv.Itoa(n) + `}`)
+	case providers.FormatGemini:
+		s := strconv.Itoa(n)
+		return []byte(`{"totalTokens":` + s + `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":` + s + `}]}`)
 	}
 	return []byte(`{"input_tokens":` + strconv.Itoa(n) + `}`)
 }
@@ -143,7 +147,7 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 		return
 	}
 	relayHeaders(w.Header(), resp.Header)
-	if cf == providers.FormatResponses {
+	if cf != providers.FormatAnthropic {
 		var count struct {
 			InputTokens *int `json:"input_tokens"`
 		}

@@ -77,6 +77,8 @@ type Gateway struct {
 	// modelByID serves GET /v1/models/{alias}; notFound, every other
 	// path under the API's prefixes.
 	modelByID, notFound http.HandlerFunc
+	// gemini serves the Gemini API's model actions, geminiModels its models list.
+	gemini, geminiModels http.HandlerFunc
 	// storedResponse serves /v1/responses/{id}[/input_items].
 	storedResponse http.HandlerFunc
 	tooLarge       string // the 413 message, fixed by the limit
@@ -183,6 +185,12 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if h, ok := g.paths[p]; ok {
 		return h, true
 	}
+	if _, _, ok := geminiAction(p); ok {
+		return g.gemini, true
+	}
+	if p == "/v1beta/models" || strings.HasPrefix(p, "/v1beta/models/") {
+		return g.geminiModels, true
+	}
 	if strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/models/") {
 		return g.modelByID, true
 	}
@@ -259,6 +267,8 @@ func (g *Gateway) buildPaths() {
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)
 	g.notFound = g.guard(g.serveNotFound)
+	g.gemini = g.guard(g.serveGemini)
+	g.geminiModels = g.guard(g.only(http.MethodGet, g.serveGeminiModels))
 	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
 }
 
@@ -442,6 +452,8 @@ func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Form
 		rec.Endpoint = "messages"
 	case providers.FormatResponses:
 		rec.Endpoint = "responses"
+	case providers.FormatGemini:
+		rec.Endpoint = "generate_content"
 	default:
 		rec.Endpoint = "chat_completions"
 	}

@@ -34,7 +34,8 @@ func TestUnservedAPIPathsAre404(t *testing.T) {
 		{"POST", "/v1/chat/completions/", `"error":{"message"`},
 		{"GET", "/v1/nosuch", `"error":{"message"`},
 		{"POST", "/v1/messages/batches", `"type":"error"`},
-		{"POST", "/v1beta/models/m:generateContent", `"error":{"message"`},
+		{"POST", "/v1beta/models/m:predictLongRunning", `"status":"NOT_FOUND"`},
+		{"GET", "/v1beta/files", `"status":"NOT_FOUND"`},
 		{"POST", "/v1/responses/resp_1/cancel", `"error":{"message"`},
 		{"POST", "/embeddings", `"error":{"message"`},
 		{"GET", "/v1", `"error":{"message"`},
@@ -48,6 +49,9 @@ func TestUnservedAPIPathsAre404(t *testing.T) {
 	// A known path with the wrong method is a 405.
 	if rec := get(g, alice, "GET", "/v1/chat/completions"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "POST" {
 		t.Errorf("GET /v1/chat/completions: %d", rec.Code)
+	}
+	if rec := get(g, alice, "GET", "/v1beta/models/m:generateContent"); rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Body.String(), `"status":"UNIMPLEMENTED"`) {
+		t.Errorf("GET :generateContent: %d %s", rec.Code, rec.Body)
 	}
 	// Other paths still belong to the next handler of a Caddy site.
 	for _, p := range []string{"/nope", "/index.html", "/v1x", "/ui/"} {

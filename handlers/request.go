@@ -124,9 +124,12 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	}
 	var info providers.RequestInfo
 	var err error
-	if cf == providers.FormatResponses {
+	switch cf {
+	case providers.FormatResponses:
 		info, err = g.readResponsesRequest(r, id, req.body)
-	} else {
+	case providers.FormatGemini:
+		info, err = readGeminiRequest(r, req.body)
+	default:
 		info, err = providers.PeekRequest(req.body)
 	}
 	if err != nil {
@@ -143,6 +146,9 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	}
 	if info.Responses != nil {
 		info.Responses.Alias = alias
+	}
+	if info.Gemini != nil {
+		info.Gemini.Alias = alias
 	}
 	req.info, req.alias = info, alias
 	return req, true

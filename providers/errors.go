@@ -145,6 +145,9 @@ func optional(s string) *string {
 // Body renders the error in the given client format (OpenAI or Anthropic).
 func (e *APIError) Body(f Format) []byte {
 	var b []byte
+	if f == FormatGemini {
+		return e.geminiErrorJSON()
+	}
 	if f == FormatAnthropic {
 		d := anthropicErrorDetail{Type: AnthropicType(e.Status), Message: e.Message}
 		if e.NoRetry && e.Code != "" {
@@ -177,6 +180,10 @@ func (e *APIError) Body(f Format) []byte {
 func (e *APIError) AppendStreamError(dst []byte, f Format) []byte {
 	if f == FormatAnthropic {
 		return AppendSSE(dst, "error", e.Body(f))
+	}
+	if f == FormatGemini {
+		// Google's own in-stream error: a bare object, no data: prefix.
+		return append(append(dst, e.Body(f)...), '\n')
 	}
 	return AppendSSE(dst, "", e.Body(f))
 }

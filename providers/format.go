@@ -13,6 +13,9 @@ const (
 	// FormatResponses is the OpenAI Responses API (JSON, SSE with event
 	// names and sequence numbers).
 	FormatResponses
+	// FormatGemini is Google's Gemini API (generateContent; JSON, SSE of
+	// whole GenerateContentResponse chunks).
+	FormatGemini
 )
 
 func (f Format) String() string {
@@ -25,6 +28,8 @@ func (f Format) String() string {
 		return "ollama"
 	case FormatResponses:
 		return "responses"
+	case FormatGemini:
+		return "gemini"
 	}
 	return "unknown"
 }

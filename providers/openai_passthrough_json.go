@@ -242,6 +242,8 @@ type RequestInfo struct {
 	// Responses is set for a Responses API request: the routes from
 	// Responses clients translate from it and record the answer on it.
 	Responses *ResponsesTurn
+	// Gemini is set for a Gemini API request, likewise.
+	Gemini *GeminiTurn
 }
 
 // PeekRequest reads model, stream and stream_options.include_usage from an

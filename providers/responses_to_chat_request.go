@@ -590,7 +590,12 @@ func (t *ResponsesTurn) CountBody() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, err := OpenAIToAnthropicRequest(chat, t.Req.Model, 1)
+	return countBodyFromChat(chat, t.Req.Model)
+}
+
+// countBodyFromChat keeps of a hub request what count_tokens counts.
+func countBodyFromChat(chat []byte, model string) ([]byte, error) {
+	full, err := OpenAIToAnthropicRequest(chat, model, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,8 @@ func NewRoute(client, upstream Format) (Route, error) {
 		return nativeResponsesRoute(), nil
 	case client == FormatResponses:
 		return responsesRoute(upstream)
+	case client == FormatGemini:
+		return geminiRoute(upstream)
 	default:
 		return Route{}, fmt.Errorf("no route from %s clients to %s upstreams", client, upstream)
 	}

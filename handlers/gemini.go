@@ -1,0 +1,137 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// Gemini's native API (spec/gemini-api.md): generateContent,
+// streamGenerateContent, countTokens and the models list, for Gemini CLI
+// and the google-genai SDKs, routed by alias through the translation hub
+// like every other client format.
+
+// geminiAction splits /v1beta/models/{model}:{action} (or /v1/..., which
+// a client sets with GOOGLE_GENAI_API_VERSION=v1). The model is what lies
+// between "models/" and the last colon; it may hold slashes.
+func geminiAction(p string) (model, action string, ok bool) {
+	var rest string
+	switch {
+	case strings.HasPrefix(p, "/v1beta/models/"):
+		rest = p[len("/v1beta/models/"):]
+	case strings.HasPrefix(p, "/v1/models/"):
+		rest = p[len("/v1/models/"):]
+	default:
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
+// isGeminiPath: the Gemini API's paths, whose callers read Google's error
+// shape and may send their key as ?key=.
+func isGeminiPath(p string) bool {
+	if strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" {
+		return true
+	}
+	_, _, ok := geminiAction(p)
+	return ok
+}
+
+func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
+	_, action, _ := geminiAction(r.URL.Path)
+	switch action {
+	case "generateContent", "streamGenerateContent", "countTokens":
+	default:
+		g.serveNotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		(&providers.APIError{Status: http.StatusMethodNotAllowed,
+			Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use POST"}).Write(w, providers.FormatGemini)
+		return
+	}
+	switch action {
+	case "streamGenerateContent":
+		if r.URL.Query().Get("alt") != "sse" {
+			(&providers.APIError{Status: http.StatusBadRequest, Param: "alt",
+				Message: "streamGenerateContent is served as server-sent events only: add ?alt=sse (every google-genai SDK does)"}).Write(w, providers.FormatGemini)
+			return
+		}
+		g.serveChat(w, r, providers.FormatGemini)
+	case "generateContent":
+		g.serveChat(w, r, providers.FormatGemini)
+	case "countTokens":
+		g.serveGeminiCount(w, r)
+	}
+}
+
+// readGeminiRequest parses a Gemini body for the model its path names.
+func readGeminiRequest(r *http.Request, body []byte) (providers.RequestInfo, error) {
+	model, action, _ := geminiAction(r.URL.Path)
+	return providers.ParseGeminiRequest(body, model, action == "streamGenerateContent")
+}
+
+// serveGeminiCount answers countTokens as count_tokens counts.
+func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
+	cf := providers.FormatGemini
+	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
+	if !ok {
+		return
+	}
+	defer g.releaseRequest(req)
+	body, err := req.info.Gemini.CountBody(req.alias)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	g.countTokens(w, r, cf, req.alias, body)
+}
+
+// serveGeminiModels answers GET /v1beta/models (paged with pageSize and
+// pageToken, the token being the offset) and GET /v1beta/models/{alias}.
+func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
+	aliases := g.allowedAliases(IdentityFrom(r.Context()))
+	p := strings.TrimPrefix(r.URL.Path, "/v1beta/models")
+	if p != "" && p != "/" {
+		alias := p[1:]
+		if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {
+			(&providers.APIError{Status: http.StatusNotFound,
+				Message: "models/" + alias + " is not found on this gateway, or this key may not use it; GET /v1beta/models lists the models it may use"}).Write(w, providers.FormatGemini)
+			return
+		}
+		writeJSON(w, http.StatusOK, providers.GeminiModel(alias))
+		return
+	}
+	q := r.URL.Query()
+	size := 50
+	if s := q.Get("pageSize"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			(&providers.APIError{Status: http.StatusBadRequest, Param: "pageSize", Message: "pageSize must be a positive integer"}).Write(w, providers.FormatGemini)
+			return
+		}
+		size = min(n, 1000)
+	}
+	from := 0
+	if s := q.Get("pageToken"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > len(aliases) {
+			(&providers.APIError{Status: http.StatusBadRequest, Param: "pageToken", Message: "pageToken is not one this gateway gave"}).Write(w, providers.FormatGemini)
+			return
+		}
+		from = n
+	}
+	to := min(from+size, len(aliases))
+	next := ""
+	if to < len(aliases) {
+		next = strconv.Itoa(to)
+	}
+	writeJSON(w, http.StatusOK, providers.GeminiModels(aliases[from:to], next))
+}
