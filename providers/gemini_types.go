@@ -61,13 +61,13 @@ type geminiFunctionResult struct {
 }
 
 type geminiTool struct {
-	FunctionDeclarations []geminiFunctionDecl `json:"functionDeclarations,omitempty"`
-	GoogleSearch         json.RawMessage      `json:"googleSearch,omitempty"`
-	CodeExecution        json.RawMessage      `json:"codeExecution,omitempty"`
-	URLContext           json.RawMessage      `json:"urlContext,omitempty"`
-	GoogleMaps           json.RawMessage      `json:"googleMaps,omitempty"`
-	FileSearch           json.RawMessage      `json:"fileSearch,omitempty"`
-	GoogleSearchRetrieval json.RawMessage     `json:"googleSearchRetrieval,omitempty"`
+	FunctionDeclarations  []geminiFunctionDecl `json:"functionDeclarations,omitempty"`
+	GoogleSearch          json.RawMessage      `json:"googleSearch,omitempty"`
+	CodeExecution         json.RawMessage      `json:"codeExecution,omitempty"`
+	URLContext            json.RawMessage      `json:"urlContext,omitempty"`
+	GoogleMaps            json.RawMessage      `json:"googleMaps,omitempty"`
+	FileSearch            json.RawMessage      `json:"fileSearch,omitempty"`
+	GoogleSearchRetrieval json.RawMessage      `json:"googleSearchRetrieval,omitempty"`
 }
 
 type geminiFunctionDecl struct {
