@@ -84,6 +84,17 @@ if [ -z "${MODELGATE_CODEX_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
+step "Gemini CLI (npm)"
+if [ -z "${MODELGATE_GEMINI_CLI_BIN:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_GEMINI_CLI_BIN=$(bash scripts/gemini-cli.sh | tail -n1); then
+		export MODELGATE_GEMINI_CLI_BIN
+		echo "gemini at $MODELGATE_GEMINI_CLI_BIN"
+	else
+		echo "gemini-cli install failed; its end-to-end test will say so"
+		unset MODELGATE_GEMINI_CLI_BIN
+	fi
+fi
+
 step "Vercel AI SDK (npm)"
 if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
 	if MODELGATE_AISDK_DIR=$(bash scripts/ai-sdk.sh | tail -n1); then

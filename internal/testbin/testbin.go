@@ -105,6 +105,29 @@ func Codex(t testing.TB) string {
 	return lines[len(lines)-1]
 }
 
+// GeminiCLI returns the path of a Gemini CLI executable:
+// $MODELGATE_GEMINI_CLI_BIN, else what scripts/gemini-cli.sh installs.
+func GeminiCLI(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("MODELGATE_GEMINI_CLI_BIN"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := exec.LookPath("npm"); err != nil {
+		if matches, _ := filepath.Glob(filepath.Join(root, ".cache", "gemini-*", "node_modules", ".bin", "gemini")); len(matches) > 0 {
+			return matches[len(matches)-1]
+		}
+		t.Skip("Gemini CLI end-to-end test skipped: $MODELGATE_GEMINI_CLI_BIN is unset, .cache has no gemini and npm is not installed to fetch it")
+	}
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "gemini-cli.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/gemini-cli.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
 // AISDK returns a directory holding the Vercel AI SDK's node_modules
 // ($MODELGATE_AISDK_DIR, else what scripts/ai-sdk.sh installs), and the
 // node binary to run scripts there with.
