@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 		b.url, b.upstream = d.APIBase+"/api/chat", providers.FormatOllama
 	case modellist.KindEcho:
 		b.url, b.upstream = echoURL, providers.FormatOpenAI
+	case modellist.KindGemini:
+		// The action (and ?alt=sse for streams) is added per request.
+		b.url, b.upstream = d.APIBase+"/v1beta/models/"+url.PathEscape(d.Model), providers.FormatGemini
 	default:
 		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
 	}
@@ -88,6 +92,9 @@ func upstreamHeader(d *modellist.Deployment, up providers.Format) http.Header {
 	case providers.FormatAnthropic:
 		h.Set("X-Api-Key", d.APIKey)
 		h.Set("Anthropic-Version", "2023-06-01")
+	case providers.FormatGemini:
+		// Google takes ?key= too; a header keeps it out of URLs and logs.
+		h.Set("X-Goog-Api-Key", d.APIKey)
 	default:
 		if d.APIKey != "" {
 			h.Set("Authorization", "Bearer "+d.APIKey)
@@ -144,15 +151,22 @@ func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.
 
 // newRequest builds the upstream HTTP request with the deployment's own
 // credentials; nothing of the client's authentication is forwarded.
-func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte) (*http.Request, error) {
-	url := b.url
+func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte, stream bool) (*http.Request, error) {
+	target := b.url
+	if b.upstream == providers.FormatGemini {
+		if stream {
+			target += ":streamGenerateContent?alt=sse"
+		} else {
+			target += ":generateContent"
+		}
+	}
 	if cf == providers.FormatResponses && b.responsesURL != "" {
-		url = b.responsesURL
+		target = b.responsesURL
 	}
 	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic && client.URL.RawQuery != "" {
-		url += "?" + client.URL.RawQuery
+		target += "?" + client.URL.RawQuery
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	req, err := b.newRequest(ctx, providers.FormatAnthropic, r, out)
+	req, err := b.newRequest(ctx, providers.FormatAnthropic, r, out, false)
 	if err != nil {
 		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
 		return

@@ -188,7 +188,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		gap = newGapWatch(b.gap, cancel)
 		defer gap.stop()
 	}
-	req, err := b.newRequest(ctx, cf, r, upBody)
+	req, err := b.newRequest(ctx, cf, r, upBody, info.Stream)
 	if err != nil {
 		b.state.release(probe)
 		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}

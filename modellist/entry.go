@@ -332,6 +332,11 @@ func (p *parser) apiBase(base string, n *yaml.Node, w where, kind Kind, compat b
 		case strings.HasSuffix(path, "/api") || strings.HasSuffix(path, "/api/chat"):
 			p.warnf(n, w, "the gateway appends /api/chat itself; give the server root, e.g. http://localhost:11434")
 		}
+	case KindGemini:
+		if strings.HasSuffix(path, "/openai") || isVersion(last) {
+			p.errorf(n, w, "gemini/ speaks Google's native API at the server root (the gateway appends /v1beta/models/<model>:generateContent); give e.g. https://generativelanguage.googleapis.com, or use openai/ with this api_base for Google's OpenAI-compatible endpoint")
+			return "", false
+		}
 	case KindAnthropic:
 		switch {
 		case isVersion(last):
@@ -360,6 +365,8 @@ func exampleBase(kind Kind) string {
 		return "http://localhost:11434"
 	case KindAnthropic:
 		return "https://api.anthropic.com"
+	case KindGemini:
+		return "https://generativelanguage.googleapis.com"
 	}
 	return "http://localhost:1234/v1"
 }

@@ -15,6 +15,7 @@ const (
 	KindAnthropic Kind = "anthropic" // Anthropic Messages API
 	KindOllama    Kind = "ollama"    // native /api/chat (ollama/ and ollama_chat/)
 	KindEcho      Kind = "echo"      // built-in, answers with the last user message
+	KindGemini    Kind = "gemini"    // Google's native Gemini API (generateContent)
 )
 
 // Deployment is one model_list entry: one upstream serving an alias. Several

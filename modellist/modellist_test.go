@@ -284,7 +284,7 @@ func TestBackendKinds(t *testing.T) {
 		{"together_ai", "{model: together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo, api_key: k}", "together_ai", "meta-llama/Llama-3.3-70B-Instruct-Turbo", KindOpenAI, "https://api.together.xyz/v1", false, "k", false},
 		{"fireworks_ai", "{model: fireworks_ai/accounts/fireworks/models/qwen3-235b-a22b, api_key: k}", "fireworks_ai", "accounts/fireworks/models/qwen3-235b-a22b", KindOpenAI, "https://api.fireworks.ai/inference/v1", false, "k", false},
 		{"xai", "{model: xai/grok-4, api_key: k}", "xai", "grok-4", KindOpenAI, "https://api.x.ai/v1", false, "k", false},
-		{"gemini through its OpenAI-compatible endpoint", "{model: gemini/gemini-2.5-flash, api_key: k}", "gemini", "gemini-2.5-flash", KindOpenAI, "https://generativelanguage.googleapis.com/v1beta/openai", false, "k", false},
+		{"gemini through its native API", "{model: gemini/gemini-2.5-flash, api_key: k}", "gemini", "gemini-2.5-flash", KindGemini, "https://generativelanguage.googleapis.com", false, "k", false},
 		{"openai with its own cloud base written out stays cloud", "{model: openai/gpt-4o, api_key: sk-1, api_base: 'https://api.openai.com/v1/'}", "openai", "gpt-4o", KindOpenAI, "https://api.openai.com/v1", false, "sk-1", false},
 		{"cloud with overridden base stays cloud", "{model: groq/llama, api_key: k, api_base: 'https://eu.proxy.example/openai/v1/'}", "groq", "llama", KindOpenAI, "https://eu.proxy.example/openai/v1", false, "k", false},
 		{"echo", "{model: echo/anything/at all}", "echo", "anything/at all", KindEcho, "", true, "", false},
@@ -536,8 +536,8 @@ func TestFullExample(t *testing.T) {
 				CacheReadInputTokenCost: i64(300_000), CacheCreationInputTokenCost: i64(3_750_000), MaxInputTokens: 200000}},
 		{Index: 4, Alias: "fast", Provider: "groq", Kind: KindOpenAI, Model: "meta-llama/llama-4-scout-17b-16e-instruct",
 			APIBase: "https://api.groq.com/openai/v1", APIKey: "gsk-k", Timeout: 30 * time.Second, Weight: 1},
-		{Index: 5, Alias: "gem", Provider: "gemini", Kind: KindOpenAI, Model: "gemini-2.5-flash",
-			APIBase: "https://generativelanguage.googleapis.com/v1beta/openai", APIKey: "gem-k", Weight: 1},
+		{Index: 5, Alias: "gem", Provider: "gemini", Kind: KindGemini, Model: "gemini-2.5-flash",
+			APIBase: "https://generativelanguage.googleapis.com", APIKey: "gem-k", Weight: 1},
 		{Index: 6, Alias: "offline", Provider: "echo", Kind: KindEcho, Model: "anything", Local: true, Weight: 1},
 	}
 	if len(c.Deployments) != len(want) {

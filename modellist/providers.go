@@ -47,8 +47,9 @@ func lookupProvider(prefix string) (providerSpec, bool) {
 	case "xai":
 		return providerSpec{KindOpenAI, catCloud, "https://api.x.ai/v1"}, true
 	case "gemini":
-		// Gemini's OpenAI-compatible endpoint; the native API is not supported.
-		return providerSpec{KindOpenAI, catCloud, "https://generativelanguage.googleapis.com/v1beta/openai"}, true
+		// The native API: thinking, signatures and cached tokens survive,
+		// which Google's OpenAI-compatible layer loses or hides.
+		return providerSpec{KindGemini, catCloud, "https://generativelanguage.googleapis.com"}, true
 	case "hosted_vllm", "lm_studio", "llamacpp":
 		return providerSpec{KindOpenAI, catLocalCompat, ""}, true
 	case "ollama", "ollama_chat":

@@ -125,6 +125,37 @@ func NewRoute(client, upstream Format) (Route, error) {
 		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
 			return Chain(NewOllamaToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
 		}
+	case client == FormatOpenAI && upstream == FormatGemini:
+		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+			out, err := OpenAIToGeminiRequest(body, model)
+			return out, false, err
+		}
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) { return GeminiToOpenAIResponse(raw, info.Model) }
+		r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
+			return NewGeminiToOpenAIStream(model, info.IncludeUsage)
+		}
+	case client == FormatAnthropic && upstream == FormatGemini:
+		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+			mid, err := AnthropicToOpenAIRequest(body, model, true)
+			if err != nil {
+				return nil, false, err
+			}
+			out, err := OpenAIToGeminiRequest(mid, model)
+			return out, false, err
+		}
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			mid, usage, err := GeminiToOpenAIResponse(raw, info.Model)
+			if err != nil {
+				return nil, usage, err
+			}
+			out, _, err := OpenAIToAnthropicResponse(mid)
+			return out, usage, err
+		}
+		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
+			return Chain(NewGeminiToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
+		}
+	case client == FormatGemini && upstream == FormatGemini:
+		return nativeGeminiRoute(), nil
 	case client == FormatResponses && upstream == FormatResponses:
 		return nativeResponsesRoute(), nil
 	case client == FormatResponses:
