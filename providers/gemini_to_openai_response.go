@@ -264,5 +264,5 @@ func (s *geminiToOpenAIStream) Finish(dst []byte) []byte {
 	return append(dst, sseDone...)
 }
 
-func (s *geminiToOpenAIStream) Usage() Usage    { return s.usage }
+func (s *geminiToOpenAIStream) Usage() Usage   { return s.usage }
 func (s *geminiToOpenAIStream) Complete() bool { return s.sawFinish }

@@ -130,7 +130,9 @@ func NewRoute(client, upstream Format) (Route, error) {
 			out, err := OpenAIToGeminiRequest(body, model)
 			return out, false, err
 		}
-		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) { return GeminiToOpenAIResponse(raw, info.Model) }
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			return GeminiToOpenAIResponse(raw, info.Model)
+		}
 		r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
 			return NewGeminiToOpenAIStream(model, info.IncludeUsage)
 		}
