@@ -84,6 +84,9 @@ func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 		{"gemini", "gemini-2.5-pro", cachedPrices(1.25*mtok, 0.125*mtok, 10*mtok)},
 		{"gemini", "gemini-2.5-flash", cachedPrices(0.3*mtok, 0.03*mtok, 2.5*mtok)},
 		{"gemini", "gemini-2.5-flash-lite", cachedPrices(0.1*mtok, 0.01*mtok, 0.4*mtok)},
+		// Same page, 2025-12: Gemini 3 previews (thoughts bill as output).
+		{"gemini", "gemini-3-pro-preview", cachedPrices(2*mtok, 0.2*mtok, 12*mtok)},
+		{"gemini", "gemini-3-flash-preview", cachedPrices(0.5*mtok, 0.05*mtok, 3*mtok)},
 	}
 	provider = strings.ToLower(provider)
 	model := strings.ToLower(upstreamModel)
