@@ -209,6 +209,13 @@ func (e *APIError) Write(w http.ResponseWriter, f Format) {
 // message, so it can be re-rendered in the caller's family.
 func UpstreamError(status int, body []byte) *APIError {
 	e := &APIError{Status: status}
+	// Google sometimes wraps its error in a one-element array.
+	if b := trimSpace(body); len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) == nil && len(list) > 0 {
+			body = list[0]
+		}
+	}
 	var probe struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`

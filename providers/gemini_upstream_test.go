@@ -149,3 +149,14 @@ func FuzzGeminiUpstreamStream(f *testing.F) {
 		}
 	})
 }
+
+func TestUpstreamErrorReadsGoogleShapes(t *testing.T) {
+	for _, body := range []string{
+		`{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED","details":[]}}`,
+		`[{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED"}}]`,
+	} {
+		if e := UpstreamError(429, []byte(body)); e.Message != "Quota exceeded." || e.Status != 429 {
+			t.Errorf("%s → %+v", body, e)
+		}
+	}
+}
