@@ -130,6 +130,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		if d.APIBase != "" {
 			p.upstreamTLS(d, fs, w)
 		}
+		p.responsesAPI(d, fs, w)
 		return
 	case catEcho:
 		d.Local = true
