@@ -71,6 +71,12 @@ func TestBedrockEntries(t *testing.T) {
 		t.Errorf("chain deployment = %+v %+v", d, d.AWS)
 	}
 
+	// An api_base with the operation's path in it is a warning naming the fix.
+	_, warns := mustParse(t, one("{model: bedrock/m, aws_region_name: us-east-1, api_base: 'https://vpce.example.com/model/x/invoke'}"), nil)
+	if len(warns) != 1 || !strings.Contains(warns[0], "appends /model/<model id>/invoke itself") {
+		t.Errorf("warnings = %q", warns)
+	}
+
 	// api_base overrides the endpoint (a VPC endpoint, a fake).
 	c, _ = mustParse(t, one("{model: bedrock/m, aws_region_name: us-east-1, api_base: 'http://127.0.0.1:9/'}"), nil)
 	if d := c.Deployments[0]; d.APIBase != "http://127.0.0.1:9" || d.AWS.Region != "us-east-1" {
@@ -139,6 +145,10 @@ func TestCloudEntryErrors(t *testing.T) {
 			[]string{"aws_secret_access_key: has leading or trailing whitespace"}},
 		{"aws field elsewhere", "{model: anthropic/claude, api_key: sk-ant-123456789, aws_region_name: us-east-1}", nil,
 			[]string{"proxy_params.aws_region_name: only bedrock/ deployments take aws_region_name"}},
+		{"bedrock responses native", "{model: bedrock/m, aws_region_name: us-east-1, responses_api: native}", nil,
+			[]string{"proxy_params.responses_api: native needs a server that serves /responses itself", "bedrock/ is always translated"}},
+		{"bedrock api_base credentials", "{model: bedrock/m, aws_region_name: us-east-1, api_base: 'https://u:p@vpce.example.com'}", nil,
+			[]string{"proxy_params.api_base: must not contain credentials"}},
 		{"vertex field elsewhere", "{model: bedrock/m, aws_region_name: us-east-1, vertex_location: us-east5}", nil,
 			[]string{"proxy_params.vertex_location: only vertex_ai/ deployments take vertex_location"}},
 		{"vertex credentials required", "{model: vertex_ai/claude, vertex_location: us-east5, vertex_project: p}", nil,
