@@ -35,6 +35,9 @@ type backend struct {
 	timeout time.Duration
 	gap     time.Duration // stream_timeout: longest allowed pause between events
 	secrets []string      // what upstreamError removes from upstream text
+	// cloud, for Claude on Bedrock or Vertex AI, addresses, authenticates
+	// and frames what the Anthropic routes produce; nil for the rest.
+	cloud cloudEndpoint
 }
 
 const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
@@ -44,6 +47,9 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	switch d.Kind {
 	case modellist.KindAnthropic:
 		b.url, b.upstream = d.APIBase+"/v1/messages", providers.FormatAnthropic
+	case modellist.KindBedrock, modellist.KindVertex:
+		// The URL depends on the model and on streaming: cloud.prepare.
+		b.upstream, b.cloud = providers.FormatAnthropic, newCloudEndpoint(d)
 	case modellist.KindOllama:
 		b.url, b.upstream = d.APIBase+"/api/chat", providers.FormatOllama
 	case modellist.KindEcho:
@@ -88,11 +94,14 @@ func upstreamHeader(d *modellist.Deployment, up providers.Format) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "modelgate")
-	switch up {
-	case providers.FormatAnthropic:
+	switch {
+	case d.Kind == modellist.KindBedrock || d.Kind == modellist.KindVertex:
+		// Credentials are added per request (a signature, a token), and
+		// the version travels in the body.
+	case up == providers.FormatAnthropic:
 		h.Set("X-Api-Key", d.APIKey)
 		h.Set("Anthropic-Version", "2023-06-01")
-	case providers.FormatGemini:
+	case up == providers.FormatGemini:
 		// Google takes ?key= too; a header keeps it out of URLs and logs.
 		h.Set("X-Goog-Api-Key", d.APIKey)
 	default:
@@ -122,6 +131,9 @@ func pricesFor(d *modellist.Deployment) ledger.Prices {
 	if !d.Local {
 		if bp, ok := ledger.BuiltinPrices(d.Provider, d.Model); ok {
 			p = bp
+			if d.Vertex != nil && d.Vertex.Location != "global" && ledger.HasRegionalPremium(d.Model) {
+				p = ledger.WithRegionalPremium(p)
+			}
 		}
 	}
 	i := d.Info
@@ -152,6 +164,13 @@ func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.
 // newRequest builds the upstream HTTP request with the deployment's own
 // credentials; nothing of the client's authentication is forwarded.
 func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte, stream bool) (*http.Request, error) {
+	if b.cloud != nil {
+		url, out, err := b.cloud.prepare(body, client.Header, stream)
+		if err != nil {
+			return nil, err
+		}
+		return b.cloudRequest(ctx, cf, client, url, out)
+	}
 	target := b.url
 	if b.upstream == providers.FormatGemini {
 		if stream {
@@ -181,6 +200,28 @@ func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *h
 				}
 			}
 		}
+	}
+	return req, nil
+}
+
+// cloudRequest posts body to a cloud's url, authenticated for it.
+func (b *backend) cloudRequest(ctx context.Context, cf providers.Format, client *http.Request, url string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = b.header.Clone()
+	if cf == providers.FormatAnthropic && b.dep.Kind == modellist.KindVertex {
+		// Vertex takes betas as Anthropic does, in the header; Bedrock
+		// has them in the body already (cloud.prepare).
+		if _, pinned := b.dep.ExtraHeaders["Anthropic-Beta"]; !pinned {
+			if v := client.Header.Values("Anthropic-Beta"); len(v) > 0 {
+				req.Header["Anthropic-Beta"] = v
+			}
+		}
+	}
+	if err := b.cloud.authorize(ctx, req, body); err != nil {
+		return nil, err
 	}
 	return req, nil
 }

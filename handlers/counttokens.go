@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -71,6 +72,10 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 	}
 	if b.dep.Kind == modellist.KindAnthropic {
 		g.forwardCountTokens(w, r, cf, b, body)
+		return
+	}
+	if b.cloud != nil {
+		g.cloudCountTokens(w, r, cf, b, body)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -162,4 +167,57 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxUpstreamBody))
+}
+
+// cloudCountTokens asks Bedrock's CountTokens or Vertex's count-tokens
+// for the count, free on both, and answers in the caller's shape.
+func (g *Gateway) cloudCountTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, b *backend, body []byte) {
+	alias := b.dep.Alias
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	url, out, err := b.cloud.prepareCount(body, r.Header)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	req, err := b.cloudRequest(ctx, providers.FormatAnthropic, r, url, out)
+	if err != nil {
+		var credErr *credentialError
+		if errors.As(err, &credErr) {
+			b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", alias, credErr.msg)}).Write(w, cf)
+			return
+		}
+		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
+		return
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		g.transportError(ctx, err, alias, 30*time.Second).Write(w, cf)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		status := resp.StatusCode
+		apiErr := b.upstreamError(cloudError(b.cloud, status, resp.Header, raw))
+		if status < 400 {
+			apiErr = &providers.APIError{Status: http.StatusBadGateway,
+				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", alias, status)}
+		} else {
+			if credentialsRejected(status, apiErr.Message) {
+				b.cloud.rejected() // the next count gets fresh credentials
+			}
+			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", alias, status, apiErr.Message)
+		}
+		apiErr.RetryAfter = resp.Header.Get("Retry-After")
+		apiErr.Write(w, cf)
+		return
+	}
+	n, err := b.cloud.countResult(raw)
+	if err != nil {
+		(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", alias)}).Write(w, cf)
+		return
+	}
+	relayHeaders(w.Header(), resp.Header)
+	writeJSON(w, http.StatusOK, tokenCount(cf, n))
 }

@@ -4,6 +4,7 @@ package handlers
 // cooldowns, and how one upstream attempt ends.
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -190,8 +191,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	}
 	req, err := b.newRequest(ctx, cf, r, upBody, info.Stream)
 	if err != nil {
-		b.state.release(probe)
-		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
+		return g.requestFailed(x, b, err, probe, moreLeft)
 	}
 	b.state.inFlight.Add(1)
 	defer b.state.inFlight.Add(-1)
@@ -200,7 +200,14 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	// fallback's when the request has moved on to one.
 	att := Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
 	resp, err := b.client.Do(req)
+	if err == nil && b.cloud != nil {
+		resp, err = b.renewCredentials(ctx, cf, r, upBody, info.Stream, resp)
+	}
 	if err != nil {
+		var credErr *credentialError
+		if errors.As(err, &credErr) {
+			return g.requestFailed(x, b, err, probe, moreLeft)
+		}
 		att.Duration = g.now().Sub(now)
 		if r.Context().Err() != nil {
 			b.state.release(probe)
@@ -235,11 +242,20 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 			att.Err = "redirect"
 		} else {
 			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			apiErr = b.upstreamError(providers.UpstreamError(status, errBody))
+			if b.cloud != nil {
+				apiErr = b.upstreamError(cloudError(b.cloud, status, resp.Header, errBody))
+			} else {
+				apiErr = b.upstreamError(providers.UpstreamError(status, errBody))
+			}
 			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, status, apiErr.Message)
 		}
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := retryableStatus(status)
+		if b.cloud != nil && credentialsRejected(status, apiErr.Message) {
+			// Wrong credentials are the deployment's fault, not the
+			// request's: another deployment may serve it.
+			retryable = true
+		}
 		att.Duration = g.now().Sub(now)
 		att.Retrying = retryable && moreLeft
 		if retryable {
@@ -286,6 +302,53 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	att.Retrying = !res.committed && moreLeft
 	g.obs.Attempt(att)
 	return res
+}
+
+// renewCredentials sends the request once more with fresh credentials
+// when the cloud refused the cached ones (an access token revoked or
+// expired early, rotated AWS keys) and fresh ones can be had, so that
+// one stale token does not fail a client's request. Any other answer is
+// returned as it came.
+func (b *backend) renewCredentials(ctx context.Context, cf providers.Format, r *http.Request, body []byte, stream bool, resp *http.Response) (*http.Response, error) {
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		return resp, nil
+	}
+	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(errBody))
+	msg := cloudError(b.cloud, resp.StatusCode, resp.Header, errBody).Message
+	if !credentialsRejected(resp.StatusCode, msg) || !b.cloud.rejected() {
+		return resp, nil
+	}
+	req, err := b.newRequest(ctx, cf, r, body, stream)
+	if err != nil {
+		return nil, err
+	}
+	return b.client.Do(req)
+}
+
+// requestFailed ends an attempt whose upstream request could not be
+// built: a body the cloud's dialect refuses is the client's error; a
+// credential that could not be had is the deployment's, and another one
+// may serve the request.
+func (g *Gateway) requestFailed(x *exchange, b *backend, err error, probe, moreLeft bool) result {
+	w, cf, rec := x.w, x.cf, x.rec
+	var apiErr *providers.APIError
+	if errors.As(err, &apiErr) {
+		b.state.release(probe)
+		rec.Status, rec.Outcome = apiErr.Status, "error"
+		apiErr.Write(w, cf)
+		return result{committed: true}
+	}
+	var credErr *credentialError
+	if !errors.As(err, &credErr) {
+		b.state.release(probe)
+		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
+	}
+	apiErr = b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", rec.Alias, credErr.msg)})
+	g.obs.Attempt(Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Err: "credentials", Retrying: moreLeft})
+	b.state.failure(g.now(), b.policy, false)
+	return result{retryable: true, err: apiErr}
 }
 
 func errorClass(ctx context.Context, err error) string {

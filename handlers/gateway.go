@@ -171,6 +171,9 @@ func (g *Gateway) Close() {
 			seen[b.client] = true
 			b.client.CloseIdleConnections()
 		}
+		if b.cloud != nil {
+			b.cloud.close()
+		}
 	}
 }
 

@@ -61,7 +61,7 @@ func (b *backend) upstreamError(e *providers.APIError) *providers.APIError {
 }
 
 func (b *backend) leaks(texts ...string) bool {
-	for _, s := range b.secrets {
+	for _, s := range b.allSecrets() {
 		for _, t := range texts {
 			if strings.Contains(t, s) {
 				return true
@@ -72,8 +72,23 @@ func (b *backend) leaks(texts ...string) bool {
 }
 
 func (b *backend) scrub(t string) string {
-	for _, s := range b.secrets {
+	for _, s := range b.allSecrets() {
 		t = strings.ReplaceAll(t, s, "[redacted]")
 	}
 	return t
+}
+
+// allSecrets adds a cloud deployment's to the fixed list: its key pair or
+// private key, and the access token of the moment, which changes.
+func (b *backend) allSecrets() []string {
+	if b.cloud == nil {
+		return b.secrets
+	}
+	out := b.secrets[:len(b.secrets):len(b.secrets)]
+	for _, s := range b.cloud.secrets() {
+		if len(s) >= minSecretLen {
+			out = append(out, s)
+		}
+	}
+	return out
 }

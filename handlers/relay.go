@@ -52,6 +52,9 @@ func upstreamRequestID(h http.Header) string {
 	if id == "" {
 		id = h.Get("X-Request-Id")
 	}
+	if id == "" {
+		id = h.Get("X-Amzn-Requestid") // Bedrock's
+	}
 	if len(id) > 128 {
 		id = id[:128]
 	}
@@ -127,9 +130,13 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	var events providers.EventReader
 	rt := b.route(cf)
-	if rt.NDJSON {
+	switch {
+	case rt.NDJSON:
 		events = providers.NewNDJSONReader(resp.Body, br)
-	} else {
+	case b.cloud != nil && b.cloud.eventStream():
+		br.Reset(resp.Body)
+		events = providers.NewBedrockEventReader(br)
+	default:
 		events = providers.NewSSEReader(resp.Body, br)
 	}
 	tr := rt.Stream(b.dep.Model, info, dropUsage)

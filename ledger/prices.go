@@ -35,7 +35,11 @@ func cachedPrices(in, read, out int64) Prices {
 // provider changes prices.
 func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 	rows := [...]priceRow{
-		// Anthropic, https://docs.claude.com/en/docs/about-claude/pricing, 2025-11.
+		// Anthropic, https://docs.claude.com/en/docs/about-claude/pricing, 2025-11
+		// (Opus 4.6 and Sonnet 4.6 from the same page, 2026-02). Claude on
+		// Bedrock and Vertex AI is billed at these rates too; see cloudClaude.
+		{"anthropic", "claude-opus-4-6", anthropicPrices(5*mtok, 25*mtok)},
+		{"anthropic", "claude-sonnet-4-6", anthropicPrices(3*mtok, 15*mtok)},
 		{"anthropic", "claude-opus-4-5", anthropicPrices(5*mtok, 25*mtok)},
 		{"anthropic", "claude-opus-4-1", anthropicPrices(15*mtok, 75*mtok)},
 		{"anthropic", "claude-opus-4", anthropicPrices(15*mtok, 75*mtok)},
@@ -90,10 +94,19 @@ func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 	}
 	provider = strings.ToLower(provider)
 	model := strings.ToLower(upstreamModel)
+	if provider == "bedrock" || provider == "vertex_ai" {
+		return cloudClaude(rows[:], provider, model)
+	}
 	// Some providers prefix names ("models/gemini-2.5-pro").
 	if i := strings.LastIndexByte(model, '/'); i >= 0 {
 		model = model[i+1:]
 	}
+	return lookup(rows[:], provider, model)
+}
+
+// lookup finds model among provider's rows: the exact name, else the
+// longest known prefix.
+func lookup(rows []priceRow, provider, model string) (Prices, bool) {
 	best := -1
 	for i := range rows {
 		r := &rows[i]
@@ -118,4 +131,53 @@ func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 // match "gpt-4o-2024-08-06" and "mistral-large" match "mistral-large-latest".
 func isNameBoundary(c byte) bool {
 	return c == '-' || c == '@' || c == ':' || c == '.'
+}
+
+// cloudClaude prices Claude on Bedrock and Vertex AI, which list the same
+// per-token rates as Anthropic's own API for their global endpoints
+// (https://aws.amazon.com/bedrock/pricing/, https://cloud.google.com/vertex-ai/generative-ai/pricing,
+// 2025-11). Bedrock ids carry a vendor prefix and, for cross-region
+// inference profiles, a geography ("us.anthropic.claude-sonnet-4-5-…:0",
+// possibly inside an ARN); Vertex names a version after '@'.
+//
+// Bedrock's geographic profiles (us., eu., jp., …) and in-region calls of
+// the models from Sonnet 4.5 on cost 10% more than its global. profiles
+// (the same pricing pages); Vertex's regional endpoints do too, which
+// WithRegionalPremium applies where the location is known.
+func cloudClaude(rows []priceRow, provider, model string) (Prices, bool) {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	regional := false
+	if provider == "bedrock" {
+		geo, name, ok := strings.Cut(model, "anthropic.")
+		if !ok {
+			return Prices{}, false
+		}
+		model, regional = name, geo != "global."
+	}
+	p, ok := lookup(rows, "anthropic", model)
+	if ok && regional && HasRegionalPremium(model) {
+		p = WithRegionalPremium(p)
+	}
+	return p, ok
+}
+
+// HasRegionalPremium reports whether a Claude model costs more on a cloud's
+// regional endpoint than on its global one: the models from Claude Sonnet
+// 4.5 on.
+func HasRegionalPremium(model string) bool {
+	model = strings.ToLower(model)
+	for _, m := range [...]string{"claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6", "claude-sonnet-4-6"} {
+		if model == m || (strings.HasPrefix(model, m) && isNameBoundary(model[len(m)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// WithRegionalPremium is p with the regional endpoints' 10% added.
+func WithRegionalPremium(p Prices) Prices {
+	up := func(v int64) int64 { return v + v/10 }
+	return Prices{Input: up(p.Input), Output: up(p.Output), CacheRead: up(p.CacheRead), CacheWrite5m: up(p.CacheWrite5m), CacheWrite1h: up(p.CacheWrite1h)}
 }

@@ -69,3 +69,36 @@ func TestContextWindowFor(t *testing.T) {
 		}
 	}
 }
+
+func TestCloudClaudePrices(t *testing.T) {
+	sonnet := anthropicPrices(3*mtok, 15*mtok)
+	premium := Prices{Input: 3_300_000, Output: 16_500_000, CacheRead: 330_000, CacheWrite5m: 4_125_000, CacheWrite1h: 6_600_000}
+	tests := []struct {
+		provider, model string
+		want            Prices
+		ok              bool
+	}{
+		{"bedrock", "global.anthropic.claude-sonnet-4-5-20250929-v1:0", sonnet, true},
+		{"bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", premium, true},
+		{"bedrock", "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-5-20250929-v1:0", premium, true},
+		// Older models have one price everywhere.
+		{"bedrock", "anthropic.claude-3-haiku-20240307-v1:0", anthropicPrices(0.25*mtok, 1.25*mtok), true},
+		{"bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0", sonnet, true},
+		{"bedrock", "meta.llama3-70b-instruct-v1:0", Prices{}, false},
+		{"vertex_ai", "claude-sonnet-4-5@20250929", sonnet, true},
+		{"vertex_ai", "claude-opus-4-6", anthropicPrices(5*mtok, 25*mtok), true},
+		{"vertex_ai", "gemini-2.5-pro", Prices{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := BuiltinPrices(tt.provider, tt.model)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("BuiltinPrices(%q, %q) = %+v, %v; want %+v, %v", tt.provider, tt.model, got, ok, tt.want, tt.ok)
+		}
+	}
+	if !HasRegionalPremium("claude-haiku-4-5@20251001") || HasRegionalPremium("claude-sonnet-4@20250514") {
+		t.Error("HasRegionalPremium")
+	}
+	if got := WithRegionalPremium(sonnet); got != premium {
+		t.Errorf("WithRegionalPremium = %+v", got)
+	}
+}

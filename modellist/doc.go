@@ -29,9 +29,21 @@
 //	                              endpoint (overriding it keeps the entry "cloud"),
 //	                              api_key required
 //	echo                          built in; no api_base, no api_key
+//	bedrock                       Claude on AWS Bedrock; aws_region_name (or
+//	                              AWS_REGION), aws_access_key_id with
+//	                              aws_secret_access_key (and aws_session_token)
+//	                              or none of them for the AWS chain; no api_key
+//	vertex_ai                     Claude on Vertex AI; vertex_credentials (a
+//	                              service-account JSON file, read and checked at
+//	                              load), vertex_location, vertex_project (default:
+//	                              the file's project_id); no api_key
 //
-// os.environ/NAME is resolved in api_key, api_base and extra_headers values;
-// an unset or empty variable is an error.
+// For bedrock and vertex_ai, api_base replaces the service endpoint (a VPC
+// or private endpoint); the aws_ and vertex_ fields are refused on other
+// providers' entries.
+//
+// os.environ/NAME is resolved in api_key, api_base, extra_headers values and
+// the aws_ and vertex_ fields; an unset or empty variable is an error.
 //
 // tls_ca_file, tls_client_cert and tls_client_key (PEM files; relative
 // paths are the models file's directory's) reach an https upstream behind

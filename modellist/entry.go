@@ -102,6 +102,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		readOK = readOK && ok
 	}
 	p.options(d, fs, w)
+	p.foreignAccountFields(d, fs, w)
 	if !readOK || !checkRules {
 		return
 	}
@@ -115,6 +116,22 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 
 	compat := false // a chat-completions-compatible server the user runs
 	switch spec.cat {
+	case catAccount:
+		if key != "" {
+			p.errorf(keyNode, kw, "%s/ authenticates with the cloud account's own credentials, not an api_key; remove it (%s)", d.Provider, accountHint(d.Kind))
+			return
+		}
+		if base != "" {
+			if base, ok = p.apiBase(base, baseNode, bw, spec.kind, false); !ok {
+				return
+			}
+		}
+		p.account(d, fs, w, n, base)
+		if d.APIBase != "" {
+			p.upstreamTLS(d, fs, w)
+		}
+		p.responsesAPI(d, fs, w)
+		return
 	case catEcho:
 		d.Local = true
 		if base != "" {
@@ -245,7 +262,7 @@ func (p *parser) model(d *Deployment, n *yaml.Node, w where) (providerSpec, bool
 	}
 	n = deref(n)
 	if strings.HasPrefix(s, "os.environ/") {
-		p.errorf(n, w, "os.environ/ is resolved only in api_key, api_base and extra_headers; write the model name here")
+		p.errorf(n, w, "os.environ/ is resolved only in api_key, api_base, extra_headers and the aws_ and vertex_ fields; write the model name here")
 		return providerSpec{}, false
 	}
 	prefix, name, found := strings.Cut(s, "/")
@@ -344,6 +361,14 @@ func (p *parser) apiBase(base string, n *yaml.Node, w where, kind Kind, compat b
 		case strings.HasSuffix(path, "/messages"):
 			p.warnf(n, w, "the gateway appends /v1/messages itself; give the root, e.g. https://api.anthropic.com")
 		}
+	case KindBedrock:
+		if strings.Contains(path, "/model/") {
+			p.warnf(n, w, "the gateway appends /model/<model id>/invoke itself; give the endpoint root, e.g. %s", exampleBase(kind))
+		}
+	case KindVertex:
+		if strings.Contains(path, "/projects/") {
+			p.warnf(n, w, "the gateway appends /v1/projects/<project>/locations/<location>/… itself; give the endpoint root, e.g. %s", exampleBase(kind))
+		}
 	case KindOpenAI:
 		switch {
 		case strings.HasSuffix(path, "/chat/completions"):
@@ -367,6 +392,10 @@ func exampleBase(kind Kind) string {
 		return "https://api.anthropic.com"
 	case KindGemini:
 		return "https://generativelanguage.googleapis.com"
+	case KindBedrock:
+		return "https://bedrock-runtime.us-east-1.amazonaws.com"
+	case KindVertex:
+		return "https://us-east5-aiplatform.googleapis.com"
 	}
 	return "http://localhost:1234/v1"
 }

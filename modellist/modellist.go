@@ -16,6 +16,14 @@ const (
 	KindOllama    Kind = "ollama"    // native /api/chat (ollama/ and ollama_chat/)
 	KindEcho      Kind = "echo"      // built-in, answers with the last user message
 	KindGemini    Kind = "gemini"    // Google's native Gemini API (generateContent)
+	// KindBedrock is Claude on AWS Bedrock: the Messages body with
+	// anthropic_version in it, SigV4-signed InvokeModel calls, and
+	// streams framed as AWS event streams.
+	KindBedrock Kind = "bedrock"
+	// KindVertex is Claude on Google Vertex AI: the Messages body with
+	// anthropic_version in it, the model in the URL (rawPredict), an OAuth
+	// token from a service account, and plain Anthropic SSE streams.
+	KindVertex Kind = "vertex_ai"
 )
 
 // Deployment is one model_list entry: one upstream serving an alias. Several
@@ -49,7 +57,13 @@ type Deployment struct {
 	// /responses as they are (OpenAI's API, or responses_api: native);
 	// otherwise they are translated to chat completions.
 	ResponsesNative bool
-	Info            ModelInfo
+	// AWS is a bedrock/ deployment's region and credentials; nil for
+	// every other kind.
+	AWS *AWSAccount
+	// Vertex is a vertex_ai/ deployment's project, location and service
+	// account; nil for every other kind.
+	Vertex *VertexAccount
+	Info   ModelInfo
 	// ID is a stable, secret-free identity: a short hex hash of alias,
 	// provider, model, api_base and the ordinal of this deployment among
 	// identical ones. The same config gives the same IDs across reloads, so
@@ -70,6 +84,37 @@ func (d Deployment) String() string {
 
 // GoString keeps %#v from printing the key field by field.
 func (d Deployment) GoString() string { return "modellist.Deployment{" + d.String() + "}" }
+
+// AWSAccount is how a bedrock/ deployment reaches Bedrock. With no key
+// pair the standard AWS chain supplies credentials at request time
+// (AWS_ACCESS_KEY_ID…, AWS_PROFILE and the shared files, SSO, web
+// identity, the instance role), which is also what refreshes them.
+type AWSAccount struct {
+	Region string
+	// The key pair and session token are secrets: excluded from JSON and
+	// from every message.
+	AccessKeyID     string `json:"-"`
+	SecretAccessKey string `json:"-"`
+	SessionToken    string `json:"-"`
+}
+
+// Static reports whether the entry carries its own key pair.
+func (a *AWSAccount) Static() bool { return a.AccessKeyID != "" }
+
+// VertexAccount is how a vertex_ai/ deployment reaches Vertex AI.
+type VertexAccount struct {
+	Project  string
+	Location string
+	// CredentialsFile is the service-account JSON's path as resolved;
+	// Credentials is its content, read and checked at load so that a
+	// missing or wrong file stops the load instead of the first request.
+	CredentialsFile string
+	Credentials     []byte `json:"-"`
+	// ClientEmail and TokenURI are the service account's identity and
+	// where its tokens come from, for messages and tests.
+	ClientEmail string
+	TokenURI    string
+}
 
 // ModelInfo carries per-deployment prices and limits.
 type ModelInfo struct {

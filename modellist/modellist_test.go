@@ -64,7 +64,7 @@ func TestRuleErrors(t *testing.T) {
 			[]string{`model_list[0] (model_name "m"): proxy_params: required; add proxy_params:`}},
 		{"proxy_params not a mapping", "model_list: [{model_name: m, proxy_params: ollama/x}]\n", nil, []string{"proxy_params: must be a mapping"}},
 		{"model required", one("{api_base: 'http://h:1'}"), nil,
-			[]string{`model_list[0] (model_name "m"): proxy_params.model: required: <provider>/<model>`, "providers: anthropic, deepseek, echo"}},
+			[]string{`model_list[0] (model_name "m"): proxy_params.model: required: <provider>/<model>`, "providers: anthropic, bedrock, deepseek, echo"}},
 		{"model without prefix", one("{model: gpt-4o}"), nil,
 			[]string{`proxy_params.model: "gpt-4o" has no provider prefix; write <provider>/gpt-4o`}},
 		{"unknown prefix lists known ones", one("{model: azure/gpt-4o}"), nil,
@@ -72,7 +72,7 @@ func TestRuleErrors(t *testing.T) {
 		{"prefix typo suggests", one("{model: olama/llama3}"), nil, []string{`did you mean "ollama"?`}},
 		{"uppercase prefix", one("{model: OpenAI/gpt-4o, api_key: k}"), nil, []string{"prefixes are lowercase: openai/"}},
 		{"model missing after prefix", one("{model: ollama/, api_base: 'http://h:1'}"), nil, []string{`no model after "ollama/"`}},
-		{"os.environ in model", one("{model: os.environ/MODEL}"), nil, []string{"os.environ/ is resolved only in api_key, api_base and extra_headers"}},
+		{"os.environ in model", one("{model: os.environ/MODEL}"), nil, []string{"os.environ/ is resolved only in api_key, api_base, extra_headers and the aws_ and vertex_ fields"}},
 		{"ollama needs api_base", one("{model: ollama/llama3.1}"), nil,
 			[]string{"proxy_params.api_base: required for ollama/", "api_base: http://localhost:11434"}},
 		{"ollama_chat needs api_base", one("{model: ollama_chat/llama3.1}"), nil, []string{"proxy_params.api_base: required for ollama_chat/"}},
@@ -769,7 +769,7 @@ func unwrapAll(err error) error {
 
 func TestKnown(t *testing.T) {
 	known := strings.Split(knownList(), ", ")
-	if len(known) != 16 {
+	if len(known) != 18 {
 		t.Fatalf("knownList() = %q", knownList())
 	}
 	for _, p := range known {

@@ -22,7 +22,17 @@ func topFields() []string   { return []string{"model_list", "router_settings", "
 func entryFields() []string { return []string{"model_name", "proxy_params", "model_info"} }
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
-		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api"}
+		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api",
+		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name",
+		"vertex_project", "vertex_location", "vertex_credentials"}
+}
+
+// awsFields and vertexFields belong to one provider each.
+func awsFields() []string {
+	return []string{"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name"}
+}
+func vertexFields() []string {
+	return []string{"vertex_project", "vertex_location", "vertex_credentials"}
 }
 func infoFields() []string {
 	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "max_input_tokens"}

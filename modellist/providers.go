@@ -16,6 +16,10 @@ const (
 	catLocalNative
 	// catEcho: built in, takes neither.
 	catEcho
+	// catAccount: a hyperscaler (bedrock, vertex_ai) that authenticates
+	// with the account's own credentials instead of an api_key, and whose
+	// endpoint follows from its region.
+	catAccount
 )
 
 type providerSpec struct {
@@ -56,6 +60,10 @@ func lookupProvider(prefix string) (providerSpec, bool) {
 		return providerSpec{KindOllama, catLocalNative, ""}, true
 	case "echo":
 		return providerSpec{KindEcho, catEcho, ""}, true
+	case "bedrock":
+		return providerSpec{KindBedrock, catAccount, ""}, true
+	case "vertex_ai":
+		return providerSpec{KindVertex, catAccount, ""}, true
 	}
 	return providerSpec{}, false
 }
@@ -63,8 +71,8 @@ func lookupProvider(prefix string) (providerSpec, bool) {
 // knownProviders is sorted so that messages are stable.
 func knownProviders() []string {
 	return []string{
-		"anthropic", "deepseek", "echo", "fireworks_ai", "gemini", "groq", "hosted_vllm", "llamacpp",
-		"lm_studio", "mistral", "ollama", "ollama_chat", "openai", "openrouter", "together_ai", "xai",
+		"anthropic", "bedrock", "deepseek", "echo", "fireworks_ai", "gemini", "groq", "hosted_vllm", "llamacpp",
+		"lm_studio", "mistral", "ollama", "ollama_chat", "openai", "openrouter", "together_ai", "vertex_ai", "xai",
 	}
 }
 

@@ -95,8 +95,8 @@ func TestGeminiToOpenAI(t *testing.T) {
 	// The stream: CRLF events, a thought, text, a whole call, usage last.
 	var out2 []byte
 	s := NewGeminiToOpenAIStream("alias", true)
-	r := NewSSEReader(strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hm\",\"thought\":true}]}}],\"responseId\":\"r2\"}\r\n\r\n" +
-		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}]}\r\n\r\n" +
+	r := NewSSEReader(strings.NewReader("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hm\",\"thought\":true}]}}],\"responseId\":\"r2\"}\r\n\r\n"+
+		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}]}\r\n\r\n"+
 		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{}},\"thoughtSignature\":\"S\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":2,\"totalTokenCount\":9}}\r\n\r\n"), bufio.NewReader(nil))
 	for {
 		ev, err := r.Next()

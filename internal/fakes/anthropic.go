@@ -55,51 +55,61 @@ func Anthropic(o Options, rec *Recorder) http.Handler {
 		}
 		tool := wantsTool(req.Tools, req.Messages)
 		w.Header().Set("Request-Id", "req_fake_anthropic")
-		usageStart := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}`,
-			AnthropicInputTokens, AnthropicCacheCreation, AnthropicCacheRead)
 		if !req.Stream {
 			w.Header().Set("Content-Type", "application/json")
-			content := fmt.Sprintf(`[{"type":"text","text":%q}]`, o.reply())
-			stop := "end_turn"
-			if tool {
-				content = fmt.Sprintf(`[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_fake1","name":%q,"input":%s}]`, WeatherToolName, WeatherToolArguments)
-				stop = "tool_use"
-			}
-			fmt.Fprintf(w, `{"id":"msg_fake","type":"message","role":"assistant","model":%q,"content":%s,"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d,"service_tier":"standard"}}`,
-				req.Model, content, stop, AnthropicInputTokens, AnthropicCacheCreation, AnthropicCacheRead, AnthropicOutputTokens)
+			fmt.Fprint(w, anthropicMessage(o, req.Model, tool))
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		event := func(name, data string) {
+		anthropicStream(o, r, req.Model, tool, func(name, data string) {
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
 			flush(w)
-		}
-		event("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":%s}}`, req.Model, usageStart))
-		event("ping", `{"type": "ping"}`)
-		stop := "end_turn"
-		if tool {
-			stop = "tool_use"
-			event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_fake1","name":%q,"input":{}}}`, WeatherToolName))
-			half := len(WeatherToolArguments) / 2
-			for _, part := range []string{WeatherToolArguments[:half], WeatherToolArguments[half:]} {
-				if !Pause(r, o.Gap) {
-					return
-				}
-				event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%q}}`, part))
-			}
-			event("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		} else {
-			event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-			for _, p := range o.pieces() {
-				if !Pause(r, o.Gap) {
-					return
-				}
-				event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%q}}`, p))
-			}
-			event("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		}
-		event("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, AnthropicOutputTokens))
-		event("message_stop", `{"type":"message_stop"}`)
+		})
 	})
+}
+
+// anthropicMessage is a whole Messages answer: text, or a tool call.
+func anthropicMessage(o Options, model string, tool bool) string {
+	content := fmt.Sprintf(`[{"type":"text","text":%q}]`, o.reply())
+	stop := "end_turn"
+	if tool {
+		content = fmt.Sprintf(`[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_fake1","name":%q,"input":%s}]`, WeatherToolName, WeatherToolArguments)
+		stop = "tool_use"
+	}
+	return fmt.Sprintf(`{"id":"msg_fake","type":"message","role":"assistant","model":%q,"content":%s,"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d,"service_tier":"standard"}}`,
+		model, content, stop, AnthropicInputTokens, AnthropicCacheCreation, AnthropicCacheRead, AnthropicOutputTokens)
+}
+
+// anthropicStream emits a Messages stream's events, pausing o.Gap before
+// each delta; it stops early when the request is cancelled.
+func anthropicStream(o Options, r *http.Request, model string, tool bool, event func(name, data string)) {
+	usageStart := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}`,
+		AnthropicInputTokens, AnthropicCacheCreation, AnthropicCacheRead)
+	event("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"stop_sequence":null,"usage":%s}}`, model, usageStart))
+	event("ping", `{"type": "ping"}`)
+	stop := "end_turn"
+	if tool {
+		stop = "tool_use"
+		event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_fake1","name":%q,"input":{}}}`, WeatherToolName))
+		half := len(WeatherToolArguments) / 2
+		for _, part := range []string{WeatherToolArguments[:half], WeatherToolArguments[half:]} {
+			if !Pause(r, o.Gap) {
+				return
+			}
+			event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%q}}`, part))
+		}
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	} else {
+		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		for _, p := range o.pieces() {
+			if !Pause(r, o.Gap) {
+				return
+			}
+			event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%q}}`, p))
+		}
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	}
+	event("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, AnthropicOutputTokens))
+	event("message_stop", `{"type":"message_stop"}`)
 }

@@ -1,0 +1,331 @@
+package handlers
+
+// Claude on AWS Bedrock and Google Vertex AI: the Anthropic Messages wire
+// format at another address, with the cloud's own authentication and, for
+// Bedrock, its own stream framing. The routes (providers.Route) are the
+// Anthropic ones; a cloudEndpoint does the rest, built once per deployment.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// cloudEndpoint is what a bedrock/ or vertex_ai/ deployment adds to the
+// Messages format: the body's dialect, the URL, the credentials and the
+// stream framing.
+type cloudEndpoint interface {
+	// prepare turns the Messages body a route produced into the cloud's
+	// and names the URL to post it to. client is the caller's request
+	// header (Anthropic clients' betas).
+	prepare(body []byte, client http.Header, stream bool) (url string, out []byte, err error)
+	// prepareCount does the same for a count_tokens request.
+	prepareCount(body []byte, client http.Header) (url string, out []byte, err error)
+	// countResult reads the cloud's answer to prepareCount.
+	countResult(raw []byte) (int, error)
+	// authorize adds credentials to req, whose payload is body. Its
+	// error is for the client: it names what is missing, never a secret.
+	authorize(ctx context.Context, req *http.Request, body []byte) error
+	// eventStream reports that streams come as AWS event-stream frames.
+	eventStream() bool
+	// rejected is told that the cloud refused the credentials, so that the
+	// next request gets fresh ones instead of the cached ones. It reports
+	// whether fresh ones may differ (not for a key pair in the entry).
+	rejected() bool
+	// errorType is the header naming an error's kind, if the cloud has one.
+	errorType(h http.Header) string
+	// secrets are what upstream text must never carry back: the key
+	// pair, the private key, the current access token.
+	secrets() []string
+	close()
+}
+
+// credentialError is a cloud credential that could not be had: the AWS
+// chain found none, the token endpoint refused the service account.
+type credentialError struct{ msg string }
+
+func (e *credentialError) Error() string { return e.msg }
+
+// credentialsRejected reports whether a cloud's answer means the
+// deployment's credentials are wrong or stale rather than the request:
+// AWS's expired or unknown keys, Google's invalid token. Another
+// deployment, or this one with fresh credentials, may succeed.
+func credentialsRejected(status int, message string) bool {
+	switch {
+	case status == http.StatusUnauthorized:
+		return true
+	case status != http.StatusForbidden:
+		return false
+	}
+	for _, s := range [...]string{"ExpiredToken", "UnrecognizedClient", "InvalidSignature", "IncompleteSignature", "security token included in the request is", "signature we calculated does not match"} {
+		if strings.Contains(message, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func newCloudEndpoint(d *modellist.Deployment) cloudEndpoint {
+	switch d.Kind {
+	case modellist.KindBedrock:
+		return newBedrockEndpoint(d)
+	case modellist.KindVertex:
+		return newVertexEndpoint(d)
+	}
+	return nil
+}
+
+// awsEscape escapes a path segment as AWS's SDKs do: everything but the
+// unreserved characters, so that a model id's ':' and an inference
+// profile ARN's '/' stay inside the one segment.
+func awsEscape(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+// bedrockEndpoint signs InvokeModel calls with SigV4.
+type bedrockEndpoint struct {
+	model  string // <base>/model/<escaped id>
+	region string
+	creds  *aws.CredentialsCache
+	// chainErr is why the AWS chain could not be set up (a broken shared
+	// config file, an unknown AWS_PROFILE), reported on each request.
+	chainErr error
+	signer   *v4.Signer
+	static   []string
+	now      func() time.Time
+}
+
+func newBedrockEndpoint(d *modellist.Deployment) *bedrockEndpoint {
+	a := d.AWS
+	e := &bedrockEndpoint{model: d.APIBase + "/model/" + awsEscape(d.Model), region: a.Region, signer: v4.NewSigner(), now: time.Now}
+	if a.Static() {
+		e.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, a.SessionToken))
+		e.static = []string{a.AccessKeyID, a.SecretAccessKey, a.SessionToken}
+		return e
+	}
+	// The standard chain: environment, shared files and profiles, SSO,
+	// web identity, container and instance roles. Loading it reads files
+	// only; credentials are fetched (and refreshed) on first use.
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(a.Region))
+	if err != nil {
+		e.chainErr = err
+		return e
+	}
+	if c, ok := cfg.Credentials.(*aws.CredentialsCache); ok {
+		e.creds = c
+	} else {
+		e.creds = aws.NewCredentialsCache(cfg.Credentials)
+	}
+	return e
+}
+
+func (e *bedrockEndpoint) prepare(body []byte, client http.Header, stream bool) (string, []byte, error) {
+	out, err := providers.BedrockBody(body, providers.BedrockBetas(client.Values("Anthropic-Beta")))
+	if stream {
+		return e.model + "/invoke-with-response-stream", out, err
+	}
+	return e.model + "/invoke", out, err
+}
+
+func (e *bedrockEndpoint) prepareCount(body []byte, client http.Header) (string, []byte, error) {
+	out, err := providers.BedrockCountBody(body, providers.BedrockBetas(client.Values("Anthropic-Beta")))
+	return e.model + "/count-tokens", out, err
+}
+
+func (e *bedrockEndpoint) countResult(raw []byte) (int, error) {
+	return providers.BedrockCountResult(raw)
+}
+
+func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, body []byte) error {
+	if e.chainErr != nil {
+		return &credentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
+	}
+	c, err := e.creds.Retrieve(ctx)
+	if err != nil {
+		return &credentialError{"no AWS credentials: set aws_access_key_id and aws_secret_access_key on the entry, or provide them to the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role): " + err.Error()}
+	}
+	sum := sha256.Sum256(body)
+	if stream := strings.HasSuffix(req.URL.Path, "-stream"); stream {
+		req.Header.Set("Accept", "application/vnd.amazon.eventstream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	// The body is a byte slice the signature covers: no chunked upload.
+	req.ContentLength = int64(len(body))
+	return e.signer.SignHTTP(ctx, c, req, hex.EncodeToString(sum[:]), "bedrock", e.region, e.now())
+}
+
+func (e *bedrockEndpoint) eventStream() bool { return true }
+
+func (e *bedrockEndpoint) rejected() bool {
+	if e.creds == nil || e.static != nil {
+		return false
+	}
+	e.creds.Invalidate()
+	return true
+}
+
+func (e *bedrockEndpoint) errorType(h http.Header) string { return h.Get("X-Amzn-Errortype") }
+
+func (e *bedrockEndpoint) secrets() []string { return e.static }
+
+func (e *bedrockEndpoint) close() {}
+
+// vertexEndpoint authenticates rawPredict calls with an OAuth token from a
+// service account.
+type vertexEndpoint struct {
+	models string // <base>/v1/projects/<p>/locations/<l>/publishers/anthropic/models/
+	model  string // the deployment's model, escaped
+	name   string // the model as configured, for count-tokens' body
+	conf   interface {
+		TokenSource(context.Context) oauth2.TokenSource
+	}
+	// tokenCtx carries the client that reaches the token endpoint: tokens
+	// are fetched outside any one request, which must not cancel a fetch
+	// others wait on.
+	tokenCtx  context.Context
+	transport *http.Transport
+	key       string
+
+	mu    sync.Mutex
+	ts    oauth2.TokenSource // caches the token and refreshes it before expiry
+	token string             // the last one handed out, for redaction
+}
+
+// vertexScope is the scope Vertex AI accepts for prediction calls.
+const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
+
+func newVertexEndpoint(d *modellist.Deployment) *vertexEndpoint {
+	v := d.Vertex
+	e := &vertexEndpoint{
+		models: d.APIBase + "/v1/projects/" + awsEscape(v.Project) + "/locations/" + v.Location + "/publishers/anthropic/models/",
+		model:  pathEscape(d.Model),
+		name:   d.Model,
+	}
+	// The token endpoint is Google's (or the file's token_uri), never the
+	// deployment's api_base: it gets its own connections, without the
+	// deployment's TLS settings.
+	e.transport = &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     2 * time.Minute,
+	}
+	e.tokenCtx = context.WithValue(context.Background(), oauth2.HTTPClient,
+		&http.Client{Transport: e.transport, Timeout: 30 * time.Second})
+	conf, err := google.JWTConfigFromJSON(v.Credentials, vertexScope)
+	if err != nil {
+		// modellist checked the file; this is unreachable short of a
+		// change in what the library accepts.
+		e.conf = failingConf{err}
+	} else {
+		e.key = string(conf.PrivateKey)
+		e.conf = conf
+	}
+	e.ts = e.conf.TokenSource(e.tokenCtx)
+	return e
+}
+
+// failingConf stands in for a service account the library refused.
+type failingConf struct{ err error }
+
+func (f failingConf) TokenSource(context.Context) oauth2.TokenSource { return f }
+func (f failingConf) Token() (*oauth2.Token, error)                  { return nil, f.err }
+
+// pathEscape keeps a Vertex model name ("claude-sonnet-4-5@20250929")
+// readable while escaping what would leave the path segment.
+func pathEscape(s string) string {
+	r := strings.NewReplacer("%", "%25", "/", "%2F", "?", "%3F", "#", "%23", " ", "%20")
+	return r.Replace(s)
+}
+
+func (e *vertexEndpoint) prepare(body []byte, _ http.Header, stream bool) (string, []byte, error) {
+	out, err := providers.VertexBody(body)
+	if stream {
+		return e.models + e.model + ":streamRawPredict", out, err
+	}
+	return e.models + e.model + ":rawPredict", out, err
+}
+
+func (e *vertexEndpoint) prepareCount(body []byte, _ http.Header) (string, []byte, error) {
+	out, err := providers.VertexCountBody(body, e.name)
+	return e.models + "count-tokens:rawPredict", out, err
+}
+
+func (e *vertexEndpoint) countResult(raw []byte) (int, error) {
+	u := providers.AnthropicUsageFromBody(append(append([]byte(`{"usage":`), raw...), '}'))
+	if !u.Seen {
+		return 0, errors.New("the token count could not be read")
+	}
+	return int(u.InputTokens), nil
+}
+
+func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, _ []byte) error {
+	e.mu.Lock()
+	ts := e.ts
+	e.mu.Unlock()
+	tok, err := ts.Token()
+	if err != nil {
+		return &credentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
+	}
+	e.mu.Lock()
+	e.token = tok.AccessToken
+	e.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	return nil
+}
+
+func (e *vertexEndpoint) eventStream() bool { return false }
+
+// rejected drops the cached token: the next request signs a new
+// assertion.
+func (e *vertexEndpoint) rejected() bool {
+	e.mu.Lock()
+	e.ts = e.conf.TokenSource(e.tokenCtx)
+	e.mu.Unlock()
+	return true
+}
+
+func (e *vertexEndpoint) errorType(http.Header) string { return "" }
+
+func (e *vertexEndpoint) secrets() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return []string{e.key, e.token}
+}
+
+func (e *vertexEndpoint) close() { e.transport.CloseIdleConnections() }
+
+// cloudError reads a cloud's error answer into the client's error, the
+// exception or status name leading the cloud's message.
+func cloudError(c cloudEndpoint, status int, h http.Header, body []byte) *providers.APIError {
+	return &providers.APIError{Status: status, Message: providers.CloudErrorMessage(c.errorType(h), body)}
+}
