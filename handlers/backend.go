@@ -29,7 +29,7 @@ type backend struct {
 	upstream     providers.Format
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
-	routes  [5]providers.Route
+	routes  [7]providers.Route
 	opts    providers.RouteOptions
 	prices  ledger.Prices
 	timeout time.Duration
@@ -38,9 +38,14 @@ type backend struct {
 	// cloud, for Claude on Bedrock or Vertex AI, addresses, authenticates
 	// and frames what the Anthropic routes produce; nil for the rest.
 	cloud cloudEndpoint
+	// embedURL is the upstream's embeddings endpoint; empty when it has none.
+	embedURL string
 }
 
-const echoURL = "http://echo.modelgate.invalid/v1/chat/completions"
+const (
+	echoURL      = "http://echo.modelgate.invalid/v1/chat/completions"
+	echoEmbedURL = "http://echo.modelgate.invalid/v1/embeddings"
+)
 
 func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings, defaultTimeout time.Duration, defaultMaxTokens int64) *backend {
 	b := &backend{dep: d, client: c, state: st}
@@ -60,6 +65,16 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	default:
 		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
 	}
+	switch d.Kind {
+	case modellist.KindOpenAI:
+		b.embedURL = d.APIBase + "/embeddings"
+	case modellist.KindOllama:
+		b.embedURL = d.APIBase + "/api/embed"
+	case modellist.KindEcho:
+		b.embedURL = echoEmbedURL
+	case modellist.KindGemini:
+		b.embedURL = b.url + ":batchEmbedContents"
+	}
 	b.timeout = firstDuration(d.Timeout, rs.Timeout, defaultTimeout)
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
@@ -71,7 +86,8 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 			b.responsesURL = d.APIBase + "/v1/responses"
 		}
 	}
-	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses, providers.FormatGemini} {
+	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses, providers.FormatGemini,
+		providers.FormatEmbeddings, providers.FormatGeminiEmbed} {
 		up := b.upstream
 		if cf == providers.FormatResponses && b.responsesURL != "" {
 			up = providers.FormatResponses
@@ -172,7 +188,9 @@ func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *h
 		return b.cloudRequest(ctx, cf, client, url, out)
 	}
 	target := b.url
-	if b.upstream == providers.FormatGemini {
+	if cf == providers.FormatEmbeddings || cf == providers.FormatGeminiEmbed {
+		target = b.embedURL
+	} else if b.upstream == providers.FormatGemini {
 		if stream {
 			target += ":streamGenerateContent?alt=sse"
 		} else {

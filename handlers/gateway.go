@@ -248,6 +248,9 @@ func (g *Gateway) buildPaths() {
 		g.serveChat(w, r, providers.FormatResponses)
 	}))
 	live := g.guard(g.serveLiveness)
+	embeddings := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+		g.serveChat(w, r, providers.FormatEmbeddings)
+	}))
 	g.paths = map[string]http.HandlerFunc{
 		"/chat/completions":    chat,
 		"/v1/chat/completions": chat,
@@ -259,6 +262,8 @@ func (g *Gateway) buildPaths() {
 		"/responses":                 responses,
 		"/v1/responses/input_tokens": g.guard(g.only(http.MethodPost, g.serveInputTokens)),
 		"/responses/input_tokens":    g.guard(g.only(http.MethodPost, g.serveInputTokens)),
+		"/v1/embeddings":             embeddings,
+		"/embeddings":                embeddings,
 		"/v1/models":                 models,
 		"/models":                    models,
 		"/health/liveliness":         live,
@@ -457,6 +462,8 @@ func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Form
 		rec.Endpoint = "responses"
 	case providers.FormatGemini:
 		rec.Endpoint = "generate_content"
+	case providers.FormatEmbeddings, providers.FormatGeminiEmbed:
+		rec.Endpoint = "embeddings"
 	default:
 		rec.Endpoint = "chat_completions"
 	}

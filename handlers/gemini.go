@@ -46,7 +46,7 @@ func isGeminiPath(p string) bool {
 func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 	_, action, _ := geminiAction(r.URL.Path)
 	switch action {
-	case "generateContent", "streamGenerateContent", "countTokens":
+	case "generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents":
 	default:
 		g.serveNotFound(w, r)
 		return
@@ -69,6 +69,8 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 		g.serveChat(w, r, providers.FormatGemini)
 	case "countTokens":
 		g.serveGeminiCount(w, r)
+	case "embedContent", "batchEmbedContents":
+		g.serveChat(w, r, providers.FormatGeminiEmbed)
 	}
 }
 

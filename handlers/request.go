@@ -129,6 +129,11 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		info, err = g.readResponsesRequest(r, id, req.body)
 	case providers.FormatGemini:
 		info, err = readGeminiRequest(r, req.body)
+	case providers.FormatEmbeddings:
+		info, err = providers.ParseEmbeddingsRequest(req.body)
+	case providers.FormatGeminiEmbed:
+		model, action, _ := geminiAction(r.URL.Path)
+		info, err = providers.ParseGeminiEmbedRequest(req.body, model, action == "batchEmbedContents")
 	default:
 		info, err = providers.PeekRequest(req.body)
 	}
@@ -149,6 +154,9 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	}
 	if info.Gemini != nil {
 		info.Gemini.Alias = alias
+	}
+	if info.Embed != nil {
+		info.Embed.Alias = alias
 	}
 	req.info, req.alias = info, alias
 	return req, true

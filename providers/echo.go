@@ -48,9 +48,12 @@ func (EchoTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/embeddings") {
+		return echoEmbeddings(req, body), nil
+	}
 	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/chat/completions") {
 		return echoError(req, &APIError{Status: http.StatusNotFound,
-			Message: "the echo backend only serves POST /chat/completions"}), nil
+			Message: "the echo backend only serves POST /chat/completions and /embeddings"}), nil
 	}
 	var in OpenAIRequest
 	if err := decodeOpenAIRequest(body, &in); err != nil {

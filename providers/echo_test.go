@@ -184,7 +184,7 @@ func TestEchoErrors(t *testing.T) {
 		{"invalid JSON", http.MethodPost, echoURL, `{"model":`, 400, nil},
 		{"missing messages", http.MethodPost, echoURL, `{"model":"echo/x"}`, 400, ptr("messages")},
 		{"bad content", http.MethodPost, echoURL, `{"model":"echo/x","messages":[{"role":"user","content":5}]}`, 400, ptr("messages[0].content")},
-		{"wrong path", http.MethodPost, "http://echo.internal/v1/embeddings", `{}`, 404, nil},
+		{"wrong path", http.MethodPost, "http://echo.internal/v1/completions", `{}`, 404, nil},
 		{"wrong method", http.MethodGet, echoURL, ``, 404, nil},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,24 @@ const (
 	// FormatGemini is Google's Gemini API (generateContent; JSON, SSE of
 	// whole GenerateContentResponse chunks).
 	FormatGemini
+	// FormatEmbeddings is OpenAI's embeddings API (a client format only;
+	// errors in OpenAI's family).
+	FormatEmbeddings
+	// FormatGeminiEmbed is Gemini's embedContent and batchEmbedContents
+	// (a client format only; errors in Google's family).
+	FormatGeminiEmbed
 )
+
+// errorFamily is the format whose error shape a client of f reads.
+func (f Format) errorFamily() Format {
+	switch f {
+	case FormatGeminiEmbed:
+		return FormatGemini
+	case FormatEmbeddings, FormatResponses:
+		return FormatOpenAI
+	}
+	return f
+}
 
 func (f Format) String() string {
 	switch f {
@@ -30,6 +47,10 @@ func (f Format) String() string {
 		return "responses"
 	case FormatGemini:
 		return "gemini"
+	case FormatEmbeddings:
+		return "embeddings"
+	case FormatGeminiEmbed:
+		return "gemini embeddings"
 	}
 	return "unknown"
 }

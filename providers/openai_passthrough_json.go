@@ -244,6 +244,8 @@ type RequestInfo struct {
 	Responses *ResponsesTurn
 	// Gemini is set for a Gemini API request, likewise.
 	Gemini *GeminiTurn
+	// Embed is set for an embeddings request (OpenAI's or Gemini's).
+	Embed *EmbedTurn
 }
 
 // PeekRequest reads model, stream and stream_options.include_usage from an

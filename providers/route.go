@@ -158,6 +158,8 @@ func NewRoute(client, upstream Format) (Route, error) {
 		}
 	case client == FormatGemini && upstream == FormatGemini:
 		return nativeGeminiRoute(), nil
+	case client == FormatEmbeddings || client == FormatGeminiEmbed:
+		return embedRoute(client, upstream), nil
 	case client == FormatResponses && upstream == FormatResponses:
 		return nativeResponsesRoute(), nil
 	case client == FormatResponses:

@@ -50,6 +50,10 @@ func Gemini(o Options, rec *Recorder) http.Handler {
 			fail(o.Status, "UNAVAILABLE", fmt.Sprintf("fake failure %d", o.Status))
 			return
 		}
+		if action == "batchEmbedContents" {
+			geminiBatchEmbed(w, body)
+			return
+		}
 		var req struct {
 			Contents []struct {
 				Role  string            `json:"role"`

@@ -20,6 +20,10 @@ func Ollama(o Options, rec *Recorder) http.Handler {
 			fmt.Fprintf(w, `{"error":"fake failure %d"}`, o.Status)
 			return
 		}
+		if r.URL.Path == "/api/embed" {
+			ollamaEmbed(w, body)
+			return
+		}
 		var req struct {
 			Model    string            `json:"model"`
 			Stream   *bool             `json:"stream"`

@@ -20,6 +20,10 @@ func OpenAI(o Options, rec *Recorder) http.Handler {
 			openAIResponses(o, w, r, body)
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/embeddings") && o.Status == 0 {
+			openAIEmbeddings(w, body)
+			return
+		}
 		if o.Status != 0 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(o.Status)

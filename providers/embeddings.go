@@ -1,0 +1,341 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+)
+
+// Embeddings: OpenAI's POST /v1/embeddings (and Gemini's embedContent /
+// batchEmbedContents) routed by alias like chat. OpenAI-compatible
+// upstreams take the body as sent, Ollama is asked on /api/embed, Gemini
+// on batchEmbedContents, echo/ makes deterministic vectors; Messages-only
+// backends have no embeddings and say so.
+
+// EmbedTurn is one embeddings request parsed once.
+type EmbedTurn struct {
+	// Texts are the inputs as text; nil when the client sent token ids,
+	// which only OpenAI-compatible upstreams take (as sent).
+	Texts      []string
+	Base64     bool
+	Dimensions *int64
+	// Gemini: the client is Gemini's API; Batch: batchEmbedContents.
+	Gemini, Batch bool
+	// Alias names the model in answers and messages.
+	Alias string
+}
+
+type openAIEmbedRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     *int64          `json:"dimensions"`
+	User           string          `json:"user"`
+}
+
+// ParseEmbeddingsRequest reads an OpenAI embeddings body.
+func ParseEmbeddingsRequest(body []byte) (RequestInfo, error) {
+	if !json.Valid(body) {
+		return RequestInfo{}, invalidJSON(body)
+	}
+	var req openAIEmbedRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return RequestInfo{}, BadRequest("", "request body: "+err.Error())
+	}
+	if req.Model == "" {
+		return RequestInfo{}, BadRequest("model", "you must provide a model parameter")
+	}
+	t := &EmbedTurn{Dimensions: req.Dimensions}
+	switch req.EncodingFormat {
+	case "", "float":
+	case "base64":
+		t.Base64 = true
+	default:
+		return RequestInfo{}, BadRequest("encoding_format", `encoding_format must be "float" or "base64"`)
+	}
+	if req.Dimensions != nil && *req.Dimensions < 1 {
+		return RequestInfo{}, BadRequest("dimensions", "dimensions must be a positive integer")
+	}
+	in := bytes.TrimSpace(req.Input)
+	var one string
+	var many []string
+	var tokens [][]int64
+	var oneTokens []int64
+	switch {
+	case len(in) == 0 || string(in) == "null":
+		return RequestInfo{}, BadRequest("input", "you must provide input: a string, a list of strings, or token ids")
+	case json.Unmarshal(in, &one) == nil:
+		t.Texts = []string{one}
+	case json.Unmarshal(in, &many) == nil:
+		t.Texts = many
+	case json.Unmarshal(in, &oneTokens) == nil:
+		if len(oneTokens) == 0 {
+			return RequestInfo{}, BadRequest("input", "input must not be empty")
+		}
+	case json.Unmarshal(in, &tokens) == nil:
+		if len(tokens) == 0 {
+			return RequestInfo{}, BadRequest("input", "input must not be empty")
+		}
+	default:
+		return RequestInfo{}, BadRequest("input", "input must be a string, a list of strings, a list of token ids or a list of such lists")
+	}
+	if t.Texts != nil {
+		if len(t.Texts) == 0 {
+			return RequestInfo{}, BadRequest("input", "input must not be empty")
+		}
+		for i, s := range t.Texts {
+			if s == "" {
+				return RequestInfo{}, BadRequest(fmt.Sprintf("input[%d]", i), "input strings must not be empty")
+			}
+		}
+	}
+	return RequestInfo{Model: req.Model, Embed: t}, nil
+}
+
+// ParseGeminiEmbedRequest reads embedContent ({"content":…}) or
+// batchEmbedContents ({"requests":[…]}) for the model in the URL.
+func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo, error) {
+	if !json.Valid(body) {
+		return RequestInfo{}, invalidJSON(body)
+	}
+	type one struct {
+		Content              *geminiContent `json:"content"`
+		OutputDimensionality *int64         `json:"outputDimensionality"`
+	}
+	var reqs []one
+	if batch {
+		var b struct {
+			Requests []one `json:"requests"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
+		}
+		reqs = b.Requests
+	} else {
+		var o one
+		if err := json.Unmarshal(body, &o); err != nil {
+			return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
+		}
+		reqs = []one{o}
+	}
+	if len(reqs) == 0 {
+		return RequestInfo{}, BadRequest("requests", "* BatchEmbedContentsRequest.requests: requests is not specified")
+	}
+	t := &EmbedTurn{Gemini: true, Batch: batch}
+	for i, r := range reqs {
+		if r.Content == nil {
+			return RequestInfo{}, BadRequest(fmt.Sprintf("requests[%d].content", i), "content is not specified")
+		}
+		var text []byte
+		for _, p := range r.Content.Parts {
+			text = append(text, p.Text...)
+		}
+		if len(text) == 0 {
+			return RequestInfo{}, BadRequest(fmt.Sprintf("requests[%d].content", i), "content must hold text to embed")
+		}
+		t.Texts = append(t.Texts, string(text))
+		if r.OutputDimensionality != nil {
+			t.Dimensions = r.OutputDimensionality
+		}
+	}
+	return RequestInfo{Model: model, Embed: t}, nil
+}
+
+// openAIBody is the turn as an OpenAI embeddings body for model.
+func (t *EmbedTurn) openAIBody(model string) []byte {
+	b, _ := json.Marshal(struct {
+		Model      string   `json:"model"`
+		Input      []string `json:"input"`
+		Dimensions *int64   `json:"dimensions,omitempty"`
+	}{model, t.Texts, t.Dimensions})
+	return b
+}
+
+// answer writes vectors in the client's shape: OpenAI's list (floats or
+// base64 of little-endian float32, as OpenAI encodes them) or Gemini's.
+func (t *EmbedTurn) answer(vectors [][]float64, alias string, promptTokens int64) []byte {
+	if t.Gemini {
+		type values struct {
+			Values []float64 `json:"values"`
+		}
+		if !t.Batch {
+			v := values{Values: []float64{}}
+			if len(vectors) > 0 {
+				v.Values = vectors[0]
+			}
+			b, _ := json.Marshal(struct {
+				Embedding values `json:"embedding"`
+			}{v})
+			return b
+		}
+		out := struct {
+			Embeddings []values `json:"embeddings"`
+		}{Embeddings: make([]values, len(vectors))}
+		for i, v := range vectors {
+			out.Embeddings[i] = values{v}
+		}
+		b, _ := json.Marshal(out)
+		return b
+	}
+	dst := append([]byte(nil), `{"object":"list","data":[`...)
+	for i, v := range vectors {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"object":"embedding","index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `,"embedding":`...)
+		if t.Base64 {
+			raw := make([]byte, 4*len(v))
+			for j, f := range v {
+				binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(float32(f)))
+			}
+			dst = append(dst, '"')
+			dst = base64.StdEncoding.AppendEncode(dst, raw)
+			dst = append(dst, '"')
+		} else {
+			dst = append(dst, '[')
+			for j, f := range v {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = strconv.AppendFloat(dst, f, 'g', -1, 32)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"model":`...)
+	dst = appendJSONString(dst, alias)
+	dst = append(dst, `,"usage":{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, promptTokens, 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, promptTokens, 10)
+	return append(dst, "}}"...)
+}
+
+// estimateTokens stands in for upstreams that count nothing (Gemini's
+// embed calls): a token per 4 bytes, as the echo backend counts.
+func (t *EmbedTurn) estimateTokens() int64 {
+	var n int64
+	for _, s := range t.Texts {
+		n += max(1, int64(len(s))/4)
+	}
+	return n
+}
+
+// embedRoute is the embeddings route of a client (OpenAI's or Gemini's
+// embeddings) to an upstream format.
+func embedRoute(client, upstream Format) Route {
+	r := Route{Client: client, Upstream: upstream}
+	r.stream = func(string, RequestInfo, bool) StreamTranslator { return nil }
+	switch upstream {
+	case FormatOpenAI:
+		r.request = func(body []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+			if !info.Embed.Gemini {
+				out, err := RewriteModel(body, model)
+				return out, false, err
+			}
+			return info.Embed.openAIBody(model), false, nil
+		}
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			var a struct {
+				Usage struct {
+					PromptTokens int64 `json:"prompt_tokens"`
+				} `json:"usage"`
+				Data []struct {
+					Embedding json.RawMessage `json:"embedding"`
+				} `json:"data"`
+			}
+			if !looksLikeObject(raw) || json.Unmarshal(raw, &a) != nil {
+				return nil, Usage{}, ErrNotJSONObject
+			}
+			u := Usage{InputTokens: a.Usage.PromptTokens, Seen: true}
+			if !info.Embed.Gemini {
+				// As the upstream wrote it (its encoding included), named by the alias.
+				out, err := RewriteModel(raw, info.Embed.Alias)
+				return out, u, err
+			}
+			vectors := make([][]float64, len(a.Data))
+			for i, d := range a.Data {
+				if json.Unmarshal(d.Embedding, &vectors[i]) != nil {
+					return nil, u, &APIError{Status: http.StatusBadGateway, Message: "the upstream's embedding is not a list of numbers"}
+				}
+			}
+			return info.Embed.answer(vectors, info.Embed.Alias, u.InputTokens), u, nil
+		}
+	case FormatOllama:
+		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+			if info.Embed.Texts == nil {
+				return nil, false, BadRequest("input", "this model takes text input, not token ids")
+			}
+			b, _ := json.Marshal(struct {
+				Model      string   `json:"model"`
+				Input      []string `json:"input"`
+				Dimensions *int64   `json:"dimensions,omitempty"`
+			}{model, info.Embed.Texts, info.Embed.Dimensions})
+			return b, false, nil
+		}
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			var a struct {
+				Embeddings      [][]float64 `json:"embeddings"`
+				PromptEvalCount int64       `json:"prompt_eval_count"`
+			}
+			if !looksLikeObject(raw) || json.Unmarshal(raw, &a) != nil {
+				return nil, Usage{}, ErrNotJSONObject
+			}
+			u := Usage{InputTokens: a.PromptEvalCount, Seen: true}
+			return info.Embed.answer(a.Embeddings, info.Embed.Alias, u.InputTokens), u, nil
+		}
+	case FormatGemini:
+		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+			if info.Embed.Texts == nil {
+				return nil, false, BadRequest("input", "this model takes text input, not token ids")
+			}
+			type req struct {
+				Model                string        `json:"model"`
+				Content              geminiContent `json:"content"`
+				OutputDimensionality *int64        `json:"outputDimensionality,omitempty"`
+			}
+			var b struct {
+				Requests []req `json:"requests"`
+			}
+			for _, s := range info.Embed.Texts {
+				b.Requests = append(b.Requests, req{Model: "models/" + model, Content: geminiContent{Parts: []geminiPart{{Text: s}}},
+					OutputDimensionality: info.Embed.Dimensions})
+			}
+			out, _ := json.Marshal(b)
+			return out, false, nil
+		}
+		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+			var a struct {
+				Embeddings []struct {
+					Values []float64 `json:"values"`
+				} `json:"embeddings"`
+			}
+			if !looksLikeObject(raw) || json.Unmarshal(raw, &a) != nil {
+				return nil, Usage{}, ErrNotJSONObject
+			}
+			vectors := make([][]float64, len(a.Embeddings))
+			for i, e := range a.Embeddings {
+				vectors[i] = e.Values
+			}
+			// Gemini's embed answers count nothing: the ledger gets an estimate.
+			u := Usage{InputTokens: info.Embed.estimateTokens(), Seen: true}
+			return info.Embed.answer(vectors, info.Embed.Alias, u.InputTokens), u, nil
+		}
+	default:
+		r.request = func(_ []byte, info RequestInfo, _ string, _ RouteOptions) ([]byte, bool, error) {
+			return nil, false, BadRequest("model", fmt.Sprintf("model %q has no embeddings: its backend speaks %s, which has no embeddings API; use an alias on an OpenAI-compatible, Ollama, Gemini or echo backend", info.Embed.Alias, upstream))
+		}
+		r.response = func([]byte, RequestInfo) ([]byte, Usage, error) {
+			return nil, Usage{}, &APIError{Status: http.StatusBadRequest, Message: "no embeddings on this backend"}
+		}
+	}
+	return r
+}
