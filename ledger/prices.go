@@ -66,6 +66,10 @@ func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 		{"openai", "o3", cachedPrices(2*mtok, 0.5*mtok, 8*mtok)},
 		{"openai", "o3-mini", cachedPrices(1.1*mtok, 0.55*mtok, 4.4*mtok)},
 		{"openai", "o4-mini", cachedPrices(1.1*mtok, 0.275*mtok, 4.4*mtok)},
+		// Embeddings: input only.
+		{"openai", "text-embedding-3-small", cachedPrices(0.02*mtok, 0.02*mtok, 0)},
+		{"openai", "text-embedding-3-large", cachedPrices(0.13*mtok, 0.13*mtok, 0)},
+		{"openai", "text-embedding-ada-002", cachedPrices(0.1*mtok, 0.1*mtok, 0)},
 
 		// Groq, https://groq.com/pricing, 2025-11 (no prompt caching discount listed).
 		{"groq", "llama-3.1-8b-instant", cachedPrices(0.05*mtok, 0.05*mtok, 0.08*mtok)},
@@ -88,6 +92,7 @@ func BuiltinPrices(provider, upstreamModel string) (Prices, bool) {
 		{"gemini", "gemini-2.5-pro", cachedPrices(1.25*mtok, 0.125*mtok, 10*mtok)},
 		{"gemini", "gemini-2.5-flash", cachedPrices(0.3*mtok, 0.03*mtok, 2.5*mtok)},
 		{"gemini", "gemini-2.5-flash-lite", cachedPrices(0.1*mtok, 0.01*mtok, 0.4*mtok)},
+		{"gemini", "gemini-embedding-001", cachedPrices(0.15*mtok, 0.15*mtok, 0)},
 		// Same page, 2025-12: Gemini 3 previews (thoughts bill as output).
 		{"gemini", "gemini-3-pro-preview", cachedPrices(2*mtok, 0.2*mtok, 12*mtok)},
 		{"gemini", "gemini-3-flash-preview", cachedPrices(0.5*mtok, 0.05*mtok, 3*mtok)},
