@@ -162,6 +162,15 @@ func TestGeminiSDKAgainstEveryBackend(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Code != http.StatusForbidden || ae.Status != "PERMISSION_DENIED" {
 			t.Errorf("alias the key may not use: %v", err)
 		}
+		// Unserved API paths through the SDK: clean errors in Google's shape.
+		_, err = client.Models.Delete(ctx, "echo", nil)
+		if !errors.As(err, &ae) || ae.Code != http.StatusMethodNotAllowed || ae.Status != "UNIMPLEMENTED" {
+			t.Errorf("DELETE a model: %v", err)
+		}
+		_, err = client.Caches.Get(ctx, "cachedContents/abc", nil)
+		if !errors.As(err, &ae) || ae.Code != http.StatusNotFound || ae.Status != "NOT_FOUND" || !strings.Contains(ae.Message, "GET /v1beta/cachedContents/abc") {
+			t.Errorf("an unserved path: %v", err)
+		}
 		_, err = client.Models.GenerateContent(ctx, "echo", []*genai.Content{}, nil)
 		if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest || ae.Status != "INVALID_ARGUMENT" {
 			t.Errorf("no contents: %v", err)
