@@ -187,8 +187,12 @@ func checkBedrockBody(body []byte) (bedrockRequest, string) {
 		}
 		for _, b := range betas {
 			switch b {
-			case "interleaved-thinking-2025-05-14", "context-1m-2025-08-07", "context-management-2025-06-27",
-				"token-efficient-tools-2025-02-19", "output-128k-2025-02-19", "computer-use-2025-01-24":
+			// The flags AWS documents for Claude on Bedrock (model
+			// parameters, anthropic_beta), 2025-11.
+			case "computer-use-2024-10-22", "computer-use-2025-01-24", "computer-use-2025-11-24",
+				"token-efficient-tools-2025-02-19", "interleaved-thinking-2025-05-14", "dev-full-thinking-2025-05-14",
+				"output-128k-2025-02-19", "context-1m-2025-08-07", "context-management-2025-06-27",
+				"effort-2025-11-24", "tool-search-tool-2025-10-19", "tool-examples-2025-10-29":
 			default:
 				return bedrockRequest{}, "invalid beta flag"
 			}
