@@ -81,48 +81,38 @@ func ClaudeCode(t testing.TB) string {
 	return lines[len(lines)-1]
 }
 
-// Codex returns the path of the Codex CLI for end-to-end tests, found the
-// way ClaudeCode finds Claude Code: $MODELGATE_CODEX_BIN, then the copy
-// scripts/codex.sh keeps under .cache, then installing it with that script.
+// Codex returns the path of the Codex CLI for end-to-end tests:
+// $MODELGATE_CODEX_BIN, else what scripts/codex.sh installs.
 func Codex(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("MODELGATE_CODEX_BIN"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if _, err := exec.LookPath("npm"); err != nil {
-		if matches, _ := filepath.Glob(filepath.Join(root, ".cache", "codex-*", "node_modules", ".bin", "codex")); len(matches) > 0 {
-			return matches[len(matches)-1]
-		}
-		t.Skip("Codex end-to-end test skipped: $MODELGATE_CODEX_BIN is unset, .cache has no codex and npm is not installed to fetch it")
-	}
-	out, err := exec.Command("sh", filepath.Join(root, "scripts", "codex.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/codex.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
+	return npmTool(t, "Codex", "MODELGATE_CODEX_BIN", "codex-*", "codex", "codex.sh")
 }
 
-// GeminiCLI returns the path of a Gemini CLI executable:
+// GeminiCLI returns the path of Gemini CLI for end-to-end tests:
 // $MODELGATE_GEMINI_CLI_BIN, else what scripts/gemini-cli.sh installs.
 func GeminiCLI(t testing.TB) string {
+	return npmTool(t, "Gemini CLI", "MODELGATE_GEMINI_CLI_BIN", "gemini-*", "gemini", "gemini-cli.sh")
+}
+
+// npmTool finds an npm-installed client the way ClaudeCode finds Claude
+// Code: the environment variable, else installing it with its script
+// (which returns at once when .cache has it), else, without npm, a copy
+// already under .cache; with none of these the test is skipped.
+func npmTool(t testing.TB, name, envVar, cacheGlob, bin, script string) string {
 	t.Helper()
-	if p := os.Getenv("MODELGATE_GEMINI_CLI_BIN"); p != "" {
+	if p := os.Getenv(envVar); p != "" {
 		return p
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	if _, err := exec.LookPath("npm"); err != nil {
-		if matches, _ := filepath.Glob(filepath.Join(root, ".cache", "gemini-*", "node_modules", ".bin", "gemini")); len(matches) > 0 {
+		if matches, _ := filepath.Glob(filepath.Join(root, ".cache", cacheGlob, "node_modules", ".bin", bin)); len(matches) > 0 {
 			return matches[len(matches)-1]
 		}
-		t.Skip("Gemini CLI end-to-end test skipped: $MODELGATE_GEMINI_CLI_BIN is unset, .cache has no gemini and npm is not installed to fetch it")
+		t.Skipf("%s end-to-end test skipped: $%s is unset, .cache has no %s and npm is not installed to fetch it", name, envVar, bin)
 	}
-	out, err := exec.Command("sh", filepath.Join(root, "scripts", "gemini-cli.sh")).Output()
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", script)).Output()
 	if err != nil {
-		t.Fatalf("scripts/gemini-cli.sh: %v", err)
+		t.Fatalf("scripts/%s: %v", script, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
