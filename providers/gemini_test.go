@@ -338,3 +338,19 @@ func FuzzGeminiStream(f *testing.F) {
 		geminiEvents(t, out)
 	})
 }
+
+// BenchmarkGeminiTranslatedRequest: a Gemini CLI turn parsed and written
+// as the hub's chat request, the work a Gemini client adds per request.
+func BenchmarkGeminiTranslatedRequest(b *testing.B) {
+	body := []byte(geminiCLITurn)
+	b.ReportAllocs()
+	for b.Loop() {
+		info, err := ParseGeminiRequest(body, "m", true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := info.Gemini.chatRequest("m", true, hubOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -29,11 +29,13 @@ type GeminiTurn struct {
 // Gemini's body has no model). countTokens bodies may wrap the request in
 // generateContentRequest.
 func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, error) {
-	if !json.Valid(body) {
-		return RequestInfo{}, invalidJSON(body)
-	}
 	t := &GeminiTurn{size: len(body), ResponseID: rand.Text()[:16]}
+	// Unmarshal checks the syntax itself; a separate json.Valid pass
+	// would read a 40 KB Gemini CLI turn twice.
 	if err := json.Unmarshal(body, &t.req); err != nil {
+		if _, syntax := err.(*json.SyntaxError); syntax {
+			return RequestInfo{}, invalidJSON(body)
+		}
 		return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
 	}
 	if inner := t.req.GenerateContentRequest; inner != nil {
@@ -355,6 +357,9 @@ func geminiMediaPart(p geminiPart, at string) (geminiChatPart, error) {
 // types, nullable, propertyOrdering) into plain JSON Schema. A schema
 // that is JSON Schema already passes unchanged in meaning.
 func jsonSchemaFromGemini(raw json.RawMessage) json.RawMessage {
+	if !geminiSchemaNeedsFix(raw) {
+		return raw
+	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return raw
@@ -420,4 +425,35 @@ func decodeBase64Text(data string) string {
 		return data
 	}
 	return string(b)
+}
+
+// geminiSchemaNeedsFix reports whether a schema has anything of Google's
+// dialect in it (nullable, propertyOrdering, an uppercase type, an object
+// type without properties), so plain JSON Schema, which is what Gemini CLI
+// sends, skips the decode and re-encode.
+func geminiSchemaNeedsFix(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`"nullable"`)) || bytes.Contains(raw, []byte(`"propertyOrdering"`)) {
+		return true
+	}
+	objects := 0
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`"type"`))
+		if j < 0 {
+			break
+		}
+		k := i + j + len(`"type"`)
+		for k < len(raw) && (raw[k] == ' ' || raw[k] == ':' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+			k++
+		}
+		if k+1 < len(raw) && raw[k] == '"' {
+			if c := raw[k+1]; c >= 'A' && c <= 'Z' {
+				return true
+			}
+			if bytes.HasPrefix(raw[k:], []byte(`"object"`)) {
+				objects++
+			}
+		}
+		i = k
+	}
+	return objects > bytes.Count(raw, []byte(`"properties"`))
 }
