@@ -180,10 +180,13 @@ func stampOf(line []byte) (int64, bool) {
 	key := []byte(`"content":"`)
 	i := bytes.Index(line, key)
 	if i < 0 {
-		// A Responses text delta.
+		// A Responses text delta, or a Gemini text part.
 		key = []byte(`"delta":"`)
 		if i = bytes.Index(line, key); i < 0 {
-			return 0, false
+			key = []byte(`"text":"`)
+			if i = bytes.Index(line, key); i < 0 {
+				return 0, false
+			}
 		}
 	}
 	rest := line[i+len(key):]

@@ -280,6 +280,29 @@ func responsesBody(model string, stream bool) []byte {
 	return b
 }
 
+// geminiBody is chatBody's conversation as a Gemini generateContent body
+// (the model travels in the URL).
+func geminiBody(model string) []byte {
+	var chat struct {
+		Messages []map[string]string `json:"messages"`
+	}
+	_ = json.Unmarshal(chatBody(model, false), &chat)
+	contents := []map[string]any{}
+	for _, m := range chat.Messages[1:] {
+		role := "user"
+		if m["role"] == "assistant" {
+			role = "model"
+		}
+		contents = append(contents, map[string]any{"role": role, "parts": []map[string]string{{"text": m["content"]}}})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"systemInstruction": map[string]any{"parts": []map[string]string{{"text": chat.Messages[0]["content"]}}},
+		"contents":          contents,
+		"generationConfig":  map[string]any{"temperature": 0.2, "maxOutputTokens": 512},
+	})
+	return b
+}
+
 func chatBody(model string, stream bool) []byte {
 	system := "You are the platform team's assistant. Answer briefly and precisely; prefer code over prose; " +
 		"cite the file and line when you refer to code; never invent APIs. " +

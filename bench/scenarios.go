@@ -51,6 +51,7 @@ func (e *env) scenarioList() []scenario {
 		{key: "gw-ollama", label: "gateway ollama/ (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("llama", false)}},
 		{key: "gw-responses", label: "gateway Responses → openai/ chat (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/responses", header: gwH, body: responsesBody("oa", false)}},
 		{key: "gw-responses-echo", label: "gateway Responses → echo/ (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/responses", header: gwH, body: responsesBody("echo", false)}},
+		{key: "gw-gemini", label: "gateway Gemini API → openai/ chat (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1beta/models/oa:generateContent", header: gwH, body: geminiBody("oa")}},
 	}
 	if e.cfg.portkey {
 		list = append(list, scenario{key: "portkey", label: "Portkey gateway (npm)", proc: e.pk, target: target{url: e.pkBase + "/v1/chat/completions", header: pk, body: chatBody("fake-gpt", false)}})
@@ -62,6 +63,7 @@ func (e *env) scenarioList() []scenario {
 		scenario{key: "s-gw-anthropic", label: "gateway anthropic/ (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("claude", true), stream: true}},
 		scenario{key: "s-gw-ollama", label: "gateway ollama/ (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("llama", true), stream: true}},
 		scenario{key: "s-gw-responses", label: "gateway Responses → openai/ chat (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/responses", header: gwH, body: responsesBody("ts", true), stream: true, stamped: true}},
+		scenario{key: "s-gw-gemini", label: "gateway Gemini API → openai/ chat (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1beta/models/ts:streamGenerateContent?alt=sse", header: gwH, body: geminiBody("ts"), stream: true, stamped: true}},
 		scenario{key: "s-gw-responses-echo", label: "gateway Responses → echo/ (translated)", kind: streaming, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/responses", header: gwH, body: responsesBody("echo", true), stream: true}},
 		scenario{key: "idle-caddy", label: "plain Caddy reverse_proxy", kind: idleHold, proc: e.caddy, admin: e.caddyAdmin, target: target{url: e.caddyBase + "/idle/v1/chat/completions", header: plain, body: chatBody("fake-idle", true)}},
 		scenario{key: "idle-gw", label: "gateway openai/ (pass-through)", kind: idleHold, proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/chat/completions", header: gwH, body: chatBody("idle", true)}},

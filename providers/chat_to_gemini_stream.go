@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -23,6 +24,7 @@ type geminiStream struct {
 	finish   string
 	usage    *chatUsage
 	ended    bool
+	parts    []geminiPart // reused from chunk to chunk
 }
 
 type geminiPendingCall struct {
@@ -39,6 +41,39 @@ func (s *geminiStream) event(dst []byte, parts []geminiPart, finish string, usag
 	dst = append(dst, s.t.encode(parts, finish, usage)...)
 	return append(dst, "\n\n"...)
 }
+
+// textEvent is event for text parts alone, the bulk of a stream, written
+// by hand: json.Marshal per delta cost more than the rest of the relay.
+// The bytes are event's (less its HTML escaping), U+0085 escaped alike.
+func (s *geminiStream) textEvent(dst []byte, parts []geminiPart) []byte {
+	mark := len(dst)
+	dst = append(dst, `data: {"candidates":[{"content":{"role":"model","parts":[`...)
+	for i := range parts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"text":`...)
+		dst = appendQuoted(dst, parts[i].Text, false)
+		if parts[i].Thought {
+			dst = append(dst, `,"thought":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `]},"index":0}],"modelVersion":`...)
+	dst = appendQuoted(dst, s.t.Alias, false)
+	dst = append(dst, `,"responseId":`...)
+	dst = appendQuoted(dst, s.t.ResponseID, false)
+	dst = append(dst, "}\n\n"...)
+	// Outside strings valid JSON has no U+0085: every one is in a string.
+	if bytes.Contains(dst[mark:], []byte(nel)) {
+		tail := bytes.ReplaceAll(dst[mark:], []byte(nel), []byte(`\u0085`))
+		dst = append(dst[:mark], tail...)
+	}
+	return dst
+}
+
+// nel is U+0085 in UTF-8, which python-genai splits stream lines at.
+const nel = "\u0085"
 
 // Translate handles one hub chunk.
 func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
@@ -59,7 +94,7 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		d := &ch.Delta
-		var parts []geminiPart
+		parts := s.parts[:0]
 		for _, r := range [...]*string{d.ReasoningContent, d.Reasoning} {
 			if r != nil && *r != "" {
 				s.thought.WriteString(*r)
@@ -104,8 +139,9 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 			pc.args.WriteString(tc.Function.Arguments)
 		}
 		if len(parts) > 0 {
-			dst = s.event(dst, parts, "", nil)
+			dst = s.textEvent(dst, parts)
 		}
+		s.parts = parts
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			if s.finish == "" {
 				s.finish = *ch.FinishReason

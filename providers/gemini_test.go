@@ -354,3 +354,34 @@ func BenchmarkGeminiTranslatedRequest(b *testing.B) {
 		}
 	}
 }
+
+// FuzzGeminiTextEvent pins the hand-written text event to what
+// json.Marshal writes for the same parts, as decoded JSON.
+func FuzzGeminiTextEvent(f *testing.F) {
+	f.Add("plain", "thought", true)
+	f.Add("a\u0085b\u2028c<>&\"\\\n\x01\xff", "", false)
+	f.Fuzz(func(t *testing.T, text, thought string, withThought bool) {
+		if text == "" || thought == "" {
+			t.Skip("the stream never sends an empty part")
+		}
+		info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), "m", true)
+		info.Gemini.Alias = "a\u0085\"lias"
+		s := newGeminiStream(info.Gemini)
+		parts := []geminiPart{{Text: text}}
+		if withThought {
+			parts = append(parts, geminiPart{Text: thought, Thought: true})
+		}
+		fast, slow := s.textEvent(nil, parts), s.event(nil, parts, "", nil)
+		if bytes.Contains(fast, []byte("\u0085")) {
+			t.Fatalf("raw U+0085 in %q", fast)
+		}
+		var a, b any
+		if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(fast, []byte("data: ")), []byte("\n\n")), &a); err != nil {
+			t.Fatalf("%v: %q", err, fast)
+		}
+		_ = json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(slow, []byte("data: ")), []byte("\n\n")), &b)
+		if jsonOf(a) != jsonOf(b) {
+			t.Fatalf("fast %s\nslow %s", fast, slow)
+		}
+	})
+}
