@@ -63,35 +63,6 @@ func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, er
 	return RequestInfo{Model: model, Stream: stream, IncludeUsage: true, Gemini: t}, nil
 }
 
-// geminiChatRequest is the hub request a Gemini turn becomes.
-type geminiChatRequest struct {
-	Model               string            `json:"model"`
-	Messages            []hubMessage      `json:"messages"`
-	MaxTokens           *int64            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int64            `json:"max_completion_tokens,omitempty"`
-	Stream              bool              `json:"stream,omitempty"`
-	StreamOptions       *OpenAIStreamOpts `json:"stream_options,omitempty"`
-	Temperature         *float64          `json:"temperature,omitempty"`
-	TopP                *float64          `json:"top_p,omitempty"`
-	N                   *int64            `json:"n,omitempty"`
-	Stop                []string          `json:"stop,omitempty"`
-	Seed                *int64            `json:"seed,omitempty"`
-	FrequencyPenalty    *float64          `json:"frequency_penalty,omitempty"`
-	PresencePenalty     *float64          `json:"presence_penalty,omitempty"`
-	Tools               []OpenAITool      `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
-	ResponseFormat      json.RawMessage   `json:"response_format,omitempty"`
-	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
-}
-
-type geminiChatPart struct {
-	Type       string           `json:"type"`
-	Text       string           `json:"text,omitempty"`
-	ImageURL   *OpenAIImageURL  `json:"image_url,omitempty"`
-	File       *hubFile         `json:"file,omitempty"`
-	InputAudio *geminiChatAudio `json:"input_audio,omitempty"`
-}
-
 type geminiChatAudio struct {
 	Data   string `json:"data"`
 	Format string `json:"format"`
@@ -99,8 +70,18 @@ type geminiChatAudio struct {
 
 // chatRequest writes the turn as a chat completions request.
 func (t *GeminiTurn) chatRequest(model string, stream bool, o hubOptions) ([]byte, error) {
+	out, err := t.hubRequest(model, stream, o)
+	if err != nil {
+		return nil, err
+	}
+	// The hub request is about the size of the client's.
+	return appendHubRequest(make([]byte, 0, t.size+512), out), nil
+}
+
+// hubRequest maps the turn onto the chat request's fields.
+func (t *GeminiTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRequest, error) {
 	r := &t.req
-	out := geminiChatRequest{Model: model}
+	out := hubRequest{Model: model}
 	if stream {
 		out.Stream = true
 		out.StreamOptions = &OpenAIStreamOpts{IncludeUsage: true}
@@ -121,6 +102,9 @@ func (t *GeminiTurn) chatRequest(model string, stream bool, o hubOptions) ([]byt
 		return nil, err
 	}
 	out.Messages = append(out.Messages, msgs...)
+	if len(msgs) == 0 {
+		return nil, BadRequest("contents", "contents hold nothing to send: every part is a thought summary or empty")
+	}
 	for i, tool := range r.Tools {
 		for j, d := range tool.FunctionDeclarations {
 			if d.Name == "" {
@@ -204,11 +188,7 @@ func (t *GeminiTurn) chatRequest(model string, stream bool, o hubOptions) ([]byt
 			}
 		}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+	return &out, nil
 }
 
 // chatMessages turns contents into chat messages. Function calls without
@@ -264,8 +244,8 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 			continue
 		}
 		// user, or the legacy function/tool roles.
-		var parts []geminiChatPart
-		var extra []geminiChatPart // images returned by tools
+		var parts []hubPart
+		var extra []hubPart // images returned by tools
 		next := 0
 		for j, p := range c.Parts {
 			switch {
@@ -289,7 +269,7 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 				}
 			case p.Thought:
 			case p.Text != "":
-				parts = append(parts, geminiChatPart{Type: "text", Text: p.Text})
+				parts = append(parts, hubPart{Type: "text", Text: p.Text})
 			case p.InlineData != nil || p.FileData != nil:
 				cp, err := geminiMediaPart(p, at(j, ""))
 				if err != nil {
@@ -330,27 +310,27 @@ func functionResponseText(resp json.RawMessage) string {
 }
 
 // geminiMediaPart maps inline data and file references onto chat parts.
-func geminiMediaPart(p geminiPart, at string) (geminiChatPart, error) {
+func geminiMediaPart(p geminiPart, at string) (hubPart, error) {
 	if d := p.InlineData; d != nil {
 		switch mt := strings.ToLower(d.MimeType); {
 		case strings.HasPrefix(mt, "image/"):
-			return geminiChatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: "data:" + mt + ";base64," + d.Data}}, nil
+			return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: "data:" + mt + ";base64," + d.Data}}, nil
 		case mt == "application/pdf":
-			return geminiChatPart{Type: "file", File: &hubFile{Filename: "document.pdf", FileData: "data:application/pdf;base64," + d.Data}}, nil
+			return hubPart{Type: "file", File: &hubFile{Filename: "document.pdf", FileData: "data:application/pdf;base64," + d.Data}}, nil
 		case mt == "audio/wav" || mt == "audio/x-wav":
-			return geminiChatPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "wav"}}, nil
+			return hubPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "wav"}}, nil
 		case mt == "audio/mp3" || mt == "audio/mpeg":
-			return geminiChatPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "mp3"}}, nil
+			return hubPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "mp3"}}, nil
 		case mt == "text/plain":
-			return geminiChatPart{Type: "text", Text: decodeBase64Text(d.Data)}, nil
+			return hubPart{Type: "text", Text: decodeBase64Text(d.Data)}, nil
 		}
-		return geminiChatPart{}, BadRequest(at+".inlineData.mimeType", fmt.Sprintf("inline data of type %q cannot be sent to this model; images, PDF, WAV/MP3 audio and plain text can", d.MimeType))
+		return hubPart{}, BadRequest(at+".inlineData.mimeType", fmt.Sprintf("inline data of type %q cannot be sent to this model; images, PDF, WAV/MP3 audio and plain text can", d.MimeType))
 	}
 	f := p.FileData
 	if strings.HasPrefix(strings.ToLower(f.MimeType), "image/") && strings.HasPrefix(f.FileURI, "https://") {
-		return geminiChatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: f.FileURI}}, nil
+		return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: f.FileURI}}, nil
 	}
-	return geminiChatPart{}, BadRequest(at+".fileData", "fileData other than an https image URL refers to Google's file storage, which this gateway cannot read; send the bytes as inlineData")
+	return hubPart{}, BadRequest(at+".fileData", "fileData other than an https image URL refers to Google's file storage, which this gateway cannot read; send the bytes as inlineData")
 }
 
 // jsonSchemaFromGemini turns Google's OpenAPI-subset Schema (uppercase

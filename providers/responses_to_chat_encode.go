@@ -34,6 +34,28 @@ func appendHubRequest(dst []byte, r *hubRequest) []byte {
 	if r.TopP != nil {
 		dst = appendMarshalFloat(appendKey(dst, "top_p", false), *r.TopP)
 	}
+	if r.N != nil {
+		dst = appendInt(appendKey(dst, "n", false), *r.N)
+	}
+	if len(r.Stop) > 0 {
+		dst = append(appendKey(dst, "stop", false), '[')
+		for i, s := range r.Stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendMarshalString(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	if r.Seed != nil {
+		dst = appendInt(appendKey(dst, "seed", false), *r.Seed)
+	}
+	if r.FrequencyPenalty != nil {
+		dst = appendMarshalFloat(appendKey(dst, "frequency_penalty", false), *r.FrequencyPenalty)
+	}
+	if r.PresencePenalty != nil {
+		dst = appendMarshalFloat(appendKey(dst, "presence_penalty", false), *r.PresencePenalty)
+	}
 	if len(r.Tools) > 0 {
 		dst = append(appendKey(dst, "tools", false), '[')
 		for i := range r.Tools {
@@ -119,6 +141,10 @@ func appendHubPart(dst []byte, p *hubPart) []byte {
 			}
 		}
 		dst = append(dst, '}')
+	}
+	if a := p.InputAudio; a != nil {
+		dst = appendStringMember(append(appendKey(dst, "input_audio", false), '{'), "data", a.Data, true)
+		dst = append(appendStringMember(dst, "format", a.Format, false), '}')
 	}
 	return append(dst, '}')
 }

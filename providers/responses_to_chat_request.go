@@ -22,12 +22,19 @@ type hubRequest struct {
 	StreamOptions       *OpenAIStreamOpts `json:"stream_options,omitempty"`
 	Temperature         *float64          `json:"temperature,omitempty"`
 	TopP                *float64          `json:"top_p,omitempty"`
-	Tools               []OpenAITool      `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
-	User                string            `json:"user,omitempty"`
-	ResponseFormat      json.RawMessage   `json:"response_format,omitempty"`
-	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
+	// N through PresencePenalty: what Gemini clients can set and
+	// Responses clients cannot.
+	N                 *int64          `json:"n,omitempty"`
+	Stop              []string        `json:"stop,omitempty"`
+	Seed              *int64          `json:"seed,omitempty"`
+	FrequencyPenalty  *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty   *float64        `json:"presence_penalty,omitempty"`
+	Tools             []OpenAITool    `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	User              string          `json:"user,omitempty"`
+	ResponseFormat    json.RawMessage `json:"response_format,omitempty"`
+	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
 }
 
 type hubMessage struct {
@@ -41,10 +48,11 @@ type hubMessage struct {
 }
 
 type hubPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text,omitempty"`
-	ImageURL *OpenAIImageURL `json:"image_url,omitempty"`
-	File     *hubFile        `json:"file,omitempty"`
+	Type       string           `json:"type"`
+	Text       string           `json:"text,omitempty"`
+	ImageURL   *OpenAIImageURL  `json:"image_url,omitempty"`
+	File       *hubFile         `json:"file,omitempty"`
+	InputAudio *geminiChatAudio `json:"input_audio,omitempty"`
 }
 
 type hubFile struct {
