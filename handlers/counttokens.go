@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,8 @@ import (
 )
 
 // serveCountTokens answers Anthropic's count_tokens for any alias without
-// running inference: Anthropic's own free endpoint for anthropic/
-// deployments, tiktoken for OpenAI models, a local server's tokenizer
+// running inference: the provider's own free endpoint for anthropic/,
+// gemini/, Bedrock and Vertex deployments, tiktoken for OpenAI models, a local server's tokenizer
 // where it has one, else a documented estimate. Nothing is recorded.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	cf := providers.FormatAnthropic
@@ -78,6 +79,10 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 		g.cloudCountTokens(w, r, cf, b, body)
 		return
 	}
+	if b.dep.Kind == modellist.KindGemini {
+		g.geminiCountTokens(w, r, cf, b, body)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	var n int
@@ -109,6 +114,58 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 	writeJSON(w, http.StatusOK, tokenCount(cf, n))
 }
 
+// geminiCountTokens asks Google's countTokens, free, for the count of
+// the request as the gemini/ deployment will see it: translated through
+// the hub, tools and system instruction included.
+func (g *Gateway) geminiCountTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, b *backend, body []byte) {
+	out, err := providers.GeminiCountBody(body, b.dep.Model)
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+":countTokens", bytes.NewReader(out))
+	if err != nil {
+		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
+		return
+	}
+	req.Header = b.header.Clone()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		g.transportError(ctx, err, b.dep.Alias, 30*time.Second).Write(w, cf)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		upstreamCountError(b, resp, raw).Write(w, cf)
+		return
+	}
+	n, err := providers.GeminiCountResult(raw)
+	if err != nil {
+		(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", b.dep.Alias)}).Write(w, cf)
+		return
+	}
+	writeJSON(w, http.StatusOK, tokenCount(cf, n))
+}
+
+// upstreamCountError is a failed count's answer: the upstream's status
+// and message in the gateway's shape, without the deployment's secrets,
+// which some servers echo back.
+func upstreamCountError(b *backend, resp *http.Response, raw []byte) *providers.APIError {
+	status := resp.StatusCode
+	apiErr := b.upstreamError(providers.UpstreamError(status, raw))
+	if status < 400 {
+		return &providers.APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", b.dep.Alias, status)}
+	}
+	apiErr.Status = status
+	apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", b.dep.Alias, status, apiErr.Message)
+	apiErr.RetryAfter = resp.Header.Get("Retry-After")
+	return apiErr
+}
+
 func isClientError(err error) bool {
 	apiErr, ok := err.(*providers.APIError)
 	return ok && apiErr.Status >= 400 && apiErr.Status < 500
@@ -135,20 +192,8 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		// The upstream's error, in the gateway's shape and without the
-		// deployment's secrets, which some servers echo back.
-		status := resp.StatusCode
 		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		apiErr := b.upstreamError(providers.UpstreamError(status, errBody))
-		if status < 400 {
-			apiErr = &providers.APIError{Status: http.StatusBadGateway,
-				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", b.dep.Alias, status)}
-		} else {
-			apiErr.Status = status
-			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", b.dep.Alias, status, apiErr.Message)
-		}
-		apiErr.RetryAfter = resp.Header.Get("Retry-After")
-		apiErr.Write(w, cf)
+		upstreamCountError(b, resp, errBody).Write(w, cf)
 		return
 	}
 	relayHeaders(w.Header(), resp.Header)

@@ -120,6 +120,35 @@ func TestGeminiUpstreamNative(t *testing.T) {
 			t.Errorf("output %q", resp.OutputText())
 		}
 	})
+	// count_tokens and countTokens are answered by Google's free
+	// countTokens, which the fake answers with the number of words in the
+	// texts and descriptions it was sent: system, messages and tools
+	// reach it, translated, and no ledger record is written.
+	t.Run("count-tokens", func(t *testing.T) {
+		ac := anthropicClient(g, aliceKey, false)
+		n, err := ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "gem",
+			System:   anthropic.MessageCountTokensParamsSystemUnion{OfString: anthropic.String("Be brief.")},
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Say hello to Oslo"))},
+			Tools: []anthropic.MessageCountTokensToolUnionParam{{OfTool: &anthropic.ToolParam{Name: fakes.WeatherToolName,
+				Description: anthropic.String("Weather for a city"), InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.InputTokens != 10 {
+			t.Errorf("count_tokens = %d, want 10 (2 system + 4 message + 4 tool description words)", n.InputTokens)
+		}
+		if last := rec.Last(); last.Path != "/v1beta/models/gemini-3-fake:countTokens" || !strings.Contains(string(last.Body), `{"generateContentRequest":{"model":"models/gemini-3-fake",`) {
+			t.Errorf("upstream got %s %s", last.Path, last.Body)
+		}
+		gc := geminiClient(t, g, aliceKey)
+		res, err := gc.Models.CountTokens(ctx, "gem", genai.Text("Count these four words"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalTokens != 4 {
+			t.Errorf("countTokens = %d, want 4", res.TotalTokens)
+		}
+	})
 	t.Run("gemini-native", func(t *testing.T) {
 		gc := geminiClient(t, g, aliceKey)
 		cfg := &genai.GenerateContentConfig{Tools: []*genai.Tool{weatherDeclaration}}

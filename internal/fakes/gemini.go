@@ -54,6 +54,10 @@ func Gemini(o Options, rec *Recorder) http.Handler {
 			geminiBatchEmbed(w, body)
 			return
 		}
+		if action == "countTokens" {
+			geminiCount(w, body, rest[:i], fail)
+			return
+		}
 		var req struct {
 			Contents []struct {
 				Role  string            `json:"role"`
@@ -135,4 +139,49 @@ func Gemini(o Options, rec *Recorder) http.Handler {
 			fail(http.StatusNotFound, "NOT_FOUND", "no such method")
 		}
 	})
+}
+
+// geminiCount answers countTokens with the number of words in every text
+// and description the request holds, so a test can tell which parts of
+// its request were counted. Like Google it takes either bare contents or
+// a generateContentRequest naming the same model as the path, not both.
+func geminiCount(w http.ResponseWriter, body []byte, model string, fail func(int, string, string)) {
+	var req struct {
+		Contents json.RawMessage `json:"contents"`
+		Wrapped  *struct {
+			Model string `json:"model"`
+		} `json:"generateContentRequest"`
+	}
+	if json.Unmarshal(body, &req) != nil || (req.Contents == nil) == (req.Wrapped == nil) {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "countTokens takes contents or generateContentRequest, exactly one")
+		return
+	}
+	if req.Wrapped != nil && req.Wrapped.Model != "models/"+model {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "generateContentRequest.model must name the model of the path")
+		return
+	}
+	var doc any
+	_ = json.Unmarshal(body, &doc)
+	w.Header().Set("Content-Type", "application/json")
+	n := countWords(doc)
+	fmt.Fprintf(w, `{"totalTokens":%d,"promptTokensDetails":[{"modality":"TEXT","tokenCount":%d}]}`, n, n)
+}
+
+func countWords(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "text" || k == "description") {
+				n += len(strings.Fields(s))
+			} else {
+				n += countWords(x)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			n += countWords(x)
+		}
+	}
+	return n
 }

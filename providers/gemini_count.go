@@ -1,0 +1,44 @@
+package providers
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// GeminiCountBody is the countTokens body that counts a Messages
+// count_tokens request on Gemini model: the request goes through the hub
+// to a generateContent body, wrapped as Google asks when tools, the
+// system instruction and the configuration are to be counted too
+// (spec/gemini-api.md §1: {"generateContentRequest":{"model":"models/m",…}}).
+func GeminiCountBody(messages []byte, model string) ([]byte, error) {
+	chat, err := AnthropicToOpenAIRequest(messages, model, true)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := OpenAIToGeminiRequest(chat, model)
+	if err != nil {
+		return nil, err
+	}
+	if len(gen) < 2 || gen[0] != '{' {
+		return nil, errors.New("the generateContent body is not an object")
+	}
+	out := make([]byte, 0, len(gen)+len(model)+48)
+	out = append(out, `{"generateContentRequest":{"model":`...)
+	out = appendJSONString(out, "models/"+model)
+	if gen[1] != '}' {
+		out = append(out, ',')
+	}
+	out = append(out, gen[1:]...)
+	return append(out, '}'), nil
+}
+
+// GeminiCountResult reads countTokens' answer ({"totalTokens":N,…}).
+func GeminiCountResult(raw []byte) (int, error) {
+	var r struct {
+		TotalTokens *int `json:"totalTokens"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.TotalTokens == nil || *r.TotalTokens < 0 {
+		return 0, errors.New("the token count could not be read")
+	}
+	return *r.TotalTokens, nil
+}
