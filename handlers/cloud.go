@@ -241,6 +241,11 @@ func newVertexEndpoint(d *modellist.Deployment) *vertexEndpoint {
 	}
 	e.tokenCtx = context.WithValue(context.Background(), oauth2.HTTPClient,
 		&http.Client{Transport: e.transport, Timeout: 30 * time.Second})
+	if v.ADC {
+		e.conf = adcConf{}
+		e.ts = e.conf.TokenSource(e.tokenCtx)
+		return e
+	}
 	conf, err := google.JWTConfigFromJSON(v.Credentials, vertexScope)
 	if err != nil {
 		// modellist checked the file; this is unreachable short of a
@@ -259,6 +264,36 @@ type failingConf struct{ err error }
 
 func (f failingConf) TokenSource(context.Context) oauth2.TokenSource { return f }
 func (f failingConf) Token() (*oauth2.Token, error)                  { return nil, f.err }
+
+// adcConf takes tokens from Application Default Credentials: the file
+// GOOGLE_APPLICATION_CREDENTIALS names, gcloud's application-default
+// login, or the metadata server of GCE, GKE (workload identity) and Cloud
+// Run. They are looked up when a request first needs a token, not at
+// load, since the metadata probe is network traffic.
+type adcConf struct{}
+
+func (adcConf) TokenSource(ctx context.Context) oauth2.TokenSource { return &adcSource{ctx: ctx} }
+
+type adcSource struct {
+	ctx context.Context
+	mu  sync.Mutex
+	ts  oauth2.TokenSource // nil until the credentials are found
+}
+
+func (s *adcSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ts == nil {
+		// A failed lookup is not kept: credentials may appear (a mounted
+		// file, the metadata server coming up) without a reload.
+		creds, err := google.FindDefaultCredentials(s.ctx, vertexScope)
+		if err != nil {
+			return nil, err
+		}
+		s.ts = creds.TokenSource
+	}
+	return s.ts.Token()
+}
 
 // pathEscape keeps a Vertex model name ("claude-sonnet-4-5@20250929")
 // readable while escaping what would leave the path segment.
@@ -294,6 +329,9 @@ func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, _ []byt
 	e.mu.Unlock()
 	tok, err := ts.Token()
 	if err != nil {
+		if _, adc := e.conf.(adcConf); adc {
+			return &credentialError{"no Vertex AI access token from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server), or give vertex_credentials: " + err.Error()}
+		}
 		return &credentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
 	}
 	e.mu.Lock()

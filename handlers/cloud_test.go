@@ -334,6 +334,48 @@ func TestVertexThroughGateway(t *testing.T) {
 	}
 }
 
+// TestVertexApplicationDefaultCredentials: an entry without
+// vertex_credentials takes its tokens from Application Default
+// Credentials: the key file GOOGLE_APPLICATION_CREDENTIALS names, else the
+// metadata server (GCE_METADATA_HOST points the library at the fake's).
+func TestVertexApplicationDefaultCredentials(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no gcloud login to find
+	entry := func(f *vertexFake) string {
+		return fmt.Sprintf("  - model_name: claude\n    proxy_params:\n      model: vertex_ai/claude-sonnet-4-5@20250929\n      api_base: %s\n      vertex_location: us-east5\n      vertex_project: proj-1\n", f.srv.URL)
+	}
+	t.Run("key file from the environment", func(t *testing.T) {
+		f := newVertexFake(t, fakes.VertexOptions{})
+		path := filepath.Join(t.TempDir(), "sa.json")
+		if err := os.WriteFile(path, f.sa.JSON, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+		g, _ := testGateway(t, "model_list:\n"+entry(f), nil)
+		rr := post(g, alice, "/v1/messages", fmt.Sprintf(messagesBody, "claude", false))
+		if rr.Code != http.StatusOK || f.v.Granted() != 1 {
+			t.Fatalf("%d %s (tokens granted %d)", rr.Code, rr.Body, f.v.Granted())
+		}
+	})
+	t.Run("metadata server", func(t *testing.T) {
+		f := newVertexFake(t, fakes.VertexOptions{})
+		t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+		t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(f.srv.URL, "http://"))
+		g, _ := testGateway(t, "model_list:\n"+entry(f), nil)
+		for range 2 {
+			rr := post(g, alice, "/v1/chat/completions", chatBody("claude", false))
+			if rr.Code != http.StatusOK {
+				t.Fatalf("%d %s", rr.Code, rr.Body)
+			}
+		}
+		if f.v.Granted() != 1 {
+			t.Errorf("%d tokens fetched for two requests; the token should be reused", f.v.Granted())
+		}
+		if up := f.rec.Last(); up.Path != "/v1/projects/proj-1/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict" {
+			t.Errorf("upstream path %s", up.Path)
+		}
+	})
+}
+
 func TestVertexErrors(t *testing.T) {
 	t.Run("throttling", func(t *testing.T) {
 		f := newVertexFake(t, fakes.VertexOptions{Options: fakes.Options{Status: http.StatusTooManyRequests}})

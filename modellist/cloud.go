@@ -154,8 +154,22 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		return
 	}
 	cw := w.sub("vertex_credentials")
+	if fileNode == nil {
+		// Application Default Credentials, found when the first request
+		// needs a token (GKE workload identity, the instance's service
+		// account, gcloud's login): nothing names the project then.
+		if project == "" {
+			p.errorf(n, w.sub("vertex_project"), "required for vertex_ai/ without vertex_credentials (Application Default Credentials name no project): the Google Cloud project id, e.g. vertex_project: my-project; or give vertex_credentials: /path/to/service-account.json")
+			return
+		}
+		if !vertexLocation(p, d, w, n, project, projectNode, location, locationNode, base) {
+			return
+		}
+		d.Vertex.ADC = true
+		return
+	}
 	if file == "" {
-		p.errorf(orNode(fileNode, n), cw, "required for vertex_ai/: the path of a service-account JSON key file, e.g. vertex_credentials: /etc/modelgate/vertex-sa.json (or os.environ/GOOGLE_APPLICATION_CREDENTIALS)")
+		p.errorf(fileNode, cw, "is empty: give the path of a service-account JSON key file, e.g. vertex_credentials: /etc/modelgate/vertex-sa.json, or leave it out to use Application Default Credentials")
 		return
 	}
 	if !filepath.IsAbs(file) {
@@ -173,7 +187,7 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		return
 	}
 	if sa.Type != "service_account" {
-		p.errorf(fileNode, cw, "%s is not a service-account key (its type is %q); create a JSON key for a service account with the Vertex AI User role", file, sa.Type)
+		p.errorf(fileNode, cw, "%s is not a service-account key (its type is %q); create a JSON key for a service account with the Vertex AI User role, or leave vertex_credentials out to use Application Default Credentials", file, sa.Type)
 		return
 	}
 	if sa.ClientEmail == "" || sa.PrivateKey == "" {
@@ -199,17 +213,27 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		p.errorf(orNode(projectNode, n), w.sub("vertex_project"), "required for vertex_ai/ (the key file names no project_id): the Google Cloud project id, e.g. vertex_project: my-project")
 		return
 	}
+	if !vertexLocation(p, d, w, n, project, projectNode, location, locationNode, base) {
+		return
+	}
+	d.Vertex.CredentialsFile, d.Vertex.Credentials = file, data
+	d.Vertex.ClientEmail, d.Vertex.TokenURI = sa.ClientEmail, sa.TokenURI
+}
+
+// vertexLocation checks the project and the location and sets the
+// deployment's address and account.
+func vertexLocation(p *parser, d *Deployment, w where, n *yaml.Node, project string, projectNode *yaml.Node, location string, locationNode *yaml.Node, base string) bool {
 	if strings.ContainsAny(project, "/?#% ") {
 		p.errorf(orNode(projectNode, n), w.sub("vertex_project"), "is not a Google Cloud project id; write it like my-project-123")
-		return
+		return false
 	}
 	if location == "" {
 		p.errorf(orNode(locationNode, n), w.sub("vertex_location"), "required for vertex_ai/: where the model runs, e.g. vertex_location: us-east5, europe-west1 or global")
-		return
+		return false
 	}
 	if !isHostLabel(location) {
 		p.errorf(locationNode, w.sub("vertex_location"), "is not a Vertex AI location; write it like us-east5, europe-west1 or global")
-		return
+		return false
 	}
 	if base == "" {
 		// The global endpoint has no region in its host name.
@@ -219,8 +243,8 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		}
 	}
 	d.APIBase = base
-	d.Vertex = &VertexAccount{Project: project, Location: location, CredentialsFile: file, Credentials: data,
-		ClientEmail: sa.ClientEmail, TokenURI: sa.TokenURI}
+	d.Vertex = &VertexAccount{Project: project, Location: location}
+	return true
 }
 
 // rsaKey reports whether s is a PEM RSA private key (PKCS#8, as Google

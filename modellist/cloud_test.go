@@ -106,6 +106,13 @@ func TestVertexEntries(t *testing.T) {
 		t.Errorf("key in JSON: %s", j)
 	}
 
+	// Without a key file: Application Default Credentials, looked up
+	// when a request needs a token, and the project must be named.
+	c, _ = mustParse(t, one("{model: vertex_ai/claude-sonnet-4-5@20250929, vertex_location: europe-west1, vertex_project: adc-proj}"), envOf())
+	if v := c.Deployments[0].Vertex; !v.ADC || v.Project != "adc-proj" || v.Credentials != nil || c.Deployments[0].APIBase != "https://europe-west1-aiplatform.googleapis.com" {
+		t.Errorf("ADC entry = %+v", v)
+	}
+
 	src = one("{model: vertex_ai/claude-opus-4-5, vertex_credentials: os.environ/GOOGLE_APPLICATION_CREDENTIALS, vertex_location: global, vertex_project: other}")
 	c, _ = mustParse(t, src, envOf("GOOGLE_APPLICATION_CREDENTIALS", sa))
 	if d := c.Deployments[0]; d.APIBase != "https://aiplatform.googleapis.com" || d.Vertex.Project != "other" {
@@ -151,8 +158,10 @@ func TestCloudEntryErrors(t *testing.T) {
 			[]string{"proxy_params.api_base: must not contain credentials"}},
 		{"vertex field elsewhere", "{model: bedrock/m, aws_region_name: us-east-1, vertex_location: us-east5}", nil,
 			[]string{"proxy_params.vertex_location: only vertex_ai/ deployments take vertex_location"}},
-		{"vertex credentials required", "{model: vertex_ai/claude, vertex_location: us-east5, vertex_project: p}", nil,
-			[]string{"proxy_params.vertex_credentials: required for vertex_ai/", "service-account JSON"}},
+		{"vertex project required with ADC", "{model: vertex_ai/claude, vertex_location: us-east5}", nil,
+			[]string{"proxy_params.vertex_project: required for vertex_ai/ without vertex_credentials", "vertex_project: my-project"}},
+		{"vertex credentials empty", "{model: vertex_ai/claude, vertex_location: us-east5, vertex_project: p, vertex_credentials: ''}", nil,
+			[]string{"proxy_params.vertex_credentials: is empty", "leave it out to use Application Default Credentials"}},
 		{"vertex file missing", "{model: vertex_ai/claude, vertex_location: us-east5, vertex_credentials: /nonexistent/sa.json}", nil,
 			[]string{"vertex_credentials: cannot read the service-account file", "/nonexistent/sa.json"}},
 		{"vertex not a service account", "{model: vertex_ai/claude, vertex_location: us-east5, vertex_credentials: '" + notSA + "'}", nil,

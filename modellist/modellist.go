@@ -114,6 +114,9 @@ type VertexAccount struct {
 	// where its tokens come from, for messages and tests.
 	ClientEmail string
 	TokenURI    string
+	// ADC: no key file was given; tokens come from Application Default
+	// Credentials, looked up when the first request needs one.
+	ADC bool
 }
 
 // ModelInfo carries per-deployment prices and limits.

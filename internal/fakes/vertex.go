@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +115,10 @@ func (v *Vertex) Handler(rec *Recorder) http.Handler {
 			v.token(w, r)
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, "/computeMetadata/") {
+			v.metadata(w, r)
+			return
+		}
 		body := readBody(r)
 		if rec != nil {
 			rec.add(r, body)
@@ -209,6 +214,43 @@ func googleStatus(status int) string {
 	return "INTERNAL"
 }
 
+// metadata is the GCE metadata server's part that hands the instance's
+// service account tokens (what GKE workload identity and Cloud Run serve
+// too): the Metadata-Flavor header is required, as Google requires it,
+// and the token must be asked for the cloud-platform scope.
+func (v *Vertex) metadata(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Metadata-Flavor", "Google")
+	if r.Header.Get("Metadata-Flavor") != "Google" {
+		http.Error(w, "Missing Metadata-Flavor:Google header.", http.StatusForbidden)
+		return
+	}
+	switch r.URL.Path {
+	case "/computeMetadata/v1/project/project-id":
+		_, _ = w.Write([]byte(v.o.Project))
+	case "/computeMetadata/v1/instance/service-accounts/default/token":
+		if !slices.Contains(strings.Split(r.URL.Query().Get("scopes"), ","), "https://www.googleapis.com/auth/cloud-platform") {
+			http.Error(w, "the cloud-platform scope is required", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, v.issue(), int(v.o.TokenTTL.Seconds()))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// issue mints an access token the prediction endpoints accept.
+func (v *Vertex) issue() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := "ya29.fake-" + hex.EncodeToString(b)
+	v.mu.Lock()
+	v.tokens[tok] = time.Now().Add(v.o.TokenTTL)
+	v.granted++
+	v.mu.Unlock()
+	return tok
+}
+
 // token answers a JWT-bearer grant.
 func (v *Vertex) token(w http.ResponseWriter, r *http.Request) {
 	fail := func(code, desc string) {
@@ -262,15 +304,8 @@ func (v *Vertex) token(w http.ResponseWriter, r *http.Request) {
 	case claims.Exp <= now || claims.Iat > now+300 || claims.Exp-claims.Iat > 3600:
 		fail("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe")
 	default:
-		b := make([]byte, 24)
-		_, _ = rand.Read(b)
-		tok := "ya29.fake-" + hex.EncodeToString(b)
-		v.mu.Lock()
-		v.tokens[tok] = time.Now().Add(v.o.TokenTTL)
-		v.granted++
-		v.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, tok, int(v.o.TokenTTL.Seconds()))
+		fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, v.issue(), int(v.o.TokenTTL.Seconds()))
 	}
 }
 
