@@ -198,6 +198,9 @@ func (a *App) release() error {
 type sharedLedger struct {
 	store  ledger.Store
 	writer *ledger.Writer
+	// written is told of every batch written: the budgets of the config
+	// now running, which a reload replaces.
+	written atomic.Pointer[handlers.Budgets]
 }
 
 // Destruct flushes the queue and closes the store once no config uses it.
@@ -228,19 +231,22 @@ func (a *App) Start() error {
 			return nil, fmt.Errorf("opening %s ledger: %w", a.Ledger.Driver, redactDSN(err, a.dsn))
 		}
 		logger := a.logger
-		w := ledger.NewWriter(store, ledger.WriterOptions{
+		s := &sharedLedger{store: store}
+		s.writer = ledger.NewWriter(store, ledger.WriterOptions{
 			QueueSize: a.QueueSize,
 			Logger: func(msg string, err error) {
 				logger.Error(msg, zap.Error(err))
 			},
+			Done: func(batch []ledger.Record) { s.written.Load().Written(batch) },
 		})
-		w.Start()
-		return &sharedLedger{store: store, writer: w}, nil
+		s.writer.Start()
+		return s, nil
 	})
 	if err != nil {
 		return err
 	}
 	shared := v.(*sharedLedger)
+	shared.written.Store(a.budgets)
 	r := a.run
 	r.mu.Lock()
 	r.shared.Store(shared)

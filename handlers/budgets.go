@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -29,10 +30,17 @@ type Budgets struct {
 	// 80 % or 100 %, and when a budget first refuses.
 	Alert func(BudgetAlert)
 
+	tickets atomic.Uint64 // numbers reservations, for their records
+
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
-	local    []localSpend        // settled here, not yet in spent
+	local    []*localSpend       // settled here, not yet in spent
 	reserved map[budgetKey]int64 // estimates of requests in flight
+	// unwritten are the local spends whose records the ledger writer has
+	// not finished; early are records it finished before their request
+	// settled (a durable request waits for its record's write).
+	unwritten map[uint64]*localSpend
+	early     map[uint64]time.Time
 }
 
 type budgetKey struct {
@@ -41,23 +49,51 @@ type budgetKey struct {
 }
 
 type localSpend struct {
-	keys []budgetKey
-	pico int64
-	at   time.Time
+	keys   []budgetKey
+	pico   int64
+	at     time.Time
+	ticket uint64
+	// written is when the ledger writer was through with the record; a
+	// refresh that starts after it reads the cost from the database, and
+	// the local copy goes, so nothing is counted twice.
+	written time.Time
 }
 
-// settleWindow is how long a settled cost is counted locally: past it the
-// database's spend includes it (the writer flushes within 200 ms and the
-// refresh runs every second). Until then it may be counted twice, which
-// errs toward refusing, never toward overspending.
-const settleWindow = 3 * time.Second
+// maxLocalAge bounds how long a settled cost whose record the writer has
+// not reported is counted here (the database down for that long): past it
+// the writer has given the record up or the process lost track of it.
+const maxLocalAge = time.Hour
 
 // NewBudgets returns budgets over the spend store store returns.
 func NewBudgets(store func() ledger.SpendStore, now func() time.Time) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}}
+	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{},
+		unwritten: map[uint64]*localSpend{}, early: map[uint64]time.Time{}}
+}
+
+// Written is told of records the ledger writer is through with: their
+// costs are in the database from now on.
+func (b *Budgets) Written(batch []ledger.Record) {
+	if b == nil {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range batch {
+		t := batch[i].Ticket
+		if t == 0 {
+			continue
+		}
+		if l, ok := b.unwritten[t]; ok {
+			l.written = now
+			delete(b.unwritten, t)
+		} else {
+			b.early[t] = now
+		}
+	}
 }
 
 // Refresh reloads the spend of the current periods from the database.
@@ -82,11 +118,22 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 	b.spent = spent
 	keep := b.local[:0]
 	for _, l := range b.local {
-		if now.Sub(l.at) < settleWindow {
+		switch {
+		case !l.written.IsZero() && l.written.Before(now):
+			// The read began after the record's write: spent has it.
+		case now.Sub(l.at) >= maxLocalAge:
+			delete(b.unwritten, l.ticket)
+		default:
 			keep = append(keep, l)
 		}
 	}
+	clear(b.local[len(keep):])
 	b.local = keep
+	for t, at := range b.early {
+		if now.Sub(at) >= time.Minute {
+			delete(b.early, t) // its request never settled a cost
+		}
+	}
 	b.mu.Unlock()
 	return nil
 }
@@ -165,6 +212,7 @@ type Reservation struct {
 	keys    []budgetKey
 	budgets []budget
 	pico    int64
+	ticket  uint64
 }
 
 // usedLocked is a budget's spend as this instance knows it.
@@ -199,12 +247,21 @@ func (b *Budgets) Admit(id *Identity, ws ledger.Limits, session string, estimate
 			return nil, budgetRefusal(bg, used, now)
 		}
 	}
-	r := &Reservation{b: b, pico: estimatePico, budgets: list}
+	r := &Reservation{b: b, pico: estimatePico, budgets: list, ticket: b.tickets.Add(1)}
 	for _, bg := range list {
 		r.keys = append(r.keys, bg.key)
 		b.reserved[bg.key] += estimatePico
 	}
 	return r, nil
+}
+
+// Ticket numbers the reservation; the request's ledger record carries it,
+// so that the writer's report of the record ends the local count.
+func (r *Reservation) Ticket() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.ticket
 }
 
 // Settle replaces the reservation with the request's real cost.
@@ -220,10 +277,16 @@ func (r *Reservation) Settle(costPico int64) {
 			delete(b.reserved, k)
 		}
 	}
+	written, done := b.early[r.ticket]
+	delete(b.early, r.ticket)
 	if costPico <= 0 {
 		return
 	}
-	b.local = append(b.local, localSpend{keys: r.keys, pico: costPico, at: b.now()})
+	l := &localSpend{keys: r.keys, pico: costPico, at: b.now(), ticket: r.ticket, written: written}
+	b.local = append(b.local, l)
+	if !done {
+		b.unwritten[r.ticket] = l
+	}
 	if b.Alert == nil {
 		return
 	}

@@ -40,11 +40,12 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
-		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body)))
+		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body), outputBound(info, body, g.opts.DefaultMaxTokens)))
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
 		}
+		rec.Ticket = hold.Ticket()
 		defer func() { hold.Settle(rec.CostPicoUSD) }()
 		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header())
 		if refusal != nil {
@@ -81,18 +82,30 @@ func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger
 
 // estimate bounds a request's cost before it runs, for budget
 // reservations: every byte of the body as an input token (no tokenizer
-// makes more tokens than bytes) and the default output limit, at the
+// makes more tokens than bytes) and output tokens as bounded, at the
 // dearest deployment the alias could reach.
-func (g *Gateway) estimate(alias string, bodyBytes int) int64 {
+func (g *Gateway) estimate(alias string, bodyBytes int, output int64) int64 {
 	var most int64
 	for _, rt := range g.chains[alias] {
 		for _, b := range rt.backends {
 			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
-				InputTokens: int64(bodyBytes), OutputTokens: g.opts.DefaultMaxTokens})
+				InputTokens: int64(bodyBytes), OutputTokens: output})
 			most = max(most, c)
 		}
 	}
 	return most
+}
+
+// outputBound is the output a request may produce: what its client
+// allows, else the gateway's default; embeddings produce none.
+func outputBound(info providers.RequestInfo, body []byte, def int64) int64 {
+	if info.Embed != nil {
+		return 0
+	}
+	if n := info.OutputLimit(body); n > 0 {
+		return n
+	}
+	return def
 }
 
 // clientRequest is a chat or count_tokens body read, parsed as far as the

@@ -32,6 +32,10 @@ type WriterOptions struct {
 	// writer, and every durable request waiting on it, indefinitely.
 	// Default 5s.
 	WriteTimeout time.Duration
+	// Done, when set, hears each batch once the writer is through with
+	// it (written, or given up after its retries), so that what counts
+	// spend in memory can stop once the database counts it.
+	Done func(batch []Record)
 }
 
 // WriterStats are the writer's counters, for metrics.
@@ -200,6 +204,9 @@ func (w *Writer) run() {
 	flush := func() {
 		if len(batch) > 0 {
 			err := w.write(batch)
+			if w.opts.Done != nil {
+				w.opts.Done(batch)
+			}
 			clear(batch) // drop string references before reuse
 			batch = batch[:0]
 			for _, c := range waiters {

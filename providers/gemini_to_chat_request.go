@@ -53,6 +53,9 @@ func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, er
 			return RequestInfo{}, BadRequest(fmt.Sprintf("tools[%d]", i), "built-in Google tools (googleSearch, codeExecution, urlContext, googleMaps, fileSearch) run on Google's servers and are not available through this gateway; declare functions instead")
 		}
 	}
+	if g := t.req.GenerationConfig; g != nil && g.MaxOutputTokens != nil && *g.MaxOutputTokens < 1 {
+		return RequestInfo{}, BadRequest("generationConfig.maxOutputTokens", "generationConfig.maxOutputTokens must be at least 1")
+	}
 	if g := t.req.GenerationConfig; g != nil && g.ThinkingConfig != nil {
 		tc := g.ThinkingConfig
 		if tc.ThinkingBudget != nil && tc.ThinkingLevel != "" {

@@ -1,0 +1,136 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// spendTable is a SpendStore whose rows the test writes, as the ledger
+// writer would with each record.
+type spendTable struct {
+	mu   sync.Mutex
+	pico int64
+	id   string
+}
+
+func (s *spendTable) CurrentSpend(_ context.Context, now time.Time) ([]ledger.Spend, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return []ledger.Spend{{Scope: ledger.ScopeKey, ScopeID: s.id, Period: "total", PeriodStart: ledger.PeriodStart("total", now), SpentPico: s.pico}}, nil
+}
+
+func (s *spendTable) add(pico int64) {
+	s.mu.Lock()
+	s.pico += pico
+	s.mu.Unlock()
+}
+
+// A settled cost is counted once: locally until the writer reports its
+// record written, from the database after the next refresh, never both,
+// whether the writer reports before the request settles (a durable
+// request) or after.
+func TestBudgetSpendCountedOnce(t *testing.T) {
+	clock := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	table := &spendTable{id: "k1"}
+	b := NewBudgets(func() ledger.SpendStore { return table }, now)
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 100}} // $1
+	const cost = 60 * 1e10                                                // 60 cents
+	spent := func() string { return b.Status(id, ledger.Limits{}, "")[0].Spent }
+
+	for _, writtenFirst := range []bool{false, true} {
+		hold, refusal := b.Admit(id, ledger.Limits{}, "", 1e10)
+		if refusal != nil {
+			t.Fatalf("writtenFirst=%v: refused: %s", writtenFirst, refusal.Message)
+		}
+		rec := ledger.Record{Ticket: hold.Ticket(), CostPicoUSD: cost}
+		if writtenFirst {
+			table.add(cost)
+			b.Written([]ledger.Record{rec})
+			hold.Settle(cost)
+		} else {
+			hold.Settle(cost)
+			if got := spent(); got != "60" && got != "120" {
+				t.Fatalf("after settling, before the write: spent %s cents", got)
+			}
+			clock = clock.Add(300 * time.Millisecond)
+			table.add(cost)
+			b.Written([]ledger.Record{rec})
+		}
+		clock = clock.Add(time.Millisecond)
+		if err := b.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := "60"
+		if writtenFirst {
+			want = "120"
+		}
+		if got := spent(); got != want {
+			t.Errorf("writtenFirst=%v: spent %s cents after the refresh, want %s (counted once)", writtenFirst, got, want)
+		}
+	}
+	// The budget is now spent (120 of 100 cents): refused, and no sooner.
+	if _, refusal := b.Admit(id, ledger.Limits{}, "", 1e10); refusal == nil {
+		t.Error("a spent budget admitted a request")
+	}
+}
+
+// A settled cost whose record is not written yet (the database is slow or
+// down) keeps counting across refreshes.
+func TestBudgetUnwrittenSpendKeepsCounting(t *testing.T) {
+	clock := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	table := &spendTable{id: "k1"}
+	b := NewBudgets(func() ledger.SpendStore { return table }, func() time.Time { return clock })
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 100}}
+	hold, _ := b.Admit(id, ledger.Limits{}, "", 1e10)
+	hold.Settle(100 * 1e10)
+	for range 5 {
+		clock = clock.Add(10 * time.Second)
+		if err := b.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, refusal := b.Admit(id, ledger.Limits{}, "", 1e10); refusal == nil {
+		t.Error("a cost the database does not show yet was forgotten")
+	}
+}
+
+// A request reserves the output its client allows, not the gateway's
+// default: while one asking for 100k tokens ($100 at $0.001) runs, no other
+// request of a $50 budget starts (reserving 4096 tokens let 12 of 15 in).
+func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), "100000") {
+			arrived <- struct{}{}
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`))
+	}))
+	defer srv.Close()
+	defer close(release)
+	yaml := "model_list:\n" + kindEntry("m", "openai/m", srv.URL) + "    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n"
+	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = NewBudgets(nil, nil) })
+	bob := &Identity{KeyID: "bob", Role: RoleUser, Limits: ledger.Limits{BudgetCents: 5000}}
+	big := `{"model":"m","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`
+	first := make(chan int)
+	go func() { first <- post(g, bob, "/v1/chat/completions", big).Code }()
+	<-arrived
+	if rr := post(g, bob, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`); rr.Code != http.StatusTooManyRequests {
+		t.Errorf("second request while $100 is reserved on a $50 budget: %d %s", rr.Code, rr.Body)
+	}
+	release <- struct{}{}
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("first request: %d", code)
+	}
+}
