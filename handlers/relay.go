@@ -35,6 +35,22 @@ func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
 	b.prices.Apply(rec)
 }
 
+// partialUsage is the usage of a stream cut short after the client got
+// output. Most upstreams report usage only in their last event, so a
+// client that leaves just before it would be charged nothing for what it
+// read: what the upstream did not count is estimated instead, the prompt
+// as a token per 4 bytes of the request (as echo counts) and the output
+// as a token per event relayed (streams carry about one each).
+func partialUsage(u providers.Usage, events, bodyBytes int) providers.Usage {
+	if u.TotalInput() == 0 {
+		u.InputTokens = int64(bodyBytes / 4)
+	}
+	if u.OutputTokens == 0 {
+		u.OutputTokens = int64(events)
+	}
+	return u
+}
+
 // relayHeaders copies the upstream's request id so support tickets can be
 // traced; nothing else of the upstream's headers reaches the client.
 func relayHeaders(dst http.Header, src http.Header) {
@@ -166,11 +182,16 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	// held is what ends the stream under durability sync: from the event
 	// that completes it on, output waits until the record is written.
 	var held []byte
+	// sent counts the events that reached the client as output: what a
+	// stream cut short is charged for when the upstream's usage (sent at
+	// the end by most) never came.
+	sent := 0
 	fail := func(class string, apiErr *providers.APIError) result {
-		applyUsage(rec, tr.Usage(), b)
 		if !committed {
+			applyUsage(rec, tr.Usage(), b)
 			return result{retryable: true, class: class, err: apiErr}
 		}
+		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 		rec.Status, rec.Outcome = apiErr.Status, "error"
 		out = append(out[:0], held...)
 		if f, ok := tr.(providers.StreamFailer); ok {
@@ -190,7 +211,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			}
 			switch {
 			case r.Context().Err() != nil:
-				applyUsage(rec, tr.Usage(), b)
+				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, "cancelled"
 				return result{committed: true}
 			case gap.fired():
@@ -233,10 +254,11 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			continue
 		}
 		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
-			applyUsage(rec, tr.Usage(), b)
+			applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 			rec.Status, rec.Outcome = 499, "cancelled"
 			return result{committed: true}
 		}
+		sent++
 	}
 	if !tr.Complete() {
 		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
