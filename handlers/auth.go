@@ -146,7 +146,7 @@ func presentedKey(r *http.Request) string {
 	}
 	// Google's ?key= is taken on the Gemini API's paths only: a key in a
 	// URL ends up in logs and histories, so no other path invites it.
-	if isGeminiPath(r.URL.Path) && r.URL.RawQuery != "" {
+	if isGeminiRequest(r) && r.URL.RawQuery != "" {
 		return strings.TrimSpace(r.URL.Query().Get("key"))
 	}
 	return ""
@@ -163,7 +163,7 @@ func ClientFormat(r *http.Request) providers.Format {
 	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
 		return providers.FormatResponses
 	}
-	if isGeminiPath(p) {
+	if isGeminiRequest(r) {
 		return providers.FormatGemini
 	}
 	if r.Header.Get("Anthropic-Version") != "" {

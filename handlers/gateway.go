@@ -183,12 +183,20 @@ func (g *Gateway) Close() {
 func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	p := r.URL.Path
 	if p == "/" {
-		return g.head, r.Method == http.MethodHead
+		// HEAD / is a client's reachability probe; anything else at the
+		// root is another site's unless this one answers every path.
+		if r.Method == http.MethodHead {
+			return g.head, true
+		}
+		if g.opts.AnswerAllPaths {
+			return g.notFound, true
+		}
+		return nil, false
 	}
 	if h, ok := g.paths[p]; ok {
 		return h, true
 	}
-	if _, _, ok := geminiAction(p); ok {
+	if geminiCall(r) {
 		return g.gemini, true
 	}
 	if p == "/v1beta/models" || strings.HasPrefix(p, "/v1beta/models/") {
@@ -281,9 +289,15 @@ func (g *Gateway) buildPaths() {
 }
 
 func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
+	allow := method
+	if method == http.MethodGet {
+		allow = "GET, HEAD"
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != method {
-			w.Header().Set("Allow", method)
+		// HEAD is GET without the body (net/http drops it), as RFC 9110
+		// asks of every GET resource.
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", allow)
 			(&providers.APIError{Status: http.StatusMethodNotAllowed,
 				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, ClientFormat(r))
 			return

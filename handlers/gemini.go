@@ -33,14 +33,28 @@ func geminiAction(p string) (model, action string, ok bool) {
 	return rest[:i], rest[i+1:], true
 }
 
-// isGeminiPath: the Gemini API's paths, whose callers read Google's error
-// shape and may send their key as ?key=.
-func isGeminiPath(p string) bool {
-	if strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" {
+// geminiCall reports whether r is a call of a Gemini action. An alias may
+// hold a colon itself (Ollama's "llama3:8b"): under /v1/ only Gemini's own
+// actions count, so GET /v1/models/llama3:8b names the model; under
+// /v1beta/ a GET is a model's lookup and any other method an action
+// (unknown ones get Google's 404).
+func geminiCall(r *http.Request) bool {
+	_, action, ok := geminiAction(r.URL.Path)
+	if !ok {
+		return false
+	}
+	switch action {
+	case "generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents":
 		return true
 	}
-	_, _, ok := geminiAction(p)
-	return ok
+	return strings.HasPrefix(r.URL.Path, "/v1beta/") && r.Method != http.MethodGet && r.Method != http.MethodHead
+}
+
+// isGeminiRequest: the Gemini API's paths and calls, whose callers read
+// Google's error shape and may send their key as ?key=.
+func isGeminiRequest(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" || geminiCall(r)
 }
 
 func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {

@@ -98,3 +98,38 @@ func TestModelByID(t *testing.T) {
 		t.Errorf("DELETE /v1/models/m: %d", rec.Code)
 	}
 }
+
+// An alias may hold a colon (Ollama's "llama3:8b"): only Gemini's own
+// actions after the last colon make a Gemini call, so the model can be
+// looked up on both model paths, in each one's shape.
+func TestAliasWithAColon(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("llama3:8b", "http://127.0.0.1:1"), nil)
+	if rec := get(g, alice, "GET", "/v1/models/llama3:8b"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"id":"llama3:8b"`) {
+		t.Errorf("GET /v1/models/llama3:8b: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(g, alice, "GET", "/v1beta/models/llama3:8b"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"name":"models/llama3:8b"`) {
+		t.Errorf("GET /v1beta/models/llama3:8b: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// With answer_all_paths (caddy gateway), the root answers 404 to all but
+// HEAD, the reachability probe.
+func TestRootUnderAnswerAllPaths(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) { o.AnswerAllPaths = true })
+	if rec := get(g, alice, "POST", "/"); rec.Code != http.StatusNotFound {
+		t.Errorf("POST /: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(g, alice, "HEAD", "/"); rec.Code != http.StatusOK {
+		t.Errorf("HEAD /: %d", rec.Code)
+	}
+	if rec := get(g, alice, "HEAD", "/v1/models"); rec.Code != http.StatusOK {
+		t.Errorf("HEAD /v1/models: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(g, alice, "DELETE", "/v1/models"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("DELETE /v1/models: %d Allow %q", rec.Code, rec.Header().Get("Allow"))
+	}
+	g2, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	if rec := get(g2, alice, "GET", "/"); rec.Code != -1 {
+		t.Errorf("GET / in a Caddy site answered %d, want it passed on", rec.Code)
+	}
+}
