@@ -122,7 +122,7 @@ func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
 				Message: "models/" + alias + " is not found on this gateway, or this key may not use it; GET /v1beta/models lists the models it may use"}).Write(w, providers.FormatGemini)
 			return
 		}
-		writeJSON(w, http.StatusOK, providers.GeminiModel(alias))
+		writeJSON(w, http.StatusOK, providers.GeminiModel(alias, g.embeds(alias)))
 		return
 	}
 	q := r.URL.Query()
@@ -149,5 +149,11 @@ func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
 	if to < len(aliases) {
 		next = strconv.Itoa(to)
 	}
-	writeJSON(w, http.StatusOK, providers.GeminiModels(aliases[from:to], next))
+	writeJSON(w, http.StatusOK, providers.GeminiModels(aliases[from:to], g.embeds, next))
+}
+
+// embeds reports whether the alias's first deployment serves embeddings.
+func (g *Gateway) embeds(alias string) bool {
+	bs := g.backends[alias]
+	return len(bs) > 0 && bs[0].embedURL != ""
 }

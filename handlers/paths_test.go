@@ -107,7 +107,9 @@ func TestAliasWithAColon(t *testing.T) {
 	if rec := get(g, alice, "GET", "/v1/models/llama3:8b"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"id":"llama3:8b"`) {
 		t.Errorf("GET /v1/models/llama3:8b: %d %s", rec.Code, rec.Body)
 	}
-	if rec := get(g, alice, "GET", "/v1beta/models/llama3:8b"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"name":"models/llama3:8b"`) {
+	// An OpenAI-compatible deployment embeds, and says so to Gemini SDKs.
+	if rec := get(g, alice, "GET", "/v1beta/models/llama3:8b"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"name":"models/llama3:8b"`) ||
+		!strings.Contains(rec.Body.String(), `"embedContent"`) {
 		t.Errorf("GET /v1beta/models/llama3:8b: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
@@ -13,6 +14,10 @@ import (
 // echoEmbedDimensions is the echo backend's vector size unless the
 // request asks for another.
 const echoEmbedDimensions = 256
+
+// echoMaxDimensions is the largest vector echo makes: as real models,
+// it refuses a size it cannot give rather than give another.
+const echoMaxDimensions = 4096
 
 // echoEmbeddings answers an OpenAI embeddings request with deterministic
 // unit vectors: the same text always gets the same vector (a hash of the
@@ -30,7 +35,10 @@ func echoEmbeddings(req *http.Request, body []byte) *http.Response {
 	}
 	dims := int64(echoEmbedDimensions)
 	if t.Dimensions != nil {
-		dims = min(*t.Dimensions, 4096)
+		if *t.Dimensions > echoMaxDimensions {
+			return echoError(req, BadRequest("dimensions", fmt.Sprintf("dimensions must be at most %d (the echo backend's largest vector); got %d", echoMaxDimensions, *t.Dimensions)))
+		}
+		dims = *t.Dimensions
 	}
 	vectors := make([][]float64, len(t.Texts))
 	for i, text := range t.Texts {

@@ -104,6 +104,7 @@ func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo
 		return RequestInfo{}, invalidJSON(body)
 	}
 	type one struct {
+		Model                string         `json:"model"`
 		Content              *geminiContent `json:"content"`
 		OutputDimensionality *int64         `json:"outputDimensionality"`
 	}
@@ -139,8 +140,22 @@ func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo
 			return RequestInfo{}, BadRequest(fmt.Sprintf("requests[%d].content", i), "content must hold text to embed")
 		}
 		t.Texts = append(t.Texts, string(text))
-		if r.OutputDimensionality != nil {
+		at := fmt.Sprintf("requests[%d]", i)
+		if !batch {
+			at = ""
+		}
+		// The batch is one upstream call, for the URL's model and one size.
+		if r.Model != "" && r.Model != "models/"+model && r.Model != model {
+			return RequestInfo{}, BadRequest(paramPath(at, "model"), fmt.Sprintf("%q is not the model of the URL (models/%s); a batch embeds with one model", r.Model, model))
+		}
+		if d := r.OutputDimensionality; d != nil && *d < 1 {
+			return RequestInfo{}, BadRequest(paramPath(at, "outputDimensionality"), "outputDimensionality must be a positive integer")
+		}
+		switch {
+		case i == 0:
 			t.Dimensions = r.OutputDimensionality
+		case (r.OutputDimensionality == nil) != (t.Dimensions == nil) || (t.Dimensions != nil && *r.OutputDimensionality != *t.Dimensions):
+			return RequestInfo{}, BadRequest(paramPath(at, "outputDimensionality"), "every request of a batch must ask for the same outputDimensionality; send different sizes in separate batches")
 		}
 	}
 	return RequestInfo{Model: model, Embed: t}, nil
@@ -338,4 +353,13 @@ func embedRoute(client, upstream Format) Route {
 		}
 	}
 	return r
+}
+
+// paramPath is a parameter path: "requests[1]" and "model" make
+// "requests[1].model"; an empty prefix leaves the name alone.
+func paramPath(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
 }

@@ -137,26 +137,35 @@ type geminiModel struct {
 	SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
 }
 
-// GeminiModel is the Model object for an alias.
-func GeminiModel(alias string) []byte {
-	b, _ := json.Marshal(geminiModelOf(alias))
+// GeminiModel is the Model object for an alias; embeds says whether its
+// deployments serve embeddings, which SDKs find by the methods listed.
+func GeminiModel(alias string, embeds bool) []byte {
+	b, _ := json.Marshal(geminiModelOf(alias, embeds))
 	return b
 }
 
-func geminiModelOf(alias string) geminiModel {
+var (
+	generateMethods = []string{"generateContent", "streamGenerateContent", "countTokens"}
+	allMethods      = []string{"generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents"}
+)
+
+func geminiModelOf(alias string, embeds bool) geminiModel {
+	methods := generateMethods
+	if embeds {
+		methods = allMethods
+	}
 	return geminiModel{Name: "models/" + alias, BaseModelID: alias, Version: "001", DisplayName: alias,
-		InputTokenLimit: 1048576, OutputTokenLimit: 65536,
-		SupportedGenerationMethods: []string{"generateContent", "streamGenerateContent", "countTokens"}}
+		InputTokenLimit: 1048576, OutputTokenLimit: 65536, SupportedGenerationMethods: methods}
 }
 
 // GeminiModels is the models list for aliases, one page.
-func GeminiModels(aliases []string, nextPageToken string) []byte {
+func GeminiModels(aliases []string, embeds func(alias string) bool, nextPageToken string) []byte {
 	out := struct {
 		Models        []geminiModel `json:"models"`
 		NextPageToken string        `json:"nextPageToken,omitempty"`
 	}{Models: []geminiModel{}, NextPageToken: nextPageToken}
 	for _, a := range aliases {
-		out.Models = append(out.Models, geminiModelOf(a))
+		out.Models = append(out.Models, geminiModelOf(a, embeds(a)))
 	}
 	b, _ := json.Marshal(out)
 	return b

@@ -1,0 +1,52 @@
+package providers
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A Gemini batch is one upstream call: one model, one vector size. A
+// request that asks otherwise is refused by name, not answered with the
+// last request's size or another model's vectors.
+func TestGeminiBatchEmbedIsOneCall(t *testing.T) {
+	for _, tc := range []struct{ name, body, param string }{
+		{"sizes differ", `{"requests":[{"content":{"parts":[{"text":"a"}]},"outputDimensionality":2},{"content":{"parts":[{"text":"b"}]},"outputDimensionality":3}]}`, "requests[1].outputDimensionality"},
+		{"size on one only", `{"requests":[{"content":{"parts":[{"text":"a"}]}},{"content":{"parts":[{"text":"b"}]},"outputDimensionality":3}]}`, "requests[1].outputDimensionality"},
+		{"another model", `{"requests":[{"model":"models/claude","content":{"parts":[{"text":"a"}]}}]}`, "requests[0].model"},
+		{"size below 1", `{"requests":[{"content":{"parts":[{"text":"a"}]},"outputDimensionality":0}]}`, "requests[0].outputDimensionality"},
+	} {
+		_, err := ParseGeminiEmbedRequest([]byte(tc.body), "echo", true)
+		apiErr, ok := err.(*APIError)
+		if !ok || apiErr.Status != 400 || apiErr.Param != tc.param {
+			t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.param)
+		}
+	}
+	info, err := ParseGeminiEmbedRequest([]byte(`{"requests":[{"model":"models/echo","content":{"parts":[{"text":"a"}]},"outputDimensionality":8},{"model":"models/echo","content":{"parts":[{"text":"b"}]},"outputDimensionality":8}]}`), "echo", true)
+	if err != nil || *info.Embed.Dimensions != 8 || len(info.Embed.Texts) != 2 {
+		t.Fatalf("a uniform batch: %v %+v", err, info.Embed)
+	}
+	resp := echoEmbeddings(mustRequest(t), []byte(`{"model":"echo","input":"x","dimensions":100000000}`))
+	if body := readAll(t, resp); resp.StatusCode != 400 || !strings.Contains(body, "at most 4096") {
+		t.Errorf("echo with 1e8 dimensions: %d %s", resp.StatusCode, body)
+	}
+}
+
+func mustRequest(t *testing.T) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://echo.modelgate.invalid/v1/embeddings", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
