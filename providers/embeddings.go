@@ -45,7 +45,7 @@ func ParseEmbeddingsRequest(body []byte) (RequestInfo, error) {
 	}
 	var req openAIEmbedRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return RequestInfo{}, BadRequest("", "request body: "+err.Error())
+		return RequestInfo{}, decodeError(err)
 	}
 	if req.Model == "" {
 		return RequestInfo{}, BadRequest("model", "you must provide a model parameter")
@@ -114,13 +114,13 @@ func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo
 			Requests []one `json:"requests"`
 		}
 		if err := json.Unmarshal(body, &b); err != nil {
-			return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
+			return RequestInfo{}, decodeError(err)
 		}
 		reqs = b.Requests
 	} else {
 		var o one
 		if err := json.Unmarshal(body, &o); err != nil {
-			return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
+			return RequestInfo{}, decodeError(err)
 		}
 		reqs = []one{o}
 	}

@@ -50,3 +50,27 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 	return string(b)
 }
+
+// A wrongly typed field is named in the caller's terms, without Go's.
+func TestDecodeErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func() error
+		param string
+	}{
+		{"gemini contents", func() error { _, err := ParseGeminiRequest([]byte(`{"contents":"hello"}`), "m", false); return err }, "contents"},
+		{"embeddings encoding_format", func() error {
+			_, err := ParseEmbeddingsRequest([]byte(`{"model":"m","input":"x","encoding_format":7}`))
+			return err
+		}, "encoding_format"},
+		{"gemini embed outputDimensionality", func() error {
+			_, err := ParseGeminiEmbedRequest([]byte(`{"content":{"parts":[{"text":"a"}]},"outputDimensionality":"big"}`), "m", false)
+			return err
+		}, "outputDimensionality"},
+	} {
+		apiErr, ok := tc.parse().(*APIError)
+		if !ok || apiErr.Status != 400 || apiErr.Param != tc.param || strings.Contains(apiErr.Message, "Go struct") || strings.Contains(apiErr.Message, "providers.") {
+			t.Errorf("%s: %+v", tc.name, apiErr)
+		}
+	}
+}

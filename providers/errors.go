@@ -2,8 +2,11 @@ package providers
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // APIError is an error bound for a client, independent of wire format: the
@@ -251,4 +254,22 @@ func UpstreamError(status int, body []byte) *APIError {
 		}
 	}
 	return e
+}
+
+// decodeError words a request body's decoding error for its client: the
+// field and the kind of value it takes, never Go's type names.
+func decodeError(err error) *APIError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := jsonKind(te.Type.Kind().String())
+		if te.Field == "" {
+			return BadRequest("", fmt.Sprintf("request body must be %s, not %s", want, te.Value))
+		}
+		return BadRequest(te.Field, fmt.Sprintf("%s must be %s, not %s", te.Field, want, te.Value))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return BadRequest("", fmt.Sprintf("request body is not valid JSON (at byte %d)", se.Offset))
+	}
+	return BadRequest("", "request body could not be read: "+strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -36,7 +36,7 @@ func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, er
 		if _, syntax := err.(*json.SyntaxError); syntax {
 			return RequestInfo{}, invalidJSON(body)
 		}
-		return RequestInfo{}, BadRequest("", "Invalid JSON payload received. "+err.Error())
+		return RequestInfo{}, decodeError(err)
 	}
 	if inner := t.req.GenerateContentRequest; inner != nil {
 		t.req = *inner

@@ -60,7 +60,7 @@ type chatInRequest struct {
 func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
 	var in chatInRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, BadRequest("", "request body: "+err.Error())
+		return nil, decodeError(err)
 	}
 	var out geminiRequest
 	var system []geminiPart
