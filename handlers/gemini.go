@@ -27,9 +27,10 @@ func geminiAction(p string) (model, action string, ok bool) {
 		return "", "", false
 	}
 	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 {
+	if i < 0 {
 		return "", "", false
 	}
+	// i == 0 is an action with no model: the call, refused as naming none.
 	return rest[:i], rest[i+1:], true
 }
 

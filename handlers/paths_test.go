@@ -135,3 +135,13 @@ func TestRootUnderAnswerAllPaths(t *testing.T) {
 		t.Errorf("GET / in a Caddy site answered %d, want it passed on", rec.Code)
 	}
 }
+
+// A Gemini action with no model in its path is a 404 for the model, in
+// Google's shape, not a 405 of the models list.
+func TestGeminiActionWithoutModel(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	rec := post(g, alice, "/v1beta/models/:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"status":"NOT_FOUND"`) {
+		t.Errorf("%d %s", rec.Code, rec.Body)
+	}
+}
