@@ -22,6 +22,10 @@ type backend struct {
 	state  *DeploymentState
 	policy policy
 	url    string // full upstream endpoint, without query
+	// streamURL is where streaming requests go: url but for Gemini,
+	// whose streams have their own action. countURL is Google's free
+	// countTokens, for gemini/ deployments.
+	streamURL, countURL string
 	// responsesURL is the server's own /responses, for deployments that
 	// take Responses requests natively; "" when they are translated.
 	responsesURL string
@@ -60,10 +64,14 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 	case modellist.KindEcho:
 		b.url, b.upstream = echoURL, providers.FormatOpenAI
 	case modellist.KindGemini:
-		// The action (and ?alt=sse for streams) is added per request.
-		b.url, b.upstream = d.APIBase+"/v1beta/models/"+url.PathEscape(d.Model), providers.FormatGemini
+		model := d.APIBase + "/v1beta/models/" + url.PathEscape(d.Model)
+		b.url, b.upstream = model+":generateContent", providers.FormatGemini
+		b.streamURL, b.countURL, b.embedURL = model+":streamGenerateContent?alt=sse", model+":countTokens", model+":batchEmbedContents"
 	default:
 		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
+	}
+	if b.streamURL == "" {
+		b.streamURL = b.url
 	}
 	switch d.Kind {
 	case modellist.KindOpenAI:
@@ -72,8 +80,6 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 		b.embedURL = d.APIBase + "/api/embed"
 	case modellist.KindEcho:
 		b.embedURL = echoEmbedURL
-	case modellist.KindGemini:
-		b.embedURL = b.url + ":batchEmbedContents"
 	}
 	b.timeout = firstDuration(d.Timeout, rs.Timeout, defaultTimeout)
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
@@ -188,14 +194,11 @@ func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *h
 		return b.cloudRequest(ctx, cf, client, url, out)
 	}
 	target := b.url
-	if cf == providers.FormatEmbeddings || cf == providers.FormatGeminiEmbed {
+	switch {
+	case cf == providers.FormatEmbeddings || cf == providers.FormatGeminiEmbed:
 		target = b.embedURL
-	} else if b.upstream == providers.FormatGemini {
-		if stream {
-			target += ":streamGenerateContent?alt=sse"
-		} else {
-			target += ":generateContent"
-		}
+	case stream:
+		target = b.streamURL
 	}
 	if cf == providers.FormatResponses && b.responsesURL != "" {
 		target = b.responsesURL

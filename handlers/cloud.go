@@ -362,6 +362,16 @@ func (e *vertexEndpoint) secrets() []string {
 
 func (e *vertexEndpoint) close() { e.transport.CloseIdleConnections() }
 
+// parseUpstreamError reads the deployment's error answer into the
+// client's error, in the deployment's dialect (a cloud names its
+// exception or status apart from the body), without its secrets.
+func (b *backend) parseUpstreamError(status int, h http.Header, body []byte) *providers.APIError {
+	if b.cloud != nil {
+		return b.upstreamError(cloudError(b.cloud, status, h, body))
+	}
+	return b.upstreamError(providers.UpstreamError(status, body))
+}
+
 // cloudError reads a cloud's error answer into the client's error, the
 // exception or status name leading the cloud's message.
 func cloudError(c cloudEndpoint, status int, h http.Header, body []byte) *providers.APIError {

@@ -125,28 +125,39 @@ func (g *Gateway) geminiCountTokens(w http.ResponseWriter, r *http.Request, cf p
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+":countTokens", bytes.NewReader(out))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.countURL, bytes.NewReader(out))
 	if err != nil {
 		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
 		return
 	}
 	req.Header = b.header.Clone()
+	g.relayCount(w, cf, b, req, providers.GeminiCountResult)
+}
+
+// relayCount sends a provider's free token count request and answers
+// with the count read reads from its answer, in the caller's shape.
+func (g *Gateway) relayCount(w http.ResponseWriter, cf providers.Format, b *backend, req *http.Request, read func([]byte) (int, error)) {
 	resp, err := b.client.Do(req)
 	if err != nil {
-		g.transportError(ctx, err, b.dep.Alias, 30*time.Second).Write(w, cf)
+		g.transportError(req.Context(), err, b.dep.Alias, 30*time.Second).Write(w, cf)
 		return
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		upstreamCountError(b, resp, raw).Write(w, cf)
+		apiErr := upstreamCountError(b, resp, raw)
+		if b.cloud != nil && credentialsRejected(resp.StatusCode, apiErr.Message) {
+			b.cloud.rejected() // the next count gets fresh credentials
+		}
+		apiErr.Write(w, cf)
 		return
 	}
-	n, err := providers.GeminiCountResult(raw)
+	n, err := read(raw)
 	if err != nil {
 		(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", b.dep.Alias)}).Write(w, cf)
 		return
 	}
+	relayHeaders(w.Header(), resp.Header)
 	writeJSON(w, http.StatusOK, tokenCount(cf, n))
 }
 
@@ -155,11 +166,11 @@ func (g *Gateway) geminiCountTokens(w http.ResponseWriter, r *http.Request, cf p
 // which some servers echo back.
 func upstreamCountError(b *backend, resp *http.Response, raw []byte) *providers.APIError {
 	status := resp.StatusCode
-	apiErr := b.upstreamError(providers.UpstreamError(status, raw))
 	if status < 400 {
 		return &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", b.dep.Alias, status)}
 	}
+	apiErr := b.parseUpstreamError(status, resp.Header, raw)
 	apiErr.Status = status
 	apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", b.dep.Alias, status, apiErr.Message)
 	apiErr.RetryAfter = resp.Header.Get("Retry-After")
@@ -217,7 +228,6 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 // cloudCountTokens asks Bedrock's CountTokens or Vertex's count-tokens
 // for the count, free on both, and answers in the caller's shape.
 func (g *Gateway) cloudCountTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, b *backend, body []byte) {
-	alias := b.dep.Alias
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	url, out, err := b.cloud.prepareCount(body, r.Header)
@@ -229,40 +239,11 @@ func (g *Gateway) cloudCountTokens(w http.ResponseWriter, r *http.Request, cf pr
 	if err != nil {
 		var credErr *credentialError
 		if errors.As(err, &credErr) {
-			b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", alias, credErr.msg)}).Write(w, cf)
+			b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", b.dep.Alias, credErr.msg)}).Write(w, cf)
 			return
 		}
 		(&providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}).Write(w, cf)
 		return
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		g.transportError(ctx, err, alias, 30*time.Second).Write(w, cf)
-		return
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		status := resp.StatusCode
-		apiErr := b.upstreamError(cloudError(b.cloud, status, resp.Header, raw))
-		if status < 400 {
-			apiErr = &providers.APIError{Status: http.StatusBadGateway,
-				Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", alias, status)}
-		} else {
-			if credentialsRejected(status, apiErr.Message) {
-				b.cloud.rejected() // the next count gets fresh credentials
-			}
-			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", alias, status, apiErr.Message)
-		}
-		apiErr.RetryAfter = resp.Header.Get("Retry-After")
-		apiErr.Write(w, cf)
-		return
-	}
-	n, err := b.cloud.countResult(raw)
-	if err != nil {
-		(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", alias)}).Write(w, cf)
-		return
-	}
-	relayHeaders(w.Header(), resp.Header)
-	writeJSON(w, http.StatusOK, tokenCount(cf, n))
+	g.relayCount(w, cf, b, req, b.cloud.countResult)
 }

@@ -242,11 +242,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 			att.Err = "redirect"
 		} else {
 			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			if b.cloud != nil {
-				apiErr = b.upstreamError(cloudError(b.cloud, status, resp.Header, errBody))
-			} else {
-				apiErr = b.upstreamError(providers.UpstreamError(status, errBody))
-			}
+			apiErr = b.parseUpstreamError(status, resp.Header, errBody)
 			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, status, apiErr.Message)
 		}
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
@@ -316,7 +312,7 @@ func (b *backend) renewCredentials(ctx context.Context, cf providers.Format, r *
 	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(errBody))
-	msg := cloudError(b.cloud, resp.StatusCode, resp.Header, errBody).Message
+	msg := b.parseUpstreamError(resp.StatusCode, resp.Header, errBody).Message
 	if !credentialsRejected(resp.StatusCode, msg) || !b.cloud.rejected() {
 		return resp, nil
 	}
