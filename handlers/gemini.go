@@ -44,11 +44,16 @@ func geminiCall(r *http.Request) bool {
 	if !ok {
 		return false
 	}
+	return geminiMethod(action) || strings.HasPrefix(r.URL.Path, "/v1beta/") && r.Method != http.MethodGet && r.Method != http.MethodHead
+}
+
+// geminiMethod reports whether action is one the gateway serves.
+func geminiMethod(action string) bool {
 	switch action {
 	case "generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents":
 		return true
 	}
-	return strings.HasPrefix(r.URL.Path, "/v1beta/") && r.Method != http.MethodGet && r.Method != http.MethodHead
+	return false
 }
 
 // isGeminiRequest: the Gemini API's paths and calls, whose callers read
@@ -60,9 +65,7 @@ func isGeminiRequest(r *http.Request) bool {
 
 func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 	_, action, _ := geminiAction(r.URL.Path)
-	switch action {
-	case "generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents":
-	default:
+	if !geminiMethod(action) {
 		g.serveNotFound(w, r)
 		return
 	}

@@ -44,7 +44,7 @@ func echoEmbeddings(req *http.Request, body []byte) *http.Response {
 	for i, text := range t.Texts {
 		vectors[i] = echoVector(text, int(dims))
 	}
-	out := t.answer(vectors, info.Model, t.estimateTokens())
+	out := t.answer(vectors, t.estimateTokens())
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))

@@ -173,7 +173,7 @@ func (t *EmbedTurn) openAIBody(model string) []byte {
 
 // answer writes vectors in the client's shape: OpenAI's list (floats or
 // base64 of little-endian float32, as OpenAI encodes them) or Gemini's.
-func (t *EmbedTurn) answer(vectors [][]float64, alias string, promptTokens int64) []byte {
+func (t *EmbedTurn) answer(vectors [][]float64, promptTokens int64) []byte {
 	if t.Gemini {
 		type values struct {
 			Values []float64 `json:"values"`
@@ -226,12 +226,23 @@ func (t *EmbedTurn) answer(vectors [][]float64, alias string, promptTokens int64
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"model":`...)
-	dst = appendJSONString(dst, alias)
+	dst = appendJSONString(dst, t.Alias)
 	dst = append(dst, `,"usage":{"prompt_tokens":`...)
 	dst = strconv.AppendInt(dst, promptTokens, 10)
 	dst = append(dst, `,"total_tokens":`...)
 	dst = strconv.AppendInt(dst, promptTokens, 10)
 	return append(dst, "}}"...)
+}
+
+// answerAll answers with an upstream's vectors, one per input: clients
+// pair inputs and vectors by position, so a short or long list would
+// silently give texts the wrong vectors.
+func (t *EmbedTurn) answerAll(vectors [][]float64, u Usage) ([]byte, Usage, error) {
+	if len(vectors) != len(t.Texts) {
+		return nil, u, &APIError{Status: http.StatusBadGateway,
+			Message: fmt.Sprintf("model %q: upstream returned %d embeddings for %d inputs", t.Alias, len(vectors), len(t.Texts))}
+	}
+	return t.answer(vectors, u.InputTokens), u, nil
 }
 
 // estimateTokens stands in for upstreams that count nothing (Gemini's
@@ -282,7 +293,7 @@ func embedRoute(client, upstream Format) Route {
 					return nil, u, &APIError{Status: http.StatusBadGateway, Message: "the upstream's embedding is not a list of numbers"}
 				}
 			}
-			return info.Embed.answer(vectors, info.Embed.Alias, u.InputTokens), u, nil
+			return info.Embed.answerAll(vectors, u)
 		}
 	case FormatOllama:
 		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
@@ -304,8 +315,7 @@ func embedRoute(client, upstream Format) Route {
 			if !looksLikeObject(raw) || json.Unmarshal(raw, &a) != nil {
 				return nil, Usage{}, ErrNotJSONObject
 			}
-			u := Usage{InputTokens: a.PromptEvalCount, Seen: true}
-			return info.Embed.answer(a.Embeddings, info.Embed.Alias, u.InputTokens), u, nil
+			return info.Embed.answerAll(a.Embeddings, Usage{InputTokens: a.PromptEvalCount, Seen: true})
 		}
 	case FormatGemini:
 		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
@@ -341,8 +351,7 @@ func embedRoute(client, upstream Format) Route {
 				vectors[i] = e.Values
 			}
 			// Gemini's embed answers count nothing: the ledger gets an estimate.
-			u := Usage{InputTokens: info.Embed.estimateTokens(), Seen: true}
-			return info.Embed.answer(vectors, info.Embed.Alias, u.InputTokens), u, nil
+			return info.Embed.answerAll(vectors, Usage{InputTokens: info.Embed.estimateTokens(), Seen: true})
 		}
 	default:
 		r.request = func(_ []byte, info RequestInfo, _ string, _ RouteOptions) ([]byte, bool, error) {

@@ -74,3 +74,22 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that answers fewer (or more) vectors than inputs is a bad
+// answer, not a list the client would pair with the wrong texts.
+func TestEmbeddingsVectorCountMustMatch(t *testing.T) {
+	info, err := ParseEmbeddingsRequest([]byte(`{"model":"e","input":["a","b"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Embed.Alias = "e"
+	rt := embedRoute(FormatEmbeddings, FormatOllama)
+	_, _, err = rt.response([]byte(`{"embeddings":[[0.1,0.2]],"prompt_eval_count":2}`), info)
+	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 502 || !strings.Contains(apiErr.Message, "1 embeddings for 2 inputs") {
+		t.Errorf("one vector for two inputs: %v", err)
+	}
+	out, _, err := rt.response([]byte(`{"embeddings":[[0.1],[0.2]],"prompt_eval_count":2}`), info)
+	if err != nil || !strings.Contains(string(out), `"index":1`) {
+		t.Errorf("two for two: %v %s", err, out)
+	}
+}
