@@ -35,6 +35,7 @@ type Budgets struct {
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
 	local    []*localSpend       // settled here, not yet in spent
+	localSum map[budgetKey]int64 // local's costs per budget, kept with it
 	reserved map[budgetKey]int64 // estimates of requests in flight
 	// unwritten are the local spends whose records the ledger writer has
 	// not finished; early are records it finished before their request
@@ -69,7 +70,7 @@ func NewBudgets(store func() ledger.SpendStore, now func() time.Time) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{},
+	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}, localSum: map[budgetKey]int64{},
 		unwritten: map[uint64]*localSpend{}, early: map[uint64]time.Time{}}
 }
 
@@ -121,8 +122,10 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 		switch {
 		case !l.written.IsZero() && l.written.Before(now):
 			// The read began after the record's write: spent has it.
+			b.addLocal(l, -1)
 		case now.Sub(l.at) >= maxLocalAge:
 			delete(b.unwritten, l.ticket)
+			b.addLocal(l, -1)
 		default:
 			keep = append(keep, l)
 		}
@@ -217,15 +220,17 @@ type Reservation struct {
 
 // usedLocked is a budget's spend as this instance knows it.
 func (b *Budgets) usedLocked(k budgetKey) int64 {
-	used := b.spent[k] + b.reserved[k]
-	for _, l := range b.local {
-		for _, lk := range l.keys {
-			if lk == k {
-				used += l.pico
-			}
+	return b.spent[k] + b.reserved[k] + b.localSum[k]
+}
+
+// addLocal counts l's cost on its budgets (sign 1) or stops counting it
+// (-1); the caller holds mu.
+func (b *Budgets) addLocal(l *localSpend, sign int64) {
+	for _, k := range l.keys {
+		if b.localSum[k] += sign * l.pico; b.localSum[k] == 0 {
+			delete(b.localSum, k)
 		}
 	}
-	return used
 }
 
 // Admit checks every budget that applies and reserves estimatePico
@@ -284,6 +289,7 @@ func (r *Reservation) Settle(costPico int64) {
 	}
 	l := &localSpend{keys: r.keys, pico: costPico, at: b.now(), ticket: r.ticket, written: written}
 	b.local = append(b.local, l)
+	b.addLocal(l, 1)
 	if !done {
 		b.unwritten[r.ticket] = l
 	}

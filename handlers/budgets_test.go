@@ -134,3 +134,22 @@ func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
 		t.Errorf("first request: %d", code)
 	}
 }
+
+// BenchmarkBudgetAdmitWithBacklog: admission while 10,000 settled costs
+// wait for the database (an outage, or a burst the writer is behind on).
+func BenchmarkBudgetAdmitWithBacklog(b *testing.B) {
+	bud := NewBudgets(nil, nil)
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 1 << 40}}
+	for range 10000 {
+		hold, _ := bud.Admit(id, ledger.Limits{}, "", 1)
+		hold.Settle(1)
+	}
+	b.ResetTimer()
+	for range b.N {
+		hold, refusal := bud.Admit(id, ledger.Limits{}, "", 1)
+		if refusal != nil {
+			b.Fatal(refusal.Message)
+		}
+		hold.Settle(0)
+	}
+}
