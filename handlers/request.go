@@ -40,7 +40,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
-		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body), outputBound(info, body, g.opts.DefaultMaxTokens)))
+		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body), outputBound(info, g.opts.DefaultMaxTokens)))
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
@@ -98,11 +98,11 @@ func (g *Gateway) estimate(alias string, bodyBytes int, output int64) int64 {
 
 // outputBound is the output a request may produce: what its client
 // allows, else the gateway's default; embeddings produce none.
-func outputBound(info providers.RequestInfo, body []byte, def int64) int64 {
+func outputBound(info providers.RequestInfo, def int64) int64 {
 	if info.Embed != nil {
 		return 0
 	}
-	if n := info.OutputLimit(body); n > 0 {
+	if n := info.OutputLimit(); n > 0 {
 		return n
 	}
 	return def

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -246,6 +247,9 @@ type RequestInfo struct {
 	Gemini *GeminiTurn
 	// Embed is set for an embeddings request (OpenAI's or Gemini's).
 	Embed *EmbedTurn
+	// maxTokens is a chat or Messages body's max_tokens or
+	// max_completion_tokens (the larger), 0 when it sets neither.
+	maxTokens int64
 }
 
 // PeekRequest reads model, stream and stream_options.include_usage from an
@@ -278,6 +282,10 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 		case keyIs(k, "messages"):
 			messages = v
 			seen(&hasMessages, "messages")
+		case keyIs(k, "max_tokens") || keyIs(k, "max_completion_tokens"):
+			if n, err := strconv.ParseInt(string(body[v.start:v.end]), 10, 64); err == nil {
+				info.maxTokens = max(info.maxTokens, n)
+			}
 		}
 	})
 	if err != nil {

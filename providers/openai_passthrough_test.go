@@ -81,7 +81,7 @@ func TestPeekRequest(t *testing.T) {
 		param string
 	}{
 		{"openai stream with usage", `{"messages":[{"role":"user","content":"{\"model\":\"x\"}"}],"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"model":"fast"}`, RequestInfo{Model: "fast", Stream: true, IncludeUsage: true}, ""},
-		{"anthropic", `{"model":"claude-sonnet-4-5","max_tokens":10,"stream":false,"metadata":{"stream":true},"messages":[]}`, RequestInfo{Model: "claude-sonnet-4-5"}, ""},
+		{"anthropic", `{"model":"claude-sonnet-4-5","max_tokens":10,"stream":false,"metadata":{"stream":true},"messages":[]}`, RequestInfo{Model: "claude-sonnet-4-5", maxTokens: 10}, ""},
 		{"escaped model", `{"model":"a\/b\u00e9","messages":[]}`, RequestInfo{Model: "a/bé"}, ""},
 		{"stream not bool", `{"model":"m","stream":"true","stream_options":null,"messages":[]}`, RequestInfo{Model: "m"}, "stream"},
 		{"stream null", `{"model":"m","stream":null,"messages":[]}`, RequestInfo{Model: "m"}, ""},

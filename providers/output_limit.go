@@ -1,13 +1,11 @@
 package providers
 
-import "strconv"
-
 // OutputLimit is the most output tokens the request allows, as its client
 // wrote it (max_completion_tokens or max_tokens, Responses'
 // max_output_tokens, Gemini's maxOutputTokens); 0 when it sets none.
 // Budget reservations bound a request's cost with it: a client asking for
 // 100k tokens must not be admitted on a 4k reservation.
-func (info RequestInfo) OutputLimit(body []byte) int64 {
+func (info RequestInfo) OutputLimit() int64 {
 	switch {
 	case info.Responses != nil:
 		if m := info.Responses.Req.MaxOutputTokens; m != nil && *m > 0 {
@@ -20,13 +18,5 @@ func (info RequestInfo) OutputLimit(body []byte) int64 {
 		}
 		return 0
 	}
-	var most int64
-	_, _ = eachMember(body, 0, func(k []byte, v span) {
-		if keyIs(k, "max_tokens") || keyIs(k, "max_completion_tokens") {
-			if n, err := strconv.ParseInt(string(body[v.start:v.end]), 10, 64); err == nil && n > most {
-				most = n
-			}
-		}
-	})
-	return most
+	return max(info.maxTokens, 0)
 }

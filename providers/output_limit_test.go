@@ -5,12 +5,12 @@ import "testing"
 // OutputLimit reads the client's own output cap in every request format,
 // and 0 where it sets none, so budget reservations use the larger bound.
 func TestOutputLimit(t *testing.T) {
-	peek := func(body string) (RequestInfo, []byte) {
+	peek := func(body string) RequestInfo {
 		info, err := PeekRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return info, []byte(body)
+		return info
 	}
 	for _, tc := range []struct {
 		name, body string
@@ -23,8 +23,7 @@ func TestOutputLimit(t *testing.T) {
 		{"nested max_tokens is not the request's", `{"model":"m","messages":[],"metadata":{"max_tokens":9}}`, 0},
 		{"not a number", `{"model":"m","messages":[],"max_tokens":"lots"}`, 0},
 	} {
-		info, body := peek(tc.body)
-		if got := info.OutputLimit(body); got != tc.want {
+		if got := peek(tc.body).OutputLimit(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -32,14 +31,14 @@ func TestOutputLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := (RequestInfo{Responses: turn}).OutputLimit(nil); got != 777 {
+	if got := (RequestInfo{Responses: turn}).OutputLimit(); got != 777 {
 		t.Errorf("responses: %d", got)
 	}
 	g, err := ParseGeminiRequest([]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":4242}}`), "m", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.OutputLimit(nil); got != 4242 {
+	if got := g.OutputLimit(); got != 4242 {
 		t.Errorf("gemini: %d", got)
 	}
 	if _, err := ParseGeminiRequest([]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":-5}}`), "m", false); err == nil {
