@@ -283,8 +283,10 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 			messages = v
 			seen(&hasMessages, "messages")
 		case keyIs(k, "max_tokens") || keyIs(k, "max_completion_tokens"):
-			if n, err := strconv.ParseInt(string(body[v.start:v.end]), 10, 64); err == nil {
-				info.maxTokens = max(info.maxTokens, n)
+			// As a float too: 1e5 or 100000.0 is the same limit to an
+			// upstream, and must not dodge the reservation.
+			if f, err := strconv.ParseFloat(string(body[v.start:v.end]), 64); err == nil && f > 0 {
+				info.maxTokens = max(info.maxTokens, int64(min(f, 1<<62)))
 			}
 		}
 	})

@@ -22,6 +22,9 @@ func TestOutputLimit(t *testing.T) {
 		{"none", `{"model":"m","messages":[]}`, 0},
 		{"nested max_tokens is not the request's", `{"model":"m","messages":[],"metadata":{"max_tokens":9}}`, 0},
 		{"not a number", `{"model":"m","messages":[],"max_tokens":"lots"}`, 0},
+		{"written as a float", `{"model":"m","messages":[],"max_tokens":1e5}`, 100000},
+		{"beyond int64", `{"model":"m","messages":[],"max_tokens":1e300}`, 1 << 62},
+		{"negative", `{"model":"m","messages":[],"max_tokens":-7}`, 0},
 	} {
 		if got := peek(tc.body).OutputLimit(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
