@@ -115,10 +115,15 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 }
 
 // geminiCountTokens asks Google's countTokens, free, for the count of
-// the request as the gemini/ deployment will see it: translated through
-// the hub, tools and system instruction included.
+// the request as the gemini/ deployment will see it: translated by the
+// deployment's own Messages route, tools and system instruction included.
 func (g *Gateway) geminiCountTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, b *backend, body []byte) {
-	out, err := providers.GeminiCountBody(body, b.dep.Model)
+	gen, _, err := b.upstreamBody(providers.FormatAnthropic, body, providers.RequestInfo{Model: b.dep.Alias})
+	if err != nil {
+		asAPIError(err).Write(w, cf)
+		return
+	}
+	out, err := providers.GeminiCountBody(gen, b.dep.Model)
 	if err != nil {
 		asAPIError(err).Write(w, cf)
 		return

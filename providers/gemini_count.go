@@ -5,20 +5,12 @@ import (
 	"errors"
 )
 
-// GeminiCountBody is the countTokens body that counts a Messages
-// count_tokens request on Gemini model: the request goes through the hub
-// to a generateContent body, wrapped as Google asks when tools, the
-// system instruction and the configuration are to be counted too
+// GeminiCountBody wraps gen, the generateContent body a generation on
+// model would send, as countTokens takes it when tools, the system
+// instruction and the configuration are to be counted too
 // (spec/gemini-api.md §1: {"generateContentRequest":{"model":"models/m",…}}).
-func GeminiCountBody(messages []byte, model string) ([]byte, error) {
-	chat, err := AnthropicToOpenAIRequest(messages, model, true)
-	if err != nil {
-		return nil, err
-	}
-	gen, err := OpenAIToGeminiRequest(chat, model)
-	if err != nil {
-		return nil, err
-	}
+func GeminiCountBody(gen []byte, model string) ([]byte, error) {
+	gen = trimSpace(gen)
 	if len(gen) < 2 || gen[0] != '{' {
 		return nil, errors.New("the generateContent body is not an object")
 	}
