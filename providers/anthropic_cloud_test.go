@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
+	"github.com/modelgate/modelgate/internal/fakes"
 )
 
 func decodeObject(t *testing.T, b []byte) map[string]any {
@@ -140,24 +142,6 @@ func encodeFrames(t *testing.T, msgs ...eventstream.Message) []byte {
 	return buf.Bytes()
 }
 
-func chunkFrame(event string) eventstream.Message {
-	payload, _ := json.Marshal(map[string]string{"bytes": base64.StdEncoding.EncodeToString([]byte(event)), "p": "abcd"})
-	var hs eventstream.Headers
-	hs.Set(":event-type", eventstream.StringValue("chunk"))
-	hs.Set(":content-type", eventstream.StringValue("application/json"))
-	hs.Set(":message-type", eventstream.StringValue("event"))
-	return eventstream.Message{Headers: hs, Payload: payload}
-}
-
-func exceptionFrame(name, message string) eventstream.Message {
-	var hs eventstream.Headers
-	hs.Set(":exception-type", eventstream.StringValue(name))
-	hs.Set(":content-type", eventstream.StringValue("application/json"))
-	hs.Set(":message-type", eventstream.StringValue("exception"))
-	payload, _ := json.Marshal(map[string]string{"message": message})
-	return eventstream.Message{Headers: hs, Payload: payload}
-}
-
 var bedrockEvents = []string{
 	`{"type":"message_start","message":{"id":"msg_bdrk_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":12,"cache_read_input_tokens":3,"output_tokens":1}}}`,
 	`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
@@ -170,7 +154,7 @@ var bedrockEvents = []string{
 func TestBedrockEventReaderFeedsAnthropicTranslators(t *testing.T) {
 	var frames []eventstream.Message
 	for _, e := range bedrockEvents {
-		frames = append(frames, chunkFrame(e))
+		frames = append(frames, fakes.BedrockChunkFrame(e))
 	}
 	raw := encodeFrames(t, frames...)
 
@@ -218,7 +202,7 @@ func TestBedrockEventReaderFeedsAnthropicTranslators(t *testing.T) {
 }
 
 func TestBedrockEventReaderExceptions(t *testing.T) {
-	raw := encodeFrames(t, chunkFrame(bedrockEvents[0]), exceptionFrame("throttlingException", "Too many tokens, please wait before trying again."))
+	raw := encodeFrames(t, fakes.BedrockChunkFrame(bedrockEvents[0]), fakes.BedrockExceptionFrame("throttlingException", "Too many tokens, please wait before trying again."))
 	r := NewBedrockEventReader(bytes.NewReader(raw))
 	tr := NewAnthropicPassthroughStream()
 	ev, _ := r.Next()
@@ -235,7 +219,7 @@ func TestBedrockEventReaderExceptions(t *testing.T) {
 		t.Fatalf("in-band error = %v", err)
 	}
 
-	raw = encodeFrames(t, exceptionFrame("validationException", "messages: field required"))
+	raw = encodeFrames(t, fakes.BedrockExceptionFrame("validationException", "messages: field required"))
 	ev, _ = NewBedrockEventReader(bytes.NewReader(raw)).Next()
 	if _, err := NewAnthropicToOpenAIStream(false).Translate(nil, ev); !errors.As(err, &apiErr) || apiErr.Status != 400 {
 		t.Errorf("validation = %v", err)
@@ -243,7 +227,7 @@ func TestBedrockEventReaderExceptions(t *testing.T) {
 }
 
 func TestBedrockEventReaderBrokenFrames(t *testing.T) {
-	raw := encodeFrames(t, chunkFrame(bedrockEvents[0]), chunkFrame(bedrockEvents[1]))
+	raw := encodeFrames(t, fakes.BedrockChunkFrame(bedrockEvents[0]), fakes.BedrockChunkFrame(bedrockEvents[1]))
 	for _, cut := range []int{len(raw) - 1, len(raw) - 4, len(raw) - 20} {
 		r := NewBedrockEventReader(bytes.NewReader(raw[:cut]))
 		if _, err := r.Next(); err != nil {

@@ -140,12 +140,12 @@ func Bedrock(o BedrockOptions, rec *Recorder) http.Handler {
 					return
 				}
 				if o.StreamException != "" && sent == o.StreamExceptionAfter {
-					_ = enc.Encode(w, bedrockExceptionFrame(o.StreamException, "Too many tokens, please wait before trying again."))
+					_ = enc.Encode(w, BedrockExceptionFrame(o.StreamException, "Too many tokens, please wait before trying again."))
 					flush(w)
 					stopped = true
 					return
 				}
-				_ = enc.Encode(w, bedrockChunkFrame(data))
+				_ = enc.Encode(w, BedrockChunkFrame(data))
 				flush(w)
 				sent++
 			})
@@ -206,7 +206,9 @@ func checkBedrockBody(body []byte) (bedrockRequest, string) {
 	return req, ""
 }
 
-func bedrockChunkFrame(event string) eventstream.Message {
+// BedrockChunkFrame is an event-stream frame carrying one Anthropic
+// event, as InvokeModelWithResponseStream sends it.
+func BedrockChunkFrame(event string) eventstream.Message {
 	payload, _ := json.Marshal(map[string]string{"bytes": base64.StdEncoding.EncodeToString([]byte(event)), "p": "abcdefgh"})
 	var hs eventstream.Headers
 	hs.Set(":event-type", eventstream.StringValue("chunk"))
@@ -215,7 +217,8 @@ func bedrockChunkFrame(event string) eventstream.Message {
 	return eventstream.Message{Headers: hs, Payload: payload}
 }
 
-func bedrockExceptionFrame(exception, message string) eventstream.Message {
+// BedrockExceptionFrame is an in-band exception frame.
+func BedrockExceptionFrame(exception, message string) eventstream.Message {
 	payload, _ := json.Marshal(map[string]string{"message": message})
 	var hs eventstream.Headers
 	hs.Set(":exception-type", eventstream.StringValue(exception))
