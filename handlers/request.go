@@ -40,7 +40,8 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
-		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, g.estimate(alias, len(body), outputBound(info, g.opts.DefaultMaxTokens)))
+		est := g.estimate(alias, body, info)
+		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, est.pico)
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
@@ -80,20 +81,32 @@ func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger
 	g.obs.Done(rec)
 }
 
-// estimate bounds a request's cost before it runs, for budget
-// reservations: every byte of the body as an input token (no tokenizer
-// makes more tokens than bytes) and output tokens as bounded, at the
-// dearest deployment the alias could reach.
-func (g *Gateway) estimate(alias string, bodyBytes int, output int64) int64 {
-	var most int64
+// requestEstimate bounds what a request can use before it runs: what
+// budgets and tpm windows reserve until it settles.
+type requestEstimate struct {
+	tokens int64 // input and output tokens
+	pico   int64 // cost at the dearest deployment the alias could reach
+}
+
+// estimate bounds a request's use: every byte of the input the upstream
+// will be sent (the body, and a Responses turn's stored history) as an
+// input token, since no tokenizer makes more tokens than bytes, and the
+// output bound once for every choice asked for (n, candidateCount).
+func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo) requestEstimate {
+	input := info.InputBytes(body)
+	output := outputBound(info, g.opts.DefaultMaxTokens)
+	if c := info.Choices(); output > 0 && c > 1 {
+		output = min(output, (1<<62)/c) * c
+	}
+	e := requestEstimate{tokens: input + output}
 	for _, rt := range g.chains[alias] {
 		for _, b := range rt.backends {
 			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
-				InputTokens: int64(bodyBytes), OutputTokens: output})
-			most = max(most, c)
+				InputTokens: input, OutputTokens: output})
+			e.pico = max(e.pico, c)
 		}
 	}
-	return most
+	return e
 }
 
 // outputBound is the output a request may produce: what its client

@@ -250,6 +250,8 @@ type RequestInfo struct {
 	// maxTokens is a chat or Messages body's max_tokens or
 	// max_completion_tokens (the larger), 0 when it sets neither.
 	maxTokens int64
+	// choices is a chat body's n, 0 when it sets none.
+	choices int64
 }
 
 // PeekRequest reads model, stream and stream_options.include_usage from an
@@ -287,6 +289,12 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 			// upstream, and must not dodge the reservation.
 			if f, err := strconv.ParseFloat(string(body[v.start:v.end]), 64); err == nil && f > 0 {
 				info.maxTokens = max(info.maxTokens, int64(min(f, 1<<62)))
+			}
+		case keyIs(k, "n"):
+			// Each choice is billed its own output: the reservation
+			// multiplies the output bound by it.
+			if f, err := strconv.ParseFloat(string(body[v.start:v.end]), 64); err == nil && f > 1 {
+				info.choices = int64(min(f, 1<<20))
 			}
 		}
 	})

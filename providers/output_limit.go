@@ -20,3 +20,26 @@ func (info RequestInfo) OutputLimit() int64 {
 	}
 	return max(info.maxTokens, 0)
 }
+
+// Choices is how many answers the request asks for (chat's n, Gemini's
+// candidateCount), at least 1: the upstream bills each its own output.
+func (info RequestInfo) Choices() int64 {
+	if info.Gemini != nil {
+		if g := info.Gemini.req.GenerationConfig; g != nil && g.CandidateCount != nil && *g.CandidateCount > 1 {
+			return min(*g.CandidateCount, 1<<20)
+		}
+		return 1
+	}
+	return max(info.choices, 1)
+}
+
+// InputBytes is the size of the input the upstream will be sent, as far
+// as the gateway adds to the client's body: a Responses turn's stored
+// history and referenced items are billed as input too.
+func (info RequestInfo) InputBytes(body []byte) int64 {
+	n := int64(len(body))
+	if info.Responses != nil {
+		n += info.Responses.resolvedBytes
+	}
+	return n
+}

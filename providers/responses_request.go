@@ -164,6 +164,8 @@ type ResponsesTurn struct {
 	// expanded: the gateway put history into Items (a previous response,
 	// referenced items), so a native upstream needs the input rewritten.
 	expanded bool
+	// resolvedBytes is what history and references added to the input.
+	resolvedBytes int64
 }
 
 // responsesError is a 400 naming the parameter, as OpenAI words it.
@@ -257,6 +259,7 @@ func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
 		if it, err := parseItem(raw, "input"); err == nil {
 			items = append(items, it)
 			kept = append(kept, raw)
+			t.resolvedBytes += int64(len(raw))
 		}
 	}
 	t.newStart = len(kept)
@@ -282,6 +285,7 @@ func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessag
 			return &APIError{Status: 400, Param: "input", Code: "invalid_value",
 				Message: fmt.Sprintf("Item with id %q cannot be used.", it.ID)}
 		}
+		t.resolvedBytes += int64(len(raw))
 		t.Items[i], t.items[i] = raw, parsed
 		if j := i - t.newStart; j >= 0 {
 			// Stored with this turn as what it named.
