@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +35,12 @@ type Budgets struct {
 	Alert func(BudgetAlert)
 
 	tickets atomic.Uint64 // numbers reservations, for their records
+	// sharedDownUntil (Unix nanoseconds): the shared reservation store
+	// failed; reserve in this process until then rather than wait on it
+	// for every request. SharedFailures counts the requests that did.
+	sharedDownUntil atomic.Int64
+	SharedFailures  atomic.Int64
+	lastSweep       atomic.Int64
 
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
@@ -70,8 +80,14 @@ func NewBudgets(store func() ledger.SpendStore, now func() time.Time) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}, localSum: map[budgetKey]int64{},
+	b := &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}, localSum: map[budgetKey]int64{},
 		unwritten: map[uint64]*localSpend{}, early: map[uint64]time.Time{}}
+	// Tickets name reservations in a database other instances share: each
+	// process numbers from its own random point of a 2^62 space.
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	b.tickets.Store(binary.LittleEndian.Uint64(seed[:]) >> 2)
+	return b
 }
 
 // Written is told of records the ledger writer is through with: their
@@ -148,6 +164,9 @@ func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := b.Refresh(rctx)
+		if err == nil {
+			err = b.sweep(rctx)
+		}
 		cancel()
 		if err != nil && ctx.Err() == nil && failed != nil {
 			failed(err)
@@ -159,6 +178,40 @@ func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(
 		}
 	}
 }
+
+// sweepEvery spaces the deletes of expired shared reservations: they stop
+// counting when they expire, the sweep only keeps the table small.
+const sweepEvery = 30 * time.Second
+
+func (b *Budgets) sweep(ctx context.Context) error {
+	rs := b.reserver()
+	now := b.now()
+	if rs == nil || now.UnixNano()-b.lastSweep.Load() < int64(sweepEvery) {
+		return nil
+	}
+	b.lastSweep.Store(now.UnixNano())
+	return rs.SweepReservations(ctx, now)
+}
+
+// reserver is the store's shared reservations, nil when it keeps none.
+func (b *Budgets) reserver() ledger.BudgetReserver {
+	if b.store == nil {
+		return nil
+	}
+	rs, ok := b.store().(ledger.BudgetReserver)
+	if !ok || !rs.SharesReservations() {
+		return nil
+	}
+	return rs
+}
+
+// retryShared is how long a failing shared reservation store is left
+// alone, as for the shared rate counter.
+const retrySharedReservations = 5 * time.Second
+
+// sharedReserveTimeout bounds one shared reservation: past it the request
+// is admitted on this process's count rather than held.
+const sharedReserveTimeout = 2 * time.Second
 
 // budget is one budget that applies to a request.
 type budget struct {
@@ -216,6 +269,9 @@ type Reservation struct {
 	budgets []budget
 	pico    int64
 	ticket  uint64
+	// shared: the reservation is in the database too, until the request's
+	// record is written there.
+	shared bool
 }
 
 // usedLocked is a budget's spend as this instance knows it.
@@ -234,8 +290,12 @@ func (b *Budgets) addLocal(l *localSpend, sign int64) {
 }
 
 // Admit checks every budget that applies and reserves estimatePico
-// against each; a budget without room refuses the request.
-func (b *Budgets) Admit(id *Identity, ws ledger.Limits, session string, estimatePico int64) (*Reservation, *providers.APIError) {
+// against each until the request settles, or for lease at most; a budget
+// without room refuses the request. With a store that shares
+// reservations (PostgreSQL) the reservation is made there, so that every
+// instance sees it before the upstream call; while that store fails, this
+// process's own count decides, as with one instance.
+func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, session string, estimatePico int64, lease time.Duration) (*Reservation, *providers.APIError) {
 	if b == nil || id == nil {
 		return nil, nil
 	}
@@ -244,20 +304,69 @@ func (b *Budgets) Admit(id *Identity, ws ledger.Limits, session string, estimate
 	if len(list) == 0 {
 		return nil, nil
 	}
+	// Locks are taken in one order everywhere (the ledger writer's too):
+	// two admissions on overlapping budgets never wait on each other.
+	slices.SortFunc(list, func(a, c budget) int { return compareBudgetKeys(a.key, c.key) })
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, bg := range list {
-		if used := b.usedLocked(bg.key); used >= bg.limitPico {
-			b.alert(bg, "100", used-b.reserved[bg.key])
-			return nil, budgetRefusal(bg, used, now)
-		}
+	if refusal := b.refusalLocked(list, now); refusal != nil {
+		b.mu.Unlock()
+		return nil, refusal
 	}
 	r := &Reservation{b: b, pico: estimatePico, budgets: list, ticket: b.tickets.Add(1)}
+	b.mu.Unlock()
+	if rs := b.reserver(); rs != nil && now.UnixNano() >= b.sharedDownUntil.Load() {
+		holds := make([]ledger.BudgetHold, len(list))
+		for i, bg := range list {
+			holds[i] = ledger.BudgetHold{Scope: bg.key.scope, ScopeID: bg.key.id, Period: bg.key.period,
+				PeriodStart: time.UnixMicro(bg.key.start), LimitPico: bg.limitPico}
+		}
+		rctx, cancel := context.WithTimeout(ctx, sharedReserveTimeout)
+		refused, used, err := rs.Reserve(rctx, holds, r.ticket, estimatePico, now, now.Add(lease))
+		cancel()
+		switch {
+		case err == nil && refused > 0 && refused <= len(list):
+			bg := list[refused-1]
+			b.mu.Lock()
+			b.alert(bg, "100", used)
+			b.mu.Unlock()
+			return nil, budgetRefusal(bg, used, now)
+		case err == nil:
+			r.shared = true
+		case ctx.Err() == nil:
+			// The database is failing: count here for a while.
+			b.SharedFailures.Add(1)
+			b.sharedDownUntil.Store(now.Add(retrySharedReservations).UnixNano())
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !r.shared {
+		// Checked again: other requests may have reserved meanwhile.
+		if refusal := b.refusalLocked(list, now); refusal != nil {
+			return nil, refusal
+		}
+	}
 	for _, bg := range list {
 		r.keys = append(r.keys, bg.key)
 		b.reserved[bg.key] += estimatePico
 	}
 	return r, nil
+}
+
+// refusalLocked is the refusal of the first budget this instance knows to
+// be spent, or nil; the caller holds mu.
+func (b *Budgets) refusalLocked(list []budget, now time.Time) *providers.APIError {
+	for _, bg := range list {
+		if used := b.usedLocked(bg.key); used >= bg.limitPico {
+			b.alert(bg, "100", used-b.reserved[bg.key])
+			return budgetRefusal(bg, used, now)
+		}
+	}
+	return nil
+}
+
+func compareBudgetKeys(a, b budgetKey) int {
+	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.id, b.id), strings.Compare(a.period, b.period), cmp.Compare(a.start, b.start))
 }
 
 // Ticket numbers the reservation; the request's ledger record carries it,

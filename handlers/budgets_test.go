@@ -47,7 +47,7 @@ func TestBudgetSpendCountedOnce(t *testing.T) {
 	spent := func() string { return b.Status(id, ledger.Limits{}, "")[0].Spent }
 
 	for _, writtenFirst := range []bool{false, true} {
-		hold, refusal := b.Admit(id, ledger.Limits{}, "", 1e10)
+		hold, refusal := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e10, time.Minute)
 		if refusal != nil {
 			t.Fatalf("writtenFirst=%v: refused: %s", writtenFirst, refusal.Message)
 		}
@@ -78,7 +78,7 @@ func TestBudgetSpendCountedOnce(t *testing.T) {
 		}
 	}
 	// The budget is now spent (120 of 100 cents): refused, and no sooner.
-	if _, refusal := b.Admit(id, ledger.Limits{}, "", 1e10); refusal == nil {
+	if _, refusal := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e10, time.Minute); refusal == nil {
 		t.Error("a spent budget admitted a request")
 	}
 }
@@ -90,7 +90,7 @@ func TestBudgetUnwrittenSpendKeepsCounting(t *testing.T) {
 	table := &spendTable{id: "k1"}
 	b := NewBudgets(func() ledger.SpendStore { return table }, func() time.Time { return clock })
 	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 100}}
-	hold, _ := b.Admit(id, ledger.Limits{}, "", 1e10)
+	hold, _ := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e10, time.Minute)
 	hold.Settle(100 * 1e10)
 	for range 5 {
 		clock = clock.Add(10 * time.Second)
@@ -98,7 +98,7 @@ func TestBudgetUnwrittenSpendKeepsCounting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, refusal := b.Admit(id, ledger.Limits{}, "", 1e10); refusal == nil {
+	if _, refusal := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e10, time.Minute); refusal == nil {
 		t.Error("a cost the database does not show yet was forgotten")
 	}
 }
@@ -141,12 +141,12 @@ func BenchmarkBudgetAdmitWithBacklog(b *testing.B) {
 	bud := NewBudgets(nil, nil)
 	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 1 << 40}}
 	for range 10000 {
-		hold, _ := bud.Admit(id, ledger.Limits{}, "", 1)
+		hold, _ := bud.Admit(context.Background(), id, ledger.Limits{}, "", 1, time.Minute)
 		hold.Settle(1)
 	}
 	b.ResetTimer()
 	for range b.N {
-		hold, refusal := bud.Admit(id, ledger.Limits{}, "", 1)
+		hold, refusal := bud.Admit(context.Background(), id, ledger.Limits{}, "", 1, time.Minute)
 		if refusal != nil {
 			b.Fatal(refusal.Message)
 		}

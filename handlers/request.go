@@ -41,7 +41,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)
-		hold, refusal := g.opts.Budgets.Admit(id, ws, rec.SessionID, est.pico)
+		hold, refusal := g.opts.Budgets.Admit(r.Context(), id, ws, rec.SessionID, est.pico, est.lease)
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
@@ -86,6 +86,10 @@ func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger
 type requestEstimate struct {
 	tokens int64 // input and output tokens
 	pico   int64 // cost at the dearest deployment the alias could reach
+	// lease is how long the request can run, every attempt and fallback
+	// included, and its record take to be written: a shared reservation
+	// that outlives it was left by a crashed instance.
+	lease time.Duration
 }
 
 // estimate bounds a request's use: every byte of the input the upstream
@@ -99,13 +103,18 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 		output = min(output, (1<<62)/c) * c
 	}
 	e := requestEstimate{tokens: input + output}
+	var longest time.Duration
 	for _, rt := range g.chains[alias] {
 		for _, b := range rt.backends {
+			longest = max(longest, b.timeout)
 			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
 				InputTokens: input, OutputTokens: output})
 			e.pico = max(e.pico, c)
 		}
 	}
+	// A retry and a fallback may each take as long, then the writer's
+	// batch; past that the request is gone.
+	e.lease = 2*longest + time.Minute
 	return e
 }
 

@@ -35,9 +35,14 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		},
 		maxParams: 65535,
 		least:     "LEAST", greatest: "GREATEST",
-		rowError: postgresRowError,
+		rowError:           postgresRowError,
+		sharedReservations: true,
 	}}
 	if err := s.migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.installReserveFunction(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,22 @@ func rollupTables() [2]struct {
 type rollupKey struct {
 	bucket                                       int64
 	alias, upstream, key, workspace, tier, cwind string
+}
+
+func compareRollupKeys(a, b rollupKey) int {
+	return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.alias, b.alias), strings.Compare(a.upstream, b.upstream),
+		strings.Compare(a.key, b.key), strings.Compare(a.workspace, b.workspace), strings.Compare(a.tier, b.tier),
+		strings.Compare(a.cwind, b.cwind))
+}
+
+// sortedKeys is m's keys in cmp's order.
+func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp)
+	return keys
 }
 
 // rollupSums are a row's sums, in the roll-up's column order.
@@ -104,7 +122,10 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 			" ELSE " + table + "." + c + " + excluded." + c + " END"
 	}
 	args := make([]any, 0, 18)
-	for k, v := range m {
+	// Rows in one order for every instance: two writers upserting
+	// overlapping rows in map order deadlock each other.
+	for _, k := range sortedKeys(m, compareRollupKeys) {
+		v := m[k]
 		args = append(args[:0], k.bucket, k.alias, k.upstream, k.key, k.workspace, k.tier, k.cwind)
 		for _, n := range v {
 			args = append(args, n)

@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -72,6 +74,10 @@ type spendKey struct {
 	start             int64
 }
 
+func compareSpendKeys(a, b spendKey) int {
+	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.id, b.id), strings.Compare(a.period, b.period), cmp.Compare(a.start, b.start))
+}
+
 // spendOf adds up what recs cost per scope and period.
 func spendOf(recs []Record) map[spendKey]int64 {
 	m := map[spendKey]int64{}
@@ -113,7 +119,10 @@ ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
 	spent_pico = CASE WHEN budget_spend.spent_pico > ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
 	updated_us = excluded.updated_us`
 	now := time.Now().UnixMicro()
-	for k, v := range m {
+	// In one order on every instance, as the roll-ups: map order would
+	// let two writers lock the same rows in opposite orders.
+	for _, k := range sortedKeys(m, compareSpendKeys) {
+		v := m[k]
 		if _, err := tx.ExecContext(ctx, q, k.scope, k.id, k.period, k.start, min(v, maxSpend), now); err != nil {
 			return fmt.Errorf("ledger insert: budget spend: %w", err)
 		}

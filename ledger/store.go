@@ -87,6 +87,9 @@ type dialect struct {
 	maxParams int
 	// least and greatest name the scalar min and max of two values.
 	least, greatest string
+	// sharedReservations: budget reservations live in the database
+	// (PostgreSQL, shared by instances), not only in each process.
+	sharedReservations bool
 	// rowError reports whether an INSERT failed because of the data of a
 	// row (a value the database refuses), not the database itself: only
 	// then is a batch split to find and set aside the bad row.
@@ -239,6 +242,17 @@ INSERT INTO rollup_state (id, backfilled) VALUES (1, 0)`,
 	PRIMARY KEY (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window)
 );
 UPDATE rollup_state SET backfilled = 0 WHERE id = 1`,
+		9: `CREATE TABLE budget_reservations (
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	period_start_us BIGINT NOT NULL,
+	ticket BIGINT NOT NULL,
+	pico BIGINT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	PRIMARY KEY (scope, scope_id, period, period_start_us, ticket)
+);
+CREATE INDEX budget_reservations_ticket ON budget_reservations (ticket)`,
 	}
 }
 
@@ -357,6 +371,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if err := s.addSpend(ctx, tx, all); err != nil {
 		return err
 	}
+	if err := s.endReservations(ctx, tx, all); err != nil {
+		return err
+	}
 	if err := s.addRollup(ctx, tx, all); err != nil {
 		return err
 	}
@@ -391,6 +408,9 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 		}
 	}
 	if err := s.addSpend(ctx, tx, recs); err != nil {
+		return err
+	}
+	if err := s.endReservations(ctx, tx, recs); err != nil {
 		return err
 	}
 	if err := s.addRollup(ctx, tx, recs); err != nil {

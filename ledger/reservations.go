@@ -1,0 +1,159 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Budget reservations shared by every instance. A request's bounded cost
+// estimate is reserved in the database, against every budget that applies
+// to it, before its upstream call: instances on one PostgreSQL ledger then
+// admit together what one instance would. The insert that writes the
+// request's record deletes its reservation in the same transaction that
+// adds its cost to budget_spend, so a cost is never counted twice nor
+// missing between the two. A reservation whose record never comes (its
+// instance crashed) stops counting when it expires.
+
+// BudgetHold is one budget a reservation is made against.
+type BudgetHold struct {
+	Scope, ScopeID, Period string
+	PeriodStart            time.Time
+	LimitPico              int64
+}
+
+// ErrNotShared: the store keeps no shared reservations (SQLite serves one
+// process, whose own memory holds them).
+var ErrNotShared = errors.New("ledger: this store does not share budget reservations")
+
+// BudgetReserver reserves budget room shared by every instance.
+type BudgetReserver interface {
+	// SharesReservations reports whether Reserve works on this store.
+	SharesReservations() bool
+	// Reserve locks holds' spend rows in the order given (callers sort
+	// them, as the writer does, so that no two transactions wait on each
+	// other), and, if every one has room (spend plus live reservations
+	// below its limit), reserves pico against each under ticket until
+	// expires. Otherwise it reserves nothing and returns the 1-based index
+	// of the first hold without room and what that hold has used.
+	Reserve(ctx context.Context, holds []BudgetHold, ticket uint64, pico int64, now, expires time.Time) (refused int, usedPico int64, err error)
+	// SweepReservations deletes reservations expired before now.
+	SweepReservations(ctx context.Context, now time.Time) error
+}
+
+// reserveFunction is installed on PostgreSQL at open: one round trip per
+// admission, with the rows locked and released inside the database. The
+// name carries a version so that instances of two releases can share a
+// database during an upgrade; a new body gets a new name.
+const reserveFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_v1(scopes text[], ids text[], periods text[], starts bigint[],
+	limits bigint[], est bigint, tkt bigint, now_us bigint, expires_us bigint, OUT refused int, OUT used bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+	i int;
+	n int := coalesce(array_length(scopes, 1), 0);
+	sp bigint;
+	rs numeric;
+BEGIN
+	-- Reservations are worth nothing after a database crash (their
+	-- requests' connections are gone with it): their commit need not
+	-- wait for the disk.
+	PERFORM set_config('synchronous_commit', 'off', true);
+	refused := 0;
+	used := 0;
+	FOR i IN 1 .. n LOOP
+		SELECT b.spent_pico INTO sp FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+			AND b.period = periods[i] AND b.period_start_us = starts[i] FOR UPDATE;
+		IF NOT FOUND THEN
+			INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
+				VALUES (scopes[i], ids[i], periods[i], starts[i], 0, now_us) ON CONFLICT DO NOTHING;
+			SELECT b.spent_pico INTO sp FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i] FOR UPDATE;
+		END IF;
+		SELECT coalesce(sum(r.pico), 0) INTO rs FROM budget_reservations r WHERE r.scope = scopes[i]
+			AND r.scope_id = ids[i] AND r.period = periods[i] AND r.period_start_us = starts[i] AND r.expires_us > now_us;
+		IF sp + rs >= limits[i] THEN
+			refused := i;
+			used := least(sp + rs, 9223372036854775807)::bigint;
+			RETURN;
+		END IF;
+	END LOOP;
+	IF est > 0 THEN
+		FOR i IN 1 .. n LOOP
+			INSERT INTO budget_reservations (scope, scope_id, period, period_start_us, ticket, pico, expires_us)
+				VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, est, expires_us) ON CONFLICT DO NOTHING;
+		END LOOP;
+	END IF;
+END
+$fn$`
+
+// installReserveFunction creates the reservation function, under the
+// migration lock so that instances starting together do not race on it.
+func (s *sqlStore) installReserveFunction(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.d.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, reserveFunction); err != nil {
+		return fmt.Errorf("ledger postgres: installing the budget reservation function: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) SharesReservations() bool { return s.d.sharedReservations }
+
+func (s *sqlStore) Reserve(ctx context.Context, holds []BudgetHold, ticket uint64, pico int64, now, expires time.Time) (int, int64, error) {
+	if !s.d.sharedReservations {
+		return 0, 0, ErrNotShared
+	}
+	// pgx encodes Go slices as PostgreSQL arrays.
+	n := len(holds)
+	scopes, ids, periods := make([]string, n), make([]string, n), make([]string, n)
+	starts, limits := make([]int64, n), make([]int64, n)
+	for i, h := range holds {
+		scopes[i], ids[i], periods[i] = h.Scope, h.ScopeID, h.Period
+		starts[i], limits[i] = h.PeriodStart.UnixMicro(), h.LimitPico
+	}
+	var refused int
+	var used int64
+	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
+		scopes, ids, periods, starts, limits, max(pico, 0), int64(ticket), now.UnixMicro(), expires.UnixMicro()).Scan(&refused, &used)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
+	}
+	return refused, used, nil
+}
+
+func (s *sqlStore) SweepReservations(ctx context.Context, now time.Time) error {
+	if !s.d.sharedReservations {
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `DELETE FROM budget_reservations WHERE expires_us <= $1`, now.UnixMicro())
+	return err
+}
+
+// endReservations deletes the reservations of the requests recs record,
+// in the transaction that adds their costs to budget_spend.
+func (s *sqlStore) endReservations(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	if !s.d.sharedReservations {
+		return nil
+	}
+	var tickets []int64
+	for i := range recs {
+		if t := recs[i].Ticket; t != 0 {
+			tickets = append(tickets, int64(t))
+		}
+	}
+	if len(tickets) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM budget_reservations WHERE ticket = ANY($1::bigint[])`, tickets); err != nil {
+		return fmt.Errorf("ledger insert: ending budget reservations: %w", err)
+	}
+	return nil
+}
