@@ -273,3 +273,111 @@ func TestWorkspaceBudget(t *testing.T) {
 		t.Errorf("refusal names the workspace budget: %s", body)
 	}
 }
+
+// TestBudgetReservationsAcrossInstances (hostile review §4): on one
+// PostgreSQL, two instances admit together what one would. Each request
+// reserves about $1.05 (1,000 output tokens at $0.001, its body at
+// $0.0005 a byte) and streams for over a second; a $5 budget admits five
+// of twenty sent at once, half to each instance (ten before reservations
+// were shared).
+func TestBudgetReservationsAcrossInstances(t *testing.T) {
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{Chunks: 12, Gap: 120 * time.Millisecond})
+	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	k := createKey(t, a, `{"name":"five-dollars","budget":{"amount":"500","period":"monthly"}}`)
+	waitForKey(t, b, k.Value)
+	body := `{"model":"oa","stream":true,"max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`
+	statuses := concurrently(20, func(i int) int {
+		g := a
+		if i%2 == 1 {
+			g = b
+		}
+		status, _, _ := g.do(t, "POST", "/v1/chat/completions", k.Value, body)
+		return status
+	})
+	if statuses[200] != 5 || statuses[429] != 15 {
+		t.Fatalf("20 concurrent $1.05 requests on a $5 budget over two instances: %v; want 5 admitted, 15 refused", statuses)
+	}
+}
+
+// TestBudgetReservationCoversChoices (hostile review §2): n multiplies the
+// output bound, so n=8 at max_tokens 1000 reserves $8 and a $5 budget
+// refuses it before it reaches the upstream.
+func TestBudgetReservationCoversChoices(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: dearModels(u)})
+	k := createKey(t, g, `{"name":"choices","budget":{"amount":"500","period":"monthly"}}`)
+	before := u.openaiRec.Count()
+	// The first request is admitted whatever it asks: the budget has room.
+	// What must not happen is a second one while the first's $8 is held.
+	body := `{"model":"oa","max_tokens":1000,"n":8,"messages":[{"role":"user","content":"hi"}]}`
+	statuses := concurrently(10, func(int) int {
+		status, _, _ := g.do(t, "POST", "/v1/chat/completions", k.Value, body)
+		return status
+	})
+	if statuses[200] > 1 || u.openaiRec.Count()-before > 1 {
+		t.Fatalf("10 concurrent n=8 requests reserving $8 each on a $5 budget: %v, %d reached the upstream; want at most 1",
+			statuses, u.openaiRec.Count()-before)
+	}
+}
+
+// waitForKey waits until g knows a key created on another instance.
+func waitForKey(t *testing.T, g *gateway, key string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, _, body := g.do(t, "GET", "/v1/me", key, "")
+		if status == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other instance never learned the key: %d %s", status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// concurrently runs f n times at once and counts the statuses it returns.
+func concurrently(n int, f func(i int) int) map[int]int {
+	var mu sync.Mutex
+	out := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := f(i)
+			mu.Lock()
+			out[s]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// TestBudgetReservationCoversStoredHistory (hostile review §3): the stored
+// conversation a Responses turn names by previous_response_id is input
+// the upstream bills, so its reservation counts it. A 4,000-byte stored
+// input reserves $2 at $0.0005 a byte: a $5 budget admits three turns on
+// it at once (before: every one, on the turn's own few bytes).
+func TestBudgetReservationCoversStoredHistory(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{Chunks: 12, Gap: 100 * time.Millisecond})
+	g := startGateway(t, gatewayConfig{models: dearModels(u)})
+	k := createKey(t, g, `{"name":"history","budget":{"amount":"500","period":"monthly"}}`)
+	status, _, out := g.do(t, "POST", "/v1/responses", k.Value,
+		`{"model":"oa","max_output_tokens":16,"store":true,"input":"`+strings.Repeat("x", 4000)+`"}`)
+	var seed struct{ ID string }
+	if status != 200 || json.Unmarshal(out, &seed) != nil || seed.ID == "" {
+		t.Fatalf("seeding the conversation: %d %s", status, out)
+	}
+	turn := `{"model":"oa","stream":true,"max_output_tokens":16,"store":false,"previous_response_id":"` + seed.ID + `","input":"go on"}`
+	statuses := concurrently(10, func(int) int {
+		status, _, _ := g.do(t, "POST", "/v1/responses", k.Value, turn)
+		return status
+	})
+	if statuses[200] > 3 || statuses[429] < 7 {
+		t.Fatalf("10 concurrent turns on a 4,000-byte stored history, $5 budget: %v; want at most 3 admitted", statuses)
+	}
+}
