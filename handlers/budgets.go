@@ -52,6 +52,10 @@ type Budgets struct {
 	// settled (a durable request waits for its record's write).
 	unwritten map[uint64]*localSpend
 	early     map[uint64]time.Time
+	// sessions are the session budgets requests here were checked
+	// against lately, with when: the only sessions whose spend a refresh
+	// reads (clients choose session ids, so there may be millions).
+	sessions map[string]time.Time
 }
 
 type budgetKey struct {
@@ -81,7 +85,7 @@ func NewBudgets(store func() ledger.SpendStore, now func() time.Time) *Budgets {
 		now = time.Now
 	}
 	b := &Budgets{store: store, now: now, spent: map[budgetKey]int64{}, reserved: map[budgetKey]int64{}, localSum: map[budgetKey]int64{},
-		unwritten: map[uint64]*localSpend{}, early: map[uint64]time.Time{}}
+		unwritten: map[uint64]*localSpend{}, early: map[uint64]time.Time{}, sessions: map[string]time.Time{}}
 	// Tickets name reservations in a database other instances share: each
 	// process numbers from its own random point of a 2^62 space.
 	var seed [8]byte
@@ -123,7 +127,17 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 		return nil
 	}
 	now := b.now()
-	rows, err := st.CurrentSpend(ctx, now)
+	b.mu.Lock()
+	sessions := make([]string, 0, len(b.sessions))
+	for id, seen := range b.sessions {
+		if now.Sub(seen) > sessionWatch {
+			delete(b.sessions, id)
+			continue
+		}
+		sessions = append(sessions, id)
+	}
+	b.mu.Unlock()
+	rows, err := st.CurrentSpend(ctx, now, sessions)
 	if err != nil {
 		return err
 	}
@@ -156,6 +170,10 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 	b.mu.Unlock()
 	return nil
 }
+
+// sessionWatch is how long a session budget no request was checked
+// against stays in the refresh.
+const sessionWatch = 24 * time.Hour
 
 // Poll refreshes every interval until ctx ends.
 func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
@@ -308,6 +326,11 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 	// two admissions on overlapping budgets never wait on each other.
 	slices.SortFunc(list, func(a, c budget) int { return compareBudgetKeys(a.key, c.key) })
 	b.mu.Lock()
+	for _, bg := range list {
+		if bg.key.scope == ledger.ScopeSession {
+			b.sessions[bg.key.id] = now
+		}
+	}
 	if refusal := b.refusalLocked(list, now); refusal != nil {
 		b.mu.Unlock()
 		return nil, refusal

@@ -21,7 +21,7 @@ type spendTable struct {
 	id   string
 }
 
-func (s *spendTable) CurrentSpend(_ context.Context, now time.Time) ([]ledger.Spend, error) {
+func (s *spendTable) CurrentSpend(_ context.Context, now time.Time, _ []string) ([]ledger.Spend, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return []ledger.Spend{{Scope: ledger.ScopeKey, ScopeID: s.id, Period: "total", PeriodStart: ledger.PeriodStart("total", now), SpentPico: s.pico}}, nil

@@ -132,23 +132,54 @@ ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
 
 // SpendStore reads budget spend.
 type SpendStore interface {
-	// CurrentSpend is every scope's spend in the periods holding now, and
-	// the sessions that spent in the last week.
-	CurrentSpend(ctx context.Context, now time.Time) ([]Spend, error)
+	// CurrentSpend is every key's and workspace's spend in the periods
+	// holding now, and the spend of the sessions named (session scope
+	// ids): only sessions with a budget are worth reading, and clients
+	// choose session ids freely.
+	CurrentSpend(ctx context.Context, now time.Time, sessions []string) ([]Spend, error)
 }
 
-func (s *sqlStore) CurrentSpend(ctx context.Context, now time.Time) ([]Spend, error) {
+// sessionsPerQuery bounds the session ids one query names.
+const sessionsPerQuery = 500
+
+func (s *sqlStore) CurrentSpend(ctx context.Context, now time.Time, sessions []string) ([]Spend, error) {
 	p := s.d.placeholder
-	starts := make([]any, 0, 5)
-	q := `SELECT scope, scope_id, period, period_start_us, spent_pico FROM budget_spend WHERE (period = 'total' AND scope <> '` + ScopeSession + `')
-	OR (scope = '` + ScopeSession + `' AND updated_us >= ` + p(1) + `)`
-	starts = append(starts, now.Add(-7*24*time.Hour).UnixMicro())
+	args := make([]any, 0, 6)
+	q := `SELECT scope, scope_id, period, period_start_us, spent_pico FROM budget_spend WHERE (period = 'total' AND scope <> '` + ScopeSession + `')`
 	periods := budgetPeriods()
 	for _, period := range periods[:3] {
-		starts = append(starts, period, PeriodStart(period, now).UnixMicro())
-		q += ` OR (period = ` + p(len(starts)-1) + ` AND period_start_us = ` + p(len(starts)) + `)`
+		args = append(args, period, PeriodStart(period, now).UnixMicro())
+		q += ` OR (period = ` + p(len(args)-1) + ` AND period_start_us = ` + p(len(args)) + `)`
 	}
-	rows, err := s.db.QueryContext(ctx, q, starts...)
+	out, err := s.readSpend(ctx, q, args)
+	if err != nil {
+		return nil, err
+	}
+	for len(sessions) > 0 {
+		chunk := sessions[:min(len(sessions), sessionsPerQuery)]
+		sessions = sessions[len(chunk):]
+		var b strings.Builder
+		b.WriteString(`SELECT scope, scope_id, period, period_start_us, spent_pico FROM budget_spend WHERE scope = '` + ScopeSession + `' AND scope_id IN (`)
+		args = args[:0]
+		for i, id := range chunk {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			args = append(args, id)
+			b.WriteString(p(len(args)))
+		}
+		b.WriteByte(')')
+		rows, err := s.readSpend(ctx, b.String(), args)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) readSpend(ctx context.Context, q string, args []any) ([]Spend, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -46,7 +47,7 @@ func TestSpendFollowsInserts(t *testing.T) {
 		if err := s.Insert(ctx, recs[:1]); err != nil {
 			t.Fatal(err)
 		}
-		spend, err := s.(SpendStore).CurrentSpend(ctx, now)
+		spend, err := s.(SpendStore).CurrentSpend(ctx, now, []string{SessionScopeID("alice", "s1"), SessionScopeID("alice", "s2")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,6 +63,43 @@ func TestSpendFollowsInserts(t *testing.T) {
 			if got[k] != want {
 				t.Errorf("%s = %d, want %d (all: %v)", k, got[k], want, got)
 			}
+		}
+	})
+}
+
+// Sessions are read only when named (hostile review §12): a client that
+// invents a session id per request must not grow every instance's
+// per-second spend read.
+func TestCurrentSpendReadsOnlyNamedSessions(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		var recs []Record
+		for i := range 300 {
+			recs = append(recs, Record{Time: now, KeyID: "bob", SessionID: fmt.Sprint("s", i), CostPicoUSD: 1e9, Status: 200, Outcome: "ok"})
+		}
+		if err := s.Insert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		named := []string{SessionScopeID("bob", "s7")}
+		for i := range 600 {
+			named = append(named, SessionScopeID("nobody", fmt.Sprint(i))) // more than one query's worth
+		}
+		spend, err := s.(SpendStore).CurrentSpend(ctx, now, named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions := 0
+		for _, sp := range spend {
+			if sp.Scope == ScopeSession {
+				sessions++
+				if sp.ScopeID != SessionScopeID("bob", "s7") || sp.SpentPico != 1e9 {
+					t.Errorf("read session %q = %d", sp.ScopeID, sp.SpentPico)
+				}
+			}
+		}
+		if sessions != 1 {
+			t.Fatalf("read %d session rows of 300 spent, want the 1 named", sessions)
 		}
 	})
 }
