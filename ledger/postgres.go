@@ -36,6 +36,7 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		maxParams: 65535,
 		least:     "LEAST", greatest: "GREATEST",
 		rowError:           postgresRowError,
+		conflict:           postgresConflict,
 		sharedReservations: true,
 	}}
 	if err := s.migrate(ctx); err != nil {
@@ -62,4 +63,11 @@ func postgresRowError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// postgresConflict is a serialization failure (40001) or a deadlock
+// (40P01): the transaction lost to another, and may simply run again.
+func postgresConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }

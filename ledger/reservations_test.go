@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,5 +133,44 @@ func TestSQLiteKeepsReservationsInProcess(t *testing.T) {
 	rs, ok := s.(BudgetReserver)
 	if !ok || rs.SharesReservations() {
 		t.Fatal("SQLite serves one process: its reservations stay in that process")
+	}
+}
+
+// Two instances inserting batches over the same keys, sessions and hours
+// never deadlock (hostile review §11): every writer locks spend and
+// roll-up rows in one order.
+func TestConcurrentInsertsDoNotDeadlock(t *testing.T) {
+	_, a, rb := openPostgresPair(t)
+	b := rb.(Store)
+	now := time.Now()
+	batch := func(seed int) []Record {
+		var recs []Record
+		for k := range 8 {
+			for s := range 5 {
+				i := (k*5 + s + seed) % 40
+				recs = append(recs, Record{Time: now, KeyID: fmt.Sprint("key", i%8), Workspace: fmt.Sprint("ws", i%3),
+					Alias: fmt.Sprint("m", i%4), SessionID: fmt.Sprint("s", i%5), CostPicoUSD: 1e9, Status: 200, Outcome: "ok"})
+			}
+		}
+		return recs
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w, s := range []Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 40 {
+				if err := s.Insert(context.Background(), batch(round*7+w*13)); err != nil {
+					failed.Add(1)
+					t.Errorf("insert: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatal("concurrent inserts failed")
 	}
 }

@@ -33,6 +33,13 @@ type RowRejecter interface {
 	RejectsRow(err error) bool
 }
 
+// Conflicter is implemented by stores that can tell an insert that lost a
+// lock conflict to another writer (worth an immediate retry) from an
+// outage.
+type Conflicter interface {
+	Conflicted(err error) bool
+}
+
 // Prober is implemented by stores that can show they accept writes
 // without keeping anything.
 type Prober interface {
@@ -87,6 +94,9 @@ type dialect struct {
 	maxParams int
 	// least and greatest name the scalar min and max of two values.
 	least, greatest string
+	// conflict reports a transaction that lost to another one's locks
+	// (a deadlock, a serialization failure): retried at once.
+	conflict func(error) bool
 	// sharedReservations: budget reservations live in the database
 	// (PostgreSQL, shared by instances), not only in each process.
 	sharedReservations bool
@@ -570,6 +580,10 @@ func (s *sqlStore) Probe(ctx context.Context) error {
 }
 
 // RejectsRow implements RowRejecter.
+func (s *sqlStore) Conflicted(err error) bool {
+	return s.d.conflict != nil && s.d.conflict(err)
+}
+
 func (s *sqlStore) RejectsRow(err error) bool {
 	return s.d.rowError != nil && s.d.rowError(err)
 }

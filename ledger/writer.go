@@ -270,12 +270,20 @@ const maxRetryBackoff = 5 * time.Second
 func (w *Writer) write(batch []Record) error {
 	backoff := w.opts.RetryBackoff
 	var err error
+	conflicts := 0
 	for attempt := 0; ; attempt++ {
 		err = w.insert(batch)
 		if err == nil {
 			w.written.Add(int64(len(batch)))
 			w.failing.Store(false)
 			return nil
+		}
+		if w.conflicted(err) && conflicts < maxConflictRetries {
+			// Another writer held the rows: not an outage, so neither a
+			// log line nor a readiness failure, just another go.
+			conflicts++
+			attempt--
+			continue
 		}
 		if w.rejectsRow(err) {
 			lost := w.isolate(batch)
@@ -313,6 +321,15 @@ func (w *Writer) insert(recs []Record) error {
 	ctx, cancel := context.WithTimeout(w.abortCtx, w.opts.WriteTimeout)
 	defer cancel()
 	return w.s.Insert(ctx, recs)
+}
+
+// maxConflictRetries bounds the immediate retries of a batch that lost a
+// lock conflict (a deadlock or serialization failure between instances).
+const maxConflictRetries = 3
+
+func (w *Writer) conflicted(err error) bool {
+	c, ok := w.s.(Conflicter)
+	return ok && c.Conflicted(err)
 }
 
 func (w *Writer) rejectsRow(err error) bool {

@@ -324,3 +324,33 @@ func TestWriterCommitWaitsForTheDatabase(t *testing.T) {
 		t.Fatalf("inserts of %v records, want the held one, then all %d queued commits in one", batches, n)
 	}
 }
+
+// conflictStore loses a lock conflict on its first inserts, as a
+// PostgreSQL writer does when another instance holds the rows.
+type conflictStore struct{ *flakyStore }
+
+func (c conflictStore) Conflicted(err error) bool { return err != nil && err.Error() == "database is locked" }
+
+// A batch that lost a lock conflict is retried at once, without a log
+// line or a readiness failure (hostile review §11: a deadlock between two
+// instances turned readiness to 503 for a moment).
+func TestWriterRetriesConflictsQuietly(t *testing.T) {
+	f := newFlaky(t)
+	f.failures = 2
+	var logs []string
+	var mu sync.Mutex
+	w := NewWriter(conflictStore{f}, WriterOptions{FlushInterval: time.Millisecond, RetryBackoff: time.Hour,
+		Logger: func(msg string, err error) { mu.Lock(); logs = append(logs, msg); mu.Unlock() }})
+	w.Enqueue(Record{Time: t0, RequestID: "r1", Status: 200, Outcome: "ok"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("close: %v (a conflict waited out the hour's backoff)", err)
+	}
+	if n := countRecords(t, f.Store); n != 1 {
+		t.Fatalf("%d records written, want 1", n)
+	}
+	if err := w.Health(context.Background()); err != nil || len(logs) != 0 {
+		t.Fatalf("after two lost conflicts: health %v, logs %q; want healthy and quiet", err, logs)
+	}
+}
