@@ -329,7 +329,9 @@ func TestWriterCommitWaitsForTheDatabase(t *testing.T) {
 // PostgreSQL writer does when another instance holds the rows.
 type conflictStore struct{ *flakyStore }
 
-func (c conflictStore) Conflicted(err error) bool { return err != nil && err.Error() == "database is locked" }
+func (c conflictStore) Conflicted(err error) bool {
+	return err != nil && err.Error() == "database is locked"
+}
 
 // A batch that lost a lock conflict is retried at once, without a log
 // line or a readiness failure (hostile review §11: a deadlock between two
