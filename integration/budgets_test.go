@@ -305,13 +305,14 @@ func TestBudgetReservationsAcrossInstances(t *testing.T) {
 // output bound, so n=8 at max_tokens 1000 reserves $8 and a $5 budget
 // refuses it before it reaches the upstream.
 func TestBudgetReservationCoversChoices(t *testing.T) {
-	u := startUpstreams(t, fakes.Options{})
+	// Streams that take over a second, so the ten overlap.
+	u := startUpstreams(t, fakes.Options{Chunks: 12, Gap: 100 * time.Millisecond})
 	g := startGateway(t, gatewayConfig{models: dearModels(u)})
 	k := createKey(t, g, `{"name":"choices","budget":{"amount":"500","period":"monthly"}}`)
 	before := u.openaiRec.Count()
 	// The first request is admitted whatever it asks: the budget has room.
 	// What must not happen is a second one while the first's $8 is held.
-	body := `{"model":"oa","max_tokens":1000,"n":8,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"oa","stream":true,"max_tokens":1000,"n":8,"messages":[{"role":"user","content":"hi"}]}`
 	statuses := concurrently(10, func(int) int {
 		status, _, _ := g.do(t, "POST", "/v1/chat/completions", k.Value, body)
 		return status
