@@ -260,3 +260,27 @@ func TestAdminWaitsForTheStore(t *testing.T) {
 		t.Errorf("store opened during the call: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// FuzzApplyLimits: whatever the admin API is sent as limits, an accepted
+// amount is inside the bound (cents × 10^10 fits an int64) and no rate is
+// negative.
+func FuzzApplyLimits(f *testing.F) {
+	for _, s := range []string{`{"amount":"5000","period":"monthly"}`, `null`, `"0"`, `"100000001"`, `"NaN"`, `-1`, `{"amount":"1e3","period":"daily"}`, `"\u0000"`} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, budget, other string) {
+		var l ledger.Limits
+		b, o := json.RawMessage(budget), json.RawMessage(other)
+		if applyLimits(&l, &b, &o, &o, &o, &o, &o) != "" {
+			return
+		}
+		for _, c := range []*int64{l.BudgetCents, l.SessionBudgetCents, &l.SoftBudgetCents} {
+			if c != nil && (*c < 0 || *c > ledger.MaxBudgetCents) {
+				t.Fatalf("accepted %d cents from %q / %q", *c, budget, other)
+			}
+		}
+		if l.RPM < 0 || l.TPM < 0 || l.MaxParallel < 0 {
+			t.Fatalf("negative rate from %q", other)
+		}
+	})
+}
