@@ -17,6 +17,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // Client talks to one gateway's admin API with an admin key.
@@ -159,7 +161,8 @@ func (c *Client) UpdateKey(ctx context.Context, id string, fields map[string]any
 }
 
 // Flags are a key's settable fields as the CLI takes them; empty strings
-// are left out. Budget is "<dollars>:<period>", e.g. 50:monthly.
+// are left out. Budget is "<dollars>:<period>", e.g. 50:monthly; 0 is a
+// budget that admits no paid use, and "none" removes a budget.
 type Flags struct {
 	Name, Workspace, Models, Budget, SoftBudget, SessionBudget, Expires, Status string
 	RPM, TPM, MaxParallel                                                       string
@@ -192,21 +195,30 @@ func (f Flags) Fields() (map[string]any, error) {
 		}
 		m["models"] = models
 	}
-	if f.Budget != "" {
-		amount, period, ok := strings.Cut(f.Budget, ":")
-		c, err := dollarsToCents(amount)
-		if !ok || err != nil {
-			return nil, errors.New("--budget: want <dollars>:<period>, e.g. 50:monthly (period daily, weekly, monthly or total)")
+	switch amount, period, ok := strings.Cut(f.Budget, ":"); {
+	case f.Budget == "":
+	case f.Budget == "none":
+		m["budget"] = nil
+	case !ok:
+		return nil, errors.New("--budget: want <dollars>:<period>, e.g. 50:monthly (period daily, weekly, monthly or total), or none")
+	default:
+		c, err := ledger.ParseDollars(amount)
+		if err != nil {
+			return nil, fmt.Errorf("--budget: %v", err)
 		}
-		m["budget"] = map[string]string{"amount": c, "period": period}
+		m["budget"] = map[string]string{"amount": strconv.FormatInt(c, 10), "period": period}
 	}
 	for flag, v := range map[string]string{"soft_budget": f.SoftBudget, "session_budget": f.SessionBudget} {
-		if v != "" {
-			c, err := dollarsToCents(v)
+		switch {
+		case v == "":
+		case v == "none":
+			m[flag] = nil
+		default:
+			c, err := ledger.ParseDollars(v)
 			if err != nil {
-				return nil, fmt.Errorf("--%s: want dollars, e.g. 40 or 2.50", strings.ReplaceAll(flag, "_", "-"))
+				return nil, fmt.Errorf("--%s: %v", strings.ReplaceAll(flag, "_", "-"), err)
 			}
-			m[flag] = c
+			m[flag] = strconv.FormatInt(c, 10)
 		}
 	}
 	for flag, v := range map[string]string{"rpm": f.RPM, "tpm": f.TPM, "max_parallel": f.MaxParallel} {
@@ -219,15 +231,6 @@ func (f Flags) Fields() (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-// dollarsToCents reads "50" or "2.5" as a cents string.
-func dollarsToCents(s string) (string, error) {
-	f, err := strconv.ParseFloat(strings.TrimPrefix(s, "$"), 64)
-	if err != nil || f < 0 || f > 1e12 {
-		return "", errors.New("not an amount")
-	}
-	return strconv.FormatInt(int64(f*100+0.5), 10), nil
 }
 
 func centsToDollars(c string) string {

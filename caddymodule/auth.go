@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -57,12 +56,13 @@ type WorkspaceConfig struct {
 	Limits *LimitsConfig `json:"limits,omitempty"`
 }
 
-// LimitsConfig are budgets in cents and rates; zero is no limit.
+// LimitsConfig are budgets in cents and rates. An absent budget is none,
+// and a budget of 0 admits no paid use; zero rates are no limit.
 type LimitsConfig struct {
-	BudgetCents        int64  `json:"budget_cents,omitempty"`
+	BudgetCents        *int64 `json:"budget_cents,omitempty"`
 	BudgetPeriod       string `json:"budget_period,omitempty"`
 	SoftBudgetCents    int64  `json:"soft_budget_cents,omitempty"`
-	SessionBudgetCents int64  `json:"session_budget_cents,omitempty"`
+	SessionBudgetCents *int64 `json:"session_budget_cents,omitempty"`
 	RPM                int64  `json:"rpm,omitempty"`
 	TPM                int64  `json:"tpm,omitempty"`
 	MaxParallel        int64  `json:"max_parallel,omitempty"`
@@ -76,6 +76,20 @@ func (l *LimitsConfig) ledger(models []string) ledger.Limits {
 		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
 }
 
+// validate bounds the amounts of a JSON config, which does not pass
+// through the Caddyfile's parsing.
+func (l *LimitsConfig) validate() error {
+	if l == nil {
+		return nil
+	}
+	for name, c := range map[string]*int64{"budget_cents": l.BudgetCents, "soft_budget_cents": &l.SoftBudgetCents, "session_budget_cents": l.SessionBudgetCents} {
+		if c != nil && (*c < 0 || *c > ledger.MaxBudgetCents) {
+			return fmt.Errorf("%s: %d is not from 0 to %d cents ($%d)", name, *c, ledger.MaxBudgetCents, ledger.MaxBudgetCents/100)
+		}
+	}
+	return nil
+}
+
 // parseLimit reads one limit option into l; ok is false for an option that
 // is not a limit.
 func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
@@ -84,11 +98,11 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		if !d.NextArg() {
 			return 0, d.Errf("%s: give an amount in US dollars, e.g. %s 50", opt, opt)
 		}
-		f, perr := strconv.ParseFloat(strings.TrimPrefix(d.Val(), "$"), 64)
-		if perr != nil || f < 0 || f > 1e10 {
-			return 0, d.Errf("%s: %q is not an amount in US dollars, e.g. 50 or 2.50", opt, d.Val())
+		c, perr := ledger.ParseDollars(d.Val())
+		if perr != nil {
+			return 0, d.Errf("%s: %v", opt, perr)
 		}
-		return int64(f*100 + 0.5), nil
+		return c, nil
 	}
 	count := func() (int64, error) {
 		var s string
@@ -103,9 +117,11 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 	}
 	switch opt {
 	case "budget":
-		if l.BudgetCents, err = dollars(); err != nil {
+		var c int64
+		if c, err = dollars(); err != nil {
 			return true, err
 		}
+		l.BudgetCents = &c
 		if !d.NextArg() {
 			return true, d.Err("budget: give a period after the amount: daily, weekly, monthly or total")
 		}
@@ -118,9 +134,15 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 			return true, d.ArgErr()
 		}
 	case "soft_budget":
-		l.SoftBudgetCents, err = dollars()
+		// An alert at $0 would say nothing: a soft budget is a cent or more.
+		if l.SoftBudgetCents, err = dollars(); err == nil && l.SoftBudgetCents == 0 {
+			err = d.Err("soft_budget: must be at least 0.01; leave it out for none")
+		}
 	case "session_budget":
-		l.SessionBudgetCents, err = dollars()
+		var c int64
+		if c, err = dollars(); err == nil {
+			l.SessionBudgetCents = &c
+		}
 	case "rpm":
 		l.RPM, err = count()
 	case "tpm":
@@ -151,6 +173,9 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 			if err != nil {
 				// The error names the placeholder, not a value.
 				return fmt.Errorf("%s[%d]: %v", field, i, err)
+			}
+			if err := k.Limits.validate(); err != nil {
+				return fmt.Errorf("%s[%d]: limits: %v", field, i, err)
 			}
 			id := k.ID
 			if id == "" && admin {
@@ -185,6 +210,9 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	var workspaces []string
 	limits := map[string]ledger.Limits{}
 	for _, ws := range a.Workspaces {
+		if err := ws.Limits.validate(); err != nil {
+			return fmt.Errorf("workspace %s: limits: %v", ws.Name, err)
+		}
 		workspaces = append(workspaces, ws.Name)
 		limits[ws.Name] = ws.Limits.ledger(nil)
 	}

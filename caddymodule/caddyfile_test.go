@@ -8,6 +8,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/modelgate/modelgate/ledger"
 )
 
 func TestAuthCaddyfile(t *testing.T) {
@@ -56,10 +58,28 @@ func TestAuthCaddyfile(t *testing.T) {
 			}`,
 			want: Auth{
 				Keys: []KeyConfig{{Key: "{env.ALICE_KEY}", ID: "alice", Workspace: "frontend", Limits: &LimitsConfig{
-					BudgetCents: 5000, BudgetPeriod: "monthly", SoftBudgetCents: 4000, SessionBudgetCents: 250, RPM: 60, TPM: 200000, MaxParallel: 4}}},
-				Workspaces: []WorkspaceConfig{{Name: "frontend", Limits: &LimitsConfig{BudgetCents: 50000, BudgetPeriod: "weekly", RPM: 600}}},
+					BudgetCents: ledger.Cents(5000), BudgetPeriod: "monthly", SoftBudgetCents: 4000, SessionBudgetCents: ledger.Cents(250), RPM: 60, TPM: 200000, MaxParallel: 4}}},
+				Workspaces: []WorkspaceConfig{{Name: "frontend", Limits: &LimitsConfig{BudgetCents: ledger.Cents(50000), BudgetPeriod: "weekly", RPM: 600}}},
 			},
 		},
+		{
+			// budget 0 stops paid use; it is kept, not read as "no budget".
+			name:  "budget zero",
+			input: "llm_auth {\nkey {env.A} {\nbudget 0 monthly\nsession_budget $0\n}\n}",
+			want: Auth{Keys: []KeyConfig{{Key: "{env.A}", Limits: &LimitsConfig{
+				BudgetCents: ledger.Cents(0), BudgetPeriod: "monthly", SessionBudgetCents: ledger.Cents(0)}}}},
+		},
+		{name: "budget largest", input: "llm_auth {\nkey {env.A} {\nbudget 1000000 total\n}\n}",
+			want: Auth{Keys: []KeyConfig{{Key: "{env.A}", Limits: &LimitsConfig{BudgetCents: ledger.Cents(ledger.MaxBudgetCents), BudgetPeriod: "total"}}}}},
+		{name: "budget NaN", input: "llm_auth {\nkey {env.A} {\nbudget NaN monthly\n}\n}", wantErr: "budget: "},
+		{name: "budget Inf", input: "llm_auth {\nworkspace w {\nbudget +Inf monthly\n}\n}", wantErr: "budget: "},
+		{name: "budget negative", input: "llm_auth {\nkey {env.A} {\nbudget -5 monthly\n}\n}", wantErr: "budget: "},
+		{name: "budget overflow", input: "llm_auth {\nkey {env.A} {\nbudget 10000000 monthly\n}\n}", wantErr: "budget: \"10000000\" is over the largest budget"},
+		{name: "budget sub-cent", input: "llm_auth {\nkey {env.A} {\nbudget 0.001 monthly\n}\n}", wantErr: "budget: \"0.001\" is a fraction of a cent"},
+		{name: "soft_budget NaN", input: "llm_auth {\nkey {env.A} {\nsoft_budget NaN\n}\n}", wantErr: "soft_budget: "},
+		{name: "soft_budget zero", input: "llm_auth {\nkey {env.A} {\nsoft_budget 0\n}\n}", wantErr: "soft_budget: must be at least 0.01"},
+		{name: "session_budget overflow", input: "llm_auth {\nworkspace w {\nsession_budget 92233720368\n}\n}", wantErr: "session_budget: "},
+		{name: "session_budget exponent", input: "llm_auth {\nkey {env.A} {\nsession_budget 1e3\n}\n}", wantErr: "session_budget: "},
 		{name: "budget without period", input: "llm_auth {\nkey {env.A} {\nbudget 50\n}\n}", wantErr: "give a period"},
 		{name: "budget bad period", input: "llm_auth {\nkey {env.A} {\nbudget 50 hourly\n}\n}", wantErr: `period "hourly"`},
 		{name: "budget not dollars", input: "llm_auth {\nkey {env.A} {\nbudget fifty monthly\n}\n}", wantErr: "not an amount"},

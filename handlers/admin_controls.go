@@ -94,6 +94,16 @@ func cents(n int64) *string {
 	return &s
 }
 
+// centsOrNone shows a budget amount: null for none, "0" for a budget of
+// nothing.
+func centsOrNone(n *int64) *string {
+	if n == nil {
+		return nil
+	}
+	s := strconv.FormatInt(*n, 10)
+	return &s
+}
+
 func positive(n int64) *int64 {
 	if n <= 0 {
 		return nil
@@ -103,10 +113,14 @@ func positive(n int64) *int64 {
 
 // setLimits writes limits into an object's fields.
 func limitFields(l ledger.Limits) (budget *budgetObject, soft, session *string, rpm, tpm, parallel *int64) {
-	if l.BudgetCents > 0 {
-		budget = &budgetObject{Amount: strconv.FormatInt(l.BudgetCents, 10), Period: l.BudgetPeriod}
+	if l.BudgetCents != nil {
+		period := l.BudgetPeriod
+		if period == "" {
+			period = "total"
+		}
+		budget = &budgetObject{Amount: strconv.FormatInt(*l.BudgetCents, 10), Period: period}
 	}
-	return budget, cents(l.SoftBudgetCents), cents(l.SessionBudgetCents), positive(l.RPM), positive(l.TPM), positive(l.MaxParallel)
+	return budget, cents(l.SoftBudgetCents), centsOrNone(l.SessionBudgetCents), positive(l.RPM), positive(l.TPM), positive(l.MaxParallel)
 }
 
 func runtimeKeyObject(k ledger.ControlKey, now time.Time) keyObject {
@@ -172,6 +186,17 @@ func (a *Admin) serveControls(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	// Right after a start the ledger may still be opening: a call waits
+	// for it (a script creating keys as soon as the gateway is up) rather
+	// than failing, up to the bound.
+	wctx, wcancel := context.WithTimeout(ctx, a.Controls.openWait)
+	store := a.Controls.waitStore(wctx)
+	wcancel()
+	if store == nil {
+		w.Header().Set("Retry-After", "5")
+		writeAnthropicError(w, http.StatusServiceUnavailable, "the key store is still opening (the ledger database is not reachable yet); retry")
+		return true
+	}
 	// Lists and objects are answered from what this instance knows, made
 	// current first.
 	if err := a.Controls.Refresh(ctx); err != nil {
@@ -330,19 +355,20 @@ func (a *Admin) getKey(w http.ResponseWriter, id string) {
 }
 
 // keyRequest is the body of a key create or update; every field is
-// optional on update.
+// optional on update. The limits are raw, not pointers: a pointer would
+// decode null as absent, and null is how a limit is removed.
 type keyRequest struct {
-	Name          *string          `json:"name"`
-	Status        *string          `json:"status"`
-	WorkspaceID   *string          `json:"workspace_id"`
-	ExpiresAt     *string          `json:"expires_at"`
-	Models        *[]string        `json:"models"`
-	Budget        *json.RawMessage `json:"budget"`
-	SoftBudget    *json.RawMessage `json:"soft_budget"`
-	SessionBudget *json.RawMessage `json:"session_budget"`
-	RPM           *json.RawMessage `json:"rpm"`
-	TPM           *json.RawMessage `json:"tpm"`
-	MaxParallel   *json.RawMessage `json:"max_parallel"`
+	Name          *string         `json:"name"`
+	Status        *string         `json:"status"`
+	WorkspaceID   *string         `json:"workspace_id"`
+	ExpiresAt     *string         `json:"expires_at"`
+	Models        *[]string       `json:"models"`
+	Budget        json.RawMessage `json:"budget"`
+	SoftBudget    json.RawMessage `json:"soft_budget"`
+	SessionBudget json.RawMessage `json:"session_budget"`
+	RPM           json.RawMessage `json:"rpm"`
+	TPM           json.RawMessage `json:"tpm"`
+	MaxParallel   json.RawMessage `json:"max_parallel"`
 }
 
 // readStrict decodes a JSON body refusing unknown fields, naming the field
@@ -377,23 +403,28 @@ func readAdminBody(r *http.Request) ([]byte, error) {
 
 // applyLimits sets the limit fields the request names, checking each.
 func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *json.RawMessage) string {
-	centsField := func(name string, raw *json.RawMessage, dst *int64) string {
+	// centsField reads an amount; null removes it. A soft budget of 0
+	// would alert on nothing, so it must be at least a cent.
+	centsField := func(name string, raw *json.RawMessage, dst **int64, least int64) string {
 		if raw == nil {
 			return ""
 		}
 		if string(*raw) == "null" {
-			*dst = 0
+			*dst = nil
 			return ""
 		}
 		var s string
 		if json.Unmarshal(*raw, &s) != nil {
-			return name + `: must be an amount in cents as a decimal string, e.g. "5000", or null`
+			return name + `: must be an amount in cents as a decimal string, e.g. "5000", or null for none`
 		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return name + ": must be a non-negative whole number of cents, e.g. \"5000\""
+		n, err := ledger.ParseCents(s)
+		if err != nil {
+			return name + ": " + err.Error()
 		}
-		*dst = n
+		if n < least {
+			return name + `: must be at least 1 cent; null removes it`
+		}
+		*dst = &n
 		return ""
 	}
 	intField := func(name string, raw *json.RawMessage, dst *int64) string {
@@ -413,7 +444,7 @@ func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *js
 	}
 	if budget != nil {
 		if string(*budget) == "null" {
-			l.BudgetCents, l.BudgetPeriod = 0, ""
+			l.BudgetCents, l.BudgetPeriod = nil, ""
 		} else {
 			var b budgetObject
 			dec := json.NewDecoder(bytes.NewReader(*budget))
@@ -421,21 +452,22 @@ func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *js
 			if dec.Decode(&b) != nil {
 				return `budget: must be {"amount": "<cents>", "period": "daily|weekly|monthly|total"} or null`
 			}
-			n, err := strconv.ParseInt(b.Amount, 10, 64)
-			if err != nil || n < 0 {
-				return "budget.amount: must be a non-negative whole number of cents as a string"
+			n, err := ledger.ParseCents(b.Amount)
+			if err != nil {
+				return "budget.amount: " + err.Error() + `; "0" admits no paid use, and budget null removes the budget`
 			}
 			switch b.Period {
 			case "daily", "weekly", "monthly", "total":
 			default:
 				return "budget.period: must be daily, weekly, monthly or total"
 			}
-			l.BudgetCents, l.BudgetPeriod = n, b.Period
+			l.BudgetCents, l.BudgetPeriod = &n, b.Period
 		}
 	}
+	softCents := centsOrNil(l.SoftBudgetCents)
 	for _, msg := range []string{
-		centsField("soft_budget", soft, &l.SoftBudgetCents),
-		centsField("session_budget", session, &l.SessionBudgetCents),
+		centsField("soft_budget", soft, &softCents, 1),
+		centsField("session_budget", session, &l.SessionBudgetCents, 0),
 		intField("rpm", rpm, &l.RPM),
 		intField("tpm", tpm, &l.TPM),
 		intField("max_parallel", parallel, &l.MaxParallel),
@@ -443,6 +475,34 @@ func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *js
 		if msg != "" {
 			return msg
 		}
+	}
+	l.SoftBudgetCents = 0
+	if softCents != nil {
+		l.SoftBudgetCents = *softCents
+	}
+	return ""
+}
+
+// given is a raw field, nil when the request left it out.
+func given(raw json.RawMessage) *json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	return &raw
+}
+
+func centsOrNil(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
+// storableField names a text field PostgreSQL cannot store (a NUL byte or
+// invalid UTF-8): a client error, never an outage.
+func storableField(name, v string) string {
+	if !ledger.StorableText(v) {
+		return name + ": must be valid UTF-8 without NUL bytes"
 	}
 	return ""
 }
@@ -478,6 +538,10 @@ func (a *Admin) createKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 		writeAnthropicError(w, http.StatusBadRequest, "name: required, 1 to 255 characters")
 		return
 	}
+	if msg := storableField("name", *req.Name); msg != "" {
+		writeAnthropicError(w, http.StatusBadRequest, msg)
+		return
+	}
 	now := a.Controls.now().UTC()
 	secret := newSecret()
 	sum := sha256.Sum256([]byte(secret))
@@ -502,6 +566,9 @@ func (a *Admin) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) stri
 		if strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 255 {
 			return "name: 1 to 255 characters"
 		}
+		if msg := storableField("name", *req.Name); msg != "" {
+			return msg
+		}
 		k.Name = *req.Name
 	}
 	if req.Status != nil {
@@ -509,6 +576,9 @@ func (a *Admin) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) stri
 		case "active", "inactive", "archived":
 			if create && *req.Status != "active" {
 				return "status: a new key is active"
+			}
+			if k.Status == "archived" && *req.Status != "archived" {
+				return "status: API key " + k.ID + " is archived, which is final; create a new key instead"
 			}
 			k.Status = *req.Status
 		default:
@@ -535,18 +605,14 @@ func (a *Admin) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) stri
 	if req.Models != nil {
 		k.Limits.Models = append([]string(nil), (*req.Models)...)
 	}
-	return applyLimits(&k.Limits, req.Budget, req.SoftBudget, req.SessionBudget, req.RPM, req.TPM, req.MaxParallel)
+	return applyLimits(&k.Limits, given(req.Budget), given(req.SoftBudget), given(req.SessionBudget), given(req.RPM), given(req.TPM), given(req.MaxParallel))
 }
 
-// putKey stores k and makes this instance see it at once.
+// putKey stores a new key k and makes this instance see it at once.
 func (a *Admin) putKey(ctx context.Context, w http.ResponseWriter, k ledger.ControlKey) bool {
 	c := a.Controls
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.store == nil {
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the key store is not open yet; retry")
-		return false
-	}
 	if err := c.store.PutKey(ctx, k); err != nil {
 		writeAnthropicError(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return false
@@ -555,6 +621,32 @@ func (a *Admin) putKey(ctx context.Context, w http.ResponseWriter, k ledger.Cont
 	return true
 }
 
+// badRequest is a refusal of an update, found on the stored copy.
+type badRequest string
+
+func (e badRequest) Error() string { return string(e) }
+
+// updateFailed answers an update's error: the request's fault, a missing
+// object, or the store's.
+func updateFailed(w http.ResponseWriter, err error, what, id string) {
+	var bad badRequest
+	switch {
+	case errors.As(err, &bad):
+		writeAnthropicError(w, http.StatusBadRequest, string(bad))
+	case errors.Is(err, ledger.ErrControlNotFound):
+		writeAnthropicError(w, http.StatusNotFound, "no "+what+" "+strconv.Quote(id))
+	default:
+		writeAnthropicError(w, http.StatusServiceUnavailable, "the "+what+" could not be stored; retry")
+	}
+}
+
+// findable reports whether id can name a stored object at all: one the
+// database cannot hold (NUL, invalid UTF-8) is not found, not an outage.
+func findable(id string) bool { return id != "" && ledger.StorableText(id) }
+
+// updateKey changes the fields the request names, and only them, on the
+// key as stored: another admin's concurrent change to other fields (a
+// revoke) is never written back over.
 func (a *Admin) updateKey(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) {
 	for _, s := range a.Controls.static.Load().keys {
 		if s.KeyID == id {
@@ -562,13 +654,7 @@ func (a *Admin) updateKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	var k *ledger.ControlKey
-	for _, x := range a.Controls.snap.Load().keys {
-		if x.ID == id {
-			k = &x
-		}
-	}
-	if k == nil {
+	if !findable(id) {
 		writeAnthropicError(w, http.StatusNotFound, "no API key "+strconv.Quote(id))
 		return
 	}
@@ -577,22 +663,35 @@ func (a *Admin) updateKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 		writeAnthropicError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if msg := a.fillKey(k, &req, false); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
+	c := a.Controls
+	now := c.now().UTC()
+	c.mu.Lock()
+	k, err := c.store.UpdateKey(ctx, id, func(k *ledger.ControlKey) error {
+		if msg := a.fillKey(k, &req, false); msg != "" {
+			return badRequest(msg)
+		}
+		k.UpdatedAt = now
+		return nil
+	})
+	if err == nil {
+		_ = c.refreshLocked(ctx, true)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		updateFailed(w, err, "API key", id)
 		return
 	}
-	k.UpdatedAt = a.Controls.now().UTC()
-	if !a.putKey(ctx, w, *k) {
-		return
-	}
-	b, _ := json.Marshal(runtimeKeyObject(*k, a.Controls.now()))
+	b, _ := json.Marshal(runtimeKeyObject(k, c.now()))
 	writeJSON(w, http.StatusOK, b)
 }
 
 func (a *Admin) allWorkspaces(includeArchived bool) []workspaceObject {
 	var out []workspaceObject
-	for _, name := range a.Controls.static.Load().workspaces {
-		out = append(out, workspaceObject{ID: name, Type: "workspace", Name: name, CreatedBy: createdBy{ID: "caddyfile", Type: "config"}})
+	static := a.Controls.static.Load()
+	for _, name := range static.workspaces {
+		o := workspaceObject{ID: name, Type: "workspace", Name: name, CreatedBy: createdBy{ID: "caddyfile", Type: "config"}}
+		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(static.limits[name])
+		out = append(out, o)
 	}
 	for _, ws := range a.Controls.snap.Load().workspaces {
 		if !includeArchived && !ws.ArchivedAt.IsZero() {
@@ -638,16 +737,18 @@ func (a *Admin) getWorkspace(w http.ResponseWriter, id string) {
 
 // workspaceRequest is the body of a workspace create or update.
 type workspaceRequest struct {
-	Name          *string          `json:"name"`
-	Budget        *json.RawMessage `json:"budget"`
-	SoftBudget    *json.RawMessage `json:"soft_budget"`
-	SessionBudget *json.RawMessage `json:"session_budget"`
-	RPM           *json.RawMessage `json:"rpm"`
-	TPM           *json.RawMessage `json:"tpm"`
-	MaxParallel   *json.RawMessage `json:"max_parallel"`
+	Name          *string         `json:"name"`
+	Budget        json.RawMessage `json:"budget"`
+	SoftBudget    json.RawMessage `json:"soft_budget"`
+	SessionBudget json.RawMessage `json:"session_budget"`
+	RPM           json.RawMessage `json:"rpm"`
+	TPM           json.RawMessage `json:"tpm"`
+	MaxParallel   json.RawMessage `json:"max_parallel"`
 }
 
 // saveWorkspace creates (id ""), updates or archives a runtime workspace.
+// An update or archive changes the stored row under its lock, only in
+// the fields the request names; archiving is final.
 func (a *Admin) saveWorkspace(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, archive bool) {
 	c := a.Controls
 	for _, name := range c.static.Load().workspaces {
@@ -656,55 +757,59 @@ func (a *Admin) saveWorkspace(ctx context.Context, w http.ResponseWriter, r *htt
 			return
 		}
 	}
-	now := c.now().UTC()
-	var ws ledger.ControlWorkspace
-	if id == "" {
-		ws = ledger.ControlWorkspace{ID: "wrkspc_" + strings.ToLower(rand.Text()), CreatedAt: now}
-	} else {
-		found := false
-		for _, x := range c.snap.Load().workspaces {
-			if x.ID == id {
-				ws, found = x, true
-			}
-		}
-		if !found {
-			writeAnthropicError(w, http.StatusNotFound, "no workspace "+strconv.Quote(id))
-			return
-		}
+	if id != "" && !findable(id) {
+		writeAnthropicError(w, http.StatusNotFound, "no workspace "+strconv.Quote(id))
+		return
 	}
-	if archive {
-		ws.ArchivedAt = now
-	} else {
-		var req workspaceRequest
+	var req workspaceRequest
+	if !archive {
 		if msg := readStrict(r, &req); msg != "" {
 			writeAnthropicError(w, http.StatusBadRequest, msg)
 			return
+		}
+	}
+	now := c.now().UTC()
+	change := func(ws *ledger.ControlWorkspace) error {
+		if archive {
+			if ws.ArchivedAt.IsZero() {
+				ws.ArchivedAt = now
+			}
+			ws.UpdatedAt = now
+			return nil
 		}
 		if req.Name != nil {
 			ws.Name = *req.Name
 		}
 		if strings.TrimSpace(ws.Name) == "" || len(ws.Name) > 255 {
-			writeAnthropicError(w, http.StatusBadRequest, "name: required, 1 to 255 characters")
-			return
+			return badRequest("name: required, 1 to 255 characters")
 		}
-		if msg := applyLimits(&ws.Limits, req.Budget, req.SoftBudget, req.SessionBudget, req.RPM, req.TPM, req.MaxParallel); msg != "" {
-			writeAnthropicError(w, http.StatusBadRequest, msg)
-			return
+		if msg := storableField("name", ws.Name); msg != "" {
+			return badRequest(msg)
 		}
+		if msg := applyLimits(&ws.Limits, given(req.Budget), given(req.SoftBudget), given(req.SessionBudget), given(req.RPM), given(req.TPM), given(req.MaxParallel)); msg != "" {
+			return badRequest(msg)
+		}
+		ws.UpdatedAt = now
+		return nil
 	}
-	ws.UpdatedAt = now
 	c.mu.Lock()
-	store := c.store
 	var err error
-	if store != nil {
-		if err = store.PutWorkspace(ctx, ws); err == nil {
-			_ = c.refreshLocked(ctx, true)
+	if id == "" {
+		ws := ledger.ControlWorkspace{ID: "wrkspc_" + strings.ToLower(rand.Text()), CreatedAt: now}
+		if err = change(&ws); err == nil {
+			err = c.store.PutWorkspace(ctx, ws)
 		}
+		id = ws.ID
+	} else {
+		_, err = c.store.UpdateWorkspace(ctx, id, change)
+	}
+	if err == nil {
+		_ = c.refreshLocked(ctx, true)
 	}
 	c.mu.Unlock()
-	if store == nil || err != nil {
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the workspace could not be stored; retry")
+	if err != nil {
+		updateFailed(w, err, "workspace", id)
 		return
 	}
-	a.getWorkspace(w, ws.ID)
+	a.getWorkspace(w, id)
 }

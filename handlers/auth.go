@@ -116,10 +116,13 @@ func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
 		}
 	}
 	if found != nil {
-		return found, nil
+		return a.checkWorkspace(found)
 	}
 	if rk := a.runtime.lookup(d); rk != nil {
 		switch {
+		case rk.status == "archived":
+			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+				Message: "API key " + rk.id.KeyID + " is archived, which is final; ask an admin for a new key"}
 		case rk.status != "active":
 			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 				Message: "API key " + rk.id.KeyID + " is " + rk.status + "; ask an admin to reactivate it or to issue a new one"}
@@ -127,9 +130,20 @@ func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
 			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 				Message: "API key " + rk.id.KeyID + " expired at " + rk.expires.Format(time.RFC3339)}
 		}
-		return rk.id, nil
+		return a.checkWorkspace(rk.id)
 	}
 	return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
+}
+
+// checkWorkspace refuses a key whose workspace is archived: archiving a
+// workspace is how an admin stops a team's use, so its keys stop with it
+// (on every instance at the next poll of the key store, within 2 s).
+func (a *Auth) checkWorkspace(id *Identity) (*Identity, *providers.APIError) {
+	if a.runtime.archivedWorkspace(id.Workspace) {
+		return nil, &providers.APIError{Status: http.StatusForbidden, Code: "workspace_archived", NoRetry: true,
+			Message: "API key " + id.KeyID + " belongs to workspace " + id.Workspace + ", which is archived; ask an admin for a key in an active workspace"}
+	}
+	return id, nil
 }
 
 func presentedKey(r *http.Request) string {

@@ -256,15 +256,18 @@ type BudgetAlert struct {
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
 	var out []budget
-	add := func(scope, scopeID, label string, cents int64, period string, softCents int64) {
-		if cents <= 0 {
-			return
+	add := func(scope, scopeID, label string, cents *int64, period string, softCents int64) {
+		if cents == nil {
+			return // no budget; 0 is a budget that admits no paid use
 		}
 		if period == "" {
 			period = "total"
 		}
+		// Every entry point bounds amounts; the clamp keeps a row stored
+		// before the bound from overflowing into a negative limit.
+		limit, soft := min(max(*cents, 0), ledger.MaxBudgetCents), min(max(softCents, 0), ledger.MaxBudgetCents)
 		out = append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
-			limitPico: cents * 1e10, softPico: softCents * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
+			limitPico: limit * 1e10, softPico: soft * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
 	}
 	add(ledger.ScopeKey, id.KeyID, "api key "+id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
 	if id.Workspace != "" {
@@ -272,7 +275,7 @@ func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) [
 	}
 	if session != "" {
 		cap := id.Limits.SessionBudgetCents
-		if cap == 0 {
+		if cap == nil {
 			cap = ws.SessionBudgetCents
 		}
 		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), "session "+session+" of key "+id.KeyID, cap, "total", 0)
@@ -319,7 +322,10 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 	}
 	now := b.now()
 	list := applicable(id, ws, session, now)
-	if len(list) == 0 {
+	if len(list) == 0 || estimatePico <= 0 {
+		// A request estimated at nothing (a free local model) costs no
+		// budget, so a spent one does not refuse it, nor does it need a
+		// reservation.
 		return nil, nil
 	}
 	// Locks are taken in one order everywhere (the ledger writer's too):

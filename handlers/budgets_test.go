@@ -42,8 +42,8 @@ func TestBudgetSpendCountedOnce(t *testing.T) {
 	now := func() time.Time { return clock }
 	table := &spendTable{id: "k1"}
 	b := NewBudgets(func() ledger.SpendStore { return table }, now)
-	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 100}} // $1
-	const cost = 60 * 1e10                                                // 60 cents
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: ledger.Cents(100)}} // $1
+	const cost = 60 * 1e10                                                              // 60 cents
 	spent := func() string { return b.Status(id, ledger.Limits{}, "")[0].Spent }
 
 	for _, writtenFirst := range []bool{false, true} {
@@ -89,7 +89,7 @@ func TestBudgetUnwrittenSpendKeepsCounting(t *testing.T) {
 	clock := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	table := &spendTable{id: "k1"}
 	b := NewBudgets(func() ledger.SpendStore { return table }, func() time.Time { return clock })
-	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 100}}
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: ledger.Cents(100)}}
 	hold, _ := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e10, time.Minute)
 	hold.Settle(100 * 1e10)
 	for range 5 {
@@ -121,7 +121,7 @@ func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
 	defer close(release)
 	yaml := "model_list:\n" + kindEntry("m", "openai/m", srv.URL) + "    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n"
 	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = NewBudgets(nil, nil) })
-	bob := &Identity{KeyID: "bob", Role: RoleUser, Limits: ledger.Limits{BudgetCents: 5000}}
+	bob := &Identity{KeyID: "bob", Role: RoleUser, Limits: ledger.Limits{BudgetCents: ledger.Cents(5000)}}
 	big := `{"model":"m","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`
 	first := make(chan int)
 	go func() { first <- post(g, bob, "/v1/chat/completions", big).Code }()
@@ -139,7 +139,7 @@ func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
 // wait for the database (an outage, or a burst the writer is behind on).
 func BenchmarkBudgetAdmitWithBacklog(b *testing.B) {
 	bud := NewBudgets(nil, nil)
-	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: 1 << 40}}
+	id := &Identity{KeyID: "k1", Limits: ledger.Limits{BudgetCents: ledger.Cents(1 << 40)}}
 	for range 10000 {
 		hold, _ := bud.Admit(context.Background(), id, ledger.Limits{}, "", 1, time.Minute)
 		hold.Settle(1)

@@ -23,6 +23,11 @@ type Controls struct {
 	mu     sync.Mutex // serializes refreshes and writes
 	snap   atomic.Pointer[controlSnapshot]
 	static atomic.Pointer[staticControls]
+	// opened is closed when the store is attached: admin calls made while
+	// the ledger is still opening wait on it.
+	opened     chan struct{}
+	openedOnce sync.Once
+	openWait   time.Duration // how long an admin call waits for it
 }
 
 // staticControls are the Caddyfile's keys and workspaces.
@@ -37,6 +42,8 @@ type controlSnapshot struct {
 	byHash     map[[sha256.Size]byte]*runtimeKey
 	keys       []ledger.ControlKey
 	workspaces []ledger.ControlWorkspace
+	// archived are the ids of archived workspaces, whose keys are refused.
+	archived map[string]bool
 }
 
 // runtimeKey is a runtime key as authentication sees it.
@@ -51,7 +58,7 @@ func NewControls(now func() time.Time) *Controls {
 	if now == nil {
 		now = time.Now
 	}
-	c := &Controls{now: now}
+	c := &Controls{now: now, opened: make(chan struct{}), openWait: 10 * time.Second}
 	c.snap.Store(&controlSnapshot{version: -1})
 	c.static.Store(&staticControls{})
 	return c
@@ -62,6 +69,20 @@ func (c *Controls) SetStore(s ledger.ControlStore) {
 	c.mu.Lock()
 	c.store = s
 	c.mu.Unlock()
+	if s != nil {
+		c.openedOnce.Do(func() { close(c.opened) })
+	}
+}
+
+// waitStore is the store, waiting for it to be attached until ctx ends;
+// nil when it ends first.
+func (c *Controls) waitStore(ctx context.Context) ledger.ControlStore {
+	select {
+	case <-c.opened:
+		return c.Store()
+	case <-ctx.Done():
+		return c.Store()
+	}
 }
 
 // Store is the attached store, or nil.
@@ -77,6 +98,8 @@ func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string, limits 
 }
 
 // WorkspaceLimits are a workspace's limits, a Caddyfile or runtime one.
+// An archived workspace keeps its limits: its keys are refused anyway
+// (archivedWorkspace), and nothing of it may run unlimited.
 func (c *Controls) WorkspaceLimits(id string) ledger.Limits {
 	if c == nil || id == "" {
 		return ledger.Limits{}
@@ -85,11 +108,16 @@ func (c *Controls) WorkspaceLimits(id string) ledger.Limits {
 		return l
 	}
 	for _, ws := range c.snap.Load().workspaces {
-		if ws.ID == id && ws.ArchivedAt.IsZero() {
+		if ws.ID == id {
 			return ws.Limits
 		}
 	}
 	return ledger.Limits{}
+}
+
+// archivedWorkspace reports whether id is an archived runtime workspace.
+func (c *Controls) archivedWorkspace(id string) bool {
+	return c != nil && id != "" && c.snap.Load().archived[id]
 }
 
 // Refresh reloads the snapshot if the database's version moved.
@@ -117,7 +145,12 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 		return err
 	}
 	s := &controlSnapshot{version: all.Version, keys: all.Keys, workspaces: all.Workspaces,
-		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys))}
+		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys)), archived: map[string]bool{}}
+	for _, ws := range all.Workspaces {
+		if !ws.ArchivedAt.IsZero() {
+			s.archived[ws.ID] = true
+		}
+	}
 	for _, k := range all.Keys {
 		var h [sha256.Size]byte
 		if len(k.SecretHash) != 2*sha256.Size || !decodeHex(h[:], k.SecretHash) {

@@ -15,13 +15,16 @@ import (
 // reload everything only when it moved.
 
 // Limits are what a key or workspace may spend and how fast it may call.
-// Amounts are in cents; zero means no limit.
+// Amounts are in cents, at most MaxBudgetCents. A nil budget is none; a
+// budget of 0 admits no paid use (rows stored before budgets could be 0
+// never wrote a zero, so they read the same). Zero soft budget and rates
+// mean no limit.
 type Limits struct {
 	Models             []string `json:"models,omitempty"`
-	BudgetCents        int64    `json:"budget_cents,omitempty"`
+	BudgetCents        *int64   `json:"budget_cents,omitempty"`
 	BudgetPeriod       string   `json:"budget_period,omitempty"` // daily | weekly | monthly | total
 	SoftBudgetCents    int64    `json:"soft_budget_cents,omitempty"`
-	SessionBudgetCents int64    `json:"session_budget_cents,omitempty"`
+	SessionBudgetCents *int64   `json:"session_budget_cents,omitempty"`
 	RPM                int64    `json:"rpm,omitempty"`
 	TPM                int64    `json:"tpm,omitempty"`
 	MaxParallel        int64    `json:"max_parallel,omitempty"`
@@ -66,7 +69,21 @@ type ControlStore interface {
 	// PutKey inserts or replaces a key; PutWorkspace a workspace.
 	PutKey(ctx context.Context, k ControlKey) error
 	PutWorkspace(ctx context.Context, w ControlWorkspace) error
+	// UpdateKey applies change to key id as stored, holding the row
+	// against every other writer from the read to the write, so
+	// concurrent updates each change only their own fields and none is
+	// lost. An error from change is returned as is and nothing is
+	// written; an unknown id is ErrControlNotFound. UpdateWorkspace is
+	// the same for a workspace.
+	UpdateKey(ctx context.Context, id string, change func(*ControlKey) error) (ControlKey, error)
+	UpdateWorkspace(ctx context.Context, id string, change func(*ControlWorkspace) error) (ControlWorkspace, error)
 }
+
+// ErrControlNotFound is an update of a key or workspace that is not stored.
+const ErrControlNotFound = lookupError("no such key or workspace")
+
+// Cents is a budget amount, for the pointer fields of Limits.
+func Cents(n int64) *int64 { return &n }
 
 // ErrDuplicateSecret is a new key whose secret hash is already stored.
 const ErrDuplicateSecret = lookupError("a key with this secret already exists")
@@ -97,16 +114,119 @@ func (s *sqlStore) bump(ctx context.Context, tx *sql.Tx) error {
 }
 
 func (s *sqlStore) PutKey(ctx context.Context, k ControlKey) error {
-	settings, err := json.Marshal(k.Limits)
-	if err != nil {
-		return err
-	}
-	p := s.d.placeholder
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.putKeyTx(ctx, tx, k); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// forUpdate locks the rows a SELECT reads until the transaction ends; in
+// SQLite every write transaction already holds the database (_txlock
+// immediate), so it needs nothing.
+func (s *sqlStore) forUpdate() string {
+	if s.d.name == "postgres" {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*ControlKey) error) (ControlKey, error) {
+	var k ControlKey
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return k, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var created, updated, expires int64
+	var settings string
+	err = tx.QueryRowContext(ctx, `SELECT id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings
+FROM control_keys WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
+		Scan(&k.ID, &k.Name, &k.WorkspaceID, &k.SecretHash, &k.Hint, &k.Status, &created, &updated, &expires, &settings)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, ErrControlNotFound
+	}
+	if err != nil {
+		return k, err
+	}
+	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
+	if err := json.Unmarshal([]byte(settings), &k.Limits); err != nil {
+		return k, fmt.Errorf("key %s: settings: %w", k.ID, err)
+	}
+	if err := change(&k); err != nil {
+		return k, err
+	}
+	// An UPDATE in place, not the DELETE and INSERT of a put: a writer
+	// waiting on the row lock must find the row again once it is free.
+	newSettings, err := json.Marshal(k.Limits)
+	if err != nil {
+		return k, err
+	}
+	p := s.d.placeholder
+	if _, err := tx.ExecContext(ctx, `UPDATE control_keys SET name = `+p(1)+`, workspace_id = `+p(2)+`, status = `+p(3)+`, updated_at_us = `+p(4)+
+		`, expires_at_us = `+p(5)+`, settings = `+p(6)+` WHERE id = `+p(7),
+		k.Name, k.WorkspaceID, k.Status, micros(k.UpdatedAt), micros(k.ExpiresAt), string(newSettings), id); err != nil {
+		return k, err
+	}
+	k.ID = id
+	if err := s.bump(ctx, tx); err != nil {
+		return k, err
+	}
+	return k, tx.Commit()
+}
+
+func (s *sqlStore) UpdateWorkspace(ctx context.Context, id string, change func(*ControlWorkspace) error) (ControlWorkspace, error) {
+	var w ControlWorkspace
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return w, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var created, updated, archived int64
+	var settings string
+	err = tx.QueryRowContext(ctx, `SELECT id, name, created_at_us, updated_at_us, archived_at_us, settings
+FROM control_workspaces WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
+		Scan(&w.ID, &w.Name, &created, &updated, &archived, &settings)
+	if errors.Is(err, sql.ErrNoRows) {
+		return w, ErrControlNotFound
+	}
+	if err != nil {
+		return w, err
+	}
+	w.CreatedAt, w.UpdatedAt, w.ArchivedAt = fromMicros(created), fromMicros(updated), fromMicros(archived)
+	if err := json.Unmarshal([]byte(settings), &w.Limits); err != nil {
+		return w, fmt.Errorf("workspace %s: settings: %w", w.ID, err)
+	}
+	if err := change(&w); err != nil {
+		return w, err
+	}
+	newSettings, err := json.Marshal(w.Limits)
+	if err != nil {
+		return w, err
+	}
+	p := s.d.placeholder
+	if _, err := tx.ExecContext(ctx, `UPDATE control_workspaces SET name = `+p(1)+`, updated_at_us = `+p(2)+`, archived_at_us = `+p(3)+
+		`, settings = `+p(4)+` WHERE id = `+p(5),
+		w.Name, micros(w.UpdatedAt), micros(w.ArchivedAt), string(newSettings), id); err != nil {
+		return w, err
+	}
+	w.ID = id
+	if err := s.bump(ctx, tx); err != nil {
+		return w, err
+	}
+	return w, tx.Commit()
+}
+
+func (s *sqlStore) putKeyTx(ctx context.Context, tx *sql.Tx, k ControlKey) error {
+	settings, err := json.Marshal(k.Limits)
+	if err != nil {
+		return err
+	}
+	p := s.d.placeholder
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM control_keys WHERE secret_hash = `+p(1)+` AND id <> `+p(2),
 		k.SecretHash, k.ID).Scan(&n); err != nil {
@@ -123,23 +243,27 @@ VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+
 		k.ID, k.Name, k.WorkspaceID, k.SecretHash, k.Hint, k.Status, micros(k.CreatedAt), micros(k.UpdatedAt), micros(k.ExpiresAt), string(settings)); err != nil {
 		return err
 	}
-	if err := s.bump(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return s.bump(ctx, tx)
 }
 
 func (s *sqlStore) PutWorkspace(ctx context.Context, w ControlWorkspace) error {
-	settings, err := json.Marshal(w.Limits)
-	if err != nil {
-		return err
-	}
-	p := s.d.placeholder
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.putWorkspaceTx(ctx, tx, w); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) putWorkspaceTx(ctx context.Context, tx *sql.Tx, w ControlWorkspace) error {
+	settings, err := json.Marshal(w.Limits)
+	if err != nil {
+		return err
+	}
+	p := s.d.placeholder
 	if _, err := tx.ExecContext(ctx, `DELETE FROM control_workspaces WHERE id = `+p(1), w.ID); err != nil {
 		return err
 	}
@@ -148,10 +272,7 @@ VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`)`,
 		w.ID, w.Name, micros(w.CreatedAt), micros(w.UpdatedAt), micros(w.ArchivedAt), string(settings)); err != nil {
 		return err
 	}
-	if err := s.bump(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return s.bump(ctx, tx)
 }
 
 func (s *sqlStore) LoadControls(ctx context.Context) (Controls, error) {

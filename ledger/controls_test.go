@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -18,11 +19,11 @@ func TestControlStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := ControlKey{ID: "apikey_1", Name: "ci", WorkspaceID: "frontend", SecretHash: "ab12", Hint: "mg-AB...YZ", Status: "active",
-			CreatedAt: t0, UpdatedAt: t0, Limits: Limits{Models: []string{"coder"}, BudgetCents: 5000, BudgetPeriod: "monthly", RPM: 60}}
+			CreatedAt: t0, UpdatedAt: t0, Limits: Limits{Models: []string{"coder"}, BudgetCents: Cents(5000), BudgetPeriod: "monthly", RPM: 60}}
 		if err := cs.PutKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
-		w := ControlWorkspace{ID: "wrkspc_1", Name: "backend", CreatedAt: t0, UpdatedAt: t0, Limits: Limits{BudgetCents: 100, BudgetPeriod: "daily"}}
+		w := ControlWorkspace{ID: "wrkspc_1", Name: "backend", CreatedAt: t0, UpdatedAt: t0, Limits: Limits{BudgetCents: Cents(100), BudgetPeriod: "daily"}}
 		if err := cs.PutWorkspace(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestControlStore(t *testing.T) {
 			t.Errorf("version %d, want %d", c.Version, v0+3)
 		}
 		if len(c.Keys) != 1 || c.Keys[0].Status != "inactive" || !c.Keys[0].ExpiresAt.Equal(t0.Add(24*time.Hour)) ||
-			c.Keys[0].Limits.BudgetCents != 5000 || c.Keys[0].Limits.Models[0] != "coder" || c.Keys[0].Hint != "mg-AB...YZ" {
+			*c.Keys[0].Limits.BudgetCents != 5000 || c.Keys[0].Limits.Models[0] != "coder" || c.Keys[0].Hint != "mg-AB...YZ" {
 			t.Errorf("keys %+v", c.Keys)
 		}
 		if len(c.Workspaces) != 1 || c.Workspaces[0].Name != "backend" || !c.Workspaces[0].ArchivedAt.IsZero() || c.Workspaces[0].Limits.BudgetPeriod != "daily" {
@@ -51,6 +52,117 @@ func TestControlStore(t *testing.T) {
 		}
 		if v, _ := cs.ControlVersion(ctx); v != c.Version {
 			t.Errorf("ControlVersion %d, LoadControls %d", v, c.Version)
+		}
+	})
+}
+
+// TestControlUpdateKeepsConcurrentChanges: an archive and a rate edit of
+// one key, racing, both land: the row is held from read to write, so
+// neither writes back a stale copy of the other's field (a revoke undone).
+func TestControlUpdateKeepsConcurrentChanges(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		cs := s.(ControlStore)
+		ctx := context.Background()
+		for trial := 0; trial < 20; trial++ {
+			id := "apikey_race" + string(rune('a'+trial))
+			if err := cs.PutKey(ctx, ControlKey{ID: id, SecretHash: id, Status: "active", CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 2)
+			go func() {
+				_, err := cs.UpdateKey(ctx, id, func(k *ControlKey) error { k.Status = "archived"; return nil })
+				errs <- err
+			}()
+			go func() {
+				_, err := cs.UpdateKey(ctx, id, func(k *ControlKey) error { k.Limits.RPM = 5; return nil })
+				errs <- err
+			}()
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := cs.LoadControls(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range c.Keys {
+				if k.ID == id && (k.Status != "archived" || k.Limits.RPM != 5) {
+					t.Fatalf("trial %d: status %q rpm %d, want archived and 5", trial, k.Status, k.Limits.RPM)
+				}
+			}
+		}
+		refused := errors.New("refused")
+		if _, err := cs.UpdateKey(ctx, "apikey_racea", func(k *ControlKey) error { k.Status = "active"; return refused }); err != refused {
+			t.Errorf("change error: %v", err)
+		}
+		if _, err := cs.UpdateKey(ctx, "apikey_none", func(*ControlKey) error { return nil }); !errors.Is(err, ErrControlNotFound) {
+			t.Errorf("unknown key: %v", err)
+		}
+		w := ControlWorkspace{ID: "wrkspc_race", Name: "w", CreatedAt: t0, UpdatedAt: t0}
+		if err := cs.PutWorkspace(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cs.UpdateWorkspace(ctx, w.ID, func(w *ControlWorkspace) error { w.ArchivedAt = t0; return nil })
+		if err != nil || !got.ArchivedAt.Equal(t0) || got.Name != "w" {
+			t.Errorf("workspace update %+v %v", got, err)
+		}
+		if _, err := cs.UpdateWorkspace(ctx, "wrkspc_none", func(*ControlWorkspace) error { return nil }); !errors.Is(err, ErrControlNotFound) {
+			t.Errorf("unknown workspace: %v", err)
+		}
+	})
+}
+
+// TestLimitsZeroBudgetIsKept: a budget of 0 survives the settings JSON,
+// and a row written before budgets could be 0 (no budget_cents) reads as
+// no budget.
+func TestLimitsZeroBudgetIsKept(t *testing.T) {
+	b, _ := json.Marshal(Limits{BudgetCents: Cents(0), BudgetPeriod: "total", SessionBudgetCents: Cents(0)})
+	var l Limits
+	if err := json.Unmarshal(b, &l); err != nil || l.BudgetCents == nil || *l.BudgetCents != 0 || l.SessionBudgetCents == nil {
+		t.Errorf("%s -> %+v %v", b, l, err)
+	}
+	var old Limits
+	if err := json.Unmarshal([]byte(`{"budget_period":"monthly","rpm":5}`), &old); err != nil || old.BudgetCents != nil || old.SessionBudgetCents != nil {
+		t.Errorf("legacy row: %+v %v", old, err)
+	}
+}
+
+func TestParseDollars(t *testing.T) {
+	for in, want := range map[string]int64{"50": 5000, "2.5": 250, "$0.05": 5, "0": 0, "1000000": MaxBudgetCents, "1.230": 123, ".5": 50, "007": 700} {
+		if got, err := ParseDollars(in); err != nil || got != want {
+			t.Errorf("ParseDollars(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "$", "NaN", "Inf", "+Inf", "-1", "1e3", "0.001", "2.505", "1000000.01", "10000000", "92233720368547758", "1,000", " 5"} {
+		if got, err := ParseDollars(in); err == nil {
+			t.Errorf("ParseDollars(%q) = %d, want an error", in, got)
+		}
+	}
+	for in, want := range map[string]int64{"0": 0, "5000": 5000, "100000000": MaxBudgetCents, "000000000000001": 1} {
+		if got, err := ParseCents(in); err != nil || got != want {
+			t.Errorf("ParseCents(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "0.5", "100000001", "1000000000", "92233720368547758070", "NaN", "1e3"} {
+		if got, err := ParseCents(in); err == nil {
+			t.Errorf("ParseCents(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+// FuzzParseDollars: whatever the text, an accepted amount is inside the
+// bound, so cents × 10^10 never overflows.
+func FuzzParseDollars(f *testing.F) {
+	for _, s := range []string{"50", "2.50", "$0.05", "NaN", "1e9", "0.001", "99999999999999999999", ".", "1000000.00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := ParseDollars(s); err == nil && (n < 0 || n > MaxBudgetCents) {
+			t.Fatalf("ParseDollars(%q) = %d", s, n)
+		}
+		if n, err := ParseCents(s); err == nil && (n < 0 || n > MaxBudgetCents) {
+			t.Fatalf("ParseCents(%q) = %d", s, n)
 		}
 	})
 }

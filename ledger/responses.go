@@ -111,9 +111,15 @@ func orEmptyList(b json.RawMessage) json.RawMessage {
 	return b
 }
 
+// An id no row can hold (a NUL byte, invalid UTF-8: PostgreSQL refuses
+// the query) is not found, never a database error a client would retry.
+
 func (s *sqlStore) GetResponse(ctx context.Context, keyID, id string) (StoredResponse, error) {
 	p := s.d.placeholder
 	r := StoredResponse{ID: id, KeyID: keyID}
+	if !StorableText(id) {
+		return r, ErrResponseNotFound
+	}
 	var created int64
 	var input, output, response string
 	err := s.db.QueryRowContext(ctx, `SELECT previous_id, model, created_us, input, output, response FROM responses
@@ -131,6 +137,9 @@ WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(&r.PreviousID, &r.Model
 
 func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {
 	p := s.d.placeholder
+	if !StorableText(id) {
+		return ErrResponseNotFound
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -154,6 +163,9 @@ func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {
 
 func (s *sqlStore) ResponseChain(ctx context.Context, keyID, id string) ([]StoredResponse, error) {
 	p := s.d.placeholder
+	if !StorableText(id) {
+		return nil, ErrResponseNotFound
+	}
 	rows, err := s.db.QueryContext(ctx, `WITH RECURSIVE chain(id, previous_id, depth) AS (
 	SELECT id, previous_id, 0 FROM responses WHERE id = `+p(1)+` AND key_id = `+p(2)+`
 	UNION ALL
@@ -188,6 +200,9 @@ ORDER BY c.depth DESC`, id, keyID, keyID, maxChain)
 }
 
 func (s *sqlStore) Item(ctx context.Context, keyID, itemID string) (json.RawMessage, error) {
+	if !StorableText(itemID) {
+		return nil, ErrResponseNotFound
+	}
 	var item string
 	err := s.db.QueryRowContext(ctx, `SELECT item FROM response_items WHERE key_id = `+s.d.placeholder(1)+
 		` AND item_id = `+s.d.placeholder(2), keyID, itemID).Scan(&item)

@@ -98,3 +98,27 @@ func TestResponseStore(t *testing.T) {
 		}
 	})
 }
+
+// TestResponseLookupUnstorableID: an id with a NUL byte or invalid UTF-8
+// is not found, on PostgreSQL too, where the query itself is refused (it
+// answered 503 "database unavailable", which SDKs retry forever).
+func TestResponseLookupUnstorableID(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		rs := s.(ResponseStore)
+		ctx := context.Background()
+		for _, id := range []string{"resp_\x00", "abc\xffdef", "x\x00y"} {
+			if _, err := rs.GetResponse(ctx, "alice", id); !errors.Is(err, ErrResponseNotFound) {
+				t.Errorf("GetResponse(%q): %v", id, err)
+			}
+			if err := rs.DeleteResponse(ctx, "alice", id); !errors.Is(err, ErrResponseNotFound) {
+				t.Errorf("DeleteResponse(%q): %v", id, err)
+			}
+			if _, err := rs.ResponseChain(ctx, "alice", id); !errors.Is(err, ErrResponseNotFound) {
+				t.Errorf("ResponseChain(%q): %v", id, err)
+			}
+			if _, err := rs.Item(ctx, "alice", id); !errors.Is(err, ErrResponseNotFound) {
+				t.Errorf("Item(%q): %v", id, err)
+			}
+		}
+	})
+}

@@ -112,7 +112,8 @@ async function overview() {
   const since = monthStart();
   const parts = [el('h2', {}, 'This month (UTC)')];
   const budgets = (me.budgets || []).map((b) => {
-    const pct = Math.min(100, (Number(b.spent) / Number(b.amount)) * 100 || 0);
+    // A budget of $0 admits no paid use: it is full from the start.
+    const pct = Number(b.amount) === 0 ? 100 : Math.min(100, (Number(b.spent) / Number(b.amount)) * 100 || 0);
     return el('div', { class: 'card' },
       el('div', {}, `${b.scope.replace('_', ' ')} budget, ${b.period}`),
       el('div', { class: 'big' }, `${dollars(b.spent)} of ${dollars(b.amount)}`),
@@ -180,7 +181,7 @@ async function keyBudgets() {
   return el('div', {}, el('h2', {}, 'Budgets'), table(['Key', 'Budget', 'Spent this period', 'Used'],
     withBudget.map((k) => {
       const s = spent[k.budget.period][k.id] || 0;
-      const pct = Math.round((s / Number(k.budget.amount)) * 100);
+      const pct = Number(k.budget.amount) === 0 ? 100 : Math.round((s / Number(k.budget.amount)) * 100);
       return [k.name + ' (' + k.id + ')', `${dollars(k.budget.amount)} ${k.budget.period}`, dollars(s), pct + '%'];
     }), [2, 3]));
 }
@@ -245,7 +246,7 @@ function editLimits(kind, obj, box, reload) {
   const form = el('form', { class: 'inline', id: 'edit-limits' },
     el('strong', {}, `Limits of ${obj.name}`),
     kind === 'key' ? field('e-models', 'Models (empty: all)', { value: (obj.models || []).join(', ') }) : '',
-    field('e-budget', 'Budget, USD (empty: none)', { type: 'number', min: 0, step: '0.01', value: obj.budget ? cents(obj.budget.amount) : '' }),
+    field('e-budget', 'Budget, USD (empty: none; 0: no paid use)', { type: 'number', min: 0, step: '0.01', value: obj.budget ? cents(obj.budget.amount) : '' }),
     el('div', {}, el('label', { for: 'e-period' }, 'Period'),
       el('select', { id: 'e-period' }, ['monthly', 'weekly', 'daily', 'total'].map((p) => el('option', { selected: obj.budget && obj.budget.period === p }, p)))),
     field('e-soft', 'Soft budget, USD', { type: 'number', min: 0, step: '0.01', value: cents(obj.soft_budget) }),
