@@ -39,7 +39,7 @@ func TestRedisCounter(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, took, err := r.Take(ctx, scope, window, 10, 0); err != nil {
+			if _, _, took, err := r.Take(ctx, scope, window, 10, 0, 0); err != nil {
 				t.Error(err)
 			} else if took {
 				ok.Add(1)
@@ -50,29 +50,32 @@ func TestRedisCounter(t *testing.T) {
 	if ok.Load() != 10 {
 		t.Errorf("%d of 40 concurrent takes passed an rpm of 10", ok.Load())
 	}
-	if err := r.AddTokens(ctx, scope+"t", window, 500); err != nil {
+	if _, _, took, err := r.Take(ctx, scope+"t", window, 0, 500, 100); err != nil || !took {
+		t.Fatalf("first take: %v %v", took, err)
+	}
+	if err := r.AddTokens(ctx, scope+"t", window, 400, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, toks, took, err := r.Take(ctx, scope+"t", window, 0, 500); err != nil || took || toks != 500 {
+	if _, toks, took, err := r.Take(ctx, scope+"t", window, 0, 500, 1); err != nil || took || toks != 500 {
 		t.Errorf("tpm reached: took %v, tokens %d, %v", took, toks, err)
 	}
-	if a, _ := r.Acquire(ctx, scope, 1); !a {
+	if a, _ := r.Acquire(ctx, scope, "a", 1, time.Minute); !a {
 		t.Fatal("first slot refused")
 	}
-	if a, _ := r.Acquire(ctx, scope, 1); a {
+	if a, _ := r.Acquire(ctx, scope, "b", 1, time.Minute); a {
 		t.Error("second slot of one given")
 	}
-	if err := r.Release(ctx, scope); err != nil {
+	if err := r.Release(ctx, scope, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := r.Acquire(ctx, scope, 1); !a {
+	if a, _ := r.Acquire(ctx, scope, "b", 1, time.Minute); !a {
 		t.Error("slot not given back")
 	}
 	// A server that forgot the scripts (restart, SCRIPT FLUSH) gets them again.
 	if _, err := r.do(ctx, "SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := r.Take(ctx, scope+"f", window, 5, 0); err != nil {
+	if _, _, _, err := r.Take(ctx, scope+"f", window, 5, 0, 0); err != nil {
 		t.Errorf("after SCRIPT FLUSH: %v", err)
 	}
 }
