@@ -83,7 +83,7 @@ func TestTPMHoldsUnderConcurrency(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{Gap: 400 * time.Millisecond})
 	_, a, b := sharedLimits(t, u, "")
 	key := createKey(t, a, `{"name":"tpm","tpm":10000}`).Value
-	waitStatus(t, b, key, "echo", 200) // b knows the key
+	waitStatus(t, b, key, "echo", 200)    // b knows the key
 	if s := time.Now().Second(); s > 45 { // the check above may have crossed into a late second
 		time.Sleep(time.Duration(61-s) * time.Second)
 	}
