@@ -173,11 +173,13 @@ func TestSlotsOfAKilledInstanceComeBack(t *testing.T) {
 	}
 }
 
-// TestSlotsComeBackAfterARedisStall: streams end while Redis is paused,
-// so their releases time out; they are retried when Redis answers, and
-// the slots are back long before the ten-minute lease.
+// TestSlotsComeBackAfterARedisStall: streams end while Redis is paused
+// for longer than a release waits (2 s), so their releases time out; they
+// are retried when Redis answers, and the slots are back long before the
+// ten-minute lease (they used to stay taken until the key idled ten
+// minutes).
 func TestSlotsComeBackAfterARedisStall(t *testing.T) {
-	u := startUpstreams(t, fakes.Options{Gap: 300 * time.Millisecond})
+	u := startUpstreams(t, fakes.Options{Gap: 200 * time.Millisecond})
 	redisURL, a, b := sharedLimits(t, u, "")
 	k := createKey(t, a, `{"name":"stall","max_parallel":4}`)
 	waitStatus(t, b, k.Value, "echo", 200)
@@ -191,8 +193,8 @@ func TestSlotsComeBackAfterARedisStall(t *testing.T) {
 			s, end := openStream(t, a, k.Value, body)
 			started <- s
 			if s == 200 {
-				// Read to the end: the stream finishes during the pause.
-				time.Sleep(3 * time.Second)
+				// The stream finishes (in about a second) during the pause.
+				time.Sleep(4 * time.Second)
 			}
 			end()
 		}()
@@ -202,7 +204,7 @@ func TestSlotsComeBackAfterARedisStall(t *testing.T) {
 			t.Fatalf("stream %d: %d", i, s)
 		}
 	}
-	redisCLI(t, redisURL, "CLIENT", "PAUSE", "3000", "ALL")
+	redisCLI(t, redisURL, "CLIENT", "PAUSE", "5000", "ALL")
 	wg.Wait()
 	leases := "modelgate:rl:key:" + k.ID + ":leases"
 	deadline := time.Now().Add(30 * time.Second)
