@@ -400,25 +400,31 @@ func (h *RateHold) Release(tokens int64) {
 	}
 	scopes := h.scopes
 	h.mu.Unlock()
-	var ops []rateOp
+	var buf [4]rateOp // two scopes, a release and a settlement each
+	ops, shared := buf[:0], false
 	for _, s := range scopes {
 		if s.held {
 			ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: h.lease, until: time.Now().Add(h.rl.lease)})
+			shared = shared || s.slots != RateCounter(h.rl.local)
 		}
 		if s.took && s.tpm > 0 && tokens != s.reserved {
 			// A window key lives two minutes past its last request.
 			ops = append(ops, rateOp{c: s.counts, scope: s.name, lease: h.lease, settle: true,
 				window: s.window, delta: max(0, tokens) - s.reserved, until: time.Now().Add(3 * time.Minute)})
+			shared = shared || s.counts != RateCounter(h.rl.local)
 		}
 	}
+	ctx := context.Background()
+	if shared {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+	}
 	for i, op := range ops {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := op.run(ctx)
-		cancel()
-		if err != nil {
+		if err := op.run(ctx); err != nil {
 			// The counter is stalled: the rest would wait on it too.
 			h.rl.failed(err)
-			h.rl.retryLater(ops[i:])
+			h.rl.retryLater(append([]rateOp(nil), ops[i:]...))
 			return
 		}
 	}
