@@ -294,6 +294,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 				return nil, rateRefusal(s, "requests in progress", s.par, 1)
 			}
 			s.slots, s.held = c, true
+			sharedOK = sharedOK || c == rl.shared
 		}
 		if s.rpm == 0 && s.tpm == 0 {
 			continue
@@ -329,7 +330,9 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		if scopes[i].held {
 			// A request that outlives half a lease renews it, so the
 			// expiry only ever takes the slot of a request that is gone.
+			hold.mu.Lock()
 			hold.renew = time.AfterFunc(rl.lease/2, hold.renewLeases)
+			hold.mu.Unlock()
 			break
 		}
 	}
