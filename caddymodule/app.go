@@ -490,6 +490,20 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			default:
 				return nil, d.Err("limits: want `limits redis <url>` (shared by every instance) or `limits local`")
 			}
+			for inner := d.Nesting(); d.NextBlock(inner); {
+				if d.Val() != "slot_lease" {
+					return nil, d.Errf("limits: unknown option %q; want slot_lease <duration>", d.Val())
+				}
+				var v string
+				if !d.AllArgs(&v) {
+					return nil, d.ArgErr()
+				}
+				dur, err := caddy.ParseDuration(v)
+				if err != nil || dur < time.Second {
+					return nil, d.Errf("limits slot_lease: %q is not a duration of at least 1s (e.g. 10m)", v)
+				}
+				a.Limits.SlotLease = caddy.Duration(dur)
+			}
 		case "response_retention":
 			var s string
 			if !d.AllArgs(&s) {

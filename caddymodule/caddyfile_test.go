@@ -184,6 +184,9 @@ func TestAppOption(t *testing.T) {
 		{input: "modelgate {\nledger mysql x\n}", wantErr: `unknown store "mysql"`},
 		{input: "modelgate {\nledger\n}", wantErr: "ledger: want"},
 		{input: "modelgate {\nqueue_size 0\n}", wantErr: "queue_size"},
+		{input: "modelgate {\nlimits redis {env.REDIS_URL} {\nslot_lease 90s\n}\n}", wantJSON: `{"limits":{"driver":"redis","url":"{env.REDIS_URL}","slot_lease":90000000000}}`},
+		{input: "modelgate {\nlimits local {\nslot_lease 500ms\n}\n}", wantErr: "at least 1s"},
+		{input: "modelgate {\nlimits local {\nlease 5m\n}\n}", wantErr: `unknown option "lease"`},
 	} {
 		v, err := parseAppOption(caddyfile.NewTestDispenser(tc.input), nil)
 		if tc.wantErr != "" {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -17,6 +18,11 @@ type LimitsBackend struct {
 	// URL is the Redis URL; placeholders such as {env.REDIS_URL} are
 	// expanded.
 	URL string `json:"url,omitempty"`
+	// SlotLease is how long a max_parallel slot outlives the last sign of
+	// its request (an instance that crashed, a release Redis never got);
+	// a running request renews its lease every half lease. Default: 10m,
+	// the default upstream timeout.
+	SlotLease caddy.Duration `json:"slot_lease,omitempty"`
 }
 
 // provisionRates sets up where rate limits are counted: in this process,
@@ -26,8 +32,15 @@ func (a *App) provisionRates() error {
 	warn := func(err error) {
 		logger.Warn("the shared rate-limit counter failed; limiting per process until it answers", zap.Error(err))
 	}
+	var lease time.Duration
+	if a.Limits != nil {
+		lease = time.Duration(a.Limits.SlotLease)
+	}
+	if lease != 0 && lease < time.Second {
+		return fmt.Errorf("limits slot_lease: %v is shorter than 1s", lease)
+	}
 	if a.Limits == nil || a.Limits.Driver == "local" || a.Limits.Driver == "" {
-		a.rates = handlers.NewRateLimits(nil, nil, warn)
+		a.rates = handlers.NewRateLimits(nil, lease, nil, warn)
 		return nil
 	}
 	if a.Limits.Driver != "redis" {
@@ -41,6 +54,6 @@ func (a *App) provisionRates() error {
 	if err != nil {
 		return err
 	}
-	a.rates = handlers.NewRateLimits(r, nil, warn)
+	a.rates = handlers.NewRateLimits(r, lease, nil, warn)
 	return nil
 }

@@ -104,6 +104,16 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 		})); err != nil {
 		return nil, err
 	}
+	if _, err := register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "modelgate", Name: "rate_limit_pending_releases",
+		Help: "Slot releases and tpm settlements the shared counter (Redis) did not take, being retried in the background."},
+		func() float64 {
+			if r := app.Rates(); r != nil {
+				return float64(r.Retrying.Load())
+			}
+			return 0
+		})); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -18,41 +20,72 @@ import (
 // shared RateCounter (Redis, when `limits redis` is set) so every
 // instance sees one count, else in this process; a shared counter that
 // fails leaves the process's own counts in force until it answers again.
+//
+// A request reserves its bounded token estimate in the current window as
+// it is admitted, so concurrent requests cannot pass a tpm between them,
+// and settles to its real count when it ends, in the window it reserved
+// in. A request in progress holds a lease on a max_parallel slot: renewed
+// while it runs, released when it ends, and expiring by itself when its
+// holder is gone, so a crashed instance or a lost release costs a busy
+// key its capacity for at most one lease.
 
 // RateCounter counts one-minute windows and requests in progress per
 // scope. Implementations are safe for concurrent use.
 type RateCounter interface {
-	// Take adds one request to scope's window starting at window (Unix
-	// seconds) unless it already holds rpm requests or tpm tokens (0: no
+	// Take adds one request and reserve tokens to scope's window starting
+	// at window (Unix seconds) unless the window already holds rpm
+	// requests or the reservation would take its tokens past tpm (0: no
 	// limit), and returns the window's counts.
-	Take(ctx context.Context, scope string, window, rpm, tpm int64) (reqs, tokens int64, ok bool, err error)
-	// AddTokens counts a finished request's tokens in its window.
-	AddTokens(ctx context.Context, scope string, window, n int64) error
-	// Acquire takes one of scope's max slots for a request in progress.
-	Acquire(ctx context.Context, scope string, max int64) (ok bool, err error)
-	Release(ctx context.Context, scope string) error
+	Take(ctx context.Context, scope string, window, rpm, tpm, reserve int64) (reqs, tokens int64, ok bool, err error)
+	// AddTokens settles a finished request in the window it reserved in:
+	// n is its real count less its reservation, negative when it used
+	// less; the window's count never falls below zero, and a window that
+	// has ended is left alone. A non-empty id makes a retried settlement
+	// count once.
+	AddTokens(ctx context.Context, scope string, window, n int64, id string) error
+	// Acquire takes one of scope's max slots for the request holding
+	// lease, until it is released or ttl passes without a renewal.
+	Acquire(ctx context.Context, scope, lease string, max int64, ttl time.Duration) (ok bool, err error)
+	// Renew holds lease's slot for ttl more.
+	Renew(ctx context.Context, scope, lease string, ttl time.Duration) error
+	// Release gives lease's slot back; releasing twice is releasing once.
+	Release(ctx context.Context, scope, lease string) error
 }
 
-// LocalRates is the per-process RateCounter.
+// DefaultSlotLease is how long a max_parallel slot outlives the last sign
+// of its request: the longest a non-streaming upstream call may take by
+// default. A running request renews its lease every half lease.
+const DefaultSlotLease = 10 * time.Minute
+
+// LocalRates is the per-process RateCounter. Its leases expire like the
+// shared counter's, so both keep one meaning; within one process a
+// release is never lost, so settlement ids are not kept.
 type LocalRates struct {
-	mu sync.Mutex
-	m  map[string]*rateWindow
+	mu  sync.Mutex
+	m   map[string]*rateWindow
+	now func() time.Time
 }
 
 type rateWindow struct {
-	start, reqs, tokens, inflight int64
+	start, reqs, tokens int64
+	leases              map[string]time.Time // lease → deadline
 }
 
 // NewLocalRates returns an empty per-process counter.
-func NewLocalRates() *LocalRates { return &LocalRates{m: map[string]*rateWindow{}} }
+func NewLocalRates() *LocalRates { return newLocalRates(time.Now) }
 
-func (l *LocalRates) get(scope string, window int64) *rateWindow {
+func newLocalRates(now func() time.Time) *LocalRates {
+	return &LocalRates{m: map[string]*rateWindow{}, now: now}
+}
+
+// scope returns scope's counts, adding them if missing.
+func (l *LocalRates) scope(scope string, window int64) *rateWindow {
 	w, ok := l.m[scope]
 	if !ok {
 		if len(l.m) > 100000 {
 			// Drop idle scopes so a churn of keys cannot grow the map.
 			for k, v := range l.m {
-				if v.inflight == 0 && v.start < window {
+				if len(v.leases) == 0 && v.start < window {
 					delete(l.m, k)
 				}
 			}
@@ -60,52 +93,72 @@ func (l *LocalRates) get(scope string, window int64) *rateWindow {
 		w = &rateWindow{start: window}
 		l.m[scope] = w
 	}
-	if w.start != window {
-		w.start, w.reqs, w.tokens = window, 0, 0
-	}
 	return w
 }
 
-func (l *LocalRates) Take(_ context.Context, scope string, window, rpm, tpm int64) (int64, int64, bool, error) {
+func (l *LocalRates) Take(_ context.Context, scope string, window, rpm, tpm, reserve int64) (int64, int64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.get(scope, window)
-	if (rpm > 0 && w.reqs >= rpm) || (tpm > 0 && w.tokens >= tpm) {
+	w := l.scope(scope, window)
+	if w.start != window {
+		w.start, w.reqs, w.tokens = window, 0, 0
+	}
+	reserve = max(0, reserve)
+	if (rpm > 0 && w.reqs >= rpm) || (tpm > 0 && w.tokens+reserve > tpm) {
 		return w.reqs, w.tokens, false, nil
 	}
 	w.reqs++
+	w.tokens += reserve
 	return w.reqs, w.tokens, true, nil
 }
 
-func (l *LocalRates) AddTokens(_ context.Context, scope string, window, n int64) error {
+func (l *LocalRates) AddTokens(_ context.Context, scope string, window, n int64, _ string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w := l.get(scope, window); n > 0 {
-		w.tokens += n
+	// A window that has ended keeps nothing to settle: touching it would
+	// reset the current window's counts.
+	if w, ok := l.m[scope]; ok && w.start == window {
+		w.tokens = max(0, w.tokens+n)
 	}
 	return nil
 }
 
-func (l *LocalRates) Acquire(_ context.Context, scope string, max int64) (bool, error) {
+func (l *LocalRates) Acquire(_ context.Context, scope, lease string, max int64, ttl time.Duration) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w, ok := l.m[scope]
-	if !ok {
-		w = &rateWindow{}
-		l.m[scope] = w
+	now := l.now()
+	w := l.scope(scope, 0)
+	for k, deadline := range w.leases {
+		if !deadline.After(now) {
+			delete(w.leases, k)
+		}
 	}
-	if w.inflight >= max {
+	if int64(len(w.leases)) >= max {
 		return false, nil
 	}
-	w.inflight++
+	if w.leases == nil {
+		w.leases = map[string]time.Time{}
+	}
+	w.leases[lease] = now.Add(ttl)
 	return true, nil
 }
 
-func (l *LocalRates) Release(_ context.Context, scope string) error {
+func (l *LocalRates) Renew(_ context.Context, scope, lease string, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w, ok := l.m[scope]; ok && w.inflight > 0 {
-		w.inflight--
+	w := l.scope(scope, 0)
+	if w.leases == nil {
+		w.leases = map[string]time.Time{}
+	}
+	w.leases[lease] = l.now().Add(ttl)
+	return nil
+}
+
+func (l *LocalRates) Release(_ context.Context, scope, lease string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.m[scope]; ok {
+		delete(w.leases, lease)
 	}
 	return nil
 }
@@ -115,6 +168,7 @@ type RateLimits struct {
 	local  *LocalRates
 	shared RateCounter // nil: per process
 	now    func() time.Time
+	lease  time.Duration
 	// Degraded counts requests limited per process because the shared
 	// counter failed; warn is called once per outage.
 	Degraded atomic.Int64
@@ -122,17 +176,31 @@ type RateLimits struct {
 	// locally until then rather than wait on it for every request.
 	downUntil atomic.Int64
 	warn      func(error)
+	// Lease ids are this instance's random prefix and a sequence number:
+	// unique across instances without a random read per request.
+	instance string
+	seq      atomic.Uint64
+	// Retrying counts releases and settlements waiting in the background
+	// for the shared counter to answer again.
+	Retrying atomic.Int64
 }
 
 // retryShared is how long a failed shared counter is left alone.
 const retryShared = 5 * time.Second
 
-// NewRateLimits counts in shared when it is not nil, else per process.
-func NewRateLimits(shared RateCounter, now func() time.Time, warn func(error)) *RateLimits {
+// NewRateLimits counts in shared when it is not nil, else per process. A
+// max_parallel slot is leased for lease (0: DefaultSlotLease).
+func NewRateLimits(shared RateCounter, lease time.Duration, now func() time.Time, warn func(error)) *RateLimits {
 	if now == nil {
 		now = time.Now
 	}
-	return &RateLimits{local: NewLocalRates(), shared: shared, now: now, warn: warn}
+	if lease <= 0 {
+		lease = DefaultSlotLease
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &RateLimits{local: newLocalRates(now), shared: shared, now: now, lease: lease, warn: warn,
+		instance: hex.EncodeToString(b[:])}
 }
 
 // counter is the shared counter, or the local one while it is failing.
@@ -160,21 +228,29 @@ func (rl *RateLimits) failed(err error) {
 type rateScope struct {
 	name, label     string
 	rpm, tpm, par   int64
-	reqs, tokens    int64 // counts after Take, for headers
-	held            bool  // a parallel slot was taken
-	counterUsed     RateCounter
+	reqs, tokens    int64       // counts after Take, for headers
+	slots, counts   RateCounter // where the slot and the window were counted
+	held, took      bool        // a slot was leased; the window counted the request
+	reserved        int64       // tokens reserved in the window
 	window, resetAt int64
 }
 
 // RateHold is what an admitted request gives back when it ends.
 type RateHold struct {
 	rl     *RateLimits
+	lease  string // the request's lease and settlement id
 	scopes []rateScope
+
+	mu    sync.Mutex
+	renew *time.Timer // nil: no slot held
+	done  bool
 }
 
 // Admit takes the request against the key's and the workspace's limits,
-// setting the caller's rate-limit headers on h; a refusal is an *APIError.
-func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, cf providers.Format, h http.Header) (*RateHold, *providers.APIError) {
+// reserving reserve tokens (its bounded estimate) in each tpm window and
+// setting the caller's rate-limit headers on h; a refusal is an
+// *APIError.
+func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, cf providers.Format, h http.Header, reserve int64) (*RateHold, *providers.APIError) {
 	if rl == nil || id == nil {
 		return nil, nil
 	}
@@ -188,41 +264,52 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 	if len(scopes) == 0 {
 		return nil, nil
 	}
+	reserve = max(0, reserve)
+	for i := range scopes {
+		// No window would ever admit it: say so now, not after a minute.
+		if s := &scopes[i]; s.tpm > 0 && reserve > s.tpm {
+			return nil, tooLargeRefusal(s, reserve)
+		}
+	}
 	now := rl.now()
 	window := now.Unix() / 60 * 60
-	hold := &RateHold{rl: rl}
+	hold := &RateHold{rl: rl, lease: rl.instance + "-" + strconv.FormatUint(rl.seq.Add(1), 36), scopes: scopes}
 	sharedOK := false
 	for i := range scopes {
 		s := &scopes[i]
 		s.window, s.resetAt = window, window+60
 		c := rl.counter()
 		if s.par > 0 {
-			ok, err := c.Acquire(ctx, s.name, s.par)
+			ok, err := c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
 			if err != nil {
 				rl.failed(err)
+				// The script may have run before the answer was lost:
+				// give the lease back once the counter answers again.
+				rl.retryLater([]rateOp{{c: c, scope: s.name, lease: hold.lease, until: time.Now().Add(rl.lease)}})
 				c = rl.local
-				ok, _ = c.Acquire(ctx, s.name, s.par)
+				ok, _ = c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
 			}
 			if !ok {
 				hold.Release(0)
-				return nil, rateRefusal(s, "requests in progress", s.par, 1, cf)
+				return nil, rateRefusal(s, "requests in progress", s.par, 1)
 			}
-			s.held = true
+			s.slots, s.held = c, true
+			sharedOK = sharedOK || c == rl.shared
 		}
-		s.counterUsed = c
-		hold.scopes = append(hold.scopes, *s)
 		if s.rpm == 0 && s.tpm == 0 {
 			continue
 		}
-		reqs, tokens, ok, err := c.Take(ctx, s.name, window, s.rpm, s.tpm)
+		var r int64
+		if s.tpm > 0 {
+			r = reserve
+		}
+		reqs, tokens, ok, err := c.Take(ctx, s.name, window, s.rpm, s.tpm, r)
 		if err != nil {
 			rl.failed(err)
 			c = rl.local
-			hold.scopes[len(hold.scopes)-1].counterUsed = c
-			reqs, tokens, ok, _ = c.Take(ctx, s.name, window, s.rpm, s.tpm)
+			reqs, tokens, ok, _ = c.Take(ctx, s.name, window, s.rpm, s.tpm, r)
 		}
 		s.reqs, s.tokens = reqs, tokens
-		hold.scopes[len(hold.scopes)-1].reqs, hold.scopes[len(hold.scopes)-1].tokens = reqs, tokens
 		sharedOK = sharedOK || (err == nil && c == rl.shared)
 		if !ok {
 			hold.Release(0)
@@ -231,37 +318,146 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 				what, limit = "tokens per minute", s.tpm
 			}
 			setRateHeaders(h, s, cf, now)
-			return nil, rateRefusal(s, what, limit, max(1, s.resetAt-now.Unix()), cf)
+			return nil, rateRefusal(s, what, limit, max(1, s.resetAt-now.Unix()))
 		}
+		s.counts, s.took, s.reserved = c, true, r
 	}
 	if sharedOK && rl.downUntil.Load() != 0 {
 		// The shared counter answers again: the next outage warns anew.
 		rl.downUntil.Store(0)
 	}
+	for i := range scopes {
+		if scopes[i].held {
+			// A request that outlives half a lease renews it, so the
+			// expiry only ever takes the slot of a request that is gone.
+			hold.mu.Lock()
+			hold.renew = time.AfterFunc(rl.lease/2, hold.renewLeases)
+			hold.mu.Unlock()
+			break
+		}
+	}
 	setRateHeaders(h, &scopes[0], cf, now)
 	return hold, nil
 }
 
-// Release gives back the request's parallel slots and counts its tokens.
+// renewLeases extends the request's slots by a lease, then again every
+// half lease until Release. A renewal the counter misses is tried at the
+// next one; the lease has half its length to spare.
+func (h *RateHold) renewLeases() {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		return
+	}
+	scopes := h.scopes
+	h.mu.Unlock()
+	for _, s := range scopes {
+		if !s.held {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := s.slots.Renew(ctx, s.name, h.lease, h.rl.lease); err != nil {
+			h.rl.failed(err)
+		}
+		cancel()
+	}
+	h.mu.Lock()
+	if !h.done {
+		h.renew.Reset(h.rl.lease / 2)
+	}
+	h.mu.Unlock()
+}
+
+// rateOp is a release or a settlement owed to a counter.
+type rateOp struct {
+	c             RateCounter
+	scope, lease  string
+	settle        bool
+	window, delta int64
+	until         time.Time // past this the debt has expired with its lease or window
+}
+
+func (o rateOp) run(ctx context.Context) error {
+	if o.settle {
+		return o.c.AddTokens(ctx, o.scope, o.window, o.delta, o.lease)
+	}
+	return o.c.Release(ctx, o.scope, o.lease)
+}
+
+// Release gives back the request's slots and settles each tpm window to
+// the request's real token count. What the counter does not take now (a
+// stalled Redis) is retried in the background until it would have
+// expired anyway.
 func (h *RateHold) Release(tokens int64) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, s := range h.scopes {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		return
+	}
+	h.done = true
+	if h.renew != nil {
+		h.renew.Stop()
+	}
+	scopes := h.scopes
+	h.mu.Unlock()
+	var buf [4]rateOp // two scopes, a release and a settlement each
+	ops, shared := buf[:0], false
+	for _, s := range scopes {
 		if s.held {
-			if err := s.counterUsed.Release(ctx, s.name); err != nil {
-				h.rl.failed(err)
-			}
+			ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: h.lease, until: time.Now().Add(h.rl.lease)})
+			shared = shared || s.slots != RateCounter(h.rl.local)
 		}
-		if tokens > 0 && s.tpm > 0 {
-			if err := s.counterUsed.AddTokens(ctx, s.name, s.window, tokens); err != nil {
-				h.rl.failed(err)
-			}
+		if s.took && s.tpm > 0 && tokens != s.reserved {
+			// A window key lives two minutes past its last request.
+			ops = append(ops, rateOp{c: s.counts, scope: s.name, lease: h.lease, settle: true,
+				window: s.window, delta: max(0, tokens) - s.reserved, until: time.Now().Add(3 * time.Minute)})
+			shared = shared || s.counts != RateCounter(h.rl.local)
 		}
 	}
-	h.scopes = nil
+	ctx := context.Background()
+	if shared {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+	}
+	for i, op := range ops {
+		if err := op.run(ctx); err != nil {
+			// The counter is stalled: the rest would wait on it too.
+			h.rl.failed(err)
+			h.rl.retryLater(append([]rateOp(nil), ops[i:]...))
+			return
+		}
+	}
+}
+
+// retryLater runs ops in the background, backing off from a quarter
+// second to five, dropping each once it has expired. Releases are
+// idempotent and settlements carry their id, so an op whose first answer
+// was lost but which did run counts once.
+func (rl *RateLimits) retryLater(ops []rateOp) {
+	rl.Retrying.Add(int64(len(ops)))
+	go func() {
+		wait := 250 * time.Millisecond
+		for len(ops) > 0 {
+			time.Sleep(wait)
+			wait = min(2*wait, 5*time.Second)
+			left := ops[:0]
+			for _, op := range ops {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				err := op.run(ctx)
+				cancel()
+				if err != nil && time.Now().Before(op.until) {
+					left = append(left, op)
+					continue
+				}
+				rl.Retrying.Add(-1)
+			}
+			ops = left
+		}
+	}()
 }
 
 // setRateHeaders writes the caller's family of rate-limit headers for the
@@ -298,7 +494,7 @@ func setRateHeaders(h http.Header, s *rateScope, cf providers.Format, now time.T
 }
 
 // rateRefusal is a 429 a client may retry after the window (≤ 60 s).
-func rateRefusal(s *rateScope, what string, limit, waitSeconds int64, cf providers.Format) *providers.APIError {
+func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *providers.APIError {
 	typ := "requests"
 	if what == "tokens per minute" {
 		typ = "tokens"
@@ -306,4 +502,11 @@ func rateRefusal(s *rateScope, what string, limit, waitSeconds int64, cf provide
 	return &providers.APIError{Status: http.StatusTooManyRequests, Type: typ, Code: "rate_limit_exceeded",
 		RetryAfter: strconv.FormatInt(min(max(waitSeconds, 1), 60), 10),
 		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label, limit, what, min(max(waitSeconds, 1), 60))}
+}
+
+// tooLargeRefusal is the 429 of a request whose estimate alone exceeds a
+// tpm: no window would admit it, so clients are told not to retry it.
+func tooLargeRefusal(s *rateScope, reserve int64) *providers.APIError {
+	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded", NoRetry: true,
+		Message: fmt.Sprintf("request too large for %s: it may use up to %d tokens (input bytes plus the output bound times the choices), more than the limit of %d tokens per minute; lower max_tokens or send less", s.label, reserve, s.tpm)}
 }

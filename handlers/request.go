@@ -48,7 +48,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		}
 		rec.Ticket = hold.Ticket()
 		defer func() { hold.Settle(rec.CostPicoUSD) }()
-		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header())
+		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header(), est.tokens)
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return

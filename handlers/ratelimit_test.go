@@ -1,0 +1,301 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// fakeClock is a settable time for the limits' windows and leases.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newFakeClock() *fakeClock {
+	// Early in a minute, so a test's requests share one window.
+	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 1, 0, time.UTC)}
+}
+
+func admit(rl *RateLimits, id *Identity, reserve int64) (*RateHold, http.Header, *providers.APIError) {
+	h := http.Header{}
+	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, h, reserve)
+	return hold, h, refusal
+}
+
+// TestTPMReservesEachRequestsEstimate: concurrent requests each reserve
+// their bound, so 30 requests that may use 5000 tokens each pass a tpm of
+// 10000 two at a time, not all at once as when only finished requests
+// counted.
+func TestTPMReservesEachRequestsEstimate(t *testing.T) {
+	rl := NewRateLimits(nil, 0, newFakeClock().now, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{TPM: 10000}}
+	var admitted atomic.Int64
+	var holds sync.Map
+	var wg sync.WaitGroup
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hold, _, refusal := admit(rl, id, 5000)
+			if refusal == nil {
+				admitted.Add(1)
+				holds.Store(hold, true)
+			} else if refusal.Status != 429 || !strings.Contains(refusal.Message, "10000 tokens per minute") || refusal.NoRetry {
+				t.Errorf("refusal: %+v", refusal)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 2 {
+		t.Fatalf("%d of 30 requests of 5000 tokens passed a tpm of 10000", admitted.Load())
+	}
+	// Each settles to its real use: 100 tokens each leaves 9800.
+	holds.Range(func(k, _ any) bool { k.(*RateHold).Release(100); return true })
+	hold, h, refusal := admit(rl, id, 5000)
+	if refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "4800" {
+		t.Fatalf("after settling: %v remaining %q", refusal, h.Get("X-Ratelimit-Remaining-Tokens"))
+	}
+	if _, _, refusal := admit(rl, id, 4801); refusal == nil {
+		t.Error("a reservation past the tpm admitted")
+	}
+	hold.Release(0)
+	if _, h, refusal := admit(rl, id, 9800); refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "0" {
+		t.Errorf("a request that used nothing settles to nothing: %v %q", refusal, h.Get("X-Ratelimit-Remaining-Tokens"))
+	}
+}
+
+// TestTPMRefusesARequestLargerThanTheLimit: no window would ever admit
+// it, so the 429 says so and tells clients not to retry.
+func TestTPMRefusesARequestLargerThanTheLimit(t *testing.T) {
+	rl := NewRateLimits(nil, 0, newFakeClock().now, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{TPM: 10000}}
+	_, _, refusal := admit(rl, id, 10001)
+	if refusal == nil || refusal.Status != 429 || !refusal.NoRetry || refusal.RetryAfter != "" ||
+		!strings.Contains(refusal.Message, "request too large for api key k") || !strings.Contains(refusal.Message, "10000 tokens per minute") {
+		t.Fatalf("%+v", refusal)
+	}
+	if _, _, refusal := admit(rl, id, 10000); refusal != nil {
+		t.Errorf("a request of exactly the tpm: %v", refusal)
+	}
+}
+
+// TestTPMSettlesInTheWindowItReservedIn: a request admitted in one minute
+// and finished in the next settles in its own window and leaves the new
+// one's counts alone (the per-process counter used to reset them).
+func TestTPMSettlesInTheWindowItReservedIn(t *testing.T) {
+	clock := newFakeClock()
+	rl := NewRateLimits(nil, 0, clock.now, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{RPM: 3, TPM: 10000}}
+	old, _, _ := admit(rl, id, 5000)
+	clock.add(time.Minute)
+	if _, _, refusal := admit(rl, id, 4000); refusal != nil {
+		t.Fatal(refusal)
+	}
+	old.Release(9000)
+	_, h, refusal := admit(rl, id, 1000)
+	if refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "5000" || h.Get("X-Ratelimit-Remaining-Requests") != "1" {
+		t.Errorf("the new window after the old one settled: %v tokens %q requests %q", refusal,
+			h.Get("X-Ratelimit-Remaining-Tokens"), h.Get("X-Ratelimit-Remaining-Requests"))
+	}
+}
+
+// TestSlotLeaseExpiresWhileTheKeyStaysBusy: slots whose release never
+// comes (an instance that died) come back within a lease even though
+// other requests keep using the key.
+func TestSlotLeaseExpiresWhileTheKeyStaysBusy(t *testing.T) {
+	clock := newFakeClock()
+	rl := NewRateLimits(nil, time.Minute, clock.now, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 3}}
+	for i := 0; i < 2; i++ {
+		if _, _, refusal := admit(rl, id, 0); refusal != nil { // never released
+			t.Fatal(refusal)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		clock.add(10 * time.Second)
+		hold, _, refusal := admit(rl, id, 0)
+		if refusal != nil {
+			t.Fatal(refusal)
+		}
+		if _, _, refusal := admit(rl, id, 0); refusal == nil {
+			t.Fatalf("round %d: a fourth slot of three", i)
+		}
+		hold.Release(0)
+	}
+	clock.add(11 * time.Second)
+	for i := 0; i < 3; i++ {
+		if _, _, refusal := admit(rl, id, 0); refusal != nil {
+			t.Fatalf("slot %d after the lost leases expired: %v", i, refusal)
+		}
+	}
+}
+
+// TestSlotLeaseRenewedWhileTheRequestRuns: a request longer than the
+// lease keeps its slot.
+func TestSlotLeaseRenewedWhileTheRequestRuns(t *testing.T) {
+	clock := newFakeClock()
+	rl := NewRateLimits(nil, time.Minute, clock.now, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 1}}
+	hold, _, _ := admit(rl, id, 0)
+	defer hold.Release(0)
+	for i := 0; i < 4; i++ {
+		clock.add(30 * time.Second)
+		hold.renewLeases() // what its timer does every half lease
+	}
+	clock.add(50 * time.Second)
+	if _, _, refusal := admit(rl, id, 0); refusal == nil {
+		t.Error("a running request's slot given to another")
+	}
+}
+
+// stallingCounter is a shared counter that fails while stalled; with
+// applied set, a failing call still takes effect, as when Redis ran a
+// script whose answer was lost.
+type stallingCounter struct {
+	*LocalRates
+	stalled, applied atomic.Bool
+	calls            atomic.Int64
+}
+
+var errStalled = errors.New("i/o timeout")
+
+func (s *stallingCounter) fail(do func() error) error {
+	s.calls.Add(1)
+	if !s.stalled.Load() {
+		return do()
+	}
+	if s.applied.Load() {
+		_ = do()
+	}
+	return errStalled
+}
+
+func (s *stallingCounter) Take(ctx context.Context, scope string, window, rpm, tpm, reserve int64) (r, t int64, ok bool, err error) {
+	err = s.fail(func() error { r, t, ok, _ = s.LocalRates.Take(ctx, scope, window, rpm, tpm, reserve); return nil })
+	return r, t, ok, err
+}
+
+func (s *stallingCounter) AddTokens(ctx context.Context, scope string, window, n int64, id string) error {
+	return s.fail(func() error { return s.LocalRates.AddTokens(ctx, scope, window, n, id) })
+}
+
+func (s *stallingCounter) Acquire(ctx context.Context, scope, lease string, max int64, ttl time.Duration) (ok bool, err error) {
+	err = s.fail(func() error { ok, _ = s.LocalRates.Acquire(ctx, scope, lease, max, ttl); return nil })
+	return ok, err
+}
+
+func (s *stallingCounter) Release(ctx context.Context, scope, lease string) error {
+	return s.fail(func() error { return s.LocalRates.Release(ctx, scope, lease) })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 10 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLostReleaseIsRetried: releases the shared counter did not take
+// during a stall are retried when it answers again, long before their
+// leases expire.
+func TestLostReleaseIsRetried(t *testing.T) {
+	shared := &stallingCounter{LocalRates: NewLocalRates()}
+	warned := make(chan error, 1)
+	rl := NewRateLimits(shared, time.Hour, nil, func(err error) { warned <- err })
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 2}}
+	var holds []*RateHold
+	for i := 0; i < 2; i++ {
+		hold, _, refusal := admit(rl, id, 0)
+		if refusal != nil {
+			t.Fatal(refusal)
+		}
+		holds = append(holds, hold)
+	}
+	shared.stalled.Store(true)
+	for _, h := range holds {
+		h.Release(0)
+	}
+	if rl.Retrying.Load() != 2 {
+		t.Fatalf("%d releases waiting, want 2", rl.Retrying.Load())
+	}
+	<-warned
+	shared.stalled.Store(false)
+	waitFor(t, "released", func() bool { return rl.Retrying.Load() == 0 })
+	for i := 0; i < 2; i++ {
+		if ok, _ := shared.LocalRates.Acquire(context.Background(), "key:k", "x"+string(rune('a'+i)), 2, time.Hour); !ok {
+			t.Errorf("slot %d still held in the shared counter", i)
+		}
+	}
+}
+
+// TestAcquireWhoseAnswerWasLostIsGivenBack: a slot the shared counter
+// took but whose answer never arrived is released once it answers again.
+func TestAcquireWhoseAnswerWasLostIsGivenBack(t *testing.T) {
+	shared := &stallingCounter{LocalRates: NewLocalRates()}
+	rl := NewRateLimits(shared, time.Hour, nil, nil)
+	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 1}}
+	shared.stalled.Store(true)
+	shared.applied.Store(true)
+	hold, _, refusal := admit(rl, id, 0) // counted in the process instead
+	if refusal != nil {
+		t.Fatal(refusal)
+	}
+	hold.Release(0)
+	shared.stalled.Store(false)
+	waitFor(t, "given back", func() bool { return rl.Retrying.Load() == 0 })
+	if ok, _ := shared.LocalRates.Acquire(context.Background(), "key:k", "other", 1, time.Hour); !ok {
+		t.Error("the slot whose answer was lost is still held")
+	}
+}
+
+// TestStalledReleaseDoesNotWaitTwice: once the shared counter fails, the
+// rest of a release goes to the background instead of waiting on it again.
+func TestStalledReleaseDoesNotWaitTwice(t *testing.T) {
+	shared := &stallingCounter{LocalRates: NewLocalRates()}
+	rl := NewRateLimits(shared, time.Hour, nil, nil)
+	id := &Identity{KeyID: "k", Workspace: "w", Limits: ledger.Limits{MaxParallel: 1, TPM: 1000}}
+	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{MaxParallel: 1, TPM: 1000}, providers.FormatOpenAI, http.Header{}, 500)
+	if refusal != nil {
+		t.Fatal(refusal)
+	}
+	shared.stalled.Store(true)
+	before := shared.calls.Load()
+	hold.Release(10)
+	if n := shared.calls.Load() - before; n != 1 {
+		t.Errorf("release waited on a stalled counter %d times", n)
+	}
+	if rl.Retrying.Load() != 4 {
+		t.Errorf("%d operations retried, want 4 (two slots, two settlements)", rl.Retrying.Load())
+	}
+	shared.stalled.Store(false)
+	waitFor(t, "settled", func() bool { return rl.Retrying.Load() == 0 })
+	_, toks, _, _ := shared.LocalRates.Take(context.Background(), "ws:w", hold.scopes[1].window, 0, 0, 0)
+	if toks != 10 {
+		t.Errorf("workspace window holds %d tokens after settling, want 10", toks)
+	}
+}
