@@ -55,6 +55,10 @@ type GatewayOptions struct {
 	// request. It costs one insert's wait per request, shared by the
 	// requests that finish together.
 	Durable bool
+	// LedgerDown reports an error while the ledger is known to be failing
+	// writes. Under Durable, chat requests are then refused with 503 and
+	// Retry-After instead of being served without their record. nil: never.
+	LedgerDown func() error
 	// Responses is where Responses API state is kept (store: true); it
 	// returns nil while the ledger is not open, and a nil func means no
 	// state: previous_response_id and item_reference are then unknown.
