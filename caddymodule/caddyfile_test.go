@@ -37,6 +37,12 @@ func TestAuthCaddyfile(t *testing.T) {
 			},
 		},
 		{
+			name:  "admin paths",
+			input: "llm_auth {\nadmin_key {env.ADMIN}\nadmin_paths /metrics /debug/*\n}",
+			want:  Auth{AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}}, AdminPaths: []string{"/metrics", "/debug/*"}},
+		},
+		{name: "admin paths empty", input: "llm_auth {\nadmin_paths\n}", wantErr: "admin_paths: list at least one path"},
+		{
 			name: "limits",
 			input: `llm_auth {
 				key {env.ALICE_KEY} {
