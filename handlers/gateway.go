@@ -223,6 +223,9 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 		}
 		return nil, false
 	}
+	if geminiModelsOnV1(r) {
+		return g.geminiModels, true
+	}
 	if h, ok := g.paths[p]; ok {
 		return h, true
 	}
