@@ -198,6 +198,10 @@ func (a *App) release() error {
 type sharedLedger struct {
 	store  ledger.Store
 	writer *ledger.Writer
+	// probe* throttle the database probes of down to one a second.
+	probeMu  sync.Mutex
+	probedAt time.Time
+	probeErr error
 	// written is told of every batch written: the budgets of the config
 	// now running, which a reload replaces.
 	written atomic.Pointer[handlers.Budgets]
@@ -420,6 +424,31 @@ func (a *App) Stats() ledger.WriterStats {
 		return ledger.WriterStats{}
 	}
 	return s.writer.Stats()
+}
+
+// LedgerDown reports an error while the ledger writer is known to be
+// failing, for durability sync to refuse requests it could not record.
+// While the writer is healthy it costs an atomic load; while it fails, one
+// caller a second probes the database (so a gateway whose requests are all
+// refused still sees it come back) and the others take that answer.
+// Before Start it reports nothing: records wait in the early queue.
+func (a *App) LedgerDown() error {
+	s := a.shared()
+	if s == nil || !s.writer.Failing() {
+		return nil
+	}
+	if !s.probeMu.TryLock() {
+		return ledger.ErrLedgerUnhealthy
+	}
+	defer s.probeMu.Unlock()
+	if time.Since(s.probedAt) < time.Second {
+		return s.probeErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.probeErr = s.writer.Health(ctx)
+	s.probedAt = time.Now()
+	return s.probeErr
 }
 
 // Ready reports whether records reach the database now.

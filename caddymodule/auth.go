@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
 )
 
 func init() {
@@ -31,8 +32,14 @@ type Auth struct {
 	AdminKeys []KeyConfig `json:"admin_keys,omitempty"`
 	// Workspaces set limits shared by every key in a workspace.
 	Workspaces []WorkspaceConfig `json:"workspaces,omitempty"`
+	// AdminPaths are paths only admin keys may call on the site, matched
+	// as Caddy's path matcher does (case-insensitive, cleaned); other
+	// keys get 403. Default: /metrics, where a `metrics` handler would
+	// show every key's and alias's counters to any valid key.
+	AdminPaths []string `json:"admin_paths,omitempty"`
 
-	auth *handlers.Auth
+	auth       *handlers.Auth
+	adminPaths []string
 }
 
 // KeyConfig is one key.
@@ -199,6 +206,15 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	a.adminPaths = a.AdminPaths
+	if len(a.adminPaths) == 0 {
+		a.adminPaths = []string{"/metrics"}
+	}
+	for i, p := range a.adminPaths {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("admin_paths[%d]: %q is not a path; write it with its leading slash, e.g. /metrics", i, p)
+		}
+	}
 	// Runtime keys (created through the admin API, kept in the ledger
 	// database) authenticate here too, from the app's in-memory snapshot.
 	appIface, err := ctx.App("modelgate")
@@ -237,6 +253,11 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		apiErr.Write(w, handlers.ClientFormat(r))
 		return nil
 	}
+	if id.Role != handlers.RoleAdmin && handlers.OnPaths(r, a.adminPaths) {
+		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
+			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
+		return nil
+	}
 	ctx := handlers.WithIdentity(r.Context(), id)
 	caddyhttp.SetVar(ctx, "llm.key_id", id.KeyID)
 	caddyhttp.SetVar(ctx, "llm.workspace", id.Workspace)
@@ -264,6 +285,7 @@ func parseAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		}
 //		key {env.CI_KEY}
 //		admin_key {env.GATEWAY_ADMIN_KEY}
+//		admin_paths /metrics
 //	}
 func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -334,8 +356,14 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			a.Workspaces = append(a.Workspaces, ws)
+		case "admin_paths":
+			paths := d.RemainingArgs()
+			if len(paths) == 0 {
+				return d.Err("admin_paths: list at least one path, e.g. admin_paths /metrics")
+			}
+			a.AdminPaths = append(a.AdminPaths, paths...)
 		default:
-			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace)", opt)
+			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths)", opt)
 		}
 	}
 	return nil

@@ -39,6 +39,12 @@ func TestAuthCaddyfile(t *testing.T) {
 			},
 		},
 		{
+			name:  "admin paths",
+			input: "llm_auth {\nadmin_key {env.ADMIN}\nadmin_paths /metrics /debug/*\n}",
+			want:  Auth{AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}}, AdminPaths: []string{"/metrics", "/debug/*"}},
+		},
+		{name: "admin paths empty", input: "llm_auth {\nadmin_paths\n}", wantErr: "admin_paths: list at least one path"},
+		{
 			name: "limits",
 			input: `llm_auth {
 				key {env.ALICE_KEY} {
@@ -134,6 +140,8 @@ func TestGatewayCaddyfile(t *testing.T) {
 		},
 		{name: "models twice", input: "llm_gateway {\nmodels a.yaml\nmodels b.yaml\n}", wantErr: "already specified"},
 		{name: "bad size", input: "llm_gateway {\nmax_request_body lots\n}", wantErr: "max_request_body"},
+		{name: "body memory", input: "llm_gateway {\nmodels m.yaml\nmax_body_memory 512MiB\n}", want: Gateway{Models: "m.yaml", MaxBodyMemory: 512 << 20}},
+		{name: "bad body memory", input: "llm_gateway {\nmax_body_memory plenty\n}", wantErr: "max_body_memory"},
 		{name: "bad tokens", input: "llm_gateway {\ndefault_max_tokens -1\n}", wantErr: "default_max_tokens"},
 		{name: "bad timeout", input: "llm_gateway {\ntimeout soon\n}", wantErr: "timeout"},
 		{name: "per-key concurrency", input: "llm_gateway {\nmodels m.yaml\nmax_concurrent_per_key 8\n}", want: Gateway{Models: "m.yaml", MaxConcurrentPerKey: 8}},
@@ -156,6 +164,26 @@ func TestGatewayCaddyfile(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", g, tc.want)
 			}
 		})
+	}
+}
+
+// TestGatewayValidateBodyMemory: a body memory too small to read one body
+// at the limit is refused, naming the field and the least it takes.
+func TestGatewayValidateBodyMemory(t *testing.T) {
+	for _, tc := range []struct {
+		g       Gateway
+		wantErr string
+	}{
+		{g: Gateway{MaxBodyMemory: 64 << 20}, wantErr: "max_body_memory: 67108864 bytes cannot hold one body at max_request_body 33554432"},
+		{g: Gateway{MaxBodyMemory: 64 << 20, MaxRequestBody: 1 << 20}},
+		{g: Gateway{MaxBodyMemory: 3 << 20, MaxRequestBody: 1 << 20}, wantErr: "give at least 4194304"},
+		{g: Gateway{MaxBodyMemory: -1}, wantErr: "max_body_memory: must not be negative"},
+		{g: Gateway{}},
+	} {
+		err := tc.g.Validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%+v: err = %v, want %q", tc.g, err, tc.wantErr)
+		}
 	}
 }
 

@@ -34,6 +34,12 @@ type Gateway struct {
 	// MaxRequestBody limits client bodies in bytes (larger → 413).
 	// Default 32 MB, as the providers' APIs.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MaxBodyMemory bounds the request-body bytes the gateway holds at
+	// once over all its requests (buffers outgrown while reading a body
+	// included); a request that finds no room within about a second gets
+	// 503 with Retry-After. Default 8 × max_request_body (256 MB at the
+	// default limit); at least 2 × max_request_body + 2 MiB.
+	MaxBodyMemory int64 `json:"max_body_memory,omitempty"`
 	// DefaultMaxTokens is sent to Anthropic backends when an OpenAI
 	// client gives no limit. Default 4096.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
@@ -104,6 +110,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
 		Models:              cfg,
 		MaxRequestBody:      g.MaxRequestBody,
+		BodyMemory:          g.MaxBodyMemory,
 		DefaultMaxTokens:    g.DefaultMaxTokens,
 		Timeout:             time.Duration(g.Timeout),
 		MaxConcurrentPerKey: g.MaxConcurrentPerKey,
@@ -111,6 +118,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
+		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),
 		Responses:           g.app.ResponseStore,
@@ -130,6 +138,18 @@ func (deploymentStates) Destruct() error { return nil }
 func (g *Gateway) Validate() error {
 	if g.MaxRequestBody < 0 {
 		return fmt.Errorf("max_request_body: must not be negative")
+	}
+	if g.MaxBodyMemory < 0 {
+		return fmt.Errorf("max_body_memory: must not be negative")
+	}
+	if g.MaxBodyMemory > 0 {
+		limit := g.MaxRequestBody
+		if limit == 0 {
+			limit = 32 << 20
+		}
+		if least := handlers.MinBodyMemory(limit); g.MaxBodyMemory < least {
+			return fmt.Errorf("max_body_memory: %d bytes cannot hold one body at max_request_body %d while it is read; give at least %d (2 × max_request_body + 2 MiB)", g.MaxBodyMemory, limit, least)
+		}
 	}
 	if g.MaxConcurrentPerKey < 0 {
 		return fmt.Errorf("max_concurrent_per_key: must not be negative")
@@ -184,6 +204,7 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //	llm_gateway {
 //		models <models.yaml>
 //		max_request_body <size>
+//		max_body_memory <size>
 //		default_max_tokens <n>
 //		timeout <duration>
 //		max_concurrent_per_key <n>
@@ -216,6 +237,16 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: want a size such as 32MB, got %q", s)
 			}
 			g.MaxRequestBody = int64(n)
+		case "max_body_memory":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n == 0 || n > 1<<62 {
+				return d.Errf("max_body_memory: want a size such as 256MB, got %q", s)
+			}
+			g.MaxBodyMemory = int64(n)
 		case "default_max_tokens":
 			var s string
 			if !d.AllArgs(&s) {
@@ -257,7 +288,7 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			g.AnswerAllPaths = true
 		default:
-			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth, answer_all_paths)", d.Val())
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, max_body_memory, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth, answer_all_paths)", d.Val())
 		}
 	}
 	return nil

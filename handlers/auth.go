@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -197,4 +198,33 @@ func IsPublicPath(r *http.Request) bool {
 	}
 	// The dashboard's page and assets: it signs in itself.
 	return isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+}
+
+// OnPaths reports whether r's path is one of paths the way Caddy's path
+// matcher would take it: case-insensitive, with repeated slashes and dot
+// segments cleaned, so "/METRICS" or "//metrics" cannot slip past a rule
+// that a `metrics /metrics` handler would still serve. A path ending in
+// "*" matches its prefix.
+func OnPaths(r *http.Request, paths []string) bool {
+	if len(paths) == 0 {
+		return false
+	}
+	p := strings.ToLower(r.URL.Path)
+	if p == "" {
+		p = "/"
+	}
+	p = path.Clean("/" + p)
+	for _, want := range paths {
+		want = strings.ToLower(want)
+		if pre, ok := strings.CutSuffix(want, "*"); ok {
+			if strings.HasPrefix(p, pre) || p+"/" == pre {
+				return true
+			}
+			continue
+		}
+		if p == path.Clean(want) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"errors"
@@ -14,12 +13,15 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// readBody reads the client's body into buf, decoding a Content-Encoding
+// readBody reads the client's body into req, decoding a Content-Encoding
 // of gzip, deflate or zstd. max_request_body bounds both the bytes on the
 // wire and the decoded size, so a small compressed body that inflates past
 // the limit (a decompression bomb) is a 413 after reading no more than the
-// limit, and the next request is served as usual.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) *providers.APIError {
+// limit, and the next request is served as usual. Every buffer it
+// allocates is taken from the gateway's body memory first (req.held says
+// how much, releaseRequest gives it back); a request that finds no room
+// within the gateway's wait gets a 503 with Retry-After.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRequest) *providers.APIError {
 	limit := g.opts.MaxRequestBody
 	tooLarge := func() *providers.APIError {
 		return &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}
@@ -29,11 +31,16 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 	}
 	wire := http.MaxBytesReader(w, r.Body, limit)
 	var src io.Reader = wire
+	// want is the first buffer's size: the whole body when its length is
+	// known, else a guess that doubles as the body turns out longer.
+	want := int64(minBodyBuffer)
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
 		if r.ContentLength > 0 {
-			buf.Grow(int(r.ContentLength) + 1)
+			// One more byte than the body, so reading it to its end
+			// needs no second buffer.
+			want = r.ContentLength + 1
 		}
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
@@ -61,20 +68,62 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Bu
 		return &providers.APIError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_content_encoding",
 			Message: "Content-Encoding " + enc + " is not supported; send the body plain or as gzip, deflate or zstd"}
 	}
-	if src != io.Reader(wire) {
-		// Decoded bytes are bounded separately: the wire limit says
-		// nothing about what they inflate to.
-		src = io.LimitReader(src, limit+1)
+	deadline := g.now().Add(g.opts.BodyMemoryWait)
+	grow := func(b []byte, size int64) ([]byte, *providers.APIError) {
+		if !g.bodyMem.acquire(r.Context(), size, deadline) {
+			return b, &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
+				Message: g.memoryFull}
+		}
+		req.held += size
+		nb := make([]byte, len(b), size)
+		copy(nb, b)
+		return nb, nil
 	}
-	n, err := buf.ReadFrom(src)
-	if err != nil {
-		return bodyDecodeError(enc, err, tooLarge)
+	// The pooled buffer is memory this request holds too.
+	b := (*req.buf)[:0]
+	if c := int64(cap(b)); c > 0 {
+		if !g.bodyMem.acquire(r.Context(), c, deadline) {
+			return &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
+				Message: g.memoryFull}
+		}
+		req.held += c
 	}
-	if n > limit {
-		return tooLarge()
+	defer func() { *req.buf = b }()
+	for {
+		if len(b) == cap(b) {
+			// Double, but never past the limit plus the one byte that
+			// tells a body at the limit from a longer one; a doubling
+			// that would reach the limit goes there at once, so no
+			// buffer is outgrown by one byte.
+			size := 2 * int64(cap(b))
+			if int64(cap(b)) < want {
+				size = want
+			}
+			if size >= limit {
+				size = limit + 1
+			}
+			var apiErr *providers.APIError
+			if b, apiErr = grow(b, size); apiErr != nil {
+				return apiErr
+			}
+		}
+		n, err := src.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return tooLarge()
+		}
+		if err == io.EOF {
+			req.body = b
+			return nil
+		}
+		if err != nil {
+			return bodyDecodeError(enc, err, tooLarge)
+		}
 	}
-	return nil
 }
+
+// minBodyBuffer is the first buffer for a body of unknown length.
+const minBodyBuffer = 16 << 10
 
 func bodyDecodeError(enc string, err error, tooLarge func() *providers.APIError) *providers.APIError {
 	var mbe *http.MaxBytesError

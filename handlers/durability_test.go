@@ -77,3 +77,55 @@ func TestDurableRecordsBeforeTheAnswerEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestDurableRefusesWhileLedgerDown: under durability sync, while the
+// ledger is known to fail, a request gets a 503 with Retry-After in its
+// client's family at once, reaches no upstream and commits nothing;
+// when the ledger is back it is served and committed. Async gateways
+// serve through the outage.
+func TestDurableRefusesWhileLedgerDown(t *testing.T) {
+	up := newFakeUpstream(t, "m", nil)
+	var down error = ledger.ErrLedgerUnhealthy
+	c := &orderingCommitter{}
+	g, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) {
+		o.Recorder, o.Durable = c, true
+		o.LedgerDown = func() error { return down }
+	})
+	c.client = httptest.NewRecorder()
+	serve := func(g *Gateway, path, body string, hdr ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req.WithContext(WithIdentity(req.Context(), alice)))
+		return rec
+	}
+	calls := up.hits.Load()
+	rec := serve(g, "/v1/chat/completions", chatBody("m", true))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), `"code":"ledger_unavailable"`) {
+		t.Fatalf("openai while down: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
+	}
+	rec = serve(g, "/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "Anthropic-Version", "2023-06-01")
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), `"type":"overloaded_error"`) && !strings.Contains(rec.Body.String(), `"type":"api_error"`) {
+		t.Fatalf("anthropic while down: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
+	}
+	if up.hits.Load() != calls || len(c.seen) != 0 || c.enqueued != 0 {
+		t.Fatalf("while down: %d upstream calls, %d commits, %d enqueued", up.hits.Load()-calls, len(c.seen), c.enqueued)
+	}
+	down = nil
+	if rec := serve(g, "/v1/chat/completions", chatBody("m", false)); rec.Code != http.StatusOK || len(c.seen) != 1 {
+		t.Fatalf("after recovery: %d %s, %d commits", rec.Code, rec.Body.String(), len(c.seen))
+	}
+
+	// The async default serves through the outage; its records queue.
+	down = ledger.ErrLedgerUnhealthy
+	async, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) {
+		o.LedgerDown = func() error { return down }
+	})
+	if rec := serve(async, "/v1/chat/completions", chatBody("m", false)); rec.Code != http.StatusOK {
+		t.Fatalf("async while down: %d %s", rec.Code, rec.Body.String())
+	}
+}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +20,15 @@ type GatewayOptions struct {
 	Models *modellist.Config
 	// MaxRequestBody bounds client bodies; larger ones get 413. Default 32 MiB.
 	MaxRequestBody int64
+	// BodyMemory bounds the request-body bytes held at once over all
+	// requests (buffers outgrown while reading included); a request that
+	// finds no room within BodyMemoryWait gets 503 with Retry-After.
+	// Default 8 × MaxRequestBody (256 MiB at the default limit); it is
+	// raised to MinBodyMemory(MaxRequestBody) so one body always fits.
+	BodyMemory int64
+	// BodyMemoryWait is how long a request waits for body memory.
+	// Default 1 s.
+	BodyMemoryWait time.Duration
 	// DefaultMaxTokens is sent to Anthropic when an OpenAI client gave no
 	// limit (Anthropic requires one). Default 4096.
 	DefaultMaxTokens int64
@@ -47,6 +55,10 @@ type GatewayOptions struct {
 	// request. It costs one insert's wait per request, shared by the
 	// requests that finish together.
 	Durable bool
+	// LedgerDown reports an error while the ledger is known to be failing
+	// writes. Under Durable, chat requests are then refused with 503 and
+	// Retry-After instead of being served without their record. nil: never.
+	LedgerDown func() error
 	// Responses is where Responses API state is kept (store: true); it
 	// returns nil while the ledger is not open, and a nil func means no
 	// state: previous_response_id and item_reference are then unknown.
@@ -82,13 +94,15 @@ type Gateway struct {
 	// storedResponse serves /v1/responses/{id}[/input_items].
 	storedResponse http.HandlerFunc
 	tooLarge       string // the 413 message, fixed by the limit
+	memoryFull     string // the 503 message when body memory is full
+	bodyMem        *bodyMemory
 	byID           map[string]*backend
 	states         *States
 	obs            Observer
 	counter        *tokencount.Counter
 	now            func() time.Time
 
-	bodyPool   sync.Pool // *bytes.Buffer
+	bodyPool   sync.Pool // *[]byte
 	readerPool sync.Pool // *bufio.Reader
 	outPool    sync.Pool // *[]byte
 	zstdPool   sync.Pool // *zstd.Decoder, for zstd request bodies
@@ -98,6 +112,13 @@ type Gateway struct {
 func NewGateway(o GatewayOptions) *Gateway {
 	if o.MaxRequestBody <= 0 {
 		o.MaxRequestBody = 32 << 20
+	}
+	if o.BodyMemory <= 0 {
+		o.BodyMemory = 8 * o.MaxRequestBody
+	}
+	o.BodyMemory = max(o.BodyMemory, MinBodyMemory(o.MaxRequestBody))
+	if o.BodyMemoryWait <= 0 {
+		o.BodyMemoryWait = time.Second
 	}
 	if o.DefaultMaxTokens <= 0 {
 		o.DefaultMaxTokens = 4096
@@ -152,7 +173,9 @@ func NewGateway(o GatewayOptions) *Gateway {
 	}
 	g.buildPaths()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
-	g.bodyPool.New = func() any { return new(bytes.Buffer) }
+	g.memoryFull = fmt.Sprintf("the gateway holds its limit of %d bytes of request bodies at once; retry shortly", o.BodyMemory)
+	g.bodyMem = newBodyMemory(o.BodyMemory)
+	g.bodyPool.New = func() any { return new([]byte) }
 	// Both buffers live as long as a stream does, idle or not: at 5,000
 	// open streams a 32 KB reader alone cost 160 MB. Stream events are
 	// well under 4 KB; longer lines are gathered by the event reader and
@@ -161,6 +184,13 @@ func NewGateway(o GatewayOptions) *Gateway {
 	g.outPool.New = func() any { b := make([]byte, 0, 1<<10); return &b }
 	g.zstdPool.New = func() any { return newZstdDecoder(o.MaxRequestBody) }
 	return g
+}
+
+// MinBodyMemory is the least body memory a gateway takes for a body limit:
+// room for one body at the limit read with doubling buffers (about twice
+// the limit) and a pooled buffer.
+func MinBodyMemory(maxRequestBody int64) int64 {
+	return 2*maxRequestBody + 2*maxPooledBody
 }
 
 // Close releases idle upstream connections.
@@ -192,6 +222,9 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 			return g.notFound, true
 		}
 		return nil, false
+	}
+	if geminiModelsOnV1(r) {
+		return g.geminiModels, true
 	}
 	if h, ok := g.paths[p]; ok {
 		return h, true

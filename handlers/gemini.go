@@ -60,7 +60,25 @@ func geminiMethod(action string) bool {
 // Google's error shape and may send their key as ?key=.
 func isGeminiRequest(r *http.Request) bool {
 	p := r.URL.Path
-	return strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" || geminiCall(r)
+	return strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" || geminiCall(r) || geminiModelsOnV1(r)
+}
+
+// geminiModelsOnV1 reports a Gemini client listing or looking up models on
+// the /v1 API version (@google/genai 3.x's default): GET /v1/models or
+// /v1/models/{alias} with its key in x-goog-api-key or ?key=, and none of
+// another client's marks (a Bearer token, x-api-key, anthropic-version).
+// It gets Google's shapes, as on /v1beta; OpenAI's list would read as an
+// empty one to it.
+func geminiModelsOnV1(r *http.Request) bool {
+	p := r.URL.Path
+	if p != "/v1/models" && !strings.HasPrefix(p, "/v1/models/") || geminiCall(r) {
+		return false
+	}
+	h := r.Header
+	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" || h.Get("Anthropic-Version") != "" {
+		return false
+	}
+	return h.Get("X-Goog-Api-Key") != "" || r.URL.RawQuery != "" && r.URL.Query().Has("key")
 }
 
 func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
@@ -115,10 +133,14 @@ func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveGeminiModels answers GET /v1beta/models (paged with pageSize and
-// pageToken, the token being the offset) and GET /v1beta/models/{alias}.
+// pageToken, the token being the offset) and GET /v1beta/models/{alias},
+// and the same on /v1 for a Gemini client (geminiModelsOnV1).
 func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
 	aliases := g.allowedAliases(IdentityFrom(r.Context()))
-	p := strings.TrimPrefix(r.URL.Path, "/v1beta/models")
+	p, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models")
+	if !ok {
+		p = strings.TrimPrefix(r.URL.Path, "/v1/models")
+	}
 	if p != "" && p != "/" {
 		alias := p[1:]
 		if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {

@@ -145,3 +145,64 @@ func TestGeminiActionWithoutModel(t *testing.T) {
 		t.Errorf("%d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestGeminiModelsOnV1: a Gemini client on the /v1 API version
+// (@google/genai 3.x's default) lists and looks up models in Google's
+// shapes when its key comes as x-goog-api-key or ?key=; OpenAI and
+// Anthropic clients keep theirs on the same paths, and ?key= is read
+// there only for the Gemini client.
+func TestGeminiModelsOnV1(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1")+entry("n", "http://127.0.0.1:1"), nil)
+	onlyM := &Identity{KeyID: "m-only", Role: RoleUser, Models: map[string]struct{}{"m": {}}}
+	var list struct {
+		Models []struct{ Name string } `json:"models"`
+		Data   []any                   `json:"data"`
+	}
+	for _, hdr := range [][]string{{"X-Goog-Api-Key", "k"}, nil} {
+		path := "/v1/models"
+		if hdr == nil {
+			path += "?key=k"
+		}
+		rec := get(g, onlyM, "GET", path, hdr...)
+		if err := json.Unmarshal(rec.Body.Bytes(), &list); rec.Code != http.StatusOK || err != nil || len(list.Models) != 1 || list.Models[0].Name != "models/m" || list.Data != nil {
+			t.Fatalf("GET %s %v: %d %s", path, hdr, rec.Code, rec.Body)
+		}
+		rec = get(g, onlyM, "GET", strings.Replace(path, "models", "models/m", 1), hdr...)
+		if !strings.Contains(rec.Body.String(), `"name":"models/m"`) || !strings.Contains(rec.Body.String(), `"supportedGenerationMethods"`) {
+			t.Fatalf("GET one model %v: %d %s", hdr, rec.Code, rec.Body)
+		}
+		rec = get(g, onlyM, "GET", strings.Replace(path, "models", "models/n", 1), hdr...)
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"status":"NOT_FOUND"`) {
+			t.Fatalf("GET a model the key may not use %v: %d %s", hdr, rec.Code, rec.Body)
+		}
+	}
+	// Its calls under /v1/models/ are still calls.
+	if rec := get(g, onlyM, "POST", "/v1/models/m:generateContent", "X-Goog-Api-Key", "k"); rec.Code == http.StatusMethodNotAllowed {
+		t.Fatalf("generateContent on v1: %d %s", rec.Code, rec.Body)
+	}
+	// Other clients on the same path keep their shapes.
+	if rec := get(g, onlyM, "GET", "/v1/models", "Authorization", "Bearer k"); !strings.Contains(rec.Body.String(), `"object":"list"`) {
+		t.Fatalf("OpenAI client: %s", rec.Body)
+	}
+	if rec := get(g, onlyM, "GET", "/v1/models", "X-Api-Key", "k"); !strings.Contains(rec.Body.String(), `"has_more"`) {
+		t.Fatalf("Anthropic client: %s", rec.Body)
+	}
+	// ?key= authenticates the Gemini client there, and nobody else.
+	a, err := NewAuth([]Key{{Secret: "gemini-secret-key", ID: "g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[string]int{
+		"/v1/models?key=gemini-secret-key":           0,
+		"/v1/models/m?key=gemini-secret-key":         0,
+		"/v1/chat/completions?key=gemini-secret-key": http.StatusUnauthorized,
+	} {
+		got := 0
+		if _, apiErr := a.Identify(httptest.NewRequest("GET", target, nil)); apiErr != nil {
+			got = apiErr.Status
+		}
+		if got != want {
+			t.Errorf("%s: status %d, want %d (0: authenticated)", target, got, want)
+		}
+	}
+}

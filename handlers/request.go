@@ -28,6 +28,20 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	defer g.releaseRequest(req)
 	body, info, alias := req.body, req.info, req.alias
+	if g.opts.Durable && g.opts.LedgerDown != nil {
+		if err := g.opts.LedgerDown(); err != nil {
+			// durability sync promises no answer without its record: while
+			// the ledger is known to fail, say so at once instead of
+			// holding the answer for the commit's bound and then
+			// delivering it unrecorded. Nothing is spent, nothing queued.
+			rec.Alias, rec.Status, rec.Outcome = alias, http.StatusServiceUnavailable, "refused"
+			(&providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "5", Code: "ledger_unavailable",
+				Message: "this gateway records every request before answering (durability sync) and its usage ledger cannot be written now; retry shortly"}).Write(w, cf)
+			rec.Latency = g.now().Sub(start)
+			g.obs.Done(rec)
+			return
+		}
+	}
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
 		if !g.states.acquireKey(id.KeyID, max) {
 			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
@@ -133,7 +147,8 @@ func outputBound(info providers.RequestInfo, def int64) int64 {
 // clientRequest is a chat or count_tokens body read, parsed as far as the
 // model, and resolved to an alias the caller may use.
 type clientRequest struct {
-	buf   *bytes.Buffer
+	buf   *[]byte
+	held  int64 // body memory taken, given back by releaseRequest
 	body  []byte
 	info  providers.RequestInfo
 	alias string
@@ -142,17 +157,15 @@ type clientRequest struct {
 // readRequest reads and checks the body; on failure it has answered the
 // client in its format and returns false.
 func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *Identity) (*clientRequest, bool) {
-	req := &clientRequest{buf: g.bodyPool.Get().(*bytes.Buffer)}
-	req.buf.Reset()
+	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
 	fail := func(e *providers.APIError) (*clientRequest, bool) {
 		g.releaseRequest(req)
 		e.Write(w, cf)
 		return nil, false
 	}
-	if apiErr := g.readBody(w, r, req.buf); apiErr != nil {
+	if apiErr := g.readBody(w, r, req); apiErr != nil {
 		return fail(apiErr)
 	}
-	req.body = req.buf.Bytes()
 	if tooDeep(req.body, maxJSONDepth) {
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
@@ -200,10 +213,12 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 // releaseRequest returns the body buffer to the pool unless one huge
 // request grew it.
 func (g *Gateway) releaseRequest(req *clientRequest) {
-	if req.buf.Cap() <= maxPooledBody {
+	if cap(*req.buf) <= maxPooledBody {
+		*req.buf = (*req.buf)[:0]
 		g.bodyPool.Put(req.buf)
 	}
-	req.buf, req.body = nil, nil
+	g.bodyMem.release(req.held)
+	req.buf, req.body, req.held = nil, nil, 0
 }
 
 // maxJSONDepth bounds nesting in client bodies. Real requests nest a few

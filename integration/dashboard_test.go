@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -107,11 +109,41 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("%d %s", status, body)
 		}
 	}
+	// A free local model: $0, so only its requests' tokens show it.
+	for i := 0; i < 3; i++ {
+		if status, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"echo","messages":[{"role":"user","content":"hello there, echo"}]}`); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+	}
 	time.Sleep(500 * time.Millisecond) // the ledger writer's flush
 
 	// What the report API says this month cost, in cents.
 	month := time.Now().UTC()
 	since := time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	_, _, ubody := g.do(t, "GET", "/v1/organizations/usage_report/messages?starting_at="+since+"&group_by[]=model&limit=31", adminKey, "")
+	var usage struct {
+		Data []struct {
+			Results []struct {
+				Model  string `json:"model"`
+				Input  int64  `json:"uncached_input_tokens"`
+				Output int64  `json:"output_tokens"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(ubody, &usage); err != nil {
+		t.Fatal(err)
+	}
+	var echoIn, echoOut int64
+	for _, d := range usage.Data {
+		for _, r := range d.Results {
+			if r.Model == "echo" {
+				echoIn, echoOut = echoIn+r.Input, echoOut+r.Output
+			}
+		}
+	}
+	if echoIn == 0 || echoOut == 0 {
+		t.Fatalf("the usage report has no echo tokens: %s", ubody)
+	}
 	_, _, body := g.do(t, "GET", "/v1/organizations/cost_report?starting_at="+since+"&limit=31", adminKey, "")
 	var cost struct {
 		Data []struct {
@@ -141,11 +173,17 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible("#total-spend", chromedp.ByID),
 		}
 	}
-	var spend, topSessions string
+	var spend, topSessions, byModel string
 	if err := chromedp.Run(ctx, signIn(adminKey),
 		chromedp.Text("#total-spend", &spend, chromedp.ByID),
-		chromedp.Text("#view", &topSessions, chromedp.ByID)); err != nil {
+		chromedp.Text("#view", &topSessions, chromedp.ByID),
+		chromedp.Text("#by-model", &byModel, chromedp.ByID)); err != nil {
 		t.Fatal(err)
+	}
+	// The echo alias costs nothing and still has its row, with its tokens.
+	echoRow := fmt.Sprintf("echo\t%s\t%s\t$0.00", thousands(echoIn), thousands(echoOut))
+	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa\t") {
+		t.Errorf("models used: %q, want a row %q and one for oa", byModel, echoRow)
 	}
 	if spend != want {
 		t.Errorf("the page shows %s spent this month, the cost report %s", spend, want)
@@ -299,4 +337,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page raised console errors: %q", p)
 	}
+}
+
+// thousands writes n as the page's toLocaleString('en-US') does.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -188,3 +188,36 @@ func TestGeminiSDKAgainstEveryBackend(t *testing.T) {
 		t.Errorf("%d generate_content records, want %d", n, 4*2+3*2)
 	}
 }
+
+// TestGeminiSDKModelsOnV1: the Go SDK on the /v1 API version (what
+// @google/genai 3.x uses by default) lists and gets models in Google's
+// shapes; on OpenAI's list shape the list came back empty and the model
+// without a name.
+func TestGeminiSDKModelsOnV1(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	ctx := context.Background()
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: bobKey, Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: g.base, APIVersion: "v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := client.Models.Get(ctx, "echo", nil)
+	if err != nil || m.Name != "models/echo" || len(m.SupportedActions) == 0 {
+		t.Fatalf("get on v1: %+v %v", m, err)
+	}
+	var names []string
+	for m, err := range client.Models.All(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, ",") != "models/llama,models/echo" { // bob may use these two
+		t.Fatalf("listed on v1: %v", names)
+	}
+	resp, err := client.Models.GenerateContent(ctx, "echo", genai.Text("Say hello"), nil)
+	if err != nil || resp.Text() == "" {
+		t.Fatalf("generate on v1: %v", err)
+	}
+}

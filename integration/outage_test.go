@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,5 +129,78 @@ func TestDatabaseOutage(t *testing.T) {
 	var spent int64
 	if err := conn.QueryRow(ctx, "SELECT spent_pico FROM "+schema+".budget_spend WHERE scope = 'api_key' AND scope_id = $1 AND period = 'daily'", k.ID).Scan(&spent); err != nil || spent != 13*11_000_000_000 {
 		t.Errorf("spend after the outage: %d (%v), want 13 × 1.1 cents", spent, err)
+	}
+}
+
+// TestDurableSyncRefusesDuringOutage: under `durability sync` a gateway
+// whose ledger writes are failing answers new requests with 503 and
+// Retry-After in the client's family (it cannot keep its promise of no
+// answer without a record), instead of holding each answer 10 s and then
+// delivering it unrecorded; when PostgreSQL is back it serves again, and
+// every request it served is in the database.
+func TestDurableSyncRefusesDuringOutage(t *testing.T) {
+	dsn, conn, schema := freshSchema(t)
+	relay := newTCPRelay(t, dsn.Host)
+	viaRelay := *dsn
+	viaRelay.Host = relay.addr
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\tdurability sync",
+		env: []string{"DATABASE_URL=" + viaRelay.String()}})
+	chat := `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`
+	served := 0
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, chat); st != 200 {
+		t.Fatalf("before the outage: %d %s", st, body)
+	}
+	served++
+	relay.down()
+	// The first commit to meet the outage tells the writer; from then on
+	// requests are refused.
+	var refused bool
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !refused; {
+		st, h, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, chat)
+		switch st {
+		case 200:
+			served++
+		case 503:
+			if h.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"ledger_unavailable"`) {
+				t.Fatalf("refusal during the outage: %v %s", h, body)
+			}
+			refused = true
+		default:
+			t.Fatalf("during the outage: %d %s", st, body)
+		}
+	}
+	if !refused {
+		t.Fatal("no request was refused while the ledger could not be written")
+	}
+	st, h, body := g.do(t, "POST", "/v1/messages", aliceKey, `{"model":"echo","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "anthropic-version", "2023-06-01")
+	if st != 503 || h.Get("Retry-After") == "" || !strings.Contains(string(body), `"type":"error"`) {
+		t.Fatalf("Anthropic stream during the outage: %d %v %s", st, h, body)
+	}
+	if ready, _, _ := g.do(t, "GET", "/health/readiness", "", ""); ready != 503 {
+		t.Errorf("readiness during the outage: %d", ready)
+	}
+	relay.up(t)
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, chat)
+		if st == 200 {
+			served++
+			break
+		}
+		if st != 503 || time.Now().After(end) {
+			t.Fatalf("after the outage: %d %s", st, body)
+		}
+	}
+	var n int
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if err := conn.QueryRow(context.Background(), "SELECT COUNT(*) FROM "+schema+".usage_records WHERE key_id = 'alice' AND status = 200").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= served || time.Now().After(end) {
+			break
+		}
+	}
+	if n != served {
+		t.Fatalf("%d records of %d served requests in the database", n, served)
 	}
 }

@@ -369,6 +369,10 @@ var ErrLedgerUnhealthy = errors.New("ledger writes are failing; the gateway's lo
 // new records are being dropped.
 var ErrLedgerQueueFull = errors.New("ledger queue is full; records are being dropped")
 
+// Failing reports whether the last write failed and no write or probe has
+// succeeded since: what the writer knows, without asking the database.
+func (w *Writer) Failing() bool { return w.failing.Load() }
+
 // Health reports whether records reach the database now. After a failed
 // write it asks the store to prove it can take a row (an insert rolled
 // back), so an idle gateway whose database came back is ready again
