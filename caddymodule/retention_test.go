@@ -18,7 +18,7 @@ import (
 // without it nothing is set (records are kept forever).
 func TestRetentionOption(t *testing.T) {
 	for input, want := range map[string]string{
-		"modelgate {\nretention 400d\n}":        `{"retention":34560000000000000}`,
+		"modelgate {\nretention 400d\n}":      `{"retention":34560000000000000}`,
 		"modelgate {\nledger sqlite /x.db\n}": `{"ledger":{"driver":"sqlite","dsn":"/x.db"}}`,
 	} {
 		v, err := parseAppOption(caddyfile.NewTestDispenser(input), nil)
