@@ -326,10 +326,24 @@ func (a *App) purgeEvery(what string, keep time.Duration, purge func(context.Con
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
+		// A first purge of years of records may take long; it is done in
+		// committed chunks, so one cut short by Stop or the timeout resumes
+		// an hour later.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-done:
+			}
+		}()
 		n, err := purge(ctx, time.Now().Add(-keep))
+		close(done)
 		cancel()
 		switch {
+		case err != nil && ctx.Err() == context.Canceled:
+			return // stopped
 		case err != nil:
 			a.logger.Warn("purging "+what+" failed", zap.Error(err))
 		case n > 0:
