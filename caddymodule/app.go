@@ -341,9 +341,12 @@ func (a *App) purgeEvery(what string, keep time.Duration, purge func(context.Con
 		n, err := purge(ctx, time.Now().Add(-keep))
 		close(done)
 		cancel()
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		switch {
-		case err != nil && ctx.Err() == context.Canceled:
-			return // stopped
 		case err != nil:
 			a.logger.Warn("purging "+what+" failed", zap.Error(err))
 		case n > 0:
