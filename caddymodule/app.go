@@ -326,9 +326,9 @@ func (a *App) purgeEvery(what string, keep time.Duration, purge func(context.Con
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		// A first purge of years of records may take long; it is done in
-		// committed chunks, so one cut short by Stop or the timeout resumes
-		// an hour later.
+		// A first purge of years of records may take long; records go in
+		// committed chunks, so a purge cut short by Stop or the timeout
+		// goes on from there an hour later.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		done := make(chan struct{})
 		go func() {
