@@ -84,7 +84,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reaching the gateway: %v", err)
+		return nil, reachError(err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -315,87 +315,4 @@ func WriteKey(w io.Writer, k Key) error {
 		return err
 	}
 	return nil
-}
-
-// SpendRow is one day's spend of one key on one model.
-type SpendRow struct {
-	Day   string  `json:"day"`
-	Key   string  `json:"api_key_id"`
-	Model string  `json:"model"`
-	Cents float64 `json:"cents"`
-}
-
-// Spend reads the cost report for the last days, by key and model.
-func (c *Client) Spend(ctx context.Context, days int, now time.Time) ([]SpendRow, error) {
-	start := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 1-days)
-	var out []SpendRow
-	page := ""
-	for {
-		q := url.Values{}
-		q.Set("starting_at", start.Format(time.RFC3339))
-		q.Add("group_by[]", "api_key_id")
-		q.Add("group_by[]", "description")
-		q.Set("limit", strconv.Itoa(days+1))
-		if page != "" {
-			q.Set("page", page)
-		}
-		b, err := c.do(ctx, http.MethodGet, "/v1/organizations/cost_report?"+q.Encode(), nil)
-		if err != nil {
-			return nil, err
-		}
-		var rep struct {
-			Data []struct {
-				StartingAt string `json:"starting_at"`
-				Results    []struct {
-					Amount   string  `json:"amount"`
-					Model    *string `json:"model"`
-					APIKeyID *string `json:"api_key_id"`
-				} `json:"results"`
-			} `json:"data"`
-			HasMore  bool    `json:"has_more"`
-			NextPage *string `json:"next_page"`
-		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return nil, fmt.Errorf("the gateway's cost report is unreadable: %v", err)
-		}
-		sums := map[[3]string]float64{}
-		var order [][3]string
-		for _, d := range rep.Data {
-			for _, r := range d.Results {
-				k := [3]string{d.StartingAt[:10], deref(r.APIKeyID), deref(r.Model)}
-				if _, seen := sums[k]; !seen {
-					order = append(order, k)
-				}
-				v, _ := strconv.ParseFloat(r.Amount, 64)
-				sums[k] += v
-			}
-		}
-		for _, k := range order {
-			out = append(out, SpendRow{Day: k[0], Key: k[1], Model: k[2], Cents: sums[k]})
-		}
-		if !rep.HasMore || rep.NextPage == nil {
-			return out, nil
-		}
-		page = *rep.NextPage
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "-"
-	}
-	return *s
-}
-
-// WriteSpend prints spend rows as a table with a total.
-func WriteSpend(w io.Writer, rows []SpendRow) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "DAY\tKEY\tMODEL\tSPEND\t")
-	var total float64
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t$%.4f\t\n", r.Day, r.Key, r.Model, r.Cents/100)
-		total += r.Cents
-	}
-	fmt.Fprintf(tw, "\t\ttotal\t$%.4f\t\n", total/100)
-	return tw.Flush()
 }

@@ -67,6 +67,13 @@ type App struct {
 	// (store: true) are kept before they are purged. Default 30 days.
 	ResponseRetention caddy.Duration `json:"response_retention,omitempty"`
 
+	// Retention is how long usage records are kept before they are purged
+	// (at start and hourly). Default 0: kept forever. The hourly and daily
+	// roll-ups are kept, so reports over whole hours and days of any age
+	// still answer; minute buckets and the sessions and Claude Code
+	// reports, which read the records, end at the cutoff.
+	Retention caddy.Duration `json:"retention,omitempty"`
+
 	purgeStop chan struct{} // closed by Stop; nil before Start
 	// controls are the runtime keys and workspaces; stopPoll ends their
 	// refresh loop.
@@ -147,6 +154,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	case "", "async", "sync":
 	default:
 		return fmt.Errorf("durability: %q is not a mode; use sync or async", a.Durability)
+	}
+	if r := time.Duration(a.Retention); r != 0 && r < minRetention {
+		return fmt.Errorf("retention: %v is shorter than a day; leave it out to keep usage records forever", r)
 	}
 	if a.Ledger == nil {
 		a.Ledger = &LedgerConfig{Driver: "sqlite"}
@@ -260,9 +270,16 @@ func (a *App) Start() error {
 	for _, rec := range early {
 		shared.writer.Enqueue(rec)
 	}
+	a.purgeStop = make(chan struct{})
 	if rs, ok := shared.store.(ledger.ResponseStore); ok {
-		a.purgeStop = make(chan struct{})
-		go a.purgeResponses(rs, a.purgeStop)
+		keep := time.Duration(a.ResponseRetention)
+		if keep <= 0 {
+			keep = defaultResponseRetention
+		}
+		go a.purgeEvery("expired responses", keep, rs.PurgeResponses, a.purgeStop)
+	}
+	if rp, ok := shared.store.(ledger.RecordPurger); ok && a.Retention > 0 {
+		go a.purgeEvery("usage records past retention", time.Duration(a.Retention), rp.PurgeRecords, a.purgeStop)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopPoll = cancel
@@ -302,25 +319,42 @@ func (a *App) Controls() *handlers.Controls { return a.controls }
 // defaultResponseRetention is how long stored responses live by default.
 const defaultResponseRetention = 30 * 24 * time.Hour
 
-// purgeResponses deletes stored responses past their retention, at start
-// and hourly. Every instance on a shared database does it; the deletes are
-// idempotent.
-func (a *App) purgeResponses(rs ledger.ResponseStore, stop chan struct{}) {
-	keep := time.Duration(a.ResponseRetention)
-	if keep <= 0 {
-		keep = defaultResponseRetention
-	}
+// minRetention is the shortest usage-record retention: the minute report
+// covers up to a day, and reads records.
+const minRetention = 24 * time.Hour
+
+// purgeEvery deletes what is older than keep (stored responses, usage
+// records) at start and hourly. Every instance on a shared database does
+// it; the deletes are idempotent.
+func (a *App) purgeEvery(what string, keep time.Duration, purge func(context.Context, time.Time) (int64, error), stop chan struct{}) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := rs.PurgeResponses(ctx, time.Now().Add(-keep))
+		// A first purge of years of records may take long; records go in
+		// committed chunks, so a purge cut short by Stop or the timeout
+		// goes on from there an hour later.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-done:
+			}
+		}()
+		n, err := purge(ctx, time.Now().Add(-keep))
+		close(done)
 		cancel()
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		switch {
 		case err != nil:
-			a.logger.Warn("purging expired responses failed", zap.Error(err))
+			a.logger.Warn("purging "+what+" failed", zap.Error(err))
 		case n > 0:
-			a.logger.Info("purged expired responses", zap.Int64("responses", n), zap.Duration("retention", keep))
+			a.logger.Info("purged "+what, zap.Int64("rows", n), zap.Duration("retention", keep))
 		}
 		select {
 		case <-stop:
@@ -470,6 +504,7 @@ var _ handlers.Recorder = (*App)(nil)
 //		ledger sqlite /var/lib/modelgate/ledger.db
 //		ledger postgres {env.DATABASE_URL}
 //		queue_size 10000
+//		retention 400d
 //	}
 func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -543,6 +578,16 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 				return nil, d.Errf("response_retention: %q is not a positive duration (e.g. 30d, 72h)", s)
 			}
 			a.ResponseRetention = caddy.Duration(dur)
+		case "retention":
+			var s string
+			if !d.AllArgs(&s) {
+				return nil, d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur < minRetention {
+				return nil, d.Errf("retention: %q is not a duration of at least 1d (e.g. 400d); leave it out to keep usage records forever", s)
+			}
+			a.Retention = caddy.Duration(dur)
 		case "queue_size":
 			var s string
 			if !d.AllArgs(&s) {

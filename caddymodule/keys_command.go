@@ -17,7 +17,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] [--gateway URL] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -31,10 +31,17 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate keys revoke apikey_…
   caddy modelgate usage --days 7
 
-A new key's secret is printed once. --json prints the admin API's answer
-for scripts.`,
+--workspace takes a workspace's name or id; --models must name aliases the
+gateway serves. usage lists tokens and spend per day, key and model, free
+local models included. A new key's secret is printed once. --json prints
+JSON for scripts.
+
+A gateway whose certificate comes from a private CA or Caddy's ` + "`tls internal`" + `
+is trusted with --ca-cert FILE (its root certificate, PEM), or with
+SSL_CERT_FILE=FILE, which Go reads on Linux.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().String("gateway", "http://localhost:4000", "The gateway's base URL")
+			cmd.PersistentFlags().String("ca-cert", "", "PEM file of a CA to trust besides the system's (a private CA, Caddy's tls internal root.crt)")
 			cmd.PersistentFlags().String("admin-key-env", "MODELGATE_ADMIN_KEY", "Environment variable that holds the gateway's admin key")
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
@@ -52,7 +59,12 @@ func adminClient(cmd *cobra.Command) (*admincli.Client, error) {
 	if key == "" {
 		return nil, fmt.Errorf("$%s is empty: export the gateway's admin key there (or name another variable with --admin-key-env)", env)
 	}
-	return &admincli.Client{Gateway: gw, AdminKey: key}, nil
+	ca, _ := cmd.Flags().GetString("ca-cert")
+	hc, err := admincli.HTTPClient(ca)
+	if err != nil {
+		return nil, err
+	}
+	return &admincli.Client{Gateway: gw, AdminKey: key, HTTP: hc}, nil
 }
 
 func cliContext() (context.Context, context.CancelFunc) {
@@ -68,7 +80,7 @@ func printKey(cmd *cobra.Command, k admincli.Key) error {
 
 func keyFlags(c *cobra.Command, f *admincli.Flags, create bool) {
 	c.Flags().StringVar(&f.Name, "name", "", "Name shown in lists and reports")
-	c.Flags().StringVar(&f.Workspace, "workspace", "", "Workspace id (a Caddyfile workspace's name, or wrkspc_…)")
+	c.Flags().StringVar(&f.Workspace, "workspace", "", "Workspace name or id (wrkspc_…)")
 	c.Flags().StringVar(&f.Models, "models", "", "Aliases the key may use, comma-separated (default: all)")
 	c.Flags().StringVar(&f.Budget, "budget", "", "Budget as <dollars>:<period>, e.g. 50:monthly (0 stops paid use; none removes it)")
 	c.Flags().StringVar(&f.SoftBudget, "soft-budget", "", "Alert-only budget in dollars, or none")
@@ -136,6 +148,9 @@ func keysCreate() *cobra.Command {
 			}
 			ctx, cancel := cliContext()
 			defer cancel()
+			if err := cl.Check(ctx, fields); err != nil {
+				return err
+			}
 			k, err := cl.CreateKey(ctx, fields)
 			if err != nil {
 				return err
@@ -163,6 +178,9 @@ func keysUpdate() *cobra.Command {
 			}
 			ctx, cancel := cliContext()
 			defer cancel()
+			if err := cl.Check(ctx, fields); err != nil {
+				return err
+			}
 			k, err := cl.UpdateKey(ctx, args[0], fields)
 			if err != nil {
 				return err
@@ -192,7 +210,7 @@ func keysRevoke() *cobra.Command {
 
 func usageCommand() *cobra.Command {
 	var days int
-	c := &cobra.Command{Use: "usage", Short: "Spend by day, key and model, from the gateway's ledger", Args: cobra.NoArgs,
+	c := &cobra.Command{Use: "usage", Short: "Tokens and spend by day, key and model, from the gateway's ledger", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if days < 1 || days > 366 {
 				return errors.New("--days: from 1 to 366")
@@ -203,14 +221,14 @@ func usageCommand() *cobra.Command {
 			}
 			ctx, cancel := cliContext()
 			defer cancel()
-			rows, err := cl.Spend(ctx, days, time.Now())
+			rows, err := cl.Usage(ctx, days, time.Now())
 			if err != nil {
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
 			}
-			return admincli.WriteSpend(cmd.OutOrStdout(), rows)
+			return admincli.WriteUsage(cmd.OutOrStdout(), rows)
 		}}
 	c.Flags().IntVar(&days, "days", 7, "How many days back, today included")
 	return c

@@ -138,7 +138,10 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 }
 
 // backfillRollup builds the roll-up from the records stored before it
-// existed, once.
+// existed, once. With `retention` set the records before its cutoff are
+// gone while their roll-up rows stay: a later migration that resets
+// rollup_state to rebuild the roll-ups would lose that history, so one
+// must instead update the roll-up rows in place.
 func (s *sqlStore) backfillRollup(ctx context.Context) error {
 	var done int
 	if err := s.db.QueryRowContext(ctx, `SELECT backfilled FROM rollup_state WHERE id = 1`).Scan(&done); err != nil || done == 1 {
