@@ -45,6 +45,7 @@ func FuzzRewriteModel(f *testing.F) {
 	f.Add([]byte(`{"model":"a","messages":[]}`), "b")
 	f.Add([]byte(`{"model":"a","stream":"true","messages":[]}`), "b")
 	f.Add([]byte(`{"model":"a","stream":true,"Stream":false,"messages":[]}`), "b")
+	f.Add([]byte(`{"model":"a","n":8,"max_tokens":1e5,"messages":[]}`), "b")
 	f.Fuzz(func(t *testing.T, body []byte, model string) {
 		out, err := RewriteModel(body, model)
 		// A struct decode matches keys the way Go upstreams do:
@@ -81,6 +82,16 @@ func FuzzRewriteModel(f *testing.F) {
 			var b *bool
 			if json.Unmarshal(sp.Stream, &b) != nil || (b != nil && *b) != info.Stream {
 				t.Fatalf("PeekRequest stream = %v for %s", info.Stream, sp.Stream)
+			}
+		}
+		// n bills each choice's output: whatever an upstream reads as n,
+		// the reservation's multiplier is at least that (to its cap).
+		var nv struct {
+			N *float64 `json:"n"`
+		}
+		if err == nil && json.Unmarshal(body, &nv) == nil && nv.N != nil && *nv.N > 1 {
+			if want := min(int64(*nv.N), 1<<20); info.Choices() < want {
+				t.Fatalf("Choices() = %d for n %v", info.Choices(), *nv.N)
 			}
 		}
 		withUsage, _, err := EnsureIncludeUsage(body)
