@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -214,5 +216,103 @@ func TestMedianRound(t *testing.T) {
 	got := medianRound([]*report{first, mk(100, 70), mk(200, 80)})
 	if got.rounds != 3 || len(got.rows) != 2 || got.rows[0].res.requests != 200 || got.rows[1].idle.rssMB != 80 {
 		t.Fatalf("median rows: %d req, %.0f MB", got.rows[0].res.requests, got.rows[1].idle.rssMB)
+	}
+}
+
+func TestParseInstances(t *testing.T) {
+	got, err := parseInstances("1, 2,4")
+	if err != nil || len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 4 {
+		t.Fatalf("parseInstances = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "1,,2", "two", "-1", "33"} {
+		if _, err := parseInstances(bad); err == nil {
+			t.Errorf("parseInstances(%q) accepted", bad)
+		}
+	}
+}
+
+func TestWithSearchPath(t *testing.T) {
+	got, err := withSearchPath("postgres://u@127.0.0.1:5432/db?sslmode=disable", "bench_x")
+	if err != nil || got != "postgres://u@127.0.0.1:5432/db?search_path=bench_x&sslmode=disable" || schemaOf(got) != "bench_x" {
+		t.Fatalf("URL form: %q, %v (schema %q)", got, err, schemaOf(got))
+	}
+	got, err = withSearchPath("host=127.0.0.1 dbname=db ", "bench_y")
+	if err != nil || got != "host=127.0.0.1 dbname=db search_path=bench_y" || schemaOf(got) != "bench_y" {
+		t.Fatalf("key=value form: %q, %v (schema %q)", got, err, schemaOf(got))
+	}
+	if _, err := withSearchPath("host=x search_path=public", "bench_z"); err == nil {
+		t.Fatal("a key=value DSN that already sets search_path was accepted")
+	}
+}
+
+// TestOvershoot: spend past the limit counts per key, keys that never
+// spent are under, and one reservation short of the limit is not "left
+// short".
+func TestOvershoot(t *testing.T) {
+	const limit, res = 100, 15
+	spend := map[string]int64{"a": 100, "b": 112, "c": 130, "d": 86, "e": 84, "stranger": 1000}
+	st := overshoot(spend, []string{"a", "b", "c", "d", "e", "never"}, limit, res)
+	if st.keys != 6 || st.over != 2 || st.maxOver != 30 || st.totalOver != 42 || st.maxRatio != 1.3 || st.under != 2 {
+		t.Fatalf("%+v; want 6 keys, 2 over, max 30, total 42, worst 1.3×, 2 left short (e and never)", st)
+	}
+	if st := overshoot(nil, nil, limit, res); st != (overshootStats{}) {
+		t.Fatalf("no keys: %+v", st)
+	}
+}
+
+// TestPricedRequest pins the arithmetic the table's units rest on: the
+// gateway reserves every body byte as an input token and max_tokens of
+// output; the fake answers with 8 uncached input and 7 output tokens.
+func TestPricedRequest(t *testing.T) {
+	body := pricedBody()
+	if res := reservationPico(body, pricedMaxTokens); res != int64(len(body))*20_000_000+8*1_000_000_000 {
+		t.Fatalf("reservation %d", res)
+	}
+	if c := requestCostPico(); c != 7_160_000_000 {
+		t.Fatalf("request cost %d pico, want $0.00716", c)
+	}
+	if requestCostPico() > reservationPico(body, pricedMaxTokens) {
+		t.Fatal("a request costs more than it reserves: the overshoot bound would not hold")
+	}
+	yaml := pricedModelsYAML("127.0.0.1:1")
+	if !strings.Contains(yaml, "input_cost_per_token: 0.00002\n") || !strings.Contains(yaml, "output_cost_per_token: 0.001\n") {
+		t.Fatalf("priced alias:\n%s", yaml)
+	}
+	var req struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Model != "priced" || req.MaxTokens != pricedMaxTokens {
+		t.Fatalf("body %s: %+v %v", body, req, err)
+	}
+}
+
+func TestIsBudgetRefusal(t *testing.T) {
+	refusal := []byte(`{"error":{"message":"api key k has used $0.10 of its $0.10 monthly budget","type":"insufficient_quota","code":"budget_exceeded"}}`)
+	if !isBudgetRefusal(429, refusal) {
+		t.Error("a budget refusal was not recognised")
+	}
+	if isBudgetRefusal(429, []byte(`{"error":{"code":"rate_limit_exceeded"}}`)) || isBudgetRefusal(200, refusal) {
+		t.Error("a rate limit or a 200 counted as a budget refusal")
+	}
+}
+
+// TestDriveEach: each worker gets its own target.
+func TestDriveEach(t *testing.T) {
+	rec := &fakes.Recorder{}
+	srv := httptest.NewServer(upstreamMuxWith(fakes.Options{}, rec))
+	defer srv.Close()
+	res := driveEach(context.Background(), newClient(2), func(w int) target {
+		return target{url: srv.URL + "/openai/v1/chat/completions", header: bearer(fmt.Sprintf("key-%d", w)), body: chatBody("fake-gpt", false)}
+	}, 2, 100*time.Millisecond)
+	if res.requests == 0 || res.errors != 0 {
+		t.Fatalf("requests %d, errors %d (%s)", res.requests, res.errors, res.firstErr)
+	}
+	seen := map[string]bool{}
+	for _, r := range rec.Requests() {
+		seen[r.Header.Get("Authorization")] = true
+	}
+	if !seen["Bearer key-0"] || !seen["Bearer key-1"] || len(seen) != 2 {
+		t.Fatalf("keys seen upstream: %v", seen)
 	}
 }

@@ -67,6 +67,11 @@ type workerStats struct {
 // drive runs conc workers, each sending its next request as soon as the
 // previous answer is read in full, for d.
 func drive(ctx context.Context, client *http.Client, t target, conc int, d time.Duration) *loadResult {
+	return driveEach(ctx, client, func(int) target { return t }, conc, d)
+}
+
+// driveEach is drive with a target per worker (its own key, say).
+func driveEach(ctx context.Context, client *http.Client, targetOf func(worker int) target, conc int, d time.Duration) *loadResult {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	stats := make([]workerStats, conc)
@@ -74,6 +79,7 @@ func drive(ctx context.Context, client *http.Client, t target, conc int, d time.
 	start := time.Now()
 	for i := range stats {
 		wg.Add(1)
+		t := targetOf(i)
 		go func(ws *workerStats) {
 			defer wg.Done()
 			br := bufio.NewReaderSize(nil, 16<<10)

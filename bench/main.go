@@ -73,8 +73,32 @@ func main() {
 	var rc reportsConfig
 	flag.IntVar(&rc.records, "records", 5_000_000, "-reports: records to seed over 90 days")
 	flag.IntVar(&rc.runs, "report-runs", 20, "-reports: timed runs of each report")
-	flag.StringVar(&rc.postgres, "postgres", os.Getenv("MODELGATE_TEST_POSTGRES"), "-reports: also a PostgreSQL DSN (an empty database; default $MODELGATE_TEST_POSTGRES)")
+	flag.StringVar(&rc.postgres, "postgres", os.Getenv("MODELGATE_TEST_POSTGRES"), "-reports: also a PostgreSQL DSN (an empty database); -overshoot: the shared ledger, a schema per measurement (default $MODELGATE_TEST_POSTGRES)")
+	overshootMode := flag.Bool("overshoot", false, "instead of the proxy scenarios: budget overshoot of several instances on one PostgreSQL and Redis, and what shared reservations cost")
+	var oc overshootConfig
+	instances := flag.String("instances", "1,2,4", "-overshoot: gateway instance counts to measure")
+	flag.IntVar(&oc.keys, "keys", 1000, "-overshoot: keys, each with its own budget")
+	flag.IntVar(&oc.spenders, "spenders", 128, "-overshoot: concurrent spenders")
+	flag.IntVar(&oc.perKey, "spenders-per-key", 8, "-overshoot: spenders on one key at a time, spread over the instances")
+	flag.IntVar(&oc.budgetCents, "budget-cents", 10, "-overshoot: each key's monthly budget, in cents")
+	flag.StringVar(&oc.redis, "redis", os.Getenv("MODELGATE_TEST_REDIS"), "-overshoot: Redis URL for shared rate limits (default $MODELGATE_TEST_REDIS; empty: none)")
+	flag.StringVar(&oc.label, "label", "shared", "-overshoot: the reservations column of the table (e.g. per-process, for an older -caddy binary)")
 	flag.Parse()
+	if *overshootMode {
+		var err error
+		if oc.instances, err = parseInstances(*instances); err != nil {
+			fatal(err)
+		}
+		oc.postgres, oc.caddyBin, oc.build, oc.workdir = rc.postgres, c.caddyBin, c.build, c.workdir
+		oc.duration, oc.warmup, oc.conc = c.duration, c.warmup, c.conc
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runOvershoot(ctx, oc); err != nil {
+			stop()
+			fatal(err)
+		}
+		return
+	}
 	if *reports {
 		rc.workdir = c.workdir
 		if err := runReports(context.Background(), rc); err != nil {
@@ -149,15 +173,8 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	if c.build {
-		fmt.Fprintln(os.Stderr, "building", c.caddyBin, "…")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", c.caddyBin, "./cmd/caddy")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := os.MkdirAll(filepath.Dir(c.caddyBin), 0o755); err != nil {
+		if err := buildCaddy(ctx, c.caddyBin); err != nil {
 			return err
-		}
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("building caddy (run from the repository root, or pass -build=false -caddy PATH): %w", err)
 		}
 	}
 	bin, err := filepath.Abs(c.caddyBin)
@@ -179,6 +196,21 @@ func run(ctx context.Context, c config) (err error) {
 		rounds = append(rounds, rep)
 	}
 	medianRound(rounds).print(os.Stdout)
+	return nil
+}
+
+// buildCaddy builds ./cmd/caddy into path.
+func buildCaddy(ctx context.Context, path string) error {
+	fmt.Fprintln(os.Stderr, "building", path, "…")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, "./cmd/caddy")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building caddy (run from the repository root, or pass -build=false -caddy PATH): %w", err)
+	}
 	return nil
 }
 
