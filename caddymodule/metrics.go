@@ -104,6 +104,16 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 		})); err != nil {
 		return nil, err
 	}
+	if _, err := register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "modelgate", Name: "budget_local_fallbacks_total",
+		Help: "Budgeted requests admitted on this process's own count because the shared reservation store (PostgreSQL) did not answer."},
+		func() float64 {
+			if b := app.Budgets(); b != nil {
+				return float64(b.SharedFailures.Load())
+			}
+			return 0
+		})); err != nil {
+		return nil, err
+	}
 	if _, err := register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "modelgate", Name: "rate_limit_pending_releases",
 		Help: "Slot releases and tpm settlements the shared counter (Redis) did not take, being retried in the background."},
 		func() float64 {

@@ -228,8 +228,9 @@ func (b *Budgets) reserver() ledger.BudgetReserver {
 const retrySharedReservations = 5 * time.Second
 
 // sharedReserveTimeout bounds one shared reservation: past it the request
-// is admitted on this process's count rather than held.
-const sharedReserveTimeout = 2 * time.Second
+// gets 503 with retry-after (a database that refuses connections instead
+// makes this process count alone for retrySharedReservations).
+const sharedReserveTimeout = 5 * time.Second
 
 // budget is one budget that applies to a request.
 type budget struct {
@@ -351,6 +352,7 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 		}
 		rctx, cancel := context.WithTimeout(ctx, sharedReserveTimeout)
 		refused, used, err := rs.Reserve(rctx, holds, r.ticket, estimatePico, now, now.Add(lease))
+		timedOut := rctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil && refused > 0 && refused <= len(list):
@@ -361,8 +363,20 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 			return nil, budgetRefusal(bg, used, now)
 		case err == nil:
 			r.shared = true
-		case ctx.Err() == nil:
-			// The database is failing: count here for a while.
+		case ctx.Err() != nil:
+			// The client left; nothing was reserved for it.
+			return nil, &providers.APIError{Status: 499, Message: "client closed the request"}
+		case timedOut || !ledger.Unreachable(err):
+			// The database answers, slowly or with an error: admitting on
+			// this process's count now is how N instances would each
+			// spend a budget, so the request waits for a better moment.
+			b.SharedFailures.Add(1)
+			return nil, &providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "1", Code: "budget_check_unavailable",
+				Message: "the budget this request is charged to could not be checked (the ledger database is slow or refused the reservation); retry"}
+		default:
+			// The database cannot be reached: count here for a while, as
+			// one instance would, rather than refuse every budgeted
+			// request while it is down.
 			b.SharedFailures.Add(1)
 			b.sharedDownUntil.Store(now.Add(retrySharedReservations).UnixNano())
 		}

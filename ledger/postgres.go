@@ -5,10 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
+
+// postgresConns bounds an instance's connections, all kept open between
+// calls: several instances must stay within PostgreSQL's
+// max_connections (100 by default), or the server refuses the next
+// connection outright. Calls beyond it queue in database/sql.
+const postgresConns = 16
 
 // migrationLockKey is the advisory lock that serializes migrations when
 // several gateway instances start against one database at once.
@@ -26,6 +35,13 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ledger postgres: connect: %w", err)
 	}
+	// Every admission with a budget makes one short call (its
+	// reservation) beside the writer's batches and the reports: keep
+	// connections open for them instead of dialing one per call, as
+	// database/sql's default of two idle connections would.
+	db.SetMaxIdleConns(postgresConns)
+	db.SetMaxOpenConns(postgresConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &sqlStore{db: db, d: dialect{
 		name:        "postgres",
 		placeholder: numberedPlaceholder,
@@ -70,4 +86,21 @@ func postgresRowError(err error) bool {
 func postgresConflict(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// Unreachable reports whether err says the database could not be reached
+// at all (no connection, the network), rather than a statement it
+// refused or a wait that ran out.
+func Unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// 08: connection exceptions; 57P: the server is shutting down.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne)
 }

@@ -32,9 +32,8 @@ var ErrNotShared = errors.New("ledger: this store does not share budget reservat
 type BudgetReserver interface {
 	// SharesReservations reports whether Reserve works on this store.
 	SharesReservations() bool
-	// Reserve locks holds' spend rows in the order given (callers sort
-	// them, as the writer does, so that no two transactions wait on each
-	// other), and, if every one has room (spend plus live reservations
+	// Reserve locks holds in the order given (callers sort them, so that
+	// no two admissions wait on each other), and, if every one has room (spend plus live reservations
 	// below its limit), reserves pico against each under ticket until
 	// expires. Otherwise it reserves nothing and returns the 1-based index
 	// of the first hold without room and what that hold has used.
@@ -44,17 +43,21 @@ type BudgetReserver interface {
 }
 
 // reserveFunction is installed on PostgreSQL at open: one round trip per
-// admission, with the rows locked and released inside the database. The
+// admission. Admissions on one budget queue on a transaction-scoped
+// advisory lock named by the budget, not on its budget_spend row, so
+// they never wait for the ledger writer's transaction (which holds that
+// row until its batch commits); spend and reservations are then read in
+// one statement, one snapshot: a writer that commits between two reads
+// could otherwise show a cost neither as spend nor as reservation. The
 // name carries a version so that instances of two releases can share a
 // database during an upgrade; a new body gets a new name.
-const reserveFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_v1(scopes text[], ids text[], periods text[], starts bigint[],
+const reserveFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_v2(scopes text[], ids text[], periods text[], starts bigint[],
 	limits bigint[], est bigint, tkt bigint, now_us bigint, expires_us bigint, OUT refused int, OUT used bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
 	i int;
 	n int := coalesce(array_length(scopes, 1), 0);
-	sp bigint;
-	rs numeric;
+	u numeric;
 BEGIN
 	-- Reservations are worth nothing after a database crash (their
 	-- requests' connections are gone with it): their commit need not
@@ -63,19 +66,19 @@ BEGIN
 	refused := 0;
 	used := 0;
 	FOR i IN 1 .. n LOOP
-		SELECT b.spent_pico INTO sp FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
-			AND b.period = periods[i] AND b.period_start_us = starts[i] FOR UPDATE;
-		IF NOT FOUND THEN
-			INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
-				VALUES (scopes[i], ids[i], periods[i], starts[i], 0, now_us) ON CONFLICT DO NOTHING;
-			SELECT b.spent_pico INTO sp FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
-				AND b.period = periods[i] AND b.period_start_us = starts[i] FOR UPDATE;
-		END IF;
-		SELECT coalesce(sum(r.pico), 0) INTO rs FROM budget_reservations r WHERE r.scope = scopes[i]
-			AND r.scope_id = ids[i] AND r.period = periods[i] AND r.period_start_us = starts[i] AND r.expires_us > now_us;
-		IF sp + rs >= limits[i] THEN
+		-- Callers pass budgets in one order, so two admissions never wait
+		-- on each other's locks.
+		PERFORM pg_advisory_xact_lock(hashtextextended('modelgate budget ' || scopes[i] || ' ' || ids[i] || ' ' || periods[i] || ' ' || starts[i], 0));
+	END LOOP;
+	FOR i IN 1 .. n LOOP
+		SELECT coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0)
+			+ coalesce((SELECT sum(r.pico) FROM budget_reservations r WHERE r.scope = scopes[i] AND r.scope_id = ids[i]
+				AND r.period = periods[i] AND r.period_start_us = starts[i] AND r.expires_us > now_us), 0)
+		INTO u;
+		IF u >= limits[i] THEN
 			refused := i;
-			used := least(sp + rs, 9223372036854775807)::bigint;
+			used := least(u, 9223372036854775807)::bigint;
 			RETURN;
 		END IF;
 	END LOOP;
@@ -121,7 +124,7 @@ func (s *sqlStore) Reserve(ctx context.Context, holds []BudgetHold, ticket uint6
 	}
 	var refused int
 	var used int64
-	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
+	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
 		scopes, ids, periods, starts, limits, max(pico, 0), int64(ticket), now.UnixMicro(), expires.UnixMicro()).Scan(&refused, &used)
 	if err != nil {
 		return 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
