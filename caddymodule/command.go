@@ -49,9 +49,9 @@ the usage and cost reports. Without it the gateway refuses to start unless
 				}
 				return nil
 			}
-			// Caddy's validate is replaced once the command tree is built
+			// Caddy's own commands are adapted once the command tree is built
 			// (cobra runs its initializers before the chosen command).
-			cobra.OnInitialize(func() { replaceValidate(cmd.Root()) })
+			cobra.OnInitialize(func() { customizeCommands(cmd.Root()) })
 		},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/caddymodule"
 	"github.com/modelgate/modelgate/internal/testbin"
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -47,6 +48,19 @@ func TestListModules(t *testing.T) {
 		if !strings.Contains(out, "\n"+m+"\n") && !strings.HasPrefix(out, m+"\n") {
 			t.Errorf("list-modules lacks %s", m)
 		}
+	}
+}
+
+// TestVersionNamesModelgate: caddy version and caddy build-info say which
+// Modelgate the binary is, not Caddy's alone or (devel).
+func TestVersionNamesModelgate(t *testing.T) {
+	out, stderr, err := caddyCmd(t, nil, "version")
+	if err != nil || !strings.HasPrefix(out, "Modelgate "+caddymodule.Version+" on Caddy v2.") {
+		t.Errorf("caddy version: %v %q %s", err, out, stderr)
+	}
+	out, stderr, err = caddyCmd(t, nil, "build-info")
+	if err != nil || !strings.Contains(out, "github.com/modelgate/modelgate\t"+caddymodule.Version) || strings.Contains(out, "(devel)") {
+		t.Errorf("caddy build-info: %v\n%s%s", err, out, stderr)
 	}
 }
 
