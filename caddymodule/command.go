@@ -40,14 +40,13 @@ the usage and cost reports. Without it the gateway refuses to start unless
 			cmd.Flags().String("durability", "async", "sync: each successful request's record is in the ledger before its answer completes; async: batched")
 			cmd.Flags().Bool("insecure-no-auth", false, "Serve without authentication (trusted networks only)")
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-				// A models file's errors are lines to read in a terminal,
-				// not one JSON log line with escaped newlines.
-				if _, err := runGateway(caddycmd.Flags{FlagSet: cmd.Flags()}); err != nil {
-					cmd.SilenceErrors, cmd.SilenceUsage = true, true
-					fmt.Fprintln(os.Stderr, err)
-					return errInvalid
-				}
-				return nil
+				// runGateway returns only when it fails (it serves until the
+				// process exits). A models file's errors are lines to read
+				// in a terminal, not one JSON log line with escaped newlines.
+				_, err := runGateway(caddycmd.Flags{FlagSet: cmd.Flags()})
+				cmd.SilenceErrors, cmd.SilenceUsage = true, true
+				fmt.Fprintln(os.Stderr, err)
+				return errInvalid
 			}
 			// Caddy's own commands are adapted once the command tree is built
 			// (cobra runs its initializers before the chosen command).
