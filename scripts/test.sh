@@ -165,7 +165,7 @@ if [ ! -x "$XCADDY" ] || ! "$XCADDY" version 2>/dev/null | grep -q "$XCADDY_VERS
 	go install "github.com/caddyserver/xcaddy/cmd/xcaddy@$XCADDY_VERSION"
 fi
 rm -f .cache/bin/caddy-xcaddy
-timeout "${XCADDY_TIMEOUT:-20m}" "$XCADDY" build "$CADDY_VERSION" \
+timeout "${XCADDY_TIMEOUT:-30m}" "$XCADDY" build "$CADDY_VERSION" \
 	--with "github.com/modelgate/modelgate@$MG_VERSION=." --output .cache/bin/caddy-xcaddy 2>.cache/xcaddy.log ||
 	{ tail -n 30 .cache/xcaddy.log; echo "xcaddy build failed (log: .cache/xcaddy.log)"; exit 1; }
 .cache/bin/caddy-xcaddy list-modules | grep -qx 'http.handlers.llm_gateway' || { echo "xcaddy build lacks llm_gateway"; exit 1; }
