@@ -39,7 +39,18 @@ the usage and cost reports. Without it the gateway refuses to start unless
 			cmd.Flags().String("ledger", "", "Ledger store: sqlite:<path> or postgres:<dsn> (default: SQLite in Caddy's data dir)")
 			cmd.Flags().String("durability", "async", "sync: each successful request's record is in the ledger before its answer completes; async: batched")
 			cmd.Flags().Bool("insecure-no-auth", false, "Serve without authentication (trusted networks only)")
-			cmd.RunE = caddycmd.WrapCommandFuncForCobra(runGateway)
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+				// runGateway returns only when it fails (it serves until the
+				// process exits). A models file's errors are lines to read
+				// in a terminal, not one JSON log line with escaped newlines.
+				_, err := runGateway(caddycmd.Flags{FlagSet: cmd.Flags()})
+				cmd.SilenceErrors, cmd.SilenceUsage = true, true
+				fmt.Fprintln(os.Stderr, err)
+				return errInvalid
+			}
+			// Caddy's own commands are adapted once the command tree is built
+			// (cobra runs its initializers before the chosen command).
+			cobra.OnInitialize(func() { customizeCommands(cmd.Root()) })
 		},
 	})
 }

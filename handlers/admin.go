@@ -41,7 +41,7 @@ type Admin struct {
 // handler owns: its reports, and a 404 for the paths it does not serve.
 func (a *Admin) Match(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p)
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p) || isBrowserRoot(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -61,6 +61,10 @@ func ValidateAdminKey(key string) error {
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isUIPath(r.URL.Path) {
 		serveUI(w, r)
+		return
+	}
+	if isBrowserRoot(r) {
+		http.Redirect(w, r, UIPath, http.StatusFound)
 		return
 	}
 	if a.serveControls(w, r) {

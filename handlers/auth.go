@@ -194,7 +194,9 @@ func IsPublicPath(r *http.Request) bool {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
 	case "/":
-		return r.Method == http.MethodHead
+		// A browser's GET / goes on to llm_admin, which points it to
+		// the dashboard.
+		return r.Method == http.MethodHead || isBrowserRoot(r)
 	}
 	// The dashboard's page and assets: it signs in itself.
 	return isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)

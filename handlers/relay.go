@@ -186,6 +186,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	// stream cut short is charged for when the upstream's usage (sent at
 	// the end by most) never came.
 	sent := 0
+	clientLeftAtEnd := false
 	fail := func(class string, apiErr *providers.APIError) result {
 		if !committed {
 			applyUsage(rec, tr.Usage(), b)
@@ -207,6 +208,15 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 		ev, err := events.Next()
 		if err != nil {
 			if err == io.EOF {
+				break
+			}
+			// A client that leaves once it has the stream's end marker
+			// (the OpenAI SDKs close at [DONE]) had the whole answer,
+			// whether or not the upstream had closed its side yet: the
+			// request is as complete as at the upstream's EOF, with any
+			// usage the upstream had still to send estimated.
+			if tr.Complete() && r.Context().Err() != nil {
+				clientLeftAtEnd = true
 				break
 			}
 			switch {
@@ -268,7 +278,11 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	if !committed {
 		commit()
 	}
-	applyUsage(rec, tr.Usage(), b)
+	if usage := tr.Usage(); clientLeftAtEnd {
+		applyUsage(rec, partialUsage(usage, sent, len(x.body)), b)
+	} else {
+		applyUsage(rec, usage, b)
+	}
 	rec.Status, rec.Outcome = http.StatusOK, "ok"
 	g.keepResponse(r, info)
 	recorded := g.commitRecord(rec)

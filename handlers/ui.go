@@ -25,6 +25,12 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // isUIPath reports the dashboard's paths.
 func isUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
 
+// isBrowserRoot reports a browser opening the site's root (it asks for
+// HTML), which is sent to the dashboard instead of an API client's 401.
+func isBrowserRoot(r *http.Request) bool {
+	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
 // serveUI answers the dashboard's files.
 func serveUI(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/ui" {

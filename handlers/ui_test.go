@@ -58,3 +58,40 @@ func TestDashboardFiles(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBrowserAtRootGoesToDashboard: a browser opening the site's root
+// without a key is pointed to /ui/; an API client (no text/html in
+// Accept) still needs a key there, and only GET is redirected.
+func TestBrowserAtRootGoesToDashboard(t *testing.T) {
+	a := &Admin{}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	if !IsPublicPath(r) || !a.Match(r) {
+		t.Fatal("a browser's GET / is not public or not the admin handler's")
+	}
+	w := httptest.NewRecorder()
+	a.ServeHTTP(w, r)
+	if w.Code != http.StatusFound || w.Header().Get("Location") != UIPath {
+		t.Errorf("GET / from a browser: %d %v", w.Code, w.Header())
+	}
+	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "application/json"}, {"POST", "text/html"}} {
+		r := httptest.NewRequest(c.method, "/", nil)
+		r.Header.Set("Accept", c.accept)
+		if IsPublicPath(r) || a.Match(r) {
+			t.Errorf("%s / with Accept %q is public or the admin handler's", c.method, c.accept)
+		}
+	}
+}
+
+// TestHiddenWinsOverStyles: the stylesheet cannot show what the page
+// hides (it once gave nav display: flex, which showed the menu and "Sign
+// out" before sign-in).
+func TestHiddenWinsOverStyles(t *testing.T) {
+	css, err := fs.ReadFile(uiFiles, "ui/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\[hidden\]\s*\{\s*display:\s*none\s*!important;?\s*\}`).Match(css) {
+		t.Error("style.css lacks [hidden] { display: none !important }")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/caddymodule"
 	"github.com/modelgate/modelgate/internal/testbin"
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -47,6 +48,19 @@ func TestListModules(t *testing.T) {
 		if !strings.Contains(out, "\n"+m+"\n") && !strings.HasPrefix(out, m+"\n") {
 			t.Errorf("list-modules lacks %s", m)
 		}
+	}
+}
+
+// TestVersionNamesModelgate: caddy version and caddy build-info say which
+// Modelgate the binary is, not Caddy's alone or (devel).
+func TestVersionNamesModelgate(t *testing.T) {
+	out, stderr, err := caddyCmd(t, nil, "version")
+	if err != nil || !strings.HasPrefix(out, "Modelgate "+caddymodule.Version+" on Caddy v2.") {
+		t.Errorf("caddy version: %v %q %s", err, out, stderr)
+	}
+	out, stderr, err = caddyCmd(t, nil, "build-info")
+	if err != nil || !strings.Contains(out, "github.com/modelgate/modelgate\t"+caddymodule.Version) || strings.Contains(out, "(devel)") {
+		t.Errorf("caddy build-info: %v\n%s%s", err, out, stderr)
 	}
 }
 
@@ -171,6 +185,95 @@ func TestValidateReportsModelErrors(t *testing.T) {
 	_, stderr, err = caddyCmd(t, []string{"ALICE_KEY="}, "validate", "--config", filepath.Join(dir, "Caddyfile"))
 	if err == nil || !strings.Contains(stderr, "ALICE_KEY") {
 		t.Errorf("unset key: %v\n%s", err, stderr)
+	}
+}
+
+// TestValidateReadsLikeACompiler: every problem of the models file in one
+// run (entry errors and unknown fallback and model_aliases targets
+// together, warnings beside them), one per line, file:line first, in
+// plain text on stderr, not Caddy's one JSON log line; and the same lines
+// from caddy gateway.
+func TestValidateReadsLikeACompiler(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models.yaml")
+	src := `model_list:
+  - model_name: local
+    proxy_params:
+      model: olama/llama3
+  - model_name: coder
+    proxy_params:
+      model: ollama/qwen
+      api_base: http://localhost:11434/v1
+  - model_name: fast
+    proxy_params:
+      model: echo/fast
+      temprature: 0.2
+router_settings:
+  fallbacks:
+    - coder: [local, nosuch]
+model_aliases:
+  claude-*: missing
+`
+	if err := os.WriteFile(models, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cf, []byte(":0 {\n\tllm_gateway {\n\t\tmodels "+models+"\n\t}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		models + `:4: model_list[0] (model_name "local"): proxy_params.model: unknown provider prefix "olama"`,
+		models + `:8: warning: model_list[1] (model_name "coder"): proxy_params.api_base`,
+		models + `:12: model_list[2] (model_name "fast"): proxy_params: unknown field "temprature"`,
+		models + `:15: router_settings.fallbacks[0].coder[1]: "nosuch" is not a model_name`,
+		models + `:17: model_aliases."claude-*": "missing" is not a model_name`,
+	}
+	check := func(name string, want []string, stderr string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s accepted the file", name)
+		}
+		var plain []string
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			if strings.HasPrefix(l, `{"level":"error"`) || strings.Contains(l, `\n`) {
+				t.Errorf("%s: an error as a JSON log line: %s", name, l)
+			}
+			if !strings.HasPrefix(l, "{") {
+				plain = append(plain, l)
+			}
+		}
+		if len(plain) != len(want) {
+			t.Fatalf("%s: %d plain lines, want %d:\n%s", name, len(plain), len(want), stderr)
+		}
+		for i, w := range want {
+			found := false
+			for _, l := range plain {
+				found = found || strings.HasPrefix(l, w)
+			}
+			if !found {
+				t.Errorf("%s: no line %d starting %q:\n%s", name, i, w, stderr)
+			}
+		}
+	}
+	_, stderr, err := caddyCmd(t, nil, "validate", "--config", cf, "--adapter", "caddyfile")
+	check("validate", want, stderr, err)
+	var errs []string
+	for _, w := range want {
+		if !strings.Contains(w, "warning:") {
+			errs = append(errs, w)
+		}
+	}
+	_, stderr, err = caddyCmd(t, []string{"PROXY_KEY=sk-some-long-key"}, "gateway", "--config", models, "--listen", "127.0.0.1:0")
+	check("gateway", errs, stderr, err)
+
+	// A fixed file validates.
+	fixed := "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/x\n"
+	if err := os.WriteFile(models, []byte(fixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := caddyCmd(t, nil, "validate", "--config", cf, "--adapter", "caddyfile")
+	if err != nil || !strings.Contains(out, "Valid configuration") {
+		t.Errorf("fixed file: %v\n%s%s", err, out, stderr)
 	}
 }
 

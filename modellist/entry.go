@@ -16,6 +16,7 @@ func (p *parser) entry(i int, n *yaml.Node) *Deployment {
 	w := where{entry: entryLabel(i, n)}
 	fs, ok := p.mapping(n, w, entryFields(), "model_name, proxy_params, model_info")
 	if !ok {
+		p.partial = true
 		return nil
 	}
 	n = deref(n)
@@ -32,7 +33,11 @@ func (p *parser) entry(i int, n *yaml.Node) *Deployment {
 			p.errorf(f.val, w.sub("model_name"), "contains control characters; use a plain name")
 		default:
 			d.Alias = s
+			p.nameEntry(s)
 		}
+	}
+	if d.Alias == "" {
+		p.partial = true
 	}
 
 	pw := w.sub("proxy_params")

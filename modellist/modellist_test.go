@@ -257,6 +257,58 @@ func TestAllEntriesReported(t *testing.T) {
 	}
 }
 
+// TestCrossReferencesReportedWithEntryErrors: a fallback or model_aliases
+// target naming no entry is reported in the same pass as a broken entry's
+// error, while one naming the broken entry is not called unknown; and the
+// warnings found are returned beside the errors.
+func TestCrossReferencesReportedWithEntryErrors(t *testing.T) {
+	src := "model_list:\n" +
+		"  - model_name: a\n    proxy_params: {model: olama/x}\n" +
+		"  - model_name: b\n    proxy_params: {model: ollama/x, api_base: 'http://h:11434/v1'}\n" +
+		"router_settings:\n" +
+		"  fallbacks:\n" +
+		"    - a: [b, nosuch]\n" +
+		"model_aliases:\n" +
+		"  claude-*: missing\n" +
+		"  gpt-*: a\n"
+	_, warns, err := Parse([]byte(src), "models.yaml", envOf())
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{
+		`models.yaml:3: model_list[0] (model_name "a"): proxy_params.model: unknown provider prefix "olama"`,
+		`models.yaml:8: router_settings.fallbacks[0].a[1]: "nosuch" is not a model_name in model_list`,
+		`models.yaml:10: model_aliases."claude-*": "missing" is not a model_name in model_list; fix the name or add the entry (aliases: a, b)`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("want %d errors, got %d:\n%v", len(want), len(lines), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("error %d:\n got %s\nwant %s...", i, lines[i], w)
+		}
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], `models.yaml:5: model_list[1] (model_name "b"): proxy_params.api_base`) {
+		t.Errorf("warnings %q, want the /v1 base of b", warns)
+	}
+}
+
+// TestUnreadableNameSuspendsAliasChecks: with an entry whose model_name
+// cannot be read, any alias might be that entry's, so none is called
+// unknown.
+func TestUnreadableNameSuspendsAliasChecks(t *testing.T) {
+	src := "model_list:\n" +
+		"  - proxy_params: {model: echo/x}\n" +
+		"  - model_name: b\n    proxy_params: {model: echo/x}\n" +
+		"model_aliases:\n" +
+		"  gpt-*: c\n"
+	_, _, err := Parse([]byte(src), "models.yaml", envOf())
+	if err == nil || strings.Contains(err.Error(), `"c" is not a model_name`) || strings.Count(err.Error(), "\n") != 0 {
+		t.Fatalf("want only the missing model_name, got %v", err)
+	}
+}
+
 func TestBackendKinds(t *testing.T) {
 	tests := []struct {
 		name, params       string

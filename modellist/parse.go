@@ -99,14 +99,34 @@ type parser struct {
 	getenv func(string) (string, bool)
 	errs   []error
 	warns  []string
-	// partial is set when some model_list entry failed, so that alias
-	// existence is not judged against an incomplete list.
+	// names are the model_names of every entry, broken ones included, in
+	// order: a fallback or model_aliases target naming an entry that has
+	// an error elsewhere is not also reported as unknown, and one naming
+	// no entry is reported in the same pass as the entries' errors.
+	names []string
+	named map[string]bool
+	// partial is set when some entry's model_name could not be read, so
+	// that alias existence is not judged against an incomplete list.
 	partial bool
 }
 
 // unknownAlias reports whether name is certainly not a model_name.
-func (p *parser) unknownAlias(c *Config, name string) bool {
-	return !p.partial && c.byAlias[name] == nil
+func (p *parser) unknownAlias(name string) bool {
+	return !p.partial && !p.named[name]
+}
+
+// aliasList is the model_names for messages about unknown ones.
+func (p *parser) aliasList() string { return strings.Join(p.names, ", ") }
+
+// nameEntry records an entry's model_name.
+func (p *parser) nameEntry(alias string) {
+	if p.named == nil {
+		p.named = map[string]bool{}
+	}
+	if !p.named[alias] {
+		p.named[alias] = true
+		p.names = append(p.names, alias)
+	}
 }
 
 // where locates a message: the entry label (empty at top level) and the
@@ -293,9 +313,6 @@ func (p *parser) config(root *yaml.Node) *Config {
 		return c
 	}
 	p.modelList(c, top["model_list"], root)
-	// With a broken entry its alias is missing from the index; checking
-	// names against it would report errors that are not there.
-	p.partial = len(p.errs) > 0
 	if f, ok := top["router_settings"]; ok && !isNull(deref(f.val)) {
 		p.router(c, f.val)
 	}
@@ -421,8 +438,8 @@ func (p *parser) fallbacks(c *Config, n *yaml.Node, w where) {
 			continue
 		}
 		iw = iw.sub(primary)
-		if p.unknownAlias(c, primary) {
-			p.errorf(k, iw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", primary, strings.Join(c.aliases, ", "))
+		if p.unknownAlias(primary) {
+			p.errorf(k, iw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", primary, p.aliasList())
 		}
 		if _, dup := c.fallbacks[primary]; dup {
 			p.errorf(k, iw, "fallbacks for %q given twice; merge them into one list", primary)
@@ -442,8 +459,8 @@ func (p *parser) fallbacks(c *Config, n *yaml.Node, w where) {
 			switch {
 			case name == primary:
 				p.errorf(t, tw, "%q falls back to itself; its other deployments are already tried, remove it", name)
-			case p.unknownAlias(c, name):
-				p.errorf(t, tw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", name, strings.Join(c.aliases, ", "))
+			case p.unknownAlias(name):
+				p.errorf(t, tw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", name, p.aliasList())
 			case slices.Contains(to, name):
 				p.errorf(t, tw, "%q listed twice; keep one", name)
 			default:
@@ -484,8 +501,8 @@ func (p *parser) modelAliases(c *Config, n *yaml.Node) {
 		if !ok {
 			continue
 		}
-		if p.unknownAlias(c, target) {
-			p.errorf(v, kw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", target, strings.Join(c.aliases, ", "))
+		if p.unknownAlias(target) {
+			p.errorf(v, kw, "%q is not a model_name in model_list; fix the name or add the entry (aliases: %s)", target, p.aliasList())
 			continue
 		}
 		if _, shadowed := c.byAlias[key]; shadowed && key != target {

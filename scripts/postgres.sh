@@ -4,11 +4,13 @@
 #
 #   eval "export $(scripts/postgres.sh | tail -n1)"
 #
-# Idempotent: a running cluster in the same directory is reused. Stop it with
-#   pg_ctl -D <dir>/data stop   (as the cluster's owner)
+# Idempotent: a running cluster in the same directory is reused, on the port
+# it runs on. Stop it with
+#   scripts/postgres.sh <dir> stop
 set -euo pipefail
 
 DIR=${1:-.cache/pg}
+ACTION=${2:-start}
 PORT=${MODELGATE_PG_PORT:-54329}
 DB=modelgate_test
 
@@ -60,12 +62,23 @@ else
 	run() { "$@"; }
 fi
 
+if [ "$ACTION" = stop ]; then
+	if [ -f "$DATA/PG_VERSION" ] && run "$PG_CTL" -D "$DATA" status >/dev/null 2>&1; then
+		run "$PG_CTL" -D "$DATA" -m fast -w stop >&2
+	fi
+	exit 0
+fi
+
 if [ ! -f "$DATA/PG_VERSION" ]; then
 	log "initdb in $DATA"
 	run "$INITDB" -D "$DATA" -U postgres -A trust --encoding=UTF8 --no-locale >&2
 fi
 
-if ! run "$PG_CTL" -D "$DATA" status >/dev/null 2>&1; then
+if run "$PG_CTL" -D "$DATA" status >/dev/null 2>&1; then
+	# Line 4 of postmaster.pid is the port the running cluster listens on.
+	PORT=$(sed -n 4p "$DATA/postmaster.pid")
+	log "reusing the cluster already running on 127.0.0.1:$PORT"
+else
 	if "$(find_bin pg_isready)" -q -h 127.0.0.1 -p "$PORT" 2>/dev/null; then
 		log "another server already listens on 127.0.0.1:$PORT; stop it or set MODELGATE_PG_PORT"
 		exit 1

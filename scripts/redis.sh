@@ -5,13 +5,19 @@
 #   eval "export $(scripts/redis.sh | tail -n1)"
 #
 # Idempotent: a server already answering on the port is reused. Stop it with
-#   redis-cli -p 63790 shutdown nosave
+#   MODELGATE_REDIS_PORT=<port> scripts/redis.sh <dir> stop
 set -euo pipefail
 
 DIR=${1:-.cache/redis}
+ACTION=${2:-start}
 PORT=${MODELGATE_REDIS_PORT:-63790}
 
 log() { echo "redis.sh: $*" >&2; }
+
+if [ "$ACTION" = stop ]; then
+	redis-cli -h 127.0.0.1 -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
+	exit 0
+fi
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The README's test command: sets up what the tests need (PostgreSQL on
-# loopback, Redis, Claude Code, Codex and the AI SDK from npm, the caddy binary), then runs formatting
-# and static checks, every test, bounded fuzzing and brief benchmarks.
+# The README's test command: sets up what the tests need (PostgreSQL and
+# Redis on loopback, Chromium from apt, Claude Code, Codex, Gemini CLI and
+# the AI SDK from npm, the caddy binary, and the same binary through
+# xcaddy), then runs formatting and static checks, every test, bounded
+# fuzzing and brief benchmarks. PostgreSQL and Redis run on free ports
+# (unless MODELGATE_PG_PORT / MODELGATE_REDIS_PORT, or MODELGATE_TEST_POSTGRES /
+# MODELGATE_TEST_REDIS, are given) and are stopped when the script ends.
 # CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +15,33 @@ export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# free_port prints a loopback port nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "no free port found" >&2
+	return 1
+}
+
+# Services this run started, stopped on any exit.
+STARTED_PG=""
+STARTED_REDIS=""
+cleanup() {
+	if [ -n "$STARTED_PG" ]; then
+		bash scripts/postgres.sh "$ROOT/.cache/pg" stop >/dev/null 2>&1 || true
+	fi
+	if [ -n "$STARTED_REDIS" ]; then
+		MODELGATE_REDIS_PORT=$STARTED_REDIS bash scripts/redis.sh "$ROOT/.cache/redis" stop || true
+	fi
+}
+trap cleanup EXIT
 
 step "go $(go version | cut -d' ' -f3)"
 go mod download
@@ -30,6 +61,12 @@ fi
 
 step "PostgreSQL on loopback"
 if [ -z "${MODELGATE_TEST_POSTGRES:-}" ]; then
+	# A cluster already running in .cache/pg (someone else's run) is
+	# reused on its port and left running.
+	if ! [ -f "$ROOT/.cache/pg/data/postmaster.pid" ]; then
+		STARTED_PG=1
+	fi
+	export MODELGATE_PG_PORT=${MODELGATE_PG_PORT:-$(free_port)}
 	MODELGATE_TEST_POSTGRES=$(bash scripts/postgres.sh "$ROOT/.cache/pg" | tail -n1)
 	MODELGATE_TEST_POSTGRES=${MODELGATE_TEST_POSTGRES#MODELGATE_TEST_POSTGRES=}
 fi
@@ -41,6 +78,11 @@ esac
 
 step "Redis on loopback"
 if [ -z "${MODELGATE_TEST_REDIS:-}" ]; then
+	if [ -z "${MODELGATE_REDIS_PORT:-}" ]; then
+		MODELGATE_REDIS_PORT=$(free_port)
+		STARTED_REDIS=$MODELGATE_REDIS_PORT
+	fi
+	export MODELGATE_REDIS_PORT
 	MODELGATE_TEST_REDIS=$(bash scripts/redis.sh "$ROOT/.cache/redis" | tail -n1)
 	MODELGATE_TEST_REDIS=${MODELGATE_TEST_REDIS#MODELGATE_TEST_REDIS=}
 fi
@@ -52,6 +94,7 @@ esac
 
 step "Chromium (dashboard browser tests)"
 if ! command -v chromium >/dev/null 2>&1; then
+	echo "installing chromium with apt (about 300 MB; needs root or sudo)"
 	if [ "$(id -u)" -eq 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 ||
 			{ apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1; } ||
@@ -109,6 +152,25 @@ step "build ./cmd/caddy"
 go build -trimpath -o .cache/bin/caddy ./cmd/caddy
 export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
 .cache/bin/caddy list-modules | grep -E '^(modelgate|http\.handlers\.llm_)' 
+
+step "xcaddy build from this checkout (bounded)"
+# The README's xcaddy line, as a user runs it from a clone: Caddy at the
+# version go.mod pins, Modelgate replaced by this directory. It reuses the
+# Go build cache; the first build takes minutes on 2 cores.
+XCADDY_VERSION=v0.4.5
+CADDY_VERSION=$(go list -m -f '{{.Version}}' github.com/caddyserver/caddy/v2)
+MG_VERSION=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' caddymodule/version.go)
+XCADDY="$(go env GOPATH)/bin/xcaddy"
+if [ ! -x "$XCADDY" ] || ! "$XCADDY" version 2>/dev/null | grep -q "$XCADDY_VERSION"; then
+	go install "github.com/caddyserver/xcaddy/cmd/xcaddy@$XCADDY_VERSION"
+fi
+rm -f .cache/bin/caddy-xcaddy
+timeout "${XCADDY_TIMEOUT:-30m}" "$XCADDY" build "$CADDY_VERSION" \
+	--with "github.com/modelgate/modelgate@$MG_VERSION=." --output .cache/bin/caddy-xcaddy 2>.cache/xcaddy.log ||
+	{ tail -n 30 .cache/xcaddy.log; echo "xcaddy build failed (log: .cache/xcaddy.log)"; exit 1; }
+.cache/bin/caddy-xcaddy list-modules | grep -qx 'http.handlers.llm_gateway' || { echo "xcaddy build lacks llm_gateway"; exit 1; }
+.cache/bin/caddy-xcaddy version | tee /dev/stderr | grep -q "^Modelgate $MG_VERSION on Caddy $CADDY_VERSION" ||
+	{ echo "xcaddy build does not name Modelgate $MG_VERSION"; exit 1; }
 
 step "go test"
 go test -count=1 -timeout 20m ./...
