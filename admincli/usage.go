@@ -14,13 +14,14 @@ import (
 	"time"
 )
 
-// UsageRow is one day's use of one model by one key: tokens from the usage
-// report, spend from the cost report. A free local model has tokens and
+// UsageRow is one day's use of one model by one key: requests and tokens
+// from the usage report, spend from the cost report. A free local model has tokens and
 // no spend, and is listed all the same.
 type UsageRow struct {
 	Day              string  `json:"day"`
 	Key              string  `json:"api_key_id"`
 	Model            string  `json:"model"`
+	Requests         int64   `json:"requests"`     // those that used tokens
 	InputTokens      int64   `json:"input_tokens"` // uncached input
 	OutputTokens     int64   `json:"output_tokens"`
 	CacheReadTokens  int64   `json:"cache_read_input_tokens"`
@@ -77,6 +78,7 @@ func (c *Client) Usage(ctx context.Context, days int, now time.Time) ([]UsageRow
 					} `json:"cache_creation"`
 					CacheRead int64   `json:"cache_read_input_tokens"`
 					Output    int64   `json:"output_tokens"`
+					Requests  int64   `json:"requests"`
 					Model     *string `json:"model"`
 					APIKeyID  *string `json:"api_key_id"`
 				} `json:"results"`
@@ -89,6 +91,7 @@ func (c *Client) Usage(ctx context.Context, days int, now time.Time) ([]UsageRow
 		for _, d := range rep.Data {
 			for _, u := range d.Results {
 				r := row(&d.StartingAt, u.APIKeyID, u.Model)
+				r.Requests += u.Requests
 				r.InputTokens += u.Uncached
 				r.OutputTokens += u.Output
 				r.CacheReadTokens += u.CacheRead
@@ -150,17 +153,18 @@ func deref(s *string) string {
 // WriteUsage prints usage rows as a table with totals.
 func WriteUsage(w io.Writer, rows []UsageRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "DAY\tKEY\tMODEL\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tSPEND\t")
+	fmt.Fprintln(tw, "DAY\tKEY\tMODEL\tREQUESTS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tSPEND\t")
 	var t UsageRow
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.4f\t\n", r.Day, r.Key, r.Model,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t$%.4f\t\n", r.Day, r.Key, r.Model, r.Requests,
 			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, r.Cents/100)
+		t.Requests += r.Requests
 		t.InputTokens += r.InputTokens
 		t.OutputTokens += r.OutputTokens
 		t.CacheReadTokens += r.CacheReadTokens
 		t.CacheWriteTokens += r.CacheWriteTokens
 		t.Cents += r.Cents
 	}
-	fmt.Fprintf(tw, "\t\ttotal\t%d\t%d\t%d\t%d\t$%.4f\t\n", t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens, t.Cents/100)
+	fmt.Fprintf(tw, "\t\ttotal\t%d\t%d\t%d\t%d\t%d\t$%.4f\t\n", t.Requests, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens, t.Cents/100)
 	return tw.Flush()
 }

@@ -141,7 +141,7 @@ func TestAdminLedgerMode(t *testing.T) {
 	if len(u.Data) != 2 || len(u.Data[0].Results) != 1 || len(u.Data[1].Results) != 0 {
 		t.Fatalf("usage body %s", rec.Body)
 	}
-	if r := u.Data[0].Results[0]; r.UncachedInputTokens != 4_200_000 || *r.WorkspaceID != "frontend" || r.Model != nil {
+	if r := u.Data[0].Results[0]; r.UncachedInputTokens != 4_200_000 || *r.WorkspaceID != "frontend" || r.Model != nil || r.Requests != 1 {
 		t.Fatalf("usage result %+v", r)
 	}
 

@@ -124,25 +124,26 @@ func TestDashboardInBrowser(t *testing.T) {
 	var usage struct {
 		Data []struct {
 			Results []struct {
-				Model  string `json:"model"`
-				Input  int64  `json:"uncached_input_tokens"`
-				Output int64  `json:"output_tokens"`
+				Model    string `json:"model"`
+				Input    int64  `json:"uncached_input_tokens"`
+				Output   int64  `json:"output_tokens"`
+				Requests int64  `json:"requests"`
 			} `json:"results"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(ubody, &usage); err != nil {
 		t.Fatal(err)
 	}
-	var echoIn, echoOut int64
+	var echoIn, echoOut, echoRequests int64
 	for _, d := range usage.Data {
 		for _, r := range d.Results {
 			if r.Model == "echo" {
-				echoIn, echoOut = echoIn+r.Input, echoOut+r.Output
+				echoIn, echoOut, echoRequests = echoIn+r.Input, echoOut+r.Output, echoRequests+r.Requests
 			}
 		}
 	}
-	if echoIn == 0 || echoOut == 0 {
-		t.Fatalf("the usage report has no echo tokens: %s", ubody)
+	if echoIn == 0 || echoOut == 0 || echoRequests != 3 {
+		t.Fatalf("the usage report has no echo tokens or not its 3 requests: %s", ubody)
 	}
 	_, _, body := g.do(t, "GET", "/v1/organizations/cost_report?starting_at="+since+"&limit=31", adminKey, "")
 	var cost struct {
@@ -180,8 +181,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Text("#by-model", &byModel, chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}
-	// The echo alias costs nothing and still has its row, with its tokens.
-	echoRow := fmt.Sprintf("echo\t%s\t%s\t$0.00", thousands(echoIn), thousands(echoOut))
+	// The echo alias costs nothing and still has its row, with its 3
+	// requests and its tokens.
+	echoRow := fmt.Sprintf("echo\t3\t%s\t%s\t$0.00", thousands(echoIn), thousands(echoOut))
 	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa\t") {
 		t.Errorf("models used: %q, want a row %q and one for oa", byModel, echoRow)
 	}

@@ -131,8 +131,8 @@ func listKeyNames(t *testing.T, g *gateway) string {
 }
 
 // TestModelgateUsageShowsFreeModels: usage lists a free local model's
-// requests by their tokens (not only priced models' spend), and --json on
-// a gateway that served nothing prints [], not null.
+// requests by their count and tokens (not only priced models' spend), and
+// --json on a gateway that served nothing prints [], not null.
 func TestModelgateUsageShowsFreeModels(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
@@ -147,6 +147,7 @@ func TestModelgateUsageShowsFreeModels(t *testing.T) {
 	var rows []struct {
 		Key          string  `json:"api_key_id"`
 		Model        string  `json:"model"`
+		Requests     int64   `json:"requests"`
 		InputTokens  int64   `json:"input_tokens"`
 		OutputTokens int64   `json:"output_tokens"`
 		Cents        float64 `json:"cents"`
@@ -160,16 +161,22 @@ func TestModelgateUsageShowsFreeModels(t *testing.T) {
 			t.Fatalf("usage --json: %v %s", err, out)
 		}
 	}
-	if len(rows) != 1 || rows[0].Key != "alice" || rows[0].Model != "echo" || rows[0].InputTokens == 0 || rows[0].OutputTokens == 0 || rows[0].Cents != 0 {
+	if len(rows) != 1 || rows[0].Key != "alice" || rows[0].Model != "echo" || rows[0].Requests != 1 || rows[0].InputTokens == 0 || rows[0].OutputTokens == 0 || rows[0].Cents != 0 {
 		t.Fatalf("usage --json after one echo request: %s", out)
 	}
 	table, stderr, err := caddyCmd(t, env, "modelgate", "--gateway", g.base, "usage")
 	if err != nil {
 		t.Fatalf("usage: %v %s", err, stderr)
 	}
-	for _, want := range []string{"INPUT", "OUTPUT", "SPEND", "alice", "echo", "$0.0000"} {
+	for _, want := range []string{"REQUESTS", "INPUT", "OUTPUT", "SPEND", "alice", "echo", "$0.0000"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("usage table lacks %q:\n%s", want, table)
+		}
+	}
+	// The echo row: day, key, model, then its one request.
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[2] == "echo" && f[3] != "1" {
+			t.Errorf("usage table's echo row counts %s requests, want 1:\n%s", f[3], table)
 		}
 	}
 }

@@ -41,6 +41,11 @@ type UsageResult struct {
 	InferenceGeo         *string       `json:"inference_geo"`
 	AccountID            *string       `json:"account_id"`
 	ServiceAccountID     *string       `json:"service_account_id"`
+	// Requests is the gateway's extension: the requests in the row that
+	// used tokens (those that failed before using any are not usage, as
+	// above). Anthropic's report has no such field; its clients ignore
+	// fields they do not know.
+	Requests int64 `json:"requests"`
 }
 
 // CacheCreation is cache writes by TTL.
@@ -230,6 +235,7 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 		addSat(&res.CacheCreation.Ephemeral1h, r.CacheCreation1h)
 		addSat(&res.CacheReadInputTokens, r.CacheReadTokens)
 		addSat(&res.OutputTokens, r.OutputTokens)
+		addSat(&res.Requests, r.Requests)
 	}
 	for i := range out.Data {
 		bs := p.start.Add(time.Duration(i) * q.Width)

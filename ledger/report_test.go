@@ -55,7 +55,7 @@ func usage(t *testing.T, s Store, query string) *UsageReportPage {
 }
 
 // compact renders a usage page as one line per bucket:
-// "start: model/key/ws/tier/window=in,5m,1h,read,out; ...", "-" for null.
+// "start: model/key/ws/tier/window=in,5m,1h,read,out×requests; ...", "-" for null.
 func compact(p *UsageReportPage) []string {
 	d := func(s *string) string {
 		if s == nil {
@@ -67,9 +67,9 @@ func compact(p *UsageReportPage) []string {
 	for _, b := range p.Data {
 		var rs []string
 		for _, r := range b.Results {
-			rs = append(rs, fmt.Sprintf("%s/%s/%s/%s/%s=%d,%d,%d,%d,%d", d(r.Model), d(r.APIKeyID), d(r.WorkspaceID),
+			rs = append(rs, fmt.Sprintf("%s/%s/%s/%s/%s=%d,%d,%d,%d,%d×%d", d(r.Model), d(r.APIKeyID), d(r.WorkspaceID),
 				d(r.ServiceTier), d(r.ContextWindow), r.UncachedInputTokens, r.CacheCreation.Ephemeral5m,
-				r.CacheCreation.Ephemeral1h, r.CacheReadInputTokens, r.OutputTokens))
+				r.CacheCreation.Ephemeral1h, r.CacheReadInputTokens, r.OutputTokens, r.Requests))
 		}
 		out = append(out, b.StartingAt[5:16]+": "+strings.Join(rs, "; "))
 	}
@@ -86,39 +86,39 @@ func testUsageReportAggregation(t *testing.T, s Store) {
 		want        []string
 	}{
 		{"totals per day, empty day kept", span, []string{
-			"09-01T00:00: -/-/-/-/-=1100,10,20,30,540",
-			"09-02T00:00: -/-/-/-/-=300050,0,0,0,105",
+			"09-01T00:00: -/-/-/-/-=1100,10,20,30,540×2",
+			"09-02T00:00: -/-/-/-/-=300050,0,0,0,105×2",
 			"09-03T00:00: ",
 		}},
 		{"model and context window", span + "&group_by[]=model&group_by[]=context_window", []string{
-			"09-01T00:00: claude/-/-/-/0-200k=100,10,20,30,40; local/-/-/-/0-200k=1000,0,0,0,500",
-			"09-02T00:00: claude/-/-/-/0-200k=50,0,0,0,5; claude/-/-/-/200k-1M=300000,0,0,0,100",
+			"09-01T00:00: claude/-/-/-/0-200k=100,10,20,30,40×1; local/-/-/-/0-200k=1000,0,0,0,500×1",
+			"09-02T00:00: claude/-/-/-/0-200k=50,0,0,0,5×1; claude/-/-/-/200k-1M=300000,0,0,0,100×1",
 			"09-03T00:00: ",
 		}},
 		{"key, workspace, tier filtered to one model", span +
 			"&group_by[]=api_key_id&group_by[]=workspace_id&group_by[]=service_tier&models[]=claude", []string{
-			"09-01T00:00: -/alice/frontend/standard/-=100,10,20,30,40",
-			"09-02T00:00: -/alice/frontend/priority/-=50,0,0,0,5; -/bob/frontend/batch/-=300000,0,0,0,100",
+			"09-01T00:00: -/alice/frontend/standard/-=100,10,20,30,40×1",
+			"09-02T00:00: -/alice/frontend/priority/-=50,0,0,0,5×1; -/bob/frontend/batch/-=300000,0,0,0,100×1",
 			"09-03T00:00: ",
 		}},
 		{"default workspace is null and empty tier is standard", span + "&group_by[]=workspace_id&group_by[]=service_tier", []string{
-			"09-01T00:00: -/-/-/standard/-=1000,0,0,0,500; -/-/frontend/standard/-=100,10,20,30,40",
-			"09-02T00:00: -/-/frontend/batch/-=300000,0,0,0,100; -/-/frontend/priority/-=50,0,0,0,5",
+			"09-01T00:00: -/-/-/standard/-=1000,0,0,0,500×1; -/-/frontend/standard/-=100,10,20,30,40×1",
+			"09-02T00:00: -/-/frontend/batch/-=300000,0,0,0,100×1; -/-/frontend/priority/-=50,0,0,0,5×1",
 			"09-03T00:00: ",
 		}},
 		{"filters combine", span + "&api_key_ids[]=bob&service_tiers[]=batch&context_window[]=200k-1M", []string{
 			"09-01T00:00: ",
-			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100",
+			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100×1",
 			"09-03T00:00: ",
 		}},
 		{"hour buckets at the day boundary", "starting_at=2025-09-01T23:00:00Z&ending_at=2025-09-02T01:00:00Z&bucket_width=1h", []string{
-			"09-01T23:00: -/-/-/-/-=1000,0,0,0,500",
-			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100",
+			"09-01T23:00: -/-/-/-/-=1000,0,0,0,500×1",
+			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100×1",
 		}},
 		{"minute buckets, non-aligned start snaps down", "starting_at=2025-09-01T23:58:30Z&ending_at=2025-09-02T00:01:00Z&bucket_width=1m", []string{
 			"09-01T23:58: ",
-			"09-01T23:59: -/-/-/-/-=1000,0,0,0,500",
-			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100",
+			"09-01T23:59: -/-/-/-/-=1000,0,0,0,500×1",
+			"09-02T00:00: -/-/-/-/-=300000,0,0,0,100×1",
 		}},
 	}
 	for _, tt := range tests {
@@ -147,7 +147,7 @@ func testUsageReportExactJSON(t *testing.T, s Store) {
 		`{"uncached_input_tokens":1000,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},` +
 		`"cache_read_input_tokens":0,"output_tokens":500,"server_tool_use":{"web_search_requests":0},` +
 		`"model":"local","api_key_id":null,"workspace_id":null,"service_tier":null,"context_window":null,` +
-		`"inference_geo":null,"account_id":null,"service_account_id":null}]},` +
+		`"inference_geo":null,"account_id":null,"service_account_id":null,"requests":1}]},` +
 		`{"starting_at":"2025-09-02T00:00:00Z","ending_at":"2025-09-03T00:00:00Z","results":[]}],` +
 		`"has_more":false,"next_page":null}`
 	if string(b) != want {

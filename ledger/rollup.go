@@ -54,7 +54,7 @@ func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
 }
 
 // rollupSums are a row's sums, in the roll-up's column order.
-type rollupSums [11]int64
+type rollupSums [12]int64
 
 // sumsOf is what one record adds, clamped as the report SQL clamps it.
 func sumsOf(r *Record) rollupSums {
@@ -65,13 +65,24 @@ func sumsOf(r *Record) rollupSums {
 		return clampInt(tok(n)*clampInt(price, MaxPrice), MaxCost)
 	}
 	p := r.Prices
-	return rollupSums{tok(r.InputTokens), tok(r.CacheCreation5m), tok(r.CacheCreation1h), tok(r.CacheReadTokens), tok(r.OutputTokens),
+	s := rollupSums{tok(r.InputTokens), tok(r.CacheCreation5m), tok(r.CacheCreation1h), tok(r.CacheReadTokens), tok(r.OutputTokens),
 		clampInt(r.CostPicoUSD, MaxCost), cost(r.InputTokens, p.Input), cost(r.OutputTokens, p.Output),
-		cost(r.CacheReadTokens, p.CacheRead), cost(r.CacheCreation5m, p.CacheWrite5m), cost(r.CacheCreation1h, p.CacheWrite1h)}
+		cost(r.CacheReadTokens, p.CacheRead), cost(r.CacheCreation5m, p.CacheWrite5m), cost(r.CacheCreation1h, p.CacheWrite1h), 0}
+	if s[0] > 0 || s[1] > 0 || s[2] > 0 || s[3] > 0 || s[4] > 0 {
+		s[11] = 1 // see usedTokensSQL
+	}
+	return s
 }
 
+// usedTokensSQL is true for a record that used tokens: the requests the
+// roll-ups count. The usage report leaves out rows without usage, so a
+// count that included requests failed before using anything would change
+// with the bucket width (in a row of its own such a request vanishes, in
+// a row beside used ones it counts).
+const usedTokensSQL = `(input_tokens > 0 OR cache_creation_5m > 0 OR cache_creation_1h > 0 OR cache_read_tokens > 0 OR output_tokens > 0)`
+
 const rollupSumColumns = `input_tokens, cache_creation_5m, cache_creation_1h, cache_read_tokens, output_tokens,
-	cost_pico, cost_input, cost_output, cost_cache_read, cost_write_5m, cost_write_1h`
+	cost_pico, cost_input, cost_output, cost_cache_read, cost_write_5m, cost_write_1h, requests`
 
 func (s *sqlStore) addRollup(ctx context.Context, tx *sql.Tx, recs []Record) error {
 	for _, table := range rollupTables() {
@@ -103,7 +114,8 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 	}
 	p := s.d.placeholder
 	q := `INSERT INTO ` + table + ` (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns + `) VALUES (`
-	for i := 1; i <= 18; i++ {
+	n := 7 + len(rollupSums{})
+	for i := 1; i <= n; i++ {
 		if i > 1 {
 			q += ", "
 		}
@@ -111,7 +123,7 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 	}
 	q += `) ON CONFLICT (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window) DO UPDATE SET `
 	cols := []string{"input_tokens", "cache_creation_5m", "cache_creation_1h", "cache_read_tokens", "output_tokens",
-		"cost_pico", "cost_input", "cost_output", "cost_cache_read", "cost_write_5m", "cost_write_1h"}
+		"cost_pico", "cost_input", "cost_output", "cost_cache_read", "cost_write_5m", "cost_write_1h", "requests"}
 	for i, c := range cols {
 		if i > 0 {
 			q += ", "
@@ -121,7 +133,7 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 		q += c + " = CASE WHEN " + table + "." + c + " > 9223372036854775807 - excluded." + c + " THEN 9223372036854775807" +
 			" ELSE " + table + "." + c + " + excluded." + c + " END"
 	}
-	args := make([]any, 0, 18)
+	args := make([]any, 0, n)
 	// Rows in one order for every instance: two writers upserting
 	// overlapping rows in map order deadlock each other.
 	for _, k := range sortedKeys(m, compareRollupKeys) {
@@ -230,7 +242,7 @@ func (s *sqlStore) aggregateRollup(ctx context.Context, f Filter, w int64, cols 
 		sum("input_tokens") + ", " + sum("cache_creation_5m") + ", " + sum("cache_creation_1h") + ", " +
 		sum("cache_read_tokens") + ", " + sum("output_tokens") + ", " + costSum("cost_pico") + ", " +
 		costSum("cost_input") + ", " + costSum("cost_output") + ", " + costSum("cost_cache_read") + ", " +
-		costSum("cost_write_5m") + ", " + costSum("cost_write_1h") + " FROM " + table)
+		costSum("cost_write_5m") + ", " + costSum("cost_write_1h") + ", " + sum("requests") + " FROM " + table)
 	args = s.whereOn(&q, args, f, "bucket_us")
 	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)

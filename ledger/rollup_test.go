@@ -45,6 +45,17 @@ func TestRollupEqualsRecords(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 11))
 		start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 		recs := randomRecords(rng, 3000, start)
+		// Every tenth request failed before using anything: not counted.
+		used := int64(0)
+		for i := range recs {
+			if i%10 == 0 {
+				r := &recs[i]
+				r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheCreation5m, r.CacheCreation1h = 0, 0, 0, 0, 0
+				r.CostPicoUSD, r.Status, r.Outcome = 0, 529, "upstream_error"
+			} else {
+				used++
+			}
+		}
 		for i := 0; i < len(recs); i += 500 {
 			if err := s.Insert(ctx, recs[i:min(i+500, len(recs))]); err != nil {
 				t.Fatal(err)
@@ -52,6 +63,24 @@ func TestRollupEqualsRecords(t *testing.T) {
 		}
 		compare := func(t *testing.T) {
 			t.Helper()
+			// Every record that used tokens is one request, wherever it
+			// is counted from.
+			whole := Filter{From: start, To: start.Add(10 * 24 * time.Hour)}
+			cols, groupBy := aggregateColumns(nil)
+			for name, agg := range map[string]func(context.Context, Filter, int64, []string, string, bool) ([]AggregateRow, error){
+				"roll-up": s.aggregateRollup, "records": s.aggregateRecords} {
+				rows, err := agg(ctx, whole, (24 * time.Hour).Microseconds(), cols, groupBy, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n int64
+				for _, r := range rows {
+					n += r.Requests
+				}
+				if n != used {
+					t.Fatalf("%s counts %d requests, want %d", name, n, used)
+				}
+			}
 			dimsets := [][]Dimension{nil, {DimAlias}, {DimKeyID}, {DimAlias, DimKeyID}, {DimWorkspace, DimServiceTier},
 				{DimAlias, DimUpstreamModel, DimServiceTier, DimContextWindow}}
 			filters := []Filter{
@@ -95,6 +124,73 @@ func TestRollupEqualsRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t)
+	})
+}
+
+// TestRollupRequestsBackfilled: a ledger whose roll-ups predate the
+// request count (schema before migration 10) gets each row counted from
+// its records on upgrade; a row whose records retention already purged
+// keeps its sums and counts 0.
+func TestRollupRequestsBackfilled(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st Store) {
+		s := st.(*sqlStore)
+		ctx := context.Background()
+		start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		recs := randomRecords(rand.New(rand.NewPCG(3, 5)), 400, start)
+		for i := 0; i < len(recs); i += 10 {
+			r := &recs[i]
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheCreation5m, r.CacheCreation1h, r.CostPicoUSD = 0, 0, 0, 0, 0, 0
+		}
+		if err := s.Insert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		// Back to the schema of migration 9, with one day's records purged.
+		for _, q := range []string{`ALTER TABLE usage_rollup DROP COLUMN requests`, `ALTER TABLE usage_rollup_day DROP COLUMN requests`,
+			`DELETE FROM schema_migrations WHERE version = 10`} {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		purged := start.Add(24 * time.Hour)
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM usage_records WHERE ts_us < `+s.d.placeholder(1), purged.UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cols, groupBy := aggregateColumns([]Dimension{DimAlias, DimKeyID})
+		for _, w := range []time.Duration{time.Hour, 24 * time.Hour} {
+			f := Filter{From: start, To: start.Add(10 * 24 * time.Hour)}
+			got, err := s.aggregateRollup(ctx, f, w.Microseconds(), cols, groupBy, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.From = purged
+			want, err := s.aggregateRecords(ctx, f, w.Microseconds(), cols, groupBy, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []AggregateRow
+			var purgedInput int64
+			for _, r := range got {
+				if r.Bucket.Before(purged) {
+					if r.Requests != 0 {
+						t.Fatalf("width %v: purged bucket %v counts %d requests, want 0", w, r.Bucket, r.Requests)
+					}
+					purgedInput += r.InputTokens
+					continue
+				}
+				kept = append(kept, r)
+			}
+			if purgedInput == 0 {
+				t.Fatalf("width %v: the purged day's sums are gone", w)
+			}
+			sortRows(kept)
+			sortRows(want)
+			if !reflect.DeepEqual(kept, want) {
+				t.Fatalf("width %v: back-filled roll-up (%d rows) differs from the records (%d rows)", w, len(kept), len(want))
+			}
+		}
 	})
 }
 

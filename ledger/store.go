@@ -69,6 +69,9 @@ type AggregateRow struct {
 	CostPicoUSD                                   int64
 	// Cost by token type, from each record's stored prices.
 	CostInput, CostOutput, CostCacheRead, CostCacheWrite5m, CostCacheWrite1h int64
+	// Requests is the number of records summed that used tokens (see
+	// usedTokensSQL).
+	Requests int64
 }
 
 // Filter selects records. An empty list does not filter.
@@ -263,6 +266,27 @@ UPDATE rollup_state SET backfilled = 0 WHERE id = 1`,
 	PRIMARY KEY (scope, scope_id, period, period_start_us, ticket)
 );
 CREATE INDEX budget_reservations_ticket ON budget_reservations (ticket)`,
+		// The roll-ups count requests (those that used tokens, as
+		// usedTokensSQL, whose text the migration must repeat: released
+		// migrations never change). Existing rows are counted from the
+		// records still stored: records already purged by retention count
+		// 0, so an old row's count can fall short of its sums. A roll-up
+		// not yet built (rollup_state.backfilled = 0) is rebuilt from the
+		// records, with the count, after the migrations.
+		10: `ALTER TABLE usage_rollup ADD COLUMN requests BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_rollup_day ADD COLUMN requests BIGINT NOT NULL DEFAULT 0;
+UPDATE usage_rollup SET requests = (SELECT COUNT(*) FROM usage_records r
+	WHERE r.ts_us >= usage_rollup.bucket_us AND r.ts_us < usage_rollup.bucket_us + 3600000000
+	AND r.alias = usage_rollup.alias AND r.upstream_model = usage_rollup.upstream_model
+	AND r.key_id = usage_rollup.key_id AND r.workspace = usage_rollup.workspace
+	AND r.service_tier = usage_rollup.service_tier AND r.context_window = usage_rollup.context_window
+	AND (r.input_tokens > 0 OR r.cache_creation_5m > 0 OR r.cache_creation_1h > 0 OR r.cache_read_tokens > 0 OR r.output_tokens > 0));
+UPDATE usage_rollup_day SET requests = (SELECT COUNT(*) FROM usage_records r
+	WHERE r.ts_us >= usage_rollup_day.bucket_us AND r.ts_us < usage_rollup_day.bucket_us + 86400000000
+	AND r.alias = usage_rollup_day.alias AND r.upstream_model = usage_rollup_day.upstream_model
+	AND r.key_id = usage_rollup_day.key_id AND r.workspace = usage_rollup_day.workspace
+	AND r.service_tier = usage_rollup_day.service_tier AND r.context_window = usage_rollup_day.context_window
+	AND (r.input_tokens > 0 OR r.cache_creation_5m > 0 OR r.cache_creation_1h > 0 OR r.cache_read_tokens > 0 OR r.output_tokens > 0))`,
 	}
 }
 
@@ -544,7 +568,7 @@ func (s *sqlStore) aggregateRecords(ctx context.Context, f Filter, w int64, cols
 		sum(tokens("cache_read_tokens")) + ", " + sum(tokens("output_tokens")) + ", " + costSum(clamp("cost_pico", MaxCost)) + ", " +
 		cost("input_tokens", "price_input") + ", " + cost("output_tokens", "price_output") + ", " +
 		cost("cache_read_tokens", "price_cache_read") + ", " + cost("cache_creation_5m", "price_cache_write_5m") + ", " +
-		cost("cache_creation_1h", "price_cache_write_1h") + " FROM usage_records")
+		cost("cache_creation_1h", "price_cache_write_1h") + ", " + sum("CASE WHEN "+usedTokensSQL+" THEN 1 ELSE 0 END") + " FROM usage_records")
 	args = s.where(&q, args, f)
 	q.WriteString(" GROUP BY " + groupBy + " ORDER BY 1")
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)
@@ -636,7 +660,7 @@ func scanAggregates(rows *sql.Rows, w int64, split bool) ([]AggregateRow, error)
 		if err := rows.Scan(&b, &a.Alias, &a.UpstreamModel, &a.KeyID, &a.Workspace, &a.ServiceTier,
 			&a.ContextWindow, &a.InputTokens, &a.CacheCreation5m, &a.CacheCreation1h, &a.CacheReadTokens,
 			&a.OutputTokens, &costs[0].hi, &costs[0].lo, &costs[1].hi, &costs[1].lo, &costs[2].hi, &costs[2].lo,
-			&costs[3].hi, &costs[3].lo, &costs[4].hi, &costs[4].lo, &costs[5].hi, &costs[5].lo); err != nil {
+			&costs[3].hi, &costs[3].lo, &costs[4].hi, &costs[4].lo, &costs[5].hi, &costs[5].lo, &a.Requests); err != nil {
 			return nil, fmt.Errorf("ledger aggregate: %w", err)
 		}
 		if !split {

@@ -149,15 +149,16 @@ async function overview() {
   const perModel = await api(`/v1/organizations/usage_report/messages?starting_at=${since}&group_by[]=model&limit=31`);
   const models = {};
   perModel.data.forEach((b) => b.results.forEach((r) => {
-    const m = models[r.model || 'other'] = models[r.model || 'other'] || { input: 0, output: 0 };
+    const m = models[r.model || 'other'] = models[r.model || 'other'] || { requests: 0, input: 0, output: 0 };
+    m.requests += r.requests || 0;
     m.input += r.uncached_input_tokens + r.cache_read_input_tokens + r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens;
     m.output += r.output_tokens;
   }));
-  for (const m of Object.keys(byModel)) models[m] = models[m] || { input: 0, output: 0 };
+  for (const m of Object.keys(byModel)) models[m] = models[m] || { requests: 0, input: 0, output: 0 };
   const modelCost = (m) => (byModel[m] || []).reduce((s, v) => s + (v || 0), 0);
-  parts.push(el('h2', {}, 'Models used'), el('div', { id: 'by-model' }, table(['Model', 'Input tokens', 'Output tokens', 'Spend'],
+  parts.push(el('h2', {}, 'Models used'), el('div', { id: 'by-model' }, table(['Model', 'Requests', 'Input tokens', 'Output tokens', 'Spend'],
     Object.keys(models).sort((a, b) => modelCost(b) - modelCost(a) || (models[b].input + models[b].output) - (models[a].input + models[a].output))
-      .map((m) => [m, num(models[m].input), num(models[m].output), dollars(modelCost(m))]), [1, 2, 3])));
+      .map((m) => [m, num(models[m].requests), num(models[m].input), num(models[m].output), dollars(modelCost(m))]), [1, 2, 3, 4])));
   if (me.role === 'admin') parts.push(await keyBudgets());
   const byKey = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=api_key_id&limit=31`);
   const keySpend = {};
