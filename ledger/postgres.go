@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -89,8 +88,8 @@ func postgresConflict(err error) bool {
 }
 
 // Unreachable reports whether err says the database could not be reached
-// at all (no connection, the network), rather than a statement it
-// refused or a wait that ran out.
+// (no connection, a connection lost, the server shutting down), rather
+// than an error the server answered or a wait that ran out.
 func Unreachable(err error) bool {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
@@ -100,7 +99,6 @@ func Unreachable(err error) bool {
 		// 08: connection exceptions; 57P: the server is shutting down.
 		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
 	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne)
+	// No answer from the server at all: a dial, a reset, an EOF.
+	return true
 }

@@ -3,10 +3,13 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // openPostgresPair opens two stores on one fresh schema: two instances of
@@ -172,5 +175,26 @@ func TestConcurrentInsertsDoNotDeadlock(t *testing.T) {
 	wg.Wait()
 	if failed.Load() > 0 {
 		t.Fatal("concurrent inserts failed")
+	}
+}
+
+// Only a database that cannot be reached makes an instance admit on its
+// own count; one that answers with an error, or slowly, does not.
+func TestUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "53300"}, false}, // too many clients: it answered
+		{&pgconn.PgError{Code: "40P01"}, false},
+		{&pgconn.PgError{Code: "57P01"}, true}, // admin shutdown
+		{&pgconn.PgError{Code: "08006"}, true},
+		{fmt.Errorf("reserving: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("reserving: %w", context.DeadlineExceeded), false},
+		{nil, false},
+	} {
+		if got := Unreachable(c.err); got != c.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
