@@ -272,21 +272,26 @@ CREATE INDEX budget_reservations_ticket ON budget_reservations (ticket)`,
 		// records still stored: records already purged by retention count
 		// 0, so an old row's count can fall short of its sums. A roll-up
 		// not yet built (rollup_state.backfilled = 0) is rebuilt from the
-		// records, with the count, after the migrations.
+		// records, with the count, after the migrations. One GROUP BY
+		// joined to the rows, not a count per row: that rescans each
+		// bucket's records once per roll-up row. Buckets round down, as
+		// addRollup's, for times before 1970 too.
 		10: `ALTER TABLE usage_rollup ADD COLUMN requests BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollup_day ADD COLUMN requests BIGINT NOT NULL DEFAULT 0;
-UPDATE usage_rollup SET requests = (SELECT COUNT(*) FROM usage_records r
-	WHERE r.ts_us >= usage_rollup.bucket_us AND r.ts_us < usage_rollup.bucket_us + 3600000000
-	AND r.alias = usage_rollup.alias AND r.upstream_model = usage_rollup.upstream_model
-	AND r.key_id = usage_rollup.key_id AND r.workspace = usage_rollup.workspace
-	AND r.service_tier = usage_rollup.service_tier AND r.context_window = usage_rollup.context_window
-	AND (r.input_tokens > 0 OR r.cache_creation_5m > 0 OR r.cache_creation_1h > 0 OR r.cache_read_tokens > 0 OR r.output_tokens > 0));
-UPDATE usage_rollup_day SET requests = (SELECT COUNT(*) FROM usage_records r
-	WHERE r.ts_us >= usage_rollup_day.bucket_us AND r.ts_us < usage_rollup_day.bucket_us + 86400000000
-	AND r.alias = usage_rollup_day.alias AND r.upstream_model = usage_rollup_day.upstream_model
-	AND r.key_id = usage_rollup_day.key_id AND r.workspace = usage_rollup_day.workspace
-	AND r.service_tier = usage_rollup_day.service_tier AND r.context_window = usage_rollup_day.context_window
-	AND (r.input_tokens > 0 OR r.cache_creation_5m > 0 OR r.cache_creation_1h > 0 OR r.cache_read_tokens > 0 OR r.output_tokens > 0))`,
+UPDATE usage_rollup SET requests = c.n FROM (SELECT ts_us - ((ts_us % 3600000000) + 3600000000) % 3600000000 AS b, alias, upstream_model, key_id,
+	workspace, service_tier, context_window, COUNT(*) AS n FROM usage_records
+	WHERE (input_tokens > 0 OR cache_creation_5m > 0 OR cache_creation_1h > 0 OR cache_read_tokens > 0 OR output_tokens > 0)
+	GROUP BY 1, 2, 3, 4, 5, 6, 7) AS c
+WHERE usage_rollup.bucket_us = c.b AND usage_rollup.alias = c.alias AND usage_rollup.upstream_model = c.upstream_model
+	AND usage_rollup.key_id = c.key_id AND usage_rollup.workspace = c.workspace AND usage_rollup.service_tier = c.service_tier
+	AND usage_rollup.context_window = c.context_window;
+UPDATE usage_rollup_day SET requests = c.n FROM (SELECT ts_us - ((ts_us % 86400000000) + 86400000000) % 86400000000 AS b, alias, upstream_model, key_id,
+	workspace, service_tier, context_window, COUNT(*) AS n FROM usage_records
+	WHERE (input_tokens > 0 OR cache_creation_5m > 0 OR cache_creation_1h > 0 OR cache_read_tokens > 0 OR output_tokens > 0)
+	GROUP BY 1, 2, 3, 4, 5, 6, 7) AS c
+WHERE usage_rollup_day.bucket_us = c.b AND usage_rollup_day.alias = c.alias AND usage_rollup_day.upstream_model = c.upstream_model
+	AND usage_rollup_day.key_id = c.key_id AND usage_rollup_day.workspace = c.workspace AND usage_rollup_day.service_tier = c.service_tier
+	AND usage_rollup_day.context_window = c.context_window`,
 	}
 }
 
