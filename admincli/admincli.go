@@ -103,10 +103,16 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 
 // ListKeys reads every key, page by page.
 func (c *Client) ListKeys(ctx context.Context) ([]Key, error) {
-	var all []Key
+	return listAll[Key](ctx, c, "/v1/organizations/api_keys", "key list")
+}
+
+// listAll reads every item of an admin list endpoint, following its
+// after_id pages.
+func listAll[T any](ctx context.Context, c *Client, endpoint, what string) ([]T, error) {
+	var all []T
 	after := ""
 	for {
-		path := "/v1/organizations/api_keys?limit=1000"
+		path := endpoint + "?limit=1000"
 		if after != "" {
 			path += "&after_id=" + url.QueryEscape(after)
 		}
@@ -115,12 +121,12 @@ func (c *Client) ListKeys(ctx context.Context) ([]Key, error) {
 			return nil, err
 		}
 		var page struct {
-			Data    []Key  `json:"data"`
+			Data    []T    `json:"data"`
 			HasMore bool   `json:"has_more"`
 			LastID  string `json:"last_id"`
 		}
 		if err := json.Unmarshal(b, &page); err != nil {
-			return nil, fmt.Errorf("the gateway's key list is unreadable: %v", err)
+			return nil, fmt.Errorf("the gateway's %s is unreadable: %v", what, err)
 		}
 		all = append(all, page.Data...)
 		if !page.HasMore || page.LastID == "" {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -58,31 +57,7 @@ type Workspace struct {
 
 // ListWorkspaces reads every active workspace, page by page.
 func (c *Client) ListWorkspaces(ctx context.Context) ([]Workspace, error) {
-	var all []Workspace
-	after := ""
-	for {
-		path := "/v1/organizations/workspaces?limit=1000"
-		if after != "" {
-			path += "&after_id=" + url.QueryEscape(after)
-		}
-		b, err := c.do(ctx, http.MethodGet, path, nil)
-		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Data    []Workspace `json:"data"`
-			HasMore bool        `json:"has_more"`
-			LastID  string      `json:"last_id"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil {
-			return nil, fmt.Errorf("the gateway's workspace list is unreadable: %v", err)
-		}
-		all = append(all, page.Data...)
-		if !page.HasMore || page.LastID == "" {
-			return all, nil
-		}
-		after = page.LastID
-	}
+	return listAll[Workspace](ctx, c, "/v1/organizations/workspaces", "workspace list")
 }
 
 // ResolveWorkspace turns what --workspace was given into a workspace id:
