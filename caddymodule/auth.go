@@ -40,7 +40,7 @@ type Auth struct {
 	AdminPaths []string `json:"admin_paths,omitempty"`
 
 	auth       *handlers.Auth
-	adminPaths []string
+	adminPaths handlers.PathSet
 }
 
 // KeyConfig is one key.
@@ -207,15 +207,16 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	a.adminPaths = a.AdminPaths
-	if len(a.adminPaths) == 0 {
-		a.adminPaths = []string{"/metrics"}
+	adminPaths := a.AdminPaths
+	if len(adminPaths) == 0 {
+		adminPaths = []string{"/metrics"}
 	}
-	for i, p := range a.adminPaths {
+	for i, p := range adminPaths {
 		if !strings.HasPrefix(p, "/") {
 			return fmt.Errorf("admin_paths[%d]: %q is not a path; write it with its leading slash, e.g. /metrics", i, p)
 		}
 	}
+	a.adminPaths = handlers.NewPathSet(adminPaths)
 	// Runtime keys (created through the admin API, kept in the ledger
 	// database) authenticate here too, from the app's in-memory snapshot.
 	appIface, err := ctx.App("modelgate")
@@ -251,10 +252,15 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	id, apiErr := a.auth.Identify(r)
 	if apiErr != nil {
+		if handlers.IsBrowserRoot(r) {
+			// A person opening the site: the dashboard signs them in.
+			http.Redirect(w, r, handlers.UIPath, http.StatusFound)
+			return nil
+		}
 		apiErr.Write(w, handlers.ClientFormat(r))
 		return nil
 	}
-	if id.Role != handlers.RoleAdmin && handlers.OnPaths(r, a.adminPaths) {
+	if id.Role != handlers.RoleAdmin && a.adminPaths.Match(r) {
 		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
 			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
 		return nil

@@ -41,7 +41,7 @@ type Admin struct {
 // handler owns: its reports, and a 404 for the paths it does not serve.
 func (a *Admin) Match(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p) || isBrowserRoot(r)
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p) || IsBrowserRoot(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -63,7 +63,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveUI(w, r)
 		return
 	}
-	if isBrowserRoot(r) {
+	if IsBrowserRoot(r) {
 		http.Redirect(w, r, UIPath, http.StatusFound)
 		return
 	}

@@ -194,39 +194,74 @@ func IsPublicPath(r *http.Request) bool {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
 	case "/":
-		// A browser's GET / goes on to llm_admin, which points it to
-		// the dashboard.
-		return r.Method == http.MethodHead || isBrowserRoot(r)
+		return r.Method == http.MethodHead
 	}
 	// The dashboard's page and assets: it signs in itself.
 	return isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
-// OnPaths reports whether r's path is one of paths the way Caddy's path
-// matcher would take it: case-insensitive, with repeated slashes and dot
+// PathSet is a set of paths matched the way Caddy's path matcher would
+// take a request's path: case-insensitive, with repeated slashes and dot
 // segments cleaned, so "/METRICS" or "//metrics" cannot slip past a rule
 // that a `metrics /metrics` handler would still serve. A path ending in
-// "*" matches its prefix.
-func OnPaths(r *http.Request, paths []string) bool {
-	if len(paths) == 0 {
-		return false
-	}
-	p := strings.ToLower(r.URL.Path)
-	if p == "" {
-		p = "/"
-	}
-	p = path.Clean("/" + p)
+// "*" matches its prefix. The patterns are normalised once, when the set
+// is built; a request pays for cleaning its own path only when it needs
+// it.
+type PathSet struct {
+	exact    []string
+	prefixes []string
+}
+
+// NewPathSet builds the set of paths.
+func NewPathSet(paths []string) PathSet {
+	var s PathSet
 	for _, want := range paths {
 		want = strings.ToLower(want)
 		if pre, ok := strings.CutSuffix(want, "*"); ok {
-			if strings.HasPrefix(p, pre) || p+"/" == pre {
-				return true
-			}
+			s.prefixes = append(s.prefixes, pre)
 			continue
 		}
-		if p == path.Clean(want) {
+		s.exact = append(s.exact, path.Clean(want))
+	}
+	return s
+}
+
+// Match reports whether r's path is in the set.
+func (s PathSet) Match(r *http.Request) bool {
+	if len(s.exact) == 0 && len(s.prefixes) == 0 {
+		return false
+	}
+	p := r.URL.Path
+	if !isCleanLower(p) {
+		p = path.Clean("/" + strings.ToLower(p))
+	}
+	for _, want := range s.exact {
+		if p == want {
+			return true
+		}
+	}
+	for _, pre := range s.prefixes {
+		if strings.HasPrefix(p, pre) || p+"/" == pre {
 			return true
 		}
 	}
 	return false
+}
+
+// isCleanLower reports a path path.Clean would keep and ToLower would not
+// change: most requests' paths, which then need no copy.
+func isCleanLower(p string) bool {
+	if p == "" || p[0] != '/' || (len(p) > 1 && p[len(p)-1] == '/') {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'A' <= c && c <= 'Z' || c >= 0x80 {
+			return false
+		}
+		if c == '/' && i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestOnPaths: an admin-only path is matched however a client spells it
+// TestPathSet: an admin-only path is matched however a client spells it
 // for Caddy's path matcher (case, repeated slashes, dot segments, a
 // trailing slash), and nothing else is.
-func TestOnPaths(t *testing.T) {
+func TestPathSet(t *testing.T) {
 	paths := []string{"/metrics", "/debug/*"}
 	for target, want := range map[string]bool{
 		"/metrics":             true,
@@ -25,13 +25,15 @@ func TestOnPaths(t *testing.T) {
 		"/v1/metrics":          false,
 		"/v1/chat/completions": false,
 		"/":                    false,
+		"/Debug/x":             true,
+		"/metrics/..":          false,
 	} {
 		r := httptest.NewRequest("GET", "http://gw"+target, nil)
-		if got := OnPaths(r, paths); got != want {
-			t.Errorf("%s: OnPaths = %v, want %v", target, got, want)
+		if got := NewPathSet(paths).Match(r); got != want {
+			t.Errorf("%s: Match = %v, want %v", target, got, want)
 		}
 	}
-	if OnPaths(httptest.NewRequest("GET", "/metrics", nil), nil) {
+	if NewPathSet(nil).Match(httptest.NewRequest("GET", "/metrics", nil)) {
 		t.Error("no paths matched /metrics")
 	}
 }

@@ -25,9 +25,12 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // isUIPath reports the dashboard's paths.
 func isUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
 
-// isBrowserRoot reports a browser opening the site's root (it asks for
+// IsBrowserRoot reports a browser opening the site's root (it asks for
 // HTML), which is sent to the dashboard instead of an API client's 401.
-func isBrowserRoot(r *http.Request) bool {
+// The redirect is answered by whoever sees it first (llm_auth for a
+// request without a key, else llm_admin): the request is never passed on
+// unauthenticated to what follows on the site.
+func IsBrowserRoot(r *http.Request) bool {
 	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 

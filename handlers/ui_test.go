@@ -59,22 +59,25 @@ func TestDashboardFiles(t *testing.T) {
 	})
 }
 
-// TestBrowserAtRootGoesToDashboard: a browser opening the site's root
-// without a key is pointed to /ui/; an API client (no text/html in
-// Accept) still needs a key there, and only GET is redirected.
+// TestBrowserAtRootGoesToDashboard: a browser opening the site's root is
+// pointed to /ui/ by the admin handler; the root is never public (what
+// follows llm_auth on a site without llm_admin must not see it without a
+// key: llm_auth answers the redirect itself); an API client (no
+// text/html in Accept) still needs a key there, and only GET is
+// redirected.
 func TestBrowserAtRootGoesToDashboard(t *testing.T) {
 	a := &Admin{}
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if !IsPublicPath(r) || !a.Match(r) {
-		t.Fatal("a browser's GET / is not public or not the admin handler's")
+	if IsPublicPath(r) || !IsBrowserRoot(r) || !a.Match(r) {
+		t.Fatal("a browser's GET / is public, or not seen as a browser's, or not the admin handler's")
 	}
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, r)
 	if w.Code != http.StatusFound || w.Header().Get("Location") != UIPath {
 		t.Errorf("GET / from a browser: %d %v", w.Code, w.Header())
 	}
-	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "application/json"}, {"POST", "text/html"}} {
+	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "*/*"}, {"GET", "application/json"}, {"POST", "text/html"}} {
 		r := httptest.NewRequest(c.method, "/", nil)
 		r.Header.Set("Accept", c.accept)
 		if IsPublicPath(r) || a.Match(r) {

@@ -1,0 +1,41 @@
+package caddymodule
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelgate/modelgate/handlers"
+)
+
+type recordingNext struct{ called bool }
+
+func (n *recordingNext) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	n.called = true
+	_, err := w.Write([]byte("the site's own content"))
+	return err
+}
+
+// TestAuthRootNeedsAKey: on a site where llm_auth guards something other
+// than llm_admin (a file server, a proxy), a browser's GET / without a key
+// is redirected to the dashboard by llm_auth itself and never reaches
+// what follows; an API client gets the 401.
+func TestAuthRootNeedsAKey(t *testing.T) {
+	auth, err := handlers.NewAuth([]handlers.Key{{Secret: "sk-test-root-key-1", ID: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Auth{auth: auth, adminPaths: handlers.NewPathSet([]string{"/metrics"})}
+	for accept, want := range map[string]int{"text/html,*/*;q=0.8": http.StatusFound, "*/*": http.StatusUnauthorized} {
+		next := &recordingNext{}
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Accept", accept)
+		w := httptest.NewRecorder()
+		if err := a.ServeHTTP(w, r, next); err != nil {
+			t.Fatal(err)
+		}
+		if next.called || w.Code != want {
+			t.Errorf("GET / with Accept %q and no key: %d, next handler called %v; want %d and not called", accept, w.Code, next.called, want)
+		}
+	}
+}
