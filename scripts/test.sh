@@ -161,15 +161,20 @@ XCADDY_VERSION=v0.4.5
 CADDY_VERSION=$(go list -m -f '{{.Version}}' github.com/caddyserver/caddy/v2)
 MG_VERSION=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' caddymodule/version.go)
 XCADDY="$(go env GOPATH)/bin/xcaddy"
-if [ ! -x "$XCADDY" ] || ! "$XCADDY" version 2>/dev/null | grep -q "$XCADDY_VERSION"; then
+# Outputs are captured before grep reads them: under pipefail, grep -q
+# leaving early could kill the writer with SIGPIPE and fail the step.
+if [ ! -x "$XCADDY" ] || [[ "$("$XCADDY" version 2>/dev/null || true)" != *"$XCADDY_VERSION"* ]]; then
 	go install "github.com/caddyserver/xcaddy/cmd/xcaddy@$XCADDY_VERSION"
 fi
 rm -f .cache/bin/caddy-xcaddy
 timeout "${XCADDY_TIMEOUT:-30m}" "$XCADDY" build "$CADDY_VERSION" \
 	--with "github.com/modelgate/modelgate@$MG_VERSION=." --output .cache/bin/caddy-xcaddy 2>.cache/xcaddy.log ||
 	{ tail -n 30 .cache/xcaddy.log; echo "xcaddy build failed (log: .cache/xcaddy.log)"; exit 1; }
-.cache/bin/caddy-xcaddy list-modules | grep -qx 'http.handlers.llm_gateway' || { echo "xcaddy build lacks llm_gateway"; exit 1; }
-.cache/bin/caddy-xcaddy version | tee /dev/stderr | grep -q "^Modelgate $MG_VERSION on Caddy $CADDY_VERSION" ||
+xmodules=$(.cache/bin/caddy-xcaddy list-modules)
+grep -qx 'http.handlers.llm_gateway' <<<"$xmodules" || { echo "xcaddy build lacks llm_gateway"; exit 1; }
+xversion=$(.cache/bin/caddy-xcaddy version)
+echo "$xversion"
+grep -q "^Modelgate $MG_VERSION on Caddy $CADDY_VERSION" <<<"$xversion" ||
 	{ echo "xcaddy build does not name Modelgate $MG_VERSION"; exit 1; }
 
 step "go test"
