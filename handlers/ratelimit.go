@@ -127,7 +127,7 @@ func (l *LocalRates) Acquire(_ context.Context, scope, lease string, max int64, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	w := l.scope(scope, 0)
+	w := l.scope(scope, now.Unix()/60*60)
 	for k, deadline := range w.leases {
 		if !deadline.After(now) {
 			delete(w.leases, k)
@@ -146,11 +146,13 @@ func (l *LocalRates) Acquire(_ context.Context, scope, lease string, max int64, 
 func (l *LocalRates) Renew(_ context.Context, scope, lease string, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.scope(scope, 0)
-	if w.leases == nil {
-		w.leases = map[string]time.Time{}
+	// Only a lease still held is extended: a renewal that ran after its
+	// request's release must not take the slot back.
+	if w, ok := l.m[scope]; ok {
+		if _, held := w.leases[lease]; held {
+			w.leases[lease] = l.now().Add(ttl)
+		}
 	}
-	w.leases[lease] = l.now().Add(ttl)
 	return nil
 }
 

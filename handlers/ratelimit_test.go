@@ -299,3 +299,18 @@ func TestStalledReleaseDoesNotWaitTwice(t *testing.T) {
 		t.Errorf("workspace window holds %d tokens after settling, want 10", toks)
 	}
 }
+
+// TestLocalRenewAfterReleaseHoldsNothing: as in Redis, a late renewal
+// does not bring a released slot back.
+func TestLocalRenewAfterReleaseHoldsNothing(t *testing.T) {
+	l := NewLocalRates()
+	ctx := context.Background()
+	if a, _ := l.Acquire(ctx, "key:k", "only", 1, time.Minute); !a {
+		t.Fatal("first slot refused")
+	}
+	_ = l.Release(ctx, "key:k", "only")
+	_ = l.Renew(ctx, "key:k", "only", time.Minute)
+	if a, _ := l.Acquire(ctx, "key:k", "next", 1, time.Minute); !a {
+		t.Fatal("the one slot after a release and a late renewal is still taken")
+	}
+}

@@ -59,11 +59,12 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KE
 return 1
 `
 
-// renewScript: KEYS[1] = lease set; ARGV = lease id, lease in ms. A
-// lease that lapsed while its request still ran is held again: the
-// request is using the slot.
+// renewScript: KEYS[1] = lease set; ARGV = lease id, lease in ms. Only a
+// lease still in the set is extended (XX): a renewal that reaches Redis
+// after its request's release must not take the slot back for a whole
+// lease with nobody left to release it.
 const renewScript = leaseNow + `
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 1
 `

@@ -185,3 +185,24 @@ func TestRedisLeasesExpireWhileTheKeyStaysBusy(t *testing.T) {
 		t.Errorf("lease set expires in %v ms, want within the longest lease", ttl)
 	}
 }
+
+// TestRedisRenewAfterReleaseHoldsNothing: a renewal that reaches Redis
+// after its request's release (the renewal timer fired as the request
+// ended) does not take the slot back.
+func TestRedisRenewAfterReleaseHoldsNothing(t *testing.T) {
+	r := testRedis(t)
+	ctx := context.Background()
+	scope := "test:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if a, err := r.Acquire(ctx, scope, "only", 1, time.Minute); err != nil || !a {
+		t.Fatalf("acquire: %v %v", a, err)
+	}
+	if err := r.Release(ctx, scope, "only"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Renew(ctx, scope, "only", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := r.Acquire(ctx, scope, "next", 1, time.Minute); err != nil || !a {
+		t.Fatalf("the one slot after a release and a late renewal: %v %v; want free", a, err)
+	}
+}
