@@ -114,6 +114,12 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 		}
 		if err == io.EOF {
 			req.body = b
+			// The buffers b outgrew are garbage now: only b stays counted
+			// while the request runs (a stream may run for minutes).
+			if live := int64(cap(b)); req.held > live {
+				g.bodyMem.release(req.held - live)
+				req.held = live
+			}
 			return nil
 		}
 		if err != nil {

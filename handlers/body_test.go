@@ -154,6 +154,11 @@ func TestConcurrentBombsStayWithinBodyMemory(t *testing.T) {
 	if used != 0 || peak > g.opts.BodyMemory || g.opts.BodyMemory != 256<<20 {
 		t.Fatalf("held %d after, peak %d, bound %d (want the 256 MiB default)", used, peak, g.opts.BodyMemory)
 	}
+	// Each bomb inflates to the 32 MiB limit: the bound let several run at
+	// once (peak past one body's worth) and counted them as they grew.
+	if peak <= g.opts.MaxRequestBody {
+		t.Fatalf("peak body memory %d: the bombs were not counted as they inflated", peak)
+	}
 	t.Logf("20 bombs: peak body memory %d MiB of %d", peak>>20, g.opts.BodyMemory>>20)
 }
 
@@ -279,4 +284,27 @@ func FuzzReadBody(f *testing.F) {
 			t.Fatalf("%d bytes of body memory held after release", used)
 		}
 	})
+}
+
+// TestOutgrownBuffersAreGivenBack: a body of unknown length grows its
+// buffer as it arrives; once read, only the final buffer stays counted for
+// the rest of the request (a stream may run for minutes), not the ones it
+// outgrew.
+func TestOutgrownBuffersAreGivenBack(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:9"), nil)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 300<<10) + `"}]}`)
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	r.ContentLength = -1 // chunked: the size is learnt as it arrives
+	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	if apiErr := g.readBody(httptest.NewRecorder(), r, req); apiErr != nil {
+		t.Fatal(apiErr.Message)
+	}
+	used, _, _ := g.bodyMem.stats()
+	if used != int64(cap(req.body)) || used != req.held {
+		t.Fatalf("after reading %d bytes: %d counted, %d held, final buffer %d; want only the final buffer", len(body), used, req.held, cap(req.body))
+	}
+	g.releaseRequest(req)
+	if used, _, _ := g.bodyMem.stats(); used != 0 {
+		t.Fatalf("%d held after release", used)
+	}
 }

@@ -158,6 +158,14 @@ type clientRequest struct {
 // client in its format and returns false.
 func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *Identity) (*clientRequest, bool) {
 	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	handedOver := false
+	defer func() {
+		// A parser's panic (recovered by net/http) must not keep the
+		// body's memory counted for ever.
+		if !handedOver && req.buf != nil {
+			g.releaseRequest(req)
+		}
+	}()
 	fail := func(e *providers.APIError) (*clientRequest, bool) {
 		g.releaseRequest(req)
 		e.Write(w, cf)
@@ -207,6 +215,7 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		info.Embed.Alias = alias
 	}
 	req.info, req.alias = info, alias
+	handedOver = true
 	return req, true
 }
 
