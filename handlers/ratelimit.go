@@ -267,12 +267,6 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		return nil, nil
 	}
 	reserve = max(0, reserve)
-	for i := range scopes {
-		// No window would ever admit it: say so now, not after a minute.
-		if s := &scopes[i]; s.tpm > 0 && reserve > s.tpm {
-			return nil, tooLargeRefusal(s, reserve)
-		}
-	}
 	now := rl.now()
 	window := now.Unix() / 60 * 60
 	hold := &RateHold{rl: rl, lease: rl.instance + "-" + strconv.FormatUint(rl.seq.Add(1), 36), scopes: scopes}
@@ -303,7 +297,12 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		}
 		var r int64
 		if s.tpm > 0 {
-			r = reserve
+			// An estimate past the whole tpm (every body byte counts as a
+			// token, about four times a real count: a coding agent's large
+			// context can do it) takes a window to itself rather than
+			// being refused for ever: it is admitted into a minute no
+			// other request has used, and settles to its real count.
+			r = min(reserve, s.tpm)
 		}
 		reqs, tokens, ok, err := c.Take(ctx, s.name, window, s.rpm, s.tpm, r)
 		if err != nil {
@@ -506,9 +505,3 @@ func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *providers
 		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label, limit, what, min(max(waitSeconds, 1), 60))}
 }
 
-// tooLargeRefusal is the 429 of a request whose estimate alone exceeds a
-// tpm: no window would admit it, so clients are told not to retry it.
-func tooLargeRefusal(s *rateScope, reserve int64) *providers.APIError {
-	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded", NoRetry: true,
-		Message: fmt.Sprintf("request too large for %s: it may use up to %d tokens (input bytes plus the output bound times the choices), more than the limit of %d tokens per minute; lower max_tokens or send less", s.label, reserve, s.tpm)}
-}

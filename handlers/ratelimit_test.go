@@ -85,18 +85,34 @@ func TestTPMReservesEachRequestsEstimate(t *testing.T) {
 	}
 }
 
-// TestTPMRefusesARequestLargerThanTheLimit: no window would ever admit
-// it, so the 429 says so and tells clients not to retry.
-func TestTPMRefusesARequestLargerThanTheLimit(t *testing.T) {
-	rl := NewRateLimits(nil, 0, newFakeClock().now, nil)
+// TestTPMAdmitsARequestLargerThanTheLimitAlone: an estimate past the
+// whole tpm (a bound: every body byte counts as a token) is not refused
+// for ever, which SDKs would never retry; it takes a window no other
+// request used, and the window is full until it resets (a retryable 429
+// naming the limit).
+func TestTPMAdmitsARequestLargerThanTheLimitAlone(t *testing.T) {
+	clock := newFakeClock()
+	rl := NewRateLimits(nil, 0, clock.now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{TPM: 10000}}
-	_, _, refusal := admit(rl, id, 10001)
-	if refusal == nil || refusal.Status != 429 || !refusal.NoRetry || refusal.RetryAfter != "" ||
-		!strings.Contains(refusal.Message, "request too large for api key k") || !strings.Contains(refusal.Message, "10000 tokens per minute") {
-		t.Fatalf("%+v", refusal)
+	big, _, refusal := admit(rl, id, 40000)
+	if refusal != nil {
+		t.Fatalf("a request estimated past the tpm, alone in its window: %v", refusal.Message)
 	}
+	_, _, refusal = admit(rl, id, 1)
+	if refusal == nil || refusal.Status != 429 || refusal.NoRetry || refusal.RetryAfter == "" ||
+		!strings.Contains(refusal.Message, "api key k") || !strings.Contains(refusal.Message, "10000 tokens per minute") {
+		t.Fatalf("the window the large request took: %+v", refusal)
+	}
+	big.Release(3000)
+	if _, _, refusal := admit(rl, id, 7000); refusal != nil {
+		t.Errorf("after the large request settled to 3000 tokens, 7000 more: %v", refusal)
+	}
+	clock.add(time.Minute)
 	if _, _, refusal := admit(rl, id, 10000); refusal != nil {
-		t.Errorf("a request of exactly the tpm: %v", refusal)
+		t.Errorf("a request of exactly the tpm in a new window: %v", refusal)
+	}
+	if _, _, refusal := admit(rl, id, 20000); refusal == nil {
+		t.Error("a second large request admitted into a window already used")
 	}
 }
 

@@ -115,9 +115,13 @@ func TestTPMHoldsUnderConcurrency(t *testing.T) {
 	if ok < 1 || ok > 2 || ok+refused != 30 {
 		t.Errorf("30 concurrent requests of 5000 tokens against a tpm of 10000: %d admitted, %d refused: %v", ok, refused, statuses)
 	}
+	// A request estimated past the whole tpm is not refused for ever (no
+	// SDK would retry that): it waits for a window of its own, so here,
+	// in the window the 5000-token requests filled, it gets a retryable
+	// 429 naming the limit.
 	status, h, out := a.do(t, "POST", "/v1/chat/completions", key, `{"model":"echo","max_tokens":20000,"messages":[{"role":"user","content":"hi"}]}`)
-	if status != 429 || h.Get("X-Should-Retry") != "false" || !strings.Contains(string(out), "request too large") || !strings.Contains(string(out), "10000 tokens per minute") {
-		t.Errorf("a request larger than the tpm: %d %v %s", status, h, out)
+	if status != 429 || h.Get("X-Should-Retry") == "false" || h.Get("Retry-After") == "" || !strings.Contains(string(out), "10000 tokens per minute") {
+		t.Errorf("a request larger than the tpm, in a used window: %d %v %s", status, h, out)
 	}
 }
 
