@@ -504,4 +504,3 @@ func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *providers
 		RetryAfter: strconv.FormatInt(min(max(waitSeconds, 1), 60), 10),
 		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label, limit, what, min(max(waitSeconds, 1), 60))}
 }
-
