@@ -187,6 +187,10 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	// the end by most) never came.
 	sent := 0
 	clientLeftAtEnd := false
+	// endWritten: the client was written the answer's end (the last write
+	// that reached it left the translator complete), not merely held for
+	// it (durability sync) or still owed.
+	endWritten := false
 	fail := func(class string, apiErr *providers.APIError) result {
 		if !committed {
 			applyUsage(rec, tr.Usage(), b)
@@ -215,7 +219,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			// whether or not the upstream had closed its side yet: the
 			// request is as complete as at the upstream's EOF, with any
 			// usage the upstream had still to send estimated.
-			if tr.Complete() && r.Context().Err() != nil {
+			if endWritten && r.Context().Err() != nil {
 				clientLeftAtEnd = true
 				break
 			}
@@ -269,6 +273,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			return result{committed: true}
 		}
 		sent++
+		endWritten = tr.Complete()
 	}
 	if !tr.Complete() {
 		return fail("stream_truncated", &providers.APIError{Status: http.StatusBadGateway,
