@@ -21,20 +21,14 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	start := g.now()
 	id := IdentityFrom(r.Context())
 	rec := newRecord(r, id, start, cf)
-
-	req, ok := g.readRequest(w, r, cf, id)
-	if !ok {
-		return
-	}
-	defer g.releaseRequest(req)
-	body, info, alias := req.body, req.info, req.alias
 	if g.opts.Durable && g.opts.LedgerDown != nil {
 		if err := g.opts.LedgerDown(); err != nil {
 			// durability sync promises no answer without its record: while
 			// the ledger is known to fail, say so at once instead of
 			// holding the answer for the commit's bound and then
-			// delivering it unrecorded. Nothing is spent, nothing queued.
-			rec.Alias, rec.Status, rec.Outcome = alias, http.StatusServiceUnavailable, "refused"
+			// delivering it unrecorded. Nothing is spent, nothing queued,
+			// and the body is not read: a refused request holds no memory.
+			rec.Status, rec.Outcome = http.StatusServiceUnavailable, "refused"
 			(&providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "5", Code: "ledger_unavailable",
 				Message: "this gateway records every request before answering (durability sync) and its usage ledger cannot be written now; retry shortly"}).Write(w, cf)
 			rec.Latency = g.now().Sub(start)
@@ -42,6 +36,13 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			return
 		}
 	}
+
+	req, ok := g.readRequest(w, r, cf, id)
+	if !ok {
+		return
+	}
+	defer g.releaseRequest(req)
+	body, info, alias := req.body, req.info, req.alias
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
 		if !g.states.acquireKey(id.KeyID, max) {
 			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
