@@ -184,14 +184,14 @@ func (a *Admin) serveControls(w http.ResponseWriter, r *http.Request) bool {
 		writeAnthropicError(w, http.StatusNotFound, "this gateway has no key store")
 		return true
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
 	// Right after a start the ledger may still be opening: a call waits
 	// for it (a script creating keys as soon as the gateway is up) rather
-	// than failing, up to the bound.
-	wctx, wcancel := context.WithTimeout(ctx, a.Controls.openWait)
+	// than failing, up to the bound; the call's own time starts after.
+	wctx, wcancel := context.WithTimeout(r.Context(), a.Controls.openWait)
 	store := a.Controls.waitStore(wctx)
 	wcancel()
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
 	if store == nil {
 		w.Header().Set("Retry-After", "5")
 		writeAnthropicError(w, http.StatusServiceUnavailable, "the key store is still opening (the ledger database is not reachable yet); retry")
