@@ -57,7 +57,7 @@ func costOf(tokens, price int64) int64 {
 // (PostgreSQL's text type refuses it), at most max bytes, cut on a rune
 // boundary. Clean values, the usual case, are returned without a copy.
 func cleanText(s string, max int) string {
-	if len(s) <= max && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+	if len(s) <= max && StorableText(s) {
 		return s
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
@@ -150,7 +150,7 @@ const MaxBudgetCents = 100_000_000
 func ParseDollars(s string) (int64, error) {
 	s = strings.TrimPrefix(s, "$")
 	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" && (!dot || frac == "") || !digits(whole) || !digits(frac) {
+	if whole == "" && (!dot || frac == "") || (whole != "" && !isDigits(whole)) || (frac != "" && !isDigits(frac)) {
 		return 0, fmt.Errorf("%q is not an amount in US dollars, e.g. 50 or 2.50", s)
 	}
 	if t := strings.TrimRight(frac, "0"); len(t) > 2 {
@@ -174,7 +174,7 @@ func ParseDollars(s string) (int64, error) {
 // ParseCents reads a budget amount the admin API writes, a whole number
 // of cents as a decimal string, e.g. "5000", from 0 to MaxBudgetCents.
 func ParseCents(s string) (int64, error) {
-	if !digits(s) || s == "" {
+	if !isDigits(s) {
 		return 0, fmt.Errorf("%q is not a whole number of cents, e.g. \"5000\" for $50", s)
 	}
 	if t := strings.TrimLeft(s, "0"); len(t) > 9 {
@@ -185,15 +185,6 @@ func ParseCents(s string) (int64, error) {
 		return 0, fmt.Errorf("%q cents is over the largest budget, %d cents ($%d)", s, MaxBudgetCents, MaxBudgetCents/100)
 	}
 	return n, nil
-}
-
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // StorableText reports whether s can be stored in a text column of every
