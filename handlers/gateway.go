@@ -84,8 +84,11 @@ type Gateway struct {
 	models   *modellist.Config
 	backends map[string][]*backend // alias → deployments
 	chains   map[string][]route    // alias → itself, then its fallbacks
-	paths    map[string]http.HandlerFunc
-	head     http.HandlerFunc // HEAD /, Claude Code's reachability probe
+	// leases: alias → how long a budget reservation of its requests is
+	// held at most (see estimate), fixed with the chains.
+	leases map[string]time.Duration
+	paths  map[string]http.HandlerFunc
+	head   http.HandlerFunc // HEAD /, Claude Code's reachability probe
 	// modelByID serves GET /v1/models/{alias}; notFound, every other
 	// path under the API's prefixes.
 	modelByID, notFound http.HandlerFunc
@@ -162,6 +165,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.byID[d.ID] = b
 	}
 	g.chains = make(map[string][]route, len(g.backends))
+	g.leases = make(map[string]time.Duration, len(g.backends))
 	for _, alias := range o.Models.Aliases() {
 		var chain []route
 		for _, a := range append([]string{alias}, o.Models.FallbacksFor(alias)...) {
@@ -170,6 +174,15 @@ func NewGateway(o GatewayOptions) *Gateway {
 			}
 		}
 		g.chains[alias] = chain
+		var longest time.Duration
+		for _, rt := range chain {
+			for _, b := range rt.backends {
+				longest = max(longest, b.timeout)
+			}
+		}
+		// A retry and a fallback may each take as long, then the writer's
+		// batch; past that the request is gone.
+		g.leases[alias] = 2*longest + time.Minute
 	}
 	g.buildPaths()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)

@@ -117,19 +117,14 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	if c := info.Choices(); output > 0 && c > 1 {
 		output = min(output, (1<<62)/c) * c
 	}
-	e := requestEstimate{tokens: input + output}
-	var longest time.Duration
+	e := requestEstimate{tokens: input + output, lease: g.leases[alias]}
 	for _, rt := range g.chains[alias] {
 		for _, b := range rt.backends {
-			longest = max(longest, b.timeout)
 			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
 				InputTokens: input, OutputTokens: output})
 			e.pico = max(e.pico, c)
 		}
 	}
-	// A retry and a fallback may each take as long, then the writer's
-	// batch; past that the request is gone.
-	e.lease = 2*longest + time.Minute
 	return e
 }
 
