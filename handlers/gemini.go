@@ -74,6 +74,9 @@ func geminiModelsOnV1(r *http.Request) bool {
 	if p != "/v1/models" && !strings.HasPrefix(p, "/v1/models/") || geminiCall(r) {
 		return false
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false // the models route answers other methods its 405
+	}
 	h := r.Header
 	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" || h.Get("Anthropic-Version") != "" {
 		return false

@@ -180,7 +180,15 @@ func TestGeminiModelsOnV1(t *testing.T) {
 	if rec := get(g, onlyM, "POST", "/v1/models/m:generateContent", "X-Goog-Api-Key", "k"); rec.Code == http.StatusMethodNotAllowed {
 		t.Fatalf("generateContent on v1: %d %s", rec.Code, rec.Body)
 	}
-	// Other clients on the same path keep their shapes.
+	// A method the list does not take is its 405, not the list.
+	if rec := get(g, onlyM, "POST", "/v1/models", "X-Goog-Api-Key", "k"); rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /v1/models with a Gemini key: %d %s", rec.Code, rec.Body)
+	}
+	// Other clients on the same path keep their shapes, a client that
+	// sends both a Bearer token and a Gemini key included.
+	if rec := get(g, onlyM, "GET", "/v1/models", "Authorization", "Bearer k", "X-Goog-Api-Key", "k"); !strings.Contains(rec.Body.String(), `"object":"list"`) {
+		t.Fatalf("OpenAI client with both headers: %s", rec.Body)
+	}
 	if rec := get(g, onlyM, "GET", "/v1/models", "Authorization", "Bearer k"); !strings.Contains(rec.Body.String(), `"object":"list"`) {
 		t.Fatalf("OpenAI client: %s", rec.Body)
 	}
