@@ -93,6 +93,14 @@ func TestArchivedWorkspaceRefusesItsKeys(t *testing.T) {
 	if rec, _ := adminCall(t, a, http.MethodPost, workspacesPath+"/"+wsID, `{"status":"active"}`); rec.Code != 400 || !strings.Contains(rec.Body.String(), "status") {
 		t.Errorf("reactivate workspace: %d %s", rec.Code, rec.Body)
 	}
+	// Whatever the request said, the workspace is still archived and its
+	// keys still refused.
+	if rec, m := adminCall(t, a, http.MethodGet, workspacesPath+"/"+wsID, ""); rec.Code != 200 || m["archived_at"] != first {
+		t.Errorf("after the reactivation attempt: %d archived_at %v, want %v", rec.Code, m["archived_at"], first)
+	}
+	if _, code, _ := identify(auth, secret, "/v1/chat/completions"); code != http.StatusForbidden {
+		t.Errorf("the archived workspace's key after the reactivation attempt: %d, want 403", code)
+	}
 }
 
 // TestArchivedKeyIsFinal: {"status":"active"} on an archived key is a 400
