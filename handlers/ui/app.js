@@ -234,9 +234,9 @@ async function keys() {
     const body = { name: $('#k-name').value };
     const models = $('#k-models').value.split(',').map((s) => s.trim()).filter(Boolean);
     if (models.length) body.models = models;
-    if ($('#k-budget').value) body.budget = { amount: String(Math.round(Number($('#k-budget').value) * 100)), period: $('#k-period').value };
     if ($('#k-rpm').value) body.rpm = Number($('#k-rpm').value);
     try {
+      if ($('#k-budget').value) body.budget = { amount: centsOf($('#k-budget').value), period: $('#k-period').value };
       const k = await api('/v1/organizations/api_keys', { method: 'POST', body });
       await keys();
       $('#secret-box').replaceChildren(el('p', {}, `Key ${k.id} created. Copy its secret now: it is not shown again.`), el('p', { class: 'secret', id: 'new-secret' }, k.value));
@@ -255,6 +255,16 @@ async function keys() {
 
 // editLimits opens a form for every limit a key or workspace carries; the same
 // fields the admin API takes, so nothing is only settable from a script.
+// centsOf turns dollars as typed ("2.5", "10.05") into the API's cents
+// string exactly, as the CLI and the Caddyfile read them: a float product
+// would turn 2.505 into 251 cents, and a fraction of a cent is refused,
+// not rounded.
+function centsOf(text) {
+  const m = /^\s*(\d+)(?:\.(\d{0,2}))?\s*$/.exec(text);
+  if (!m) throw new Error(`"${text}" is not an amount in dollars with at most two decimals`);
+  return String(Number(m[1]) * 100 + Number((m[2] || '').padEnd(2, '0')));
+}
+
 function editLimits(kind, obj, box, reload) {
   const cents = (v) => (v == null ? '' : (Number(v) / 100).toFixed(2));
   const field = (id, label, attrs) => el('div', {}, el('label', { for: id }, label), el('input', Object.assign({ id }, attrs)));
@@ -272,15 +282,28 @@ function editLimits(kind, obj, box, reload) {
     el('button', { type: 'submit' }, 'Save'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const money = (id) => ($(id).value === '' ? null : String(Math.round(Number($(id).value) * 100)));
+    const money = (id) => ($(id).value === '' ? null : centsOf($(id).value));
     const count = (id) => ($(id).value === '' ? null : Number($(id).value));
-    const b = money('#e-budget');
-    const body = {
-      budget: b === null ? null : { amount: b, period: $('#e-period').value },
-      soft_budget: money('#e-soft'), session_budget: money('#e-session'),
-      rpm: count('#e-rpm'), tpm: count('#e-tpm'), max_parallel: count('#e-parallel'),
-    };
-    if (kind === 'key') body.models = $('#e-models').value.split(',').map((x) => x.trim()).filter(Boolean);
+    let b, soft, session;
+    try {
+      b = money('#e-budget'); soft = money('#e-soft'); session = money('#e-session');
+    } catch (e) { say(e.message, true); return; }
+    // Only what this form changed is sent: an update changes only the
+    // fields it names, so an edit made meanwhile elsewhere (the CLI,
+    // another tab) to another limit is kept.
+    const was = (v) => (v == null ? null : String(v));
+    const body = {};
+    const oldBudget = obj.budget ? `${obj.budget.amount} ${obj.budget.period}` : null;
+    if ((b === null ? null : `${b} ${$('#e-period').value}`) !== oldBudget) body.budget = b === null ? null : { amount: b, period: $('#e-period').value };
+    if (soft !== was(obj.soft_budget)) body.soft_budget = soft;
+    if (session !== was(obj.session_budget)) body.session_budget = session;
+    for (const [k, id] of [['rpm', '#e-rpm'], ['tpm', '#e-tpm'], ['max_parallel', '#e-parallel']]) {
+      if (count(id) !== (obj[k] || null)) body[k] = count(id);
+    }
+    if (kind === 'key') {
+      const models = $('#e-models').value.split(',').map((x) => x.trim()).filter(Boolean);
+      if (models.join(',') !== (obj.models || []).join(',')) body.models = models;
+    }
     const path = kind === 'key' ? 'api_keys' : 'workspaces';
     try {
       await api(`/v1/organizations/${path}/${encodeURIComponent(obj.id)}`, { method: 'POST', body });
@@ -302,8 +325,8 @@ async function workspaces() {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const body = { name: $('#w-name').value };
-    if ($('#w-budget').value) body.budget = { amount: String(Math.round(Number($('#w-budget').value) * 100)), period: $('#w-period').value };
     try {
+      if ($('#w-budget').value) body.budget = { amount: centsOf($('#w-budget').value), period: $('#w-period').value };
       await api('/v1/organizations/workspaces', { method: 'POST', body });
       await workspaces();
     } catch (e) { say(e.message, true); }
