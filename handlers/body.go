@@ -39,8 +39,10 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 	case "", "identity":
 		if r.ContentLength > 0 {
 			// One more byte than the body, so reading it to its end
-			// needs no second buffer.
-			want = r.ContentLength + 1
+			// needs no second buffer; but no more than a first slice
+			// before the bytes arrive, or a client that declares 32 MiB
+			// and trickles them would hold the body memory of many.
+			want = min(r.ContentLength+1, maxUpfrontBody)
 		}
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
@@ -127,6 +129,10 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 		}
 	}
 }
+
+// maxUpfrontBody bounds what a declared Content-Length takes from the body
+// memory before any of its bytes arrived; larger bodies grow as they come.
+const maxUpfrontBody = 1 << 20
 
 // minBodyBuffer is the first buffer for a body of unknown length.
 const minBodyBuffer = 16 << 10

@@ -308,3 +308,30 @@ func TestOutgrownBuffersAreGivenBack(t *testing.T) {
 		t.Fatalf("%d held after release", used)
 	}
 }
+
+// TestDeclaredLengthTakesNoMemoryUpFront: a client that declares a large
+// Content-Length and sends nothing yet holds at most a first slice of the
+// body memory, not the whole declared size.
+func TestDeclaredLengthTakesNoMemoryUpFront(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:9"), nil)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", pr)
+	r.ContentLength = 30 << 20
+	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.readBody(httptest.NewRecorder(), r, req)
+	}()
+	if _, err := pw.Write([]byte(`{"model":`)); err != nil { // the reader is now waiting for more
+		t.Fatal(err)
+	}
+	used, _, _ := g.bodyMem.stats()
+	if used > maxUpfrontBody+minBodyBuffer {
+		t.Errorf("a trickling body declared at 30 MiB holds %d bytes of body memory", used)
+	}
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	<-done
+	g.releaseRequest(req)
+}
