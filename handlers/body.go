@@ -139,8 +139,18 @@ const minBodyBuffer = 16 << 10
 
 func bodyDecodeError(enc string, err error, tooLarge func() *providers.APIError) *providers.APIError {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+	if errors.As(err, &mbe) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 		return tooLarge()
+	}
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		// The frame asks the decoder to hold more history than the body
+		// may be long. Honouring it would let a few bytes of header
+		// allocate up to 128 MiB each, outside the body memory bound, so
+		// the frame is refused however little it decodes to; the message
+		// says so, since "too large" would puzzle a client that sent 1 KB.
+		e := tooLarge()
+		e.Message = "the zstd frame declares a window larger than this gateway's max_request_body; compress with a window no larger than the body limit (for example a single-segment frame)"
+		return e
 	}
 	if enc == "" || enc == "identity" {
 		return &providers.APIError{Status: http.StatusBadRequest, Message: "reading request body: " + err.Error()}
