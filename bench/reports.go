@@ -120,7 +120,7 @@ func seedRecords(ctx context.Context, s ledger.Store, n int, start time.Time) er
 		r := ledger.Record{
 			Time: start.Add(time.Duration(float64(i) * step)), KeyID: "key-" + strconv.Itoa(key),
 			Workspace: "team-" + strconv.Itoa(key%5), Alias: alias, UpstreamModel: alias + "-2026", Provider: "openai",
-			ServiceTier: "standard", Endpoint: "chat_completions", Status: 200, Outcome: "ok",
+			ServiceTier: "standard", Endpoint: ledger.EndpointChatCompletions, Status: 200, Outcome: ledger.OutcomeOK,
 			InputTokens: rng.Int64N(20000), OutputTokens: rng.Int64N(2000), CacheReadTokens: rng.Int64N(40000),
 			SessionID: "s-" + strconv.Itoa(rng.IntN(20000)),
 			Prices:    ledger.Prices{Input: 3_000_000, Output: 15_000_000, CacheRead: 300_000},

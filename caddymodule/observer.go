@@ -34,7 +34,7 @@ func (o *observer) Attempt(a handlers.Attempt) {
 
 func (o *observer) Done(rec *ledger.Record) {
 	m := o.metrics
-	m.requests.WithLabelValues(rec.Alias, rec.Endpoint, rec.Provider, statusClass(rec.Status)).Inc()
+	m.requests.WithLabelValues(rec.Alias, string(rec.Endpoint), rec.Provider, statusClass(rec.Status)).Inc()
 	if rec.Provider != "" {
 		m.latency.WithLabelValues(rec.Alias, rec.Provider).Observe(rec.Latency.Seconds())
 	}
@@ -52,7 +52,7 @@ func (o *observer) Done(rec *ledger.Record) {
 	add("output", rec.OutputTokens)
 	if c := o.logger.Check(zapcore.DebugLevel, "request done"); c != nil {
 		c.Write(zap.String("key_id", rec.KeyID), zap.String("alias", rec.Alias), zap.Int("status", rec.Status),
-			zap.String("outcome", rec.Outcome), zap.Int64("input_tokens", rec.InputTokens), zap.Int64("output_tokens", rec.OutputTokens),
+			zap.String("outcome", string(rec.Outcome)), zap.Int64("input_tokens", rec.InputTokens), zap.Int64("output_tokens", rec.OutputTokens),
 			zap.Duration("latency", rec.Latency))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -86,7 +87,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
 			if r.Context().Err() != nil {
-				rec.Status, rec.Outcome = 499, "cancelled"
+				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return
 			}
 			moreLeft := i+1 < attempts || ci+1 < len(chain)
@@ -111,7 +112,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	}
 	if r.Context().Err() != nil {
 		// The client left between attempts; nobody is there to answer.
-		rec.Status, rec.Outcome = 499, "cancelled"
+		rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 		return
 	}
 	if tried == 0 && limited > 0 {
@@ -125,7 +126,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	if last == nil {
 		last = &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: no deployment could be reached", alias)}
 	}
-	rec.Status, rec.Outcome = last.Status, "error"
+	rec.Status, rec.Outcome = last.Status, ledger.OutcomeError
 	last.Write(w, cf)
 	return false
 }
@@ -172,7 +173,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	if err != nil {
 		b.state.release(probe)
 		apiErr := asAPIError(err)
-		rec.Status, rec.Outcome = apiErr.Status, "error"
+		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		apiErr.Write(w, cf)
 		return result{committed: true}
 	}
@@ -211,7 +212,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		att.Duration = g.now().Sub(now)
 		if r.Context().Err() != nil {
 			b.state.release(probe)
-			rec.Status, rec.Outcome = 499, "cancelled"
+			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			att.Err, att.Retrying = "client_gone", false
 			g.obs.Attempt(att)
 			return result{committed: true}
@@ -261,7 +262,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		}
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
-			rec.Status, rec.Outcome = status, "error"
+			rec.Status, rec.Outcome = status, ledger.OutcomeError
 			apiErr.Write(w, cf)
 			return result{committed: true}
 		}
@@ -276,16 +277,16 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	}
 	att.Duration = g.now().Sub(now)
 	switch {
-	case res.committed && rec.Outcome == "ok":
+	case res.committed && rec.Outcome == ledger.OutcomeOK:
 		b.state.success(rec.TTFT)
-		b.state.addTokens(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
-	case rec.Outcome == "cancelled" || r.Context().Err() != nil:
+		b.state.addTokens(rec.TotalTokens())
+	case rec.Outcome == ledger.OutcomeCancelled || r.Context().Err() != nil:
 		// The client went away: that says nothing about the deployment.
 		b.state.release(probe)
 		att.Err = "client_gone"
 		if !res.committed {
 			applyUsage(rec, providers.Usage{}, b)
-			rec.Status, rec.Outcome = 499, "cancelled"
+			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			res = result{committed: true}
 		}
 	default:
@@ -332,7 +333,7 @@ func (g *Gateway) requestFailed(x *exchange, b *backend, err error, probe, moreL
 	var apiErr *providers.APIError
 	if errors.As(err, &apiErr) {
 		b.state.release(probe)
-		rec.Status, rec.Outcome = apiErr.Status, "error"
+		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		apiErr.Write(w, cf)
 		return result{committed: true}
 	}

@@ -99,14 +99,14 @@ func (g *Gateway) relayBody(x *exchange, ctx context.Context, b *backend, resp *
 	relayHeaders(h, resp.Header)
 	rec.RequestID = upstreamRequestID(resp.Header)
 	rec.TTFT = g.now().Sub(start)
-	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
 	recorded := g.commitRecord(rec)
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	if _, werr := w.Write(out); werr != nil && !recorded {
-		rec.Status, rec.Outcome = 499, "cancelled"
+		rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 	}
 	return result{committed: true, recorded: recorded}
 }
@@ -197,7 +197,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			return result{retryable: true, class: class, err: apiErr}
 		}
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
-		rec.Status, rec.Outcome = apiErr.Status, "error"
+		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		out = append(out[:0], held...)
 		if f, ok := tr.(providers.StreamFailer); ok {
 			out = f.Fail(out, apiErr)
@@ -226,7 +226,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 			switch {
 			case r.Context().Err() != nil:
 				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
-				rec.Status, rec.Outcome = 499, "cancelled"
+				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
 			case gap.fired():
 				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
@@ -251,7 +251,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 				// a reason another deployment would share: answer it as a
 				// plain HTTP error, as a non-stream request would get.
 				applyUsage(rec, tr.Usage(), b)
-				rec.Status, rec.Outcome = apiErr.Status, "error"
+				rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 				apiErr.Write(w, cf)
 				return result{committed: true, class: "stream_error"}
 			}
@@ -269,7 +269,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 		}
 		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
 			applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
-			rec.Status, rec.Outcome = 499, "cancelled"
+			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			return result{committed: true}
 		}
 		sent++
@@ -288,7 +288,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	} else {
 		applyUsage(rec, usage, b)
 	}
-	rec.Status, rec.Outcome = http.StatusOK, "ok"
+	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
 	recorded := g.commitRecord(rec)
 	if len(out) > 0 {

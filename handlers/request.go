@@ -28,7 +28,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			// holding the answer for the commit's bound and then
 			// delivering it unrecorded. Nothing is spent, nothing queued,
 			// and the body is not read: a refused request holds no memory.
-			rec.Status, rec.Outcome = http.StatusServiceUnavailable, "refused"
+			rec.Status, rec.Outcome = http.StatusServiceUnavailable, ledger.OutcomeRefused
 			(&providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "5", Code: "ledger_unavailable",
 				Message: "this gateway records every request before answering (durability sync) and its usage ledger cannot be written now; retry shortly"}).Write(w, cf)
 			rec.Latency = g.now().Sub(start)
@@ -69,7 +69,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			return
 		}
 		defer func() {
-			rate.Release(rec.InputTokens + rec.CacheReadTokens + rec.CacheCreation5m + rec.CacheCreation1h + rec.OutputTokens)
+			rate.Release(rec.TotalTokens())
 		}()
 	}
 
@@ -87,7 +87,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 // refuse answers a request a budget or rate limit stopped. Nothing was
 // spent: the record says so, and reports and budgets count it as nothing.
 func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, refusal *providers.APIError) {
-	rec.Status, rec.Outcome = refusal.Status, "refused"
+	rec.Status, rec.Outcome = refusal.Status, ledger.OutcomeRefused
 	refusal.Write(w, cf)
 	rec.Latency = g.now().Sub(start)
 	if g.opts.Recorder != nil {

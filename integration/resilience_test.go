@@ -204,7 +204,7 @@ model_aliases:`, u.openai.URL), 1)
 		t.Fatalf("new alias after reload: %d %s", status, body)
 	}
 	recs := g.ledgerRecords(t)
-	byAlias := map[string]string{}
+	byAlias := map[string]ledger.Outcome{}
 	for _, r := range recs {
 		byAlias[r.Alias] = r.Outcome
 	}

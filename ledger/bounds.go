@@ -76,9 +76,11 @@ func cleanText(s string, max int) string {
 // calls it on every record it accepts, so no producer can forget.
 func (r *Record) sanitize() {
 	for _, s := range [...]*string{&r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
-		&r.Provider, &r.ServiceTier, &r.Endpoint, &r.Outcome, &r.SessionID, &r.ContextWindow, &r.Agent} {
+		&r.Provider, &r.ServiceTier, &r.SessionID, &r.ContextWindow, &r.Agent} {
 		*s = cleanText(*s, maxTextBytes)
 	}
+	r.Endpoint = Endpoint(cleanText(string(r.Endpoint), maxTextBytes))
+	r.Outcome = Outcome(cleanText(string(r.Outcome), maxTextBytes))
 	for _, n := range [...]*int64{&r.InputTokens, &r.CacheCreation5m, &r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens} {
 		*n = ClampTokens(*n)
 	}

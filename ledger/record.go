@@ -9,15 +9,15 @@ type Record struct {
 	Time                           time.Time // request start, UTC
 	RequestID                      string
 	KeyID, Workspace               string
-	Alias, UpstreamModel, Provider string // Alias is the client-facing model_name; reports' model is the alias
-	ServiceTier                    string // "standard" unless the upstream said otherwise
-	Endpoint                       string // "chat_completions" | "messages"
+	Alias, UpstreamModel, Provider string   // Alias is the client-facing model_name; reports' model is the alias
+	ServiceTier                    string   // "standard" unless the upstream said otherwise
+	Endpoint                       Endpoint // the client-facing API the request used
 	Stream                         bool
 
 	InputTokens, CacheCreation5m, CacheCreation1h, CacheReadTokens, OutputTokens int64
 
-	Status      int    // HTTP status given to the client (499 when the client went away)
-	Outcome     string // "ok" | "error" | "cancelled"
+	Status      int     // HTTP status given to the client (499 when the client went away)
+	Outcome     Outcome // how the request ended
 	Latency     time.Duration
 	TTFT        time.Duration // 0 when no byte was sent
 	CostPicoUSD int64         // 1e-12 USD, from Prices.Cost
@@ -32,6 +32,29 @@ type Record struct {
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64
 }
+
+// Outcome is how a request ended, as the ledger stores it.
+type Outcome string
+
+// The outcomes a record can have.
+const (
+	OutcomeOK        Outcome = "ok"        // the upstream answered and the answer reached the client
+	OutcomeError     Outcome = "error"     // the gateway or the upstream failed the request
+	OutcomeCancelled Outcome = "cancelled" // the client went away (status 499)
+	OutcomeRefused   Outcome = "refused"   // a budget, a rate limit or an unwritable ledger stopped it before any upstream call
+)
+
+// Endpoint is the client-facing API a request used, as the ledger stores it.
+type Endpoint string
+
+// The endpoints a record can name.
+const (
+	EndpointChatCompletions Endpoint = "chat_completions" // OpenAI /v1/chat/completions
+	EndpointMessages        Endpoint = "messages"         // Anthropic /v1/messages
+	EndpointResponses       Endpoint = "responses"        // OpenAI /v1/responses
+	EndpointGenerateContent Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
+	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
+)
 
 // Context window labels used by the reports.
 const (
@@ -52,6 +75,11 @@ func ContextWindowFor(total int64) string {
 // TotalInput is every input token the request processed.
 func (r *Record) TotalInput() int64 {
 	return r.InputTokens + r.CacheCreation5m + r.CacheCreation1h + r.CacheReadTokens
+}
+
+// TotalTokens is every token the request processed, input and output.
+func (r *Record) TotalTokens() int64 {
+	return r.TotalInput() + r.OutputTokens
 }
 
 // contextWindow is the stored label, derived when the producer left it empty.

@@ -603,7 +603,7 @@ func (s *sqlStore) Probe(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	r := Record{Time: time.Now().UTC(), RequestID: "readiness-probe", Outcome: "ok"}
+	r := Record{Time: time.Now().UTC(), RequestID: "readiness-probe", Outcome: OutcomeOK}
 	_, err = tx.ExecContext(ctx, insertOneSQL(s.d.placeholder), appendRecordArgs(nil, &r)...)
 	return err
 }
