@@ -487,8 +487,9 @@ func (b *Budgets) alert(bg budget, kind string, spent int64) {
 		PeriodStart: time.UnixMicro(bg.key.start).UTC(), SpentPico: spent, LimitPico: limit, Resets: bg.resets})
 }
 
-// budgetRefusal is the 429 no client retries (spec/team-controls.md §4.4):
-// x-should-retry: false and a retry-after until the budget resets.
+// budgetRefusal is the 429 no client retries: x-should-retry: false and a
+// retry-after until the budget resets (README.md, "Budgets, rate limits,
+// sessions and alerts").
 func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError {
 	wait := int64(86400)
 	reset := "never (a total budget)"

@@ -8,10 +8,10 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// Gemini's native API (spec/gemini-api.md): generateContent,
-// streamGenerateContent, countTokens and the models list, for Gemini CLI
-// and the google-genai SDKs, routed by alias through the translation hub
-// like every other client format.
+// Gemini's native API: generateContent, streamGenerateContent, countTokens
+// and the models list, for Gemini CLI and the google-genai SDKs, routed by
+// alias through the translation hub like every other client format
+// (docs/architecture.md, "The translation matrix and the hub").
 
 // geminiAction splits /v1beta/models/{model}:{action} (or /v1/..., which
 // a client sets with GOOGLE_GENAI_API_VERSION=v1). The model is what lies

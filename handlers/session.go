@@ -10,10 +10,10 @@ import (
 )
 
 // resolveSession finds the coding-agent session a request belongs to and
-// the agent that sent it, in the order of spec/team-controls.md §3.5:
-// Claude Code's header, its metadata.user_id, Codex's session headers, the
-// generic session headers (opencode and others), then a Responses
-// request's prompt_cache_key. The id is kept as the client sent it.
+// the agent that sent it, first match wins: Claude Code's header, its
+// metadata.user_id, Codex's session headers, the generic session headers
+// (opencode and others), then a Responses request's prompt_cache_key. The
+// id is kept as the client sent it.
 func resolveSession(r *http.Request, body []byte, cf providers.Format, info providers.RequestInfo) (id, agent string) {
 	h := r.Header
 	if v := h.Get("X-Claude-Code-Session-Id"); validSessionID(v) {

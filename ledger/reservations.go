@@ -24,8 +24,8 @@ type BudgetHold struct {
 	LimitPico              int64
 }
 
-// ErrNotShared: the store keeps no shared reservations (SQLite serves one
-// process, whose own memory holds them).
+// ErrNotShared says the store keeps no shared reservations (SQLite serves
+// one process, whose own memory holds them).
 var ErrNotShared = errors.New("ledger: this store does not share budget reservations")
 
 // BudgetReserver reserves budget room shared by every instance.

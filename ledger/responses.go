@@ -44,7 +44,7 @@ type ResponseStore interface {
 	PurgeResponses(ctx context.Context, before time.Time) (int64, error)
 }
 
-// ErrResponseNotFound: no such response or item for this key.
+// ErrResponseNotFound says there is no such response or item for this key.
 const ErrResponseNotFound = lookupError("response not found")
 
 // lookupError is an error that is a fixed text, so it can be a constant.
