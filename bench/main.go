@@ -288,8 +288,6 @@ func (e *env) stopAll() {
 	}
 }
 
-// chatBody is a realistic ~2 KB OpenAI chat request: a system prompt, a
-// short history and a question.
 // responsesBody is chatBody's conversation as a Responses request, the
 // way Codex and the SDKs send one.
 func responsesBody(model string, stream bool) []byte {
@@ -335,6 +333,8 @@ func geminiBody(model string) []byte {
 	return b
 }
 
+// chatBody is a realistic ~2 KB OpenAI chat request: a system prompt, a
+// short history and a question.
 func chatBody(model string, stream bool) []byte {
 	system := "You are the platform team's assistant. Answer briefly and precisely; prefer code over prose; " +
 		"cite the file and line when you refer to code; never invent APIs. " +

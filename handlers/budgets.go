@@ -223,7 +223,7 @@ func (b *Budgets) reserver() ledger.BudgetReserver {
 	return rs
 }
 
-// retryShared is how long a failing shared reservation store is left
+// retrySharedReservations is how long a failing shared reservation store is left
 // alone, as for the shared rate counter.
 const retrySharedReservations = 5 * time.Second
 

@@ -44,8 +44,9 @@ type GatewayOptions struct {
 	Observer Observer // nil: nothing is observed
 	// Ready reports whether the ledger can take writes (readiness probe).
 	Ready func() error
-	// Transports builds the HTTP client for an upstream base URL; nil uses
-	// a default transport per base. Tests inject clients here.
+	// Client builds the HTTP client for a deployment; nil (or a nil
+	// result) uses a default client shared per upstream server and TLS
+	// setting. Tests inject clients here.
 	Client  func(d *modellist.Deployment) *http.Client
 	Counter *tokencount.Counter
 	Now     func() time.Time
@@ -509,7 +510,8 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// ledgerRecordBase fills what every record shares.
+// newRecord starts the ledger record of a request with what every record
+// shares.
 func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Format) *ledger.Record {
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {

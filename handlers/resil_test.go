@@ -188,9 +188,9 @@ func TestNoRetryAfterFirstByte(t *testing.T) {
 	}
 }
 
-// allowed_fails failures put a deployment in cooldown; then one probe is
-// let through; while every deployment cools, the answer is an immediate
-// 503 naming the alias.
+// TestCooldownAndProbe: allowed_fails failures put a deployment in
+// cooldown; then one probe is let through; while every deployment cools,
+// the answer is an immediate 503 naming the alias.
 func TestCooldownAndProbe(t *testing.T) {
 	var healthy sync.Map
 	up := newFakeUpstream(t, "up", func(w http.ResponseWriter, r *http.Request, n int64) {

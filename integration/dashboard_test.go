@@ -89,16 +89,16 @@ func browser(t *testing.T) (context.Context, func() []string) {
 	}
 }
 
-// TestDashboardInBrowser signs in to /ui/ as the admin and as a user in
-// real headless Chromium, reads the figures the page drew and compares
-// them with the report API, creates a key through the page, uses it,
-// revokes it, and checks the page raised no console error.
 // unlabelledControls lists the visible form controls that have neither a
 // label, an aria-label nor text of their own.
 const unlabelledControls = `[...document.querySelectorAll('input, select, textarea, button')]
   .filter((e) => e.offsetParent !== null && !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
   .map((e) => e.id || e.outerHTML.slice(0, 80))`
 
+// TestDashboardInBrowser signs in to /ui/ as the admin and as a user in
+// real headless Chromium, reads the figures the page drew and compares
+// them with the report API, creates a key through the page, uses it,
+// revokes it, and checks the page raised no console error.
 func TestDashboardInBrowser(t *testing.T) {
 	ctx, problems := browser(t)
 	u := startUpstreams(t, fakes.Options{})

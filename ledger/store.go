@@ -608,11 +608,12 @@ func (s *sqlStore) Probe(ctx context.Context) error {
 	return err
 }
 
-// RejectsRow implements RowRejecter.
+// Conflicted implements Conflicter.
 func (s *sqlStore) Conflicted(err error) bool {
 	return s.d.conflict != nil && s.d.conflict(err)
 }
 
+// RejectsRow implements RowRejecter.
 func (s *sqlStore) RejectsRow(err error) bool {
 	return s.d.rowError != nil && s.d.rowError(err)
 }

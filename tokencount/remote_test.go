@@ -49,9 +49,9 @@ func TestServerRoot(t *testing.T) {
 	}
 }
 
-// vllmTokenize answers like vLLM's /tokenize: {"count","max_model_len",
-// "tokens","token_strs"}, with a count that depends on the request so the
-// test sees it was read.
+// TestCountVLLM counts against a server that answers like vLLM's
+// /tokenize: {"count","max_model_len","tokens","token_strs"}, with a count
+// that depends on the request so the test sees it was read.
 func TestCountVLLM(t *testing.T) {
 	var got vllmTokenizeRequest
 	var gotAuth, gotPath string

@@ -35,7 +35,7 @@ type BedrockOptions struct {
 	StreamExceptionAfter int
 }
 
-// bedrockExceptions names the exception AWS answers each status with.
+// bedrockException names the exception AWS answers each status with.
 func bedrockException(status int) string {
 	switch status {
 	case http.StatusTooManyRequests:
