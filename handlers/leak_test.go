@@ -101,3 +101,31 @@ func TestCountTokensRelaysUpstreamErrorsRedacted(t *testing.T) {
 		t.Fatalf("upstream saw %d requests", up.hits.Load())
 	}
 }
+
+// An upstream's error message is relayed verbatim. Servers that echo the
+// key they were given (several self-hosted OpenAI-compatible servers and
+// proxies do: "invalid api key: <key>") hand the deployment's api_key to
+// every client. docs/wire-formats.md §5.6: never include upstream keys.
+func TestReviewUpstreamErrorNeverEchoesUpstreamKey(t *testing.T) {
+	up := newFakeUpstream(t, "echo-key", func(w http.ResponseWriter, r *http.Request, n int64) {
+		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"invalid api key: %s","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, key)
+	})
+	g, _ := testGateway(t, oneAlias(up.srv.URL), nil)
+	for _, stream := range []bool{false, true} {
+		rec := post(g, alice, "/v1/chat/completions", chatBody("m", stream))
+		if strings.Contains(rec.Body.String(), "sk-upstream-secret") {
+			t.Errorf("stream=%v: client sees the upstream api_key: %s", stream, rec.Body.String())
+		}
+		// The upstream got the key and its error reached the client,
+		// redacted: not a body that merely never mentioned the key.
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "invalid api key: [redacted]") {
+			t.Errorf("stream=%v: %d %s, want the upstream's 401 with the key redacted", stream, rec.Code, rec.Body.String())
+		}
+	}
+	if n := up.hits.Load(); n != 2 {
+		t.Errorf("upstream saw %d requests, want 2", n)
+	}
+}

@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,72 +11,9 @@ import (
 	"github.com/modelgate/modelgate/internal/fakes"
 )
 
-// Review tests against the real binary: auth on path variants, and that
-// no secret reaches the logs, the served config or an upstream.
-
-// rawRequest sends one HTTP/1.1 request line as written (no client-side
-// path cleaning) and returns the status code and body.
-func rawRequest(t *testing.T, base, method, target string, headers ...string) (int, string) {
-	t.Helper()
-	host := strings.TrimPrefix(base, "http://")
-	c, err := net.DialTimeout("tcp", host, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	body := `{"model":"echo","messages":[{"role":"user","content":"bypass"}]}`
-	if method == http.MethodGet || method == http.MethodHead {
-		body = ""
-	}
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n", method, target, host, len(body))
-	for i := 0; i+1 < len(headers); i += 2 {
-		fmt.Fprintf(c, "%s: %s\r\n", headers[i], headers[i+1])
-	}
-	fmt.Fprintf(c, "\r\n%s", body)
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func TestReviewNoKeyNoService(t *testing.T) {
-	u := startUpstreams(t, fakes.Options{})
-	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
-	cases := []struct{ method, target string }{
-		{"POST", "/v1/chat/completions"},
-		{"POST", "/v1/chat/completions/"},
-		{"POST", "//v1/chat/completions"},
-		{"POST", "/v1/chat%2Fcompletions"},
-		{"POST", "/v1/./chat/completions"},
-		{"POST", "/v1/messages?beta=true"},
-		{"POST", "/v1/messages/count_tokens?beta=true"},
-		{"POST", "/health/liveliness/../../v1/chat/completions"},
-		{"POST", "/health/liveliness"},
-		{"GET", "/v1/models"},
-		{"HEAD", "/v1/models"},
-		{"GET", "/models?beta=true"},
-		{"GET", "/health"},
-		{"GET", "/v1/organizations/usage_report/messages?starting_at=2025-01-01T00:00:00Z"},
-		{"GET", "/v1/organizations/cost_report?starting_at=2025-01-01T00:00:00Z"},
-	}
-	for _, c := range cases {
-		status, body := rawRequest(t, g.base, c.method, c.target)
-		if status/100 == 2 {
-			t.Errorf("%s %s without a key: %d %q", c.method, c.target, status, body)
-		}
-		if strings.Contains(body, "bypass") || strings.Contains(body, `"data"`) {
-			t.Errorf("%s %s without a key served content: %q", c.method, c.target, body)
-		}
-	}
-	if n := u.openaiRec.Count() + u.anthropicRec.Count() + u.ollamaRec.Count(); n != 0 {
-		t.Errorf("unauthenticated requests reached upstreams %d times", n)
-	}
-}
-
+// TestReviewSecretsStayOut runs the real binary with debug logging: no key
+// reaches the logs or the served config, and no client key reaches an
+// upstream.
 func TestReviewSecretsStayOut(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML(), globalExtra: "debug",
