@@ -147,8 +147,10 @@ type serviceAccount struct {
 }
 
 func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *yaml.Node, base string) {
-	project, projectNode, ok1 := p.text(fs, "vertex_project", w)
-	location, locationNode, ok2 := p.text(fs, "vertex_location", w)
+	at := vertexPlace{base: base}
+	var ok1, ok2, ok3 bool
+	at.project, at.projectNode, ok1 = p.text(fs, "vertex_project", w)
+	at.location, at.locationNode, ok2 = p.text(fs, "vertex_location", w)
 	file, fileNode, ok3 := p.text(fs, "vertex_credentials", w)
 	if !ok1 || !ok2 || !ok3 {
 		return
@@ -158,11 +160,11 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		// Application Default Credentials, found when the first request
 		// needs a token (GKE workload identity, the instance's service
 		// account, gcloud's login): nothing names the project then.
-		if project == "" {
+		if at.project == "" {
 			p.errorf(n, w.sub("vertex_project"), "required for vertex_ai/ without vertex_credentials (Application Default Credentials name no project): the Google Cloud project id, e.g. vertex_project: my-project; or give vertex_credentials: /path/to/service-account.json")
 			return
 		}
-		if !vertexLocation(p, d, w, n, project, projectNode, location, locationNode, base) {
+		if !p.vertexLocation(d, w, n, at) {
 			return
 		}
 		d.Vertex.ADC = true
@@ -206,33 +208,43 @@ func (p *parser) vertexAccount(d *Deployment, fs map[string]field, w where, n *y
 		p.errorf(fileNode, cw, "%s: token_uri must be an https:// URL (http:// only to a loopback address)", file)
 		return
 	}
-	if project == "" {
-		project = sa.ProjectID
+	if at.project == "" {
+		at.project = sa.ProjectID
 	}
-	if project == "" {
-		p.errorf(orNode(projectNode, n), w.sub("vertex_project"), "required for vertex_ai/ (the key file names no project_id): the Google Cloud project id, e.g. vertex_project: my-project")
+	if at.project == "" {
+		p.errorf(orNode(at.projectNode, n), w.sub("vertex_project"), "required for vertex_ai/ (the key file names no project_id): the Google Cloud project id, e.g. vertex_project: my-project")
 		return
 	}
-	if !vertexLocation(p, d, w, n, project, projectNode, location, locationNode, base) {
+	if !p.vertexLocation(d, w, n, at) {
 		return
 	}
 	d.Vertex.CredentialsFile, d.Vertex.Credentials = file, data
 	d.Vertex.ClientEmail, d.Vertex.TokenURI = sa.ClientEmail, sa.TokenURI
 }
 
+// vertexPlace is where a vertex_ai/ deployment runs. The nodes are the
+// entry's fields the values came from, for errors; nil when the entry has
+// no such field (the project may then come from the key file).
+type vertexPlace struct {
+	project, location         string
+	projectNode, locationNode *yaml.Node
+	base                      string // api_base, "" for the location's endpoint
+}
+
 // vertexLocation checks the project and the location and sets the
-// deployment's address and account.
-func vertexLocation(p *parser, d *Deployment, w where, n *yaml.Node, project string, projectNode *yaml.Node, location string, locationNode *yaml.Node, base string) bool {
+// deployment's address and account. n locates errors about missing fields.
+func (p *parser) vertexLocation(d *Deployment, w where, n *yaml.Node, at vertexPlace) bool {
+	project, location, base := at.project, at.location, at.base
 	if strings.ContainsAny(project, "/?#% ") {
-		p.errorf(orNode(projectNode, n), w.sub("vertex_project"), "is not a Google Cloud project id; write it like my-project-123")
+		p.errorf(orNode(at.projectNode, n), w.sub("vertex_project"), "is not a Google Cloud project id; write it like my-project-123")
 		return false
 	}
 	if location == "" {
-		p.errorf(orNode(locationNode, n), w.sub("vertex_location"), "required for vertex_ai/: where the model runs, e.g. vertex_location: us-east5, europe-west1 or global")
+		p.errorf(orNode(at.locationNode, n), w.sub("vertex_location"), "required for vertex_ai/: where the model runs, e.g. vertex_location: us-east5, europe-west1 or global")
 		return false
 	}
 	if !isHostLabel(location) {
-		p.errorf(locationNode, w.sub("vertex_location"), "is not a Vertex AI location; write it like us-east5, europe-west1 or global")
+		p.errorf(at.locationNode, w.sub("vertex_location"), "is not a Vertex AI location; write it like us-east5, europe-west1 or global")
 		return false
 	}
 	if base == "" {

@@ -64,7 +64,7 @@ func CountVLLM(ctx context.Context, client *http.Client, apiBase string, header 
 	var out struct {
 		Count *int `json:"count"`
 	}
-	err = postTokenize(ctx, client, apiBase, header, "vllm", payload, func(r io.Reader) error {
+	err = postTokenize(ctx, tokenizeServer{"vllm", client, apiBase, header}, payload, func(r io.Reader) error {
 		return json.NewDecoder(r).Decode(&out)
 	})
 	if err != nil {
@@ -104,7 +104,7 @@ func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase string, hea
 		return 0, fmt.Errorf("llama.cpp tokenize: encode request: %w", err)
 	}
 	var n int
-	err = postTokenize(ctx, client, apiBase, header, "llama.cpp", payload, func(r io.Reader) error {
+	err = postTokenize(ctx, tokenizeServer{"llama.cpp", client, apiBase, header}, payload, func(r io.Reader) error {
 		var cerr error
 		n, cerr = countTokensArray(r)
 		return cerr
@@ -115,11 +115,21 @@ func CountLlamaCpp(ctx context.Context, client *http.Client, apiBase string, hea
 	return n + replyPriming + perMessage*len(p.messages) + p.extra(), nil
 }
 
-// postTokenize sends payload to {root}/tokenize and hands a 200 answer to
-// decode. header is the deployment's own (credentials and extra_headers,
-// as on its chat requests); the key in it never reaches an error.
-func postTokenize(ctx context.Context, client *http.Client, apiBase string, header http.Header, server string, payload []byte, decode func(io.Reader) error) error {
-	root, err := serverRoot(apiBase)
+// tokenizeServer is the deployment a /tokenize call goes to.
+type tokenizeServer struct {
+	name    string // the server software, for errors: "vllm", "llama.cpp"
+	client  *http.Client
+	apiBase string
+	// header is the deployment's own (credentials and extra_headers, as on
+	// its chat requests); the key in it never reaches an error.
+	header http.Header
+}
+
+// postTokenize sends payload to {root}/tokenize of s and hands a 200
+// answer to decode.
+func postTokenize(ctx context.Context, s tokenizeServer, payload []byte, decode func(io.Reader) error) error {
+	client, server := s.client, s.name
+	root, err := serverRoot(s.apiBase)
 	if err != nil {
 		return err
 	}
@@ -130,7 +140,7 @@ func postTokenize(ctx context.Context, client *http.Client, apiBase string, head
 	if err != nil {
 		return fmt.Errorf("%s tokenize: %w", server, err)
 	}
-	for k, v := range header {
+	for k, v := range s.header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
