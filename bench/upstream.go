@@ -50,13 +50,7 @@ func stampedStream(o fakes.Options) http.Handler {
 		if err != nil {
 			return
 		}
-		var req struct {
-			Model         string `json:"model"`
-			Stream        bool   `json:"stream"`
-			StreamOptions *struct {
-				IncludeUsage bool `json:"include_usage"`
-			} `json:"stream_options"`
-		}
+		var req fakes.OpenAIChatRequest
 		if json.Unmarshal(body, &req) != nil || !req.Stream {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			plain.ServeHTTP(w, r)

@@ -274,8 +274,8 @@ func newVertexFake(t *testing.T, o fakes.VertexOptions) *vertexFake {
 	if o.Account == nil {
 		o.Account = sa
 	}
-	f.v = fakes.NewVertex(o)
-	h = f.v.Handler(f.rec)
+	f.v = fakes.NewVertex(o, f.rec)
+	h = f.v
 	return f
 }
 

@@ -31,7 +31,7 @@ func TestClaudeCodeOnBedrockAndVertex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = fakes.NewVertex(fakes.VertexOptions{Project: "cc-proj", Location: "us-east5", Account: sa}).Handler(vrec)
+	h = fakes.NewVertex(fakes.VertexOptions{Project: "cc-proj", Location: "us-east5", Account: sa}, vrec)
 	saPath := filepath.Join(t.TempDir(), "sa.json")
 	if err := os.WriteFile(saPath, sa.JSON, 0o600); err != nil {
 		t.Fatal(err)

@@ -205,8 +205,8 @@ func TestVertexIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := fakes.NewVertex(fakes.VertexOptions{Project: "integration-proj", Location: "europe-west1", Account: sa})
-	h = v.Handler(rec)
+	v := fakes.NewVertex(fakes.VertexOptions{Project: "integration-proj", Location: "europe-west1", Account: sa}, rec)
+	h = v
 	dir := t.TempDir()
 	saPath := filepath.Join(dir, "vertex-sa.json")
 	if err := os.WriteFile(saPath, sa.JSON, 0o600); err != nil {

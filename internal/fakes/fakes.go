@@ -1,8 +1,20 @@
 // Package fakes holds loopback stand-ins for the upstreams the gateway
-// talks to, each speaking its real wire format: OpenAI chat completions
-// (JSON and SSE), Anthropic Messages (JSON and SSE with event names) and
-// Ollama's native /api/chat (JSON and NDJSON). Tests and the benchmark
-// harness share them.
+// talks to, each speaking its real wire format. Tests and the benchmark
+// harness share them. Every fake is built the same way, from its options
+// and a *Recorder (nil: record nothing), and is an http.Handler:
+//
+//   - OpenAI: chat completions (JSON and SSE), the Responses API
+//     (…/responses) and embeddings (…/embeddings).
+//   - Anthropic: Messages (JSON and SSE with event names) and
+//     …/count_tokens.
+//   - Ollama: the native /api/chat (JSON and NDJSON) and /api/embed.
+//   - Gemini: Google's native generateContent, streamGenerateContent,
+//     countTokens and batchEmbedContents, keyed by x-goog-api-key.
+//   - Bedrock: InvokeModel and its event stream for Claude, checking each
+//     request's SigV4 signature.
+//   - NewVertex: Vertex AI rawPredict for Claude with its own OAuth token
+//     endpoint and metadata server; the *Vertex it returns also counts and
+//     revokes the tokens it issued.
 //
 // Every fake answers deterministically: with a tool call when the request
 // offers tools and its last message asks about "weather", else with text.

@@ -7,6 +7,18 @@ import (
 	"strings"
 )
 
+// OpenAIChatRequest is what the OpenAI fake reads of a chat-completions
+// request.
+type OpenAIChatRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []json.RawMessage `json:"messages"`
+	Tools    json.RawMessage   `json:"tools"`
+}
+
 // OpenAI returns a chat-completions server (mount it at any base; it
 // answers POST …/responses as OpenAI's Responses API, every other POST as
 // chat completions).
@@ -30,15 +42,7 @@ func OpenAI(o Options, rec *Recorder) http.Handler {
 			fmt.Fprintf(w, `{"error":{"message":"fake failure %d","type":"server_error","param":null,"code":null}}`, o.Status)
 			return
 		}
-		var req struct {
-			Model         string `json:"model"`
-			Stream        bool   `json:"stream"`
-			StreamOptions *struct {
-				IncludeUsage bool `json:"include_usage"`
-			} `json:"stream_options"`
-			Messages []json.RawMessage `json:"messages"`
-			Tools    json.RawMessage   `json:"tools"`
-		}
+		var req OpenAIChatRequest
 		if err := json.Unmarshal(body, &req); err != nil || req.Model == "" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)

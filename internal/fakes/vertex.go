@@ -66,7 +66,8 @@ type VertexOptions struct {
 
 // Vertex is a Vertex AI server for Claude with its own token endpoint.
 type Vertex struct {
-	o VertexOptions
+	o   VertexOptions
+	rec *Recorder
 	// TokenPath is where the token endpoint listens; a key file's
 	// token_uri points at the server's URL plus it.
 	TokenPath string
@@ -77,12 +78,13 @@ type Vertex struct {
 }
 
 // NewVertex returns the fake. rec records prediction calls, not token
-// requests.
-func NewVertex(o VertexOptions) *Vertex {
+// requests. Unlike the other fakes it returns its state with it, for
+// Granted and RevokeAll.
+func NewVertex(o VertexOptions, rec *Recorder) *Vertex {
 	if o.TokenTTL <= 0 {
 		o.TokenTTL = time.Hour
 	}
-	return &Vertex{o: o, TokenPath: "/token", tokens: map[string]time.Time{}}
+	return &Vertex{o: o, rec: rec, TokenPath: "/token", tokens: map[string]time.Time{}}
 }
 
 // Granted is the number of tokens issued.
@@ -100,7 +102,7 @@ func (v *Vertex) RevokeAll() {
 	clear(v.tokens)
 }
 
-// Handler serves the token endpoint (a JWT-bearer grant, RFC 7523, whose
+// ServeHTTP serves the token endpoint (a JWT-bearer grant, RFC 7523, whose
 // assertion must be signed RS256 by the service account's key, name it as
 // issuer, the token endpoint as audience, the cloud-platform scope, and be
 // unexpired) and rawPredict, streamRawPredict (plain Anthropic SSE) and
@@ -109,93 +111,91 @@ func (v *Vertex) RevokeAll() {
 // Every prediction call needs a Bearer token it issued; bodies need
 // anthropic_version: vertex-2023-10-16 and no model (count-tokens needs
 // one).
-func (v *Vertex) Handler(rec *Recorder) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == v.TokenPath {
-			v.token(w, r)
+func (v *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == v.TokenPath {
+		v.token(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/computeMetadata/") {
+		v.metadata(w, r)
+		return
+	}
+	body := readBody(r)
+	if v.rec != nil {
+		v.rec.add(r, body)
+	}
+	fail := func(status int, state, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `[{"error":{"code":%d,"message":%q,"status":%q}}]`, status, msg, state)
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	v.mu.Lock()
+	exp, known := v.tokens[tok]
+	v.mu.Unlock()
+	if !ok || !known || time.Now().After(exp) {
+		fail(http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
+		return
+	}
+	if v.o.Status != 0 {
+		fail(v.o.Status, googleStatus(v.o.Status), fmt.Sprintf("fake failure %d", v.o.Status))
+		return
+	}
+	prefix := fmt.Sprintf("/v1/projects/%s/locations/%s/publishers/anthropic/models/", v.o.Project, v.o.Location)
+	rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+	model, method, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || r.Method != http.MethodPost {
+		fail(http.StatusNotFound, "NOT_FOUND", "The requested URL was not found on this server.")
+		return
+	}
+	var req struct {
+		Model            *string           `json:"model"`
+		AnthropicVersion string            `json:"anthropic_version"`
+		MaxTokens        *int              `json:"max_tokens"`
+		Stream           bool              `json:"stream"`
+		Messages         []json.RawMessage `json:"messages"`
+		Tools            json.RawMessage   `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid JSON payload received.")
+		return
+	}
+	if req.AnthropicVersion != "vertex-2023-10-16" {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "anthropic_version: vertex-2023-10-16 is required in the body")
+		return
+	}
+	if model == "count-tokens" {
+		if method != "rawPredict" || req.Model == nil || *req.Model == "" {
+			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "count-tokens:rawPredict needs the model in the body")
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, "/computeMetadata/") {
-			v.metadata(w, r)
-			return
-		}
-		body := readBody(r)
-		if rec != nil {
-			rec.add(r, body)
-		}
-		fail := func(status int, state, msg string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, `[{"error":{"code":%d,"message":%q,"status":%q}}]`, status, msg, state)
-		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		v.mu.Lock()
-		exp, known := v.tokens[tok]
-		v.mu.Unlock()
-		if !ok || !known || time.Now().After(exp) {
-			fail(http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
-			return
-		}
-		if v.o.Status != 0 {
-			fail(v.o.Status, googleStatus(v.o.Status), fmt.Sprintf("fake failure %d", v.o.Status))
-			return
-		}
-		prefix := fmt.Sprintf("/v1/projects/%s/locations/%s/publishers/anthropic/models/", v.o.Project, v.o.Location)
-		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
-		model, method, ok2 := strings.Cut(rest, ":")
-		if !ok || !ok2 || r.Method != http.MethodPost {
-			fail(http.StatusNotFound, "NOT_FOUND", "The requested URL was not found on this server.")
-			return
-		}
-		var req struct {
-			Model            *string           `json:"model"`
-			AnthropicVersion string            `json:"anthropic_version"`
-			MaxTokens        *int              `json:"max_tokens"`
-			Stream           bool              `json:"stream"`
-			Messages         []json.RawMessage `json:"messages"`
-			Tools            json.RawMessage   `json:"tools"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid JSON payload received.")
-			return
-		}
-		if req.AnthropicVersion != "vertex-2023-10-16" {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "anthropic_version: vertex-2023-10-16 is required in the body")
-			return
-		}
-		if model == "count-tokens" {
-			if method != "rawPredict" || req.Model == nil || *req.Model == "" {
-				fail(http.StatusBadRequest, "INVALID_ARGUMENT", "count-tokens:rawPredict needs the model in the body")
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"input_tokens":%d}`, 40+len(body)/100)
-			return
-		}
-		if req.Model != nil {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "model: Extra inputs are not permitted")
-			return
-		}
-		if req.MaxTokens == nil {
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", "max_tokens: Field required")
-			return
-		}
-		tool := wantsTool(req.Tools, req.Messages)
-		switch {
-		case method == "rawPredict" && !req.Stream:
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, anthropicMessage(v.o.Options, model, tool))
-		case method == "streamRawPredict" && req.Stream:
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			anthropicStream(v.o.Options, r, model, tool, func(name, data string) {
-				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
-				flush(w)
-			})
-		default:
-			fail(http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("%s with stream=%v is not supported", method, req.Stream))
-		}
-	})
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"input_tokens":%d}`, 40+len(body)/100)
+		return
+	}
+	if req.Model != nil {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "model: Extra inputs are not permitted")
+		return
+	}
+	if req.MaxTokens == nil {
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", "max_tokens: Field required")
+		return
+	}
+	tool := wantsTool(req.Tools, req.Messages)
+	switch {
+	case method == "rawPredict" && !req.Stream:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, anthropicMessage(v.o.Options, model, tool))
+	case method == "streamRawPredict" && req.Stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		anthropicStream(v.o.Options, r, model, tool, func(name, data string) {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+			flush(w)
+		})
+	default:
+		fail(http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("%s with stream=%v is not supported", method, req.Stream))
+	}
 }
 
 func googleStatus(status int) string {
