@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -593,9 +594,9 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			if !d.AllArgs(&s) {
 				return nil, d.ArgErr()
 			}
-			n, err := parsePositiveInt(s)
-			if err != nil {
-				return nil, d.Errf("queue_size: %v", err)
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return nil, d.Errf("queue_size: want a positive whole number, got %q", s)
 			}
 			a.QueueSize = n
 		default:
