@@ -179,21 +179,7 @@ func (c *Controls) lookup(d [sha256.Size]byte) *runtimeKey {
 
 // Poll refreshes every interval until ctx ends, reporting failures.
 func (c *Controls) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := c.Refresh(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil && failed != nil {
-			failed(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	poll(ctx, interval, c.Refresh, failed)
 }
 
 func decodeHex(dst []byte, s string) bool {
