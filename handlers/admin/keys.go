@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"bytes"
@@ -11,18 +11,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 )
 
 // The admin API for keys and workspaces, in the shapes of Anthropic's
-// Admin API (spec/team-controls.md §1), with the gateway's extensions:
-// creating keys (the secret answered once, in "value"), and each key's
-// and workspace's models, budgets and rates.
+// Admin API (its api_keys and workspaces objects, lists and pagination),
+// with the gateway's extensions: creating keys (the secret answered once,
+// in "value"), and each key's and workspace's models, budgets and rates
+// (docs/configuration.md describes the limits).
 
 const (
 	keysPath       = "/v1/organizations/api_keys"
@@ -143,7 +146,7 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) keyObject {
 	return o
 }
 
-func staticKeyObject(id *Identity) keyObject {
+func staticKeyObject(id *handlers.Identity) keyObject {
 	o := keyObject{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: createdBy{ID: "caddyfile", Type: "config"},
 		Status: "active", Models: []string{}}
 	if id.Workspace != "" {
@@ -158,98 +161,68 @@ func staticKeyObject(id *Identity) keyObject {
 	return o
 }
 
-// serveControls answers the keys and workspaces paths; it reports false
-// for any other path.
-func (a *Admin) serveControls(w http.ResponseWriter, r *http.Request) bool {
-	p := r.URL.Path
-	var rest string
-	var keys bool
-	switch {
-	case p == keysPath || strings.HasPrefix(p, keysPath+"/"):
-		keys, rest = true, strings.TrimPrefix(strings.TrimPrefix(p, keysPath), "/")
-	case p == workspacesPath || strings.HasPrefix(p, workspacesPath+"/"):
-		rest = strings.TrimPrefix(strings.TrimPrefix(p, workspacesPath), "/")
-	default:
-		return false
+// controls guards every call on keys and workspaces: only the admin key
+// manages them, on a gateway with a key store, which next sees current.
+// next's request context carries the call's 10 s bound.
+func (a *Handler) controls(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := handlers.IdentityFrom(r.Context())
+		switch {
+		case id == nil:
+			fail(w, http.StatusUnauthorized, "missing or unknown API key")
+			return
+		case id.Role != handlers.RoleAdmin:
+			fail(w, http.StatusForbidden, "managing keys and workspaces needs the gateway's admin key")
+			return
+		case a.Controls == nil:
+			fail(w, http.StatusNotFound, "this gateway has no key store")
+			return
+		}
+		// The wait for a store still opening comes before the call's own
+		// time starts.
+		store := a.Controls.WaitStore(r.Context())
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		if store == nil {
+			w.Header().Set("Retry-After", "5")
+			fail(w, http.StatusServiceUnavailable, "the key store is still opening (the ledger database is not reachable yet); retry")
+			return
+		}
+		// Lists and objects are answered from what this instance knows,
+		// made current first.
+		if err := a.Controls.Refresh(ctx); err != nil {
+			fail(w, http.StatusServiceUnavailable, "the key store cannot be read right now; retry")
+			return
+		}
+		next(w, r.WithContext(ctx))
 	}
-	id := IdentityFrom(r.Context())
-	switch {
-	case id == nil:
-		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")
-		return true
-	case id.Role != RoleAdmin:
-		writeAnthropicError(w, http.StatusForbidden, "managing keys and workspaces needs the gateway's admin key")
-		return true
-	case a.Controls == nil:
-		writeAnthropicError(w, http.StatusNotFound, "this gateway has no key store")
-		return true
-	}
-	// Right after a start the ledger may still be opening: a call waits
-	// for it (a script creating keys as soon as the gateway is up) rather
-	// than failing, up to the bound; the call's own time starts after.
-	wctx, wcancel := context.WithTimeout(r.Context(), a.Controls.openWait)
-	store := a.Controls.waitStore(wctx)
-	wcancel()
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	if store == nil {
-		w.Header().Set("Retry-After", "5")
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the key store is still opening (the ledger database is not reachable yet); retry")
-		return true
-	}
-	// Lists and objects are answered from what this instance knows, made
-	// current first.
-	if err := a.Controls.Refresh(ctx); err != nil {
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the key store cannot be read right now; retry")
-		return true
-	}
-	idPart, action, _ := strings.Cut(rest, "/")
-	switch {
-	case keys && idPart == "" && r.Method == http.MethodGet:
-		a.listKeys(w, r)
-	case keys && idPart == "" && r.Method == http.MethodPost:
-		a.createKey(ctx, w, r)
-	case keys && action == "" && r.Method == http.MethodGet:
-		a.getKey(w, idPart)
-	case keys && action == "" && r.Method == http.MethodPost:
-		a.updateKey(ctx, w, r, idPart)
-	case !keys && idPart == "" && r.Method == http.MethodGet:
-		a.listWorkspaces(w, r)
-	case !keys && idPart == "" && r.Method == http.MethodPost:
-		a.saveWorkspace(ctx, w, r, "", false)
-	case !keys && action == "" && r.Method == http.MethodGet:
-		a.getWorkspace(w, idPart)
-	case !keys && action == "" && r.Method == http.MethodPost:
-		a.saveWorkspace(ctx, w, r, idPart, false)
-	case !keys && action == "archive" && r.Method == http.MethodPost:
-		a.saveWorkspace(ctx, w, r, idPart, true)
-	case action != "" && (keys || action != "archive"):
-		writeAnthropicError(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+p+" on this gateway")
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		writeAnthropicError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+p+"; use GET or POST")
-	}
-	return true
 }
 
+// listed is an object the API lists and gets by id.
+type listed interface{ objectID() string }
+
+func (k keyObject) objectID() string       { return k.ID }
+func (o workspaceObject) objectID() string { return o.ID }
+
 // allKeys is every key, the Caddyfile's first, as API objects.
-func (a *Admin) allKeys() []keyObject {
-	c := a.Controls
+func (a *Handler) allKeys() []keyObject {
 	var out []keyObject
-	for _, id := range c.static.Load().keys {
+	static, _, _ := a.Controls.Static()
+	for _, id := range static {
 		out = append(out, staticKeyObject(id))
 	}
-	now := c.now()
-	for _, k := range c.snap.Load().keys {
+	now := a.Controls.Now()
+	runtime, _ := a.Controls.Runtime()
+	for _, k := range runtime {
 		out = append(out, runtimeKeyObject(k, now))
 	}
 	return out
 }
 
-func (a *Admin) listKeys(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 	q, err := ledger.ParseRawQuery(r.URL.RawQuery)
 	if err != nil {
-		writeAnthropicError(w, http.StatusBadRequest, err.Error())
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	var sel []keyObject
@@ -262,16 +235,55 @@ func (a *Admin) listKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		sel = append(sel, k)
 	}
-	ids := make([]string, len(sel))
-	for i, k := range sel {
-		ids[i] = k.ID
-	}
-	lo, hi, errMsg := pageBounds(q, ids)
-	if errMsg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, errMsg)
+	writePage(w, q, sel, true)
+}
+
+func (a *Handler) getKey(w http.ResponseWriter, r *http.Request) {
+	writeOne(w, a.allKeys(), r.PathValue("id"), "API key")
+}
+
+func (a *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
+	q, err := ledger.ParseRawQuery(r.URL.RawQuery)
+	if err != nil {
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeList(w, sel[lo:hi], ids[lo:hi], hi < len(sel) || (q.Get("before_id") != "" && lo > 0))
+	writePage(w, q, a.allWorkspaces(q.Get("include_archived") == "true"), false)
+}
+
+func (a *Handler) getWorkspace(w http.ResponseWriter, r *http.Request) {
+	a.writeWorkspace(w, r.PathValue("id"))
+}
+
+func (a *Handler) writeWorkspace(w http.ResponseWriter, id string) {
+	writeOne(w, a.allWorkspaces(true), id, "workspace")
+}
+
+// writeOne answers the object of all named id, or a 404 naming it as what.
+func writeOne[T listed](w http.ResponseWriter, all []T, id, what string) {
+	for _, o := range all {
+		if o.objectID() == id {
+			writeJSON(w, o)
+			return
+		}
+	}
+	fail(w, http.StatusNotFound, "no "+what+" "+strconv.Quote(id))
+}
+
+// writePage answers the page of all that q asks for. has_more says a
+// later page exists, and with countBefore (the keys list, not the
+// workspaces list, which never did) also an earlier one before before_id.
+func writePage[T listed](w http.ResponseWriter, q url.Values, all []T, countBefore bool) {
+	ids := make([]string, len(all))
+	for i, o := range all {
+		ids[i] = o.objectID()
+	}
+	lo, hi, msg := pageBounds(q, ids)
+	if msg != "" {
+		fail(w, http.StatusBadRequest, msg)
+		return
+	}
+	writeList(w, all[lo:hi], ids[lo:hi], hi < len(all) || (countBefore && q.Get("before_id") != "" && lo > 0))
 }
 
 // pageBounds applies Anthropic's list pagination (before_id, after_id,
@@ -339,36 +351,44 @@ func writeList[T any](w http.ResponseWriter, data []T, ids []string, more bool) 
 	if len(ids) > 0 {
 		page.FirstID, page.LastID = &ids[0], &ids[len(ids)-1]
 	}
-	b, _ := json.Marshal(page)
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, page)
 }
 
-func (a *Admin) getKey(w http.ResponseWriter, id string) {
-	for _, k := range a.allKeys() {
-		if k.ID == id {
-			b, _ := json.Marshal(k)
-			writeJSON(w, http.StatusOK, b)
-			return
-		}
-	}
-	writeAnthropicError(w, http.StatusNotFound, "no API key "+strconv.Quote(id))
+// writeJSON answers v as a 200.
+func writeJSON(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
 }
 
-// keyRequest is the body of a key create or update; every field is
-// optional on update. The limits are raw, not pointers: a pointer would
-// decode null as absent, and null is how a limit is removed.
-type keyRequest struct {
-	Name          *string         `json:"name"`
-	Status        *string         `json:"status"`
-	WorkspaceID   *string         `json:"workspace_id"`
-	ExpiresAt     *string         `json:"expires_at"`
-	Models        *[]string       `json:"models"`
+// limitsRequest is the limits part of a key or workspace request. The
+// fields are raw, not pointers: a pointer would decode null as absent, and
+// null is how a limit is removed.
+type limitsRequest struct {
 	Budget        json.RawMessage `json:"budget"`
 	SoftBudget    json.RawMessage `json:"soft_budget"`
 	SessionBudget json.RawMessage `json:"session_budget"`
 	RPM           json.RawMessage `json:"rpm"`
 	TPM           json.RawMessage `json:"tpm"`
 	MaxParallel   json.RawMessage `json:"max_parallel"`
+}
+
+// keyRequest is the body of a key create or update; every field is
+// optional on update.
+type keyRequest struct {
+	Name        *string   `json:"name"`
+	Status      *string   `json:"status"`
+	WorkspaceID *string   `json:"workspace_id"`
+	ExpiresAt   *string   `json:"expires_at"`
+	Models      *[]string `json:"models"`
+	limitsRequest
+}
+
+// workspaceRequest is the body of a workspace create or update.
+type workspaceRequest struct {
+	Name *string `json:"name"`
+	limitsRequest
 }
 
 // readStrict decodes a JSON body refusing unknown fields, naming the field
@@ -402,7 +422,7 @@ func readAdminBody(r *http.Request) ([]byte, error) {
 }
 
 // applyLimits sets the limit fields the request names, checking each.
-func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *json.RawMessage) string {
+func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 	// centsField reads an amount; null removes it. A soft budget of 0
 	// would alert on nothing, so it must be at least a cent.
 	centsField := func(name string, raw *json.RawMessage, dst **int64, least int64) string {
@@ -442,7 +462,7 @@ func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *js
 		*dst = n
 		return ""
 	}
-	if budget != nil {
+	if budget := given(req.Budget); budget != nil {
 		if string(*budget) == "null" {
 			l.BudgetCents, l.BudgetPeriod = nil, ""
 		} else {
@@ -466,11 +486,11 @@ func applyLimits(l *ledger.Limits, budget, soft, session, rpm, tpm, parallel *js
 	}
 	softCents := centsOrNil(l.SoftBudgetCents)
 	for _, msg := range []string{
-		centsField("soft_budget", soft, &softCents, 1),
-		centsField("session_budget", session, &l.SessionBudgetCents, 0),
-		intField("rpm", rpm, &l.RPM),
-		intField("tpm", tpm, &l.TPM),
-		intField("max_parallel", parallel, &l.MaxParallel),
+		centsField("soft_budget", given(req.SoftBudget), &softCents, 1),
+		centsField("session_budget", given(req.SessionBudget), &l.SessionBudgetCents, 0),
+		intField("rpm", given(req.RPM), &l.RPM),
+		intField("tpm", given(req.TPM), &l.TPM),
+		intField("max_parallel", given(req.MaxParallel), &l.MaxParallel),
 	} {
 		if msg != "" {
 			return msg
@@ -508,13 +528,15 @@ func storableField(name, v string) string {
 }
 
 // knownWorkspace reports whether id names a workspace of either kind.
-func (a *Admin) knownWorkspace(id string) bool {
-	for _, ws := range a.Controls.static.Load().workspaces {
+func (a *Handler) knownWorkspace(id string) bool {
+	_, static, _ := a.Controls.Static()
+	for _, ws := range static {
 		if ws == id {
 			return true
 		}
 	}
-	for _, ws := range a.Controls.snap.Load().workspaces {
+	_, runtime := a.Controls.Runtime()
+	for _, ws := range runtime {
 		if ws.ID == id && ws.ArchivedAt.IsZero() {
 			return true
 		}
@@ -528,40 +550,40 @@ func newSecret() string {
 	return RuntimeKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (a *Admin) createKey(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	var req keyRequest
 	if msg := readStrict(r, &req); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
+		fail(w, http.StatusBadRequest, msg)
 		return
 	}
 	if req.Name == nil || strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 255 {
-		writeAnthropicError(w, http.StatusBadRequest, "name: required, 1 to 255 characters")
+		fail(w, http.StatusBadRequest, "name: required, 1 to 255 characters")
 		return
 	}
 	if msg := storableField("name", *req.Name); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
+		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	now := a.Controls.now().UTC()
+	now := a.Controls.Now().UTC()
 	secret := newSecret()
 	sum := sha256.Sum256([]byte(secret))
 	k := ledger.ControlKey{ID: "apikey_" + strings.ToLower(rand.Text()), Name: *req.Name, SecretHash: hex.EncodeToString(sum[:]),
 		Hint: secret[:len(RuntimeKeyPrefix)+4] + "..." + secret[len(secret)-4:], Status: "active", CreatedAt: now, UpdatedAt: now}
 	if msg := a.fillKey(&k, &req, true); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
+		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	if !a.putKey(ctx, w, k) {
+	if err := a.Controls.PutKey(r.Context(), k); err != nil {
+		fail(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return
 	}
 	o := runtimeKeyObject(k, now)
 	o.Value = secret
-	b, _ := json.Marshal(o)
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, o)
 }
 
 // fillKey applies a create or update request to k.
-func (a *Admin) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) string {
+func (a *Handler) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) string {
 	if req.Name != nil {
 		if strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 255 {
 			return "name: 1 to 255 characters"
@@ -605,20 +627,7 @@ func (a *Admin) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) stri
 	if req.Models != nil {
 		k.Limits.Models = append([]string(nil), (*req.Models)...)
 	}
-	return applyLimits(&k.Limits, given(req.Budget), given(req.SoftBudget), given(req.SessionBudget), given(req.RPM), given(req.TPM), given(req.MaxParallel))
-}
-
-// putKey stores a new key k and makes this instance see it at once.
-func (a *Admin) putKey(ctx context.Context, w http.ResponseWriter, k ledger.ControlKey) bool {
-	c := a.Controls
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.store.PutKey(ctx, k); err != nil {
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
-		return false
-	}
-	_ = c.refreshLocked(ctx, true)
-	return true
+	return applyLimits(&k.Limits, &req.limitsRequest)
 }
 
 // badRequest is a refusal of an update, found on the stored copy.
@@ -632,11 +641,11 @@ func updateFailed(w http.ResponseWriter, err error, what, id string) {
 	var bad badRequest
 	switch {
 	case errors.As(err, &bad):
-		writeAnthropicError(w, http.StatusBadRequest, string(bad))
+		fail(w, http.StatusBadRequest, string(bad))
 	case errors.Is(err, ledger.ErrControlNotFound):
-		writeAnthropicError(w, http.StatusNotFound, "no "+what+" "+strconv.Quote(id))
+		fail(w, http.StatusNotFound, "no "+what+" "+strconv.Quote(id))
 	default:
-		writeAnthropicError(w, http.StatusServiceUnavailable, "the "+what+" could not be stored; retry")
+		fail(w, http.StatusServiceUnavailable, "the "+what+" could not be stored; retry")
 	}
 }
 
@@ -647,53 +656,49 @@ func findable(id string) bool { return id != "" && ledger.StorableText(id) }
 // updateKey changes the fields the request names, and only them, on the
 // key as stored: another admin's concurrent change to other fields (a
 // revoke) is never written back over.
-func (a *Admin) updateKey(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) {
-	for _, s := range a.Controls.static.Load().keys {
+func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	static, _, _ := a.Controls.Static()
+	for _, s := range static {
 		if s.KeyID == id {
-			writeAnthropicError(w, http.StatusBadRequest, "API key "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")
+			fail(w, http.StatusBadRequest, "API key "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")
 			return
 		}
 	}
 	if !findable(id) {
-		writeAnthropicError(w, http.StatusNotFound, "no API key "+strconv.Quote(id))
+		fail(w, http.StatusNotFound, "no API key "+strconv.Quote(id))
 		return
 	}
 	var req keyRequest
 	if msg := readStrict(r, &req); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
+		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	c := a.Controls
-	now := c.now().UTC()
-	c.mu.Lock()
-	k, err := c.store.UpdateKey(ctx, id, func(k *ledger.ControlKey) error {
+	now := a.Controls.Now().UTC()
+	k, err := a.Controls.UpdateKey(r.Context(), id, func(k *ledger.ControlKey) error {
 		if msg := a.fillKey(k, &req, false); msg != "" {
 			return badRequest(msg)
 		}
 		k.UpdatedAt = now
 		return nil
 	})
-	if err == nil {
-		_ = c.refreshLocked(ctx, true)
-	}
-	c.mu.Unlock()
 	if err != nil {
 		updateFailed(w, err, "API key", id)
 		return
 	}
-	b, _ := json.Marshal(runtimeKeyObject(k, c.now()))
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, runtimeKeyObject(k, a.Controls.Now()))
 }
 
-func (a *Admin) allWorkspaces(includeArchived bool) []workspaceObject {
+func (a *Handler) allWorkspaces(includeArchived bool) []workspaceObject {
 	var out []workspaceObject
-	static := a.Controls.static.Load()
-	for _, name := range static.workspaces {
+	_, static, limits := a.Controls.Static()
+	for _, name := range static {
 		o := workspaceObject{ID: name, Type: "workspace", Name: name, CreatedBy: createdBy{ID: "caddyfile", Type: "config"}}
-		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(static.limits[name])
+		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(limits[name])
 		out = append(out, o)
 	}
-	for _, ws := range a.Controls.snap.Load().workspaces {
+	_, runtime := a.Controls.Runtime()
+	for _, ws := range runtime {
 		if !includeArchived && !ws.ArchivedAt.IsZero() {
 			continue
 		}
@@ -705,70 +710,42 @@ func (a *Admin) allWorkspaces(includeArchived bool) []workspaceObject {
 	return out
 }
 
-func (a *Admin) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	q, err := ledger.ParseRawQuery(r.URL.RawQuery)
-	if err != nil {
-		writeAnthropicError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	all := a.allWorkspaces(q.Get("include_archived") == "true")
-	ids := make([]string, len(all))
-	for i, ws := range all {
-		ids[i] = ws.ID
-	}
-	lo, hi, msg := pageBounds(q, ids)
-	if msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
-		return
-	}
-	writeList(w, all[lo:hi], ids[lo:hi], hi < len(all))
+func (a *Handler) createWorkspace(w http.ResponseWriter, r *http.Request) {
+	a.saveWorkspace(w, r, "", false)
 }
 
-func (a *Admin) getWorkspace(w http.ResponseWriter, id string) {
-	for _, ws := range a.allWorkspaces(true) {
-		if ws.ID == id {
-			b, _ := json.Marshal(ws)
-			writeJSON(w, http.StatusOK, b)
-			return
-		}
-	}
-	writeAnthropicError(w, http.StatusNotFound, "no workspace "+strconv.Quote(id))
+func (a *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request) {
+	a.saveWorkspace(w, r, r.PathValue("id"), false)
 }
 
-// workspaceRequest is the body of a workspace create or update.
-type workspaceRequest struct {
-	Name          *string         `json:"name"`
-	Budget        json.RawMessage `json:"budget"`
-	SoftBudget    json.RawMessage `json:"soft_budget"`
-	SessionBudget json.RawMessage `json:"session_budget"`
-	RPM           json.RawMessage `json:"rpm"`
-	TPM           json.RawMessage `json:"tpm"`
-	MaxParallel   json.RawMessage `json:"max_parallel"`
+func (a *Handler) archiveWorkspace(w http.ResponseWriter, r *http.Request) {
+	a.saveWorkspace(w, r, r.PathValue("id"), true)
 }
 
 // saveWorkspace creates (id ""), updates or archives a runtime workspace.
 // An update or archive changes the stored row under its lock, only in
 // the fields the request names; archiving is final.
-func (a *Admin) saveWorkspace(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, archive bool) {
+func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id string, archive bool) {
 	c := a.Controls
-	for _, name := range c.static.Load().workspaces {
+	_, static, _ := c.Static()
+	for _, name := range static {
 		if id != "" && name == id {
-			writeAnthropicError(w, http.StatusBadRequest, "workspace "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")
+			fail(w, http.StatusBadRequest, "workspace "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")
 			return
 		}
 	}
 	if id != "" && !findable(id) {
-		writeAnthropicError(w, http.StatusNotFound, "no workspace "+strconv.Quote(id))
+		fail(w, http.StatusNotFound, "no workspace "+strconv.Quote(id))
 		return
 	}
 	var req workspaceRequest
 	if !archive {
 		if msg := readStrict(r, &req); msg != "" {
-			writeAnthropicError(w, http.StatusBadRequest, msg)
+			fail(w, http.StatusBadRequest, msg)
 			return
 		}
 	}
-	now := c.now().UTC()
+	now := c.Now().UTC()
 	change := func(ws *ledger.ControlWorkspace) error {
 		if archive {
 			if ws.ArchivedAt.IsZero() {
@@ -786,30 +763,25 @@ func (a *Admin) saveWorkspace(ctx context.Context, w http.ResponseWriter, r *htt
 		if msg := storableField("name", ws.Name); msg != "" {
 			return badRequest(msg)
 		}
-		if msg := applyLimits(&ws.Limits, given(req.Budget), given(req.SoftBudget), given(req.SessionBudget), given(req.RPM), given(req.TPM), given(req.MaxParallel)); msg != "" {
+		if msg := applyLimits(&ws.Limits, &req.limitsRequest); msg != "" {
 			return badRequest(msg)
 		}
 		ws.UpdatedAt = now
 		return nil
 	}
-	c.mu.Lock()
 	var err error
 	if id == "" {
 		ws := ledger.ControlWorkspace{ID: "wrkspc_" + strings.ToLower(rand.Text()), CreatedAt: now}
 		if err = change(&ws); err == nil {
-			err = c.store.PutWorkspace(ctx, ws)
+			err = c.PutWorkspace(r.Context(), ws)
 		}
 		id = ws.ID
 	} else {
-		_, err = c.store.UpdateWorkspace(ctx, id, change)
+		_, err = c.UpdateWorkspace(r.Context(), id, change)
 	}
-	if err == nil {
-		_ = c.refreshLocked(ctx, true)
-	}
-	c.mu.Unlock()
 	if err != nil {
 		updateFailed(w, err, "workspace", id)
 		return
 	}
-	a.getWorkspace(w, id)
+	a.writeWorkspace(w, id)
 }
