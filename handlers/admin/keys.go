@@ -25,7 +25,7 @@ import (
 // Admin API (its api_keys and workspaces objects, lists and pagination),
 // with the gateway's extensions: creating keys (the secret answered once,
 // in "value"), and each key's and workspace's models, budgets and rates
-// (docs/configuration.md describes the limits).
+// (README.md, "Runtime keys and workspaces", lists the calls and fields).
 
 const (
 	keysPath       = "/v1/organizations/api_keys"
