@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -28,58 +29,11 @@ import (
 // (README.md, "Runtime keys and workspaces", lists the calls and fields).
 
 const (
-	keysPath       = "/v1/organizations/api_keys"
-	workspacesPath = "/v1/organizations/workspaces"
+	keysPath       = adminapi.KeysPath
+	workspacesPath = adminapi.WorkspacesPath
 	// RuntimeKeyPrefix starts every secret the gateway mints.
 	RuntimeKeyPrefix = "sk-mg-"
 )
-
-// keyObject is an API key as the admin API shows it.
-type keyObject struct {
-	ID             string        `json:"id"`
-	Type           string        `json:"type"`
-	Name           string        `json:"name"`
-	WorkspaceID    *string       `json:"workspace_id"`
-	CreatedAt      *string       `json:"created_at"`
-	CreatedBy      createdBy     `json:"created_by"`
-	PartialKeyHint *string       `json:"partial_key_hint"`
-	Status         string        `json:"status"`
-	ExpiresAt      *string       `json:"expires_at"`
-	Models         []string      `json:"models"`
-	Budget         *budgetObject `json:"budget"`
-	SoftBudget     *string       `json:"soft_budget"`
-	SessionBudget  *string       `json:"session_budget"`
-	RPM            *int64        `json:"rpm"`
-	TPM            *int64        `json:"tpm"`
-	MaxParallel    *int64        `json:"max_parallel"`
-	// Value is the secret, in the answer to a create only.
-	Value string `json:"value,omitempty"`
-}
-
-type createdBy struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-}
-
-type budgetObject struct {
-	Amount string `json:"amount"`
-	Period string `json:"period"`
-}
-
-type workspaceObject struct {
-	ID            string        `json:"id"`
-	Type          string        `json:"type"`
-	Name          string        `json:"name"`
-	CreatedAt     *string       `json:"created_at"`
-	ArchivedAt    *string       `json:"archived_at"`
-	CreatedBy     createdBy     `json:"created_by"`
-	Budget        *budgetObject `json:"budget"`
-	SoftBudget    *string       `json:"soft_budget"`
-	SessionBudget *string       `json:"session_budget"`
-	RPM           *int64        `json:"rpm"`
-	TPM           *int64        `json:"tpm"`
-	MaxParallel   *int64        `json:"max_parallel"`
-}
 
 func rfc3339(t time.Time) *string {
 	if t.IsZero() {
@@ -115,20 +69,20 @@ func positive(n int64) *int64 {
 }
 
 // setLimits writes limits into an object's fields.
-func limitFields(l ledger.Limits) (budget *budgetObject, soft, session *string, rpm, tpm, parallel *int64) {
+func limitFields(l ledger.Limits) (budget *adminapi.Budget, soft, session *string, rpm, tpm, parallel *int64) {
 	if l.BudgetCents != nil {
 		period := l.BudgetPeriod
 		if period == "" {
 			period = "total"
 		}
-		budget = &budgetObject{Amount: strconv.FormatInt(*l.BudgetCents, 10), Period: period}
+		budget = &adminapi.Budget{Amount: strconv.FormatInt(*l.BudgetCents, 10), Period: period}
 	}
 	return budget, cents(l.SoftBudgetCents), centsOrNone(l.SessionBudgetCents), positive(l.RPM), positive(l.TPM), positive(l.MaxParallel)
 }
 
-func runtimeKeyObject(k ledger.ControlKey, now time.Time) keyObject {
-	o := keyObject{ID: k.ID, Type: "api_key", Name: k.Name, CreatedAt: rfc3339(k.CreatedAt),
-		CreatedBy: createdBy{ID: "admin_api", Type: "admin_api"}, Status: k.Status, ExpiresAt: rfc3339(k.ExpiresAt),
+func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
+	o := adminapi.Key{ID: k.ID, Type: "api_key", Name: k.Name, CreatedAt: rfc3339(k.CreatedAt),
+		CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}, Status: k.Status, ExpiresAt: rfc3339(k.ExpiresAt),
 		Models: k.Limits.Models}
 	if o.Models == nil {
 		o.Models = []string{}
@@ -146,8 +100,8 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) keyObject {
 	return o
 }
 
-func staticKeyObject(id *handlers.Identity) keyObject {
-	o := keyObject{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: createdBy{ID: "caddyfile", Type: "config"},
+func staticKeyObject(id *handlers.Identity) adminapi.Key {
+	o := adminapi.Key{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"},
 		Status: "active", Models: []string{}}
 	if id.Workspace != "" {
 		ws := id.Workspace
@@ -198,15 +152,13 @@ func (a *Handler) controls(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// listed is an object the API lists and gets by id.
-type listed interface{ objectID() string }
-
-func (k keyObject) objectID() string       { return k.ID }
-func (o workspaceObject) objectID() string { return o.ID }
+// keyID and workspaceID name the objects the API lists and gets by id.
+func keyID(k adminapi.Key) string             { return k.ID }
+func workspaceID(o adminapi.Workspace) string { return o.ID }
 
 // allKeys is every key, the Caddyfile's first, as API objects.
-func (a *Handler) allKeys() []keyObject {
-	var out []keyObject
+func (a *Handler) allKeys() []adminapi.Key {
+	var out []adminapi.Key
 	static, _, _ := a.Controls.Static()
 	for _, id := range static {
 		out = append(out, staticKeyObject(id))
@@ -225,7 +177,7 @@ func (a *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var sel []keyObject
+	var sel []adminapi.Key
 	for _, k := range a.allKeys() {
 		if ws := q.Get("workspace_id"); ws != "" && (k.WorkspaceID == nil || *k.WorkspaceID != ws) {
 			continue
@@ -235,11 +187,11 @@ func (a *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		sel = append(sel, k)
 	}
-	writePage(w, q, sel, true)
+	writePage(w, q, sel, keyID, true)
 }
 
 func (a *Handler) getKey(w http.ResponseWriter, r *http.Request) {
-	writeOne(w, a.allKeys(), r.PathValue("id"), "API key")
+	writeOne(w, a.allKeys(), keyID, r.PathValue("id"), "API key")
 }
 
 func (a *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +200,7 @@ func (a *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writePage(w, q, a.allWorkspaces(q.Get("include_archived") == "true"), false)
+	writePage(w, q, a.allWorkspaces(q.Get("include_archived") == "true"), workspaceID, false)
 }
 
 func (a *Handler) getWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -256,13 +208,14 @@ func (a *Handler) getWorkspace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Handler) writeWorkspace(w http.ResponseWriter, id string) {
-	writeOne(w, a.allWorkspaces(true), id, "workspace")
+	writeOne(w, a.allWorkspaces(true), workspaceID, id, "workspace")
 }
 
-// writeOne answers the object of all named id, or a 404 naming it as what.
-func writeOne[T listed](w http.ResponseWriter, all []T, id, what string) {
+// writeOne answers the object of all whose idOf is id, or a 404 naming it
+// as what.
+func writeOne[T any](w http.ResponseWriter, all []T, idOf func(T) string, id, what string) {
 	for _, o := range all {
-		if o.objectID() == id {
+		if idOf(o) == id {
 			writeJSON(w, o)
 			return
 		}
@@ -273,10 +226,10 @@ func writeOne[T listed](w http.ResponseWriter, all []T, id, what string) {
 // writePage answers the page of all that q asks for. has_more says a
 // later page exists, and with countBefore (the keys list, not the
 // workspaces list, which never did) also an earlier one before before_id.
-func writePage[T listed](w http.ResponseWriter, q url.Values, all []T, countBefore bool) {
+func writePage[T any](w http.ResponseWriter, q url.Values, all []T, idOf func(T) string, countBefore bool) {
 	ids := make([]string, len(all))
 	for i, o := range all {
-		ids[i] = o.objectID()
+		ids[i] = idOf(o)
 	}
 	lo, hi, msg := pageBounds(q, ids)
 	if msg != "" {
@@ -339,12 +292,7 @@ func pageBounds(q map[string][]string, ids []string) (lo, hi int, errMsg string)
 }
 
 func writeList[T any](w http.ResponseWriter, data []T, ids []string, more bool) {
-	page := struct {
-		Data    []T     `json:"data"`
-		FirstID *string `json:"first_id"`
-		LastID  *string `json:"last_id"`
-		HasMore bool    `json:"has_more"`
-	}{Data: data, HasMore: more}
+	page := adminapi.Page[T]{Data: data, HasMore: more}
 	if page.Data == nil {
 		page.Data = []T{}
 	}
@@ -466,7 +414,7 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 		if string(*budget) == "null" {
 			l.BudgetCents, l.BudgetPeriod = nil, ""
 		} else {
-			var b budgetObject
+			var b adminapi.Budget
 			dec := json.NewDecoder(bytes.NewReader(*budget))
 			dec.DisallowUnknownFields()
 			if dec.Decode(&b) != nil {
@@ -689,11 +637,11 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, runtimeKeyObject(k, a.Controls.Now()))
 }
 
-func (a *Handler) allWorkspaces(includeArchived bool) []workspaceObject {
-	var out []workspaceObject
+func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
+	var out []adminapi.Workspace
 	_, static, limits := a.Controls.Static()
 	for _, name := range static {
-		o := workspaceObject{ID: name, Type: "workspace", Name: name, CreatedBy: createdBy{ID: "caddyfile", Type: "config"}}
+		o := adminapi.Workspace{ID: name, Type: "workspace", Name: name, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(limits[name])
 		out = append(out, o)
 	}
@@ -702,8 +650,8 @@ func (a *Handler) allWorkspaces(includeArchived bool) []workspaceObject {
 		if !includeArchived && !ws.ArchivedAt.IsZero() {
 			continue
 		}
-		o := workspaceObject{ID: ws.ID, Type: "workspace", Name: ws.Name, CreatedAt: rfc3339(ws.CreatedAt), ArchivedAt: rfc3339(ws.ArchivedAt),
-			CreatedBy: createdBy{ID: "admin_api", Type: "admin_api"}}
+		o := adminapi.Workspace{ID: ws.ID, Type: "workspace", Name: ws.Name, CreatedAt: rfc3339(ws.CreatedAt), ArchivedAt: rfc3339(ws.ArchivedAt),
+			CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(ws.Limits)
 		out = append(out, o)
 	}
