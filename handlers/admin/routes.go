@@ -18,54 +18,58 @@ func fail(w http.ResponseWriter, status int, msg string) {
 	writeError(w, &providers.APIError{Status: status, Message: msg})
 }
 
-// routes is the API's route table. Each resource also has method-less
-// patterns, behind the same checks as its routes, so that a path or
-// method no route takes is answered in the API's own error family (a
-// ServeMux would answer in plain text): under the keys and workspaces a
-// 405 for a known path and a 404 for a deeper one; a report or the
-// sessions list a 405; any other path a 404.
+// routes is the API's route table. A key's or workspace's path with a
+// trailing slash names the same thing, as it always has. Each resource
+// also has method-less patterns behind the same checks as its routes, so
+// that a path or method no route takes is answered in the API's own error
+// family (a bare ServeMux would answer in plain text): under the keys and
+// workspaces a 405 for a known path and a 404 for a deeper one; a report
+// or the sessions list a 405; any other path a 404.
 func (a *Handler) routes() *http.ServeMux {
-	const ws = workspacesPath
 	m := http.NewServeMux()
-	handle := func(pattern string, h http.HandlerFunc) { m.HandleFunc(pattern, h) }
-
-	// Keys and workspaces. A trailing slash names the same object, as it
-	// always has.
-	for _, p := range []string{"", "/{$}"} {
-		handle("GET "+keysPath+p, a.controls(a.listKeys))
-		handle("POST "+keysPath+p, a.controls(a.createKey))
-		handle("GET "+keysPath+"/{id}"+p, a.controls(a.getKey))
-		handle("POST "+keysPath+"/{id}"+p, a.controls(a.updateKey))
-		handle("GET "+ws+p, a.controls(a.listWorkspaces))
-		handle("POST "+ws+p, a.controls(a.createWorkspace))
-		handle("GET "+ws+"/{id}"+p, a.controls(a.getWorkspace))
-		handle("POST "+ws+"/{id}"+p, a.controls(a.updateWorkspace))
-	}
-	handle("POST "+ws+"/{id}/archive", a.controls(a.archiveWorkspace))
-	for _, base := range []string{keysPath, ws} {
-		for _, p := range []string{base, base + "/{$}", base + "/{id}", base + "/{id}/{$}"} {
-			// (A GET pattern takes HEAD too; these objects never did.)
-			handle("HEAD "+p, a.controls(notAllowed("GET, POST", "GET or POST", true)))
-			handle(p, a.controls(notAllowed("GET, POST", "GET or POST", true)))
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+		slash   bool // also with a trailing slash
+	}{
+		{"GET /v1/organizations/api_keys", a.controls(a.listKeys), true},
+		{"POST /v1/organizations/api_keys", a.controls(a.createKey), true},
+		{"GET /v1/organizations/api_keys/{id}", a.controls(a.getKey), true},
+		{"POST /v1/organizations/api_keys/{id}", a.controls(a.updateKey), true},
+		{"GET /v1/organizations/workspaces", a.controls(a.listWorkspaces), true},
+		{"POST /v1/organizations/workspaces", a.controls(a.createWorkspace), true},
+		{"GET /v1/organizations/workspaces/{id}", a.controls(a.getWorkspace), true},
+		{"POST /v1/organizations/workspaces/{id}", a.controls(a.updateWorkspace), true},
+		{"POST /v1/organizations/workspaces/{id}/archive", a.controls(a.archiveWorkspace), false},
+		{"GET /v1/organizations/sessions", requireCaller(a.serveSessions), false},
+		// A GET pattern takes HEAD too: the reports answer it.
+		{"GET /v1/organizations/usage_report/messages", a.reportCaller(a.report), false},
+		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
+		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
+	} {
+		m.HandleFunc(rt.pattern, rt.h)
+		if rt.slash {
+			m.HandleFunc(rt.pattern+"/{$}", rt.h)
 		}
-		handle(base+"/", a.controls(noControlsEndpoint))
 	}
-	handle(ws+"/{id}/archive", a.controls(notAllowed("GET, POST", "GET or POST", true)))
 
-	// Sessions: GET only (HEAD too is refused, as it always was).
-	handle("GET "+SessionsPath, requireCaller(a.serveSessions))
-	handle("HEAD "+SessionsPath, requireCaller(notAllowed("GET", "GET", false)))
-	handle(SessionsPath, requireCaller(notAllowed("GET", "GET", false)))
-
-	// Reports (GET patterns take HEAD too).
-	handle("GET "+UsageReportPath, a.reportCaller(a.report))
-	handle("GET "+CostReportPath, a.reportCaller(a.report))
-	handle("GET "+ClaudeCodeReportPath, a.reportCaller(a.claudeCode))
+	// What the routes do not take.
+	controlsNotAllowed := a.controls(notAllowed("GET, POST", "GET or POST", true))
+	for _, base := range []string{keysPath, workspacesPath} {
+		for _, p := range []string{base, base + "/{$}", base + "/{id}", base + "/{id}/{$}"} {
+			m.HandleFunc("HEAD "+p, controlsNotAllowed) // not the GET route's
+			m.HandleFunc(p, controlsNotAllowed)
+		}
+		m.HandleFunc(base+"/", a.controls(noControlsEndpoint))
+	}
+	m.HandleFunc(workspacesPath+"/{id}/archive", controlsNotAllowed)
+	sessionsNotAllowed := requireCaller(notAllowed("GET", "GET", false))
+	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
+	m.HandleFunc(SessionsPath, sessionsNotAllowed)
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath} {
-		handle(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
+		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
-
-	handle("/", noEndpoint)
+	m.HandleFunc("/", noEndpoint)
 	return m
 }
 
