@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -29,29 +30,7 @@ type Client struct {
 }
 
 // Key is an API key as the admin API answers it.
-type Key struct {
-	ID             string   `json:"id"`
-	Name           string   `json:"name"`
-	WorkspaceID    *string  `json:"workspace_id"`
-	CreatedAt      *string  `json:"created_at"`
-	PartialKeyHint *string  `json:"partial_key_hint"`
-	Status         string   `json:"status"`
-	ExpiresAt      *string  `json:"expires_at"`
-	Models         []string `json:"models"`
-	CreatedBy      struct {
-		Type string `json:"type"`
-	} `json:"created_by"`
-	Budget *struct {
-		Amount string `json:"amount"`
-		Period string `json:"period"`
-	} `json:"budget"`
-	SoftBudget    *string `json:"soft_budget"`
-	SessionBudget *string `json:"session_budget"`
-	RPM           *int64  `json:"rpm"`
-	TPM           *int64  `json:"tpm"`
-	MaxParallel   *int64  `json:"max_parallel"`
-	Value         string  `json:"value,omitempty"`
-}
+type Key = adminapi.Key
 
 // apiError is the gateway's Anthropic-shaped error.
 type apiError struct {
@@ -103,7 +82,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 
 // ListKeys reads every key, page by page.
 func (c *Client) ListKeys(ctx context.Context) ([]Key, error) {
-	return listAll[Key](ctx, c, "/v1/organizations/api_keys", "key list")
+	return listAll[Key](ctx, c, adminapi.KeysPath, "key list")
 }
 
 // listAll reads every item of an admin list endpoint, following its
@@ -120,26 +99,22 @@ func listAll[T any](ctx context.Context, c *Client, endpoint, what string) ([]T,
 		if err != nil {
 			return nil, err
 		}
-		var page struct {
-			Data    []T    `json:"data"`
-			HasMore bool   `json:"has_more"`
-			LastID  string `json:"last_id"`
-		}
+		var page adminapi.Page[T]
 		if err := json.Unmarshal(b, &page); err != nil {
 			return nil, fmt.Errorf("the gateway's %s is unreadable: %v", what, err)
 		}
 		all = append(all, page.Data...)
-		if !page.HasMore || page.LastID == "" {
+		if !page.HasMore || page.LastID == nil || *page.LastID == "" {
 			return all, nil
 		}
-		after = page.LastID
+		after = *page.LastID
 	}
 }
 
 // GetKey reads one key.
 func (c *Client) GetKey(ctx context.Context, id string) (Key, error) {
 	var k Key
-	b, err := c.do(ctx, http.MethodGet, "/v1/organizations/api_keys/"+url.PathEscape(id), nil)
+	b, err := c.do(ctx, http.MethodGet, adminapi.KeysPath+"/"+url.PathEscape(id), nil)
 	if err == nil {
 		err = json.Unmarshal(b, &k)
 	}
@@ -149,7 +124,7 @@ func (c *Client) GetKey(ctx context.Context, id string) (Key, error) {
 // CreateKey creates a key; the answer holds the secret, once.
 func (c *Client) CreateKey(ctx context.Context, fields map[string]any) (Key, error) {
 	var k Key
-	b, err := c.do(ctx, http.MethodPost, "/v1/organizations/api_keys", fields)
+	b, err := c.do(ctx, http.MethodPost, adminapi.KeysPath, fields)
 	if err == nil {
 		err = json.Unmarshal(b, &k)
 	}
@@ -159,7 +134,7 @@ func (c *Client) CreateKey(ctx context.Context, fields map[string]any) (Key, err
 // UpdateKey changes the fields given.
 func (c *Client) UpdateKey(ctx context.Context, id string, fields map[string]any) (Key, error) {
 	var k Key
-	b, err := c.do(ctx, http.MethodPost, "/v1/organizations/api_keys/"+url.PathEscape(id), fields)
+	b, err := c.do(ctx, http.MethodPost, adminapi.KeysPath+"/"+url.PathEscape(id), fields)
 	if err == nil {
 		err = json.Unmarshal(b, &k)
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgate/modelgate/adminapi"
 )
 
 // HTTPClient is the client the CLI reaches a gateway with. caFile, when
@@ -50,14 +52,11 @@ func reachError(err error) error {
 }
 
 // Workspace is a workspace as the admin API lists it.
-type Workspace struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
+type Workspace = adminapi.Workspace
 
 // ListWorkspaces reads every active workspace, page by page.
 func (c *Client) ListWorkspaces(ctx context.Context) ([]Workspace, error) {
-	return listAll[Workspace](ctx, c, "/v1/organizations/workspaces", "workspace list")
+	return listAll[Workspace](ctx, c, adminapi.WorkspacesPath, "workspace list")
 }
 
 // ResolveWorkspace turns what --workspace was given into a workspace id:

@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/modelgate/modelgate/webhook"
 )
 
 // Event names the hook understands.
@@ -68,16 +68,16 @@ func BuildMessage(ev Event, agent, event string) (text string, ok bool) {
 	if strings.TrimSpace(agent) == "" {
 		agent = DefaultAgent
 	}
-	agent = escapeText(cleanValue(agent, maxNameRunes))
-	project := inlineCode(cleanValue(projectName(ev.CWD), maxNameRunes))
-	session := inlineCode(cleanValue(orUnknown(ev.SessionID), maxNameRunes))
+	agent = escapeText(webhook.Clean(agent, maxNameRunes))
+	project := inlineCode(webhook.Clean(projectName(ev.CWD), maxNameRunes))
+	session := inlineCode(webhook.Clean(orUnknown(ev.SessionID), maxNameRunes))
 
 	switch {
 	case strings.EqualFold(event, EventStop):
 		return "✅ " + agent + " done — project: " + project + " (session: " + session + ")", true
 	case strings.EqualFold(event, EventNotification):
 		text = "⚠️ " + agent + " needs your attention — project: " + project + " (session: " + session + ")"
-		if msg := cleanValue(ev.Message, maxMessageRunes); msg != "" {
+		if msg := webhook.Clean(ev.Message, maxMessageRunes); msg != "" {
 			text += ": " + escapeText(msg)
 		}
 		return text, true
@@ -126,64 +126,3 @@ func inlineCode(v string) string {
 var mrkdwn = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func escapeText(s string) string { return mrkdwn.Replace(s) }
-
-// cleanValue makes an event's value safe to insert into a one-line chat
-// message: whitespace runs become one space; control and format characters
-// (bidi overrides that reorder what a reader sees, zero-width characters)
-// are dropped; the broadcast mentions @everyone, @here and @channel, which
-// Discord, Teams and Slack (with link_names) turn into a ping of everyone,
-// are defused with a zero-width space after the @; and the value is cut to
-// max runes with an ellipsis.
-func cleanValue(s string, max int) string {
-	var b strings.Builder
-	space, n := false, 0
-	for _, r := range s {
-		switch {
-		case unicode.IsSpace(r):
-			space = b.Len() > 0
-			continue
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
-			continue
-		}
-		if n >= max {
-			b.WriteString("…")
-			break
-		}
-		if space {
-			b.WriteByte(' ')
-			n++
-			space = false
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return defuseMentions(b.String())
-}
-
-// defuseMentions puts a zero-width space after the @ of each broadcast
-// mention, matched without regard to case.
-func defuseMentions(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(s, '@')
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i+1])
-		s = s[i+1:]
-		for _, word := range [...]string{"everyone", "here", "channel"} {
-			if len(s) >= len(word) && strings.EqualFold(s[:len(word)], word) {
-				b.WriteString("\u200b")
-				break
-			}
-		}
-	}
-}
-
-// Clean makes s safe to put in a chat message line: one line, no control
-// or format characters, mass mentions defused, at most max runes.
-func Clean(s string, max int) string { return cleanValue(s, max) }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/modelgate/modelgate/webhook"
 )
 
 // Defaults for Options.
@@ -71,7 +73,7 @@ func Run(opts Options) {
 		case parseErr != nil:
 			fmt.Fprintln(opts.Stderr, "agent-hook: no hook event JSON on stdin and no --event; nothing posted")
 		default:
-			fmt.Fprintf(opts.Stderr, "agent-hook: no message for event %q; nothing posted\n", clip(ev.HookEventName))
+			fmt.Fprintf(opts.Stderr, "agent-hook: no message for event %q; nothing posted\n", webhook.Clip(ev.HookEventName))
 		}
 		return
 	}
@@ -82,8 +84,8 @@ func Run(opts Options) {
 	if client == nil {
 		client = &http.Client{Transport: http.DefaultTransport}
 	}
-	if err := Post(ctx, client, webhookURL, text); err != nil {
-		fmt.Fprintln(opts.Stderr, "agent-hook: "+redact(err.Error(), webhookURL))
+	if err := webhook.Post(ctx, client, webhookURL, text); err != nil {
+		fmt.Fprintln(opts.Stderr, "agent-hook: "+webhook.Redact(err.Error(), webhookURL))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/handlers/admin"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -35,7 +35,7 @@ type Admin struct {
 	// mode, normally {env.ADMIN_API_KEY}. Clients never see it.
 	AdminAPIKey string `json:"admin_api_key,omitempty"`
 
-	h         *handlers.Admin
+	h         *admin.Handler
 	transport *http.Transport
 }
 
@@ -46,7 +46,7 @@ func (Admin) CaddyModule() caddy.ModuleInfo {
 
 // Provision selects the mode and checks the admin key's kind.
 func (a *Admin) Provision(ctx caddy.Context) error {
-	h := &handlers.Admin{}
+	h := &admin.Handler{}
 	// Keys and workspaces are the gateway's own in either mode.
 	appIface, err := ctx.App("modelgate")
 	if err != nil {
@@ -72,7 +72,7 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("admin_api_key: %v", err)
 	}
-	if err := handlers.ValidateAdminKey(key); err != nil {
+	if err := admin.ValidateAdminKey(key); err != nil {
 		return fmt.Errorf("admin_api_key: %v", err)
 	}
 	a.transport = &http.Transport{

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelgate/modelgate/agenthook"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/webhook"
 )
 
 // Alerter posts budget alerts to a team chat webhook, one line each in the
@@ -64,7 +64,7 @@ func (a *Alerter) post(ctx context.Context, al BudgetAlert) {
 			return
 		}
 	}
-	if err := agenthook.Post(ctx, a.client, a.url, AlertText(al)); err != nil {
+	if err := webhook.Post(ctx, a.client, a.url, AlertText(al)); err != nil {
 		a.report(err)
 	}
 }
@@ -77,7 +77,7 @@ func (a *Alerter) report(err error) {
 
 // AlertText is the one line an alert posts.
 func AlertText(al BudgetAlert) string {
-	label := agenthook.Clean(al.Label, 160)
+	label := webhook.Clean(al.Label, 160)
 	resets := ""
 	if !al.Resets.IsZero() {
 		resets = ", resets " + al.Resets.UTC().Format("2006-01-02 15:04") + " UTC"

@@ -187,6 +187,21 @@ func ClientFormat(r *http.Request) providers.Format {
 	return providers.FormatOpenAI
 }
 
+// UIPath is where the dashboard lives (llm_admin serves it).
+const UIPath = "/ui/"
+
+// IsUIPath reports the dashboard's paths.
+func IsUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
+
+// IsBrowserRoot reports a browser opening the site's root (it asks for
+// HTML), which is sent to the dashboard instead of an API client's 401.
+// The redirect is answered by whoever sees it first (llm_auth for a
+// request without a key, else llm_admin): the request is never passed on
+// unauthenticated to what follows on the site.
+func IsBrowserRoot(r *http.Request) bool {
+	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
 // IsPublicPath reports the paths answered without a key: Claude Code's
 // reachability probe and the liveness/readiness checks.
 func IsPublicPath(r *http.Request) bool {
@@ -197,7 +212,7 @@ func IsPublicPath(r *http.Request) bool {
 		return r.Method == http.MethodHead
 	}
 	// The dashboard's page and assets: it signs in itself.
-	return isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // PathSet is a set of paths matched the way Caddy's path matcher would

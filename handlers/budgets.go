@@ -177,24 +177,12 @@ const sessionWatch = 24 * time.Hour
 
 // Poll refreshes every interval until ctx ends.
 func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := b.Refresh(rctx)
-		if err == nil {
-			err = b.sweep(rctx)
+	poll(ctx, interval, func(ctx context.Context) error {
+		if err := b.Refresh(ctx); err != nil {
+			return err
 		}
-		cancel()
-		if err != nil && ctx.Err() == nil && failed != nil {
-			failed(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return b.sweep(ctx)
+	}, failed)
 }
 
 // sweepEvery spaces the deletes of expired shared reservations: they stop

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,11 @@ type Controls struct {
 	// the ledger is still opening wait on it.
 	opened     chan struct{}
 	openedOnce sync.Once
-	openWait   time.Duration // how long an admin call waits for it
+	// OpenWait is how long an admin call waits for the store to be
+	// attached: right after a start the ledger may still be opening, and a
+	// script creating keys as soon as the gateway is up should wait, not
+	// fail. NewControls sets 10 s.
+	OpenWait time.Duration
 }
 
 // staticControls are the Caddyfile's keys and workspaces.
@@ -58,7 +63,7 @@ func NewControls(now func() time.Time) *Controls {
 	if now == nil {
 		now = time.Now
 	}
-	c := &Controls{now: now, opened: make(chan struct{}), openWait: 10 * time.Second}
+	c := &Controls{now: now, opened: make(chan struct{}), OpenWait: 10 * time.Second}
 	c.snap.Store(&controlSnapshot{version: -1})
 	c.static.Store(&staticControls{})
 	return c
@@ -74,15 +79,16 @@ func (c *Controls) SetStore(s ledger.ControlStore) {
 	}
 }
 
-// waitStore is the store, waiting for it to be attached until ctx ends;
-// nil when it ends first.
-func (c *Controls) waitStore(ctx context.Context) ledger.ControlStore {
+// WaitStore is the store, waiting for it to be attached up to OpenWait or
+// until ctx ends; nil when neither saw it attached.
+func (c *Controls) WaitStore(ctx context.Context) ledger.ControlStore {
+	ctx, cancel := context.WithTimeout(ctx, c.OpenWait)
+	defer cancel()
 	select {
 	case <-c.opened:
-		return c.Store()
 	case <-ctx.Done():
-		return c.Store()
 	}
+	return c.Store()
 }
 
 // Store is the attached store, or nil.
@@ -95,6 +101,74 @@ func (c *Controls) Store() ledger.ControlStore {
 // RegisterStatic records the Caddyfile's keys and workspaces for listing.
 func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
 	c.static.Store(&staticControls{keys: keys, workspaces: workspaces, limits: limits})
+}
+
+// Now is the registry's clock.
+func (c *Controls) Now() time.Time { return c.now() }
+
+// Static is what RegisterStatic recorded: the Caddyfile's keys, its
+// workspaces, and their limits by workspace name. The caller must not
+// change them.
+func (c *Controls) Static() (keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
+	s := c.static.Load()
+	return s.keys, s.workspaces, s.limits
+}
+
+// Runtime is the runtime keys and workspaces (archived ones included) of
+// the snapshot this instance serves on. The caller must not change them.
+func (c *Controls) Runtime() ([]ledger.ControlKey, []ledger.ControlWorkspace) {
+	s := c.snap.Load()
+	return s.keys, s.workspaces
+}
+
+// errNoStore is a write before the ledger is open.
+var errNoStore = errors.New("the key store is not open")
+
+// write runs op on the store under the registry's lock and, if it
+// succeeded, reloads the snapshot, so this instance sees the change at
+// once; the other instances see it at their next Poll.
+func (c *Controls) write(ctx context.Context, op func(ledger.ControlStore) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.store == nil {
+		return errNoStore
+	}
+	if err := op(c.store); err != nil {
+		return err
+	}
+	_ = c.refreshLocked(ctx, true)
+	return nil
+}
+
+// PutKey stores a new runtime key.
+func (c *Controls) PutKey(ctx context.Context, k ledger.ControlKey) error {
+	return c.write(ctx, func(s ledger.ControlStore) error { return s.PutKey(ctx, k) })
+}
+
+// UpdateKey changes the stored key id under its row lock, in what change
+// sets, so a concurrent change to other fields is never written back
+// over; an error from change is returned as it is.
+func (c *Controls) UpdateKey(ctx context.Context, id string, change func(*ledger.ControlKey) error) (k ledger.ControlKey, err error) {
+	err = c.write(ctx, func(s ledger.ControlStore) error {
+		k, err = s.UpdateKey(ctx, id, change)
+		return err
+	})
+	return k, err
+}
+
+// PutWorkspace stores a new runtime workspace.
+func (c *Controls) PutWorkspace(ctx context.Context, ws ledger.ControlWorkspace) error {
+	return c.write(ctx, func(s ledger.ControlStore) error { return s.PutWorkspace(ctx, ws) })
+}
+
+// UpdateWorkspace changes the stored workspace id under its row lock, as
+// UpdateKey does a key.
+func (c *Controls) UpdateWorkspace(ctx context.Context, id string, change func(*ledger.ControlWorkspace) error) (ws ledger.ControlWorkspace, err error) {
+	err = c.write(ctx, func(s ledger.ControlStore) error {
+		ws, err = s.UpdateWorkspace(ctx, id, change)
+		return err
+	})
+	return ws, err
 }
 
 // WorkspaceLimits are a workspace's limits, a Caddyfile or runtime one.
@@ -179,21 +253,7 @@ func (c *Controls) lookup(d [sha256.Size]byte) *runtimeKey {
 
 // Poll refreshes every interval until ctx ends, reporting failures.
 func (c *Controls) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := c.Refresh(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil && failed != nil {
-			failed(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	poll(ctx, interval, c.Refresh, failed)
 }
 
 func decodeHex(dst []byte, s string) bool {

@@ -1,5 +1,7 @@
 // Package handlers holds Modelgate's plain net/http handlers: key
-// authentication, the chat gateway, admin reports. Caddy modules wrap them.
+// authentication and the chat gateway, with the caller's Identity and the
+// runtime-key registry (Controls) that the admin API (handlers/admin) also
+// uses. Caddy modules wrap them.
 package handlers
 
 import (

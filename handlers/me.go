@@ -48,3 +48,11 @@ func sessionOf(r *http.Request) string {
 	id, _ := resolveSession(r, nil, ClientFormat(r), providers.RequestInfo{})
 	return id
 }
+
+// positive is n, or nil (JSON null: no limit) when it is not above zero.
+func positive(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}

@@ -1,4 +1,10 @@
-package handlers
+// Package admin is llm_admin's handler: the organization API in the shape
+// of Anthropic's Admin API (the usage, cost and Claude Code reports, from
+// the ledger or proxied; runtime keys and workspaces; coding-agent
+// sessions) and the dashboard that drives it. It stands on the gateway's
+// handlers package for the caller's Identity and the Controls registry;
+// nothing below imports it.
+package admin
 
 import (
 	"encoding/json"
@@ -10,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -23,25 +30,28 @@ const (
 // AdminKeyPrefix starts every Anthropic organization admin key.
 const AdminKeyPrefix = "sk-ant-admin"
 
-// Admin answers the organization usage and cost reports, from the ledger
-// (Upstream empty) or by forwarding to the provider's admin API.
-type Admin struct {
+// Handler answers the organization API: reports from the ledger (Upstream
+// empty) or forwarded to the provider's admin API, the runtime keys and
+// workspaces, the sessions list, and the dashboard.
+type Handler struct {
 	Store    ledger.Store     // ledger mode, when Upstream == ""
 	Upstream string           // proxy mode: e.g. https://api.anthropic.com
 	AdminKey string           // proxy mode secret; never logged or echoed
 	Client   *http.Client     // proxy mode
 	Now      func() time.Time // injectable clock; default time.Now
 	// Controls are the runtime keys and workspaces the admin API manages.
-	Controls *Controls
+	Controls *handlers.Controls
 
-	bufs sync.Pool // *[]byte copy buffers for proxied bodies
+	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
+	routeOnce sync.Once
+	mux       *http.ServeMux
 }
 
 // Match reports whether r is under the organization API, which the admin
 // handler owns: its reports, and a 404 for the paths it does not serve.
-func (a *Admin) Match(r *http.Request) bool {
+func (a *Handler) Match(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || isUIPath(p) || IsBrowserRoot(r)
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || handlers.IsUIPath(p) || handlers.IsBrowserRoot(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -58,79 +68,93 @@ func ValidateAdminKey(key string) error {
 	return nil
 }
 
-func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if isUIPath(r.URL.Path) {
+// ServeHTTP serves the dashboard's files and the browser's redirect to it
+// as they are, and the API through its routes (routes.go).
+func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case handlers.IsUIPath(r.URL.Path):
 		serveUI(w, r)
-		return
-	}
-	if IsBrowserRoot(r) {
-		http.Redirect(w, r, UIPath, http.StatusFound)
-		return
-	}
-	if a.serveControls(w, r) {
-		return
-	}
-	if r.URL.Path == SessionsPath {
-		a.serveSessions(w, r)
-		return
-	}
-	if p := r.URL.Path; p != UsageReportPath && p != CostReportPath && p != ClaudeCodeReportPath {
-		if len(p) > 200 {
-			p = p[:200] + "…"
+	case handlers.IsBrowserRoot(r):
+		http.Redirect(w, r, handlers.UIPath, http.StatusFound)
+	case !canonical(r.URL.EscapedPath()):
+		// ServeMux would redirect to the cleaned path; no endpoint of
+		// this API is named with dot segments or doubled slashes. Under
+		// the keys and workspaces, only a caller who may manage them
+		// learns that.
+		if p := r.URL.Path; strings.HasPrefix(p, keysPath+"/") || strings.HasPrefix(p, workspacesPath+"/") {
+			a.controls(noControlsEndpoint)(w, r)
+			return
 		}
-		writeAnthropicError(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+p+" on this gateway")
-		return
+		noEndpoint(w, r)
+	default:
+		a.routeOnce.Do(func() { a.mux = a.routes() })
+		a.mux.ServeHTTP(w, r)
 	}
-	id := IdentityFrom(r.Context())
-	if id == nil {
-		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")
-		return
+}
+
+// requireCaller refuses a request without an identity: llm_auth did not run.
+func requireCaller(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if handlers.IdentityFrom(r.Context()) == nil {
+			fail(w, http.StatusUnauthorized, "missing or unknown API key")
+			return
+		}
+		next(w, r)
 	}
-	if id.Role != RoleAdmin && a.Upstream != "" {
-		// The provider's reports are the organization's: only the admin
-		// key reads them. The ledger's can be cut to one key's rows.
-		writeAnthropicError(w, http.StatusForbidden, "usage and cost reports need the gateway's admin key")
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeAnthropicError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
-		return
-	}
+}
+
+// reportCaller guards the three reports: any key may read the ledger's
+// (cut to its own rows), only the admin key the provider's, which are the
+// organization's.
+func (a *Handler) reportCaller(next http.HandlerFunc) http.HandlerFunc {
+	return requireCaller(func(w http.ResponseWriter, r *http.Request) {
+		if handlers.IdentityFrom(r.Context()).Role != handlers.RoleAdmin && a.Upstream != "" {
+			fail(w, http.StatusForbidden, "usage and cost reports need the gateway's admin key")
+			return
+		}
+		next(w, r)
+	})
+}
+
+// report answers a usage or cost report: forwarded in proxy mode, else
+// from the ledger.
+func (a *Handler) report(w http.ResponseWriter, r *http.Request) {
 	if a.Upstream != "" {
 		a.proxy(w, r)
-		return
-	}
-	if r.URL.Path == ClaudeCodeReportPath {
-		a.serveClaudeCode(w, r)
 		return
 	}
 	a.fromLedger(w, r)
 }
 
+// claudeCode answers the Claude Code report: forwarded in proxy mode, else
+// computed from the ledger.
+func (a *Handler) claudeCode(w http.ResponseWriter, r *http.Request) {
+	if a.Upstream != "" {
+		a.proxy(w, r)
+		return
+	}
+	a.serveClaudeCode(w, r)
+}
+
 // ownRows is the key filter a report runs with: an admin's as asked, a
 // regular key's always its own, whatever it asked.
 func ownRows(r *http.Request, asked []string) []string {
-	if id := IdentityFrom(r.Context()); id != nil && id.Role != RoleAdmin {
+	if id := handlers.IdentityFrom(r.Context()); id != nil && id.Role != handlers.RoleAdmin {
 		return []string{id.KeyID}
 	}
 	return asked
 }
 
-func writeAnthropicError(w http.ResponseWriter, status int, msg string) {
-	(&providers.APIError{Status: status, Message: msg}).Write(w, providers.FormatAnthropic)
-}
-
-func (a *Admin) now() time.Time {
+func (a *Handler) now() time.Time {
 	if a.Now != nil {
 		return a.Now()
 	}
 	return time.Now()
 }
 
-func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) fromLedger(w http.ResponseWriter, r *http.Request) {
 	if a.Store == nil {
-		writeAnthropicError(w, http.StatusInternalServerError, "usage ledger not configured")
+		fail(w, http.StatusInternalServerError, "usage ledger not configured")
 		return
 	}
 	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
@@ -151,20 +175,19 @@ func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if pe, ok := errors.AsType[*ledger.ParamError](err); ok {
-		(&providers.APIError{Status: http.StatusBadRequest, Param: pe.Param, Message: pe.Error()}).
-			Write(w, providers.FormatAnthropic)
+		writeError(w, &providers.APIError{Status: http.StatusBadRequest, Param: pe.Param, Message: pe.Error()})
 		return
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left; nobody reads an answer
 		}
-		writeAnthropicError(w, http.StatusInternalServerError, "reading the usage ledger failed")
+		fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
 		return
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		writeAnthropicError(w, http.StatusInternalServerError, "encoding the report failed")
+		fail(w, http.StatusInternalServerError, "encoding the report failed")
 		return
 	}
 	h := w.Header()
@@ -181,14 +204,14 @@ func (a *Admin) fromLedger(w http.ResponseWriter, r *http.Request) {
 // rate-limit guidance.
 var relayedHeaders = [...]string{"Content-Type", "Request-Id", "Retry-After"}
 
-func (a *Admin) proxy(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	target := strings.TrimRight(a.Upstream, "/") + r.URL.Path
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery // byte-for-byte: the provider parses its own query
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 	if err != nil {
-		writeAnthropicError(w, http.StatusInternalServerError, "admin upstream URL is invalid")
+		fail(w, http.StatusInternalServerError, "admin upstream URL is invalid")
 		return
 	}
 	req.Header.Set("x-api-key", a.AdminKey)
@@ -210,7 +233,7 @@ func (a *Admin) proxy(w http.ResponseWriter, r *http.Request) {
 		}
 		// The error text names only the URL, which carries no secret, but the
 		// client gains nothing from our network details either.
-		writeAnthropicError(w, http.StatusBadGateway, fmt.Sprintf("admin upstream %s unreachable", hostOf(a.Upstream)))
+		fail(w, http.StatusBadGateway, fmt.Sprintf("admin upstream %s unreachable", hostOf(a.Upstream)))
 		return
 	}
 	defer resp.Body.Close()

@@ -1,12 +1,14 @@
-package handlers
+package admin
 
 import (
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -42,25 +44,25 @@ type sessionCost struct {
 // ending_at (RFC 3339; default the last 30 days), api_key_ids[],
 // workspace_ids[], limit (1–1000, 20) and page. A regular key sees its
 // own sessions only.
-func (a *Admin) serveSessions(w http.ResponseWriter, r *http.Request) {
-	id := IdentityFrom(r.Context())
+func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
+	id := handlers.IdentityFrom(r.Context())
 	if id == nil {
-		writeAnthropicError(w, http.StatusUnauthorized, "missing or unknown API key")
+		fail(w, http.StatusUnauthorized, "missing or unknown API key")
 		return
 	}
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
-		writeAnthropicError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+		fail(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
 		return
 	}
 	lister, ok := a.Store.(ledger.SessionLister)
 	if a.Store == nil || !ok {
-		writeAnthropicError(w, http.StatusNotFound, "sessions are listed from the gateway's own ledger, which this llm_admin does not read")
+		fail(w, http.StatusNotFound, "sessions are listed from the gateway's own ledger, which this llm_admin does not read")
 		return
 	}
 	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
 	bad := func(param, msg string) {
-		writeAnthropicError(w, http.StatusBadRequest, param+": "+msg)
+		fail(w, http.StatusBadRequest, param+": "+msg)
 	}
 	if err != nil {
 		bad("query", err.Error())
@@ -111,7 +113,7 @@ func (a *Admin) serveSessions(w http.ResponseWriter, r *http.Request) {
 	rows, more, err := lister.Sessions(r.Context(), f, limit, offset)
 	if err != nil {
 		if r.Context().Err() == nil && !errors.Is(err, r.Context().Err()) {
-			writeAnthropicError(w, http.StatusInternalServerError, "reading the usage ledger failed")
+			fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
 		}
 		return
 	}
@@ -138,6 +140,18 @@ func (a *Admin) serveSessions(w http.ResponseWriter, r *http.Request) {
 		next := strconv.Itoa(offset + limit)
 		page.NextPage = &next
 	}
-	b, _ := json.Marshal(page)
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, page)
+}
+
+// centsString is pico-USD as cents with up to three decimals, as the cost
+// report writes amounts.
+func centsString(pico int64) string {
+	if pico < 0 {
+		pico = 0
+	}
+	whole, frac := pico/1e10, (pico%1e10)/1e7
+	if frac == 0 {
+		return strconv.FormatInt(whole, 10)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%03d", whole, frac), "0")
 }

@@ -1,10 +1,12 @@
-package handlers
+package admin
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/modelgate/modelgate/handlers"
 )
 
 // Proxy mode with no injected Client builds one that follows redirects.
@@ -25,9 +27,9 @@ func TestReviewAdminProxyDefaultClientKeepsKeyOnRedirect(t *testing.T) {
 		http.Redirect(w, r, thief.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer up.Close()
-	a := &Admin{Upstream: up.URL, AdminKey: "sk-ant-admin01-review-secret"}
+	a := &Handler{Upstream: up.URL, AdminKey: "sk-ant-admin01-review-secret"}
 	req := httptest.NewRequest(http.MethodGet, UsageReportPath+"?starting_at=2025-01-01T00:00:00Z", nil)
-	req = req.WithContext(WithIdentity(req.Context(), &Identity{KeyID: "admin", Role: RoleAdmin}))
+	req = req.WithContext(handlers.WithIdentity(req.Context(), &handlers.Identity{KeyID: "admin", Role: handlers.RoleAdmin}))
 	rec := httptest.NewRecorder()
 	a.ServeHTTP(rec, req)
 	if v, _ := leaked.Load().(string); v != "" {

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"io/fs"
@@ -7,16 +7,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/handlers"
 )
 
 // TestDashboardFiles: the dashboard is served without a key, from the
 // binary, under a CSP that allows only its own origin, and references
 // nothing outside it.
 func TestDashboardFiles(t *testing.T) {
-	a := &Admin{}
+	a := &Handler{}
 	for path, ctype := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
 		r := httptest.NewRequest("GET", path, nil)
-		if !IsPublicPath(r) || !a.Match(r) {
+		if !handlers.IsPublicPath(r) || !a.Match(r) {
 			t.Errorf("%s is not public or not the admin handler's", path)
 		}
 		w := httptest.NewRecorder()
@@ -37,7 +39,7 @@ func TestDashboardFiles(t *testing.T) {
 	if w.Code != 404 {
 		t.Errorf("path traversal: %d", w.Code)
 	}
-	if r := httptest.NewRequest("POST", "/ui/", nil); IsPublicPath(r) {
+	if r := httptest.NewRequest("POST", "/ui/", nil); handlers.IsPublicPath(r) {
 		t.Error("POST /ui/ is public")
 	}
 	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
@@ -66,21 +68,21 @@ func TestDashboardFiles(t *testing.T) {
 // text/html in Accept) still needs a key there, and only GET is
 // redirected.
 func TestBrowserAtRootGoesToDashboard(t *testing.T) {
-	a := &Admin{}
+	a := &Handler{}
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if IsPublicPath(r) || !IsBrowserRoot(r) || !a.Match(r) {
+	if handlers.IsPublicPath(r) || !handlers.IsBrowserRoot(r) || !a.Match(r) {
 		t.Fatal("a browser's GET / is public, or not seen as a browser's, or not the admin handler's")
 	}
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, r)
-	if w.Code != http.StatusFound || w.Header().Get("Location") != UIPath {
+	if w.Code != http.StatusFound || w.Header().Get("Location") != handlers.UIPath {
 		t.Errorf("GET / from a browser: %d %v", w.Code, w.Header())
 	}
 	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "*/*"}, {"GET", "application/json"}, {"POST", "text/html"}} {
 		r := httptest.NewRequest(c.method, "/", nil)
 		r.Header.Set("Accept", c.accept)
-		if IsPublicPath(r) || a.Match(r) {
+		if handlers.IsPublicPath(r) || a.Match(r) {
 			t.Errorf("%s / with Accept %q is public or the admin handler's", c.method, c.accept)
 		}
 	}

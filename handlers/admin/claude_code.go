@@ -1,7 +1,6 @@
-package handlers
+package admin
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,40 +64,40 @@ type claudeCodeModel struct {
 // serveClaudeCode answers the claude_code report for one UTC day
 // (starting_at=YYYY-MM-DD), one record per key, in key order; what the
 // gateway cannot see (lines of code, commits, tool decisions) is zero.
-func (a *Admin) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 	rep, ok := a.Store.(ledger.ClaudeCodeReporter)
 	if !ok {
-		writeAnthropicError(w, http.StatusNotFound, "this llm_admin reads no ledger")
+		fail(w, http.StatusNotFound, "this llm_admin reads no ledger")
 		return
 	}
 	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
 	if err != nil {
-		writeAnthropicError(w, http.StatusBadRequest, err.Error())
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	for name := range v {
 		switch name {
 		case "starting_at", "limit", "page":
 		default:
-			writeAnthropicError(w, http.StatusBadRequest, name+": unknown parameter")
+			fail(w, http.StatusBadRequest, name+": unknown parameter")
 			return
 		}
 	}
 	day, err := time.Parse("2006-01-02", v.Get("starting_at"))
 	if err != nil {
-		writeAnthropicError(w, http.StatusBadRequest, "starting_at: required, one UTC day as YYYY-MM-DD")
+		fail(w, http.StatusBadRequest, "starting_at: required, one UTC day as YYYY-MM-DD")
 		return
 	}
 	limit, offset := 20, 0
 	if s := v.Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 1000 {
-			writeAnthropicError(w, http.StatusBadRequest, "limit: must be an integer from 1 to 1000")
+			fail(w, http.StatusBadRequest, "limit: must be an integer from 1 to 1000")
 			return
 		}
 	}
 	if s := v.Get("page"); s != "" {
 		if offset, err = strconv.Atoi(s); err != nil || offset < 0 {
-			writeAnthropicError(w, http.StatusBadRequest, "page: must be the next_page of an earlier answer")
+			fail(w, http.StatusBadRequest, "page: must be the next_page of an earlier answer")
 			return
 		}
 	}
@@ -112,7 +111,7 @@ func (a *Admin) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if r.Context().Err() == nil {
-			writeAnthropicError(w, http.StatusInternalServerError, "reading the usage ledger failed")
+			fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
 		}
 		return
 	}
@@ -139,6 +138,5 @@ func (a *Admin) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 		next := strconv.Itoa(end)
 		page.NextPage = &next
 	}
-	b, _ := json.Marshal(page)
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, page)
 }

@@ -1,4 +1,8 @@
-package agenthook
+// Package webhook posts one-line messages ({"text": ...}) to a team chat's
+// incoming webhook (Slack's, or any that takes the same body) and cleans
+// the values put into them. The agent hook and
+// the gateway's budget alerts both post through it.
+package webhook
 
 import (
 	"bytes"
@@ -165,18 +169,20 @@ func errorCode(raw []byte) string {
 			return ""
 		}
 		if s, ok := j.Error.(string); ok && s != "" {
-			return clip(s)
+			return Clip(s)
 		}
-		return clip(j.Message)
+		return Clip(j.Message)
 	}
 	if raw[0] == '<' { // an HTML error page says nothing useful in one line
 		return ""
 	}
 	line, _, _ := strings.Cut(string(raw), "\n")
-	return clip(line)
+	return Clip(line)
 }
 
-func clip(s string) string {
+// Clip keeps s printable and short for one line of a message or a log: no
+// control characters, at most 100 runes.
+func Clip(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
 			return r
@@ -213,10 +219,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return defaultRetryAfter
 }
 
-// redact removes the webhook URL, and its path on its own, from s. Errors are
+// Redact removes the webhook URL, and its path on its own, from s. Errors are
 // built without the URL already; this guards against a library message that
 // quotes it anyway.
-func redact(s, webhookURL string) string {
+func Redact(s, webhookURL string) string {
 	if webhookURL == "" {
 		return s
 	}

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"embed"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/modelgate/modelgate/handlers"
 )
 
 // The dashboard: static files embedded in the binary, served by llm_admin
@@ -16,28 +18,13 @@ import (
 //go:embed ui
 var uiFiles embed.FS
 
-// UIPath is where the dashboard lives.
-const UIPath = "/ui/"
-
 const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-// isUIPath reports the dashboard's paths.
-func isUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
-
-// IsBrowserRoot reports a browser opening the site's root (it asks for
-// HTML), which is sent to the dashboard instead of an API client's 401.
-// The redirect is answered by whoever sees it first (llm_auth for a
-// request without a key, else llm_admin): the request is never passed on
-// unauthenticated to what follows on the site.
-func IsBrowserRoot(r *http.Request) bool {
-	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
-}
 
 // serveUI answers the dashboard's files.
 func serveUI(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/ui" {
-		http.Redirect(w, r, UIPath, http.StatusMovedPermanently)
+		http.Redirect(w, r, handlers.UIPath, http.StatusMovedPermanently)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -1,4 +1,4 @@
-package handlers
+package admin
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -18,7 +19,7 @@ const testAdminKey = "sk-ant-admin01-SECRET-do-not-leak"
 
 var day1 = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)
 
-func ledgerAdmin(t *testing.T) *Admin {
+func ledgerAdmin(t *testing.T) *Handler {
 	s, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -32,16 +33,16 @@ func ledgerAdmin(t *testing.T) *Admin {
 	if err := s.Insert(context.Background(), []ledger.Record{r}); err != nil {
 		t.Fatal(err)
 	}
-	return &Admin{Store: s, Now: func() time.Time { return day1.Add(36 * time.Hour) }}
+	return &Handler{Store: s, Now: func() time.Time { return day1.Add(36 * time.Hour) }}
 }
 
-func serve(h http.Handler, id *Identity, target string, hdr http.Header) *httptest.ResponseRecorder {
+func serve(h http.Handler, id *handlers.Identity, target string, hdr http.Header) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
 	if id != nil {
-		req = req.WithContext(WithIdentity(req.Context(), id))
+		req = req.WithContext(handlers.WithIdentity(req.Context(), id))
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -66,7 +67,7 @@ func decodeErr(t *testing.T, rec *httptest.ResponseRecorder) errBody {
 }
 
 func TestAdminMatch(t *testing.T) {
-	a := &Admin{}
+	a := &Handler{}
 	for path, want := range map[string]bool{
 		UsageReportPath: true,
 		CostReportPath:  true,
@@ -84,8 +85,8 @@ func TestAdminMatch(t *testing.T) {
 // TestAdminUnknownPathIs404: an organization path the gateway does not
 // serve used to fall through to Caddy's empty 200.
 func TestAdminUnknownPathIs404(t *testing.T) {
-	a := &Admin{}
-	rec := serve(a, &Identity{KeyID: "root", Role: RoleAdmin}, "/v1/organizations/nosuch", nil)
+	a := &Handler{}
+	rec := serve(a, &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}, "/v1/organizations/nosuch", nil)
 	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"type":"not_found_error"`) ||
 		!strings.Contains(rec.Body.String(), "GET /v1/organizations/nosuch") {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
@@ -94,10 +95,10 @@ func TestAdminUnknownPathIs404(t *testing.T) {
 
 func TestAdminAuthorization(t *testing.T) {
 	a := ledgerAdmin(t)
-	user := &Identity{KeyID: "bob", Role: RoleUser}
+	user := &handlers.Identity{KeyID: "bob", Role: handlers.RoleUser}
 	tests := []struct {
 		name     string
-		id       *Identity
+		id       *handlers.Identity
 		status   int
 		errType  string
 		msgMatch string
@@ -120,14 +121,14 @@ func TestAdminAuthorization(t *testing.T) {
 	if rec.Code != 200 || strings.Contains(rec.Body.String(), "alice") {
 		t.Errorf("regular key: %d %s", rec.Code, rec.Body)
 	}
-	if rec := serve(a, &Identity{KeyID: "alice", Role: RoleUser}, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", nil); !strings.Contains(rec.Body.String(), `"api_key_id":"alice"`) {
+	if rec := serve(a, &handlers.Identity{KeyID: "alice", Role: handlers.RoleUser}, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", nil); !strings.Contains(rec.Body.String(), `"api_key_id":"alice"`) {
 		t.Errorf("alice's own rows: %d %s", rec.Code, rec.Body)
 	}
 }
 
 func TestAdminLedgerMode(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &Identity{KeyID: "root", Role: RoleAdmin}
+	admin := &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}
 
 	rec := serve(a, admin, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=workspace_id&beta=true", nil)
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
@@ -158,7 +159,7 @@ func TestAdminLedgerMode(t *testing.T) {
 
 func TestAdminLedgerModeBadParameters(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &Identity{Role: RoleAdmin}
+	admin := &handlers.Identity{Role: handlers.RoleAdmin}
 	tests := []struct{ target, param string }{
 		{UsageReportPath, "starting_at"},
 		{UsageReportPath + "?starting_at=2025-09-01T00:00:00Z&bucket_width=2h", "bucket_width"},
@@ -208,8 +209,8 @@ func TestAdminProxyMode(t *testing.T) {
 	fake := &fakeAdminAPI{}
 	up := httptest.NewServer(fake)
 	defer up.Close()
-	a := &Admin{Upstream: up.URL + "/", AdminKey: testAdminKey, Client: up.Client()}
-	admin := &Identity{Role: RoleAdmin}
+	a := &Handler{Upstream: up.URL + "/", AdminKey: testAdminKey, Client: up.Client()}
+	admin := &handlers.Identity{Role: handlers.RoleAdmin}
 
 	// Repeated, bracketed and oddly escaped parameters must reach the
 	// provider exactly as the client wrote them.
@@ -252,7 +253,7 @@ func TestAdminProxyMode(t *testing.T) {
 		t.Fatalf("error relay: %d %s", rec.Code, rec.Body)
 	}
 	// A wrong key upstream is relayed as the provider's 401, without the key.
-	bad := &Admin{Upstream: up.URL, AdminKey: "sk-ant-admin01-WRONG", Client: up.Client()}
+	bad := &Handler{Upstream: up.URL, AdminKey: "sk-ant-admin01-WRONG", Client: up.Client()}
 	rec = serve(bad, admin, CostReportPath+"?starting_at=2025-09-01T00:00:00Z", nil)
 	if rec.Code != 401 || strings.Contains(rec.Body.String(), "WRONG") {
 		t.Fatalf("401 relay: %d %s", rec.Code, rec.Body)
@@ -266,7 +267,7 @@ func TestAdminProxyMode(t *testing.T) {
 	}
 	// Non-admins never reach the upstream.
 	fake.path = ""
-	rec = serve(a, &Identity{Role: RoleUser}, UsageReportPath+"?"+rawQuery, nil)
+	rec = serve(a, &handlers.Identity{Role: handlers.RoleUser}, UsageReportPath+"?"+rawQuery, nil)
 	if rec.Code != 403 || fake.path != "" {
 		t.Fatalf("non-admin: %d, upstream saw %q", rec.Code, fake.path)
 	}
@@ -283,9 +284,9 @@ func TestAdminProxyStreamsBody(t *testing.T) {
 		_, _ = io.WriteString(w, `],"has_more":false,"next_page":null}`)
 	}))
 	defer up.Close()
-	a := &Admin{Upstream: up.URL, AdminKey: testAdminKey, Client: up.Client()}
+	a := &Handler{Upstream: up.URL, AdminKey: testAdminKey, Client: up.Client()}
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), &Identity{Role: RoleAdmin})))
+		a.ServeHTTP(w, r.WithContext(handlers.WithIdentity(r.Context(), &handlers.Identity{Role: handlers.RoleAdmin})))
 	}))
 	defer gw.Close()
 	resp, err := gw.Client().Get(gw.URL + CostReportPath + "?starting_at=2025-09-01T00:00:00Z")
@@ -308,8 +309,8 @@ func TestAdminProxyUnreachable(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	url := up.URL
 	up.Close()
-	a := &Admin{Upstream: url, AdminKey: testAdminKey, Client: &http.Client{}}
-	rec := serve(a, &Identity{Role: RoleAdmin}, CostReportPath+"?starting_at=2025-09-01T00:00:00Z", nil)
+	a := &Handler{Upstream: url, AdminKey: testAdminKey, Client: &http.Client{}}
+	rec := serve(a, &handlers.Identity{Role: handlers.RoleAdmin}, CostReportPath+"?starting_at=2025-09-01T00:00:00Z", nil)
 	if rec.Code != 502 || strings.Contains(rec.Body.String(), testAdminKey) || decodeErr(t, rec).Type != "error" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
@@ -337,7 +338,7 @@ func TestValidateAdminKey(t *testing.T) {
 // key; a bad escape did the same.
 func TestAdminReportQueryReadStrictly(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &Identity{KeyID: "root", Role: RoleAdmin}
+	admin := &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}
 	for _, q := range []string{
 		"starting_at=2025-09-01T00:00:00Z&api_key_ids[]=bob;alice",
 		"starting_at=2025-09-01T00:00:00Z;api_key_ids[]=bob",

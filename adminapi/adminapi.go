@@ -1,0 +1,74 @@
+// Package adminapi is the wire shape of the gateway's admin API for keys
+// and workspaces: Anthropic's Admin API objects and lists, with the
+// gateway's extensions (a key's models and secret; every object's budgets
+// and rates). The server (handlers/admin) writes these types and the
+// client (admincli) reads them, so the two cannot drift apart; it holds
+// types only, and imports nothing.
+package adminapi
+
+// Paths of the keys and workspaces calls.
+const (
+	KeysPath       = "/v1/organizations/api_keys"
+	WorkspacesPath = "/v1/organizations/workspaces"
+)
+
+// Key is an API key.
+type Key struct {
+	ID             string    `json:"id"`
+	Type           string    `json:"type"`
+	Name           string    `json:"name"`
+	WorkspaceID    *string   `json:"workspace_id"`
+	CreatedAt      *string   `json:"created_at"`
+	CreatedBy      CreatedBy `json:"created_by"`
+	PartialKeyHint *string   `json:"partial_key_hint"`
+	Status         string    `json:"status"`
+	ExpiresAt      *string   `json:"expires_at"`
+	Models         []string  `json:"models"`
+	Budget         *Budget   `json:"budget"`
+	SoftBudget     *string   `json:"soft_budget"`
+	SessionBudget  *string   `json:"session_budget"`
+	RPM            *int64    `json:"rpm"`
+	TPM            *int64    `json:"tpm"`
+	MaxParallel    *int64    `json:"max_parallel"`
+	// Value is the secret, in the answer to a create only.
+	Value string `json:"value,omitempty"`
+}
+
+// CreatedBy names who made an object: the Caddyfile ("config") or the
+// admin API ("admin_api").
+type CreatedBy struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// Budget is a hard budget: an amount in cents (a decimal string) per
+// period (daily, weekly, monthly or total).
+type Budget struct {
+	Amount string `json:"amount"`
+	Period string `json:"period"`
+}
+
+// Workspace is a workspace.
+type Workspace struct {
+	ID            string    `json:"id"`
+	Type          string    `json:"type"`
+	Name          string    `json:"name"`
+	CreatedAt     *string   `json:"created_at"`
+	ArchivedAt    *string   `json:"archived_at"`
+	CreatedBy     CreatedBy `json:"created_by"`
+	Budget        *Budget   `json:"budget"`
+	SoftBudget    *string   `json:"soft_budget"`
+	SessionBudget *string   `json:"session_budget"`
+	RPM           *int64    `json:"rpm"`
+	TPM           *int64    `json:"tpm"`
+	MaxParallel   *int64    `json:"max_parallel"`
+}
+
+// Page is one page of a list, in list order; a client asks for the next
+// with after_id=LastID while HasMore.
+type Page[T any] struct {
+	Data    []T     `json:"data"`
+	FirstID *string `json:"first_id"`
+	LastID  *string `json:"last_id"`
+	HasMore bool    `json:"has_more"`
+}

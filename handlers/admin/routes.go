@@ -1,0 +1,116 @@
+package admin
+
+import (
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// family is the error format of every API answer: this is Anthropic's
+// Admin API, whichever provider the gateway serves.
+const family = providers.FormatAnthropic
+
+func writeError(w http.ResponseWriter, e *providers.APIError) { e.Write(w, family) }
+
+func fail(w http.ResponseWriter, status int, msg string) {
+	writeError(w, &providers.APIError{Status: status, Message: msg})
+}
+
+// routes is the API's route table. A key's or workspace's path with a
+// trailing slash names the same thing, as it always has. Each resource
+// also has method-less patterns behind the same checks as its routes, so
+// that a path or method no route takes is answered in the API's own error
+// family (a bare ServeMux would answer in plain text): under the keys and
+// workspaces a 405 for a known path and a 404 for a deeper one; a report
+// or the sessions list a 405; any other path a 404.
+func (a *Handler) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+		slash   bool // also with a trailing slash
+	}{
+		{"GET /v1/organizations/api_keys", a.controls(a.listKeys), true},
+		{"POST /v1/organizations/api_keys", a.controls(a.createKey), true},
+		{"GET /v1/organizations/api_keys/{id}", a.controls(a.getKey), true},
+		{"POST /v1/organizations/api_keys/{id}", a.controls(a.updateKey), true},
+		{"GET /v1/organizations/workspaces", a.controls(a.listWorkspaces), true},
+		{"POST /v1/organizations/workspaces", a.controls(a.createWorkspace), true},
+		{"GET /v1/organizations/workspaces/{id}", a.controls(a.getWorkspace), true},
+		{"POST /v1/organizations/workspaces/{id}", a.controls(a.updateWorkspace), true},
+		{"POST /v1/organizations/workspaces/{id}/archive", a.controls(a.archiveWorkspace), false},
+		{"GET /v1/organizations/sessions", requireCaller(a.serveSessions), false},
+		// A GET pattern takes HEAD too: the reports answer it.
+		{"GET /v1/organizations/usage_report/messages", a.reportCaller(a.report), false},
+		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
+		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
+	} {
+		m.HandleFunc(rt.pattern, rt.h)
+		if rt.slash {
+			m.HandleFunc(rt.pattern+"/{$}", rt.h)
+		}
+	}
+
+	// What the routes do not take.
+	controlsNotAllowed := a.controls(notAllowed("GET, POST", "GET or POST", true))
+	for _, base := range []string{keysPath, workspacesPath} {
+		for _, p := range []string{base, base + "/{$}", base + "/{id}", base + "/{id}/{$}"} {
+			m.HandleFunc("HEAD "+p, controlsNotAllowed) // not the GET route's
+			m.HandleFunc(p, controlsNotAllowed)
+		}
+		m.HandleFunc(base+"/", a.controls(noControlsEndpoint))
+	}
+	m.HandleFunc(workspacesPath+"/{id}/archive", controlsNotAllowed)
+	sessionsNotAllowed := requireCaller(notAllowed("GET", "GET", false))
+	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
+	m.HandleFunc(SessionsPath, sessionsNotAllowed)
+	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath} {
+		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
+	}
+	m.HandleFunc("/", noEndpoint)
+	return m
+}
+
+// notAllowed answers a method a resource does not take; onPath names the
+// path in the message.
+func notAllowed(allow, use string, onPath bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		on := ""
+		if onPath {
+			on = " on " + r.URL.Path
+		}
+		fail(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed"+on+"; use "+use)
+	}
+}
+
+// noEndpoint answers a path the API does not have, quoting at most 200
+// bytes of it.
+func noEndpoint(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if len(p) > 200 {
+		p = p[:200] + "…"
+	}
+	fail(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+p+" on this gateway")
+}
+
+// noControlsEndpoint is noEndpoint under the keys and workspaces, which
+// quote the path whole.
+func noControlsEndpoint(w http.ResponseWriter, r *http.Request) {
+	fail(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+r.URL.Path+" on this gateway")
+}
+
+// canonical reports whether p (escaped) is what ServeMux would route as
+// it is: no dot segments, no doubled slashes.
+func canonical(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
