@@ -113,12 +113,6 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readGeminiRequest parses a Gemini body for the model its path names.
-func readGeminiRequest(r *http.Request, body []byte) (providers.RequestInfo, error) {
-	model, action, _ := geminiAction(r.URL.Path)
-	return providers.ParseGeminiRequest(body, model, action == "streamGenerateContent")
-}
-
 // serveGeminiCount answers countTokens as count_tokens counts.
 func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
 	cf := providers.FormatGemini
@@ -127,7 +121,7 @@ func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.releaseRequest(req)
-	body, err := req.info.Gemini.CountBody(req.alias)
+	body, err := req.info.CountBody(req.body)
 	if err != nil {
 		asAPIError(err).Write(w, cf)
 		return
