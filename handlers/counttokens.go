@@ -20,20 +20,19 @@ import (
 // gemini/, Bedrock and Vertex deployments, tiktoken for OpenAI models, a local server's tokenizer
 // where it has one, else a documented estimate. Nothing is recorded.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatAnthropic
-	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
-	if !ok {
-		return
-	}
-	defer g.releaseRequest(req)
-	g.countTokens(w, r, cf, req.alias, req.body)
+	g.serveCount(w, r, providers.FormatAnthropic)
 }
 
 // serveInputTokens is the Responses API's free count
 // (POST /v1/responses/input_tokens): the request, history included, is
 // put in Messages form and counted as count_tokens counts it.
 func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatResponses
+	g.serveCount(w, r, providers.FormatResponses)
+}
+
+// serveCount answers a free token count for a request of cf, counted in
+// Messages form (RequestInfo.CountBody) and answered in cf's shape.
+func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request, cf providers.Format) {
 	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
 	if !ok {
 		return

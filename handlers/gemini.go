@@ -115,18 +115,7 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 
 // serveGeminiCount answers countTokens as count_tokens counts.
 func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatGemini
-	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
-	if !ok {
-		return
-	}
-	defer g.releaseRequest(req)
-	body, err := req.info.CountBody(req.body)
-	if err != nil {
-		asAPIError(err).Write(w, cf)
-		return
-	}
-	g.countTokens(w, r, cf, req.alias, body)
+	g.serveCount(w, r, providers.FormatGemini)
 }
 
 // serveGeminiModels answers GET /v1beta/models (paged with pageSize and
