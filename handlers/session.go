@@ -10,7 +10,7 @@ import (
 )
 
 // resolveSession finds the coding-agent session a request belongs to and
-// the agent that sent it, in the order of spec/team-controls.md §3.5:
+// the agent that sent it, trying in order:
 // Claude Code's header, its metadata.user_id, Codex's session headers, the
 // generic session headers (opencode and others), then a Responses
 // request's prompt_cache_key. The id is kept as the client sent it.
