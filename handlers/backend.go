@@ -33,7 +33,7 @@ type backend struct {
 	upstream     providers.Format
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
-	routes  [7]providers.Route
+	routes  [providers.FormatCount]providers.Route
 	opts    providers.RouteOptions
 	prices  ledger.Prices
 	timeout time.Duration
@@ -92,8 +92,7 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 			b.responsesURL = d.APIBase + "/v1/responses"
 		}
 	}
-	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses, providers.FormatGemini,
-		providers.FormatEmbeddings, providers.FormatGeminiEmbed} {
+	for _, cf := range providers.ClientFormats() {
 		up := b.upstream
 		if cf == providers.FormatResponses && b.responsesURL != "" {
 			up = providers.FormatResponses

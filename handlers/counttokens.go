@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/modelgate/modelgate/modellist"
@@ -21,43 +20,30 @@ import (
 // gemini/, Bedrock and Vertex deployments, tiktoken for OpenAI models, a local server's tokenizer
 // where it has one, else a documented estimate. Nothing is recorded.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatAnthropic
-	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
-	if !ok {
-		return
-	}
-	defer g.releaseRequest(req)
-	g.countTokens(w, r, cf, req.alias, req.body)
+	g.serveCount(w, r, providers.FormatAnthropic)
 }
 
 // serveInputTokens is the Responses API's free count
 // (POST /v1/responses/input_tokens): the request, history included, is
 // put in Messages form and counted as count_tokens counts it.
 func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatResponses
+	g.serveCount(w, r, providers.FormatResponses)
+}
+
+// serveCount answers a free token count for a request of cf, counted in
+// Messages form (RequestInfo.CountBody) and answered in cf's shape.
+func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request, cf providers.Format) {
 	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
 	if !ok {
 		return
 	}
 	defer g.releaseRequest(req)
-	body, err := req.info.Responses.CountBody()
+	body, err := req.info.CountBody(req.body)
 	if err != nil {
 		asAPIError(err).Write(w, cf)
 		return
 	}
 	g.countTokens(w, r, cf, req.alias, body)
-}
-
-// tokenCount renders a count in the caller's shape.
-func tokenCount(cf providers.Format, n int) []byte {
-	switch cf {
-	case providers.FormatResponses:
-		return []byte(`{"object":"response.input_tokens","input_tokens":` + strconv.Itoa(n) + `}`)
-	case providers.FormatGemini:
-		s := strconv.Itoa(n)
-		return []byte(`{"totalTokens":` + s + `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":` + s + `}]}`)
-	}
-	return []byte(`{"input_tokens":` + strconv.Itoa(n) + `}`)
 }
 
 // countTokens counts body, an Anthropic Messages request, for alias.
@@ -111,7 +97,7 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 		apiErr.Write(w, cf)
 		return
 	}
-	writeJSON(w, http.StatusOK, tokenCount(cf, n))
+	writeJSON(w, http.StatusOK, cf.TokenCount(n))
 }
 
 // geminiCountTokens asks Google's countTokens, free, for the count of
@@ -163,7 +149,7 @@ func (g *Gateway) relayCount(w http.ResponseWriter, cf providers.Format, b *back
 		return
 	}
 	relayHeaders(w.Header(), resp.Header)
-	writeJSON(w, http.StatusOK, tokenCount(cf, n))
+	writeJSON(w, http.StatusOK, cf.TokenCount(n))
 }
 
 // upstreamCountError is a failed count's answer: the upstream's status
@@ -213,7 +199,7 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 		return
 	}
 	relayHeaders(w.Header(), resp.Header)
-	if cf != providers.FormatAnthropic {
+	if !cf.CountsAsMessages() {
 		var count struct {
 			InputTokens *int `json:"input_tokens"`
 		}
@@ -222,7 +208,7 @@ func (g *Gateway) forwardCountTokens(w http.ResponseWriter, r *http.Request, cf 
 			(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", b.dep.Alias)}).Write(w, cf)
 			return
 		}
-		writeJSON(w, http.StatusOK, tokenCount(cf, *count.InputTokens))
+		writeJSON(w, http.StatusOK, cf.TokenCount(*count.InputTokens))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

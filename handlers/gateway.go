@@ -89,7 +89,10 @@ type Gateway struct {
 	// held at most (see estimate), fixed with the chains.
 	leases map[string]time.Duration
 	paths  map[string]http.HandlerFunc
-	head   http.HandlerFunc // HEAD /, Claude Code's reachability probe
+	// parsers reads a request body of each client format (indexed by
+	// providers.Format), chosen once in buildParsers.
+	parsers [providers.FormatCount]requestParser
+	head    http.HandlerFunc // HEAD /, Claude Code's reachability probe
 	// modelByID serves GET /v1/models/{alias}; notFound, every other
 	// path under the API's prefixes.
 	modelByID, notFound http.HandlerFunc
@@ -185,6 +188,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		// batch; past that the request is gone.
 		g.leases[alias] = 2*longest + time.Minute
 	}
+	g.buildParsers()
 	g.buildPaths()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
 	g.memoryFull = fmt.Sprintf("the gateway holds its limit of %d bytes of request bodies at once; retry shortly", o.BodyMemory)
@@ -380,60 +384,17 @@ func anthropicModels(r *http.Request) bool {
 	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
-// modelCreated is when every alias "was created": the API shapes require a
-// time, and an alias has none of its own.
-const modelCreated = 1735689600 // 2025-01-01T00:00:00Z
-
-type openAIModel struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-type anthropicModel struct {
-	Type        string `json:"type"`
-	ID          string `json:"id"`
-	DisplayName string `json:"display_name"`
-	CreatedAt   string `json:"created_at"`
-}
-
-func newOpenAIModel(alias string) openAIModel {
-	return openAIModel{ID: alias, Object: "model", Created: modelCreated, OwnedBy: "modelgate"}
-}
-
-func newAnthropicModel(alias string) anthropicModel {
-	return anthropicModel{Type: "model", ID: alias, DisplayName: alias, CreatedAt: "2025-01-01T00:00:00Z"}
+// modelsFormat is the format a models request is answered in: Anthropic's
+// when it looks like its SDK's, else the caller's.
+func modelsFormat(r *http.Request) providers.Format {
+	if anthropicModels(r) {
+		return providers.FormatAnthropic
+	}
+	return ClientFormat(r)
 }
 
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
-	aliases := g.allowedAliases(IdentityFrom(r.Context()))
-	var body []byte
-	if anthropicModels(r) {
-		list := struct {
-			Data    []anthropicModel `json:"data"`
-			HasMore bool             `json:"has_more"`
-			FirstID *string          `json:"first_id"`
-			LastID  *string          `json:"last_id"`
-		}{Data: []anthropicModel{}}
-		for _, a := range aliases {
-			list.Data = append(list.Data, newAnthropicModel(a))
-		}
-		if n := len(aliases); n > 0 {
-			list.FirstID, list.LastID = &aliases[0], &aliases[n-1]
-		}
-		body, _ = json.Marshal(list)
-	} else {
-		list := struct {
-			Object string        `json:"object"`
-			Data   []openAIModel `json:"data"`
-		}{Object: "list", Data: []openAIModel{}}
-		for _, a := range aliases {
-			list.Data = append(list.Data, newOpenAIModel(a))
-		}
-		body, _ = json.Marshal(list)
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, modelsFormat(r).ModelList(g.allowedAliases(IdentityFrom(r.Context()))))
 }
 
 // serveModel answers GET /v1/models/{alias} (the SDKs' models.retrieve):
@@ -441,22 +402,13 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 // may not use from one that does not exist.
 func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
 	alias := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/models/")
-	cf := ClientFormat(r)
-	if anthropicModels(r) {
-		cf = providers.FormatAnthropic
-	}
+	cf := modelsFormat(r)
 	if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {
 		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("model %q does not exist or this key may not use it; GET /v1/models lists the models it may use", alias)}).Write(w, cf)
 		return
 	}
-	var body []byte
-	if cf == providers.FormatAnthropic {
-		body, _ = json.Marshal(newAnthropicModel(alias))
-	} else {
-		body, _ = json.Marshal(newOpenAIModel(alias))
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, cf.Model(alias))
 }
 
 func (g *Gateway) serveLiveness(w http.ResponseWriter, r *http.Request) {
@@ -517,18 +469,7 @@ func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Form
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
-	switch cf {
-	case providers.FormatAnthropic:
-		rec.Endpoint = "messages"
-	case providers.FormatResponses:
-		rec.Endpoint = "responses"
-	case providers.FormatGemini:
-		rec.Endpoint = "generate_content"
-	case providers.FormatEmbeddings, providers.FormatGeminiEmbed:
-		rec.Endpoint = "embeddings"
-	default:
-		rec.Endpoint = "chat_completions"
-	}
+	rec.Endpoint = ledger.Endpoint(cf.LedgerEndpoint())
 	return rec
 }
 

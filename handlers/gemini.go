@@ -113,26 +113,9 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readGeminiRequest parses a Gemini body for the model its path names.
-func readGeminiRequest(r *http.Request, body []byte) (providers.RequestInfo, error) {
-	model, action, _ := geminiAction(r.URL.Path)
-	return providers.ParseGeminiRequest(body, model, action == "streamGenerateContent")
-}
-
 // serveGeminiCount answers countTokens as count_tokens counts.
 func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
-	cf := providers.FormatGemini
-	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
-	if !ok {
-		return
-	}
-	defer g.releaseRequest(req)
-	body, err := req.info.Gemini.CountBody(req.alias)
-	if err != nil {
-		asAPIError(err).Write(w, cf)
-		return
-	}
-	g.countTokens(w, r, cf, req.alias, body)
+	g.serveCount(w, r, providers.FormatGemini)
 }
 
 // serveGeminiModels answers GET /v1beta/models (paged with pageSize and

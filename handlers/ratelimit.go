@@ -467,30 +467,20 @@ func setRateHeaders(h http.Header, s *rateScope, cf providers.Format, now time.T
 	if s.rpm == 0 && s.tpm == 0 {
 		return
 	}
-	reset := time.Unix(s.resetAt, 0).UTC()
 	wait := strconv.FormatInt(max(0, s.resetAt-now.Unix()), 10) + "s"
-	if cf == providers.FormatAnthropic {
-		if s.rpm > 0 {
-			h.Set("Anthropic-Ratelimit-Requests-Limit", strconv.FormatInt(s.rpm, 10))
-			h.Set("Anthropic-Ratelimit-Requests-Remaining", strconv.FormatInt(max(0, s.rpm-s.reqs), 10))
-			h.Set("Anthropic-Ratelimit-Requests-Reset", reset.Format(time.RFC3339))
-		}
-		if s.tpm > 0 {
-			h.Set("Anthropic-Ratelimit-Tokens-Limit", strconv.FormatInt(s.tpm, 10))
-			h.Set("Anthropic-Ratelimit-Tokens-Remaining", strconv.FormatInt(max(0, s.tpm-s.tokens), 10))
-			h.Set("Anthropic-Ratelimit-Tokens-Reset", reset.Format(time.RFC3339))
-		}
-		return
+	names := cf.RateLimitHeaders()
+	if names.ResetAt {
+		wait = time.Unix(s.resetAt, 0).UTC().Format(time.RFC3339)
 	}
 	if s.rpm > 0 {
-		h.Set("X-Ratelimit-Limit-Requests", strconv.FormatInt(s.rpm, 10))
-		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(max(0, s.rpm-s.reqs), 10))
-		h.Set("X-Ratelimit-Reset-Requests", wait)
+		h.Set(names.RequestsLimit, strconv.FormatInt(s.rpm, 10))
+		h.Set(names.RequestsRemaining, strconv.FormatInt(max(0, s.rpm-s.reqs), 10))
+		h.Set(names.RequestsReset, wait)
 	}
 	if s.tpm > 0 {
-		h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(s.tpm, 10))
-		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(max(0, s.tpm-s.tokens), 10))
-		h.Set("X-Ratelimit-Reset-Tokens", wait)
+		h.Set(names.TokensLimit, strconv.FormatInt(s.tpm, 10))
+		h.Set(names.TokensRemaining, strconv.FormatInt(max(0, s.tpm-s.tokens), 10))
+		h.Set(names.TokensReset, wait)
 	}
 }
 

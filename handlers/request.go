@@ -113,7 +113,7 @@ type requestEstimate struct {
 // output bound once for every choice asked for (n, candidateCount).
 func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo) requestEstimate {
 	input := info.InputBytes(body)
-	output := outputBound(info, g.opts.DefaultMaxTokens)
+	output := info.OutputBound(g.opts.DefaultMaxTokens)
 	if c := info.Choices(); output > 0 && c > 1 {
 		output = min(output, (1<<62)/c) * c
 	}
@@ -128,16 +128,21 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	return e
 }
 
-// outputBound is the output a request may produce: what its client
-// allows, else the gateway's default; embeddings produce none.
-func outputBound(info providers.RequestInfo, def int64) int64 {
-	if info.Embed != nil {
-		return 0
+// requestParser reads a client's body far enough to route it.
+type requestParser func(r *http.Request, id *Identity, body []byte) (providers.RequestInfo, error)
+
+// buildParsers chooses, once, how each client format's body is read: the
+// format's own parser, given the model and action of a Gemini URL, except
+// that a Responses request also has its stored history resolved.
+func (g *Gateway) buildParsers() {
+	for _, f := range providers.ClientFormats() {
+		parse := f.Parser()
+		g.parsers[f] = func(r *http.Request, _ *Identity, body []byte) (providers.RequestInfo, error) {
+			model, action, _ := geminiAction(r.URL.Path)
+			return parse(body, model, action)
+		}
 	}
-	if n := info.OutputLimit(); n > 0 {
-		return n
-	}
-	return def
+	g.parsers[providers.FormatResponses] = g.readResponsesRequest
 }
 
 // clientRequest is a chat or count_tokens body read, parsed as far as the
@@ -174,21 +179,7 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
 	}
-	var info providers.RequestInfo
-	var err error
-	switch cf {
-	case providers.FormatResponses:
-		info, err = g.readResponsesRequest(r, id, req.body)
-	case providers.FormatGemini:
-		info, err = readGeminiRequest(r, req.body)
-	case providers.FormatEmbeddings:
-		info, err = providers.ParseEmbeddingsRequest(req.body)
-	case providers.FormatGeminiEmbed:
-		model, action, _ := geminiAction(r.URL.Path)
-		info, err = providers.ParseGeminiEmbedRequest(req.body, model, action == "batchEmbedContents")
-	default:
-		info, err = providers.PeekRequest(req.body)
-	}
+	info, err := g.parsers[cf](r, id, req.body)
 	if err != nil {
 		return fail(asAPIError(err))
 	}
@@ -201,15 +192,7 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusForbidden, Param: "model",
 			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
 	}
-	if info.Responses != nil {
-		info.Responses.Alias = alias
-	}
-	if info.Gemini != nil {
-		info.Gemini.Alias = alias
-	}
-	if info.Embed != nil {
-		info.Embed.Alias = alias
-	}
+	info.SetAlias(alias)
 	req.info, req.alias = info, alias
 	handedOver = true
 	return req, true

@@ -29,7 +29,7 @@ func FuzzTranslateBody(f *testing.F) {
 		}
 		var info providers.RequestInfo
 		if cf == providers.FormatResponses {
-			if info.Responses, err = providers.ParseResponsesRequest([]byte(`{"model":"m","input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`)); err != nil {
+			if info.Turn, err = providers.ParseResponsesRequest([]byte(`{"model":"m","input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`)); err != nil {
 				t.Fatal(err)
 			}
 		}

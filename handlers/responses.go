@@ -22,5 +22,5 @@ func (g *Gateway) readResponsesRequest(r *http.Request, id *Identity, body []byt
 	if err := g.resolveHistory(r, id, t); err != nil {
 		return providers.RequestInfo{}, err
 	}
-	return providers.RequestInfo{Model: t.Req.Model, Stream: t.Req.Stream, Responses: t}, nil
+	return t.Info(), nil
 }

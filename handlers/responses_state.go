@@ -92,8 +92,8 @@ func stateUnavailable(err error) *providers.APIError {
 // keepResponse stores a finished response the client asked to keep, before
 // the client has its end: the next turn may refer to it at once.
 func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
-	t := info.Responses
-	if t == nil || !t.Stored() || t.Response == nil || (t.Status != "completed" && t.Status != "incomplete") {
+	t := info.KeptResponse()
+	if t == nil {
 		return
 	}
 	rs := g.responseStore()

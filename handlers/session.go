@@ -19,7 +19,7 @@ func resolveSession(r *http.Request, body []byte, cf providers.Format, info prov
 	if v := h.Get("X-Claude-Code-Session-Id"); validSessionID(v) {
 		return v, "claude-code"
 	}
-	if cf == providers.FormatAnthropic && bytes.Contains(body, []byte(`"user_id"`)) {
+	if cf.SessionInMetadata() && bytes.Contains(body, []byte(`"user_id"`)) {
 		if v := claudeMetadataSession(body); validSessionID(v) {
 			return v, "claude-code"
 		}
@@ -35,8 +35,8 @@ func resolveSession(r *http.Request, body []byte, cf providers.Format, info prov
 			return v, or(ua, "header")
 		}
 	}
-	if t := info.Responses; t != nil && t.Req.PromptCacheKey != nil && validSessionID(*t.Req.PromptCacheKey) {
-		return *t.Req.PromptCacheKey, or(ua, "conversation")
+	if k := info.SessionKey(); validSessionID(k) {
+		return k, or(ua, "conversation")
 	}
 	return "", ua
 }

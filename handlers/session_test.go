@@ -26,7 +26,7 @@ func TestResolveSessionOrder(t *testing.T) {
 		{"codex", map[string]string{"Session-Id": "t1", "Originator": "codex_exec"}, "", providers.FormatResponses, providers.RequestInfo{}, "t1", "codex"},
 		{"codex older build", map[string]string{"Session_id": "t2", "User-Agent": "codex_cli_rs/0.40.0 (Linux)"}, "", providers.FormatResponses, providers.RequestInfo{}, "t2", "codex"},
 		{"opencode", map[string]string{"X-Session-Id": "o1", "User-Agent": "opencode/0.9 ai-sdk/provider-utils"}, "", providers.FormatOpenAI, providers.RequestInfo{}, "o1", "opencode"},
-		{"prompt_cache_key", map[string]string{"User-Agent": "ai-sdk/openai/2.0"}, "", providers.FormatResponses, providers.RequestInfo{Responses: turn}, "thread-9", "ai-sdk"},
+		{"prompt_cache_key", map[string]string{"User-Agent": "ai-sdk/openai/2.0"}, "", providers.FormatResponses, providers.RequestInfo{Turn: turn}, "thread-9", "ai-sdk"},
 		{"unprintable id refused", map[string]string{"X-Claude-Code-Session-Id": "a\x01b"}, "", providers.FormatAnthropic, providers.RequestInfo{}, "", ""},
 		{"none", map[string]string{"User-Agent": "curl/8"}, "", providers.FormatOpenAI, providers.RequestInfo{}, "", ""},
 	} {

@@ -28,7 +28,7 @@ func echoEmbeddings(req *http.Request, body []byte) *http.Response {
 	if err != nil {
 		return echoError(req, asAPIErr(err))
 	}
-	t := info.Embed
+	t := info.embed()
 	t.Alias = info.Model
 	if t.Texts == nil {
 		return echoError(req, BadRequest("input", "the echo backend embeds text, not token ids"))

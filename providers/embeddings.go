@@ -94,7 +94,7 @@ func ParseEmbeddingsRequest(body []byte) (RequestInfo, error) {
 			}
 		}
 	}
-	return RequestInfo{Model: req.Model, Embed: t}, nil
+	return RequestInfo{Model: req.Model, Turn: t}, nil
 }
 
 // ParseGeminiEmbedRequest reads embedContent ({"content":…}) or
@@ -158,7 +158,7 @@ func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo
 			return RequestInfo{}, BadRequest(paramPath(at, "outputDimensionality"), "every request of a batch must ask for the same outputDimensionality; send different sizes in separate batches")
 		}
 	}
-	return RequestInfo{Model: model, Embed: t}, nil
+	return RequestInfo{Model: model, Turn: t}, nil
 }
 
 // openAIBody is the turn as an OpenAI embeddings body for model.
@@ -263,11 +263,11 @@ func embedRoute(client, upstream Format) Route {
 	switch upstream {
 	case FormatOpenAI:
 		r.request = func(body []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-			if !info.Embed.Gemini {
+			if !info.embed().Gemini {
 				out, err := RewriteModel(body, model)
 				return out, false, err
 			}
-			return info.Embed.openAIBody(model), false, nil
+			return info.embed().openAIBody(model), false, nil
 		}
 		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
 			var a struct {
@@ -282,9 +282,9 @@ func embedRoute(client, upstream Format) Route {
 				return nil, Usage{}, ErrNotJSONObject
 			}
 			u := Usage{InputTokens: a.Usage.PromptTokens, Seen: true}
-			if !info.Embed.Gemini {
+			if !info.embed().Gemini {
 				// As the upstream wrote it (its encoding included), named by the alias.
-				out, err := RewriteModel(raw, info.Embed.Alias)
+				out, err := RewriteModel(raw, info.embed().Alias)
 				return out, u, err
 			}
 			vectors := make([][]float64, len(a.Data))
@@ -293,18 +293,18 @@ func embedRoute(client, upstream Format) Route {
 					return nil, u, &APIError{Status: http.StatusBadGateway, Message: "the upstream's embedding is not a list of numbers"}
 				}
 			}
-			return info.Embed.answerAll(vectors, u)
+			return info.embed().answerAll(vectors, u)
 		}
 	case FormatOllama:
 		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-			if info.Embed.Texts == nil {
+			if info.embed().Texts == nil {
 				return nil, false, BadRequest("input", "this model takes text input, not token ids")
 			}
 			b, _ := json.Marshal(struct {
 				Model      string   `json:"model"`
 				Input      []string `json:"input"`
 				Dimensions *int64   `json:"dimensions,omitempty"`
-			}{model, info.Embed.Texts, info.Embed.Dimensions})
+			}{model, info.embed().Texts, info.embed().Dimensions})
 			return b, false, nil
 		}
 		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
@@ -315,11 +315,11 @@ func embedRoute(client, upstream Format) Route {
 			if !looksLikeObject(raw) || json.Unmarshal(raw, &a) != nil {
 				return nil, Usage{}, ErrNotJSONObject
 			}
-			return info.Embed.answerAll(a.Embeddings, Usage{InputTokens: a.PromptEvalCount, Seen: true})
+			return info.embed().answerAll(a.Embeddings, Usage{InputTokens: a.PromptEvalCount, Seen: true})
 		}
 	case FormatGemini:
 		r.request = func(_ []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-			if info.Embed.Texts == nil {
+			if info.embed().Texts == nil {
 				return nil, false, BadRequest("input", "this model takes text input, not token ids")
 			}
 			type req struct {
@@ -330,9 +330,9 @@ func embedRoute(client, upstream Format) Route {
 			var b struct {
 				Requests []req `json:"requests"`
 			}
-			for _, s := range info.Embed.Texts {
+			for _, s := range info.embed().Texts {
 				b.Requests = append(b.Requests, req{Model: "models/" + model, Content: geminiContent{Parts: []geminiPart{{Text: s}}},
-					OutputDimensionality: info.Embed.Dimensions})
+					OutputDimensionality: info.embed().Dimensions})
 			}
 			out, _ := json.Marshal(b)
 			return out, false, nil
@@ -351,11 +351,11 @@ func embedRoute(client, upstream Format) Route {
 				vectors[i] = e.Values
 			}
 			// Gemini's embed answers count nothing: the ledger gets an estimate.
-			return info.Embed.answerAll(vectors, Usage{InputTokens: info.Embed.estimateTokens(), Seen: true})
+			return info.embed().answerAll(vectors, Usage{InputTokens: info.embed().estimateTokens(), Seen: true})
 		}
 	default:
 		r.request = func(_ []byte, info RequestInfo, _ string, _ RouteOptions) ([]byte, bool, error) {
-			return nil, false, BadRequest("model", fmt.Sprintf("model %q has no embeddings: its backend speaks %s, which has no embeddings API; use an alias on an OpenAI-compatible, Ollama, Gemini or echo backend", info.Embed.Alias, upstream))
+			return nil, false, BadRequest("model", fmt.Sprintf("model %q has no embeddings: its backend speaks %s, which has no embeddings API; use an alias on an OpenAI-compatible, Ollama, Gemini or echo backend", info.embed().Alias, upstream))
 		}
 		r.response = func([]byte, RequestInfo) ([]byte, Usage, error) {
 			return nil, Usage{}, &APIError{Status: http.StatusBadRequest, Message: "no embeddings on this backend"}

@@ -24,8 +24,8 @@ func TestGeminiBatchEmbedIsOneCall(t *testing.T) {
 		}
 	}
 	info, err := ParseGeminiEmbedRequest([]byte(`{"requests":[{"model":"models/echo","content":{"parts":[{"text":"a"}]},"outputDimensionality":8},{"model":"models/echo","content":{"parts":[{"text":"b"}]},"outputDimensionality":8}]}`), "echo", true)
-	if err != nil || *info.Embed.Dimensions != 8 || len(info.Embed.Texts) != 2 {
-		t.Fatalf("a uniform batch: %v %+v", err, info.Embed)
+	if err != nil || *info.embed().Dimensions != 8 || len(info.embed().Texts) != 2 {
+		t.Fatalf("a uniform batch: %v %+v", err, info.embed())
 	}
 	resp := echoEmbeddings(mustRequest(t), []byte(`{"model":"echo","input":"x","dimensions":100000000}`))
 	if body := readAll(t, resp); resp.StatusCode != 400 || !strings.Contains(body, "at most 4096") {
@@ -82,7 +82,7 @@ func TestEmbeddingsVectorCountMustMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info.Embed.Alias = "e"
+	info.embed().Alias = "e"
 	rt := embedRoute(FormatEmbeddings, FormatOllama)
 	_, _, err = rt.response([]byte(`{"embeddings":[[0.1,0.2]],"prompt_eval_count":2}`), info)
 	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 502 || !strings.Contains(apiErr.Message, "1 embeddings for 2 inputs") {

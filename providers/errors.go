@@ -148,7 +148,7 @@ func optional(s string) *string {
 // Body renders the error in the given client format (OpenAI or Anthropic).
 func (e *APIError) Body(f Format) []byte {
 	var b []byte
-	f = f.errorFamily()
+	f = f.ErrorFamily()
 	if f == FormatGemini {
 		return e.geminiErrorJSON()
 	}
@@ -182,7 +182,7 @@ func (e *APIError) Body(f Format) []byte {
 // stream format: a data-only `{"error":...}` for OpenAI (the SDK stops on
 // it), an `event: error` for Anthropic.
 func (e *APIError) AppendStreamError(dst []byte, f Format) []byte {
-	f = f.errorFamily()
+	f = f.ErrorFamily()
 	if f == FormatAnthropic {
 		return AppendSSE(dst, "error", e.Body(f))
 	}

@@ -1,5 +1,7 @@
 package providers
 
+import "strconv"
+
 // Format is a wire format spoken by a client or an upstream.
 type Format uint8
 
@@ -24,8 +26,19 @@ const (
 	FormatGeminiEmbed
 )
 
-// errorFamily is the format whose error shape a client of f reads.
-func (f Format) errorFamily() Format {
+// FormatCount is how many formats there are: a table indexed by Format
+// (a backend's routes, a gateway's parsers) has this many entries.
+const FormatCount = int(FormatGeminiEmbed) + 1
+
+// ClientFormats are the formats clients speak, each with a route to every
+// upstream format: what a backend builds its routes for. Ollama is an
+// upstream format only.
+func ClientFormats() []Format {
+	return []Format{FormatOpenAI, FormatAnthropic, FormatResponses, FormatGemini, FormatEmbeddings, FormatGeminiEmbed}
+}
+
+// ErrorFamily is the format whose error shape a client of f reads.
+func (f Format) ErrorFamily() Format {
 	switch f {
 	case FormatGeminiEmbed:
 		return FormatGemini
@@ -53,4 +66,123 @@ func (f Format) String() string {
 		return "gemini embeddings"
 	}
 	return "unknown"
+}
+
+// The per-format answers below are what a handler would otherwise switch
+// on at request time. Each is a property of the client's format, decided
+// here once, so handlers ask the format instead.
+
+// LedgerEndpoint is the usage record's endpoint label for a request from a
+// client of f.
+func (f Format) LedgerEndpoint() string {
+	switch f {
+	case FormatAnthropic:
+		return "messages"
+	case FormatResponses:
+		return "responses"
+	case FormatGemini:
+		return "generate_content"
+	case FormatEmbeddings, FormatGeminiEmbed:
+		return "embeddings"
+	}
+	return "chat_completions"
+}
+
+// RateLimitHeaders names a family of rate-limit response headers.
+type RateLimitHeaders struct {
+	RequestsLimit, RequestsRemaining, RequestsReset string
+	TokensLimit, TokensRemaining, TokensReset       string
+	// ResetAt: the reset headers hold the window's end as an RFC 3339
+	// time (Anthropic's); otherwise the wait until it, as "12s" (OpenAI's).
+	ResetAt bool
+}
+
+// RateLimitHeaders is the family of rate-limit headers a client of f
+// reads: Anthropic's anthropic-ratelimit-* for Messages clients, OpenAI's
+// x-ratelimit-* for every other (Gemini has none of its own).
+func (f Format) RateLimitHeaders() RateLimitHeaders {
+	if f == FormatAnthropic {
+		return RateLimitHeaders{
+			RequestsLimit: "Anthropic-Ratelimit-Requests-Limit", RequestsRemaining: "Anthropic-Ratelimit-Requests-Remaining",
+			RequestsReset: "Anthropic-Ratelimit-Requests-Reset", TokensLimit: "Anthropic-Ratelimit-Tokens-Limit",
+			TokensRemaining: "Anthropic-Ratelimit-Tokens-Remaining", TokensReset: "Anthropic-Ratelimit-Tokens-Reset",
+			ResetAt: true,
+		}
+	}
+	return RateLimitHeaders{
+		RequestsLimit: "X-Ratelimit-Limit-Requests", RequestsRemaining: "X-Ratelimit-Remaining-Requests",
+		RequestsReset: "X-Ratelimit-Reset-Requests", TokensLimit: "X-Ratelimit-Limit-Tokens",
+		TokensRemaining: "X-Ratelimit-Remaining-Tokens", TokensReset: "X-Ratelimit-Reset-Tokens",
+	}
+}
+
+// TokenCount renders a free token count (count_tokens, Responses'
+// input_tokens, Gemini's countTokens) in the shape a client of f reads.
+func (f Format) TokenCount(n int) []byte {
+	switch f {
+	case FormatResponses:
+		return []byte(`{"object":"response.input_tokens","input_tokens":` + strconv.Itoa(n) + `}`)
+	case FormatGemini:
+		s := strconv.Itoa(n)
+		return []byte(`{"totalTokens":` + s + `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":` + s + `}]}`)
+	}
+	return []byte(`{"input_tokens":` + strconv.Itoa(n) + `}`)
+}
+
+// CountsAsMessages reports whether a client of f reads Anthropic's
+// count_tokens answer itself, so an upstream's is relayed as it came
+// instead of being read and rendered by TokenCount.
+func (f Format) CountsAsMessages() bool {
+	return f == FormatAnthropic
+}
+
+// SessionInMetadata reports whether a request body of f may name its
+// coding-agent session in metadata.user_id (Claude Code's Messages
+// requests do).
+func (f Format) SessionInMetadata() bool {
+	return f == FormatAnthropic
+}
+
+// A RequestParser reads a client's request body far enough to route it.
+// model and action are the Gemini URL's (models/{model}:{action}); the
+// other formats name their model in the body and ignore them.
+type RequestParser func(body []byte, model, action string) (RequestInfo, error)
+
+// Parser is how a request body of f is read: chat and Messages bodies are
+// only peeked (PeekRequest); Responses, Gemini and embeddings requests are
+// parsed whole into their Turn.
+func (f Format) Parser() RequestParser {
+	switch f {
+	case FormatResponses:
+		return parseResponses
+	case FormatGemini:
+		return parseGemini
+	case FormatEmbeddings:
+		return parseEmbeddings
+	case FormatGeminiEmbed:
+		return parseGeminiEmbed
+	}
+	return peek
+}
+
+func peek(body []byte, _, _ string) (RequestInfo, error) { return PeekRequest(body) }
+
+func parseResponses(body []byte, _, _ string) (RequestInfo, error) {
+	t, err := ParseResponsesRequest(body)
+	if err != nil {
+		return RequestInfo{}, err
+	}
+	return t.Info(), nil
+}
+
+func parseGemini(body []byte, model, action string) (RequestInfo, error) {
+	return ParseGeminiRequest(body, model, action == "streamGenerateContent")
+}
+
+func parseEmbeddings(body []byte, _, _ string) (RequestInfo, error) {
+	return ParseEmbeddingsRequest(body)
+}
+
+func parseGeminiEmbed(body []byte, model, action string) (RequestInfo, error) {
+	return ParseGeminiEmbedRequest(body, model, action == "batchEmbedContents")
 }

@@ -14,7 +14,7 @@ func geminiRoute(upstream Format) (Route, error) {
 	}
 	r := Route{Client: FormatGemini, Upstream: upstream, NDJSON: hub.NDJSON}
 	r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-		chat, err := info.Gemini.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud, Anthropic: upstream == FormatAnthropic})
+		chat, err := info.gemini().chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud, Anthropic: upstream == FormatAnthropic})
 		if err != nil {
 			return nil, false, err
 		}
@@ -29,28 +29,28 @@ func geminiRoute(upstream Format) (Route, error) {
 		if err != nil {
 			return nil, usage, err
 		}
-		out, err := info.Gemini.chatToGemini(chat)
+		out, err := info.gemini().chatToGemini(chat)
 		return out, usage, err
 	}
 	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
-		return Chain(hub.stream(model, hubInfo(model, true), false), newGeminiStream(info.Gemini))
+		return Chain(hub.stream(model, hubInfo(model, true), false), newGeminiStream(info.gemini()))
 	}
 	if upstream == FormatAnthropic {
 		// Thinking and its signatures have no chat form: whole answers are
 		// read directly, streams through the hub's thinking deltas.
 		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-			return info.Gemini.anthropicToGemini(raw)
+			return info.gemini().anthropicToGemini(raw)
 		}
 		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
-			return Chain(newAnthropicToHubStream(), newGeminiStream(info.Gemini))
+			return Chain(newAnthropicToHubStream(), newGeminiStream(info.gemini()))
 		}
 	}
 	return r, nil
 }
 
-// CountBody is the turn as an Anthropic count_tokens body, the form the
+// countBody is the turn as an Anthropic count_tokens body, the form the
 // gateway's token counting takes.
-func (t *GeminiTurn) CountBody(model string) ([]byte, error) {
+func (t *GeminiTurn) countBody(model string) ([]byte, error) {
 	chat, err := t.chatRequest(model, false, hubOptions{Anthropic: true})
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func geminiChat(t *testing.T, body string, o hubOptions) (RequestInfo, map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := info.Gemini.chatRequest("upstream-model", true, o)
+	out, err := info.gemini().chatRequest("upstream-model", true, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestGeminiRequestPairsIdlessCalls(t *testing.T) {
 	bad := `{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"b","response":{}}}]}]}`
 	info, err := ParseGeminiRequest([]byte(bad), "m", false)
 	if err == nil {
-		_, err = info.Gemini.chatRequest("m", false, hubOptions{})
+		_, err = info.gemini().chatRequest("m", false, hubOptions{})
 	}
 	if e, ok := err.(*APIError); !ok || e.Status != 400 || !strings.Contains(e.Param, "contents[1].parts[0]") {
 		t.Errorf("unpaired response: %v", err)
@@ -152,7 +152,7 @@ func TestGeminiRequestRefusals(t *testing.T) {
 		}
 	}
 	info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"inlineData":{"mimeType":"video/mp4","data":"AAAA"}}]}]}`), "m", false)
-	if _, err := info.Gemini.chatRequest("m", false, hubOptions{}); err == nil || !strings.Contains(err.Error(), "video/mp4") {
+	if _, err := info.gemini().chatRequest("m", false, hubOptions{}); err == nil || !strings.Contains(err.Error(), "video/mp4") {
 		t.Errorf("video: %v", err)
 	}
 }
@@ -170,7 +170,7 @@ func TestGeminiThinkingRoundTripsThroughAnthropic(t *testing.T) {
 	  {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}},
 	  {"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"city":"Bergen"}}],
 	  "stop_reason":"tool_use","usage":{"input_tokens":10,"cache_read_input_tokens":4,"output_tokens":6}}`
-	out, usage, err := info.Gemini.anthropicToGemini([]byte(answer))
+	out, usage, err := info.gemini().anthropicToGemini([]byte(answer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +234,8 @@ func geminiEvents(t *testing.T, out []byte) []geminiResponse {
 
 func TestGeminiStreamFromChatChunks(t *testing.T) {
 	info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), "m", true)
-	info.Gemini.Alias = "my-alias"
-	s := newGeminiStream(info.Gemini)
+	info.gemini().Alias = "my-alias"
+	s := newGeminiStream(info.gemini())
 	var out []byte
 	for _, c := range []string{
 		`{"choices":[{"delta":{"role":"assistant","content":"Hel\u0085lo"}}]}`,
@@ -274,13 +274,13 @@ func TestGeminiStreamFromChatChunks(t *testing.T) {
 		t.Errorf("last %s", jsonOf(last))
 	}
 	for _, e := range evs {
-		if e.ResponseID != info.Gemini.ResponseID {
+		if e.ResponseID != info.gemini().ResponseID {
 			t.Errorf("response id %q", e.ResponseID)
 		}
 	}
 
 	// A broken stream ends with Google's bare error object, no finish.
-	s = newGeminiStream(info.Gemini)
+	s = newGeminiStream(info.gemini())
 	out, _ = s.Translate(nil, Event{Data: []byte(`{"choices":[{"delta":{"content":"par"}}]}`)})
 	out = s.Fail(out, &APIError{Status: 503, Message: "upstream went away"})
 	if !bytes.HasSuffix(out, []byte("\n\n"+`{"error":{"code":503,"message":"upstream went away","status":"UNAVAILABLE"}}`+"\n")) {
@@ -317,7 +317,7 @@ func FuzzGeminiRequest(f *testing.F) {
 			return
 		}
 		for _, o := range []hubOptions{{}, {Anthropic: true}, {OpenAICloud: true}} {
-			r, err := info.Gemini.hubRequest("m", true, o)
+			r, err := info.gemini().hubRequest("m", true, o)
 			if err != nil {
 				continue
 			}
@@ -336,7 +336,7 @@ func FuzzGeminiStream(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"reasoning_content":"r","reasoning_signature":"s"}}],"usage":{"prompt_tokens":1}}`))
 	f.Fuzz(func(t *testing.T, chunk []byte) {
 		info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`), "m", true)
-		s := newGeminiStream(info.Gemini)
+		s := newGeminiStream(info.gemini())
 		out, err := s.Translate(nil, Event{Data: chunk})
 		if err != nil {
 			return
@@ -356,7 +356,7 @@ func BenchmarkGeminiTranslatedRequest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := info.Gemini.chatRequest("m", true, hubOptions{}); err != nil {
+		if _, err := info.gemini().chatRequest("m", true, hubOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -372,8 +372,8 @@ func FuzzGeminiTextEvent(f *testing.F) {
 			t.Skip("the stream never sends an empty part")
 		}
 		info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), "m", true)
-		info.Gemini.Alias = "a\u0085\"lias"
-		s := newGeminiStream(info.Gemini)
+		info.gemini().Alias = "a\u0085\"lias"
+		s := newGeminiStream(info.gemini())
 		parts := []geminiPart{{Text: text}}
 		if withThought {
 			parts = append(parts, geminiPart{Text: thought, Thought: true})

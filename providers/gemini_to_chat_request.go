@@ -63,7 +63,7 @@ func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, er
 		}
 		t.includeThoughts = tc.IncludeThoughts
 	}
-	return RequestInfo{Model: model, Stream: stream, IncludeUsage: true, Gemini: t}, nil
+	return RequestInfo{Model: model, Stream: stream, IncludeUsage: true, Turn: t}, nil
 }
 
 type geminiChatAudio struct {

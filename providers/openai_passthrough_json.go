@@ -240,13 +240,11 @@ type RequestInfo struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
-	// Responses is set for a Responses API request: the routes from
-	// Responses clients translate from it and record the answer on it.
-	Responses *ResponsesTurn
-	// Gemini is set for a Gemini API request, likewise.
-	Gemini *GeminiTurn
-	// Embed is set for an embeddings request (OpenAI's or Gemini's).
-	Embed *EmbedTurn
+	// Turn is the request parsed whole, for the formats that are not
+	// peeked: a *ResponsesTurn, *GeminiTurn or *EmbedTurn, which the routes
+	// from those clients translate from and record the answer on. Chat
+	// and Messages requests have none.
+	Turn Turn
 	// maxTokens is a chat or Messages body's max_tokens or
 	// max_completion_tokens (the larger), 0 when it sets neither.
 	maxTokens int64

@@ -6,29 +6,29 @@ package providers
 // Budget reservations bound a request's cost with it: a client asking for
 // 100k tokens must not be admitted on a 4k reservation.
 func (info RequestInfo) OutputLimit() int64 {
-	switch {
-	case info.Responses != nil:
-		if m := info.Responses.Req.MaxOutputTokens; m != nil && *m > 0 {
-			return *m
-		}
-		return 0
-	case info.Gemini != nil:
-		if g := info.Gemini.req.GenerationConfig; g != nil && g.MaxOutputTokens != nil && *g.MaxOutputTokens > 0 {
-			return *g.MaxOutputTokens
-		}
-		return 0
+	if info.Turn != nil {
+		return info.Turn.limits().output
 	}
 	return max(info.maxTokens, 0)
+}
+
+// OutputBound is the output the request may produce: what its client
+// allows, else def; an embeddings request produces none.
+func (info RequestInfo) OutputBound(def int64) int64 {
+	if info.Turn != nil && info.Turn.limits().noOutput {
+		return 0
+	}
+	if n := info.OutputLimit(); n > 0 {
+		return n
+	}
+	return def
 }
 
 // Choices is how many answers the request asks for (chat's n, Gemini's
 // candidateCount), at least 1: the upstream bills each its own output.
 func (info RequestInfo) Choices() int64 {
-	if info.Gemini != nil {
-		if g := info.Gemini.req.GenerationConfig; g != nil && g.CandidateCount != nil && *g.CandidateCount > 1 {
-			return min(*g.CandidateCount, 1<<20)
-		}
-		return 1
+	if info.Turn != nil {
+		return info.Turn.limits().choices
 	}
 	return max(info.choices, 1)
 }
@@ -38,8 +38,8 @@ func (info RequestInfo) Choices() int64 {
 // history and referenced items are billed as input too.
 func (info RequestInfo) InputBytes(body []byte) int64 {
 	n := int64(len(body))
-	if info.Responses != nil {
-		n += info.Responses.resolvedBytes
+	if info.Turn != nil {
+		n += info.Turn.limits().history
 	}
 	return n
 }

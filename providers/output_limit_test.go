@@ -34,7 +34,7 @@ func TestOutputLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := (RequestInfo{Responses: turn}).OutputLimit(); got != 777 {
+	if got := (RequestInfo{Turn: turn}).OutputLimit(); got != 777 {
 		t.Errorf("responses: %d", got)
 	}
 	g, err := ParseGeminiRequest([]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":4242}}`), "m", false)

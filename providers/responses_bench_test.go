@@ -37,7 +37,7 @@ func BenchmarkResponsesTranslatedRequest(b *testing.B) {
 			b.Fatal(err)
 		}
 		turn.Alias = "oa"
-		info := RequestInfo{Model: "oa", Responses: turn}
+		info := RequestInfo{Model: "oa", Turn: turn}
 		if _, _, err := rt.Request(body, info, "fake-gpt", RouteOptions{}); err != nil {
 			b.Fatal(err)
 		}

@@ -73,18 +73,18 @@ func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
 func nativeResponsesRoute() Route {
 	r := Route{Client: FormatResponses, Upstream: FormatResponses}
 	r.request = func(body []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-		out, err := nativeResponsesRequest(body, info.Responses, model)
+		out, err := nativeResponsesRequest(body, info.responses(), model)
 		return out, false, err
 	}
 	r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
 		if !looksLikeObject(raw) {
 			return nil, Usage{}, ErrNotJSONObject
 		}
-		u, err := info.Responses.adopt(raw)
+		u, err := info.responses().adopt(raw)
 		return raw, u, err
 	}
 	r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
-		return &responsesPassthrough{t: info.Responses}
+		return &responsesPassthrough{t: info.responses()}
 	}
 	return r
 }

@@ -41,7 +41,7 @@ func TestAnthropicThinkingSurvivesAResponsesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := mustTurn(t, thinkingTurn)
-	info := RequestInfo{Model: "claude", Stream: true, Responses: turn}
+	info := RequestInfo{Model: "claude", Stream: true, Turn: turn}
 	body, _, err := rt.Request(nil, info, "claude-x", RouteOptions{DefaultMaxTokens: 4096, Cloud: true})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestAnthropicThinkingSurvivesAResponsesRoundTrip(t *testing.T) {
 	replay = append(replay, map[string]any{"type": "function_call_output", "call_id": "toolu_1", "output": "12°C"})
 	input, _ := json.Marshal(replay)
 	next := mustTurn(t, `{"model":"claude","reasoning":{"effort":"high"},"max_output_tokens":32000,"input":`+string(input)+`}`)
-	body, _, err = rt.Request(nil, RequestInfo{Model: "claude", Responses: next}, "claude-x", RouteOptions{DefaultMaxTokens: 4096})
+	body, _, err = rt.Request(nil, RequestInfo{Model: "claude", Turn: next}, "claude-x", RouteOptions{DefaultMaxTokens: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAnthropicThinkingSurvivesAResponsesRoundTrip(t *testing.T) {
 
 	// A chat backend gets no thinking history at all.
 	chatRT, _ := NewRoute(FormatResponses, FormatOpenAI)
-	body, _, err = chatRT.Request(nil, RequestInfo{Model: "m", Responses: next}, "m", RouteOptions{})
+	body, _, err = chatRT.Request(nil, RequestInfo{Model: "m", Turn: next}, "m", RouteOptions{})
 	if err != nil || bytes.Contains(body, []byte("thinking")) || bytes.Contains(body, []byte("gw1:")) {
 		t.Errorf("chat request carries thinking: %v %s", err, body)
 	}
@@ -133,7 +133,7 @@ func TestAnthropicWholeAnswerToResponse(t *testing.T) {
 		{"type":"thinking","thinking":"Hmm.","signature":"sig1"},{"type":"text","text":"It is "},{"type":"text","text":"cold."},
 		{"type":"tool_use","id":"toolu_9","name":"get_weather","input":{"city":"Oslo"}}],
 		"stop_reason":"max_tokens","usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":3,"output_tokens":7}}`
-	out, u, err := rt.Response([]byte(raw), RequestInfo{Responses: turn})
+	out, u, err := rt.Response([]byte(raw), RequestInfo{Turn: turn})
 	if err != nil {
 		t.Fatal(err)
 	}

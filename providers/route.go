@@ -187,7 +187,7 @@ func responsesRoute(upstream Format) (Route, error) {
 	}
 	r := Route{Client: FormatResponses, Upstream: upstream, NDJSON: hub.NDJSON}
 	r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-		t := info.Responses
+		t := info.responses()
 		chat, err := t.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud, Anthropic: upstream == FormatAnthropic})
 		if err != nil {
 			return nil, false, err
@@ -199,17 +199,17 @@ func responsesRoute(upstream Format) (Route, error) {
 		if err != nil {
 			return nil, usage, err
 		}
-		out, err := info.Responses.chatToResponses(chat)
+		out, err := info.responses().chatToResponses(chat)
 		return out, usage, err
 	}
 	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
-		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.Responses))
+		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.responses()))
 	}
 	if upstream == FormatOpenAI {
 		// The hub request is already what the upstream takes: the
 		// model is written in and usage asked for.
 		r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-			chat, err := info.Responses.chatRequest(model, info.Stream, hubOptions{OpenAICloud: o.Cloud})
+			chat, err := info.responses().chatRequest(model, info.Stream, hubOptions{OpenAICloud: o.Cloud})
 			return chat, false, err
 		}
 		// The answer is already chat: read it once, usage included.
@@ -217,17 +217,17 @@ func responsesRoute(upstream Format) (Route, error) {
 			if !looksLikeObject(raw) {
 				return nil, Usage{}, ErrNotJSONObject
 			}
-			return info.Responses.chatToResponsesUsage(raw)
+			return info.responses().chatToResponsesUsage(raw)
 		}
 	}
 	if upstream == FormatAnthropic {
 		// Thinking and its signatures have no chat form: whole answers are
 		// read directly, streams through the hub's thinking deltas.
 		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-			return info.Responses.anthropicToResponses(raw)
+			return info.responses().anthropicToResponses(raw)
 		}
 		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
-			return Chain(newAnthropicToHubStream(), newResponsesStream(info.Responses))
+			return Chain(newAnthropicToHubStream(), newResponsesStream(info.responses()))
 		}
 	}
 	return r, nil
