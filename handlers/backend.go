@@ -1,11 +1,12 @@
 package handlers
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -21,16 +22,10 @@ type backend struct {
 	client *http.Client
 	state  *DeploymentState
 	policy policy
-	url    string // full upstream endpoint, without query
-	// streamURL is where streaming requests go: url but for Gemini,
-	// whose streams have their own action. countURL is Google's free
-	// countTokens, for gemini/ deployments.
-	streamURL, countURL string
-	// responsesURL is the server's own /responses, for deployments that
-	// take Responses requests natively; "" when they are translated.
-	responsesURL string
-	header       http.Header // credentials, defaults and extra_headers, cloned per request
-	upstream     providers.Format
+	// ep is the upstream as the deployment's kind addresses it: URLs,
+	// credentials, count strategy, stream framing.
+	ep     endpoint
+	header http.Header // credentials, defaults and extra_headers, cloned per request
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
 	routes  [7]providers.Route
@@ -39,63 +34,33 @@ type backend struct {
 	timeout time.Duration
 	gap     time.Duration // stream_timeout: longest allowed pause between events
 	secrets []string      // what upstreamError removes from upstream text
-	// cloud, for Claude on Bedrock or Vertex AI, addresses, authenticates
-	// and frames what the Anthropic routes produce; nil for the rest.
-	cloud cloudEndpoint
-	// embedURL is the upstream's embeddings endpoint; empty when it has none.
-	embedURL string
 }
 
-const (
-	echoURL      = "http://echo.modelgate.invalid/v1/chat/completions"
-	echoEmbedURL = "http://echo.modelgate.invalid/v1/embeddings"
-)
+// backendOptions is what a deployment is built from besides its entry.
+type backendOptions struct {
+	client *http.Client
+	state  *DeploymentState
+	router modellist.RouterSettings
+	// defaultTimeout applies when neither the entry nor router_settings
+	// set one; defaultMaxTokens is the max_tokens a translation to a
+	// format that requires one writes when the client gave none.
+	defaultTimeout   time.Duration
+	defaultMaxTokens int64
+}
 
-func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs modellist.RouterSettings, defaultTimeout time.Duration, defaultMaxTokens int64) *backend {
-	b := &backend{dep: d, client: c, state: st}
-	switch d.Kind {
-	case modellist.KindAnthropic:
-		b.url, b.upstream = d.APIBase+"/v1/messages", providers.FormatAnthropic
-	case modellist.KindBedrock, modellist.KindVertex:
-		// The URL depends on the model and on streaming: cloud.prepare.
-		b.upstream, b.cloud = providers.FormatAnthropic, newCloudEndpoint(d)
-	case modellist.KindOllama:
-		b.url, b.upstream = d.APIBase+"/api/chat", providers.FormatOllama
-	case modellist.KindEcho:
-		b.url, b.upstream = echoURL, providers.FormatOpenAI
-	case modellist.KindGemini:
-		model := d.APIBase + "/v1beta/models/" + url.PathEscape(d.Model)
-		b.url, b.upstream = model+":generateContent", providers.FormatGemini
-		b.streamURL, b.countURL, b.embedURL = model+":streamGenerateContent?alt=sse", model+":countTokens", model+":batchEmbedContents"
-	default:
-		b.url, b.upstream = d.APIBase+"/chat/completions", providers.FormatOpenAI
-	}
-	if b.streamURL == "" {
-		b.streamURL = b.url
-	}
-	switch d.Kind {
-	case modellist.KindOpenAI:
-		b.embedURL = d.APIBase + "/embeddings"
-	case modellist.KindOllama:
-		b.embedURL = d.APIBase + "/api/embed"
-	case modellist.KindEcho:
-		b.embedURL = echoEmbedURL
-	}
-	b.timeout = firstDuration(d.Timeout, rs.Timeout, defaultTimeout)
+func newBackend(d *modellist.Deployment, o backendOptions) *backend {
+	b := &backend{dep: d, client: o.client, state: o.state, ep: newEndpoint(d)}
+	rs := o.router
+	b.timeout = firstDuration(d.Timeout, rs.Timeout, o.defaultTimeout)
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
-	b.header = upstreamHeader(d, b.upstream)
-	if d.ResponsesNative {
-		b.responsesURL = d.APIBase + "/responses"
-		if d.Kind == modellist.KindOllama {
-			b.responsesURL = d.APIBase + "/v1/responses"
-		}
-	}
+	b.header = upstreamHeader(d, b.ep)
+	upstream := b.ep.format()
 	for _, cf := range [...]providers.Format{providers.FormatOpenAI, providers.FormatAnthropic, providers.FormatResponses, providers.FormatGemini,
 		providers.FormatEmbeddings, providers.FormatGeminiEmbed} {
-		up := b.upstream
-		if cf == providers.FormatResponses && b.responsesURL != "" {
+		up := upstream
+		if cf == providers.FormatResponses && b.ep.nativeResponses() {
 			up = providers.FormatResponses
 		}
 		rt, err := providers.NewRoute(cf, up)
@@ -105,32 +70,18 @@ func newBackend(d *modellist.Deployment, c *http.Client, st *DeploymentState, rs
 		}
 		b.routes[cf] = rt
 	}
-	b.opts = providers.RouteOptions{DefaultMaxTokens: defaultMaxTokens, Cloud: !d.Local}
+	b.opts = providers.RouteOptions{DefaultMaxTokens: o.defaultMaxTokens, Cloud: !d.Local}
 	b.secrets = secretsOf(d)
 	return b
 }
 
 // upstreamHeader is what every request to the deployment carries: its own
 // credentials (never the client's), the defaults, then extra_headers.
-func upstreamHeader(d *modellist.Deployment, up providers.Format) http.Header {
+func upstreamHeader(d *modellist.Deployment, ep endpoint) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "modelgate")
-	switch {
-	case d.Kind == modellist.KindBedrock || d.Kind == modellist.KindVertex:
-		// Credentials are added per request (a signature, a token), and
-		// the version travels in the body.
-	case up == providers.FormatAnthropic:
-		h.Set("X-Api-Key", d.APIKey)
-		h.Set("Anthropic-Version", "2023-06-01")
-	case up == providers.FormatGemini:
-		// Google takes ?key= too; a header keeps it out of URLs and logs.
-		h.Set("X-Goog-Api-Key", d.APIKey)
-	default:
-		if d.APIKey != "" {
-			h.Set("Authorization", "Bearer "+d.APIKey)
-		}
-	}
+	ep.credentials(h)
 	for k, v := range d.ExtraHeaders {
 		h.Set(k, v)
 	}
@@ -186,65 +137,33 @@ func (b *backend) upstreamBody(cf providers.Format, body []byte, info providers.
 // newRequest builds the upstream HTTP request with the deployment's own
 // credentials; nothing of the client's authentication is forwarded.
 func (b *backend) newRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte, stream bool) (*http.Request, error) {
-	if b.cloud != nil {
-		url, out, err := b.cloud.prepare(body, client.Header, stream)
-		if err != nil {
-			return nil, err
-		}
-		return b.cloudRequest(ctx, cf, client, url, out)
-	}
-	target := b.url
-	switch {
-	case cf == providers.FormatEmbeddings || cf == providers.FormatGeminiEmbed:
-		target = b.embedURL
-	case stream:
-		target = b.streamURL
-	}
-	if cf == providers.FormatResponses && b.responsesURL != "" {
-		target = b.responsesURL
-	}
-	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic && client.URL.RawQuery != "" {
-		target += "?" + client.URL.RawQuery
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	url, out, err := b.ep.prepare(cf, body, client, stream)
 	if err != nil {
 		return nil, err
 	}
-	req.Header = b.header.Clone()
-	if cf == providers.FormatAnthropic && b.upstream == providers.FormatAnthropic {
-		// An Anthropic client's version and betas go through unless the
-		// deployment's extra_headers pin them.
-		for _, k := range [...]string{"Anthropic-Version", "Anthropic-Beta"} {
-			if _, pinned := b.dep.ExtraHeaders[k]; !pinned {
-				if v := client.Header.Values(k); len(v) > 0 {
-					req.Header[k] = v
-				}
-			}
-		}
-	}
-	return req, nil
+	return b.postRequest(ctx, cf, client, url, out)
 }
 
-// cloudRequest posts body to a cloud's url, authenticated for it.
-func (b *backend) cloudRequest(ctx context.Context, cf providers.Format, client *http.Request, url string, body []byte) (*http.Request, error) {
+// postRequest posts body to url, authenticated for the endpoint.
+func (b *backend) postRequest(ctx context.Context, cf providers.Format, client *http.Request, url string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header = b.header.Clone()
-	if cf == providers.FormatAnthropic && b.dep.Kind == modellist.KindVertex {
-		// Vertex takes betas as Anthropic does, in the header; Bedrock
-		// has them in the body already (cloud.prepare).
-		if _, pinned := b.dep.ExtraHeaders["Anthropic-Beta"]; !pinned {
-			if v := client.Header.Values("Anthropic-Beta"); len(v) > 0 {
-				req.Header["Anthropic-Beta"] = v
-			}
-		}
-	}
-	if err := b.cloud.authorize(ctx, req, body); err != nil {
+	if err := b.ep.authorize(ctx, req, cf, client.Header, body); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// events reads the upstream's stream for route rt: NDJSON when the route
+// says so (Ollama's native API), else in the endpoint's framing.
+func (b *backend) events(rt *providers.Route, body io.Reader, br *bufio.Reader) providers.EventReader {
+	if rt.NDJSON {
+		return providers.NewNDJSONReader(body, br)
+	}
+	return b.ep.events(body, br)
 }
 
 // clientSet shares one transport per upstream base so deployments of one

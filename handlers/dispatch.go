@@ -200,7 +200,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	// fallback's when the request has moved on to one.
 	att := Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
 	resp, err := b.client.Do(req)
-	if err == nil && b.cloud != nil {
+	if err == nil {
 		resp, err = b.renewCredentials(ctx, cf, r, upBody, info.Stream, resp)
 	}
 	if err != nil {
@@ -223,7 +223,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.gap)}
 		} else {
 			att.Err = errorClass(ctx, err)
-			apiErr = g.transportError(ctx, err, rec.Alias, timeout)
+			apiErr = transportError(ctx, err, rec.Alias, timeout)
 		}
 		g.obs.Attempt(att)
 		b.state.failure(g.now(), b.policy, att.Err == "connection_refused")
@@ -247,7 +247,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		}
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := retryableStatus(status)
-		if b.cloud != nil && credentialsRejected(status, apiErr.Message) {
+		if b.ep.credentialsRefused(status, apiErr.Message) {
 			// Wrong credentials are the deployment's fault, not the
 			// request's: another deployment may serve it.
 			retryable = true
@@ -313,7 +313,7 @@ func (b *backend) renewCredentials(ctx context.Context, cf providers.Format, r *
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(errBody))
 	msg := b.parseUpstreamError(resp.StatusCode, resp.Header, errBody).Message
-	if !credentialsRejected(resp.StatusCode, msg) || !b.cloud.rejected() {
+	if !b.ep.credentialsRefused(resp.StatusCode, msg) || !b.ep.rejected() {
 		return resp, nil
 	}
 	req, err := b.newRequest(ctx, cf, r, body, stream)
@@ -377,7 +377,7 @@ func errorClass(ctx context.Context, err error) string {
 
 // transportError names the alias and the failure class, never the
 // upstream URL (it may carry credentials) or key.
-func (g *Gateway) transportError(ctx context.Context, err error, alias string, timeout time.Duration) *providers.APIError {
+func transportError(ctx context.Context, err error, alias string, timeout time.Duration) *providers.APIError {
 	switch errorClass(ctx, err) {
 	case "timeout":
 		return &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: upstream did not answer within %s", alias, timeout)}

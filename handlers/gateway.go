@@ -160,7 +160,8 @@ func NewGateway(o GatewayOptions) *Gateway {
 		if c == nil {
 			c = clients.forDeployment(d)
 		}
-		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router, o.Timeout, o.DefaultMaxTokens)
+		b := newBackend(d, backendOptions{client: c, state: g.states.Get(d.ID), router: o.Models.Router,
+			defaultTimeout: o.Timeout, defaultMaxTokens: o.DefaultMaxTokens})
 		g.backends[d.Alias] = append(g.backends[d.Alias], b)
 		g.byID[d.ID] = b
 	}
@@ -214,9 +215,7 @@ func (g *Gateway) Close() {
 			seen[b.client] = true
 			b.client.CloseIdleConnections()
 		}
-		if b.cloud != nil {
-			b.cloud.close()
-		}
+		b.ep.close()
 	}
 }
 

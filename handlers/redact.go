@@ -81,11 +81,12 @@ func (b *backend) scrub(t string) string {
 // allSecrets adds a cloud deployment's to the fixed list: its key pair or
 // private key, and the access token of the moment, which changes.
 func (b *backend) allSecrets() []string {
-	if b.cloud == nil {
+	more := b.ep.secrets()
+	if len(more) == 0 {
 		return b.secrets
 	}
 	out := b.secrets[:len(b.secrets):len(b.secrets)]
-	for _, s := range b.cloud.secrets() {
+	for _, s := range more {
 		if len(s) >= minSecretLen {
 			out = append(out, s)
 		}

@@ -144,17 +144,8 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	}
 	br := g.readerPool.Get().(*bufio.Reader)
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
-	var events providers.EventReader
 	rt := b.route(cf)
-	switch {
-	case rt.NDJSON:
-		events = providers.NewNDJSONReader(resp.Body, br)
-	case b.cloud != nil && b.cloud.eventStream():
-		br.Reset(resp.Body)
-		events = providers.NewBedrockEventReader(br)
-	default:
-		events = providers.NewSSEReader(resp.Body, br)
-	}
+	events := b.events(rt, resp.Body, br)
 	tr := rt.Stream(b.dep.Model, info, dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
