@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/upstream"
 )
 
 // serveCountTokens answers Anthropic's count_tokens for any alias without
@@ -59,20 +60,20 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 	b := bs[0]
 	now := g.now()
 	for _, c := range bs {
-		if c.state.healthy(now) {
+		if c.State().Healthy(now) {
 			b = c
 			break
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), countTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), upstream.CountTimeout)
 	defer cancel()
-	res, apiErr := b.ep.counter().count(ctx, b, countRequest{client: r, body: body, local: g.counter})
-	if res.raw != nil {
+	res, apiErr := b.Count(ctx, r, body, g.counter)
+	if res.Raw != nil {
 		// Anthropic's own answer: its request id goes back even when its
 		// count cannot be read.
-		relayHeaders(w.Header(), res.header)
+		relayHeaders(w.Header(), res.Header)
 		if cf == providers.FormatAnthropic {
-			writeJSON(w, http.StatusOK, res.raw)
+			writeJSON(w, http.StatusOK, res.Raw)
 			return
 		}
 	}
@@ -80,6 +81,6 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf provide
 		apiErr.Write(w, cf)
 		return
 	}
-	relayHeaders(w.Header(), res.header)
-	writeJSON(w, http.StatusOK, tokenCount(cf, res.n))
+	relayHeaders(w.Header(), res.Header)
+	writeJSON(w, http.StatusOK, tokenCount(cf, res.N))
 }

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 // Endpoints: what each kind of upstream adds to its wire format (where
 // requests go, how they are authenticated, how tokens are counted for

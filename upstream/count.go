@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 // Token counts without inference, one strategy per kind of upstream,
 // chosen when the endpoint is built (newEndpoint).
@@ -17,14 +17,22 @@ import (
 	"github.com/modelgate/modelgate/tokencount"
 )
 
-// countTimeout bounds a count, which asks an upstream at most once.
-const countTimeout = 30 * time.Second
+// CountTimeout bounds a count, which asks an upstream at most once.
+const CountTimeout = 30 * time.Second
+
+// Count counts body, an Anthropic Messages request, the way the
+// deployment's endpoint counts for free: the provider's own count, a
+// local server's tokenizer, tiktoken for OpenAI models, or local's
+// estimate. client is the caller's request (its query and betas).
+func (b *Deployment) Count(ctx context.Context, client *http.Request, body []byte, local *tokencount.Counter) (CountResult, *providers.APIError) {
+	return b.ep.counter().count(ctx, b, countRequest{client: client, body: body, local: local})
+}
 
 // tokenCounter counts a Messages request's tokens for one deployment.
 type tokenCounter interface {
 	// count returns the count, or the error for the client, already
 	// without the deployment's secrets.
-	count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError)
+	count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError)
 }
 
 // countRequest is what a count is asked.
@@ -34,37 +42,38 @@ type countRequest struct {
 	local  *tokencount.Counter
 }
 
-// countResult is a count. raw, when set, is Anthropic's own answer,
-// relayed as it is to Anthropic clients even when its count could not be
-// read for others; header is the upstream's, for its request id.
-type countResult struct {
-	n      int
-	raw    []byte
-	header http.Header
+// CountResult is a count.
+type CountResult struct {
+	N int
+	// Raw, when set, is Anthropic's own answer, to relay as it is to
+	// Anthropic clients even when its count could not be read for others.
+	Raw []byte
+	// Header is the upstream's answer header, for its request id.
+	Header http.Header
 }
 
 // estimateCount is the documented estimate, for servers with no tokenizer
 // of their own.
 type estimateCount struct{}
 
-func (estimateCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
+func (estimateCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
 	n, err := req.local.Estimate(req.body)
-	return countResult{n: n}, b.localCountError(ctx, err)
+	return CountResult{N: n}, b.localCountError(ctx, err)
 }
 
 // tiktokenCount counts with OpenAI's own vocabularies, for OpenAI models.
 type tiktokenCount struct{}
 
-func (tiktokenCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
+func (tiktokenCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
 	n, _, err := req.local.CountOpenAI(req.body, b.dep.Model)
-	return countResult{n: n}, b.localCountError(ctx, err)
+	return CountResult{N: n}, b.localCountError(ctx, err)
 }
 
 // serverCount asks a local server's tokenizer (vLLM's, or llama.cpp's),
 // falling back to the estimate when the server cannot be asked.
 type serverCount struct{ vllm bool }
 
-func (s serverCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
+func (s serverCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
 	var n int
 	var err error
 	if s.vllm {
@@ -75,19 +84,19 @@ func (s serverCount) count(ctx context.Context, b *backend, req countRequest) (c
 	if err != nil && ctx.Err() == nil && !isClientError(err) {
 		n, err = req.local.Estimate(req.body)
 	}
-	return countResult{n: n}, b.localCountError(ctx, err)
+	return CountResult{N: n}, b.localCountError(ctx, err)
 }
 
 // localCountError is a failed count's error for the client: a timeout
 // says so, anything else passes the redaction gate.
-func (b *backend) localCountError(ctx context.Context, err error) *providers.APIError {
+func (b *Deployment) localCountError(ctx context.Context, err error) *providers.APIError {
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: token counting timed out", b.dep.Alias)}
 	}
-	return b.upstreamError(asAPIError(err))
+	return b.Redact(asAPIError(err))
 }
 
 func isClientError(err error) bool {
@@ -98,14 +107,14 @@ func isClientError(err error) bool {
 // anthropicCount forwards to Anthropic's own count_tokens, free.
 type anthropicCount struct{}
 
-func (anthropicCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
+func (anthropicCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
 	out, err := providers.RewriteModel(req.body, b.dep.Model)
 	if err != nil {
-		return countResult{}, asAPIError(err)
+		return CountResult{}, asAPIError(err)
 	}
-	up, err := b.newRequest(ctx, providers.FormatAnthropic, req.client, out, false)
+	up, err := b.NewRequest(ctx, providers.FormatAnthropic, req.client, out, false)
 	if err != nil {
-		return countResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
+		return CountResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
 	}
 	up.URL.Path += "/count_tokens"
 	return b.relayCount(up, func(raw []byte) (int, error) {
@@ -124,18 +133,18 @@ func (anthropicCount) count(ctx context.Context, b *backend, req countRequest) (
 // deployment's own Messages route, tools and system instruction included.
 type geminiCount struct{ url string }
 
-func (c geminiCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
-	gen, _, err := b.upstreamBody(providers.FormatAnthropic, req.body, providers.RequestInfo{Model: b.dep.Alias})
+func (c geminiCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
+	gen, _, err := b.Body(providers.FormatAnthropic, req.body, providers.RequestInfo{Model: b.dep.Alias})
 	if err != nil {
-		return countResult{}, asAPIError(err)
+		return CountResult{}, asAPIError(err)
 	}
 	out, err := providers.GeminiCountBody(gen, b.dep.Model)
 	if err != nil {
-		return countResult{}, asAPIError(err)
+		return CountResult{}, asAPIError(err)
 	}
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(out))
 	if err != nil {
-		return countResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
+		return CountResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
 	}
 	up.Header = b.header.Clone()
 	return b.relayCount(up, providers.GeminiCountResult, false)
@@ -145,19 +154,19 @@ func (c geminiCount) count(ctx context.Context, b *backend, req countRequest) (c
 // count, free on both.
 type cloudCount struct{}
 
-func (cloudCount) count(ctx context.Context, b *backend, req countRequest) (countResult, *providers.APIError) {
+func (cloudCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
 	cc := b.ep.(cloudCounter)
 	url, out, err := cc.prepareCount(req.body, req.client.Header)
 	if err != nil {
-		return countResult{}, asAPIError(err)
+		return CountResult{}, asAPIError(err)
 	}
 	up, err := b.postRequest(ctx, providers.FormatAnthropic, req.client, url, out)
 	if err != nil {
-		var credErr *credentialError
+		var credErr *CredentialError
 		if errors.As(err, &credErr) {
-			return countResult{}, b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", b.dep.Alias, credErr.msg)})
+			return CountResult{}, b.Redact(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", b.dep.Alias, credErr.msg)})
 		}
-		return countResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
+		return CountResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
 	}
 	return b.relayCount(up, cc.countResult, false)
 }
@@ -165,10 +174,10 @@ func (cloudCount) count(ctx context.Context, b *backend, req countRequest) (coun
 // relayCount sends a provider's free token count request and reads the
 // count from its answer with read; keepRaw keeps the answer itself
 // (Anthropic's, in its clients' shape already).
-func (b *backend) relayCount(req *http.Request, read func([]byte) (int, error), keepRaw bool) (countResult, *providers.APIError) {
+func (b *Deployment) relayCount(req *http.Request, read func([]byte) (int, error), keepRaw bool) (CountResult, *providers.APIError) {
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return countResult{}, transportError(req.Context(), err, b.dep.Alias, countTimeout)
+		return CountResult{}, TransportError(req.Context(), err, b.dep.Alias, CountTimeout)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -181,18 +190,18 @@ func (b *backend) relayCount(req *http.Request, read func([]byte) (int, error), 
 		if b.ep.credentialsRefused(resp.StatusCode, apiErr.Message) {
 			b.ep.rejected() // the next count gets fresh credentials
 		}
-		return countResult{}, apiErr
+		return CountResult{}, apiErr
 	}
 	limit := int64(1 << 20)
 	if keepRaw {
-		limit = maxUpstreamBody
+		limit = MaxAnswer
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
-	res := countResult{header: resp.Header}
+	res := CountResult{Header: resp.Header}
 	if keepRaw {
-		res.raw = raw
+		res.Raw = raw
 	}
-	if res.n, err = read(raw); err != nil {
+	if res.N, err = read(raw); err != nil {
 		return res, &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream's token count could not be read", b.dep.Alias)}
 	}
 	return res, nil
@@ -201,13 +210,13 @@ func (b *backend) relayCount(req *http.Request, read func([]byte) (int, error), 
 // upstreamCountError is a failed count's answer: the upstream's status
 // and message in the gateway's shape, without the deployment's secrets,
 // which some servers echo back.
-func upstreamCountError(b *backend, resp *http.Response, raw []byte) *providers.APIError {
+func upstreamCountError(b *Deployment, resp *http.Response, raw []byte) *providers.APIError {
 	status := resp.StatusCode
 	if status < 400 {
 		return &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream redirected (%d); check the deployment's api_base", b.dep.Alias, status)}
 	}
-	apiErr := b.parseUpstreamError(status, resp.Header, raw)
+	apiErr := b.ParseError(status, resp.Header, raw)
 	apiErr.Status = status
 	apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", b.dep.Alias, status, apiErr.Message)
 	apiErr.RetryAfter = resp.Header.Get("Retry-After")

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 // Claude on AWS Bedrock and Google Vertex AI: the Anthropic Messages wire
 // format at another address, with the cloud's own authentication and, for
@@ -56,11 +56,11 @@ type cloudCounter interface {
 	countResult(raw []byte) (int, error)
 }
 
-// credentialError is a cloud credential that could not be had: the AWS
+// CredentialError is a cloud credential that could not be had: the AWS
 // chain found none, the token endpoint refused the service account.
-type credentialError struct{ msg string }
+type CredentialError struct{ msg string }
 
-func (e *credentialError) Error() string { return e.msg }
+func (e *CredentialError) Error() string { return e.msg }
 
 // credentialsRejected reports whether a cloud's answer means the
 // deployment's credentials are wrong or stale rather than the request:
@@ -157,11 +157,11 @@ func (e *bedrockEndpoint) countResult(raw []byte) (int, error) {
 
 func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, _ providers.Format, _ http.Header, body []byte) error {
 	if e.chainErr != nil {
-		return &credentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
+		return &CredentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
 	}
 	c, err := e.creds.Retrieve(ctx)
 	if err != nil {
-		return &credentialError{"no AWS credentials: set aws_access_key_id and aws_secret_access_key on the entry, or provide them to the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role): " + err.Error()}
+		return &CredentialError{"no AWS credentials: set aws_access_key_id and aws_secret_access_key on the entry, or provide them to the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role): " + err.Error()}
 	}
 	sum := sha256.Sum256(body)
 	if stream := strings.HasSuffix(req.URL.Path, "-stream"); stream {
@@ -337,9 +337,9 @@ func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, cf prov
 	tok, err := ts.Token()
 	if err != nil {
 		if _, adc := e.conf.(adcConf); adc {
-			return &credentialError{"no Vertex AI access token from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server), or give vertex_credentials: " + err.Error()}
+			return &CredentialError{"no Vertex AI access token from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server), or give vertex_credentials: " + err.Error()}
 		}
-		return &credentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
+		return &CredentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
 	}
 	e.mu.Lock()
 	e.token = tok.AccessToken
@@ -373,11 +373,11 @@ func (e *vertexEndpoint) secrets() []string {
 
 func (e *vertexEndpoint) close() { e.transport.CloseIdleConnections() }
 
-// parseUpstreamError reads the deployment's error answer into the
-// client's error, in the deployment's dialect (a cloud names its
-// exception or status apart from the body), without its secrets.
-func (b *backend) parseUpstreamError(status int, h http.Header, body []byte) *providers.APIError {
-	return b.upstreamError(b.ep.parseError(status, h, body))
+// ParseError reads the deployment's error answer into the client's
+// error, in the deployment's dialect (a cloud names its exception or
+// status apart from the body), without its secrets.
+func (b *Deployment) ParseError(status int, h http.Header, body []byte) *providers.APIError {
+	return b.Redact(b.ep.parseError(status, h, body))
 }
 
 // cloudError reads a cloud's error answer into the client's error, the
