@@ -212,7 +212,7 @@ type vertexEndpoint struct {
 	tokenCtx  context.Context
 	transport *http.Transport
 	key       string
-	pinBeta   bool // extra_headers pin Anthropic-Beta
+	passBeta  [7]bool // by client format, as Deployment.routes is indexed
 
 	mu    sync.Mutex
 	ts    oauth2.TokenSource // caches the token and refreshes it before expiry
@@ -229,7 +229,10 @@ func newVertexEndpoint(d *modellist.Deployment) *vertexEndpoint {
 		model:  pathEscape(d.Model),
 		name:   d.Model,
 	}
-	_, e.pinBeta = d.ExtraHeaders["Anthropic-Beta"]
+	// Only an Anthropic client's betas go through, unless extra_headers
+	// pin them.
+	_, pinned := d.ExtraHeaders["Anthropic-Beta"]
+	e.passBeta[providers.FormatAnthropic] = !pinned
 	// The token endpoint is Google's (or the file's token_uri), never the
 	// deployment's api_base: it gets its own connections, without the
 	// deployment's TLS settings.
@@ -324,7 +327,7 @@ func (e *vertexEndpoint) countResult(raw []byte) (int, error) {
 }
 
 func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client http.Header, _ []byte) error {
-	if cf == providers.FormatAnthropic && !e.pinBeta {
+	if e.passBeta[cf] {
 		// Vertex takes betas as Anthropic does, in the header; Bedrock
 		// has them in the body already (prepare).
 		if v := client.Values("Anthropic-Beta"); len(v) > 0 {

@@ -105,23 +105,56 @@ func newEndpoint(d *modellist.Deployment) endpoint {
 		e.streamURL = e.url
 	}
 	e.key = d.APIKey
+	var responsesURL string
 	if d.ResponsesNative {
-		e.responsesURL = d.APIBase + "/responses"
+		responsesURL = d.APIBase + "/responses"
 		if d.Kind == modellist.KindOllama {
-			e.responsesURL = d.APIBase + "/v1/responses"
+			responsesURL = d.APIBase + "/v1/responses"
 		}
 	}
+	e.settle(responsesURL)
 	return e
+}
+
+// settle fills the table of targets by client format from the endpoint's
+// URLs, so that a request only looks its format up.
+func (e *httpEndpoint) settle(responsesURL string) {
+	for cf := range e.targets {
+		t := target{url: e.url, stream: e.streamURL}
+		switch providers.Format(cf) {
+		case providers.FormatEmbeddings, providers.FormatGeminiEmbed:
+			t.url, t.stream = e.embedURL, e.embedURL
+		case providers.FormatResponses:
+			if responsesURL != "" {
+				t.url, t.stream = responsesURL, responsesURL
+			}
+		case providers.FormatAnthropic:
+			t.passAnthropic = e.passAnthropic
+		}
+		e.targets[cf] = t
+	}
+	e.native = responsesURL != ""
+}
+
+// target is where requests of one client format go.
+type target struct {
+	url, stream string
+	// passAnthropic: an Anthropic client's query, version and betas go
+	// through to an Anthropic upstream.
+	passAnthropic bool
 }
 
 // httpEndpoint is an upstream reached with a fixed key in a header:
 // OpenAI-compatible servers, Anthropic, Gemini, Ollama and echo.
 type httpEndpoint struct {
-	up                  providers.Format
-	url                 string // full upstream endpoint, without query
-	streamURL           string // url but for Gemini, whose streams have their own action
-	embedURL            string // "" when the upstream has no embeddings
-	responsesURL        string // the server's own /responses when native, else ""
+	up        providers.Format
+	url       string // full upstream endpoint, without query
+	streamURL string // url but for Gemini, whose streams have their own action
+	embedURL  string // "" when the upstream has no embeddings
+	// targets is where each client format's requests go (indexed by
+	// providers.Format, as Deployment.routes is), from the URLs above.
+	targets             [7]target
+	native              bool // Responses requests go to the server's own /responses
 	key                 string
 	count               tokenCounter
 	passAnthropic       bool // an Anthropic client's query, version and betas go through
@@ -129,7 +162,7 @@ type httpEndpoint struct {
 }
 
 func (e *httpEndpoint) format() providers.Format { return e.up }
-func (e *httpEndpoint) nativeResponses() bool    { return e.responsesURL != "" }
+func (e *httpEndpoint) nativeResponses() bool    { return e.native }
 func (e *httpEndpoint) embeddings() bool         { return e.embedURL != "" }
 func (e *httpEndpoint) counter() tokenCounter    { return e.count }
 
@@ -149,24 +182,19 @@ func (e *httpEndpoint) credentials(h http.Header) {
 }
 
 func (e *httpEndpoint) prepare(cf providers.Format, body []byte, client *http.Request, stream bool) (string, []byte, error) {
-	target := e.url
-	switch {
-	case cf == providers.FormatEmbeddings || cf == providers.FormatGeminiEmbed:
-		target = e.embedURL
-	case stream:
-		target = e.streamURL
+	t := &e.targets[cf]
+	u := t.url
+	if stream {
+		u = t.stream
 	}
-	if cf == providers.FormatResponses && e.responsesURL != "" {
-		target = e.responsesURL
+	if t.passAnthropic && client.URL.RawQuery != "" {
+		u += "?" + client.URL.RawQuery
 	}
-	if cf == providers.FormatAnthropic && e.passAnthropic && client.URL.RawQuery != "" {
-		target += "?" + client.URL.RawQuery
-	}
-	return target, body, nil
+	return u, body, nil
 }
 
 func (e *httpEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client http.Header, _ []byte) error {
-	if cf != providers.FormatAnthropic || !e.passAnthropic {
+	if !e.targets[cf].passAnthropic {
 		return nil
 	}
 	// An Anthropic client's version and betas go through unless the
