@@ -39,7 +39,7 @@ type Deployment struct {
 	prices  ledger.Prices
 	timeout time.Duration
 	gap     time.Duration // stream_timeout: longest allowed pause between events
-	secrets []string      // what upstreamError removes from upstream text
+	secrets []string      // what Redact removes from upstream text
 }
 
 // Options is what a deployment is built from besides its entry.
