@@ -85,14 +85,14 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	var minWait time.Duration
 	cooling, limited := 0, 0
 	tried := 0
-	for ci, rt := range chain {
-		if ci > 0 && !id.Allows(rt.alias) {
+	for ci, link := range chain {
+		if ci > 0 && !id.Allows(link.alias) {
 			// A fallback is another alias: a key limited to some aliases
 			// must not reach the others through it.
 			continue
 		}
-		ordered := g.selector.Order(rt.deployments)
-		attempts := rt.attempts
+		ordered := g.selector.Order(link.deployments)
+		attempts := link.attempts
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
 			if r.Context().Err() != nil {
