@@ -33,7 +33,7 @@ func TestMistypedStreamIsTheClientsFault(t *testing.T) {
 	if n := up.hits.Load(); n != 0 {
 		t.Fatalf("the upstream saw %d requests the gateway should have refused", n)
 	}
-	if s := g.backends["m"][0].state.Snapshot(time.Now()); !s.Healthy || s.RecentFails != 0 {
+	if s := g.backends["m"][0].State().Snapshot(time.Now()); !s.Healthy || s.RecentFails != 0 {
 		t.Fatalf("deployment state %+v, want healthy", s)
 	}
 	if rec := post(g, alice, "/v1/chat/completions", chatBody("m", true)); rec.Code != http.StatusOK {

@@ -413,11 +413,11 @@ func TestCloudSecretsRedacted(t *testing.T) {
 	}
 	tok := strings.TrimPrefix(f.rec.Last().Header.Get("Authorization"), "Bearer ")
 	vb, bb := g.backends["v"][0], g.backends["b"][0]
-	e := vb.upstreamError(upstreamErr("invalid token " + tok))
+	e := vb.Redact(upstreamErr("invalid token " + tok))
 	if strings.Contains(e.Message, tok) || !strings.Contains(e.Message, "[redacted]") {
 		t.Errorf("token kept: %s", e.Message)
 	}
-	e = bb.upstreamError(upstreamErr("bad " + testSecret + " for " + testAKID))
+	e = bb.Redact(upstreamErr("bad " + testSecret + " for " + testAKID))
 	if strings.Contains(e.Message, testSecret) || strings.Contains(e.Message, testAKID) {
 		t.Errorf("key pair kept: %s", e.Message)
 	}

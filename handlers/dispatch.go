@@ -4,21 +4,18 @@ package handlers
 // cooldowns, and how one upstream attempt ends.
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/upstream"
 )
 
 // result is how one upstream attempt ended.
@@ -26,7 +23,7 @@ type result struct {
 	committed bool // the client has seen headers or bytes: no retry possible
 	recorded  bool // the record is already in the database (durability sync)
 	retryable bool // another deployment may succeed
-	skipped   admitResult
+	skipped   upstream.Admission
 	wait      time.Duration
 	err       *providers.APIError // what to tell the client if nothing else works
 	class     string              // short failure class for the attempt log
@@ -62,6 +59,21 @@ func (g *gapWatch) stop() {
 // fired reports whether the gap expired and cancelled the request.
 func (g *gapWatch) fired() bool { return g != nil && g.expired.Load() }
 
+// upstreamCall is one attempt's upstream answer on its way to the client:
+// what relayBody and relayStream need besides the context of the call.
+type upstreamCall struct {
+	x     *exchange
+	d     *upstream.Deployment
+	resp  *http.Response
+	start time.Time // when the attempt began, for the time to first token
+	// gap cancels the call when a stream pauses too long; nil when
+	// stream_timeout is unset or the answer is not a stream.
+	gap *gapWatch
+	// dropUsage: the client did not ask for the usage the route had the
+	// upstream include; the stream's translator leaves it out.
+	dropUsage bool
+}
+
 // dispatch tries the alias's deployments, then its fallbacks, until one
 // answers or none is left.
 //
@@ -74,16 +86,14 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	var minWait time.Duration
 	cooling, limited := 0, 0
 	tried := 0
-	for ci, rt := range chain {
-		if ci > 0 && !id.Allows(rt.alias) {
+	for ci, link := range chain {
+		if ci > 0 && !id.Allows(link.alias) {
 			// A fallback is another alias: a key limited to some aliases
 			// must not reach the others through it.
 			continue
 		}
-		ordered := orderCandidates(rt.backends, g.models.Router.RoutingStrategy,
-			func(b *backend) float64 { return b.dep.Weight },
-			func(b *backend) *DeploymentState { return b.state })
-		attempts := rt.attempts
+		ordered := g.selector.Order(link.deployments)
+		attempts := link.attempts
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
 			if r.Context().Err() != nil {
@@ -93,10 +103,10 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			moreLeft := i+1 < attempts || ci+1 < len(chain)
 			res := g.attempt(x, b, moreLeft)
 			switch res.skipped {
-			case coolingDown:
+			case upstream.CoolingDown:
 				cooling++
 				continue
-			case rateLimited:
+			case upstream.RateLimited:
 				limited++
 				if minWait == 0 || res.wait < minWait {
 					minWait = res.wait
@@ -131,26 +141,27 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	return false
 }
 
-// route is one alias as dispatch walks it, fixed when the gateway is built.
-type route struct {
-	alias    string
-	backends []*backend
-	attempts int
+// aliasLink is one alias of an alias chain (the alias, then its
+// fallbacks) as dispatch walks it, fixed when the gateway is built.
+type aliasLink struct {
+	alias       string
+	deployments []*upstream.Deployment
+	attempts    int
 }
 
-// routeFor settles how many tries an alias gets: every deployment once by
+// linkFor settles how many tries an alias gets: every deployment once by
 // default, or 1 + num_retries / max_retries when configured. max_retries
 // is read from the alias's first entry in the file so that the answer does
 // not depend on the shuffle.
-func (g *Gateway) routeFor(alias string) route {
+func (g *Gateway) linkFor(alias string) aliasLink {
 	bs := g.backends[alias]
 	n := len(bs)
 	retries := -1
 	if g.models.Router.NumRetries > 0 {
 		retries = g.models.Router.NumRetries
 	}
-	if len(bs) > 0 && bs[0].dep.MaxRetries != nil {
-		retries = *bs[0].dep.MaxRetries
+	if len(bs) > 0 && bs[0].Entry().MaxRetries != nil {
+		retries = *bs[0].Entry().MaxRetries
 	}
 	if retries >= 0 {
 		n = retries + 1
@@ -158,60 +169,60 @@ func (g *Gateway) routeFor(alias string) route {
 	if n < 1 {
 		n = 1
 	}
-	return route{alias: alias, backends: bs, attempts: n}
+	return aliasLink{alias: alias, deployments: bs, attempts: n}
 }
 
 // attempt makes one upstream call and relays its answer if it is good.
-func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
+func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) result {
 	w, r, cf, body, info, rec := x.w, x.r, x.cf, x.body, x.info, x.rec
 	now := g.now()
-	adm, wait, probe := b.state.admit(now, b.policy)
-	if adm != admitted {
+	adm, wait, probe := b.Admit(now)
+	if adm != upstream.Admitted {
 		return result{skipped: adm, wait: wait}
 	}
-	upBody, dropUsage, err := b.upstreamBody(cf, body, info)
+	upBody, dropUsage, err := b.Body(cf, body, info)
 	if err != nil {
-		b.state.release(probe)
+		b.State().Release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		apiErr.Write(w, cf)
 		return result{committed: true}
 	}
-	rec.UpstreamModel, rec.Provider = b.dep.Model, b.dep.Provider
+	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
 
-	timeout := b.timeout
+	timeout := b.Timeout()
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	// For a stream, stream_timeout also bounds the wait for the first
 	// event: a backend that accepts the request and then says nothing is
 	// as stuck as one that stops half way.
 	var gap *gapWatch
-	if info.Stream && b.gap > 0 {
-		gap = newGapWatch(b.gap, cancel)
+	if info.Stream && b.StreamTimeout() > 0 {
+		gap = newGapWatch(b.StreamTimeout(), cancel)
 		defer gap.stop()
 	}
-	req, err := b.newRequest(ctx, cf, r, upBody, info.Stream)
+	req, err := b.NewRequest(ctx, cf, r, upBody, info.Stream)
 	if err != nil {
 		return g.requestFailed(x, b, err, probe, moreLeft)
 	}
-	b.state.inFlight.Add(1)
-	defer b.state.inFlight.Add(-1)
+	b.State().Start()
+	defer b.State().Done()
 
 	// The attempt names the alias the deployment belongs to, which is a
 	// fallback's when the request has moved on to one.
-	att := Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Retrying: moreLeft}
-	resp, err := b.client.Do(req)
-	if err == nil && b.cloud != nil {
-		resp, err = b.renewCredentials(ctx, cf, r, upBody, info.Stream, resp)
+	att := Attempt{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model, Retrying: moreLeft}
+	resp, err := b.Client().Do(req)
+	if err == nil {
+		resp, err = b.RenewCredentials(ctx, cf, r, upBody, info.Stream, resp)
 	}
 	if err != nil {
-		var credErr *credentialError
+		var credErr *upstream.CredentialError
 		if errors.As(err, &credErr) {
 			return g.requestFailed(x, b, err, probe, moreLeft)
 		}
 		att.Duration = g.now().Sub(now)
 		if r.Context().Err() != nil {
-			b.state.release(probe)
+			b.State().Release(probe)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			att.Err, att.Retrying = "client_gone", false
 			g.obs.Attempt(att)
@@ -221,13 +232,13 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		if gap.fired() {
 			att.Err = "stream_timeout"
 			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout,
-				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.gap)}
+				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.StreamTimeout())}
 		} else {
-			att.Err = errorClass(ctx, err)
-			apiErr = g.transportError(ctx, err, rec.Alias, timeout)
+			att.Err = upstream.ErrorClass(ctx, err)
+			apiErr = upstream.TransportError(ctx, err, rec.Alias, timeout)
 		}
 		g.obs.Attempt(att)
-		b.state.failure(g.now(), b.policy, att.Err == "connection_refused")
+		b.Failure(g.now(), att.Err == "connection_refused")
 		return result{retryable: true, err: apiErr}
 	}
 	defer resp.Body.Close()
@@ -243,12 +254,12 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 			att.Err = "redirect"
 		} else {
 			errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			apiErr = b.parseUpstreamError(status, resp.Header, errBody)
+			apiErr = b.ParseError(status, resp.Header, errBody)
 			apiErr.Message = fmt.Sprintf("model %q: upstream returned %d: %s", rec.Alias, status, apiErr.Message)
 		}
 		apiErr.RetryAfter = resp.Header.Get("Retry-After")
 		retryable := retryableStatus(status)
-		if b.cloud != nil && credentialsRejected(status, apiErr.Message) {
+		if b.CredentialsRefused(status, apiErr.Message) {
 			// Wrong credentials are the deployment's fault, not the
 			// request's: another deployment may serve it.
 			retryable = true
@@ -256,9 +267,9 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 		att.Duration = g.now().Sub(now)
 		att.Retrying = retryable && moreLeft
 		if retryable {
-			b.state.failure(g.now(), b.policy, false)
+			b.Failure(g.now(), false)
 		} else {
-			b.state.release(probe)
+			b.State().Release(probe)
 		}
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
@@ -270,19 +281,20 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	}
 
 	var res result
+	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage}
 	if info.Stream {
-		res = g.relayStream(x, ctx, gap, b, resp, dropUsage, now)
+		res = g.relayStream(ctx, call)
 	} else {
-		res = g.relayBody(x, ctx, b, resp, now, timeout)
+		res = g.relayBody(ctx, call)
 	}
 	att.Duration = g.now().Sub(now)
 	switch {
 	case res.committed && rec.Outcome == ledger.OutcomeOK:
-		b.state.success(rec.TTFT)
-		b.state.addTokens(rec.TotalTokens())
+		b.State().Success(rec.TTFT)
+		b.State().AddTokens(rec.TotalTokens())
 	case rec.Outcome == ledger.OutcomeCancelled || r.Context().Err() != nil:
 		// The client went away: that says nothing about the deployment.
-		b.state.release(probe)
+		b.State().Release(probe)
 		att.Err = "client_gone"
 		if !res.committed {
 			applyUsage(rec, providers.Usage{}, b)
@@ -290,7 +302,7 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 			res = result{committed: true}
 		}
 	default:
-		b.state.failure(g.now(), b.policy, false)
+		b.Failure(g.now(), false)
 		att.Err = res.class
 		if att.Err == "" {
 			att.Err = "stream_broken"
@@ -301,97 +313,28 @@ func (g *Gateway) attempt(x *exchange, b *backend, moreLeft bool) result {
 	return res
 }
 
-// renewCredentials sends the request once more with fresh credentials
-// when the cloud refused the cached ones (an access token revoked or
-// expired early, rotated AWS keys) and fresh ones can be had, so that
-// one stale token does not fail a client's request. Any other answer is
-// returned as it came.
-func (b *backend) renewCredentials(ctx context.Context, cf providers.Format, r *http.Request, body []byte, stream bool, resp *http.Response) (*http.Response, error) {
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		return resp, nil
-	}
-	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(errBody))
-	msg := b.parseUpstreamError(resp.StatusCode, resp.Header, errBody).Message
-	if !credentialsRejected(resp.StatusCode, msg) || !b.cloud.rejected() {
-		return resp, nil
-	}
-	req, err := b.newRequest(ctx, cf, r, body, stream)
-	if err != nil {
-		return nil, err
-	}
-	return b.client.Do(req)
-}
-
 // requestFailed ends an attempt whose upstream request could not be
 // built: a body the cloud's dialect refuses is the client's error; a
 // credential that could not be had is the deployment's, and another one
 // may serve the request.
-func (g *Gateway) requestFailed(x *exchange, b *backend, err error, probe, moreLeft bool) result {
+func (g *Gateway) requestFailed(x *exchange, b *upstream.Deployment, err error, probe, moreLeft bool) result {
 	w, cf, rec := x.w, x.cf, x.rec
 	var apiErr *providers.APIError
 	if errors.As(err, &apiErr) {
-		b.state.release(probe)
+		b.State().Release(probe)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		apiErr.Write(w, cf)
 		return result{committed: true}
 	}
-	var credErr *credentialError
+	var credErr *upstream.CredentialError
 	if !errors.As(err, &credErr) {
-		b.state.release(probe)
+		b.State().Release(probe)
 		return result{retryable: true, err: &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: building upstream request failed", rec.Alias)}}
 	}
-	apiErr = b.upstreamError(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", rec.Alias, credErr.msg)})
-	g.obs.Attempt(Attempt{Alias: b.dep.Alias, Deployment: b.dep.ID, Provider: b.dep.Provider, Upstream: b.dep.Model, Err: "credentials", Retrying: moreLeft})
-	b.state.failure(g.now(), b.policy, false)
+	apiErr = b.Redact(&providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: %s", rec.Alias, credErr.Error())})
+	g.obs.Attempt(Attempt{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model, Err: "credentials", Retrying: moreLeft})
+	b.Failure(g.now(), false)
 	return result{retryable: true, err: apiErr}
-}
-
-func errorClass(ctx context.Context, err error) string {
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection_refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection_reset"
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return "dns"
-	}
-	// A certificate the gateway does not trust, an alert from the upstream
-	// (it wants a client certificate, or refuses ours), or plain HTTP
-	// where TLS was expected.
-	var verifyErr *tls.CertificateVerificationError
-	var rhErr tls.RecordHeaderError
-	var opErr *net.OpError
-	if errors.As(err, &verifyErr) || errors.As(err, &rhErr) || (errors.As(err, &opErr) && opErr.Op == "remote error") {
-		return "tls"
-	}
-	if errors.As(err, &opErr) && opErr.Timeout() {
-		return "connect_timeout"
-	}
-	return "transport"
-}
-
-// transportError names the alias and the failure class, never the
-// upstream URL (it may carry credentials) or key.
-func (g *Gateway) transportError(ctx context.Context, err error, alias string, timeout time.Duration) *providers.APIError {
-	switch errorClass(ctx, err) {
-	case "timeout":
-		return &providers.APIError{Status: http.StatusGatewayTimeout, Message: fmt.Sprintf("model %q: upstream did not answer within %s", alias, timeout)}
-	case "connection_refused":
-		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream is not running (connection refused)", alias)}
-	case "dns":
-		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream host name does not resolve", alias)}
-	case "connect_timeout":
-		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream did not accept a connection in time", alias)}
-	case "tls":
-		return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: TLS with the upstream failed (its certificate is not trusted, or it wants a client certificate); see the deployment's tls_ca_file, tls_client_cert and tls_client_key", alias)}
-	}
-	return &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: upstream connection failed", alias)}
 }
 
 func retryableStatus(status int) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/tokencount"
+	"github.com/modelgate/modelgate/upstream"
 )
 
 // GatewayOptions configures a Gateway. Models is required.
@@ -83,8 +84,9 @@ type GatewayOptions struct {
 type Gateway struct {
 	opts     GatewayOptions
 	models   *modellist.Config
-	backends map[string][]*backend // alias → deployments
-	chains   map[string][]route    // alias → itself, then its fallbacks
+	backends map[string][]*upstream.Deployment // alias → deployments
+	chains   map[string][]aliasLink            // alias → itself, then its fallbacks
+	selector upstream.Selector                 // the routing strategy
 	// leases: alias → how long a budget reservation of its requests is
 	// held at most (see estimate), fixed with the chains.
 	leases map[string]time.Duration
@@ -103,7 +105,7 @@ type Gateway struct {
 	tooLarge       string // the 413 message, fixed by the limit
 	memoryFull     string // the 503 message when body memory is full
 	bodyMem        *bodyMemory
-	byID           map[string]*backend
+	byID           map[string]*upstream.Deployment
 	states         *States
 	obs            Observer
 	counter        *tokencount.Counter
@@ -136,8 +138,8 @@ func NewGateway(o GatewayOptions) *Gateway {
 	g := &Gateway{
 		opts:     o,
 		models:   o.Models,
-		backends: make(map[string][]*backend),
-		byID:     make(map[string]*backend),
+		backends: make(map[string][]*upstream.Deployment),
+		byID:     make(map[string]*upstream.Deployment),
 		states:   o.States,
 		obs:      o.Observer,
 		counter:  o.Counter,
@@ -155,33 +157,35 @@ func NewGateway(o GatewayOptions) *Gateway {
 	if g.counter == nil {
 		g.counter = tokencount.New()
 	}
-	clients := newClientSet()
+	clients := upstream.NewClientSet()
 	for _, d := range o.Models.Deployments {
 		var c *http.Client
 		if o.Client != nil {
 			c = o.Client(d)
 		}
 		if c == nil {
-			c = clients.forDeployment(d)
+			c = clients.ForDeployment(d)
 		}
-		b := newBackend(d, c, g.states.Get(d.ID), o.Models.Router, o.Timeout, o.DefaultMaxTokens)
+		b := upstream.New(d, upstream.Options{Client: c, State: g.states.Get(d.ID), Router: o.Models.Router,
+			DefaultTimeout: o.Timeout, DefaultMaxTokens: o.DefaultMaxTokens})
 		g.backends[d.Alias] = append(g.backends[d.Alias], b)
 		g.byID[d.ID] = b
 	}
-	g.chains = make(map[string][]route, len(g.backends))
+	g.selector = upstream.NewSelector(o.Models.Router.RoutingStrategy)
+	g.chains = make(map[string][]aliasLink, len(g.backends))
 	g.leases = make(map[string]time.Duration, len(g.backends))
 	for _, alias := range o.Models.Aliases() {
-		var chain []route
+		var chain []aliasLink
 		for _, a := range append([]string{alias}, o.Models.FallbacksFor(alias)...) {
-			if rt := g.routeFor(a); len(rt.backends) > 0 {
-				chain = append(chain, rt)
+			if l := g.linkFor(a); len(l.deployments) > 0 {
+				chain = append(chain, l)
 			}
 		}
 		g.chains[alias] = chain
 		var longest time.Duration
-		for _, rt := range chain {
-			for _, b := range rt.backends {
-				longest = max(longest, b.timeout)
+		for _, l := range chain {
+			for _, b := range l.deployments {
+				longest = max(longest, b.Timeout())
 			}
 		}
 		// A retry and a fallback may each take as long, then the writer's
@@ -215,13 +219,11 @@ func MinBodyMemory(maxRequestBody int64) int64 {
 func (g *Gateway) Close() {
 	seen := map[*http.Client]bool{}
 	for _, b := range g.byID {
-		if !seen[b.client] {
-			seen[b.client] = true
-			b.client.CloseIdleConnections()
+		if !seen[b.Client()] {
+			seen[b.Client()] = true
+			b.Client().CloseIdleConnections()
 		}
-		if b.cloud != nil {
-			b.cloud.close()
-		}
+		b.Close()
 	}
 }
 
@@ -442,7 +444,7 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 		ID       string `json:"id"`
 		Provider string `json:"provider"`
 		Model    string `json:"model"`
-		Snapshot
+		upstream.Snapshot
 	}
 	now := g.now()
 	out := struct {
@@ -450,7 +452,7 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}{Deployments: []dep{}}
 	for _, d := range g.models.Deployments {
 		b := g.byID[d.ID]
-		out.Deployments = append(out.Deployments, dep{Alias: d.Alias, ID: d.ID, Provider: d.Provider, Model: d.Model, Snapshot: b.state.Snapshot(now)})
+		out.Deployments = append(out.Deployments, dep{Alias: d.Alias, ID: d.ID, Provider: d.Provider, Model: d.Model, Snapshot: b.State().Snapshot(now)})
 	}
 	body, _ := json.Marshal(out)
 	writeJSON(w, http.StatusOK, body)

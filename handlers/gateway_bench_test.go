@@ -172,15 +172,15 @@ func BenchmarkAliasRewrite(b *testing.B) {
 				b.Fatalf("model %q does not resolve", info.Model)
 			}
 			be := g.backends[alias][0]
-			out, _, err := be.upstreamBody(tc.cf, body, info)
-			if err != nil || !bytes.Contains(out, []byte(be.dep.Model)) {
-				b.Fatalf("upstream body for %s: %v, model %q missing", alias, err, be.dep.Model)
+			out, _, err := be.Body(tc.cf, body, info)
+			if err != nil || !bytes.Contains(out, []byte(be.Entry().Model)) {
+				b.Fatalf("upstream body for %s: %v, model %q missing", alias, err, be.Entry().Model)
 			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
 				a, _ := g.models.Resolve(info.Model)
-				if _, _, err := g.backends[a][0].upstreamBody(tc.cf, body, info); err != nil {
+				if _, _, err := g.backends[a][0].Body(tc.cf, body, info); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -167,5 +167,5 @@ func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
 // embeds reports whether the alias's first deployment serves embeddings.
 func (g *Gateway) embeds(alias string) bool {
 	bs := g.backends[alias]
-	return len(bs) > 0 && bs[0].embedURL != ""
+	return len(bs) > 0 && bs[0].Embeddings()
 }

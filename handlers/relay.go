@@ -16,23 +16,20 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/upstream"
 )
-
-// maxUpstreamBody bounds a non-streaming upstream answer held in memory
-// for translation or usage reading.
-const maxUpstreamBody = 64 << 20
 
 // applyUsage puts the upstream's usage on the record, clamped: an upstream
 // is not trusted to count sanely, and these numbers also feed the tpm
 // windows and metrics, where a negative count would hand out capacity.
-func applyUsage(rec *ledger.Record, u providers.Usage, b *backend) {
+func applyUsage(rec *ledger.Record, u providers.Usage, b *upstream.Deployment) {
 	rec.InputTokens, rec.CacheCreation5m = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.CacheCreation5m)
 	rec.CacheCreation1h, rec.CacheReadTokens = ledger.ClampTokens(u.CacheCreation1h), ledger.ClampTokens(u.CacheReadTokens)
 	rec.OutputTokens = ledger.ClampTokens(u.OutputTokens)
 	if u.ServiceTier != "" {
 		rec.ServiceTier = ledger.ServiceTierOf(u.ServiceTier)
 	}
-	b.prices.Apply(rec)
+	b.Prices().Apply(rec)
 }
 
 // partialUsage is the usage of a stream cut short after the client got
@@ -78,20 +75,21 @@ func upstreamRequestID(h http.Header) string {
 }
 
 // relayBody handles a non-streaming answer.
-func (g *Gateway) relayBody(x *exchange, ctx context.Context, b *backend, resp *http.Response, start time.Time, timeout time.Duration) result {
+func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
+	x, b, resp, start, timeout := c.x, c.d, c.resp, c.start, c.d.Timeout()
 	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, upstream.MaxAnswer))
 	if err != nil {
 		if r.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return result{retryable: true, class: "timeout", err: &providers.APIError{Status: http.StatusGatewayTimeout,
 				Message: fmt.Sprintf("model %q: upstream did not answer within %s", rec.Alias, timeout)}}
 		}
-		return result{retryable: true, class: errorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
+		return result{retryable: true, class: upstream.ErrorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
 	}
-	out, usage, err := b.route(cf).Response(raw, info)
+	out, usage, err := b.Route(cf).Response(raw, info)
 	if err != nil {
-		return result{retryable: true, class: "bad_response", err: b.upstreamError(&providers.APIError{Status: http.StatusBadGateway,
+		return result{retryable: true, class: "bad_response", err: b.Redact(&providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
@@ -133,7 +131,8 @@ func (g *Gateway) commitRecord(rec *ledger.Record) bool {
 // relayStream translates and flushes the upstream stream event by event.
 // Headers are held back until the first translated bytes exist, so an
 // upstream that fails before sending anything can still be retried.
-func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b *backend, resp *http.Response, dropUsage bool, start time.Time) result {
+func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
+	x, b, resp, start, gap := c.x, c.d, c.resp, c.start, c.gap
 	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// A server that ignores "stream" answers with one JSON body; the
@@ -144,18 +143,9 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 	}
 	br := g.readerPool.Get().(*bufio.Reader)
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
-	var events providers.EventReader
-	rt := b.route(cf)
-	switch {
-	case rt.NDJSON:
-		events = providers.NewNDJSONReader(resp.Body, br)
-	case b.cloud != nil && b.cloud.eventStream():
-		br.Reset(resp.Body)
-		events = providers.NewBedrockEventReader(br)
-	default:
-		events = providers.NewSSEReader(resp.Body, br)
-	}
-	tr := rt.Stream(b.dep.Model, info, dropUsage)
+	rt := b.Route(cf)
+	events := b.Events(rt, resp.Body, br)
+	tr := rt.Stream(b.Entry().Model, info, c.dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -230,7 +220,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 				return result{committed: true}
 			case gap.fired():
 				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
-					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.gap)})
+					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.StreamTimeout())})
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
 				return fail("timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream did not finish within the timeout", rec.Alias)})
@@ -245,7 +235,7 @@ func (g *Gateway) relayStream(x *exchange, ctx context.Context, gap *gapWatch, b
 		gap.reset()
 		out, err = tr.Translate(out[:0], ev)
 		if err != nil {
-			apiErr := b.upstreamError(asUpstreamStreamError(err, rec.Alias))
+			apiErr := b.Redact(asUpstreamStreamError(err, rec.Alias))
 			if !committed && !retryableStatus(apiErr.Status) {
 				// The upstream refused before the client saw a byte, for
 				// a reason another deployment would share: answer it as a

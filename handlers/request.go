@@ -118,9 +118,9 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 		output = min(output, (1<<62)/c) * c
 	}
 	e := requestEstimate{tokens: input + output, lease: g.leases[alias]}
-	for _, rt := range g.chains[alias] {
-		for _, b := range rt.backends {
-			c := ledger.Prices{Input: b.prices.Input, Output: b.prices.Output}.Cost(&ledger.Record{
+	for _, l := range g.chains[alias] {
+		for _, b := range l.deployments {
+			c := ledger.Prices{Input: b.Prices().Input, Output: b.Prices().Output}.Cost(&ledger.Record{
 				InputTokens: input, OutputTokens: output})
 			e.pico = max(e.pico, c)
 		}

@@ -74,7 +74,7 @@ func TestRetryOnAnotherDeployment(t *testing.T) {
 				if len(at) != 2 {
 					t.Fatalf("attempts = %+v, want 2", at)
 				}
-				badID, goodID := g.backends["m"][0].dep.ID, g.backends["m"][1].dep.ID
+				badID, goodID := g.backends["m"][0].Entry().ID, g.backends["m"][1].Entry().ID
 				if at[0].Deployment != badID || at[0].Status != tc.wantStatus || at[0].Err != tc.wantErr || !at[0].Retrying {
 					t.Errorf("first attempt = %+v, want deployment %s status %d err %q retrying", at[0], badID, tc.wantStatus, tc.wantErr)
 				}
@@ -148,7 +148,7 @@ func TestNoRetryOnClientError(t *testing.T) {
 			if at := obs.Attempts(); len(at) != 1 || at[0].Retrying {
 				t.Errorf("attempts = %+v", at)
 			}
-			if st := g.backends["m"][0].state.Snapshot(time.Now()); st.RecentFails != 0 {
+			if st := g.backends["m"][0].State().Snapshot(time.Now()); st.RecentFails != 0 {
 				t.Errorf("a client error counted against the deployment: %+v", st)
 			}
 		})
@@ -250,7 +250,7 @@ func TestCooldownAndProbe(t *testing.T) {
 			t.Fatalf("after recovery, request %d: %d", i, rec.Code)
 		}
 	}
-	if s := g.backends["m"][0].state.Snapshot(clk.Now()); !s.Healthy || s.RecentFails != 0 {
+	if s := g.backends["m"][0].State().Snapshot(clk.Now()); !s.Healthy || s.RecentFails != 0 {
 		t.Errorf("state after recovery = %+v", s)
 	}
 }
@@ -417,7 +417,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	if r := recs[0]; r.Outcome != "cancelled" || r.Status != 499 || r.InputTokens != 13 {
 		t.Errorf("record = status %d outcome %q input %d, want 499 cancelled 13", r.Status, r.Outcome, r.InputTokens)
 	}
-	if s := g.backends["c"][0].state.Snapshot(time.Now()); s.RecentFails != 0 || s.InFlight != 0 {
+	if s := g.backends["c"][0].State().Snapshot(time.Now()); s.RecentFails != 0 || s.InFlight != 0 {
 		t.Errorf("a client disconnect counted against the deployment: %+v", s)
 	}
 }
@@ -523,54 +523,6 @@ func TestPanicBecomes500(t *testing.T) {
 	}
 }
 
-// Strategies order the deployments by weight, in-flight count or latency.
-func TestLoadBalancing(t *testing.T) {
-	type dep struct {
-		name   string
-		weight float64
-		st     *DeploymentState
-	}
-	first := func(strategy string, deps []dep, n int) map[string]int {
-		count := map[string]int{}
-		for i := 0; i < n; i++ {
-			out := orderCandidates(deps, strategy, func(d dep) float64 { return d.weight }, func(d dep) *DeploymentState { return d.st })
-			count[out[0].name]++
-			if len(out) != len(deps) {
-				t.Fatalf("ordered %d of %d", len(out), len(deps))
-			}
-		}
-		return count
-	}
-	busy, idle := &DeploymentState{}, &DeploymentState{}
-	busy.inFlight.Add(3)
-	idle.inFlight.Add(1)
-	if c := first(StrategyLeastBusy, []dep{{"busy", 1, busy}, {"idle", 1, idle}}, 50); c["idle"] != 50 {
-		t.Errorf("least-busy picked %v", c)
-	}
-	slow, fast, fresh := &DeploymentState{}, &DeploymentState{}, &DeploymentState{}
-	slow.success(800 * time.Millisecond)
-	fast.success(100 * time.Millisecond)
-	if c := first(StrategyLatency, []dep{{"slow", 1, slow}, {"fast", 1, fast}}, 50); c["fast"] != 50 {
-		t.Errorf("latency picked %v", c)
-	}
-	if c := first(StrategyLatency, []dep{{"slow", 1, slow}, {"fresh", 1, fresh}}, 50); c["fresh"] != 50 {
-		t.Errorf("an unmeasured deployment was not tried first: %v", c)
-	}
-	// Weighted shuffle: 3:1 weights give the heavy one about 75% of first
-	// picks; 4000 draws keep the bounds many standard deviations wide.
-	c := first(StrategyShuffle, []dep{{"heavy", 3, &DeploymentState{}}, {"light", 1, &DeploymentState{}}}, 4000)
-	if share := float64(c["heavy"]) / 4000; share < 0.70 || share > 0.80 {
-		t.Errorf("heavy share %.3f, want about 0.75 (%v)", share, c)
-	}
-	// EWMA follows a change within a few requests.
-	for i := 0; i < 10; i++ {
-		slow.success(100 * time.Millisecond)
-	}
-	if s := slow.Snapshot(time.Now()); s.RecentTTFTMs == nil || *s.RecentTTFTMs > 200 {
-		t.Errorf("ewma did not follow: %v", s.RecentTTFTMs)
-	}
-}
-
 // least-busy across real requests: with one deployment holding a request,
 // the next goes to the other.
 func TestLeastBusyRequests(t *testing.T) {
@@ -616,48 +568,12 @@ func TestStateSurvivesReload(t *testing.T) {
 	if rec := post(g1, alice, "/v1/chat/completions", chatBody("m", false)); rec.Code != 200 {
 		t.Fatal(rec.Code)
 	}
-	g1.backends["m"][0].state.inFlight.Add(1) // a stream still open on the old config
+	g1.backends["m"][0].State().Start() // a stream still open on the old config
 	// The new file changes x and adds y; m is unchanged.
 	yaml2 := "model_list:\n" + entry("m", up.srv.URL) + entry("x", other.srv.URL, "rpm: 5") + entry("y", other.srv.URL)
 	g2, _ := testGateway(t, yaml2, func(o *GatewayOptions) { o.States = states })
-	s := g2.backends["m"][0].state.Snapshot(time.Now())
-	if g2.backends["m"][0].state != g1.backends["m"][0].state || s.InFlight != 1 || s.RecentTTFTMs == nil {
+	s := g2.backends["m"][0].State().Snapshot(time.Now())
+	if g2.backends["m"][0].State() != g1.backends["m"][0].State() || s.InFlight != 1 || s.RecentTTFTMs == nil {
 		t.Errorf("state after reload = %+v", s)
-	}
-}
-
-// Only the probe's own release frees the probe slot.
-func TestProbeSlot(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := policy{allowedFails: 1, failWindow: time.Minute, cooldown: 10 * time.Second}
-	d := &DeploymentState{}
-	if res, _, probe := d.admit(now, p); res != admitted || probe {
-		t.Fatalf("healthy admit = %v probe %v", res, probe)
-	}
-	if !d.failure(now, p, false) {
-		t.Fatal("one failure with allowed_fails 1 did not start a cooldown")
-	}
-	if res, wait, _ := d.admit(now.Add(time.Second), p); res != coolingDown || wait != 9*time.Second {
-		t.Fatalf("during cooldown = %v wait %s", res, wait)
-	}
-	later := now.Add(11 * time.Second)
-	res, _, probe := d.admit(later, p)
-	if res != admitted || !probe {
-		t.Fatalf("after cooldown = %v probe %v", res, probe)
-	}
-	d.release(false) // some older request ending
-	if res, _, _ := d.admit(later, p); res != coolingDown {
-		t.Errorf("a second probe was admitted beside the first")
-	}
-	d.release(true)
-	if res, _, probe := d.admit(later, p); res != admitted || !probe {
-		t.Errorf("after the probe released its slot: %v probe %v", res, probe)
-	}
-	// cooldown_time 0 disables cooldowns altogether.
-	off := &DeploymentState{}
-	for i := 0; i < 5; i++ {
-		if off.failure(now, policy{allowedFails: 1, cooldown: 0}, true) {
-			t.Fatal("cooldown started with cooldown_time 0")
-		}
 	}
 }

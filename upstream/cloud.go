@@ -1,15 +1,17 @@
-package handlers
+package upstream
 
 // Claude on AWS Bedrock and Google Vertex AI: the Anthropic Messages wire
 // format at another address, with the cloud's own authentication and, for
 // Bedrock, its own stream framing. The routes (providers.Route) are the
-// Anthropic ones; a cloudEndpoint does the rest, built once per deployment.
+// Anthropic ones; an endpoint (endpoint.go) does the rest, built once per deployment.
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -27,40 +29,38 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// cloudEndpoint is what a bedrock/ or vertex_ai/ deployment adds to the
-// Messages format: the body's dialect, the URL, the credentials and the
-// stream framing.
-type cloudEndpoint interface {
-	// prepare turns the Messages body a route produced into the cloud's
-	// and names the URL to post it to. client is the caller's request
-	// header (Anthropic clients' betas).
-	prepare(body []byte, client http.Header, stream bool) (url string, out []byte, err error)
-	// prepareCount does the same for a count_tokens request.
+// cloud is what bedrock/ and vertex_ai/ endpoints share: the Messages
+// format at an address that depends on the model, credentials per request,
+// and a free count of their own.
+type cloud struct{}
+
+func (cloud) format() providers.Format { return providers.FormatAnthropic }
+func (cloud) nativeResponses() bool    { return false }
+func (cloud) embeddings() bool         { return false }
+
+// credentials adds nothing: credentials are added per request (a
+// signature, a token), and the version travels in the body.
+func (cloud) credentials(http.Header) {}
+func (cloud) counter() tokenCounter   { return cloudCount{} }
+
+func (cloud) credentialsRefused(status int, message string) bool {
+	return credentialsRejected(status, message)
+}
+
+// cloudCounter is a cloud's free count: its request and its answer.
+type cloudCounter interface {
+	// prepareCount turns a count_tokens body into the cloud's and names
+	// the URL to post it to.
 	prepareCount(body []byte, client http.Header) (url string, out []byte, err error)
 	// countResult reads the cloud's answer to prepareCount.
 	countResult(raw []byte) (int, error)
-	// authorize adds credentials to req, whose payload is body. Its
-	// error is for the client: it names what is missing, never a secret.
-	authorize(ctx context.Context, req *http.Request, body []byte) error
-	// eventStream reports that streams come as AWS event-stream frames.
-	eventStream() bool
-	// rejected is told that the cloud refused the credentials, so that the
-	// next request gets fresh ones instead of the cached ones. It reports
-	// whether fresh ones may differ (not for a key pair in the entry).
-	rejected() bool
-	// errorType is the header naming an error's kind, if the cloud has one.
-	errorType(h http.Header) string
-	// secrets are what upstream text must never carry back: the key
-	// pair, the private key, the current access token.
-	secrets() []string
-	close()
 }
 
-// credentialError is a cloud credential that could not be had: the AWS
+// CredentialError is a cloud credential that could not be had: the AWS
 // chain found none, the token endpoint refused the service account.
-type credentialError struct{ msg string }
+type CredentialError struct{ msg string }
 
-func (e *credentialError) Error() string { return e.msg }
+func (e *CredentialError) Error() string { return e.msg }
 
 // credentialsRejected reports whether a cloud's answer means the
 // deployment's credentials are wrong or stale rather than the request:
@@ -79,16 +79,6 @@ func credentialsRejected(status int, message string) bool {
 		}
 	}
 	return false
-}
-
-func newCloudEndpoint(d *modellist.Deployment) cloudEndpoint {
-	switch d.Kind {
-	case modellist.KindBedrock:
-		return newBedrockEndpoint(d)
-	case modellist.KindVertex:
-		return newVertexEndpoint(d)
-	}
-	return nil
 }
 
 // awsEscape escapes a path segment as AWS's SDKs do: everything but the
@@ -112,6 +102,7 @@ func awsEscape(s string) string {
 
 // bedrockEndpoint signs InvokeModel calls with SigV4.
 type bedrockEndpoint struct {
+	cloud
 	model  string // <base>/model/<escaped id>
 	region string
 	creds  *aws.CredentialsCache
@@ -147,8 +138,8 @@ func newBedrockEndpoint(d *modellist.Deployment) *bedrockEndpoint {
 	return e
 }
 
-func (e *bedrockEndpoint) prepare(body []byte, client http.Header, stream bool) (string, []byte, error) {
-	out, err := providers.BedrockBody(body, providers.BedrockBetas(client.Values("Anthropic-Beta")))
+func (e *bedrockEndpoint) prepare(_ providers.Format, body []byte, client *http.Request, stream bool) (string, []byte, error) {
+	out, err := providers.BedrockBody(body, providers.BedrockBetas(client.Header.Values("Anthropic-Beta")))
 	if stream {
 		return e.model + "/invoke-with-response-stream", out, err
 	}
@@ -164,13 +155,13 @@ func (e *bedrockEndpoint) countResult(raw []byte) (int, error) {
 	return providers.BedrockCountResult(raw)
 }
 
-func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, body []byte) error {
+func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, _ providers.Format, _ http.Header, body []byte) error {
 	if e.chainErr != nil {
-		return &credentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
+		return &CredentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
 	}
 	c, err := e.creds.Retrieve(ctx)
 	if err != nil {
-		return &credentialError{"no AWS credentials: set aws_access_key_id and aws_secret_access_key on the entry, or provide them to the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role): " + err.Error()}
+		return &CredentialError{"no AWS credentials: set aws_access_key_id and aws_secret_access_key on the entry, or provide them to the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role): " + err.Error()}
 	}
 	sum := sha256.Sum256(body)
 	if stream := strings.HasSuffix(req.URL.Path, "-stream"); stream {
@@ -183,7 +174,11 @@ func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, body
 	return e.signer.SignHTTP(ctx, c, req, hex.EncodeToString(sum[:]), "bedrock", e.region, e.now())
 }
 
-func (e *bedrockEndpoint) eventStream() bool { return true }
+// events reads AWS event-stream frames, Bedrock's stream framing.
+func (e *bedrockEndpoint) events(body io.Reader, br *bufio.Reader) providers.EventReader {
+	br.Reset(body)
+	return providers.NewBedrockEventReader(br)
+}
 
 func (e *bedrockEndpoint) rejected() bool {
 	if e.creds == nil || e.static != nil {
@@ -193,7 +188,9 @@ func (e *bedrockEndpoint) rejected() bool {
 	return true
 }
 
-func (e *bedrockEndpoint) errorType(h http.Header) string { return h.Get("X-Amzn-Errortype") }
+func (e *bedrockEndpoint) parseError(status int, h http.Header, body []byte) *providers.APIError {
+	return cloudError(status, h.Get("X-Amzn-Errortype"), body)
+}
 
 func (e *bedrockEndpoint) secrets() []string { return e.static }
 
@@ -202,6 +199,7 @@ func (e *bedrockEndpoint) close() {}
 // vertexEndpoint authenticates rawPredict calls with an OAuth token from a
 // service account.
 type vertexEndpoint struct {
+	cloud
 	models string // <base>/v1/projects/<p>/locations/<l>/publishers/anthropic/models/
 	model  string // the deployment's model, escaped
 	name   string // the model as configured, for count-tokens' body
@@ -214,6 +212,7 @@ type vertexEndpoint struct {
 	tokenCtx  context.Context
 	transport *http.Transport
 	key       string
+	passBeta  [providers.FormatCount]bool // by client format, as Deployment.routes is indexed
 
 	mu    sync.Mutex
 	ts    oauth2.TokenSource // caches the token and refreshes it before expiry
@@ -230,6 +229,10 @@ func newVertexEndpoint(d *modellist.Deployment) *vertexEndpoint {
 		model:  pathEscape(d.Model),
 		name:   d.Model,
 	}
+	// Only an Anthropic client's betas go through, unless extra_headers
+	// pin them.
+	_, pinned := d.ExtraHeaders["Anthropic-Beta"]
+	e.passBeta[providers.FormatAnthropic] = !pinned
 	// The token endpoint is Google's (or the file's token_uri), never the
 	// deployment's api_base: it gets its own connections, without the
 	// deployment's TLS settings.
@@ -302,7 +305,7 @@ func pathEscape(s string) string {
 	return r.Replace(s)
 }
 
-func (e *vertexEndpoint) prepare(body []byte, _ http.Header, stream bool) (string, []byte, error) {
+func (e *vertexEndpoint) prepare(_ providers.Format, body []byte, _ *http.Request, stream bool) (string, []byte, error) {
 	out, err := providers.VertexBody(body)
 	if stream {
 		return e.models + e.model + ":streamRawPredict", out, err
@@ -323,16 +326,23 @@ func (e *vertexEndpoint) countResult(raw []byte) (int, error) {
 	return int(u.InputTokens), nil
 }
 
-func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, _ []byte) error {
+func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client http.Header, _ []byte) error {
+	if e.passBeta[cf] {
+		// Vertex takes betas as Anthropic does, in the header; Bedrock
+		// has them in the body already (prepare).
+		if v := client.Values("Anthropic-Beta"); len(v) > 0 {
+			req.Header["Anthropic-Beta"] = v
+		}
+	}
 	e.mu.Lock()
 	ts := e.ts
 	e.mu.Unlock()
 	tok, err := ts.Token()
 	if err != nil {
 		if _, adc := e.conf.(adcConf); adc {
-			return &credentialError{"no Vertex AI access token from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server), or give vertex_credentials: " + err.Error()}
+			return &CredentialError{"no Vertex AI access token from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server), or give vertex_credentials: " + err.Error()}
 		}
-		return &credentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
+		return &CredentialError{"no Vertex AI access token for the service account in vertex_credentials: " + err.Error()}
 	}
 	e.mu.Lock()
 	e.token = tok.AccessToken
@@ -341,7 +351,9 @@ func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, _ []byt
 	return nil
 }
 
-func (e *vertexEndpoint) eventStream() bool { return false }
+func (e *vertexEndpoint) events(body io.Reader, br *bufio.Reader) providers.EventReader {
+	return providers.NewSSEReader(body, br)
+}
 
 // rejected drops the cached token: the next request signs a new
 // assertion.
@@ -352,7 +364,9 @@ func (e *vertexEndpoint) rejected() bool {
 	return true
 }
 
-func (e *vertexEndpoint) errorType(http.Header) string { return "" }
+func (e *vertexEndpoint) parseError(status int, _ http.Header, body []byte) *providers.APIError {
+	return cloudError(status, "", body)
+}
 
 func (e *vertexEndpoint) secrets() []string {
 	e.mu.Lock()
@@ -362,18 +376,15 @@ func (e *vertexEndpoint) secrets() []string {
 
 func (e *vertexEndpoint) close() { e.transport.CloseIdleConnections() }
 
-// parseUpstreamError reads the deployment's error answer into the
-// client's error, in the deployment's dialect (a cloud names its
-// exception or status apart from the body), without its secrets.
-func (b *backend) parseUpstreamError(status int, h http.Header, body []byte) *providers.APIError {
-	if b.cloud != nil {
-		return b.upstreamError(cloudError(b.cloud, status, h, body))
-	}
-	return b.upstreamError(providers.UpstreamError(status, body))
+// ParseError reads the deployment's error answer into the client's
+// error, in the deployment's dialect (a cloud names its exception or
+// status apart from the body), without its secrets.
+func (b *Deployment) ParseError(status int, h http.Header, body []byte) *providers.APIError {
+	return b.Redact(b.ep.parseError(status, h, body))
 }
 
 // cloudError reads a cloud's error answer into the client's error, the
-// exception or status name leading the cloud's message.
-func cloudError(c cloudEndpoint, status int, h http.Header, body []byte) *providers.APIError {
-	return &providers.APIError{Status: status, Message: providers.CloudErrorMessage(c.errorType(h), body)}
+// exception or status name (errorType) leading the cloud's message.
+func cloudError(status int, errorType string, body []byte) *providers.APIError {
+	return &providers.APIError{Status: status, Message: providers.CloudErrorMessage(errorType, body)}
 }

@@ -1,4 +1,4 @@
-package handlers
+package upstream
 
 import (
 	"net/url"
@@ -16,7 +16,7 @@ const minSecretLen = 8
 // never read back: its key, extra_headers values and credentials in
 // api_base. Upstreams echo such values in error text ("invalid api key
 // sk-…"); every upstream text bound for a client passes through
-// backend.upstreamError, which removes them.
+// Deployment.Redact, which removes them.
 func secretsOf(d *modellist.Deployment) []string {
 	var out []string
 	add := func(s string) {
@@ -47,11 +47,11 @@ func secretsOf(d *modellist.Deployment) []string {
 	return out
 }
 
-// upstreamError is the one gate for upstream text on its way to a client
+// Redact is the one gate for upstream text on its way to a client
 // (error bodies, in-band stream errors, token-count failures): every
 // secret of the deployment is replaced. The error is copied only when it
 // held one.
-func (b *backend) upstreamError(e *providers.APIError) *providers.APIError {
+func (b *Deployment) Redact(e *providers.APIError) *providers.APIError {
 	if e == nil || !b.leaks(e.Message, e.Param, e.Code) {
 		return e
 	}
@@ -60,7 +60,7 @@ func (b *backend) upstreamError(e *providers.APIError) *providers.APIError {
 	return &c
 }
 
-func (b *backend) leaks(texts ...string) bool {
+func (b *Deployment) leaks(texts ...string) bool {
 	for _, s := range b.allSecrets() {
 		for _, t := range texts {
 			if strings.Contains(t, s) {
@@ -71,7 +71,7 @@ func (b *backend) leaks(texts ...string) bool {
 	return false
 }
 
-func (b *backend) scrub(t string) string {
+func (b *Deployment) scrub(t string) string {
 	for _, s := range b.allSecrets() {
 		t = strings.ReplaceAll(t, s, "[redacted]")
 	}
@@ -80,12 +80,13 @@ func (b *backend) scrub(t string) string {
 
 // allSecrets adds a cloud deployment's to the fixed list: its key pair or
 // private key, and the access token of the moment, which changes.
-func (b *backend) allSecrets() []string {
-	if b.cloud == nil {
+func (b *Deployment) allSecrets() []string {
+	more := b.ep.secrets()
+	if len(more) == 0 {
 		return b.secrets
 	}
 	out := b.secrets[:len(b.secrets):len(b.secrets)]
-	for _, s := range b.cloud.secrets() {
+	for _, s := range more {
 		if len(s) >= minSecretLen {
 			out = append(out, s)
 		}
