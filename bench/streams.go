@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,8 +237,8 @@ func readPaced(body io.Reader) (o streamOutcome) {
 
 func printStreams(w io.Writer, fc fieldConfig, res []streamsResult) {
 	fmt.Fprintf(w, "\n### Streams sustained (%d deltas %s apart; a stall is a gap over %s; levels %v)\n\n", fc.streamDeltas, fc.streamPace, 10*fc.streamPace, fc.streamLevels)
-	fmt.Fprintln(w, "| scenario | **streams sustained** | worst gap there | peak open there | first failing level | its peak open | lost | stalled | worst gap |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| scenario | **streams sustained** | worst gap there | peak open there | first failing level | its peak open | lost | stalled | worst gap | first loss |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range res {
 		s := r.sustained()
 		gap, open := "—", "—"
@@ -247,11 +248,23 @@ func printStreams(w io.Writer, fc fieldConfig, res []streamsResult) {
 			}
 		}
 		fail := "none (all levels passed)"
-		fOpen, lost, stalled, fGap := "—", "—", "—", "—"
+		fOpen, lost, stalled, fGap, why := "—", "—", "—", "—", "—"
 		if k := len(r.judged) - 1; k >= 0 && !r.judged[k].ok() {
 			l := r.judged[k]
 			fail, fOpen, lost, stalled, fGap = fmt.Sprint(r.levels[k]), fmt.Sprint(l.peakOpen), fmt.Sprint(l.lost), fmt.Sprint(l.stalled), ms(l.worstGap)
+			if l.firstErr != "" {
+				why = strings.ReplaceAll(truncate(l.firstErr, 80), "|", "\\|")
+			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.label, s, gap, open, fail, fOpen, lost, stalled, fGap)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label, s, gap, open, fail, fOpen, lost, stalled, fGap, why)
 	}
+}
+
+// truncate shortens s to at most n bytes for a table cell.
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
