@@ -160,7 +160,8 @@ func messagesBody(model string, stream bool) []byte {
 
 // runField starts the same processes as the proxy scenarios, with the
 // upstream's stamped stream paced as -stream-deltas and -stream-pace
-// say, and prints a table per metric as each finishes.
+// say, and prints a table per metric as each finishes: the soak, then
+// latency, frontier and streams.
 func runField(ctx context.Context, c config, fc fieldConfig, w io.Writer) (err error) {
 	raiseNoFile()
 	c.chunks, c.gap = fc.streamDeltas, fc.streamPace
@@ -206,6 +207,16 @@ func runField(ctx context.Context, c config, fc fieldConfig, w io.Writer) (err e
 		}
 	}
 	fmt.Fprintf(w, "Machine: %s.\n", machine())
+	// The soak first, on processes that have served nothing but their
+	// probes: after the streams metric a proxy is still giving back the
+	// memory of a thousand streams, and its idle and growth would show that.
+	if fc.metrics.MatchString("soak") {
+		res, err := e.measureSoak(ctx, fc, startRSS)
+		if err != nil {
+			return err
+		}
+		printSoak(w, fc, res)
+	}
 	if fc.metrics.MatchString("latency") {
 		res, err := measureC1(ctx, e.fieldTargets(), fc.c1Requests, fc.c1Rounds, fc.c1Budget)
 		if err != nil {
@@ -226,13 +237,6 @@ func runField(ctx context.Context, c config, fc fieldConfig, w io.Writer) (err e
 			return err
 		}
 		printStreams(w, fc, res)
-	}
-	if fc.metrics.MatchString("soak") {
-		res, err := e.measureSoak(ctx, fc, startRSS)
-		if err != nil {
-			return err
-		}
-		printSoak(w, fc, res)
 	}
 	return nil
 }
