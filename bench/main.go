@@ -83,6 +83,7 @@ func main() {
 	flag.IntVar(&oc.budgetCents, "budget-cents", 10, "-overshoot: each key's monthly budget, in cents")
 	flag.StringVar(&oc.redis, "redis", os.Getenv("MODELGATE_TEST_REDIS"), "-overshoot: Redis URL for shared rate limits (default $MODELGATE_TEST_REDIS; empty: none)")
 	flag.StringVar(&oc.label, "label", "shared", "-overshoot: the reservations column of the table (e.g. per-process, for an older -caddy binary)")
+	fc, parseField := fieldFlags()
 	flag.Parse()
 	if *overshootMode {
 		var err error
@@ -117,6 +118,18 @@ func main() {
 	if *list {
 		for _, s := range scenarioKeys() {
 			fmt.Println(s)
+		}
+		return
+	}
+	if fc.on {
+		if err := parseField(); err != nil {
+			fatal(err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runField(ctx, c, *fc, os.Stdout); err != nil {
+			stop()
+			fatal(err)
 		}
 		return
 	}
