@@ -68,6 +68,10 @@ type hubOptions struct {
 	OpenAICloud bool
 	// Anthropic: the next hop is Anthropic, which takes thinking history.
 	Anthropic bool
+	// Local: the next hop is a local chat server (Ollama, or an
+	// OpenAI-compatible one that is not OpenAI's API), which takes
+	// max_tokens and one leading system message.
+	Local bool
 }
 
 // hostedItem reports input items only OpenAI's servers can replay; a

@@ -1,0 +1,37 @@
+package providers
+
+// geminiSpoke is the Gemini client format on the hub: the turn parsed
+// from the request (RequestInfo.Gemini) is written as chat, and answers
+// come back in Gemini's shape.
+type geminiSpoke struct{}
+
+func (geminiSpoke) chatRequest(_ []byte, info RequestInfo, model string, o hubOptions) ([]byte, error) {
+	return info.Gemini.chatRequest(model, info.Stream, o)
+}
+
+func (geminiSpoke) fromChat(chat []byte, info RequestInfo) ([]byte, Usage, error) {
+	if !looksLikeObject(chat) {
+		return nil, Usage{}, ErrNotJSONObject
+	}
+	usage := OpenAIUsageFromBody(chat)
+	out, err := info.Gemini.chatToGemini(chat)
+	return out, usage, err
+}
+
+func (geminiSpoke) fromAnthropic(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+	return info.Gemini.anthropicToGemini(raw)
+}
+
+func (geminiSpoke) newStream(_ string, info RequestInfo) StreamTranslator {
+	return newGeminiStream(info.Gemini)
+}
+
+// CountBody is the turn as an Anthropic count_tokens body, the form the
+// gateway's token counting takes.
+func (t *GeminiTurn) CountBody(model string) ([]byte, error) {
+	chat, err := t.chatRequest(model, false, hubOptions{Anthropic: true})
+	if err != nil {
+		return nil, err
+	}
+	return countBodyFromChat(chat, model)
+}
