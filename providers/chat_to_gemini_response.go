@@ -82,8 +82,8 @@ func (t *GeminiTurn) encode(parts []geminiPart, finish string, usage *geminiUsag
 
 // chatToGemini turns a whole chat answer into the Gemini answer.
 func (t *GeminiTurn) chatToGemini(raw []byte) ([]byte, error) {
-	var a hubAnswer
-	if !readHubAnswer(raw, &a) {
+	var a chatAnswer
+	if !readChatAnswer(raw, &a) {
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return nil, err
 		}
@@ -91,9 +91,9 @@ func (t *GeminiTurn) chatToGemini(raw []byte) ([]byte, error) {
 	var parts []geminiPart
 	finish := "STOP"
 	if len(a.Choices) > 0 {
-		c := a.Choices[0]
-		m := c.Message
-		if r := m.ReasoningContent + m.Reasoning; r != "" && t.includeThoughts {
+		c := &a.Choices[0]
+		m := &c.Message
+		if r := m.reasoning(); r != "" && t.includeThoughts {
 			parts = append(parts, geminiPart{Text: r, Thought: true})
 		}
 		if m.Content != nil && *m.Content != "" {

@@ -15,7 +15,7 @@ import (
 // finish reason and the usage, which in chat arrives after the finish.
 type geminiStream struct {
 	t        *GeminiTurn
-	chunk    hubChunk
+	chunk    chatAnswer
 	calls    []*geminiPendingCall
 	byIndex  map[int]*geminiPendingCall
 	thinking []AnthropicBlock // Anthropic thinking so far, sealed onto the first call
@@ -81,9 +81,9 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		return dst, nil
 	}
 	c := &s.chunk
-	*c = hubChunk{Choices: c.Choices[:0]}
-	if !readHubChunk(ev.Data, c) {
-		*c = hubChunk{}
+	*c = chatAnswer{Choices: c.Choices[:0]}
+	if !readChatAnswer(ev.Data, c) {
+		*c = chatAnswer{}
 		if err := json.Unmarshal(ev.Data, c); err != nil {
 			return dst, err
 		}
@@ -142,9 +142,9 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 			dst = s.textEvent(dst, parts)
 		}
 		s.parts = parts
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
+		if ch.FinishReason != "" {
 			if s.finish == "" {
-				s.finish = *ch.FinishReason
+				s.finish = ch.FinishReason
 			}
 			dst = s.flushCalls(dst)
 		}

@@ -27,119 +27,7 @@ type responsesStream struct {
 	finish  string
 	usage   *chatUsage
 	tier    string
-	chunk   hubChunk
-}
-
-// hubChunk is one chat completion chunk as the hub reads it.
-type hubChunk struct {
-	Choices     []hubChunkChoice `json:"choices"`
-	Usage       *chatUsage       `json:"usage"`
-	ServiceTier string           `json:"service_tier"`
-}
-
-type hubChunkChoice struct {
-	Delta        hubDelta `json:"delta"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
-type hubDelta struct {
-	Content          *string `json:"content"`
-	Refusal          *string `json:"refusal"`
-	Reasoning        *string `json:"reasoning"`
-	ReasoningContent *string `json:"reasoning_content"`
-	// The hub's own deltas for Anthropic thinking (see
-	// newAnthropicToHubStream).
-	ReasoningSignature *string          `json:"reasoning_signature"`
-	ReasoningRedacted  *string          `json:"reasoning_redacted"`
-	ToolCalls          []OpenAIToolCall `json:"tool_calls"`
-}
-
-// readHubChunk is the fast path for hubChunk, like readHubAnswer.
-func readHubChunk(raw []byte, c *hubChunk) bool {
-	if !validJSON(raw) {
-		return false
-	}
-	r := newFastReader(raw)
-	var m uint32
-	r.object(skipSpace(raw, 0), func(k []byte, i int) int {
-		switch string(k) {
-		case "choices":
-			r.seen(&m, 1)
-			if r.isNull(i) {
-				c.Choices = nil
-				return i + len("null")
-			}
-			c.Choices = c.Choices[:0]
-			if c.Choices == nil {
-				c.Choices = []hubChunkChoice{}
-			}
-			return r.array(i, func(j int) int {
-				c.Choices = append(c.Choices, hubChunkChoice{})
-				ch := &c.Choices[len(c.Choices)-1]
-				var cm uint32
-				return r.object(j, func(k []byte, j int) int {
-					switch string(k) {
-					case "delta":
-						r.seen(&cm, 1)
-						return r.hubDelta(j, &ch.Delta)
-					case "finish_reason":
-						r.seen(&cm, 2)
-						return r.strPtr(j, &ch.FinishReason)
-					}
-					return r.unknown(j, k, "delta", "finish_reason")
-				})
-			})
-		case "usage":
-			r.seen(&m, 2)
-			return r.chatUsage(i, &c.Usage)
-		case "service_tier":
-			r.seen(&m, 4)
-			return r.str(i, &c.ServiceTier)
-		}
-		return r.unknown(i, k, "choices", "usage", "service_tier")
-	})
-	return r.ok
-}
-
-func (r *fastReader) hubDelta(i int, d *hubDelta) int {
-	if r.isNull(i) {
-		return i + len("null")
-	}
-	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
-		switch string(k) {
-		case "content":
-			r.seen(&mask, 1)
-			return r.strPtr(j, &d.Content)
-		case "refusal":
-			r.seen(&mask, 2)
-			return r.strPtr(j, &d.Refusal)
-		case "reasoning":
-			r.seen(&mask, 4)
-			return r.strPtr(j, &d.Reasoning)
-		case "reasoning_content":
-			r.seen(&mask, 8)
-			return r.strPtr(j, &d.ReasoningContent)
-		case "reasoning_signature":
-			r.seen(&mask, 16)
-			return r.strPtr(j, &d.ReasoningSignature)
-		case "reasoning_redacted":
-			r.seen(&mask, 32)
-			return r.strPtr(j, &d.ReasoningRedacted)
-		case "tool_calls":
-			r.seen(&mask, 64)
-			if r.isNull(j) {
-				d.ToolCalls = nil
-				return j + len("null")
-			}
-			d.ToolCalls = []OpenAIToolCall{}
-			return r.array(j, func(j int) int {
-				d.ToolCalls = append(d.ToolCalls, OpenAIToolCall{})
-				return r.toolCall(j, &d.ToolCalls[len(d.ToolCalls)-1])
-			})
-		}
-		return r.unknown(j, k, "content", "refusal", "reasoning", "reasoning_content", "reasoning_signature", "reasoning_redacted", "tool_calls")
-	})
+	chunk   chatAnswer
 }
 
 func newResponsesStream(t *ResponsesTurn) *responsesStream {
@@ -390,9 +278,9 @@ func (s *responsesStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	}
 	c := &s.chunk
 	// The choices array is reused from chunk to chunk.
-	*c = hubChunk{Choices: c.Choices[:0]}
-	if !readHubChunk(ev.Data, c) {
-		*c = hubChunk{}
+	*c = chatAnswer{Choices: c.Choices[:0]}
+	if !readChatAnswer(ev.Data, c) {
+		*c = chatAnswer{}
 		if err := json.Unmarshal(ev.Data, c); err != nil {
 			return dst, err
 		}
@@ -431,8 +319,8 @@ func (s *responsesStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		for j := range d.ToolCalls {
 			dst = s.toolCall(dst, &d.ToolCalls[j])
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			s.finish = *ch.FinishReason
+		if ch.FinishReason != "" {
+			s.finish = ch.FinishReason
 		}
 	}
 	return dst, nil

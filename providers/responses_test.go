@@ -610,11 +610,11 @@ func FuzzHubAnswerReader(f *testing.F) {
 	f.Add([]byte(benchChatAnswer))
 	f.Add([]byte(`{"choices":[{"message":{"content":null,"refusal":"no","reasoning_content":"r","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens_details":{"reasoning_tokens":2},"prompt_tokens_details":null},"service_tier":"flex"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var fast hubAnswer
-		if !readHubAnswer(raw, &fast) {
+		var fast chatAnswer
+		if !readChatAnswer(raw, &fast) {
 			return
 		}
-		var slow hubAnswer
+		var slow chatAnswer
 		if err := json.Unmarshal(raw, &slow); err != nil {
 			t.Fatalf("fast reader read what encoding/json refuses (%v): %s", err, raw)
 		}
@@ -629,14 +629,14 @@ func FuzzHubChunkReader(f *testing.F) {
 	f.Add([]byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi","reasoning_signature":"s"},"finish_reason":null}],"usage":null}`))
 	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"x","function":{"arguments":"{"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3},"service_tier":"default"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var fast hubChunk
-		if !readHubChunk(raw, &fast) {
+		var fast chatAnswer
+		if !readChatAnswer(raw, &fast) {
 			return
 		}
 		if fast.Choices != nil && len(fast.Choices) == 0 && !bytes.Contains(raw, []byte(`"choices"`)) {
 			fast.Choices = nil
 		}
-		var slow hubChunk
+		var slow chatAnswer
 		if err := json.Unmarshal(raw, &slow); err != nil {
 			t.Fatalf("fast reader read what encoding/json refuses (%v): %s", err, raw)
 		}
