@@ -35,13 +35,13 @@ const geminiCLITurn = `{
   "safetySettings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_ONLY_HIGH"}]
 }`
 
-func geminiChat(t *testing.T, body string, o hubOptions) (RequestInfo, map[string]any) {
+func geminiChat(t *testing.T, body string, o chatOptions) (RequestInfo, map[string]any) {
 	t.Helper()
 	info, err := ParseGeminiRequest([]byte(body), "alias", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := info.Gemini.chatRequest("upstream-model", true, o)
+	out, err := info.Gemini.toChat("upstream-model", true, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func jsonOf(v any) string {
 }
 
 func TestGeminiRequestToChat(t *testing.T) {
-	info, m := geminiChat(t, geminiCLITurn, hubOptions{})
+	info, m := geminiChat(t, geminiCLITurn, chatOptions{})
 	if info.Model != "alias" || !info.Stream || !info.IncludeUsage {
 		t.Errorf("info %+v", info)
 	}
@@ -113,7 +113,7 @@ func TestGeminiRequestPairsIdlessCalls(t *testing.T) {
 	body := `{"contents":[{"role":"user","parts":[{"text":"go"}]},
 	  {"role":"model","parts":[{"functionCall":{"name":"a","args":{}}},{"functionCall":{"name":"a","args":{"x":1}}}]},
 	  {"role":"user","parts":[{"functionResponse":{"name":"a","response":{"output":"1"}}},{"functionResponse":{"name":"a","response":{"output":"2"}}},{"text":"and now?"}]}]}`
-	_, m := geminiChat(t, body, hubOptions{})
+	_, m := geminiChat(t, body, chatOptions{})
 	msgs := m["messages"].([]any)
 	calls := msgs[1].(map[string]any)["tool_calls"].([]any)
 	id0, id1 := calls[0].(map[string]any)["id"].(string), calls[1].(map[string]any)["id"].(string)
@@ -131,7 +131,7 @@ func TestGeminiRequestPairsIdlessCalls(t *testing.T) {
 	bad := `{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"b","response":{}}}]}]}`
 	info, err := ParseGeminiRequest([]byte(bad), "m", false)
 	if err == nil {
-		_, err = info.Gemini.chatRequest("m", false, hubOptions{})
+		_, err = info.Gemini.toChat("m", false, chatOptions{})
 	}
 	if e, ok := err.(*APIError); !ok || e.Status != 400 || !strings.Contains(e.Param, "contents[1].parts[0]") {
 		t.Errorf("unpaired response: %v", err)
@@ -152,7 +152,7 @@ func TestGeminiRequestRefusals(t *testing.T) {
 		}
 	}
 	info, _ := ParseGeminiRequest([]byte(`{"contents":[{"parts":[{"inlineData":{"mimeType":"video/mp4","data":"AAAA"}}]}]}`), "m", false)
-	if _, err := info.Gemini.chatRequest("m", false, hubOptions{}); err == nil || !strings.Contains(err.Error(), "video/mp4") {
+	if _, err := info.Gemini.toChat("m", false, chatOptions{}); err == nil || !strings.Contains(err.Error(), "video/mp4") {
 		t.Errorf("video: %v", err)
 	}
 }
@@ -316,13 +316,13 @@ func FuzzGeminiRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, o := range []hubOptions{{}, {Anthropic: true}, {OpenAICloud: true}} {
-			r, err := info.Gemini.hubRequest("m", true, o)
+		for _, o := range []chatOptions{{}, {Anthropic: true}, {OpenAICloud: true}} {
+			r, err := info.Gemini.buildChat("m", true, o)
 			if err != nil {
 				continue
 			}
 			// The hand-written encoder writes what json.Marshal writes.
-			out := appendHubRequest(nil, r)
+			out := appendChatRequest(nil, r)
 			want, err := json.Marshal(r)
 			if err != nil || !bytes.Equal(out, want) {
 				t.Fatalf("encoder:\n got %s\nwant %s (%v)", out, want, err)
@@ -356,7 +356,7 @@ func BenchmarkGeminiTranslatedRequest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := info.Gemini.chatRequest("m", true, hubOptions{}); err != nil {
+		if _, err := info.Gemini.toChat("m", true, chatOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -71,20 +71,20 @@ type geminiChatAudio struct {
 	Format string `json:"format"`
 }
 
-// chatRequest writes the turn as a chat completions request.
-func (t *GeminiTurn) chatRequest(model string, stream bool, o hubOptions) ([]byte, error) {
-	out, err := t.hubRequest(model, stream, o)
+// toChat writes the turn as a chat completions request.
+func (t *GeminiTurn) toChat(model string, stream bool, o chatOptions) ([]byte, error) {
+	out, err := t.buildChat(model, stream, o)
 	if err != nil {
 		return nil, err
 	}
 	// The hub request is about the size of the client's.
-	return appendHubRequest(make([]byte, 0, t.size+512), out), nil
+	return appendChatRequest(make([]byte, 0, t.size+512), out), nil
 }
 
-// hubRequest maps the turn onto the chat request's fields.
-func (t *GeminiTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRequest, error) {
+// buildChat maps the turn onto the chat request's fields.
+func (t *GeminiTurn) buildChat(model string, stream bool, o chatOptions) (*chatRequest, error) {
 	r := &t.req
-	out := hubRequest{Model: model}
+	out := chatRequest{Model: model}
 	if stream {
 		out.Stream = true
 		out.StreamOptions = &OpenAIStreamOpts{IncludeUsage: true}
@@ -97,7 +97,7 @@ func (t *GeminiTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRe
 			}
 		}
 		if len(text) > 0 {
-			out.Messages = append(out.Messages, hubMessage{Role: "system", Content: strings.Join(text, "\n")})
+			out.Messages = append(out.Messages, chatMessage{Role: "system", Content: strings.Join(text, "\n")})
 		}
 	}
 	msgs, err := t.chatMessages(o)
@@ -197,13 +197,13 @@ func (t *GeminiTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRe
 // chatMessages turns contents into chat messages. Function calls without
 // ids get minted ones, and responses without ids are paired with the
 // preceding turn's calls by position, checking the name.
-func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
-	var out []hubMessage
+func (t *GeminiTurn) chatMessages(o chatOptions) ([]chatMessage, error) {
+	var out []chatMessage
 	var lastCalls []OpenAIToolCall
 	for i, c := range t.req.Contents {
 		at := func(j int, field string) string { return fmt.Sprintf("contents[%d].parts[%d]%s", i, j, field) }
 		if c.Role == "model" {
-			m := hubMessage{Role: "assistant"}
+			m := chatMessage{Role: "assistant"}
 			var text strings.Builder
 			lastCalls = lastCalls[:0:0]
 			for j, p := range c.Parts {
@@ -247,8 +247,8 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 			continue
 		}
 		// user, or the legacy function/tool roles.
-		var parts []hubPart
-		var extra []hubPart // images returned by tools
+		var parts []chatPart
+		var extra []chatPart // images returned by tools
 		next := 0
 		for j, p := range c.Parts {
 			switch {
@@ -262,7 +262,7 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 					id = lastCalls[next].ID
 				}
 				next++
-				out = append(out, hubMessage{Role: "tool", ToolCallID: id, Content: functionResponseText(fr.Response)})
+				out = append(out, chatMessage{Role: "tool", ToolCallID: id, Content: functionResponseText(fr.Response)})
 				for k, fp := range fr.Parts {
 					cp, err := geminiMediaPart(fp, at(j, fmt.Sprintf(".functionResponse.parts[%d]", k)))
 					if err != nil {
@@ -272,7 +272,7 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 				}
 			case p.Thought:
 			case p.Text != "":
-				parts = append(parts, hubPart{Type: "text", Text: p.Text})
+				parts = append(parts, chatPart{Type: "text", Text: p.Text})
 			case p.InlineData != nil || p.FileData != nil:
 				cp, err := geminiMediaPart(p, at(j, ""))
 				if err != nil {
@@ -287,9 +287,9 @@ func (t *GeminiTurn) chatMessages(o hubOptions) ([]hubMessage, error) {
 		switch {
 		case len(parts) == 0:
 		case len(parts) == 1 && parts[0].Type == "text":
-			out = append(out, hubMessage{Role: "user", Content: parts[0].Text})
+			out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
 		default:
-			out = append(out, hubMessage{Role: "user", Content: parts})
+			out = append(out, chatMessage{Role: "user", Content: parts})
 		}
 	}
 	return out, nil
@@ -313,27 +313,27 @@ func functionResponseText(resp json.RawMessage) string {
 }
 
 // geminiMediaPart maps inline data and file references onto chat parts.
-func geminiMediaPart(p geminiPart, at string) (hubPart, error) {
+func geminiMediaPart(p geminiPart, at string) (chatPart, error) {
 	if d := p.InlineData; d != nil {
 		switch mt := strings.ToLower(d.MimeType); {
 		case strings.HasPrefix(mt, "image/"):
-			return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: "data:" + mt + ";base64," + d.Data}}, nil
+			return chatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: "data:" + mt + ";base64," + d.Data}}, nil
 		case mt == "application/pdf":
-			return hubPart{Type: "file", File: &hubFile{Filename: "document.pdf", FileData: "data:application/pdf;base64," + d.Data}}, nil
+			return chatPart{Type: "file", File: &chatFile{Filename: "document.pdf", FileData: "data:application/pdf;base64," + d.Data}}, nil
 		case mt == "audio/wav" || mt == "audio/x-wav":
-			return hubPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "wav"}}, nil
+			return chatPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "wav"}}, nil
 		case mt == "audio/mp3" || mt == "audio/mpeg":
-			return hubPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "mp3"}}, nil
+			return chatPart{Type: "input_audio", InputAudio: &geminiChatAudio{Data: d.Data, Format: "mp3"}}, nil
 		case mt == "text/plain":
-			return hubPart{Type: "text", Text: decodeBase64Text(d.Data)}, nil
+			return chatPart{Type: "text", Text: decodeBase64Text(d.Data)}, nil
 		}
-		return hubPart{}, BadRequest(at+".inlineData.mimeType", fmt.Sprintf("inline data of type %q cannot be sent to this model; images, PDF, WAV/MP3 audio and plain text can", d.MimeType))
+		return chatPart{}, BadRequest(at+".inlineData.mimeType", fmt.Sprintf("inline data of type %q cannot be sent to this model; images, PDF, WAV/MP3 audio and plain text can", d.MimeType))
 	}
 	f := p.FileData
 	if strings.HasPrefix(strings.ToLower(f.MimeType), "image/") && strings.HasPrefix(f.FileURI, "https://") {
-		return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: f.FileURI}}, nil
+		return chatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: f.FileURI}}, nil
 	}
-	return hubPart{}, BadRequest(at+".fileData", "fileData other than an https image URL refers to Google's file storage, which this gateway cannot read; send the bytes as inlineData")
+	return chatPart{}, BadRequest(at+".fileData", "fileData other than an https image URL refers to Google's file storage, which this gateway cannot read; send the bytes as inlineData")
 }
 
 // jsonSchemaFromGemini turns Google's OpenAPI-subset Schema (uppercase

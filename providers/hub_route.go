@@ -8,9 +8,9 @@ import "fmt"
 // composes a spoke with the chat client's route to any upstream, so a
 // new client format is one spoke, not a row of the matrix.
 type spoke interface {
-	// chatRequest writes the client's request as a chat request for
+	// toChat writes the client's request as a chat request for
 	// model, with usage asked for when it streams.
-	chatRequest(body []byte, info RequestInfo, model string, o hubOptions) ([]byte, error)
+	toChat(body []byte, info RequestInfo, model string, o chatOptions) ([]byte, error)
 	// fromChat turns a whole chat answer into the client's, and reads
 	// the ledger usage from it (used when the upstream speaks chat).
 	fromChat(chat []byte, info RequestInfo) ([]byte, Usage, error)
@@ -53,7 +53,7 @@ func hubRoute(client, upstream Format, s spoke) (Route, error) {
 	}
 	r := Route{Client: client, Upstream: upstream, NDJSON: hub.NDJSON}
 	r.request = func(body []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-		chat, err := s.chatRequest(body, info, model, hubOptions{
+		chat, err := s.toChat(body, info, model, chatOptions{
 			OpenAICloud: upstream == FormatOpenAI && o.Cloud,
 			Anthropic:   upstream == FormatAnthropic,
 			Local:       upstream == FormatOllama || upstream == FormatOpenAI && !o.Cloud,

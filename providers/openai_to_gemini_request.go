@@ -273,7 +273,7 @@ func chatUserParts(raw json.RawMessage, at string) ([]geminiPart, error) {
 		Text       string           `json:"text"`
 		ImageURL   *OpenAIImageURL  `json:"image_url"`
 		InputAudio *geminiChatAudio `json:"input_audio"`
-		File       *hubFile         `json:"file"`
+		File       *chatFile        `json:"file"`
 	}
 	if json.Unmarshal(raw, &parts) != nil {
 		return nil, BadRequest(at+".content", "content must be a string or a list of parts")

@@ -45,7 +45,7 @@ func mustTurn(t *testing.T, body string) *ResponsesTurn {
 
 func TestResponsesToChatRequest(t *testing.T) {
 	turn := mustTurn(t, codexTurn)
-	out, err := turn.chatRequest("qwen3", true, hubOptions{})
+	out, err := turn.toChat("qwen3", true, chatOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestResponsesRequestOptions(t *testing.T) {
 		"text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}},
 		"reasoning":{"effort":"xhigh"},"safety_identifier":"u1","tools":[{"type":"function","name":"f"},{"type":"function","name":"g"}],
 		"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"g"}]}}`)
-	local, err := turn.chatRequest("m", false, hubOptions{})
+	local, err := turn.toChat("m", false, chatOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestResponsesRequestOptions(t *testing.T) {
 	if bytes.Contains(local, []byte(`"name":"f"`)) {
 		t.Errorf("allowed_tools did not filter f out: %s", local)
 	}
-	cloud, _ := turn.chatRequest("m", false, hubOptions{OpenAICloud: true})
+	cloud, _ := turn.toChat("m", false, chatOptions{OpenAICloud: true})
 	if !bytes.Contains(cloud, []byte(`"max_completion_tokens":50`)) || !bytes.Contains(cloud, []byte(`"reasoning_effort":"xhigh"`)) {
 		t.Errorf("cloud request: %s", cloud)
 	}
@@ -169,7 +169,7 @@ func TestResponsesBadInputNamesTheParam(t *testing.T) {
 		{`{"model":"m","input":"hi","text":{"format":{"type":"yaml"}}}`, "text.format.type"},
 	} {
 		turn := mustTurn(t, c.body)
-		_, err := turn.chatRequest("m", false, hubOptions{})
+		_, err := turn.toChat("m", false, chatOptions{})
 		e, ok := err.(*APIError)
 		if !ok || e.Status != 400 || e.Param != c.param {
 			t.Errorf("%s: got %#v, want a 400 naming %q", c.body, err, c.param)
@@ -183,7 +183,7 @@ func TestResponsesReferencesResolve(t *testing.T) {
 	if err := turn.ResolveReferences(func(id string) (json.RawMessage, bool) { return stored, id == "msg_old" }); err != nil {
 		t.Fatal(err)
 	}
-	out, err := turn.chatRequest("m", false, hubOptions{})
+	out, err := turn.toChat("m", false, chatOptions{})
 	if err != nil || !bytes.Contains(out, []byte(`{"role":"assistant","content":"before"}`)) {
 		t.Fatalf("%v %s", err, out)
 	}
@@ -535,7 +535,7 @@ func FuzzResponsesRequest(f *testing.F) {
 			}
 			return
 		}
-		out, err := turn.chatRequest("m", true, hubOptions{})
+		out, err := turn.toChat("m", true, chatOptions{})
 		if err != nil {
 			if _, ok := err.(*APIError); !ok {
 				t.Fatalf("non-API error %T %v", err, err)
@@ -546,8 +546,8 @@ func FuzzResponsesRequest(f *testing.F) {
 		if err := unmarshalOpenAIRequest(out, &req); err != nil {
 			t.Fatalf("hub request unreadable: %v\n%s", err, out)
 		}
-		for _, o := range []hubOptions{{}, {Anthropic: true, OpenAICloud: true}} {
-			hub, err := turn.hubRequest("m", true, o)
+		for _, o := range []chatOptions{{}, {Anthropic: true, OpenAICloud: true}} {
+			hub, err := turn.buildChat("m", true, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -555,7 +555,7 @@ func FuzzResponsesRequest(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := appendHubRequest(nil, hub); !bytes.Equal(got, want) {
+			if got := appendChatRequest(nil, hub); !bytes.Equal(got, want) {
 				t.Fatalf("hub encoder differs from json.Marshal:\n got %s\nwant %s", got, want)
 			}
 		}

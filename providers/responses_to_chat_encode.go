@@ -1,15 +1,15 @@
 package providers
 
-// appendHubRequest writes the hub's chat request exactly as json.Marshal
+// appendChatRequest writes the hub's chat request exactly as json.Marshal
 // would (FuzzResponsesRequest pins it), without reflection.
-func appendHubRequest(dst []byte, r *hubRequest) []byte {
+func appendChatRequest(dst []byte, r *chatRequest) []byte {
 	dst = appendStringMember(append(dst, '{'), "model", r.Model, true)
 	dst = append(appendKey(dst, "messages", false), '[')
 	for i := range r.Messages {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendHubMessage(dst, &r.Messages[i])
+		dst = appendChatMessage(dst, &r.Messages[i])
 	}
 	dst = append(dst, ']')
 	if r.MaxTokens != nil {
@@ -85,13 +85,13 @@ func appendHubRequest(dst []byte, r *hubRequest) []byte {
 	return append(dst, '}')
 }
 
-func appendHubMessage(dst []byte, m *hubMessage) []byte {
+func appendChatMessage(dst []byte, m *chatMessage) []byte {
 	dst = appendStringMember(append(dst, '{'), "role", m.Role, true)
 	dst = appendKey(dst, "content", false)
 	switch c := m.Content.(type) {
 	case string:
 		dst = appendMarshalString(dst, c)
-	case []hubPart:
+	case []chatPart:
 		if c == nil {
 			dst = append(dst, "null"...)
 			break
@@ -101,7 +101,7 @@ func appendHubMessage(dst []byte, m *hubMessage) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendHubPart(dst, &c[i])
+			dst = appendChatPart(dst, &c[i])
 		}
 		dst = append(dst, ']')
 	default:
@@ -119,7 +119,7 @@ func appendHubMessage(dst []byte, m *hubMessage) []byte {
 	return append(dst, '}')
 }
 
-func appendHubPart(dst []byte, p *hubPart) []byte {
+func appendChatPart(dst []byte, p *chatPart) []byte {
 	dst = appendStringMember(append(dst, '{'), "type", p.Type, true)
 	if p.Text != "" {
 		dst = appendStringMember(dst, "text", p.Text, false)

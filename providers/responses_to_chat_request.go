@@ -12,10 +12,10 @@ import (
 // (docs/wire-formats.md §7). Only what the next hop understands is
 // written; the rest is mapped as responses-api.md §6.1 describes.
 
-// hubRequest is the chat completions request written for the next hop.
-type hubRequest struct {
+// chatRequest is the chat completions request written for the next hop.
+type chatRequest struct {
 	Model               string            `json:"model"`
-	Messages            []hubMessage      `json:"messages"`
+	Messages            []chatMessage     `json:"messages"`
 	MaxTokens           *int64            `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int64            `json:"max_completion_tokens,omitempty"`
 	Stream              bool              `json:"stream,omitempty"`
@@ -37,7 +37,7 @@ type hubRequest struct {
 	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
 }
 
-type hubMessage struct {
+type chatMessage struct {
 	Role       string           `json:"role"`
 	Content    any              `json:"content"`
 	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
@@ -47,22 +47,22 @@ type hubMessage struct {
 	ThinkingBlocks []AnthropicBlock `json:"thinking_blocks,omitempty"`
 }
 
-type hubPart struct {
+type chatPart struct {
 	Type       string           `json:"type"`
 	Text       string           `json:"text,omitempty"`
 	ImageURL   *OpenAIImageURL  `json:"image_url,omitempty"`
-	File       *hubFile         `json:"file,omitempty"`
+	File       *chatFile        `json:"file,omitempty"`
 	InputAudio *geminiChatAudio `json:"input_audio,omitempty"`
 }
 
-type hubFile struct {
+type chatFile struct {
 	Filename string `json:"filename,omitempty"`
 	FileData string `json:"file_data,omitempty"`
 	FileID   string `json:"file_id,omitempty"`
 }
 
-// hubOptions says what the next hop accepts.
-type hubOptions struct {
+// chatOptions says what the next hop accepts.
+type chatOptions struct {
 	// OpenAICloud: the next hop is a cloud chat completions API
 	// (max_completion_tokens, every reasoning effort).
 	OpenAICloud bool
@@ -88,20 +88,20 @@ func hostedItem(typ string) bool {
 	return false
 }
 
-// chatRequest writes the turn as a chat completions request.
-func (t *ResponsesTurn) chatRequest(model string, stream bool, o hubOptions) ([]byte, error) {
-	out, err := t.hubRequest(model, stream, o)
+// toChat writes the turn as a chat completions request.
+func (t *ResponsesTurn) toChat(model string, stream bool, o chatOptions) ([]byte, error) {
+	out, err := t.buildChat(model, stream, o)
 	if err != nil {
 		return nil, err
 	}
 	// The hub request is about the size of the client's.
-	return appendHubRequest(make([]byte, 0, t.size+512), out), nil
+	return appendChatRequest(make([]byte, 0, t.size+512), out), nil
 }
 
-// hubRequest maps the turn onto the chat request's fields.
-func (t *ResponsesTurn) hubRequest(model string, stream bool, o hubOptions) (*hubRequest, error) {
+// buildChat maps the turn onto the chat request's fields.
+func (t *ResponsesTurn) buildChat(model string, stream bool, o chatOptions) (*chatRequest, error) {
 	r := &t.Req
-	out := hubRequest{Model: model, Temperature: r.Temperature, TopP: r.TopP}
+	out := chatRequest{Model: model, Temperature: r.Temperature, TopP: r.TopP}
 	if stream {
 		out.Stream = true
 		// response.completed carries usage: ask for it whatever the client said.
@@ -316,27 +316,27 @@ func (t *ResponsesTurn) chatToolChoice() (json.RawMessage, map[string]bool, erro
 // developer text merged into one leading system message (many local
 // templates allow only one), consecutive calls folded into one assistant
 // message, tool outputs as tool messages, every call paired with an output.
-func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
+func (t *ResponsesTurn) chatMessages(thinking bool) ([]chatMessage, error) {
 	var system []string
 	if t.Req.Instructions != nil && *t.Req.Instructions != "" {
 		system = append(system, *t.Req.Instructions)
 	}
-	msgs := make([]hubMessage, 1, len(t.Items)+1) // [0] is the system message, dropped if empty
+	msgs := make([]chatMessage, 1, len(t.Items)+1) // [0] is the system message, dropped if empty
 	// assistant is the open assistant message that following calls join.
 	assistant := -1
 	// pendingImages are tool-output images, which chat tool messages cannot
 	// hold: they follow the tool messages as a user message.
-	var pendingImages []hubPart
+	var pendingImages []chatPart
 	flushImages := func() {
 		if len(pendingImages) > 0 {
-			msgs = append(msgs, hubMessage{Role: "user", Content: append([]hubPart{{Type: "text", Text: "Images returned by the tool calls above:"}}, pendingImages...)})
+			msgs = append(msgs, chatMessage{Role: "user", Content: append([]chatPart{{Type: "text", Text: "Images returned by the tool calls above:"}}, pendingImages...)})
 			pendingImages = nil
 		}
 	}
-	openAssistant := func() *hubMessage {
+	openAssistant := func() *chatMessage {
 		if assistant < 0 {
 			flushImages()
-			msgs = append(msgs, hubMessage{Role: "assistant"})
+			msgs = append(msgs, chatMessage{Role: "assistant"})
 			assistant = len(msgs) - 1
 		}
 		return &msgs[assistant]
@@ -367,7 +367,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 				}
 				assistant = -1
 				flushImages()
-				msgs = append(msgs, hubMessage{Role: "user", Content: parts})
+				msgs = append(msgs, chatMessage{Role: "user", Content: parts})
 			case "assistant":
 				text, _, err := itemText(&it.Content.itemContent, param)
 				if err != nil {
@@ -412,7 +412,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 				return nil, err
 			}
 			assistant = -1
-			msgs = append(msgs, hubMessage{Role: "tool", ToolCallID: it.CallID, Content: text})
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: text})
 			pendingImages = append(pendingImages, images...)
 		case "reasoning":
 			// Only Anthropic takes reasoning history, and only its own:
@@ -438,7 +438,7 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]hubMessage, error) {
 	}
 	flushImages()
 	if len(system) > 0 {
-		msgs[0] = hubMessage{Role: "system", Content: strings.Join(system, "\n\n")}
+		msgs[0] = chatMessage{Role: "system", Content: strings.Join(system, "\n\n")}
 	} else {
 		msgs = msgs[1:]
 	}
@@ -467,7 +467,7 @@ func argumentsString(raw json.RawMessage, param string) (string, error) {
 
 // pairToolCalls drops tool messages whose call is unknown and answers a
 // call left without output with "aborted": chat upstreams reject both.
-func pairToolCalls(msgs []hubMessage) []hubMessage {
+func pairToolCalls(msgs []chatMessage) []chatMessage {
 	calls := map[string]bool{}
 	outputs := map[string]bool{}
 	for _, m := range msgs {
@@ -478,7 +478,7 @@ func pairToolCalls(msgs []hubMessage) []hubMessage {
 			outputs[m.ToolCallID] = true
 		}
 	}
-	out := make([]hubMessage, 0, len(msgs))
+	out := make([]chatMessage, 0, len(msgs))
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		if m.Role == "tool" && !calls[m.ToolCallID] {
@@ -497,7 +497,7 @@ func pairToolCalls(msgs []hubMessage) []hubMessage {
 		}
 		for _, c := range m.ToolCalls {
 			if !outputs[c.ID] {
-				out = append(out, hubMessage{Role: "tool", ToolCallID: c.ID, Content: "aborted"})
+				out = append(out, chatMessage{Role: "tool", ToolCallID: c.ID, Content: "aborted"})
 			}
 		}
 	}
@@ -506,7 +506,7 @@ func pairToolCalls(msgs []hubMessage) []hubMessage {
 
 // itemText reads a message's content or a tool's output (a string or
 // parts) as text, a refusal part as text too, and returns the images.
-func itemText(c *itemContent, param string) (string, []hubPart, error) {
+func itemText(c *itemContent, param string) (string, []chatPart, error) {
 	if c.parts == nil {
 		return c.text, nil, nil
 	}
@@ -521,7 +521,7 @@ func itemText(c *itemContent, param string) (string, []hubPart, error) {
 		}
 	}
 	var b strings.Builder
-	var images []hubPart
+	var images []chatPart
 	for j := range c.parts {
 		p := &c.parts[j]
 		switch p.Type {
@@ -558,13 +558,13 @@ func userParts(c *itemContent, param string) (any, error) {
 		text, _, err := itemText(c, param)
 		return text, err
 	}
-	out := make([]hubPart, 0, len(c.parts))
+	out := make([]chatPart, 0, len(c.parts))
 	for j := range c.parts {
 		p := &c.parts[j]
 		pp := fmt.Sprintf("%s.content[%d]", param, j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			out = append(out, hubPart{Type: "text", Text: p.Text})
+			out = append(out, chatPart{Type: "text", Text: p.Text})
 		case "input_image":
 			img, err := imagePart(p, pp)
 			if err != nil {
@@ -575,7 +575,7 @@ func userParts(c *itemContent, param string) (any, error) {
 			if p.FileData == "" {
 				return nil, responsesError(pp+".file_data", "input_file needs file_data (a data URL): file_id and file_url refer to OpenAI's storage, which this gateway does not have")
 			}
-			out = append(out, hubPart{Type: "file", File: &hubFile{Filename: p.Filename, FileData: p.FileData}})
+			out = append(out, chatPart{Type: "file", File: &chatFile{Filename: p.Filename, FileData: p.FileData}})
 		default:
 			return nil, responsesError(pp+".type", "content part type %q is not allowed in a user message", p.Type)
 		}
@@ -583,22 +583,22 @@ func userParts(c *itemContent, param string) (any, error) {
 	return out, nil
 }
 
-func imagePart(p *responsesPart, param string) (hubPart, error) {
+func imagePart(p *responsesPart, param string) (chatPart, error) {
 	if p.ImageURL == "" {
-		return hubPart{}, responsesError(param+".image_url", "input_image needs image_url (https or a data URL): file_id refers to OpenAI's storage, which this gateway does not have")
+		return chatPart{}, responsesError(param+".image_url", "input_image needs image_url (https or a data URL): file_id refers to OpenAI's storage, which this gateway does not have")
 	}
 	detail := p.Detail
 	if detail == "original" {
 		detail = "high"
 	}
-	return hubPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: p.ImageURL, Detail: detail}}, nil
+	return chatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: p.ImageURL, Detail: detail}}, nil
 }
 
 // CountBody is the turn as an Anthropic count_tokens request (model,
 // system, messages, tools): the shape the gateway's token counting and
 // Anthropic's free endpoint both read.
 func (t *ResponsesTurn) CountBody() ([]byte, error) {
-	chat, err := t.chatRequest(t.Req.Model, false, hubOptions{Anthropic: true})
+	chat, err := t.toChat(t.Req.Model, false, chatOptions{Anthropic: true})
 	if err != nil {
 		return nil, err
 	}

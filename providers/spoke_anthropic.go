@@ -4,7 +4,7 @@ package providers
 // upstreams other than Anthropic (which get the body passed through).
 type messagesSpoke struct{}
 
-func (messagesSpoke) chatRequest(body []byte, _ RequestInfo, model string, o hubOptions) ([]byte, error) {
+func (messagesSpoke) toChat(body []byte, _ RequestInfo, model string, o chatOptions) ([]byte, error) {
 	return AnthropicToOpenAIRequest(body, model, !o.Local)
 }
 

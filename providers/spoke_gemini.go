@@ -5,8 +5,8 @@ package providers
 // come back in Gemini's shape.
 type geminiSpoke struct{}
 
-func (geminiSpoke) chatRequest(_ []byte, info RequestInfo, model string, o hubOptions) ([]byte, error) {
-	return info.Gemini.chatRequest(model, info.Stream, o)
+func (geminiSpoke) toChat(_ []byte, info RequestInfo, model string, o chatOptions) ([]byte, error) {
+	return info.Gemini.toChat(model, info.Stream, o)
 }
 
 func (geminiSpoke) fromChat(chat []byte, info RequestInfo) ([]byte, Usage, error) {
@@ -29,7 +29,7 @@ func (geminiSpoke) newStream(_ string, info RequestInfo) StreamTranslator {
 // CountBody is the turn as an Anthropic count_tokens body, the form the
 // gateway's token counting takes.
 func (t *GeminiTurn) CountBody(model string) ([]byte, error) {
-	chat, err := t.chatRequest(model, false, hubOptions{Anthropic: true})
+	chat, err := t.toChat(model, false, chatOptions{Anthropic: true})
 	if err != nil {
 		return nil, err
 	}

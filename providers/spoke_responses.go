@@ -5,8 +5,8 @@ package providers
 // answers come back as the Response or its event stream.
 type responsesSpoke struct{}
 
-func (responsesSpoke) chatRequest(_ []byte, info RequestInfo, model string, o hubOptions) ([]byte, error) {
-	return info.Responses.chatRequest(model, info.Stream, o)
+func (responsesSpoke) toChat(_ []byte, info RequestInfo, model string, o chatOptions) ([]byte, error) {
+	return info.Responses.toChat(model, info.Stream, o)
 }
 
 func (responsesSpoke) fromChat(chat []byte, info RequestInfo) ([]byte, Usage, error) {
