@@ -6,7 +6,7 @@ import (
 )
 
 // Stream translators between Anthropic events and OpenAI chunks
-// (docs/wire-formats.md §2.3, §1.3, §5.5). Output JSON is appended by hand from
+// (docs/wire-formats.md §2.3, §5.5). Output JSON is appended by hand from
 // precomputed prefixes. Text and argument deltas, the bulk of a stream,
 // copy the upstream's encoded string through without decoding; other
 // events are decoded into a scratch struct reused for every event.

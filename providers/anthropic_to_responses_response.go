@@ -10,7 +10,7 @@ import (
 // anthropicToResponses turns a whole Anthropic answer into the Response
 // directly, not through chat, so thinking keeps its signatures: items in
 // block order, thinking → reasoning (sealed in encrypted_content), text →
-// message, tool_use → call (responses-api.md §6.2).
+// message, tool_use → call (docs/wire-formats.md §7).
 func (t *ResponsesTurn) anthropicToResponses(raw []byte) ([]byte, Usage, error) {
 	var in AnthropicResponse
 	if err := json.Unmarshal(raw, &in); err != nil {

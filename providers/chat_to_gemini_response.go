@@ -6,8 +6,9 @@ import (
 )
 
 // The hub's answers (chat completions, or Anthropic's own for thinking)
-// written as Gemini's GenerateContentResponse (spec/gemini-api.md §3,
-// §5.3, §5.4).
+// written as Gemini's GenerateContentResponse: candidates[0].content.parts
+// (thought parts first, then text, then functionCall), a finishReason in
+// UPPER_CASE and usageMetadata.
 
 // geminiFinish maps a chat or Anthropic finish onto Gemini's; tool calls
 // end with STOP, as Gemini's own do.
@@ -119,7 +120,8 @@ func (t *GeminiTurn) chatToGemini(raw []byte) ([]byte, error) {
 // anthropicToGemini reads an Anthropic answer directly, so its thinking
 // blocks survive: they are sealed into the first function call's
 // thoughtSignature, which Gemini clients send back verbatim, and restored
-// for Anthropic on the next turn (spec/gemini-api.md §5.2).
+// for Anthropic on the next turn (docs/architecture.md, "The translation
+// matrix and the hub").
 func (t *GeminiTurn) anthropicToGemini(raw []byte) ([]byte, Usage, error) {
 	var a struct {
 		Content    []AnthropicBlock `json:"content"`

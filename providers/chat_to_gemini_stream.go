@@ -8,8 +8,7 @@ import (
 
 // geminiStream turns the hub's chat chunks into Gemini's stream: one
 // `data: <GenerateContentResponse>` line per event, no event names, no
-// comments, no [DONE]; the body's end ends the stream (spec/gemini-api.md
-// §3, §5.5). Text goes out as it comes. A function call goes out whole,
+// comments, no [DONE]; the body's end ends the stream. Text goes out as it comes. A function call goes out whole,
 // with parsed args, once its fragments are complete: Gemini clients read
 // each functionCall part as a finished call. The last chunk carries the
 // finish reason and the usage, which in chat arrives after the finish.

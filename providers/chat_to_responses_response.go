@@ -6,7 +6,7 @@ import (
 )
 
 // chatToResponses turns a chat completion into the Response: items in the
-// order reasoning, message, calls (responses-api.md §6.2).
+// order reasoning, message, calls (docs/wire-formats.md §7).
 func (t *ResponsesTurn) chatToResponses(chat []byte) ([]byte, error) {
 	out, _, err := t.chatToResponsesUsage(chat)
 	return out, err

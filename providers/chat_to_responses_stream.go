@@ -6,7 +6,7 @@ import (
 )
 
 // responsesStream turns the hub's chat completion chunks into the
-// Responses event sequence (responses-api.md §3, §6.3): created and
+// Responses event sequence (docs/wire-formats.md §7): created and
 // in_progress first, one item open at a time, each bracketed by
 // output_item.added/.done (message parts by content_part.added/.done),
 // sequence numbers rising from 0, and one terminal event carrying the
@@ -374,7 +374,7 @@ func (s *responsesStream) output() []json.RawMessage {
 }
 
 // Fail ends a stream the upstream broke: an error event in both shapes
-// the SDKs read (nested and flat, responses-api.md §3.3), then
+// the SDKs read (nested and flat), then
 // response.failed with the output so far.
 func (s *responsesStream) Fail(dst []byte, e *APIError) []byte {
 	if s.ended {

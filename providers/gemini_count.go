@@ -8,7 +8,7 @@ import (
 // GeminiCountBody wraps gen, the generateContent body a generation on
 // model would send, as countTokens takes it when tools, the system
 // instruction and the configuration are to be counted too
-// (spec/gemini-api.md §1: {"generateContentRequest":{"model":"models/m",…}}).
+// ({"generateContentRequest":{"model":"models/m",…}}).
 func GeminiCountBody(gen []byte, model string) ([]byte, error) {
 	gen = trimSpace(gen)
 	if len(gen) < 2 || gen[0] != '{' {

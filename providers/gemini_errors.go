@@ -8,7 +8,7 @@ import (
 )
 
 // GoogleStatus is the google.rpc status name Gemini clients read beside
-// the HTTP code (spec/gemini-api.md §4).
+// the HTTP code (error.status: INVALID_ARGUMENT, NOT_FOUND, …).
 func GoogleStatus(status int) string {
 	switch status {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:

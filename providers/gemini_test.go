@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// A Gemini CLI turn as it sends one (spec/gemini-api.md §2, §6): system
+// A Gemini CLI turn as it sends one: system
 // instruction as a user-role content, a thought part, parallel calls (the
 // first signed), their responses by id, declarations in both schema
 // dialects.

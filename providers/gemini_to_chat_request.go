@@ -13,7 +13,8 @@ import (
 // streamGenerateContent, countTokens) parsed once. Like a Responses turn
 // it reaches every upstream through the chat hub: it is written as a chat
 // request, and the answer comes back as chat and is turned into Gemini's
-// GenerateContentResponse (docs/architecture.md, "The translation hub").
+// GenerateContentResponse (docs/architecture.md, "The translation matrix
+// and the hub").
 type GeminiTurn struct {
 	req geminiRequest
 	// Alias names the model in answers (modelVersion).

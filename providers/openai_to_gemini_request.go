@@ -55,8 +55,9 @@ type chatInRequest struct {
 }
 
 // OpenAIToGeminiRequest writes a chat completions request as a Gemini
-// generateContent body for model (spec/gemini-api.md §5.1, read right to
-// left). The model and the stream choice travel in the URL, not the body.
+// generateContent body for model, mapping in reverse the fields
+// GeminiTurn.toChat maps. The model and the stream choice travel in the
+// URL, not the body.
 func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
 	var in chatInRequest
 	if err := json.Unmarshal(body, &in); err != nil {

@@ -7,8 +7,7 @@ import (
 )
 
 // The Response object and its output items, shared by the whole-answer
-// and the stream translators so both write the same bytes
-// (responses-api.md §2).
+// and the stream translators so both write the same bytes.
 
 // outputItem is one output item being built: a message, a reasoning
 // item, or a (custom) tool call.

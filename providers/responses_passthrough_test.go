@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// openAIResponsesStream is a native Responses stream as OpenAI sends it
-// (responses-api.md §3.1), shortened.
+// openAIResponsesStream is a native Responses stream as OpenAI sends it,
+// shortened.
 var openAIResponsesStream = []string{
 	`{"type":"response.created","sequence_number":0,"response":{"id":"resp_up","object":"response","status":"in_progress","output":[],"usage":null}}`,
 	`{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_up","object":"response","status":"in_progress","output":[],"usage":null}}`,

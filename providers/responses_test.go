@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// codexTurn is shaped like Codex 0.169's requests (responses-api.md §7.3):
+// codexTurn is shaped like Codex 0.169's requests:
 // developer messages for the system prompt, a namespace tool, a custom
 // tool, a hosted web_search, replayed calls with ids, and a reasoning item.
 const codexTurn = `{"model":"coder","stream":true,"store":false,"tool_choice":"auto","parallel_tool_calls":true,
@@ -279,7 +279,7 @@ func parseRespSSE(t *testing.T, b []byte) []respEvent {
 }
 
 // checkResponsesStream enforces what consumers of the stream require
-// (responses-api.md §3.4, §7.4): created first, event name = type,
+// (docs/wire-formats.md §7): created first, event name = type,
 // sequence numbers 0,1,2…, items never overlap, deltas only inside their
 // item, one terminal event last whose output equals the items sent.
 func checkResponsesStream(t *testing.T, evs []respEvent) (terminal map[string]any) {

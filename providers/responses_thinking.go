@@ -8,7 +8,8 @@ import (
 
 // Anthropic thinking travels through a Responses client as a reasoning
 // item's encrypted_content: "gw1:" and the base64 of the thinking blocks
-// as JSON, signatures and redacted data included (responses-api.md §6.3).
+// as JSON, signatures and redacted data included (docs/architecture.md,
+// "The translation matrix and the hub").
 // The client keeps it opaque and sends it back; the gateway restores the
 // blocks for Anthropic, whose signature check is what makes them
 // trustworthy. Other blobs (OpenAI's own "gAAAA…") mean nothing to an

@@ -10,7 +10,7 @@ import (
 // The translation hub: a Responses request becomes a chat completions
 // request, which every upstream format already has a route from
 // (docs/wire-formats.md §7). Only what the next hop understands is
-// written; the rest is mapped as responses-api.md §6.1 describes.
+// written; the rest is mapped as that section describes.
 
 // chatRequest is the chat completions request written for the next hop.
 type chatRequest struct {
