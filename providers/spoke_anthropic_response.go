@@ -91,3 +91,20 @@ func toolInput(args string) json.RawMessage {
 	b := append([]byte(`{"arguments":`), appendJSONString(nil, args)...)
 	return append(b, '}')
 }
+
+// openAIRespIn adds the fields of a response this package reads beyond the
+// shared OpenAIResponse type.
+type openAIRespIn struct {
+	ID          string `json:"id"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
+		Message struct {
+			Content   json.RawMessage  `json:"content"`
+			Refusal   *string          `json:"refusal"`
+			ToolCalls []OpenAIToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *OpenAIUsage `json:"usage"`
+}

@@ -80,20 +80,3 @@ type anthropicOutResponse struct {
 	StopSequence *string          `json:"stop_sequence"`
 	Usage        json.RawMessage  `json:"usage"`
 }
-
-// openAIRespIn adds the fields of a response this package reads beyond the
-// shared OpenAIResponse type.
-type openAIRespIn struct {
-	ID          string `json:"id"`
-	Model       string `json:"model"`
-	ServiceTier string `json:"service_tier"`
-	Choices     []struct {
-		Message struct {
-			Content   json.RawMessage  `json:"content"`
-			Refusal   *string          `json:"refusal"`
-			ToolCalls []OpenAIToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *OpenAIUsage `json:"usage"`
-}

@@ -36,10 +36,10 @@ func runOllamaStream(t testing.TB, ndjson []byte, includeUsage bool) ([]byte, St
 
 // parseSSE re-reads OpenAI SSE output: the decoded chunks and whether the
 // stream ended with [DONE] as its last event.
-func parseOllamaSSE(t testing.TB, sse []byte) ([]OpenAIChunk, bool) {
+func parseOllamaSSE(t testing.TB, sse []byte) ([]testChunk, bool) {
 	t.Helper()
 	r := NewSSEReader(bytes.NewReader(sse), bufio.NewReader(nil))
-	var chunks []OpenAIChunk
+	var chunks []testChunk
 	done := false
 	for {
 		ev, err := r.Next()
@@ -59,7 +59,7 @@ func parseOllamaSSE(t testing.TB, sse []byte) ([]OpenAIChunk, bool) {
 			done = true
 			continue
 		}
-		var c OpenAIChunk
+		var c testChunk
 		dec := json.NewDecoder(bytes.NewReader(ev.Data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
@@ -248,27 +248,27 @@ func TestOllamaStreamInvalidLine(t *testing.T) {
 // The chunk shape the stream tests decode; the translators write chunks
 // by hand and need no type for them.
 
-// OpenAIChunk is one streamed chunk.
-type OpenAIChunk struct {
+// testChunk is one streamed chunk.
+type testChunk struct {
 	ID                string              `json:"id"`
 	Object            string              `json:"object"`
 	Created           int64               `json:"created"`
 	Model             string              `json:"model"`
 	SystemFingerprint *string             `json:"system_fingerprint,omitempty"`
-	Choices           []OpenAIChunkChoice `json:"choices"`
+	Choices           []testChunkChoice `json:"choices"`
 	Usage             *OpenAIUsage        `json:"usage"`
 }
 
-// OpenAIChunkChoice is a choice inside a chunk.
-type OpenAIChunkChoice struct {
+// testChunkChoice is a choice inside a chunk.
+type testChunkChoice struct {
 	Index        int         `json:"index"`
-	Delta        OpenAIDelta `json:"delta"`
+	Delta        testDelta `json:"delta"`
 	Logprobs     any         `json:"logprobs,omitempty"`
 	FinishReason *string     `json:"finish_reason"`
 }
 
-// OpenAIDelta is the incremental message of a chunk choice.
-type OpenAIDelta struct {
+// testDelta is the incremental message of a chunk choice.
+type testDelta struct {
 	Role      string           `json:"role,omitempty"`
 	Content   *string          `json:"content,omitempty"`
 	Reasoning string           `json:"reasoning,omitempty"`
