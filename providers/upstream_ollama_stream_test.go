@@ -250,21 +250,21 @@ func TestOllamaStreamInvalidLine(t *testing.T) {
 
 // testChunk is one streamed chunk.
 type testChunk struct {
-	ID                string              `json:"id"`
-	Object            string              `json:"object"`
-	Created           int64               `json:"created"`
-	Model             string              `json:"model"`
-	SystemFingerprint *string             `json:"system_fingerprint,omitempty"`
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	Created           int64             `json:"created"`
+	Model             string            `json:"model"`
+	SystemFingerprint *string           `json:"system_fingerprint,omitempty"`
 	Choices           []testChunkChoice `json:"choices"`
-	Usage             *OpenAIUsage        `json:"usage"`
+	Usage             *OpenAIUsage      `json:"usage"`
 }
 
 // testChunkChoice is a choice inside a chunk.
 type testChunkChoice struct {
-	Index        int         `json:"index"`
+	Index        int       `json:"index"`
 	Delta        testDelta `json:"delta"`
-	Logprobs     any         `json:"logprobs,omitempty"`
-	FinishReason *string     `json:"finish_reason"`
+	Logprobs     any       `json:"logprobs,omitempty"`
+	FinishReason *string   `json:"finish_reason"`
 }
 
 // testDelta is the incremental message of a chunk choice.
