@@ -8,38 +8,6 @@ import (
 	"strings"
 )
 
-// openAIOutRequest is the request sent to an OpenAI-compatible upstream.
-type openAIOutRequest struct {
-	Model               string            `json:"model"`
-	Messages            []openAIOutMsg    `json:"messages"`
-	MaxTokens           int64             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int64             `json:"max_completion_tokens,omitempty"`
-	Stream              bool              `json:"stream,omitempty"`
-	StreamOptions       *OpenAIStreamOpts `json:"stream_options,omitempty"`
-	Temperature         *float64          `json:"temperature,omitempty"`
-	TopP                *float64          `json:"top_p,omitempty"`
-	Stop                []string          `json:"stop,omitempty"`
-	ToolChoice          any               `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
-	User                string            `json:"user,omitempty"`
-}
-
-// openAIOutMsg carries Content as a string, a part list, or nil (null,
-// for an assistant turn that only calls tools).
-type openAIOutMsg struct {
-	Role       string           `json:"role"`
-	Content    any              `json:"content"`
-	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string           `json:"tool_call_id,omitempty"`
-}
-
-type openAIFunctionChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
 // toolErrorPrefix marks a tool_result with is_error: OpenAI tool messages
 // have no error flag, so the model learns it from the text.
 const toolErrorPrefix = "Error: "
@@ -55,7 +23,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
 	}
-	out := openAIOutRequest{
+	out := chatRequest{
 		Model:       upstreamModel,
 		Stream:      in.Stream,
 		Temperature: in.Temperature,
@@ -65,10 +33,10 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	if in.MaxTokens < 0 {
 		return nil, BadRequest("max_tokens", "max_tokens must be at least 1")
 	}
-	if cloud {
-		out.MaxCompletionTokens = in.MaxTokens
-	} else {
-		out.MaxTokens = in.MaxTokens
+	if n := in.MaxTokens; n != 0 && cloud {
+		out.MaxCompletionTokens = &n
+	} else if n != 0 {
+		out.MaxTokens = &n
 	}
 	if in.Stream {
 		// The ledger needs the usage chunk whatever the client asked.
@@ -78,11 +46,11 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 		out.User = in.Metadata.UserID
 	}
 
-	out.Messages = make([]openAIOutMsg, 0, len(in.Messages)+1)
+	out.Messages = make([]chatMessage, 0, len(in.Messages)+1)
 	if sys, err := anthropicSystemText(in.System); err != nil {
 		return nil, err
 	} else if sys != "" {
-		out.Messages = append(out.Messages, openAIOutMsg{Role: "system", Content: sys})
+		out.Messages = append(out.Messages, chatMessage{Role: "system", Content: sys})
 	}
 	var blocks []AnthropicBlock
 	for i := range in.Messages {
@@ -97,7 +65,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 			// Claude Code sends these inside messages; the provider would
 			// refuse them, OpenAI takes them as they are.
 			if text := joinText(blocks); text != "" {
-				out.Messages = append(out.Messages, openAIOutMsg{Role: "system", Content: text})
+				out.Messages = append(out.Messages, chatMessage{Role: "system", Content: text})
 			}
 		case "user":
 			out.Messages, err = appendUserTurn(out.Messages, blocks, i)
@@ -136,18 +104,17 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	if tc := in.ToolChoice; tc != nil && len(tools) > 0 {
 		switch tc.Type {
 		case "auto", "":
-			out.ToolChoice = "auto"
+			out.ToolChoice = json.RawMessage(`"auto"`)
 		case "any":
-			out.ToolChoice = "required"
+			out.ToolChoice = json.RawMessage(`"required"`)
 		case "none":
-			out.ToolChoice = "none"
+			out.ToolChoice = json.RawMessage(`"none"`)
 		case "tool":
 			if tc.Name == "" {
 				return nil, BadRequest("tool_choice.name", "tool_choice of type tool needs a name")
 			}
-			fc := openAIFunctionChoice{Type: "function"}
-			fc.Function.Name = tc.Name
-			out.ToolChoice = fc
+			out.ToolChoice = appendMarshalString(append(json.RawMessage(nil), `{"type":"function","function":{"name":`...), tc.Name)
+			out.ToolChoice = append(out.ToolChoice, "}}"...)
 		default:
 			return nil, BadRequest("tool_choice.type", "unsupported tool_choice type "+strconv.Quote(tc.Type))
 		}
@@ -156,22 +123,24 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 			out.ParallelToolCalls = &f
 		}
 	}
-	b, err := json.Marshal(&out)
-	if err != nil || len(tools) == 0 {
-		return b, err
-	}
-	size := len(b) + 16
+	// The chat request is about the size of the Messages one; escapes
+	// and the tools' wrapping add a little.
+	size := len(body) + 512
 	for i := range tools {
-		f := &tools[i].Function
-		size += len(f.Name) + len(f.Description) + len(f.Description)/8 + len(f.Parameters) + 64
+		size += len(tools[i].Function.Description)/8 + 64
 	}
-	return appendOpenAITools(append(make([]byte, 0, size), b[:len(b)-1]...), tools), nil
+	b := appendChatRequest(make([]byte, 0, size), &out)
+	if len(tools) == 0 {
+		return b, nil
+	}
+	return appendOpenAITools(b[:len(b)-1], tools), nil
 }
 
 // appendOpenAITools appends `,"tools":[...]}` to an encoded object missing
 // its closing brace. Claude Code's tool schemas are most of its request;
 // they are copied verbatim (json.Unmarshal already validated them) where
-// json.Marshal would scan and compact every one again.
+// appendChatRequest, like json.Marshal, would scan and compact every one
+// again.
 func appendOpenAITools(dst []byte, tools []OpenAITool) []byte {
 	dst = append(dst, `,"tools":[`...)
 	for i := range tools {
@@ -255,17 +224,11 @@ func joinText(blocks []AnthropicBlock) string {
 	return b.String()
 }
 
-type openAIOutPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text,omitempty"`
-	ImageURL *OpenAIImageURL `json:"image_url,omitempty"`
-}
-
 // appendUserTurn emits one tool message per tool_result, then the turn's
 // text and images as a user message, since OpenAI wants tool results
 // directly after the assistant turn that called them.
-func appendUserTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([]openAIOutMsg, error) {
-	var parts []openAIOutPart
+func appendUserTurn(msgs []chatMessage, blocks []AnthropicBlock, i int) ([]chatMessage, error) {
+	var parts []chatPart
 	for j := range blocks {
 		b := &blocks[j]
 		switch b.Type {
@@ -274,23 +237,23 @@ func appendUserTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([]open
 			if err != nil {
 				return nil, BadRequest(fmt.Sprintf("messages[%d].content[%d].content", i, j), err.Error())
 			}
-			msgs = append(msgs, openAIOutMsg{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
 		case "text":
 			if b.Text != "" {
-				parts = append(parts, openAIOutPart{Type: "text", Text: b.Text})
+				parts = append(parts, chatPart{Type: "text", Text: b.Text})
 			}
 		case "image":
 			if url := imageURL(b.Source); url != "" {
-				parts = append(parts, openAIOutPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: url}})
+				parts = append(parts, chatPart{Type: "image_url", ImageURL: &OpenAIImageURL{URL: url}})
 			}
 		}
 	}
 	switch {
 	case len(parts) == 0:
 	case len(parts) == 1 && parts[0].Type == "text":
-		msgs = append(msgs, openAIOutMsg{Role: "user", Content: parts[0].Text})
+		msgs = append(msgs, chatMessage{Role: "user", Content: parts[0].Text})
 	default:
-		msgs = append(msgs, openAIOutMsg{Role: "user", Content: parts})
+		msgs = append(msgs, chatMessage{Role: "user", Content: parts})
 	}
 	return msgs, nil
 }
@@ -325,7 +288,7 @@ func toolResultText(b *AnthropicBlock) (string, error) {
 	return text, nil
 }
 
-func appendAssistantTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([]openAIOutMsg, error) {
+func appendAssistantTurn(msgs []chatMessage, blocks []AnthropicBlock, i int) ([]chatMessage, error) {
 	var calls []OpenAIToolCall
 	for j := range blocks {
 		b := &blocks[j]
@@ -342,7 +305,7 @@ func appendAssistantTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([
 		calls = append(calls, OpenAIToolCall{ID: b.ID, Type: "function",
 			Function: OpenAIFunctionCall{Name: b.Name, Arguments: args}})
 	}
-	msg := openAIOutMsg{Role: "assistant", ToolCalls: calls}
+	msg := chatMessage{Role: "assistant", ToolCalls: calls}
 	if text := joinText(blocks); text != "" {
 		msg.Content = text
 	} else if len(calls) == 0 {
@@ -356,7 +319,7 @@ func appendAssistantTurn(msgs []openAIOutMsg, blocks []AnthropicBlock, i int) ([
 // message. Claude Code puts system messages between turns; the chat
 // templates of many local models (Mistral's, Gemma's, strict Llama ones)
 // accept a system message only first and refuse the request otherwise.
-func foldSystemMessages(msgs []openAIOutMsg) []openAIOutMsg {
+func foldSystemMessages(msgs []chatMessage) []chatMessage {
 	var extra []string
 	kept := msgs[:0:0]
 	for i, m := range msgs {
@@ -378,5 +341,5 @@ func foldSystemMessages(msgs []openAIOutMsg) []openAIOutMsg {
 			return kept
 		}
 	}
-	return append([]openAIOutMsg{{Role: "system", Content: joined}}, kept...)
+	return append([]chatMessage{{Role: "system", Content: joined}}, kept...)
 }
