@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 )
 
-// openAIPassthroughStream forwards OpenAI chunks unchanged while reading
+// chatPassthroughStream forwards OpenAI chunks unchanged while reading
 // the usage chunk.
-type openAIPassthroughStream struct {
+type chatPassthroughStream struct {
 	dropUsageChunk bool
 	sawDone        bool // [DONE] sent to the client, by the upstream or Finish
 	upstreamDone   bool // the upstream sent [DONE] or a finish reason
@@ -20,12 +20,12 @@ type openAIPassthroughStream struct {
 // OpenAI client. dropUsageChunk hides the usage-only chunk from a client
 // that did not ask for it (the gateway added include_usage for the ledger).
 func NewOpenAIPassthroughStream(dropUsageChunk bool) StreamTranslator {
-	return &openAIPassthroughStream{dropUsageChunk: dropUsageChunk}
+	return &chatPassthroughStream{dropUsageChunk: dropUsageChunk}
 }
 
-func (t *openAIPassthroughStream) Usage() Usage { return t.usage }
+func (t *chatPassthroughStream) Usage() Usage { return t.usage }
 
-func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
+func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	data := ev.Data
 	if string(bytes.TrimSpace(data)) == dataDone {
 		t.sawDone, t.upstreamDone = true, true
@@ -77,9 +77,9 @@ func (t *openAIPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error
 	return AppendSSE(dst, ev.Name, data), nil
 }
 
-func (t *openAIPassthroughStream) Complete() bool { return t.upstreamDone }
+func (t *chatPassthroughStream) Complete() bool { return t.upstreamDone }
 
-func (t *openAIPassthroughStream) Finish(dst []byte) []byte {
+func (t *chatPassthroughStream) Finish(dst []byte) []byte {
 	if t.sawDone {
 		return dst
 	}

@@ -10,7 +10,7 @@ import (
 // an Anthropic Messages response and returns the usage it carried. Only
 // the first choice is used (requests are translated with n=1).
 func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
-	var in openAIRespIn
+	var in chatInAnswer
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, Usage{}, errors.New("upstream openai response: " + jsonErrText(err))
 	}
@@ -92,9 +92,10 @@ func toolInput(args string) json.RawMessage {
 	return append(b, '}')
 }
 
-// openAIRespIn adds the fields of a response this package reads beyond the
-// shared OpenAIResponse type.
-type openAIRespIn struct {
+// chatInAnswer is a whole chat answer as the Messages spoke reads it:
+// unlike chatAnswer it takes content as a string or a list of parts, and
+// keeps the id and model Anthropic clients see.
+type chatInAnswer struct {
 	ID          string `json:"id"`
 	Model       string `json:"model"`
 	ServiceTier string `json:"service_tier"`

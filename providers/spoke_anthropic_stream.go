@@ -8,8 +8,9 @@ import (
 
 // OpenAI chunks in, Anthropic events out (docs/wire-formats.md §5.5).
 
-// openAIChunkIn is the part of an OpenAI chunk the translator reads.
-type openAIChunkIn struct {
+// chatInChunk is the part of a chat chunk the Messages spoke's stream
+// reads: unlike chatAnswer it keeps the id, the model and an in-band error.
+type chatInChunk struct {
 	ID          string `json:"id"`
 	Model       string `json:"model"`
 	ServiceTier string `json:"service_tier"`
@@ -45,7 +46,7 @@ type openAIToAnthropicStream struct {
 	seen     []bool
 	stop     string
 	usage    Usage
-	chunk    openAIChunkIn
+	chunk    chatInChunk
 	// sawEnd: the upstream sent [DONE].
 	sawEnd bool
 }
@@ -250,7 +251,7 @@ func (t *openAIToAnthropicStream) Translate(dst []byte, ev Event) ([]byte, error
 	}
 	choices := t.chunk.Choices[:0]
 	clear(choices[:cap(choices)])
-	t.chunk = openAIChunkIn{Choices: choices}
+	t.chunk = chatInChunk{Choices: choices}
 	if err := json.Unmarshal(data, &t.chunk); err != nil {
 		return dst, errBadEvent
 	}
