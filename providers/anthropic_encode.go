@@ -1,5 +1,7 @@
 package providers
 
+import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+
 // Hand-written encoders for the translators' output structs, here the
 // Anthropic ones (the chat ones are in hub_*_encode.go, Ollama's in
 // upstream_ollama_request_encode.go). Each writes the fields in
@@ -8,12 +10,12 @@ package providers
 // translate_encode_test.go hold them to that).
 
 func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
-	dst = appendStringMember(append(dst, '{'), "model", r.Model, true)
-	dst = appendInt(appendKey(dst, "max_tokens", false), r.MaxTokens)
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "model", r.Model, true)
+	dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, "max_tokens", false), r.MaxTokens)
 	if r.System != "" {
-		dst = appendStringMember(dst, "system", r.System, false)
+		dst = jsonfast.AppendStringMember(dst, "system", r.System, false)
 	}
-	dst = appendKey(dst, "messages", false)
+	dst = jsonfast.AppendKey(dst, "messages", false)
 	if r.Messages == nil {
 		dst = append(dst, "null"...)
 	} else {
@@ -23,26 +25,26 @@ func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendStringMember(append(dst, '{'), "role", m.Role, true)
-			dst = appendAnthropicBlocks(appendKey(dst, "content", false), m.Content)
+			dst = jsonfast.AppendStringMember(append(dst, '{'), "role", m.Role, true)
+			dst = appendAnthropicBlocks(jsonfast.AppendKey(dst, "content", false), m.Content)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
 	}
 	if len(r.StopSequences) > 0 {
-		dst = appendStringList(appendKey(dst, "stop_sequences", false), r.StopSequences)
+		dst = jsonfast.AppendStringList(jsonfast.AppendKey(dst, "stop_sequences", false), r.StopSequences)
 	}
 	if r.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}
 	if r.Temperature != nil {
-		dst = appendMarshalFloat(appendKey(dst, "temperature", false), *r.Temperature)
+		dst = jsonfast.AppendMarshalFloat(jsonfast.AppendKey(dst, "temperature", false), *r.Temperature)
 	}
 	if r.TopP != nil {
-		dst = appendMarshalFloat(appendKey(dst, "top_p", false), *r.TopP)
+		dst = jsonfast.AppendMarshalFloat(jsonfast.AppendKey(dst, "top_p", false), *r.TopP)
 	}
 	if len(r.Tools) > 0 {
-		dst = append(appendKey(dst, "tools", false), '[')
+		dst = append(jsonfast.AppendKey(dst, "tools", false), '[')
 		for i := range r.Tools {
 			if i > 0 {
 				dst = append(dst, ',')
@@ -52,9 +54,9 @@ func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
 		dst = append(dst, ']')
 	}
 	if tc := r.ToolChoice; tc != nil {
-		dst = appendStringMember(append(appendKey(dst, "tool_choice", false), '{'), "type", tc.Type, true)
+		dst = jsonfast.AppendStringMember(append(jsonfast.AppendKey(dst, "tool_choice", false), '{'), "type", tc.Type, true)
 		if tc.Name != "" {
-			dst = appendStringMember(dst, "name", tc.Name, false)
+			dst = jsonfast.AppendStringMember(dst, "name", tc.Name, false)
 		}
 		if tc.DisableParallelToolUse {
 			dst = append(dst, `,"disable_parallel_tool_use":true`...)
@@ -62,15 +64,15 @@ func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
 		dst = append(dst, '}')
 	}
 	if r.Metadata != nil {
-		dst = append(appendKey(dst, "metadata", false), '{')
+		dst = append(jsonfast.AppendKey(dst, "metadata", false), '{')
 		if r.Metadata.UserID != "" {
-			dst = appendStringMember(dst, "user_id", r.Metadata.UserID, true)
+			dst = jsonfast.AppendStringMember(dst, "user_id", r.Metadata.UserID, true)
 		}
 		dst = append(dst, '}')
 	}
 	if r.Thinking != nil {
-		dst = appendStringMember(append(appendKey(dst, "thinking", false), '{'), "type", r.Thinking.Type, true)
-		dst = appendInt(appendKey(dst, "budget_tokens", false), r.Thinking.BudgetTokens)
+		dst = jsonfast.AppendStringMember(append(jsonfast.AppendKey(dst, "thinking", false), '{'), "type", r.Thinking.Type, true)
+		dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, "budget_tokens", false), r.Thinking.BudgetTokens)
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
@@ -79,17 +81,17 @@ func appendAnthropicRequest(dst []byte, r *anthropicOutRequest) []byte {
 func appendAnthropicTool(dst []byte, t *AnthropicTool) []byte {
 	dst = append(dst, '{')
 	if t.Type != "" {
-		dst = appendStringMember(dst, "type", t.Type, true)
+		dst = jsonfast.AppendStringMember(dst, "type", t.Type, true)
 	}
-	dst = appendStringMember(dst, "name", t.Name, t.Type == "")
+	dst = jsonfast.AppendStringMember(dst, "name", t.Name, t.Type == "")
 	if t.Description != "" {
-		dst = appendStringMember(dst, "description", t.Description, false)
+		dst = jsonfast.AppendStringMember(dst, "description", t.Description, false)
 	}
 	if len(t.InputSchema) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "input_schema", false), t.InputSchema)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "input_schema", false), t.InputSchema)
 	}
 	if len(t.CacheControl) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "cache_control", false), t.CacheControl)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "cache_control", false), t.CacheControl)
 	}
 	return append(dst, '}')
 }
@@ -110,52 +112,52 @@ func appendAnthropicBlocks(dst []byte, blocks []AnthropicBlock) []byte {
 }
 
 func appendAnthropicBlock(dst []byte, b *AnthropicBlock) []byte {
-	dst = appendStringMember(append(dst, '{'), "type", b.Type, true)
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "type", b.Type, true)
 	if b.Text != "" {
-		dst = appendStringMember(dst, "text", b.Text, false)
+		dst = jsonfast.AppendStringMember(dst, "text", b.Text, false)
 	}
 	if s := b.Source; s != nil {
-		dst = appendStringMember(append(appendKey(dst, "source", false), '{'), "type", s.Type, true)
+		dst = jsonfast.AppendStringMember(append(jsonfast.AppendKey(dst, "source", false), '{'), "type", s.Type, true)
 		if s.MediaType != "" {
-			dst = appendStringMember(dst, "media_type", s.MediaType, false)
+			dst = jsonfast.AppendStringMember(dst, "media_type", s.MediaType, false)
 		}
 		if s.Data != "" {
-			dst = appendStringMember(dst, "data", s.Data, false)
+			dst = jsonfast.AppendStringMember(dst, "data", s.Data, false)
 		}
 		if s.URL != "" {
-			dst = appendStringMember(dst, "url", s.URL, false)
+			dst = jsonfast.AppendStringMember(dst, "url", s.URL, false)
 		}
 		dst = append(dst, '}')
 	}
 	if b.ID != "" {
-		dst = appendStringMember(dst, "id", b.ID, false)
+		dst = jsonfast.AppendStringMember(dst, "id", b.ID, false)
 	}
 	if b.Name != "" {
-		dst = appendStringMember(dst, "name", b.Name, false)
+		dst = jsonfast.AppendStringMember(dst, "name", b.Name, false)
 	}
 	if len(b.Input) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "input", false), b.Input)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "input", false), b.Input)
 	}
 	if b.ToolUseID != "" {
-		dst = appendStringMember(dst, "tool_use_id", b.ToolUseID, false)
+		dst = jsonfast.AppendStringMember(dst, "tool_use_id", b.ToolUseID, false)
 	}
 	if len(b.Content) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "content", false), b.Content)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "content", false), b.Content)
 	}
 	if b.IsError {
 		dst = append(dst, `,"is_error":true`...)
 	}
 	if b.Thinking != "" {
-		dst = appendStringMember(dst, "thinking", b.Thinking, false)
+		dst = jsonfast.AppendStringMember(dst, "thinking", b.Thinking, false)
 	}
 	if b.Signature != "" {
-		dst = appendStringMember(dst, "signature", b.Signature, false)
+		dst = jsonfast.AppendStringMember(dst, "signature", b.Signature, false)
 	}
 	if b.Data != "" {
-		dst = appendStringMember(dst, "data", b.Data, false)
+		dst = jsonfast.AppendStringMember(dst, "data", b.Data, false)
 	}
 	if len(b.CacheControl) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "cache_control", false), b.CacheControl)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "cache_control", false), b.CacheControl)
 	}
 	return append(dst, '}')
 }

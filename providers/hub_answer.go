@@ -1,5 +1,7 @@
 package providers
 
+import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+
 // chatAnswer is a chat completion, or one chunk of its stream, as the hub
 // reads it: whole answers carry each choice's message, chunks its delta,
 // both in the same shape (with the non-standard reasoning fields of local
@@ -47,12 +49,12 @@ func derefString(p *string) string {
 // json.Valid, or false to leave the body to json.Unmarshal. It reuses
 // c.Choices' storage, so a stream reads its chunks into one value.
 func readChatAnswer(raw []byte, c *chatAnswer) bool {
-	if !validJSON(raw) {
+	if !jsonfast.Valid(raw) {
 		return false
 	}
 	r := newFastReader(raw)
 	var m uint32
-	r.object(skipSpace(raw, 0), func(k []byte, i int) int {
+	r.object(jsonfast.SkipSpace(raw, 0), func(k []byte, i int) int {
 		switch string(k) {
 		case "choices":
 			r.seen(&m, 1)

@@ -2,6 +2,8 @@ package providers
 
 import (
 	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // chunker writes OpenAI chat.completion.chunk SSE events straight into the
@@ -14,11 +16,11 @@ type chunker struct {
 func (c *chunker) init(id string, created int64, model string) {
 	h := c.head[:0]
 	h = append(h, `{"id":`...)
-	h = appendJSONString(h, id)
+	h = jsonfast.AppendJSONString(h, id)
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
 	h = strconv.AppendInt(h, created, 10)
 	h = append(h, `,"model":`...)
-	h = appendJSONString(h, model)
+	h = jsonfast.AppendJSONString(h, model)
 	h = append(h, `,"choices":`...)
 	c.head = h
 }
@@ -36,7 +38,7 @@ func (c *chunker) close(dst []byte, finish string) []byte {
 	if finish == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = appendJSONString(dst, finish)
+		dst = jsonfast.AppendJSONString(dst, finish)
 	}
 	return append(dst, "}],\"usage\":null}\n\n"...)
 }
@@ -50,7 +52,7 @@ func (c *chunker) role(dst []byte) []byte {
 func (c *chunker) content(dst []byte, s string) []byte {
 	dst = c.open(dst)
 	dst = append(dst, `{"content":`...)
-	dst = appendJSONString(dst, s)
+	dst = jsonfast.AppendJSONString(dst, s)
 	dst = append(dst, '}')
 	return c.close(dst, "")
 }
@@ -83,7 +85,7 @@ func (c *chunker) delta(dst []byte, key, s string) []byte {
 	dst = append(dst, `{"`...)
 	dst = append(dst, key...)
 	dst = append(dst, `":`...)
-	dst = appendJSONString(dst, s)
+	dst = jsonfast.AppendJSONString(dst, s)
 	dst = append(dst, '}')
 	return c.close(dst, "")
 }
@@ -93,7 +95,7 @@ func (c *chunker) delta(dst []byte, key, s string) []byte {
 func (c *chunker) reasoning(dst []byte, s string) []byte {
 	dst = c.open(dst)
 	dst = append(dst, `{"reasoning":`...)
-	dst = appendJSONString(dst, s)
+	dst = jsonfast.AppendJSONString(dst, s)
 	dst = append(dst, '}')
 	return c.close(dst, "")
 }
@@ -103,11 +105,11 @@ func (c *chunker) toolCall(dst []byte, index int, id, name string, args []byte) 
 	dst = append(dst, `{"tool_calls":[{"index":`...)
 	dst = strconv.AppendInt(dst, int64(index), 10)
 	dst = append(dst, `,"id":`...)
-	dst = appendJSONString(dst, id)
+	dst = jsonfast.AppendJSONString(dst, id)
 	dst = append(dst, `,"type":"function","function":{"name":`...)
-	dst = appendJSONString(dst, name)
+	dst = jsonfast.AppendJSONString(dst, name)
 	dst = append(dst, `,"arguments":`...)
-	dst = appendJSONString(dst, args)
+	dst = jsonfast.AppendJSONString(dst, args)
 	dst = append(dst, "}}]}"...)
 	return c.close(dst, "")
 }
@@ -125,13 +127,4 @@ func (c *chunker) usage(dst []byte, u Usage) []byte {
 	dst = append(dst, `[],"usage":`...)
 	dst = appendOpenAIUsage(dst, u)
 	return append(dst, "}\n\n"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string literal: the bytes
-// json.Marshal would write, less its HTML escaping of <, > and &, which
-// stream events do not need.
-func appendJSONString[T string | []byte](dst []byte, s T) []byte {
-	return appendQuoted(dst, s, false)
 }

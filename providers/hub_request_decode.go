@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // A reflection-free reader for OpenAI chat requests, the input side of the
@@ -46,7 +48,7 @@ func (r *fastReader) object(i int, fn func(key []byte, j int) int) int {
 	if !r.ok || b[i] != '{' {
 		return r.fail()
 	}
-	i = skipSpace(b, i+1)
+	i = jsonfast.SkipSpace(b, i+1)
 	if b[i] == '}' {
 		return i + 1
 	}
@@ -61,15 +63,15 @@ func (r *fastReader) object(i int, fn func(key []byte, j int) int) int {
 				return r.fail()
 			}
 		}
-		i = skipSpace(b, skipSpace(b, kend)+1)
-		i = skipSpace(b, fn(key, i))
+		i = jsonfast.SkipSpace(b, jsonfast.SkipSpace(b, kend)+1)
+		i = jsonfast.SkipSpace(b, fn(key, i))
 		if !r.ok {
 			break
 		}
 		if b[i] == '}' {
 			return i + 1
 		}
-		i = skipSpace(b, i+1)
+		i = jsonfast.SkipSpace(b, i+1)
 	}
 	return len(b)
 }
@@ -80,19 +82,19 @@ func (r *fastReader) array(i int, fn func(j int) int) int {
 	if !r.ok || b[i] != '[' {
 		return r.fail()
 	}
-	i = skipSpace(b, i+1)
+	i = jsonfast.SkipSpace(b, i+1)
 	if b[i] == ']' {
 		return i + 1
 	}
 	for r.ok {
-		i = skipSpace(b, fn(i))
+		i = jsonfast.SkipSpace(b, fn(i))
 		if !r.ok {
 			break
 		}
 		if b[i] == ']' {
 			return i + 1
 		}
-		i = skipSpace(b, i+1)
+		i = jsonfast.SkipSpace(b, i+1)
 	}
 	return len(b)
 }
@@ -330,7 +332,7 @@ func unmarshalOpenAIRequest(body []byte, in *OpenAIRequest) error {
 func readOpenAIRequest(body []byte, in *OpenAIRequest) bool {
 	r := newFastReader(body)
 	var mask uint32
-	r.object(skipSpace(body, 0), func(k []byte, i int) int {
+	r.object(jsonfast.SkipSpace(body, 0), func(k []byte, i int) int {
 		switch string(k) {
 		case "model":
 			r.seen(&mask, 1<<0)
@@ -539,7 +541,7 @@ func (r *fastReader) tool(i int, t *OpenAITool) int {
 // caller must fall back to it. raw is part of a validated document.
 func readContentParts(raw json.RawMessage) ([]OpenAIContentPart, bool) {
 	r := newFastReader(raw)
-	start := skipSpace(raw, 0)
+	start := jsonfast.SkipSpace(raw, 0)
 	if start >= len(raw) || raw[start] != '[' {
 		return nil, false
 	}

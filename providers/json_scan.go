@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // A small JSON scanner for the pass-through paths: it finds a top-level
@@ -15,15 +17,6 @@ import (
 // costs one linear scan and one splice instead of a decode and re-encode.
 
 var errScan = errors.New("malformed json")
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
 
 // skipString returns the index just past the string starting at b[i] == '"'.
 // Long strings (tool descriptions, file contents) dominate request bodies,
@@ -82,7 +75,7 @@ func skipValue(b []byte, i int) (int, error) {
 	start := i
 	for i < len(b) {
 		switch c := b[i]; {
-		case c == ',' || c == '}' || c == ']' || isSpace(c):
+		case c == ',' || c == '}' || c == ']' || jsonfast.IsSpace(c):
 			if i == start {
 				return 0, errScan
 			}
@@ -103,11 +96,11 @@ type span struct{ start, end int }
 // with the raw key token (quotes included) and the value's span, and
 // returns the index just past the object.
 func eachMember(b []byte, i int, fn func(key []byte, v span)) (int, error) {
-	i = skipSpace(b, i)
+	i = jsonfast.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return 0, errScan
 	}
-	i = skipSpace(b, i+1)
+	i = jsonfast.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -120,17 +113,17 @@ func eachMember(b []byte, i int, fn func(key []byte, v span)) (int, error) {
 			return 0, err
 		}
 		key := b[i:kend]
-		i = skipSpace(b, kend)
+		i = jsonfast.SkipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return 0, errScan
 		}
-		i = skipSpace(b, i+1)
+		i = jsonfast.SkipSpace(b, i+1)
 		vend, err := skipValue(b, i)
 		if err != nil {
 			return 0, err
 		}
 		fn(key, span{i, vend})
-		i = skipSpace(b, vend)
+		i = jsonfast.SkipSpace(b, vend)
 		if i >= len(b) {
 			return 0, errScan
 		}
@@ -140,7 +133,7 @@ func eachMember(b []byte, i int, fn func(key []byte, v span)) (int, error) {
 		if b[i] != ',' {
 			return 0, errScan
 		}
-		i = skipSpace(b, i+1)
+		i = jsonfast.SkipSpace(b, i+1)
 	}
 }
 
@@ -228,7 +221,7 @@ func RewriteModel(body []byte, model string) ([]byte, error) {
 	prev := 0
 	for _, v := range found {
 		out = append(out, body[prev:v.start]...)
-		out = appendJSONString(out, model)
+		out = jsonfast.AppendJSONString(out, model)
 		prev = v.end
 	}
 	return append(out, body[prev:]...), nil
@@ -384,9 +377,9 @@ func EnsureIncludeUsage(body []byte) (out []byte, added bool, err error) {
 			// null or a wrong type: replace the value outright
 			return splice(body, opts, []byte(`{`+includeUsageMember+`}`)), true, nil
 		}
-		open := skipSpace(body, 0) // eachMember checked it is '{'
+		open := jsonfast.SkipSpace(body, 0) // eachMember checked it is '{'
 		ins := []byte(`"stream_options":{` + includeUsageMember + `}`)
-		if next := skipSpace(body, open+1); body[next] != '}' {
+		if next := jsonfast.SkipSpace(body, open+1); body[next] != '}' {
 			ins = append(ins, ',')
 		}
 		return splice(body, span{open + 1, open + 1}, ins), true, nil
@@ -402,7 +395,7 @@ func EnsureIncludeUsage(body []byte) (out []byte, added bool, err error) {
 		return splice(body, iu, []byte("true")), true, nil
 	}
 	ins := []byte(includeUsageMember)
-	if next := skipSpace(body, opts.start+1); body[next] != '}' {
+	if next := jsonfast.SkipSpace(body, opts.start+1); body[next] != '}' {
 		ins = append(ins, ',')
 	}
 	return splice(body, span{opts.start + 1, opts.start + 1}, ins), true, nil

@@ -1,6 +1,10 @@
 package providers
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
 
 // anthropicPassthroughStream forwards Anthropic events unchanged while
 // applying the ledger rule of docs/wire-formats.md §2.3 to their usage.
@@ -22,7 +26,7 @@ func (t *anthropicPassthroughStream) Usage() Usage { return t.usage }
 func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	// Every event is checked: a relayed `data: {not json` would reach the
 	// client as a success that its SDK then fails to parse.
-	if !validJSON(ev.Data) {
+	if !jsonfast.Valid(ev.Data) {
 		return dst, errBadEvent
 	}
 	ev.Data = t.line.oneLine(ev.Data)

@@ -3,6 +3,8 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // chatPassthroughStream forwards OpenAI chunks unchanged while reading
@@ -33,7 +35,7 @@ func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) 
 	}
 	// Every chunk is checked: a relayed `data: {not json` would reach the
 	// client as a success that its SDK then fails to parse.
-	if !validJSON(data) {
+	if !jsonfast.Valid(data) {
 		return dst, errBadEvent
 	}
 	data = t.line.oneLine(data)
@@ -91,7 +93,7 @@ func isEmptyArray(v []byte) bool {
 	if len(v) < 2 || v[0] != '[' {
 		return false
 	}
-	return skipSpace(v, 1) == len(v)-1
+	return jsonfast.SkipSpace(v, 1) == len(v)-1
 }
 
 // OpenAIUsageFromBody reads the usage of a non-streaming OpenAI response

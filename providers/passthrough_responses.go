@@ -3,6 +3,8 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // Native Responses: an upstream that serves /responses itself (OpenAI's
@@ -110,7 +112,7 @@ func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
 		// Not part of the Responses protocol, but harmless to drop.
 		return dst, nil
 	}
-	if !validJSON(data) {
+	if !jsonfast.Valid(data) {
 		return dst, errBadEvent
 	}
 	data = p.line.oneLine(data)

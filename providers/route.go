@@ -1,6 +1,10 @@
 package providers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
 
 // Route is how requests of one client format reach one upstream format:
 // the request translator, the response and stream translators, and how
@@ -144,10 +148,10 @@ func looksLikeObject(b []byte) bool {
 }
 
 func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
+	for len(b) > 0 && jsonfast.IsSpace(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
+	for len(b) > 0 && jsonfast.IsSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b

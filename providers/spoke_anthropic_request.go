@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // toolErrorPrefix marks a tool_result with is_error: OpenAI tool messages
@@ -113,7 +115,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 			if tc.Name == "" {
 				return nil, BadRequest("tool_choice.name", "tool_choice of type tool needs a name")
 			}
-			out.ToolChoice = appendMarshalString(append(json.RawMessage(nil), `{"type":"function","function":{"name":`...), tc.Name)
+			out.ToolChoice = jsonfast.AppendMarshalString(append(json.RawMessage(nil), `{"type":"function","function":{"name":`...), tc.Name)
 			out.ToolChoice = append(out.ToolChoice, "}}"...)
 		default:
 			return nil, BadRequest("tool_choice.type", "unsupported tool_choice type "+strconv.Quote(tc.Type))
@@ -149,10 +151,10 @@ func appendOpenAITools(dst []byte, tools []OpenAITool) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"function","function":{"name":`...)
-		dst = appendJSONString(dst, f.Name)
+		dst = jsonfast.AppendJSONString(dst, f.Name)
 		if f.Description != "" {
 			dst = append(dst, `,"description":`...)
-			dst = appendJSONString(dst, f.Description)
+			dst = jsonfast.AppendJSONString(dst, f.Description)
 		}
 		dst = append(dst, `,"parameters":`...)
 		dst = append(dst, f.Parameters...)

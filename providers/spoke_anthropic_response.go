@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // OpenAIToAnthropicResponse renders an upstream OpenAI chat completion as
@@ -88,7 +90,7 @@ func toolInput(args string) json.RawMessage {
 	if trimmed[0] == '{' && json.Valid([]byte(trimmed)) {
 		return json.RawMessage(trimmed)
 	}
-	b := append([]byte(`{"arguments":`), appendJSONString(nil, args)...)
+	b := append([]byte(`{"arguments":`), jsonfast.AppendJSONString(nil, args)...)
 	return append(b, '}')
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // OpenAI chunks in, Anthropic events out (docs/wire-formats.md §5.5).
@@ -74,9 +76,9 @@ func (t *openAIToAnthropicStream) start(dst []byte, id, model string) []byte {
 	}
 	dst = appendEventHead(dst, "message_start")
 	dst = append(dst, `{"type":"message_start","message":{"id":`...)
-	dst = appendJSONString(dst, anthropicMessageID(id))
+	dst = jsonfast.AppendJSONString(dst, anthropicMessageID(id))
 	dst = append(dst, `,"type":"message","role":"assistant","content":[],"model":`...)
-	dst = appendJSONString(dst, model)
+	dst = jsonfast.AppendJSONString(dst, model)
 	// Input is unknown until the usage chunk; the real figures go out in
 	// message_delta, which newer clients read.
 	dst = append(dst, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}`+"\n\n"...)
@@ -126,7 +128,7 @@ func closeDelta(dst []byte) []byte { return append(dst, "}}\n\n"...) }
 
 func (t *openAIToAnthropicStream) appendText(dst []byte, text string) []byte {
 	dst = t.textDeltaHead(dst)
-	dst = appendJSONString(dst, text)
+	dst = jsonfast.AppendJSONString(dst, text)
 	return closeDelta(dst)
 }
 
@@ -148,7 +150,7 @@ func (t *openAIToAnthropicStream) fastChunk(dst, data []byte) ([]byte, bool) {
 	if err != nil || !hasChoices || other || data[choices.start] != '[' {
 		return dst, false
 	}
-	first := skipSpace(data, choices.start+1)
+	first := jsonfast.SkipSpace(data, choices.start+1)
 	if first >= choices.end || data[first] != '{' {
 		return dst, false
 	}
@@ -162,7 +164,7 @@ func (t *openAIToAnthropicStream) fastChunk(dst, data []byte) ([]byte, bool) {
 			other = other || !isNull(data, v)
 		}
 	})
-	if err != nil || other || !hasDelta || data[delta.start] != '{' || skipSpace(data, end) != choices.end-1 {
+	if err != nil || other || !hasDelta || data[delta.start] != '{' || jsonfast.SkipSpace(data, end) != choices.end-1 {
 		return dst, false
 	}
 	var content span
@@ -220,9 +222,9 @@ func (t *openAIToAnthropicStream) appendToolCall(dst []byte, tc *OpenAIToolCall,
 		}
 		dst = t.blockStart(dst)
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = appendJSONString(dst, id)
+		dst = jsonfast.AppendJSONString(dst, id)
 		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, tc.Function.Name)
+		dst = jsonfast.AppendJSONString(dst, tc.Function.Name)
 		dst = append(dst, `,"input":{}}}`+"\n\n"...)
 		t.open, t.openTool = blockTool, idx
 	}
@@ -231,7 +233,7 @@ func (t *openAIToAnthropicStream) appendToolCall(dst []byte, tc *OpenAIToolCall,
 	}
 	dst = t.deltaHead(dst)
 	dst = append(dst, `,"delta":{"type":"input_json_delta","partial_json":`...)
-	dst = appendJSONString(dst, tc.Function.Arguments)
+	dst = jsonfast.AppendJSONString(dst, tc.Function.Arguments)
 	return append(dst, "}}\n\n"...)
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // geminiStream turns the hub's chat chunks into Gemini's stream: one
@@ -52,16 +54,16 @@ func (s *geminiStream) textEvent(dst []byte, parts []geminiPart) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"text":`...)
-		dst = appendQuoted(dst, parts[i].Text, false)
+		dst = jsonfast.AppendQuoted(dst, parts[i].Text, false)
 		if parts[i].Thought {
 			dst = append(dst, `,"thought":true`...)
 		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `]},"index":0}],"modelVersion":`...)
-	dst = appendQuoted(dst, s.t.Alias, false)
+	dst = jsonfast.AppendQuoted(dst, s.t.Alias, false)
 	dst = append(dst, `,"responseId":`...)
-	dst = appendQuoted(dst, s.t.ResponseID, false)
+	dst = jsonfast.AppendQuoted(dst, s.t.ResponseID, false)
 	dst = append(dst, "}\n\n"...)
 	// Outside strings valid JSON has no U+0085: every one is in a string.
 	if bytes.Contains(dst[mark:], []byte(nel)) {

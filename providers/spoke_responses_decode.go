@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // itemContent is a message's content or a tool's output: a string or a
@@ -64,7 +66,7 @@ func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 		}
 		mask |= 1 << bit
 	}
-	r.object(skipSpace(body, 0), func(k []byte, i int) int {
+	r.object(jsonfast.SkipSpace(body, 0), func(k []byte, i int) int {
 		switch string(k) {
 		case "model":
 			seen(0)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // The Response object and its output items, shared by the whole-answer
@@ -62,7 +64,7 @@ func (it *outputItem) appendPart(dst []byte, text string) []byte {
 	default:
 		dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
 	}
-	dst = appendQuoted(dst, text, false)
+	dst = jsonfast.AppendQuoted(dst, text, false)
 	return append(dst, '}')
 }
 
@@ -74,7 +76,7 @@ func (it *outputItem) appendJSON(dst []byte, final bool) []byte {
 		status = "completed"
 	}
 	dst = append(dst, `{"id":`...)
-	dst = appendQuoted(dst, it.id, false)
+	dst = jsonfast.AppendQuoted(dst, it.id, false)
 	dst = append(dst, `,"type":"`...)
 	dst = append(dst, it.kind...)
 	dst = append(dst, '"')
@@ -101,18 +103,18 @@ func (it *outputItem) appendJSON(dst []byte, final bool) []byte {
 		}
 		if final && len(it.blocks) > 0 {
 			dst = append(dst, `,"encrypted_content":`...)
-			dst = appendQuoted(dst, sealThinking(it.blocks), false)
+			dst = jsonfast.AppendQuoted(dst, sealThinking(it.blocks), false)
 		}
 	case "function_call", "custom_tool_call":
 		dst = append(dst, `,"status":"`...)
 		dst = append(dst, status...)
 		dst = append(dst, `","call_id":`...)
-		dst = appendQuoted(dst, it.callID, false)
+		dst = jsonfast.AppendQuoted(dst, it.callID, false)
 		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, it.name, false)
+		dst = jsonfast.AppendQuoted(dst, it.name, false)
 		if it.ns != "" {
 			dst = append(dst, `,"namespace":`...)
-			dst = appendQuoted(dst, it.ns, false)
+			dst = jsonfast.AppendQuoted(dst, it.ns, false)
 		}
 		if it.kind == "function_call" {
 			dst = append(dst, `,"arguments":`...)
@@ -122,7 +124,7 @@ func (it *outputItem) appendJSON(dst []byte, final bool) []byte {
 		if !final {
 			text = ""
 		}
-		dst = appendQuoted(dst, text, false)
+		dst = jsonfast.AppendQuoted(dst, text, false)
 	}
 	return append(dst, '}')
 }

@@ -3,68 +3,70 @@ package providers
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // appendResponseObject writes the Response exactly as json.Marshal would
 // (FuzzResponseObjectEncoder pins it), without reflection: it is written
 // up to three times per request (created, in_progress, the end).
 func appendResponseObject(dst []byte, o *responseObject) []byte {
-	dst = appendStringMember(append(dst, '{'), "id", o.ID, true)
-	dst = appendStringMember(dst, "object", o.Object, false)
-	dst = appendInt(appendKey(dst, "created_at", false), o.CreatedAt)
-	dst = appendOptInt(appendKey(dst, "completed_at", false), o.CompletedAt)
-	dst = appendStringMember(dst, "status", o.Status, false)
-	dst = appendBool(appendKey(dst, "background", false), o.Background)
-	dst = appendKey(dst, "error", false)
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "id", o.ID, true)
+	dst = jsonfast.AppendStringMember(dst, "object", o.Object, false)
+	dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, "created_at", false), o.CreatedAt)
+	dst = appendOptInt(jsonfast.AppendKey(dst, "completed_at", false), o.CompletedAt)
+	dst = jsonfast.AppendStringMember(dst, "status", o.Status, false)
+	dst = jsonfast.AppendBool(jsonfast.AppendKey(dst, "background", false), o.Background)
+	dst = jsonfast.AppendKey(dst, "error", false)
 	if e := o.Error; e != nil {
-		dst = appendStringMember(append(dst, '{'), "code", e.Code, true)
-		dst = append(appendStringMember(dst, "message", e.Message, false), '}')
+		dst = jsonfast.AppendStringMember(append(dst, '{'), "code", e.Code, true)
+		dst = append(jsonfast.AppendStringMember(dst, "message", e.Message, false), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = appendKey(dst, "incomplete_details", false)
+	dst = jsonfast.AppendKey(dst, "incomplete_details", false)
 	if d := o.IncompleteDetails; d != nil {
-		dst = append(appendStringMember(append(dst, '{'), "reason", d.Reason, true), '}')
+		dst = append(jsonfast.AppendStringMember(append(dst, '{'), "reason", d.Reason, true), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = appendOptString(appendKey(dst, "instructions", false), o.Instructions)
-	dst = appendOptInt(appendKey(dst, "max_output_tokens", false), o.MaxOutputTokens)
-	dst = appendOptInt(appendKey(dst, "max_tool_calls", false), o.MaxToolCalls)
-	dst = appendStringMember(dst, "model", o.Model, false)
-	dst = appendRawList(appendKey(dst, "output", false), o.Output)
-	dst = appendBool(appendKey(dst, "parallel_tool_calls", false), o.ParallelToolCalls)
-	dst = appendOptString(appendKey(dst, "previous_response_id", false), o.PreviousResponseID)
-	dst = appendOptString(appendKey(dst, "prompt_cache_key", false), o.PromptCacheKey)
-	dst = appendOptString(appendKey(append(appendKey(dst, "reasoning", false), '{'), "effort", true), o.Reasoning.Effort)
-	dst = append(appendOptString(appendKey(dst, "summary", false), o.Reasoning.Summary), '}')
-	dst = appendOptString(appendKey(dst, "safety_identifier", false), o.SafetyIdentifier)
-	dst = appendStringMember(dst, "service_tier", o.ServiceTier, false)
-	dst = appendBool(appendKey(dst, "store", false), o.Store)
-	dst = appendMarshalFloat(appendKey(dst, "temperature", false), o.Temperature)
-	dst = appendRawOrNull(appendKey(append(appendKey(dst, "text", false), '{'), "format", true), o.Text.Format)
-	dst = append(appendStringMember(dst, "verbosity", o.Text.Verbosity, false), '}')
-	dst = appendRawOrNull(appendKey(dst, "tool_choice", false), o.ToolChoice)
-	dst = appendKey(dst, "tools", false)
+	dst = appendOptString(jsonfast.AppendKey(dst, "instructions", false), o.Instructions)
+	dst = appendOptInt(jsonfast.AppendKey(dst, "max_output_tokens", false), o.MaxOutputTokens)
+	dst = appendOptInt(jsonfast.AppendKey(dst, "max_tool_calls", false), o.MaxToolCalls)
+	dst = jsonfast.AppendStringMember(dst, "model", o.Model, false)
+	dst = appendRawList(jsonfast.AppendKey(dst, "output", false), o.Output)
+	dst = jsonfast.AppendBool(jsonfast.AppendKey(dst, "parallel_tool_calls", false), o.ParallelToolCalls)
+	dst = appendOptString(jsonfast.AppendKey(dst, "previous_response_id", false), o.PreviousResponseID)
+	dst = appendOptString(jsonfast.AppendKey(dst, "prompt_cache_key", false), o.PromptCacheKey)
+	dst = appendOptString(jsonfast.AppendKey(append(jsonfast.AppendKey(dst, "reasoning", false), '{'), "effort", true), o.Reasoning.Effort)
+	dst = append(appendOptString(jsonfast.AppendKey(dst, "summary", false), o.Reasoning.Summary), '}')
+	dst = appendOptString(jsonfast.AppendKey(dst, "safety_identifier", false), o.SafetyIdentifier)
+	dst = jsonfast.AppendStringMember(dst, "service_tier", o.ServiceTier, false)
+	dst = jsonfast.AppendBool(jsonfast.AppendKey(dst, "store", false), o.Store)
+	dst = jsonfast.AppendMarshalFloat(jsonfast.AppendKey(dst, "temperature", false), o.Temperature)
+	dst = jsonfast.AppendRawOrNull(jsonfast.AppendKey(append(jsonfast.AppendKey(dst, "text", false), '{'), "format", true), o.Text.Format)
+	dst = append(jsonfast.AppendStringMember(dst, "verbosity", o.Text.Verbosity, false), '}')
+	dst = jsonfast.AppendRawOrNull(jsonfast.AppendKey(dst, "tool_choice", false), o.ToolChoice)
+	dst = jsonfast.AppendKey(dst, "tools", false)
 	if o.Tools == nil {
 		dst = append(dst, "null"...)
 	} else {
 		dst = appendResponsesTools(dst, o.Tools)
 	}
-	dst = appendMarshalFloat(appendKey(dst, "top_p", false), o.TopP)
-	dst = appendStringMember(dst, "truncation", o.Truncation, false)
-	dst = appendKey(dst, "usage", false)
+	dst = jsonfast.AppendMarshalFloat(jsonfast.AppendKey(dst, "top_p", false), o.TopP)
+	dst = jsonfast.AppendStringMember(dst, "truncation", o.Truncation, false)
+	dst = jsonfast.AppendKey(dst, "usage", false)
 	if u := o.Usage; u != nil {
-		dst = appendInt(appendKey(append(dst, '{'), "input_tokens", true), u.InputTokens)
-		dst = append(appendInt(appendKey(append(appendKey(dst, "input_tokens_details", false), '{'), "cached_tokens", true), u.InputTokensDetails.CachedTokens), '}')
-		dst = appendInt(appendKey(dst, "output_tokens", false), u.OutputTokens)
-		dst = append(appendInt(appendKey(append(appendKey(dst, "output_tokens_details", false), '{'), "reasoning_tokens", true), u.OutputTokensDetails.ReasoningTokens), '}')
-		dst = append(appendInt(appendKey(dst, "total_tokens", false), u.TotalTokens), '}')
+		dst = jsonfast.AppendInt(jsonfast.AppendKey(append(dst, '{'), "input_tokens", true), u.InputTokens)
+		dst = append(jsonfast.AppendInt(jsonfast.AppendKey(append(jsonfast.AppendKey(dst, "input_tokens_details", false), '{'), "cached_tokens", true), u.InputTokensDetails.CachedTokens), '}')
+		dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, "output_tokens", false), u.OutputTokens)
+		dst = append(jsonfast.AppendInt(jsonfast.AppendKey(append(jsonfast.AppendKey(dst, "output_tokens_details", false), '{'), "reasoning_tokens", true), u.OutputTokensDetails.ReasoningTokens), '}')
+		dst = append(jsonfast.AppendInt(jsonfast.AppendKey(dst, "total_tokens", false), u.TotalTokens), '}')
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = appendOptString(appendKey(dst, "user", false), o.User)
-	dst = appendKey(dst, "metadata", false)
+	dst = appendOptString(jsonfast.AppendKey(dst, "user", false), o.User)
+	dst = jsonfast.AppendKey(dst, "metadata", false)
 	if o.Metadata == nil {
 		dst = append(dst, "null"...)
 	} else {
@@ -78,7 +80,7 @@ func appendResponseObject(dst []byte, o *responseObject) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendMarshalString(append(appendMarshalString(dst, k), ':'), o.Metadata[k])
+			dst = jsonfast.AppendMarshalString(append(jsonfast.AppendMarshalString(dst, k), ':'), o.Metadata[k])
 		}
 		dst = append(dst, '}')
 	}
@@ -92,24 +94,24 @@ func appendResponsesTools(dst []byte, tools []ResponsesTool) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendStringMember(append(dst, '{'), "type", t.Type, true)
+		dst = jsonfast.AppendStringMember(append(dst, '{'), "type", t.Type, true)
 		if t.Name != "" {
-			dst = appendStringMember(dst, "name", t.Name, false)
+			dst = jsonfast.AppendStringMember(dst, "name", t.Name, false)
 		}
 		if t.Description != "" {
-			dst = appendStringMember(dst, "description", t.Description, false)
+			dst = jsonfast.AppendStringMember(dst, "description", t.Description, false)
 		}
 		if len(t.Parameters) > 0 {
-			dst = appendCompactRaw(appendKey(dst, "parameters", false), t.Parameters)
+			dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "parameters", false), t.Parameters)
 		}
 		if t.Strict != nil {
-			dst = appendBool(appendKey(dst, "strict", false), *t.Strict)
+			dst = jsonfast.AppendBool(jsonfast.AppendKey(dst, "strict", false), *t.Strict)
 		}
 		if len(t.Format) > 0 {
-			dst = appendCompactRaw(appendKey(dst, "format", false), t.Format)
+			dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "format", false), t.Format)
 		}
 		if len(t.Tools) > 0 {
-			dst = appendResponsesTools(appendKey(dst, "tools", false), t.Tools)
+			dst = appendResponsesTools(jsonfast.AppendKey(dst, "tools", false), t.Tools)
 		}
 		dst = append(dst, '}')
 	}
@@ -125,7 +127,7 @@ func appendRawList(dst []byte, list []json.RawMessage) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendRawOrNull(dst, raw)
+		dst = jsonfast.AppendRawOrNull(dst, raw)
 	}
 	return append(dst, ']')
 }
@@ -134,12 +136,5 @@ func appendOptInt(dst []byte, n *int64) []byte {
 	if n == nil {
 		return append(dst, "null"...)
 	}
-	return appendInt(dst, *n)
-}
-
-func appendBool(dst []byte, b bool) []byte {
-	if b {
-		return append(dst, "true"...)
-	}
-	return append(dst, "false"...)
+	return jsonfast.AppendInt(dst, *n)
 }

@@ -3,6 +3,8 @@ package providers
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // responsesStream turns the hub's chat completion chunks into the
@@ -52,7 +54,7 @@ func end(dst []byte) []byte { return append(dst, "}\n\n"...) }
 // itemRef appends item_id and output_index.
 func itemRef(dst []byte, it *outputItem) []byte {
 	dst = append(dst, `,"item_id":`...)
-	dst = appendQuoted(dst, it.id, false)
+	dst = jsonfast.AppendQuoted(dst, it.id, false)
 	dst = append(dst, `,"output_index":`...)
 	return append(dst, itoa(it.index)...)
 }
@@ -128,7 +130,7 @@ func (s *responsesStream) deltaEvent(dst []byte, it *outputItem, delta string) [
 		dst = itemRef(dst, it)
 	}
 	dst = append(dst, `,"delta":`...)
-	dst = appendQuoted(dst, delta, false)
+	dst = jsonfast.AppendQuoted(dst, delta, false)
 	return end(dst)
 }
 
@@ -156,7 +158,7 @@ func (s *responsesStream) closeItem(dst []byte, it *outputItem) []byte {
 			dst = itemRef(dst, it)
 			dst = append(dst, `,"content_index":0,"logprobs":[],"text":`...)
 		}
-		dst = appendQuoted(dst, text, false)
+		dst = jsonfast.AppendQuoted(dst, text, false)
 		dst = end(dst)
 		dst = s.begin(dst, "response.content_part.done")
 		dst = itemRef(dst, it)
@@ -167,7 +169,7 @@ func (s *responsesStream) closeItem(dst []byte, it *outputItem) []byte {
 		dst = s.begin(dst, "response.reasoning_summary_text.done")
 		dst = itemRef(dst, it)
 		dst = append(dst, `,"summary_index":0,"text":`...)
-		dst = appendQuoted(dst, text, false)
+		dst = jsonfast.AppendQuoted(dst, text, false)
 		dst = end(dst)
 		dst = s.begin(dst, "response.reasoning_summary_part.done")
 		dst = itemRef(dst, it)
@@ -178,15 +180,15 @@ func (s *responsesStream) closeItem(dst []byte, it *outputItem) []byte {
 		dst = s.begin(dst, "response.reasoning_text.done")
 		dst = itemRef(dst, it)
 		dst = append(dst, `,"content_index":0,"text":`...)
-		dst = appendQuoted(dst, text, false)
+		dst = jsonfast.AppendQuoted(dst, text, false)
 		dst = end(dst)
 	case it.kind == "function_call":
 		dst = s.begin(dst, "response.function_call_arguments.done")
 		dst = itemRef(dst, it)
 		dst = append(dst, `,"name":`...)
-		dst = appendQuoted(dst, it.name, false)
+		dst = jsonfast.AppendQuoted(dst, it.name, false)
 		dst = append(dst, `,"arguments":`...)
-		dst = appendQuoted(dst, text, false)
+		dst = jsonfast.AppendQuoted(dst, text, false)
 		dst = end(dst)
 	default:
 		// A custom tool's input sits inside JSON arguments: it can only
@@ -198,7 +200,7 @@ func (s *responsesStream) closeItem(dst []byte, it *outputItem) []byte {
 		dst = s.begin(dst, "response.custom_tool_call_input.done")
 		dst = itemRef(dst, it)
 		dst = append(dst, `,"input":`...)
-		dst = appendQuoted(dst, input, false)
+		dst = jsonfast.AppendQuoted(dst, input, false)
 		dst = end(dst)
 	}
 	dst = s.begin(dst, "response.output_item.done")
@@ -390,21 +392,21 @@ func (s *responsesStream) Fail(dst []byte, e *APIError) []byte {
 	code := failureCode(e)
 	dst = s.begin(dst, "error")
 	dst = append(dst, `,"code":`...)
-	dst = appendQuoted(dst, code, false)
+	dst = jsonfast.AppendQuoted(dst, code, false)
 	dst = append(dst, `,"message":`...)
-	dst = appendQuoted(dst, e.Message, false)
+	dst = jsonfast.AppendQuoted(dst, e.Message, false)
 	dst = append(dst, `,"param":`...)
 	if e.Param != "" {
-		dst = appendQuoted(dst, e.Param, false)
+		dst = jsonfast.AppendQuoted(dst, e.Param, false)
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"error":{"type":`...)
-	dst = appendQuoted(dst, OpenAIType(e.Status), false)
+	dst = jsonfast.AppendQuoted(dst, OpenAIType(e.Status), false)
 	dst = append(dst, `,"code":`...)
-	dst = appendQuoted(dst, code, false)
+	dst = jsonfast.AppendQuoted(dst, code, false)
 	dst = append(dst, `,"message":`...)
-	dst = appendQuoted(dst, e.Message, false)
+	dst = jsonfast.AppendQuoted(dst, e.Message, false)
 	dst = append(dst, `,"param":null}`...)
 	dst = end(dst)
 	output := s.output()

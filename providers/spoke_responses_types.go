@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // ResponsesRequest is an OpenAI Responses API request (POST /v1/responses)
@@ -177,7 +179,7 @@ func responsesError(param, format string, args ...any) *APIError {
 // mistake is an *APIError 400 naming the parameter.
 func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 	t := &ResponsesTurn{}
-	if !validJSON(body) || !readResponsesRequest(body, t) {
+	if !jsonfast.Valid(body) || !readResponsesRequest(body, t) {
 		// The slow path: exactly encoding/json's reading and errors.
 		t = &ResponsesTurn{}
 		if err := json.Unmarshal(body, &t.Req); err != nil {
@@ -233,9 +235,9 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 // parseItem reads a stored item, the fast way when it can.
 func parseItem(raw []byte, param string) (responsesItem, error) {
 	var it responsesItem
-	if validJSON(raw) {
+	if jsonfast.Valid(raw) {
 		r := newFastReader(raw)
-		r.item(skipSpace(raw, 0), &it)
+		r.item(jsonfast.SkipSpace(raw, 0), &it)
 		if r.ok {
 			return it, nil
 		}
@@ -363,7 +365,7 @@ func withID(raw json.RawMessage, id string) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	out := make([]byte, 0, len(raw)+len(id)+10)
 	out = append(out, `{"id":`...)
-	out = appendQuoted(out, id, false)
+	out = jsonfast.AppendQuoted(out, id, false)
 	rest := bytes.TrimSpace(raw[1:])
 	if len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')

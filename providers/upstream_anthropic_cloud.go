@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // Versions the clouds require in the body instead of the anthropic-version
@@ -94,10 +96,10 @@ func BedrockBody(body []byte, betas []string) ([]byte, error) {
 			}
 		}
 	}
-	add := appendStringMember(nil, "anthropic_version", BedrockAnthropicVersion, true)
+	add := jsonfast.AppendStringMember(nil, "anthropic_version", BedrockAnthropicVersion, true)
 	if len(betas) > 0 {
-		add = appendKey(add, "anthropic_beta", false)
-		add = appendStringList(add, betas)
+		add = jsonfast.AppendKey(add, "anthropic_beta", false)
+		add = jsonfast.AppendStringList(add, betas)
 	}
 	return editMembers(body, bedrockDropped, add)
 }
@@ -107,15 +109,15 @@ func BedrockBody(body []byte, betas []string) ([]byte, error) {
 // streamRawPredict reads it.
 func VertexBody(body []byte) ([]byte, error) {
 	return editMembers(body, func(k []byte) bool { return keyIs(k, "model") || keyIs(k, "anthropic_version") },
-		appendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true))
+		jsonfast.AppendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true))
 }
 
 // VertexCountBody is the count-tokens:rawPredict body: a count_tokens
 // request with the deployment's model in it (the URL names no model) and
 // anthropic_version set.
 func VertexCountBody(body []byte, model string) ([]byte, error) {
-	add := appendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true)
-	add = appendStringMember(add, "model", model, false)
+	add := jsonfast.AppendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true)
+	add = jsonfast.AppendStringMember(add, "model", model, false)
 	return editMembers(body, func(k []byte) bool { return keyIs(k, "model") || keyIs(k, "anthropic_version") }, add)
 }
 
@@ -271,8 +273,8 @@ func bedrockErrorEvent(dst []byte, exception, message string) []byte {
 		message = exception + ": " + message
 	}
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendJSONString(dst, bedrockExceptionType(exception))
+	dst = jsonfast.AppendJSONString(dst, bedrockExceptionType(exception))
 	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, message)
+	dst = jsonfast.AppendJSONString(dst, message)
 	return append(dst, `}}`...)
 }

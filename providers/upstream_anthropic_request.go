@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // fallbackMaxTokens is used when neither the client nor the configuration
@@ -399,7 +401,7 @@ func openAIAssistantBlocks(m *OpenAIMessage, i int) ([]AnthropicBlock, error) {
 		input := json.RawMessage(tc.Function.Arguments)
 		if strings.TrimSpace(tc.Function.Arguments) == "" {
 			input = json.RawMessage("{}")
-		} else if !json.Valid(input) || input[skipSpace(input, 0)] != '{' {
+		} else if !json.Valid(input) || input[jsonfast.SkipSpace(input, 0)] != '{' {
 			return nil, BadRequest(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
 				"tool call arguments must be a json object")
 		}

@@ -3,6 +3,8 @@ package providers
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // Stream translators between Anthropic events and OpenAI chunks
@@ -218,7 +220,7 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 			if e.Index < 0 || e.Index >= len(t.toolOf) || t.toolOf[e.Index] < 0 || e.Delta.PartialJSON == "" {
 				return dst, nil
 			}
-			return t.head().argsToken(dst, t.toolOf[e.Index], appendJSONString(nil, e.Delta.PartialJSON)), nil
+			return t.head().argsToken(dst, t.toolOf[e.Index], jsonfast.AppendJSONString(nil, e.Delta.PartialJSON)), nil
 		case "thinking_delta":
 			if t.hub && e.Delta.Thinking != "" {
 				return t.head().delta(dst, "reasoning_content", e.Delta.Thinking), nil

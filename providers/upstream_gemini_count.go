@@ -3,6 +3,8 @@ package providers
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // GeminiCountBody wraps gen, the generateContent body a generation on
@@ -16,7 +18,7 @@ func GeminiCountBody(gen []byte, model string) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(gen)+len(model)+48)
 	out = append(out, `{"generateContentRequest":{"model":`...)
-	out = appendJSONString(out, "models/"+model)
+	out = jsonfast.AppendJSONString(out, "models/"+model)
 	if gen[1] != '}' {
 		out = append(out, ',')
 	}

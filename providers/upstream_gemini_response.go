@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // geminiUpstreamChunk is a Gemini answer or stream chunk as the gateway
@@ -70,19 +72,19 @@ func appendGeminiToolCall(dst []byte, index int, withIndex bool, fc *geminiFunct
 	dst = append(dst, '{')
 	if withIndex {
 		dst = append(dst, `"index":`...)
-		dst = appendInt(dst, int64(index))
+		dst = jsonfast.AppendInt(dst, int64(index))
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"id":`...)
-	dst = appendJSONString(dst, id)
+	dst = jsonfast.AppendJSONString(dst, id)
 	dst = append(dst, `,"type":"function","function":{"name":`...)
-	dst = appendJSONString(dst, fc.Name)
+	dst = jsonfast.AppendJSONString(dst, fc.Name)
 	dst = append(dst, `,"arguments":`...)
-	dst = appendJSONString(dst, compactJSON(args))
+	dst = jsonfast.AppendJSONString(dst, compactJSON(args))
 	dst = append(dst, '}')
 	if signature != "" {
 		dst = append(dst, `,"extra_content":{"google":{"thought_signature":`...)
-		dst = appendJSONString(dst, signature)
+		dst = jsonfast.AppendJSONString(dst, signature)
 		dst = append(dst, `}}`...)
 	}
 	return append(dst, '}')
@@ -136,20 +138,20 @@ func GeminiToOpenAIResponse(raw []byte, model string) ([]byte, Usage, error) {
 		id = "chatcmpl-" + id
 	}
 	dst := append([]byte(nil), `{"id":`...)
-	dst = appendJSONString(dst, id)
+	dst = jsonfast.AppendJSONString(dst, id)
 	dst = append(dst, `,"object":"chat.completion","created":`...)
-	dst = appendInt(dst, time.Now().Unix())
+	dst = jsonfast.AppendInt(dst, time.Now().Unix())
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, model)
+	dst = jsonfast.AppendJSONString(dst, model)
 	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if text.Len() > 0 || n == 0 {
-		dst = appendJSONString(dst, text.String())
+		dst = jsonfast.AppendJSONString(dst, text.String())
 	} else {
 		dst = append(dst, "null"...)
 	}
 	if thought.Len() > 0 {
 		dst = append(dst, `,"reasoning_content":`...)
-		dst = appendJSONString(dst, thought.String())
+		dst = jsonfast.AppendJSONString(dst, thought.String())
 	}
 	if n > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -157,7 +159,7 @@ func GeminiToOpenAIResponse(raw []byte, model string) ([]byte, Usage, error) {
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
-	dst = appendJSONString(dst, finish)
+	dst = jsonfast.AppendJSONString(dst, finish)
 	dst = append(dst, `}],"usage":`...)
 	dst = appendOpenAIUsage(dst, usage)
 	return append(dst, '}'), usage, nil

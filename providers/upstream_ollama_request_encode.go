@@ -1,11 +1,13 @@
 package providers
 
+import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+
 // The Ollama request encoder, byte for byte what json.Marshal writes
 // (translate_encode_test.go holds it to that).
 
 func appendOllamaRequest(dst []byte, r *OllamaRequest) []byte {
-	dst = appendStringMember(append(dst, '{'), "model", r.Model, true)
-	dst = appendKey(dst, "messages", false)
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "model", r.Model, true)
+	dst = jsonfast.AppendKey(dst, "messages", false)
 	if r.Messages == nil {
 		dst = append(dst, "null"...)
 	} else {
@@ -19,14 +21,14 @@ func appendOllamaRequest(dst []byte, r *OllamaRequest) []byte {
 		dst = append(dst, ']')
 	}
 	if len(r.Tools) > 0 {
-		dst = append(appendKey(dst, "tools", false), '[')
+		dst = append(jsonfast.AppendKey(dst, "tools", false), '[')
 		for i := range r.Tools {
 			t := &r.Tools[i]
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendStringMember(append(dst, '{'), "type", t.Type, true)
-			dst = appendOpenAIFunction(appendKey(dst, "function", false), &t.Function)
+			dst = jsonfast.AppendStringMember(append(dst, '{'), "type", t.Type, true)
+			dst = appendOpenAIFunction(jsonfast.AppendKey(dst, "function", false), &t.Function)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -37,20 +39,20 @@ func appendOllamaRequest(dst []byte, r *OllamaRequest) []byte {
 		dst = append(dst, `,"stream":false`...)
 	}
 	if len(r.Format) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "format", false), r.Format)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "format", false), r.Format)
 	}
 	if o := r.Options; o != nil {
-		dst = append(appendKey(dst, "options", false), '{')
+		dst = append(jsonfast.AppendKey(dst, "options", false), '{')
 		first := true
 		intOpt := func(key string, p *int64) {
 			if p != nil {
-				dst = appendInt(appendKey(dst, key, first), *p)
+				dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, key, first), *p)
 				first = false
 			}
 		}
 		floatOpt := func(key string, p *float64) {
 			if p != nil {
-				dst = appendMarshalFloat(appendKey(dst, key, first), *p)
+				dst = jsonfast.AppendMarshalFloat(jsonfast.AppendKey(dst, key, first), *p)
 				first = false
 			}
 		}
@@ -59,7 +61,7 @@ func appendOllamaRequest(dst []byte, r *OllamaRequest) []byte {
 		floatOpt("top_p", o.TopP)
 		intOpt("top_k", o.TopK)
 		if len(o.Stop) > 0 {
-			dst = appendStringList(appendKey(dst, "stop", first), o.Stop)
+			dst = jsonfast.AppendStringList(jsonfast.AppendKey(dst, "stop", first), o.Stop)
 			first = false
 		}
 		intOpt("seed", o.Seed)
@@ -68,22 +70,22 @@ func appendOllamaRequest(dst []byte, r *OllamaRequest) []byte {
 		dst = append(dst, '}')
 	}
 	if len(r.Think) > 0 {
-		dst = appendCompactRaw(appendKey(dst, "think", false), r.Think)
+		dst = jsonfast.AppendCompactRaw(jsonfast.AppendKey(dst, "think", false), r.Think)
 	}
 	if r.KeepAlive != "" {
-		dst = appendStringMember(dst, "keep_alive", r.KeepAlive, false)
+		dst = jsonfast.AppendStringMember(dst, "keep_alive", r.KeepAlive, false)
 	}
 	return append(dst, '}')
 }
 
 func appendOllamaMessage(dst []byte, m *OllamaMessage) []byte {
-	dst = appendStringMember(append(dst, '{'), "role", m.Role, true)
-	dst = appendStringMember(dst, "content", m.Content, false)
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "role", m.Role, true)
+	dst = jsonfast.AppendStringMember(dst, "content", m.Content, false)
 	if len(m.Images) > 0 {
-		dst = appendStringList(appendKey(dst, "images", false), m.Images)
+		dst = jsonfast.AppendStringList(jsonfast.AppendKey(dst, "images", false), m.Images)
 	}
 	if len(m.ToolCalls) > 0 {
-		dst = append(appendKey(dst, "tool_calls", false), '[')
+		dst = append(jsonfast.AppendKey(dst, "tool_calls", false), '[')
 		for i := range m.ToolCalls {
 			tc := &m.ToolCalls[i]
 			if i > 0 {
@@ -91,28 +93,28 @@ func appendOllamaMessage(dst []byte, m *OllamaMessage) []byte {
 			}
 			dst = append(dst, '{')
 			if tc.ID != "" {
-				dst = appendStringMember(dst, "id", tc.ID, true)
+				dst = jsonfast.AppendStringMember(dst, "id", tc.ID, true)
 			}
-			dst = append(appendKey(dst, "function", tc.ID == ""), '{')
+			dst = append(jsonfast.AppendKey(dst, "function", tc.ID == ""), '{')
 			first := true
 			if tc.Function.Index != nil {
-				dst = appendInt(appendKey(dst, "index", true), int64(*tc.Function.Index))
+				dst = jsonfast.AppendInt(jsonfast.AppendKey(dst, "index", true), int64(*tc.Function.Index))
 				first = false
 			}
-			dst = appendStringMember(dst, "name", tc.Function.Name, first)
-			dst = appendRawOrNull(appendKey(dst, "arguments", false), tc.Function.Arguments)
+			dst = jsonfast.AppendStringMember(dst, "name", tc.Function.Name, first)
+			dst = jsonfast.AppendRawOrNull(jsonfast.AppendKey(dst, "arguments", false), tc.Function.Arguments)
 			dst = append(dst, '}', '}')
 		}
 		dst = append(dst, ']')
 	}
 	if m.ToolName != "" {
-		dst = appendStringMember(dst, "tool_name", m.ToolName, false)
+		dst = jsonfast.AppendStringMember(dst, "tool_name", m.ToolName, false)
 	}
 	if m.ToolCallID != "" {
-		dst = appendStringMember(dst, "tool_call_id", m.ToolCallID, false)
+		dst = jsonfast.AppendStringMember(dst, "tool_call_id", m.ToolCallID, false)
 	}
 	if m.Thinking != "" {
-		dst = appendStringMember(dst, "thinking", m.Thinking, false)
+		dst = jsonfast.AppendStringMember(dst, "thinking", m.Thinking, false)
 	}
 	return append(dst, '}')
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // jsonEqual compares two JSON documents by value.
@@ -331,7 +333,7 @@ func TestOllamaToOpenAIResponse(t *testing.T) {
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\n\r\t", "ünïcødé ✓ 🙂",
 		"bad\xffutf8\xc3", "line\u2028sep\u2029", "<html>&"} {
-		got := appendJSONString(nil, s)
+		got := jsonfast.AppendJSONString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("%q: invalid JSON %s: %v", s, got, err)
@@ -342,7 +344,7 @@ func TestAppendJSONString(t *testing.T) {
 		if back != wantBack {
 			t.Errorf("%q: decodes to %q, json.Marshal's to %q", s, back, wantBack)
 		}
-		if b := appendJSONString(nil, []byte(s)); string(b) != string(got) {
+		if b := jsonfast.AppendJSONString(nil, []byte(s)); string(b) != string(got) {
 			t.Errorf("%q: []byte and string forms differ: %s vs %s", s, b, got)
 		}
 	}

@@ -1,6 +1,6 @@
 package providers
 
-import "strconv"
+import "github.com/modelgate/modelgate/providers/internal/jsonfast"
 
 // Usage conversions between the two families (docs/wire-formats.md §5.4) and the
 // provider-neutral ledger Usage.
@@ -51,13 +51,13 @@ func usageFromOpenAI(u *OpenAIUsage) Usage {
 func appendOpenAIUsage(dst []byte, u Usage) []byte {
 	prompt := u.TotalInput()
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = appendInt(dst, prompt)
+	dst = jsonfast.AppendInt(dst, prompt)
 	dst = append(dst, `,"completion_tokens":`...)
-	dst = appendInt(dst, u.OutputTokens)
+	dst = jsonfast.AppendInt(dst, u.OutputTokens)
 	dst = append(dst, `,"total_tokens":`...)
-	dst = appendInt(dst, prompt+u.OutputTokens)
+	dst = jsonfast.AppendInt(dst, prompt+u.OutputTokens)
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-	dst = appendInt(dst, u.CacheReadTokens)
+	dst = jsonfast.AppendInt(dst, u.CacheReadTokens)
 	return append(dst, `}}`...)
 }
 
@@ -65,22 +65,18 @@ func appendOpenAIUsage(dst []byte, u Usage) []byte {
 // TTL split that newer clients read.
 func appendAnthropicUsage(dst []byte, u Usage) []byte {
 	dst = append(dst, `{"input_tokens":`...)
-	dst = appendInt(dst, u.InputTokens)
+	dst = jsonfast.AppendInt(dst, u.InputTokens)
 	dst = append(dst, `,"cache_creation_input_tokens":`...)
-	dst = appendInt(dst, u.CacheCreation())
+	dst = jsonfast.AppendInt(dst, u.CacheCreation())
 	dst = append(dst, `,"cache_read_input_tokens":`...)
-	dst = appendInt(dst, u.CacheReadTokens)
+	dst = jsonfast.AppendInt(dst, u.CacheReadTokens)
 	dst = append(dst, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
-	dst = appendInt(dst, u.CacheCreation5m)
+	dst = jsonfast.AppendInt(dst, u.CacheCreation5m)
 	dst = append(dst, `,"ephemeral_1h_input_tokens":`...)
-	dst = appendInt(dst, u.CacheCreation1h)
+	dst = jsonfast.AppendInt(dst, u.CacheCreation1h)
 	dst = append(dst, `},"output_tokens":`...)
-	dst = appendInt(dst, u.OutputTokens)
+	dst = jsonfast.AppendInt(dst, u.OutputTokens)
 	return append(dst, '}')
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	return strconv.AppendInt(dst, n, 10)
 }
 
 // finishFromStop maps an Anthropic stop_reason to an OpenAI finish_reason

@@ -1,16 +1,16 @@
-package providers
+package jsonfast
 
-// validJSON reports whether b is one well-formed JSON value, as
+// Valid reports whether b is one well-formed JSON value, as
 // json.Valid does, for the pass-through streams that relay events without
 // parsing them. It is a single forward scan with no function call per
 // byte, several times faster than json.Valid's state machine. Nesting is
 // tracked in a fixed bitset, so a value deeper than maxValidDepth is
 // refused rather than recursed into: no real event nests that deep.
-func validJSON(b []byte) bool {
+func Valid(b []byte) bool {
 	var objects [maxValidDepth / 64]uint64 // bit set: the container is an object
 	depth := 0
 	inObject := func() bool { return objects[(depth-1)/64]&(1<<((depth-1)%64)) != 0 }
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
@@ -27,7 +27,7 @@ func validJSON(b []byte) bool {
 				objects[depth/64] &^= 1 << (depth % 64)
 			}
 			depth++
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				depth--
 				i++
@@ -69,7 +69,7 @@ func validJSON(b []byte) bool {
 		}
 		// After a value: close containers, or move to the next element.
 		for {
-			i = skipSpace(b, i)
+			i = SkipSpace(b, i)
 			if depth == 0 {
 				return i == len(b)
 			}
@@ -79,7 +79,7 @@ func validJSON(b []byte) bool {
 			obj := inObject()
 			switch {
 			case b[i] == ',':
-				i = skipSpace(b, i+1)
+				i = SkipSpace(b, i+1)
 				if obj {
 					var ok bool
 					if i, ok = scanMemberKey(b, i); !ok {
@@ -98,7 +98,7 @@ func validJSON(b []byte) bool {
 	}
 }
 
-// maxValidDepth bounds the nesting validJSON accepts.
+// maxValidDepth bounds the nesting Valid accepts.
 const maxValidDepth = 512
 
 func hasLiteral(b []byte, i int, lit string) bool {
@@ -115,11 +115,11 @@ func scanMemberKey(b []byte, i int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
 		return 0, false
 	}
-	return skipSpace(b, i+1), true
+	return SkipSpace(b, i+1), true
 }
 
 // scanString returns the index just past the string starting at b[i] ==
@@ -198,6 +198,17 @@ func scanNumber(b []byte, i int) (int, bool) {
 
 func skipDigits(b []byte, i int) int {
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// IsSpace reports JSON whitespace.
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// SkipSpace returns the index of the first non-space byte at or after i.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && IsSpace(b[i]) {
 		i++
 	}
 	return i

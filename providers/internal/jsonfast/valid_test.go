@@ -1,4 +1,4 @@
-package providers
+package jsonfast
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ var validJSONSeeds = []string{
 	"\"\xff\"", `-0.0E-0`, `[` + strings.Repeat("[", 600) + strings.Repeat("]", 601),
 }
 
-// FuzzValidJSON pins validJSON to json.Valid, the oracle, except that it
+// FuzzValidJSON pins Valid to json.Valid, the oracle, except that it
 // refuses nesting deeper than maxValidDepth.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range validJSONSeeds {
@@ -21,8 +21,8 @@ func FuzzValidJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want := json.Valid(b) && !tooDeepForValid(b)
-		if got := validJSON(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		if got := Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
 		}
 	})
 }
@@ -30,8 +30,8 @@ func FuzzValidJSON(f *testing.F) {
 func TestValidJSONSeeds(t *testing.T) {
 	for _, s := range validJSONSeeds {
 		want := json.Valid([]byte(s)) && !tooDeepForValid([]byte(s))
-		if got := validJSON([]byte(s)); got != want {
-			t.Errorf("validJSON(%q) = %v, want %v", s, got, want)
+		if got := Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
@@ -42,8 +42,8 @@ func tooDeepForValid(b []byte) bool {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			end, err := skipString(b, i)
-			if err != nil {
+			end, ok := scanString(b, i)
+			if !ok {
 				return false
 			}
 			i = end - 1
@@ -57,20 +57,4 @@ func tooDeepForValid(b []byte) bool {
 		}
 	}
 	return false
-}
-
-func BenchmarkValidJSON(b *testing.B) {
-	evs := streamEvents(openAIUpstream)
-	for _, v := range []struct {
-		name string
-		fn   func([]byte) bool
-	}{{"scanner", validJSON}, {"encoding_json", json.Valid}} {
-		b.Run(v.name, func(b *testing.B) {
-			for b.Loop() {
-				for _, ev := range evs {
-					v.fn(ev.Data)
-				}
-			}
-		})
-	}
 }

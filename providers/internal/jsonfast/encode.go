@@ -1,4 +1,4 @@
-package providers
+package jsonfast
 
 import (
 	"math"
@@ -11,15 +11,15 @@ import (
 // translators can build their output in one buffer without reflection and
 // without changing a byte of what clients and upstreams receive.
 
-// appendMarshalString appends s as json.Marshal would encode it.
-func appendMarshalString[T string | []byte](dst []byte, s T) []byte {
-	return appendQuoted(dst, s, true)
+// AppendMarshalString appends s as json.Marshal would encode it.
+func AppendMarshalString[T string | []byte](dst []byte, s T) []byte {
+	return AppendQuoted(dst, s, true)
 }
 
-// appendQuoted is the one JSON string encoder: invalid UTF-8 becomes
+// AppendQuoted is the one JSON string encoder: invalid UTF-8 becomes
 // U+FFFD and U+2028/U+2029 are escaped, as encoding/json does; html adds
 // its escaping of <, > and &.
-func appendQuoted[T string | []byte](dst []byte, s T, html bool) []byte {
+func AppendQuoted[T string | []byte](dst []byte, s T, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -71,10 +71,10 @@ func appendQuoted[T string | []byte](dst []byte, s T, html bool) []byte {
 	return append(dst, '"')
 }
 
-// appendCompactRaw appends a JSON value that is already known to be valid
+// AppendCompactRaw appends a JSON value that is already known to be valid
 // the way json.Marshal writes a json.RawMessage: without insignificant
 // whitespace and with <, >, &, U+2028 and U+2029 escaped inside strings.
-func appendCompactRaw(dst, raw []byte) []byte {
+func AppendCompactRaw(dst, raw []byte) []byte {
 	inString := false
 	start := 0
 	for i := 0; i < len(raw); i++ {
@@ -108,19 +108,19 @@ func appendCompactRaw(dst, raw []byte) []byte {
 	return append(dst, raw[start:]...)
 }
 
-// appendRawOrNull is a json.RawMessage field without omitempty: empty is
+// AppendRawOrNull is a json.RawMessage field without omitempty: empty is
 // written as null.
-func appendRawOrNull(dst, raw []byte) []byte {
+func AppendRawOrNull(dst, raw []byte) []byte {
 	if len(raw) == 0 {
 		return append(dst, "null"...)
 	}
-	return appendCompactRaw(dst, raw)
+	return AppendCompactRaw(dst, raw)
 }
 
-// appendMarshalFloat formats f as encoding/json does for a float64: plain
+// AppendMarshalFloat formats f as encoding/json does for a float64: plain
 // decimal in the usual range, exponent form outside it with a short
 // exponent.
-func appendMarshalFloat(dst []byte, f float64) []byte {
+func AppendMarshalFloat(dst []byte, f float64) []byte {
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -136,10 +136,9 @@ func appendMarshalFloat(dst []byte, f float64) []byte {
 	return dst
 }
 
-// The small helpers below write one "key":value member; first says whether
-// a comma is needed before it.
-
-func appendKey(dst []byte, key string, first bool) []byte {
+// AppendKey writes `"key":`, after a comma unless first; key needs no
+// escaping. The member helpers below share first's meaning.
+func AppendKey(dst []byte, key string, first bool) []byte {
 	if !first {
 		dst = append(dst, ',')
 	}
@@ -148,17 +147,41 @@ func appendKey(dst []byte, key string, first bool) []byte {
 	return append(dst, '"', ':')
 }
 
-func appendStringMember(dst []byte, key, v string, first bool) []byte {
-	return appendMarshalString(appendKey(dst, key, first), v)
+// AppendStringMember writes a "key":"v" member.
+func AppendStringMember(dst []byte, key, v string, first bool) []byte {
+	return AppendMarshalString(AppendKey(dst, key, first), v)
 }
 
-func appendStringList(dst []byte, list []string) []byte {
+// AppendStringList writes list as a JSON array of strings.
+func AppendStringList(dst []byte, list []string) []byte {
 	dst = append(dst, '[')
 	for i, s := range list {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendMarshalString(dst, s)
+		dst = AppendMarshalString(dst, s)
 	}
 	return append(dst, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string literal: the bytes
+// json.Marshal would write, less its HTML escaping of <, > and &, which
+// stream events do not need.
+func AppendJSONString[T string | []byte](dst []byte, s T) []byte {
+	return AppendQuoted(dst, s, false)
+}
+
+// AppendInt writes n as json.Marshal writes an integer.
+func AppendInt(dst []byte, n int64) []byte {
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// AppendBool writes true or false.
+func AppendBool(dst []byte, b bool) []byte {
+	if b {
+		return append(dst, "true"...)
+	}
+	return append(dst, "false"...)
 }
