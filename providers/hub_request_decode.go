@@ -11,13 +11,13 @@ import (
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
-// A reflection-free reader for OpenAI chat requests, the input side of the
-// encoders in json_encode.go. It fills the same structs json.Unmarshal
+// A reflection-free reader for chat requests, the input side of the
+// encoders built on internal/jsonfast. It fills the same structs json.Unmarshal
 // fills, for the shapes clients actually send; for anything where the two
 // could differ (a duplicate or case-folded key, a value of the wrong type,
 // a number out of range) it gives up and the caller runs json.Unmarshal,
 // so results and error messages stay exactly those of encoding/json.
-// Callers check the whole document with json.Valid first, which lets the
+// Callers check the whole document with jsonfast.Valid first, which lets the
 // reader skip values without validating them again.
 
 // fastReader walks one validated document in a single pass; ok turns
