@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // EchoTransport is the built-in echo/ backend: an in-process upstream that
@@ -249,13 +251,13 @@ func (s *echoStream) Close() error {
 // it, so the deltas concatenate back to exactly s.
 func wordEnd(s string) int {
 	i := 0
-	for i < len(s) && isSpace(s[i]) {
+	for i < len(s) && jsonfast.IsSpace(s[i]) {
 		i++
 	}
-	for i < len(s) && !isSpace(s[i]) {
+	for i < len(s) && !jsonfast.IsSpace(s[i]) {
 		i++
 	}
-	for i < len(s) && isSpace(s[i]) {
+	for i < len(s) && jsonfast.IsSpace(s[i]) {
 		i++
 	}
 	return i

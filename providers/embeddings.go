@@ -9,6 +9,8 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // Embeddings: OpenAI's POST /v1/embeddings (and Gemini's embedContent /
@@ -226,7 +228,7 @@ func (t *EmbedTurn) answer(vectors [][]float64, promptTokens int64) []byte {
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"model":`...)
-	dst = appendJSONString(dst, t.Alias)
+	dst = jsonfast.AppendJSONString(dst, t.Alias)
 	dst = append(dst, `,"usage":{"prompt_tokens":`...)
 	dst = strconv.AppendInt(dst, promptTokens, 10)
 	dst = append(dst, `,"total_tokens":`...)

@@ -3,7 +3,7 @@ package providers
 import "encoding/json"
 
 // The Gemini API (generativelanguage v1beta) wire types, as Gemini CLI
-// and the google-genai SDKs send and read them (spec/gemini-api.md).
+// and the google-genai SDKs send and read them.
 // lowerCamelCase keys, UPPER_CASE enums.
 
 type geminiRequest struct {

@@ -1,6 +1,10 @@
 package providers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
 
 // Route is how requests of one client format reach one upstream format:
 // the request translator, the response and stream translators, and how
@@ -46,8 +50,10 @@ func (r *Route) Stream(model string, info RequestInfo, dropUsage bool) StreamTra
 	return r.stream(model, info, dropUsage)
 }
 
-// NewRoute builds the route from client to upstream. Anthropic clients
-// reach Ollama through OpenAI chat, chaining two translators.
+// NewRoute builds the route from client to upstream. Same formats pass
+// through; chat clients have one translator pair per upstream format;
+// every other client format is a spoke that reaches the upstream through
+// chat (hubRoute).
 func NewRoute(client, upstream Format) (Route, error) {
 	r := Route{Client: client, Upstream: upstream, NDJSON: upstream == FormatOllama}
 	switch {
@@ -98,33 +104,6 @@ func NewRoute(client, upstream Format) (Route, error) {
 		r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
 			return NewOllamaToOpenAIStream(model, info.IncludeUsage)
 		}
-	case client == FormatAnthropic && upstream == FormatOpenAI:
-		r.request = func(body []byte, _ RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-			out, err := AnthropicToOpenAIRequest(body, model, o.Cloud)
-			return out, false, err
-		}
-		r.response = ignoreInfo(OpenAIToAnthropicResponse)
-		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator { return NewOpenAIToAnthropicStream(model) }
-	case client == FormatAnthropic && upstream == FormatOllama:
-		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-			mid, err := AnthropicToOpenAIRequest(body, model, false)
-			if err != nil {
-				return nil, false, err
-			}
-			out, err := OpenAIToOllamaRequest(mid, model)
-			return out, false, err
-		}
-		r.response = func(raw []byte, _ RequestInfo) ([]byte, Usage, error) {
-			mid, usage, err := OllamaToOpenAIResponse(raw)
-			if err != nil {
-				return nil, usage, err
-			}
-			out, _, err := OpenAIToAnthropicResponse(mid)
-			return out, usage, err
-		}
-		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
-			return Chain(NewOllamaToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
-		}
 	case client == FormatOpenAI && upstream == FormatGemini:
 		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
 			out, err := OpenAIToGeminiRequest(body, model)
@@ -136,36 +115,18 @@ func NewRoute(client, upstream Format) (Route, error) {
 		r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
 			return NewGeminiToOpenAIStream(model, info.IncludeUsage)
 		}
-	case client == FormatAnthropic && upstream == FormatGemini:
-		r.request = func(body []byte, _ RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
-			mid, err := AnthropicToOpenAIRequest(body, model, true)
-			if err != nil {
-				return nil, false, err
-			}
-			out, err := OpenAIToGeminiRequest(mid, model)
-			return out, false, err
-		}
-		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-			mid, usage, err := GeminiToOpenAIResponse(raw, info.Model)
-			if err != nil {
-				return nil, usage, err
-			}
-			out, _, err := OpenAIToAnthropicResponse(mid)
-			return out, usage, err
-		}
-		r.stream = func(model string, _ RequestInfo, _ bool) StreamTranslator {
-			return Chain(NewGeminiToOpenAIStream(model, true), NewOpenAIToAnthropicStream(model))
-		}
 	case client == FormatGemini && upstream == FormatGemini:
 		return nativeGeminiRoute(), nil
 	case client == FormatEmbeddings || client == FormatGeminiEmbed:
 		return embedRoute(client, upstream), nil
 	case client == FormatResponses && upstream == FormatResponses:
 		return nativeResponsesRoute(), nil
+	case client == FormatAnthropic:
+		return hubRoute(client, upstream, messagesSpoke{})
 	case client == FormatResponses:
-		return responsesRoute(upstream)
+		return hubRoute(client, upstream, responsesSpoke{})
 	case client == FormatGemini:
-		return geminiRoute(upstream)
+		return hubRoute(client, upstream, geminiSpoke{})
 	default:
 		return Route{}, fmt.Errorf("no route from %s clients to %s upstreams", client, upstream)
 	}
@@ -174,63 +135,6 @@ func NewRoute(client, upstream Format) (Route, error) {
 
 func ignoreInfo(f func([]byte) ([]byte, Usage, error)) func([]byte, RequestInfo) ([]byte, Usage, error) {
 	return func(raw []byte, _ RequestInfo) ([]byte, Usage, error) { return f(raw) }
-}
-
-// responsesRoute reaches any upstream from a Responses client through the
-// hub: the request becomes chat completions, which every upstream format
-// has a route from, and the answer comes back through the same route and
-// is turned into the Response (docs/architecture.md, "The translation hub").
-func responsesRoute(upstream Format) (Route, error) {
-	hub, err := NewRoute(FormatOpenAI, upstream)
-	if err != nil {
-		return Route{}, err
-	}
-	r := Route{Client: FormatResponses, Upstream: upstream, NDJSON: hub.NDJSON}
-	r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-		t := info.responses()
-		chat, err := t.chatRequest(model, info.Stream, hubOptions{OpenAICloud: upstream == FormatOpenAI && o.Cloud, Anthropic: upstream == FormatAnthropic})
-		if err != nil {
-			return nil, false, err
-		}
-		return hub.request(chat, RequestInfo{Model: model, Stream: info.Stream, IncludeUsage: true}, model, o)
-	}
-	r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-		chat, usage, err := hub.response(raw, info)
-		if err != nil {
-			return nil, usage, err
-		}
-		out, err := info.responses().chatToResponses(chat)
-		return out, usage, err
-	}
-	r.stream = func(model string, info RequestInfo, _ bool) StreamTranslator {
-		return Chain(hub.stream(model, RequestInfo{Model: model, Stream: true, IncludeUsage: true}, false), newResponsesStream(info.responses()))
-	}
-	if upstream == FormatOpenAI {
-		// The hub request is already what the upstream takes: the
-		// model is written in and usage asked for.
-		r.request = func(_ []byte, info RequestInfo, model string, o RouteOptions) ([]byte, bool, error) {
-			chat, err := info.responses().chatRequest(model, info.Stream, hubOptions{OpenAICloud: o.Cloud})
-			return chat, false, err
-		}
-		// The answer is already chat: read it once, usage included.
-		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-			if !looksLikeObject(raw) {
-				return nil, Usage{}, ErrNotJSONObject
-			}
-			return info.responses().chatToResponsesUsage(raw)
-		}
-	}
-	if upstream == FormatAnthropic {
-		// Thinking and its signatures have no chat form: whole answers are
-		// read directly, streams through the hub's thinking deltas.
-		r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
-			return info.responses().anthropicToResponses(raw)
-		}
-		r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
-			return Chain(newAnthropicToHubStream(), newResponsesStream(info.responses()))
-		}
-	}
-	return r, nil
 }
 
 // ErrNotJSONObject is a 200 whose body cannot be an answer.
@@ -244,10 +148,10 @@ func looksLikeObject(b []byte) bool {
 }
 
 func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
+	for len(b) > 0 && jsonfast.IsSpace(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
+	for len(b) > 0 && jsonfast.IsSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b

@@ -54,26 +54,22 @@ type countRequest struct {
 	Tools    json.RawMessage `json:"tools"`
 }
 
+// block is a Messages content block as counting reads it: the
+// translators' providers.AnthropicBlock, with the source left raw (a
+// search_result's is a string, a document's may hold blocks) and the
+// title and context of documents and search results, which count as text.
 type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Source    json.RawMessage `json:"source"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	Thinking  string          `json:"thinking"`
-	Data      string          `json:"data"`
-	Title     string          `json:"title"`
-	Context   string          `json:"context"`
+	providers.AnthropicBlock
+	Source  json.RawMessage `json:"source"`
+	Title   string          `json:"title"`
+	Context string          `json:"context"`
 }
 
+// source is an image or document source; a "content" document source
+// holds blocks.
 type source struct {
-	Type      string          `json:"type"`
-	MediaType string          `json:"media_type"`
-	Data      string          `json:"data"`
-	Content   json.RawMessage `json:"content"`
+	providers.AnthropicSource
+	Content json.RawMessage `json:"content"`
 }
 
 func badRequest(param, format string, args ...any) error {

@@ -1,0 +1,225 @@
+package providers
+
+import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+
+// chatAnswer is a chat completion, or one chunk of its stream, as the hub
+// reads it: whole answers carry each choice's message, chunks its delta,
+// both in the same shape (with the non-standard reasoning fields of local
+// servers and the hub's own thinking deltas). One type and one reader
+// serve both.
+type chatAnswer struct {
+	Choices     []chatChoice `json:"choices"`
+	Usage       *chatUsage   `json:"usage"`
+	ServiceTier string       `json:"service_tier"`
+}
+
+type chatChoice struct {
+	// Message is a whole answer's, Delta a chunk's.
+	Message      chatDelta `json:"message"`
+	Delta        chatDelta `json:"delta"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// chatDelta is an assistant message, whole or in part.
+type chatDelta struct {
+	Content          *string `json:"content"`
+	Refusal          *string `json:"refusal"`
+	Reasoning        *string `json:"reasoning"`
+	ReasoningContent *string `json:"reasoning_content"`
+	// The hub's own deltas for Anthropic thinking (see
+	// newAnthropicToHubStream).
+	ReasoningSignature *string          `json:"reasoning_signature"`
+	ReasoningRedacted  *string          `json:"reasoning_redacted"`
+	ToolCalls          []OpenAIToolCall `json:"tool_calls"`
+}
+
+// reasoning is the message's reasoning text, under either name.
+func (d *chatDelta) reasoning() string {
+	return derefString(d.ReasoningContent) + derefString(d.Reasoning)
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// readChatAnswer is the fast path for chatAnswer: one walk after
+// json.Valid, or false to leave the body to json.Unmarshal. It reuses
+// c.Choices' storage, so a stream reads its chunks into one value.
+func readChatAnswer(raw []byte, c *chatAnswer) bool {
+	if !jsonfast.Valid(raw) {
+		return false
+	}
+	r := newFastReader(raw)
+	var m uint32
+	r.object(jsonfast.SkipSpace(raw, 0), func(k []byte, i int) int {
+		switch string(k) {
+		case "choices":
+			r.seen(&m, 1)
+			if r.isNull(i) {
+				c.Choices = nil
+				return i + len("null")
+			}
+			c.Choices = c.Choices[:0]
+			if c.Choices == nil {
+				c.Choices = []chatChoice{}
+			}
+			return r.array(i, func(j int) int {
+				c.Choices = append(c.Choices, chatChoice{})
+				ch := &c.Choices[len(c.Choices)-1]
+				var cm uint32
+				return r.object(j, func(k []byte, j int) int {
+					switch string(k) {
+					case "message":
+						r.seen(&cm, 1)
+						return r.chatDelta(j, &ch.Message)
+					case "delta":
+						r.seen(&cm, 2)
+						return r.chatDelta(j, &ch.Delta)
+					case "finish_reason":
+						r.seen(&cm, 4)
+						return r.str(j, &ch.FinishReason)
+					}
+					return r.unknown(j, k, "message", "delta", "finish_reason")
+				})
+			})
+		case "usage":
+			r.seen(&m, 2)
+			return r.chatUsage(i, &c.Usage)
+		case "service_tier":
+			r.seen(&m, 4)
+			return r.str(i, &c.ServiceTier)
+		}
+		return r.unknown(i, k, "choices", "usage", "service_tier")
+	})
+	return r.ok
+}
+
+func (r *fastReader) chatDelta(i int, d *chatDelta) int {
+	if r.isNull(i) {
+		return i + len("null")
+	}
+	var mask uint32
+	return r.object(i, func(k []byte, j int) int {
+		switch string(k) {
+		case "content":
+			r.seen(&mask, 1)
+			return r.strPtr(j, &d.Content)
+		case "refusal":
+			r.seen(&mask, 2)
+			return r.strPtr(j, &d.Refusal)
+		case "reasoning":
+			r.seen(&mask, 4)
+			return r.strPtr(j, &d.Reasoning)
+		case "reasoning_content":
+			r.seen(&mask, 8)
+			return r.strPtr(j, &d.ReasoningContent)
+		case "reasoning_signature":
+			r.seen(&mask, 16)
+			return r.strPtr(j, &d.ReasoningSignature)
+		case "reasoning_redacted":
+			r.seen(&mask, 32)
+			return r.strPtr(j, &d.ReasoningRedacted)
+		case "tool_calls":
+			r.seen(&mask, 64)
+			if r.isNull(j) {
+				d.ToolCalls = nil
+				return j + len("null")
+			}
+			d.ToolCalls = []OpenAIToolCall{}
+			return r.array(j, func(j int) int {
+				d.ToolCalls = append(d.ToolCalls, OpenAIToolCall{})
+				return r.toolCall(j, &d.ToolCalls[len(d.ToolCalls)-1])
+			})
+		}
+		return r.unknown(j, k, "content", "refusal", "reasoning", "reasoning_content", "reasoning_signature", "reasoning_redacted", "tool_calls")
+	})
+}
+
+func (r *fastReader) chatUsage(i int, dst **chatUsage) int {
+	if r.isNull(i) {
+		*dst = nil
+		return i + len("null")
+	}
+	u := &chatUsage{}
+	*dst = u
+	var mask uint32
+	count := func(j int, n *int64) int {
+		var p *int64
+		end := r.intPtr(j, &p)
+		if p != nil {
+			*n = *p
+		}
+		return end
+	}
+	return r.object(i, func(k []byte, j int) int {
+		switch string(k) {
+		case "prompt_tokens":
+			r.seen(&mask, 1)
+			return count(j, &u.PromptTokens)
+		case "completion_tokens":
+			r.seen(&mask, 2)
+			return count(j, &u.CompletionTokens)
+		case "total_tokens":
+			r.seen(&mask, 4)
+			return count(j, &u.TotalTokens)
+		case "prompt_tokens_details":
+			r.seen(&mask, 8)
+			if r.isNull(j) {
+				u.PromptTokensDetails = nil
+				return j + len("null")
+			}
+			u.PromptTokensDetails = &struct {
+				CachedTokens     int64 `json:"cached_tokens"`
+				CacheWriteTokens int64 `json:"cache_write_tokens"`
+			}{}
+			var dm uint32
+			return r.object(j, func(k []byte, j int) int {
+				switch string(k) {
+				case "cached_tokens":
+					r.seen(&dm, 1)
+					return count(j, &u.PromptTokensDetails.CachedTokens)
+				case "cache_write_tokens":
+					r.seen(&dm, 2)
+					return count(j, &u.PromptTokensDetails.CacheWriteTokens)
+				}
+				return r.unknown(j, k, "cached_tokens", "cache_write_tokens")
+			})
+		case "completion_tokens_details":
+			r.seen(&mask, 16)
+			if r.isNull(j) {
+				u.CompletionTokensDetails = nil
+				return j + len("null")
+			}
+			u.CompletionTokensDetails = &struct {
+				ReasoningTokens int64 `json:"reasoning_tokens"`
+			}{}
+			var dm uint32
+			return r.object(j, func(k []byte, j int) int {
+				if string(k) == "reasoning_tokens" {
+					r.seen(&dm, 1)
+					return count(j, &u.CompletionTokensDetails.ReasoningTokens)
+				}
+				return r.unknown(j, k, "reasoning_tokens")
+			})
+		}
+		return r.unknown(j, k, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details")
+	})
+}
+
+// ledgerUsage is the answer's usage in the ledger's terms, as the chat
+// pass-through reads it.
+func (a *chatAnswer) ledgerUsage() Usage {
+	if a.Usage == nil {
+		return Usage{ServiceTier: a.ServiceTier}
+	}
+	ou := OpenAIUsage{PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens, TotalTokens: a.Usage.TotalTokens}
+	if d := a.Usage.PromptTokensDetails; d != nil {
+		ou.PromptTokensDetails = &OpenAIPromptTokenDetails{CachedTokens: d.CachedTokens, CacheWriteTokens: d.CacheWriteTokens}
+	}
+	u := usageFromOpenAI(&ou)
+	u.ServiceTier = a.ServiceTier
+	return u
+}

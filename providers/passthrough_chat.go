@@ -1,0 +1,116 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
+
+// chatPassthroughStream forwards OpenAI chunks unchanged while reading
+// the usage chunk.
+type chatPassthroughStream struct {
+	dropUsageChunk bool
+	sawDone        bool // [DONE] sent to the client, by the upstream or Finish
+	upstreamDone   bool // the upstream sent [DONE] or a finish reason
+	usage          Usage
+	scratch        OpenAIUsage
+	line           oneLineJSON
+}
+
+// NewOpenAIPassthroughStream forwards an OpenAI upstream stream to an
+// OpenAI client. dropUsageChunk hides the usage-only chunk from a client
+// that did not ask for it (the gateway added include_usage for the ledger).
+func NewOpenAIPassthroughStream(dropUsageChunk bool) StreamTranslator {
+	return &chatPassthroughStream{dropUsageChunk: dropUsageChunk}
+}
+
+func (t *chatPassthroughStream) Usage() Usage { return t.usage }
+
+func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) {
+	data := ev.Data
+	if string(bytes.TrimSpace(data)) == dataDone {
+		t.sawDone, t.upstreamDone = true, true
+		return AppendSSE(dst, ev.Name, data), nil
+	}
+	// Every chunk is checked: a relayed `data: {not json` would reach the
+	// client as a success that its SDK then fails to parse.
+	if !jsonfast.Valid(data) {
+		return dst, errBadEvent
+	}
+	data = t.line.oneLine(data)
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+		return dst, inBandError(data)
+	}
+	// A non-null finish_reason is a string; servers that never send
+	// [DONE] still end with one.
+	if bytes.Contains(data, []byte(`"finish_reason":"`)) {
+		t.upstreamDone = true
+	}
+	// Only chunks that mention usage are scanned; most text chunks carry
+	// `"usage":null` and are skipped after the scan.
+	if bytes.Contains(data, []byte(`"usage"`)) {
+		usageOnly := false
+		var u, tier span
+		var hasUsage bool
+		_, err := eachMember(data, 0, func(k []byte, v span) {
+			switch {
+			case keyIs(k, "usage"):
+				u, hasUsage = v, true
+			case keyIs(k, "service_tier"):
+				tier = v
+			case keyIs(k, "choices"):
+				usageOnly = isEmptyArray(data[v.start:v.end])
+			}
+		})
+		if err == nil && hasUsage && data[u.start] == '{' {
+			t.scratch = OpenAIUsage{}
+			if json.Unmarshal(data[u.start:u.end], &t.scratch) == nil {
+				t.usage = usageFromOpenAI(&t.scratch)
+				if tier.end > tier.start {
+					t.usage.ServiceTier, _ = decodeStringToken(data[tier.start:tier.end])
+				}
+			}
+			if usageOnly && t.dropUsageChunk {
+				return dst, nil
+			}
+		}
+	}
+	return AppendSSE(dst, ev.Name, data), nil
+}
+
+func (t *chatPassthroughStream) Complete() bool { return t.upstreamDone }
+
+func (t *chatPassthroughStream) Finish(dst []byte) []byte {
+	if t.sawDone {
+		return dst
+	}
+	t.sawDone = true
+	return append(dst, sseDone...)
+}
+
+func isEmptyArray(v []byte) bool {
+	if len(v) < 2 || v[0] != '[' {
+		return false
+	}
+	return jsonfast.SkipSpace(v, 1) == len(v)-1
+}
+
+// OpenAIUsageFromBody reads the usage of a non-streaming OpenAI response
+// without decoding the rest of it. A body without usage yields a zero
+// Usage with Seen false.
+func OpenAIUsageFromBody(body []byte) Usage {
+	v, ok, err := findMember(body, 0, "usage")
+	if err != nil || !ok || body[v.start] != '{' {
+		return Usage{}
+	}
+	var u OpenAIUsage
+	if json.Unmarshal(body[v.start:v.end], &u) != nil {
+		return Usage{}
+	}
+	out := usageFromOpenAI(&u)
+	if t, ok, err := findMember(body, 0, "service_tier"); err == nil && ok {
+		out.ServiceTier, _ = decodeStringToken(body[t.start:t.end])
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
+
+// Native Responses: an upstream that serves /responses itself (OpenAI's
+// API, or a server marked responses_api: native) gets the request as the
+// client sent it, model swapped, and its events are relayed one by one.
+// The gateway still owns the conversation state: history it resolved
+// (previous_response_id, item_reference) is sent inline, so a chain
+// survives a fallback to another backend, and the answer is read for the
+// response id, output and usage it stores and records.
+
+// nativeResponsesRequest is the body for a native upstream.
+func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte, error) {
+	if !t.expanded {
+		return RewriteModel(body, model)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, BadRequest("", "request body must be a JSON object")
+	}
+	var err error
+	if m["input"], err = json.Marshal(t.Items); err != nil {
+		return nil, err
+	}
+	m["model"], _ = json.Marshal(model)
+	delete(m, "previous_response_id")
+	return json.Marshal(m)
+}
+
+// nativeResponse is what the gateway reads of a Response.
+type nativeResponse struct {
+	ID          string            `json:"id"`
+	Status      string            `json:"status"`
+	Output      []json.RawMessage `json:"output"`
+	ServiceTier string            `json:"service_tier"`
+	Usage       *struct {
+		InputTokens        int64 `json:"input_tokens"`
+		OutputTokens       int64 `json:"output_tokens"`
+		InputTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+	} `json:"usage"`
+}
+
+// adopt takes the upstream's Response as the turn's: its id is the one
+// the client sees, so it is the one stored.
+func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
+	var r nativeResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	if r.Usage != nil {
+		u.Seen = true
+		u.InputTokens, u.OutputTokens = r.Usage.InputTokens, r.Usage.OutputTokens
+		if d := r.Usage.InputTokensDetails; d != nil && d.CachedTokens <= u.InputTokens {
+			u.CacheReadTokens = d.CachedTokens
+			u.InputTokens -= d.CachedTokens
+		}
+	}
+	u.ServiceTier = r.ServiceTier
+	if r.ID != "" {
+		t.ID = r.ID
+	}
+	t.finalize(r.Status, r.Output, raw)
+	return u, nil
+}
+
+func nativeResponsesRoute() Route {
+	r := Route{Client: FormatResponses, Upstream: FormatResponses}
+	r.request = func(body []byte, info RequestInfo, model string, _ RouteOptions) ([]byte, bool, error) {
+		out, err := nativeResponsesRequest(body, info.responses(), model)
+		return out, false, err
+	}
+	r.response = func(raw []byte, info RequestInfo) ([]byte, Usage, error) {
+		if !looksLikeObject(raw) {
+			return nil, Usage{}, ErrNotJSONObject
+		}
+		u, err := info.responses().adopt(raw)
+		return raw, u, err
+	}
+	r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
+		return &responsesPassthrough{t: info.responses()}
+	}
+	return r
+}
+
+// responsesPassthrough relays a native Responses stream event by event,
+// checking each is JSON, and reads the terminal event.
+type responsesPassthrough struct {
+	t     *ResponsesTurn
+	line  oneLineJSON
+	seq   int64
+	usage Usage
+	done  bool
+	probe struct {
+		Type           string          `json:"type"`
+		SequenceNumber *int64          `json:"sequence_number"`
+		Response       json.RawMessage `json:"response"`
+	}
+}
+
+func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
+	data := bytes.TrimSpace(ev.Data)
+	if string(data) == dataDone {
+		// Not part of the Responses protocol, but harmless to drop.
+		return dst, nil
+	}
+	if !jsonfast.Valid(data) {
+		return dst, errBadEvent
+	}
+	data = p.line.oneLine(data)
+	typ, ok, err := findMember(data, 0, "type")
+	name := ev.Name
+	if err == nil && ok && typ.end > typ.start {
+		// Only the event's type is needed on most events; the terminal
+		// ones and errors are decoded.
+		t := data[typ.start:typ.end]
+		switch {
+		case bytes.Equal(t, []byte(`"error"`)):
+			return dst, inBandResponsesError(data)
+		case bytes.HasPrefix(t, []byte(`"response.completed"`)), bytes.HasPrefix(t, []byte(`"response.incomplete"`)),
+			bytes.HasPrefix(t, []byte(`"response.failed"`)):
+			p.probe.Response = nil
+			if json.Unmarshal(data, &p.probe) == nil && len(p.probe.Response) > 0 {
+				p.usage, _ = p.t.adopt(p.probe.Response)
+			}
+			p.done = true
+		}
+		if len(name) == 0 {
+			if s, ok := decodeStringToken(t); ok {
+				name = []byte(s)
+			}
+		}
+	}
+	if seq, ok, err := findMember(data, 0, "sequence_number"); err == nil && ok && seq.end > seq.start {
+		var n int64
+		if json.Unmarshal(data[seq.start:seq.end], &n) == nil {
+			p.seq = n + 1
+		}
+	}
+	return AppendSSE(dst, name, data), nil
+}
+
+// inBandResponsesError reads an `error` event in either shape (flat, or
+// nested under "error").
+func inBandResponsesError(data []byte) *APIError {
+	var ev struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Error   *struct {
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &ev)
+	e := &APIError{Status: 502, Code: ev.Code, Message: ev.Message}
+	if ev.Error != nil {
+		if e.Message == "" {
+			e.Message = ev.Error.Message
+		}
+		if e.Code == "" {
+			e.Code = ev.Error.Code
+		}
+		if ev.Error.Type != "" {
+			e.Status = statusForErrorType(ev.Error.Type)
+		}
+	}
+	if e.Code == "rate_limit_exceeded" {
+		e.Status = 429
+	}
+	if e.Message == "" {
+		e.Message = "the upstream reported an error in its stream"
+	}
+	return e
+}
+
+func (p *responsesPassthrough) Finish(dst []byte) []byte { return dst }
+func (p *responsesPassthrough) Usage() Usage             { return p.usage }
+func (p *responsesPassthrough) Complete() bool           { return p.done }
+
+// Fail ends the relayed stream in the protocol's terms, numbering on from
+// the upstream's last event.
+func (p *responsesPassthrough) Fail(dst []byte, e *APIError) []byte {
+	s := &responsesStream{t: p.t, seq: int(p.seq), started: true}
+	return s.Fail(dst, e)
+}
