@@ -14,13 +14,6 @@ import (
 	"testing"
 )
 
-// pending are path prefixes whose findings are listed but do not fail the
-// test yet.
-//
-// TODO(integrator): remove these once the branches that fix the citations in
-// providers/ and handlers/admin*.go are merged; the list must end up empty.
-var pending = []string{"providers/", "handlers/admin"}
-
 // TestCommentsCiteDocumentsInTheRepository applies the rule in the package
 // doc to every .go file of the repository.
 func TestCommentsCiteDocumentsInTheRepository(t *testing.T) {
@@ -57,11 +50,7 @@ func TestCommentsCiteDocumentsInTheRepository(t *testing.T) {
 				if problem == "" {
 					continue
 				}
-				if isPending(rel) {
-					t.Logf("pending: %s:%d: %s", rel, c.line, problem)
-				} else {
-					t.Errorf("%s:%d: %s", rel, c.line, problem)
-				}
+				t.Errorf("%s:%d: %s", rel, c.line, problem)
 			}
 		}
 		return nil
@@ -74,9 +63,6 @@ func TestCommentsCiteDocumentsInTheRepository(t *testing.T) {
 	}
 }
 
-func isPending(rel string) bool {
-	return slices.ContainsFunc(pending, func(p string) bool { return strings.HasPrefix(rel, p) })
-}
 
 // repoRoot is the nearest directory above the test holding go.mod.
 func repoRoot(t *testing.T) string {
