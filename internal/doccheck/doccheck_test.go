@@ -63,7 +63,6 @@ func TestCommentsCiteDocumentsInTheRepository(t *testing.T) {
 	}
 }
 
-
 // repoRoot is the nearest directory above the test holding go.mod.
 func repoRoot(t *testing.T) string {
 	dir, err := os.Getwd()
