@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -165,31 +163,11 @@ func messagesBody(model string, stream bool) []byte {
 func runField(ctx context.Context, c config, fc fieldConfig, w io.Writer) (err error) {
 	raiseNoFile()
 	c.chunks, c.gap = fc.streamDeltas, fc.streamPace
-	e := &env{cfg: c}
-	if c.workdir != "" {
-		if e.workdir, err = filepath.Abs(c.workdir); err == nil {
-			err = os.MkdirAll(e.workdir, 0o700)
-		}
-	} else {
-		e.workdir, err = os.MkdirTemp("", "modelgate-bench-")
-		defer os.RemoveAll(e.workdir)
-	}
+	e, stop, err := startEnv(ctx, c)
 	if err != nil {
 		return err
 	}
-	if c.build {
-		if err := buildCaddy(ctx, c.caddyBin); err != nil {
-			return err
-		}
-	}
-	bin, err := filepath.Abs(c.caddyBin)
-	if err != nil {
-		return err
-	}
-	defer e.stopAll()
-	if err := e.startAll(ctx, bin); err != nil {
-		return err
-	}
+	defer stop()
 	// Each proxy's memory before any load: the soak's first column.
 	startRSS := map[string]float64{}
 	for _, t := range e.fieldTargets() {

@@ -166,38 +166,54 @@ type env struct {
 	workdir             string
 }
 
+// startEnv makes the working directory, builds the binary when asked and
+// starts every process the scenarios use; stop ends them and removes a
+// temporary directory.
+func startEnv(ctx context.Context, c config) (e *env, stop func(), err error) {
+	e = &env{cfg: c}
+	var removeDir bool
+	if c.workdir != "" {
+		if e.workdir, err = filepath.Abs(c.workdir); err == nil {
+			err = os.MkdirAll(e.workdir, 0o700)
+		}
+	} else {
+		e.workdir, err = os.MkdirTemp("", "modelgate-bench-")
+		removeDir = err == nil
+	}
+	stop = func() {
+		e.stopAll()
+		if removeDir {
+			os.RemoveAll(e.workdir)
+		}
+	}
+	if err == nil && c.build {
+		err = buildCaddy(ctx, c.caddyBin)
+	}
+	var bin string
+	if err == nil {
+		bin, err = filepath.Abs(c.caddyBin)
+	}
+	if err == nil {
+		err = e.startAll(ctx, bin)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return e, stop, nil
+}
+
 func run(ctx context.Context, c config) (err error) {
 	nofile := raiseNoFile()
 	if c.idle > 0 && nofile < uint64(3*c.idle+1024) {
 		fmt.Fprintf(os.Stderr, "bench: open-file limit %d is too low for %d idle streams; holding %d\n", nofile, c.idle, (int(nofile)-1024)/3)
 		c.idle = max(0, (int(nofile)-1024)/3)
 	}
-	e := &env{cfg: c}
-	if c.workdir != "" {
-		e.workdir, err = filepath.Abs(c.workdir)
-		if err == nil {
-			err = os.MkdirAll(e.workdir, 0o700)
-		}
-	} else {
-		e.workdir, err = os.MkdirTemp("", "modelgate-bench-")
-		defer os.RemoveAll(e.workdir)
-	}
+	e, stop, err := startEnv(ctx, c)
 	if err != nil {
 		return err
 	}
-	if c.build {
-		if err := buildCaddy(ctx, c.caddyBin); err != nil {
-			return err
-		}
-	}
-	bin, err := filepath.Abs(c.caddyBin)
-	if err != nil {
-		return err
-	}
-	defer e.stopAll()
-	if err := e.startAll(ctx, bin); err != nil {
-		return err
-	}
+	defer stop()
 	var rounds []*report
 	for i := 0; i < max(1, c.rounds); i++ {
 		rep := &report{cfg: c}
