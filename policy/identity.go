@@ -2,7 +2,7 @@
 // authentication and the chat gateway, with the caller's Identity and the
 // runtime-key registry (Controls) that the admin API (handlers/admin) also
 // uses. Caddy modules wrap them.
-package handlers
+package policy
 
 import (
 	"context"
