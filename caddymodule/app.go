@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 func init() {
@@ -78,10 +79,10 @@ type App struct {
 	purgeStop chan struct{} // closed by Stop; nil before Start
 	// controls are the runtime keys and workspaces; stopPoll ends their
 	// refresh loop.
-	controls *handlers.Controls
-	budgets  *handlers.Budgets
-	alerter  *handlers.Alerter
-	rates    *handlers.RateLimits
+	controls *policy.Controls
+	budgets  *policy.Budgets
+	alerter  *policy.Alerter
+	rates    *policy.RateLimits
 	stopPoll context.CancelFunc
 	key      string
 	dsn      string
@@ -127,11 +128,11 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // validate` provisions but never starts, and must not create files.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	a.controls = handlers.NewControls(nil)
+	a.controls = policy.NewControls(nil)
 	if err := a.provisionRates(); err != nil {
 		return err
 	}
-	a.budgets = handlers.NewBudgets(func() ledger.SpendStore {
+	a.budgets = policy.NewBudgets(func() ledger.SpendStore {
 		ss, _ := a.Store().(ledger.SpendStore)
 		return ss
 	}, nil)
@@ -145,7 +146,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return errors.New("alerts_webhook: want the chat's incoming webhook URL (https://…)")
 		}
 		logger := a.logger
-		a.alerter = handlers.NewAlerter(hook, func() ledger.AlertClaimer {
+		a.alerter = policy.NewAlerter(hook, func() ledger.AlertClaimer {
 			c, _ := a.Store().(ledger.AlertClaimer)
 			return c
 		}, func(err error) { logger.Warn("a budget alert was not posted", zap.Error(err)) })
@@ -215,7 +216,7 @@ type sharedLedger struct {
 	probeErr error
 	// written is told of every batch written: the budgets of the config
 	// now running, which a reload replaces.
-	written atomic.Pointer[handlers.Budgets]
+	written atomic.Pointer[policy.Budgets]
 }
 
 // Destruct flushes the queue and closes the store once no config uses it.
@@ -309,13 +310,13 @@ func (a *App) Start() error {
 }
 
 // Rates are the rate limits of this config.
-func (a *App) Rates() *handlers.RateLimits { return a.rates }
+func (a *App) Rates() *policy.RateLimits { return a.rates }
 
 // Budgets are the budget admission of this config.
-func (a *App) Budgets() *handlers.Budgets { return a.budgets }
+func (a *App) Budgets() *policy.Budgets { return a.budgets }
 
 // Controls are the runtime keys and workspaces of this config.
-func (a *App) Controls() *handlers.Controls { return a.controls }
+func (a *App) Controls() *policy.Controls { return a.controls }
 
 // defaultResponseRetention is how long stored responses live by default.
 const defaultResponseRetention = 30 * 24 * time.Hour

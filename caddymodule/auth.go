@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -39,8 +40,8 @@ type Auth struct {
 	// show every key's and alias's counters to any valid key.
 	AdminPaths []string `json:"admin_paths,omitempty"`
 
-	auth       *handlers.Auth
-	adminPaths handlers.PathSet
+	auth       *policy.Auth
+	adminPaths policy.PathSet
 }
 
 // KeyConfig is one key.
@@ -174,7 +175,7 @@ func (Auth) CaddyModule() caddy.ModuleInfo {
 // Provision resolves the key placeholders.
 func (a *Auth) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
-	var keys []handlers.Key
+	var keys []policy.Key
 	add := func(list []KeyConfig, admin bool, field string) error {
 		for i, k := range list {
 			secret, err := repl.ReplaceOrErr(k.Key, true, true)
@@ -192,7 +193,7 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 					id = fmt.Sprintf("admin-%d", i+1)
 				}
 			}
-			keys = append(keys, handlers.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, Admin: admin,
+			keys = append(keys, policy.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, Admin: admin,
 				Limits: k.Limits.ledger(nil)})
 		}
 		return nil
@@ -203,7 +204,7 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	if err := add(a.AdminKeys, true, "admin_keys"); err != nil {
 		return err
 	}
-	auth, err := handlers.NewAuth(keys)
+	auth, err := policy.NewAuth(keys)
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("admin_paths[%d]: %q is not a path; write it with its leading slash, e.g. /metrics", i, p)
 		}
 	}
-	a.adminPaths = handlers.NewPathSet(adminPaths)
+	a.adminPaths = policy.NewPathSet(adminPaths)
 	// Runtime keys (created through the admin API, kept in the ledger
 	// database) authenticate here too, from the app's in-memory snapshot.
 	appIface, err := ctx.App("modelgate")
@@ -247,25 +248,25 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 
 // ServeHTTP authenticates and passes the request on with its identity.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if handlers.IsPublicPath(r) {
+	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
 	}
-	id, apiErr := a.auth.Identify(r)
+	id, apiErr := a.auth.Identify(handlers.PresentedKey(r))
 	if apiErr != nil {
-		if handlers.IsBrowserRoot(r) {
+		if policy.IsBrowserRoot(r) {
 			// A person opening the site: the dashboard signs them in.
-			http.Redirect(w, r, handlers.UIPath, http.StatusFound)
+			http.Redirect(w, r, policy.UIPath, http.StatusFound)
 			return nil
 		}
 		apiErr.Write(w, handlers.ClientFormat(r))
 		return nil
 	}
-	if id.Role != handlers.RoleAdmin && a.adminPaths.Match(r) {
+	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
 		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
 			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
 		return nil
 	}
-	ctx := handlers.WithIdentity(r.Context(), id)
+	ctx := policy.WithIdentity(r.Context(), id)
 	caddyhttp.SetVar(ctx, "llm.key_id", id.KeyID)
 	caddyhttp.SetVar(ctx, "llm.workspace", id.Workspace)
 	caddyhttp.SetVar(ctx, "llm.role", string(id.Role))

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 )
 
 type recordingNext struct{ called bool }
@@ -21,11 +21,11 @@ func (n *recordingNext) ServeHTTP(w http.ResponseWriter, r *http.Request) error 
 // is redirected to the dashboard by llm_auth itself and never reaches
 // what follows; an API client gets the 401.
 func TestAuthRootNeedsAKey(t *testing.T) {
-	auth, err := handlers.NewAuth([]handlers.Key{{Secret: "sk-test-root-key-1", ID: "k"}})
+	auth, err := policy.NewAuth([]policy.Key{{Secret: "sk-test-root-key-1", ID: "k"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Auth{auth: auth, adminPaths: handlers.NewPathSet([]string{"/metrics"})}
+	a := &Auth{auth: auth, adminPaths: policy.NewPathSet([]string{"/metrics"})}
 	for accept, want := range map[string]int{"text/html,*/*;q=0.8": http.StatusFound, "*/*": http.StatusUnauthorized} {
 		next := &recordingNext{}
 		r := httptest.NewRequest("GET", "/", nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
 )
 
 func init() {
@@ -183,12 +184,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	if handlers.IdentityFrom(r.Context()) == nil && !handlers.IsPublicPath(r) {
+	if policy.IdentityFrom(r.Context()) == nil && !policy.IsPublicPath(r) {
 		if !g.InsecureNoAuth {
 			g.h.Unauthenticated(w, r)
 			return nil
 		}
-		r = r.WithContext(handlers.WithIdentity(r.Context(), &handlers.Identity{KeyID: "anonymous", Role: handlers.RoleUser}))
+		r = r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{KeyID: "anonymous", Role: policy.RoleUser}))
 	}
 	hh(w, r)
 	return nil

@@ -7,7 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/ratecount"
 )
 
@@ -40,7 +40,7 @@ func (a *App) provisionRates() error {
 		return fmt.Errorf("limits slot_lease: %v is shorter than 1s", lease)
 	}
 	if a.Limits == nil || a.Limits.Driver == "local" || a.Limits.Driver == "" {
-		a.rates = handlers.NewRateLimits(nil, lease, nil, warn)
+		a.rates = policy.NewRateLimits(nil, lease, nil, warn)
 		return nil
 	}
 	if a.Limits.Driver != "redis" {
@@ -54,6 +54,6 @@ func (a *App) provisionRates() error {
 	if err != nil {
 		return err
 	}
-	a.rates = handlers.NewRateLimits(r, lease, nil, warn)
+	a.rates = policy.NewRateLimits(r, lease, nil, warn)
 	return nil
 }

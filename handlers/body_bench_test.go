@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -16,8 +17,8 @@ import (
 // and a large size.
 func BenchmarkReadRequestBody(b *testing.B) {
 	g, _ := testGateway(b, "model_list:\n"+entry("m", "http://127.0.0.1:9"), nil)
-	id := &Identity{KeyID: "bench", Role: RoleUser}
-	ctx := WithIdentity(context.Background(), id)
+	id := &policy.Identity{KeyID: "bench", Role: policy.RoleUser}
+	ctx := policy.WithIdentity(context.Background(), id)
 	for _, size := range []int{64 << 10, 4 << 20} {
 		body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", size/12) + `"}]}`)
 		for _, enc := range []string{"", "gzip"} {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 func compress(t testing.TB, enc string, data []byte) []byte {
@@ -66,7 +68,7 @@ func postEncoded(g *Gateway, enc string, body []byte) *httptest.ResponseRecorder
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Content-Encoding", enc)
-	req = req.WithContext(WithIdentity(req.Context(), alice))
+	req = req.WithContext(policy.WithIdentity(req.Context(), alice))
 	rec := httptest.NewRecorder()
 	g.ServeHTTP(rec, req)
 	return rec
@@ -210,7 +212,7 @@ func TestBodyMemoryFullAnswers503(t *testing.T) {
 		for i := 0; i+1 < len(h); i += 2 {
 			req.Header.Set(h[i], h[i+1])
 		}
-		req = req.WithContext(WithIdentity(req.Context(), alice))
+		req = req.WithContext(policy.WithIdentity(req.Context(), alice))
 		rec := httptest.NewRecorder()
 		g.ServeHTTP(rec, req)
 		return rec

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 // anthropicEvents is a whole Anthropic stream, message_stop included.
@@ -49,7 +51,7 @@ func TestClientLeavingAfterEndMarkerIsOK(t *testing.T) {
 			g, obs := testGateway(t, yaml, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)).WithContext(WithIdentity(ctx, alice))
+			req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)).WithContext(policy.WithIdentity(ctx, alice))
 			req.Header.Set("anthropic-version", "2023-06-01")
 			rr := httptest.NewRecorder()
 			g.ServeHTTP(&leavesAfter{ResponseRecorder: rr, marker: tc.marker, leave: cancel}, req)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/upstream"
 )
@@ -26,7 +27,7 @@ func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
 // serveCount answers a free token count for a request of cf, counted in
 // Messages form (RequestInfo.CountBody) and answered in cf's shape.
 func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request, cf providers.Format) {
-	req, ok := g.readRequest(w, r, cf, IdentityFrom(r.Context()))
+	req, ok := g.readRequest(w, r, cf, policy.IdentityFrom(r.Context()))
 	if !ok {
 		return
 	}

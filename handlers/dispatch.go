@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/upstream"
 )
@@ -81,7 +82,7 @@ type upstreamCall struct {
 func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	w, r, cf, alias, rec := x.w, x.r, x.cf, x.alias, x.rec
 	chain := g.chains[alias]
-	id := IdentityFrom(r.Context())
+	id := policy.IdentityFrom(r.Context())
 	var last *providers.APIError
 	var minWait time.Duration
 	cooling, limited := 0, 0

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // orderingCommitter notes what the client had received when each record
@@ -58,7 +59,7 @@ func TestDurableRecordsBeforeTheAnswerEnds(t *testing.T) {
 			for i := 0; i+1 < len(tc.hdr); i += 2 {
 				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 			}
-			req = req.WithContext(WithIdentity(req.Context(), alice))
+			req = req.WithContext(policy.WithIdentity(req.Context(), alice))
 			c.client = httptest.NewRecorder()
 			g.ServeHTTP(c.client, req)
 			if c.client.Code != http.StatusOK {
@@ -98,7 +99,7 @@ func TestDurableRefusesWhileLedgerDown(t *testing.T) {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 		rec := httptest.NewRecorder()
-		g.ServeHTTP(rec, req.WithContext(WithIdentity(req.Context(), alice)))
+		g.ServeHTTP(rec, req.WithContext(policy.WithIdentity(req.Context(), alice)))
 		return rec
 	}
 	calls := up.hits.Load()

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestFallbacksRespectAllowLists: a key allowed alias a used to reach
@@ -13,7 +15,7 @@ func TestFallbacksRespectAllowLists(t *testing.T) {
 	yaml := "model_list:\n" + entry("a", closedPortURL(t)) + entry("b", b.srv.URL) +
 		"router_settings:\n  fallbacks:\n    - a: [b]\n"
 	g, _ := testGateway(t, yaml, nil)
-	onlyA := &Identity{KeyID: "carol", Role: RoleUser, Models: map[string]struct{}{"a": {}}}
+	onlyA := &policy.Identity{KeyID: "carol", Role: policy.RoleUser, Models: map[string]struct{}{"a": {}}}
 	rec := post(g, onlyA, "/v1/chat/completions", chatBody("a", false))
 	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), `model \"a\"`) {
 		t.Fatalf("%d %s, want a's own 502", rec.Code, rec.Body.String())

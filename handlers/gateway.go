@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/tokencount"
 	"github.com/modelgate/modelgate/upstream"
@@ -67,12 +68,12 @@ type GatewayOptions struct {
 	Responses func() ledger.ResponseStore
 	// Budgets admits requests against the budgets of their key, workspace
 	// and session; nil: no budgets.
-	Budgets *Budgets
+	Budgets *policy.Budgets
 	// Controls know the workspaces' limits; nil: none.
-	Controls *Controls
+	Controls *policy.Controls
 	// Rates applies the keys' and workspaces' rpm, tpm and max_parallel;
 	// nil: none.
-	Rates *RateLimits
+	Rates *policy.RateLimits
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
@@ -370,7 +371,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // allowedAliases lists the aliases the caller may use, in config order.
-func (g *Gateway) allowedAliases(id *Identity) []string {
+func (g *Gateway) allowedAliases(id *policy.Identity) []string {
 	var out []string
 	for _, a := range g.models.Aliases() {
 		if id == nil || id.Allows(a) {
@@ -396,7 +397,7 @@ func modelsFormat(r *http.Request) providers.Format {
 }
 
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, modelsFormat(r).ModelList(g.allowedAliases(IdentityFrom(r.Context()))))
+	writeJSON(w, http.StatusOK, modelsFormat(r).ModelList(g.allowedAliases(policy.IdentityFrom(r.Context()))))
 }
 
 // serveModel answers GET /v1/models/{alias} (the SDKs' models.retrieve):
@@ -405,7 +406,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
 	alias := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/models/")
 	cf := modelsFormat(r)
-	if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {
+	if _, ok := g.backends[alias]; !ok || !policy.IdentityFrom(r.Context()).Allows(alias) {
 		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("model %q does not exist or this key may not use it; GET /v1/models lists the models it may use", alias)}).Write(w, cf)
 		return
@@ -430,8 +431,8 @@ func (g *Gateway) serveReadiness(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
-	id := IdentityFrom(r.Context())
-	if id == nil || id.Role != RoleAdmin {
+	id := policy.IdentityFrom(r.Context())
+	if id == nil || id.Role != policy.RoleAdmin {
 		status := http.StatusForbidden
 		if id == nil {
 			status = http.StatusUnauthorized
@@ -466,7 +467,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 
 // newRecord starts the ledger record of a request with what every record
 // shares.
-func newRecord(r *http.Request, id *Identity, start time.Time, cf providers.Format) *ledger.Record {
+func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf providers.Format) *ledger.Record {
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace

@@ -16,6 +16,7 @@ import (
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -114,11 +115,11 @@ func claudeCodeRequest(tb testing.TB) []byte {
 }
 
 func BenchmarkAuthIdentify(b *testing.B) {
-	keys := make([]Key, 20)
+	keys := make([]policy.Key, 20)
 	for i := range keys {
-		keys[i] = Key{Secret: fmt.Sprintf("sk-team-member-%02d-0123456789abcdef", i), ID: fmt.Sprintf("member-%02d", i)}
+		keys[i] = policy.Key{Secret: fmt.Sprintf("sk-team-member-%02d-0123456789abcdef", i), ID: fmt.Sprintf("member-%02d", i)}
 	}
-	a, err := NewAuth(keys)
+	a, err := policy.NewAuth(keys)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,12 +130,12 @@ func BenchmarkAuthIdentify(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 			r.Header.Set(tc.header, tc.value)
-			if id, apiErr := a.Identify(r); apiErr != nil || id.KeyID != "member-14" {
+			if id, apiErr := a.Identify(PresentedKey(r)); apiErr != nil || id.KeyID != "member-14" {
 				b.Fatalf("Identify = %v, %v", id, apiErr)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = a.Identify(r)
+				_, _ = a.Identify(PresentedKey(r))
 			}
 		})
 	}
@@ -205,13 +206,13 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 		{"ollama", "/v1/chat/completions", "llama", false, fakes.DefaultReply},
 		{"ollama-stream", "/v1/chat/completions", "llama", true, "data: [DONE]"},
 	}
-	id := &Identity{KeyID: "bench", Role: RoleUser}
+	id := &policy.Identity{KeyID: "bench", Role: policy.RoleUser}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			rec := &countingRecorder{}
 			g := benchGateway(b, rec)
 			body := chatRequest(tc.model, tc.stream)
-			ctx := WithIdentity(context.Background(), id)
+			ctx := policy.WithIdentity(context.Background(), id)
 			serve := func() *httptest.ResponseRecorder {
 				r := httptest.NewRequestWithContext(ctx, http.MethodPost, tc.path, bytes.NewReader(body))
 				w := httptest.NewRecorder()

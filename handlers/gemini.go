@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -122,14 +123,14 @@ func (g *Gateway) serveGeminiCount(w http.ResponseWriter, r *http.Request) {
 // pageToken, the token being the offset) and GET /v1beta/models/{alias},
 // and the same on /v1 for a Gemini client (geminiModelsOnV1).
 func (g *Gateway) serveGeminiModels(w http.ResponseWriter, r *http.Request) {
-	aliases := g.allowedAliases(IdentityFrom(r.Context()))
+	aliases := g.allowedAliases(policy.IdentityFrom(r.Context()))
 	p, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models")
 	if !ok {
 		p = strings.TrimPrefix(r.URL.Path, "/v1/models")
 	}
 	if p != "" && p != "/" {
 		alias := p[1:]
-		if _, ok := g.backends[alias]; !ok || !IdentityFrom(r.Context()).Allows(alias) {
+		if _, ok := g.backends[alias]; !ok || !policy.IdentityFrom(r.Context()).Allows(alias) {
 			(&providers.APIError{Status: http.StatusNotFound,
 				Message: "models/" + alias + " is not found on this gateway, or this key may not use it; GET /v1beta/models lists the models it may use"}).Write(w, providers.FormatGemini)
 			return

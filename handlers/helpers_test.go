@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // fault is what one fake upstream does with request number n (from 1).
@@ -230,7 +231,7 @@ func kindEntry(alias, kind, base string, extra ...string) string {
 	return s
 }
 
-var alice = &Identity{KeyID: "alice", Role: RoleUser}
+var alice = &policy.Identity{KeyID: "alice", Role: policy.RoleUser}
 
 // chatBody is an OpenAI chat request for alias.
 func chatBody(alias string, stream bool) string {
@@ -238,14 +239,14 @@ func chatBody(alias string, stream bool) string {
 }
 
 // post sends a chat request straight to the handler.
-func post(g *Gateway, id *Identity, path, body string, hdr ...string) *httptest.ResponseRecorder {
+func post(g *Gateway, id *policy.Identity, path, body string, hdr ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	if id != nil {
-		req = req.WithContext(WithIdentity(req.Context(), id))
+		req = req.WithContext(policy.WithIdentity(req.Context(), id))
 	}
 	rec := httptest.NewRecorder()
 	g.ServeHTTP(rec, req)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -12,7 +13,7 @@ import (
 // and the spend against each budget that applies this period (the
 // session's too when the request names one).
 func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
-	id := IdentityFrom(r.Context())
+	id := policy.IdentityFrom(r.Context())
 	if id == nil {
 		(&providers.APIError{Status: http.StatusUnauthorized, Message: "missing API key"}).Write(w, ClientFormat(r))
 		return
@@ -23,15 +24,15 @@ func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(models)
 	me := struct {
-		ID          string         `json:"id"`
-		Type        string         `json:"type"`
-		WorkspaceID *string        `json:"workspace_id"`
-		Role        string         `json:"role"`
-		Models      []string       `json:"models"`
-		RPM         *int64         `json:"rpm"`
-		TPM         *int64         `json:"tpm"`
-		MaxParallel *int64         `json:"max_parallel"`
-		Budgets     []BudgetStatus `json:"budgets"`
+		ID          string                `json:"id"`
+		Type        string                `json:"type"`
+		WorkspaceID *string               `json:"workspace_id"`
+		Role        string                `json:"role"`
+		Models      []string              `json:"models"`
+		RPM         *int64                `json:"rpm"`
+		TPM         *int64                `json:"tpm"`
+		MaxParallel *int64                `json:"max_parallel"`
+		Budgets     []policy.BudgetStatus `json:"budgets"`
 	}{ID: id.KeyID, Type: "api_key", Role: string(id.Role), Models: models,
 		RPM: positive(id.Limits.RPM), TPM: positive(id.Limits.TPM), MaxParallel: positive(id.Limits.MaxParallel),
 		Budgets: g.opts.Budgets.Status(id, g.opts.Controls.WorkspaceLimits(id.Workspace), sessionOf(r))}

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 // A client that leaves a stream after reading the answer, before the
@@ -27,7 +29,7 @@ func TestCancelledStreamIsChargedForWhatWasSent(t *testing.T) {
 	g, obs := testGateway(t, yaml, nil)
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("word ", 40) + `"}]}`
 	ctx, cancel := context.WithCancel(context.Background())
-	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(WithIdentity(ctx, alice))
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
 	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "tok5", leave: cancel}, req)
 	recs := obs.Records()
 	if len(recs) != 1 {

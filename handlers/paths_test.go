@@ -6,15 +6,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
-func get(g *Gateway, id *Identity, method, path string, hdr ...string) *httptest.ResponseRecorder {
+func get(g *Gateway, id *policy.Identity, method, path string, hdr ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	if id != nil {
-		req = req.WithContext(WithIdentity(req.Context(), id))
+		req = req.WithContext(policy.WithIdentity(req.Context(), id))
 	}
 	rec := httptest.NewRecorder()
 	if h, ok := g.Route(req); ok {
@@ -78,9 +80,9 @@ func TestModelByID(t *testing.T) {
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &a) != nil || a.Type != "model" || a.ID != "team/other" {
 		t.Fatalf("anthropic shape: %d %s", rec.Code, rec.Body.String())
 	}
-	onlyM := &Identity{KeyID: "carol", Role: RoleUser, Models: map[string]struct{}{"m": {}}}
+	onlyM := &policy.Identity{KeyID: "carol", Role: policy.RoleUser, Models: map[string]struct{}{"m": {}}}
 	for _, tc := range []struct {
-		id    *Identity
+		id    *policy.Identity
 		path  string
 		hdr   []string
 		shape string
@@ -153,7 +155,7 @@ func TestGeminiActionWithoutModel(t *testing.T) {
 // there only for the Gemini client.
 func TestGeminiModelsOnV1(t *testing.T) {
 	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1")+entry("n", "http://127.0.0.1:1"), nil)
-	onlyM := &Identity{KeyID: "m-only", Role: RoleUser, Models: map[string]struct{}{"m": {}}}
+	onlyM := &policy.Identity{KeyID: "m-only", Role: policy.RoleUser, Models: map[string]struct{}{"m": {}}}
 	var list struct {
 		Models []struct{ Name string } `json:"models"`
 		Data   []any                   `json:"data"`
@@ -196,7 +198,7 @@ func TestGeminiModelsOnV1(t *testing.T) {
 		t.Fatalf("Anthropic client: %s", rec.Body)
 	}
 	// ?key= authenticates the Gemini client there, and nobody else.
-	a, err := NewAuth([]Key{{Secret: "gemini-secret-key", ID: "g"}})
+	a, err := policy.NewAuth([]policy.Key{{Secret: "gemini-secret-key", ID: "g"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestGeminiModelsOnV1(t *testing.T) {
 		"/v1/chat/completions?key=gemini-secret-key": http.StatusUnauthorized,
 	} {
 		got := 0
-		if _, apiErr := a.Identify(httptest.NewRequest("GET", target, nil)); apiErr != nil {
+		if _, apiErr := a.Identify(PresentedKey(httptest.NewRequest("GET", target, nil))); apiErr != nil {
 			got = apiErr.Status
 		}
 		if got != want {

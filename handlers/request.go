@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -19,7 +20,7 @@ const maxPooledBody = 1 << 20
 
 func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers.Format) {
 	start := g.now()
-	id := IdentityFrom(r.Context())
+	id := policy.IdentityFrom(r.Context())
 	rec := newRecord(r, id, start, cf)
 	if g.opts.Durable && g.opts.LedgerDown != nil {
 		if err := g.opts.LedgerDown(); err != nil {
@@ -129,7 +130,7 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 }
 
 // requestParser reads a client's body far enough to route it.
-type requestParser func(r *http.Request, id *Identity, body []byte) (providers.RequestInfo, error)
+type requestParser func(r *http.Request, id *policy.Identity, body []byte) (providers.RequestInfo, error)
 
 // buildParsers chooses, once, how each client format's body is read: the
 // format's own parser, given the model and action of a Gemini URL, except
@@ -137,7 +138,7 @@ type requestParser func(r *http.Request, id *Identity, body []byte) (providers.R
 func (g *Gateway) buildParsers() {
 	for _, f := range providers.ClientFormats() {
 		parse := f.Parser()
-		g.parsers[f] = func(r *http.Request, _ *Identity, body []byte) (providers.RequestInfo, error) {
+		g.parsers[f] = func(r *http.Request, _ *policy.Identity, body []byte) (providers.RequestInfo, error) {
 			model, action, _ := geminiAction(r.URL.Path)
 			return parse(body, model, action)
 		}
@@ -157,7 +158,7 @@ type clientRequest struct {
 
 // readRequest reads and checks the body; on failure it has answered the
 // client in its format and returns false.
-func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *Identity) (*clientRequest, bool) {
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *policy.Identity) (*clientRequest, bool) {
 	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
 	handedOver := false
 	defer func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // A fault before any byte reached the client moves the request to the
@@ -216,7 +217,7 @@ func TestCooldownAndProbe(t *testing.T) {
 	if up.hits.Load() != 2 {
 		t.Errorf("upstream hit %d times, want 2 (none during cooldown)", up.hits.Load())
 	}
-	hr := serve(g, &Identity{KeyID: "admin", Role: RoleAdmin}, "/health", nil)
+	hr := serve(g, &policy.Identity{KeyID: "admin", Role: policy.RoleAdmin}, "/health", nil)
 	var health struct {
 		Deployments []struct {
 			Healthy      bool       `json:"healthy"`
@@ -388,7 +389,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	yaml := fmt.Sprintf("model_list:\n  - model_name: c\n    proxy_params:\n      model: anthropic/m\n      api_base: %s\n      api_key: sk-upstream-secret\n", up.srv.URL)
 	g, obs := testGateway(t, yaml, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), alice)))
+		g.ServeHTTP(w, r.WithContext(policy.WithIdentity(r.Context(), alice)))
 	}))
 	defer srv.Close()
 
@@ -461,7 +462,7 @@ func TestLimits(t *testing.T) {
 		}
 		other := make(chan int)
 		go func() {
-			other <- post(g, &Identity{KeyID: "bob", Role: RoleUser}, "/v1/chat/completions", chatBody("m", false)).Code
+			other <- post(g, &policy.Identity{KeyID: "bob", Role: policy.RoleUser}, "/v1/chat/completions", chatBody("m", false)).Code
 		}()
 		for up.hits.Load() < 2 {
 			time.Sleep(time.Millisecond)

@@ -4,13 +4,14 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
 // readResponsesRequest parses a Responses API request and resolves the
 // history it refers to (previous_response_id, item_reference) from the
 // responses stored under the calling key.
-func (g *Gateway) readResponsesRequest(r *http.Request, id *Identity, body []byte) (providers.RequestInfo, error) {
+func (g *Gateway) readResponsesRequest(r *http.Request, id *policy.Identity, body []byte) (providers.RequestInfo, error) {
 	t, err := providers.ParseResponsesRequest(body)
 	if err != nil {
 		return providers.RequestInfo{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -30,7 +31,7 @@ func (g *Gateway) responseStore() ledger.ResponseStore {
 // stateTimeout bounds one state lookup or write.
 const stateTimeout = 10 * time.Second
 
-func keyOf(id *Identity) string {
+func keyOf(id *policy.Identity) string {
 	if id == nil {
 		return ""
 	}
@@ -39,7 +40,7 @@ func keyOf(id *Identity) string {
 
 // resolveHistory puts the stored conversation before the turn's input and
 // replaces item references with the items they name.
-func (g *Gateway) resolveHistory(r *http.Request, id *Identity, t *providers.ResponsesTurn) error {
+func (g *Gateway) resolveHistory(r *http.Request, id *policy.Identity, t *providers.ResponsesTurn) error {
 	rs := g.responseStore()
 	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
 	defer cancel()
@@ -108,7 +109,7 @@ func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(IdentityFrom(r.Context())), PreviousID: prev,
+	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(policy.IdentityFrom(r.Context())), PreviousID: prev,
 		Model: t.Alias, Created: time.Unix(t.Created, 0), Input: input, Output: output, Response: t.Response})
 	if err != nil {
 		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "response_store: " + err.Error()})
@@ -142,7 +143,7 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		notFound.Write(w, cf)
 		return
 	}
-	key := keyOf(IdentityFrom(r.Context()))
+	key := keyOf(policy.IdentityFrom(r.Context()))
 	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
 	defer cancel()
 	if r.Method == http.MethodDelete {

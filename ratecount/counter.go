@@ -89,7 +89,7 @@ func leaseKey(scope string) string { return prefix + scope + ":leases" }
 
 func millis(d time.Duration) string { return strconv.FormatInt(max(1, d.Milliseconds()), 10) }
 
-// Take implements handlers.RateCounter.
+// Take implements policy.RateCounter.
 func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserve int64) (int64, int64, bool, error) {
 	v, err := r.eval(ctx, takeScript, []string{windowKey(scope, window)},
 		strconv.FormatInt(rpm, 10), strconv.FormatInt(tpm, 10), strconv.FormatInt(max(0, reserve), 10))
@@ -106,13 +106,13 @@ func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserv
 	return reqs, toks, okN == 1, nil
 }
 
-// AddTokens implements handlers.RateCounter.
+// AddTokens implements policy.RateCounter.
 func (r *Redis) AddTokens(ctx context.Context, scope string, window, n int64, id string) error {
 	_, err := r.eval(ctx, settleScript, []string{windowKey(scope, window)}, strconv.FormatInt(n, 10), id)
 	return err
 }
 
-// Acquire implements handlers.RateCounter.
+// Acquire implements policy.RateCounter.
 func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl time.Duration) (bool, error) {
 	v, err := r.eval(ctx, acquireScript, []string{leaseKey(scope)}, strconv.FormatInt(max, 10), lease, millis(ttl))
 	if err != nil {
@@ -122,13 +122,13 @@ func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl
 	return n == 1, nil
 }
 
-// Renew implements handlers.RateCounter.
+// Renew implements policy.RateCounter.
 func (r *Redis) Renew(ctx context.Context, scope, lease string, ttl time.Duration) error {
 	_, err := r.eval(ctx, renewScript, []string{leaseKey(scope)}, lease, millis(ttl))
 	return err
 }
 
-// Release implements handlers.RateCounter.
+// Release implements policy.RateCounter.
 func (r *Redis) Release(ctx context.Context, scope, lease string) error {
 	_, err := r.eval(ctx, releaseScript, []string{leaseKey(scope)}, lease)
 	return err

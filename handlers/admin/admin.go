@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -40,7 +40,7 @@ type Handler struct {
 	Client   *http.Client     // proxy mode
 	Now      func() time.Time // injectable clock; default time.Now
 	// Controls are the runtime keys and workspaces the admin API manages.
-	Controls *handlers.Controls
+	Controls *policy.Controls
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
@@ -51,7 +51,7 @@ type Handler struct {
 // handler owns: its reports, and a 404 for the paths it does not serve.
 func (a *Handler) Match(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || handlers.IsUIPath(p) || handlers.IsBrowserRoot(r)
+	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || policy.IsUIPath(p) || policy.IsBrowserRoot(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -72,10 +72,10 @@ func ValidateAdminKey(key string) error {
 // as they are, and the API through its routes (routes.go).
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case handlers.IsUIPath(r.URL.Path):
+	case policy.IsUIPath(r.URL.Path):
 		serveUI(w, r)
-	case handlers.IsBrowserRoot(r):
-		http.Redirect(w, r, handlers.UIPath, http.StatusFound)
+	case policy.IsBrowserRoot(r):
+		http.Redirect(w, r, policy.UIPath, http.StatusFound)
 	case !canonical(r.URL.EscapedPath()):
 		// ServeMux would redirect to the cleaned path; no endpoint of
 		// this API is named with dot segments or doubled slashes. Under
@@ -95,7 +95,7 @@ func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // requireCaller refuses a request without an identity: llm_auth did not run.
 func requireCaller(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if handlers.IdentityFrom(r.Context()) == nil {
+		if policy.IdentityFrom(r.Context()) == nil {
 			fail(w, http.StatusUnauthorized, "missing or unknown API key")
 			return
 		}
@@ -108,7 +108,7 @@ func requireCaller(next http.HandlerFunc) http.HandlerFunc {
 // organization's.
 func (a *Handler) reportCaller(next http.HandlerFunc) http.HandlerFunc {
 	return requireCaller(func(w http.ResponseWriter, r *http.Request) {
-		if handlers.IdentityFrom(r.Context()).Role != handlers.RoleAdmin && a.Upstream != "" {
+		if policy.IdentityFrom(r.Context()).Role != policy.RoleAdmin && a.Upstream != "" {
 			fail(w, http.StatusForbidden, "usage and cost reports need the gateway's admin key")
 			return
 		}
@@ -139,7 +139,7 @@ func (a *Handler) claudeCode(w http.ResponseWriter, r *http.Request) {
 // ownRows is the key filter a report runs with: an admin's as asked, a
 // regular key's always its own, whatever it asked.
 func ownRows(r *http.Request, asked []string) []string {
-	if id := handlers.IdentityFrom(r.Context()); id != nil && id.Role != handlers.RoleAdmin {
+	if id := policy.IdentityFrom(r.Context()); id != nil && id.Role != policy.RoleAdmin {
 		return []string{id.KeyID}
 	}
 	return asked

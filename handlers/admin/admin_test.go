@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 const testAdminKey = "sk-ant-admin01-SECRET-do-not-leak"
@@ -36,13 +36,13 @@ func ledgerAdmin(t *testing.T) *Handler {
 	return &Handler{Store: s, Now: func() time.Time { return day1.Add(36 * time.Hour) }}
 }
 
-func serve(h http.Handler, id *handlers.Identity, target string, hdr http.Header) *httptest.ResponseRecorder {
+func serve(h http.Handler, id *policy.Identity, target string, hdr http.Header) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
 	if id != nil {
-		req = req.WithContext(handlers.WithIdentity(req.Context(), id))
+		req = req.WithContext(policy.WithIdentity(req.Context(), id))
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -86,7 +86,7 @@ func TestAdminMatch(t *testing.T) {
 // serve used to fall through to Caddy's empty 200.
 func TestAdminUnknownPathIs404(t *testing.T) {
 	a := &Handler{}
-	rec := serve(a, &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}, "/v1/organizations/nosuch", nil)
+	rec := serve(a, &policy.Identity{KeyID: "root", Role: policy.RoleAdmin}, "/v1/organizations/nosuch", nil)
 	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"type":"not_found_error"`) ||
 		!strings.Contains(rec.Body.String(), "GET /v1/organizations/nosuch") {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
@@ -95,10 +95,10 @@ func TestAdminUnknownPathIs404(t *testing.T) {
 
 func TestAdminAuthorization(t *testing.T) {
 	a := ledgerAdmin(t)
-	user := &handlers.Identity{KeyID: "bob", Role: handlers.RoleUser}
+	user := &policy.Identity{KeyID: "bob", Role: policy.RoleUser}
 	tests := []struct {
 		name     string
-		id       *handlers.Identity
+		id       *policy.Identity
 		status   int
 		errType  string
 		msgMatch string
@@ -121,14 +121,14 @@ func TestAdminAuthorization(t *testing.T) {
 	if rec.Code != 200 || strings.Contains(rec.Body.String(), "alice") {
 		t.Errorf("regular key: %d %s", rec.Code, rec.Body)
 	}
-	if rec := serve(a, &handlers.Identity{KeyID: "alice", Role: handlers.RoleUser}, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", nil); !strings.Contains(rec.Body.String(), `"api_key_id":"alice"`) {
+	if rec := serve(a, &policy.Identity{KeyID: "alice", Role: policy.RoleUser}, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=api_key_id", nil); !strings.Contains(rec.Body.String(), `"api_key_id":"alice"`) {
 		t.Errorf("alice's own rows: %d %s", rec.Code, rec.Body)
 	}
 }
 
 func TestAdminLedgerMode(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}
+	admin := &policy.Identity{KeyID: "root", Role: policy.RoleAdmin}
 
 	rec := serve(a, admin, UsageReportPath+"?starting_at=2025-09-01T00:00:00Z&group_by[]=workspace_id&beta=true", nil)
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
@@ -159,7 +159,7 @@ func TestAdminLedgerMode(t *testing.T) {
 
 func TestAdminLedgerModeBadParameters(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &handlers.Identity{Role: handlers.RoleAdmin}
+	admin := &policy.Identity{Role: policy.RoleAdmin}
 	tests := []struct{ target, param string }{
 		{UsageReportPath, "starting_at"},
 		{UsageReportPath + "?starting_at=2025-09-01T00:00:00Z&bucket_width=2h", "bucket_width"},
@@ -210,7 +210,7 @@ func TestAdminProxyMode(t *testing.T) {
 	up := httptest.NewServer(fake)
 	defer up.Close()
 	a := &Handler{Upstream: up.URL + "/", AdminKey: testAdminKey, Client: up.Client()}
-	admin := &handlers.Identity{Role: handlers.RoleAdmin}
+	admin := &policy.Identity{Role: policy.RoleAdmin}
 
 	// Repeated, bracketed and oddly escaped parameters must reach the
 	// provider exactly as the client wrote them.
@@ -267,7 +267,7 @@ func TestAdminProxyMode(t *testing.T) {
 	}
 	// Non-admins never reach the upstream.
 	fake.path = ""
-	rec = serve(a, &handlers.Identity{Role: handlers.RoleUser}, UsageReportPath+"?"+rawQuery, nil)
+	rec = serve(a, &policy.Identity{Role: policy.RoleUser}, UsageReportPath+"?"+rawQuery, nil)
 	if rec.Code != 403 || fake.path != "" {
 		t.Fatalf("non-admin: %d, upstream saw %q", rec.Code, fake.path)
 	}
@@ -286,7 +286,7 @@ func TestAdminProxyStreamsBody(t *testing.T) {
 	defer up.Close()
 	a := &Handler{Upstream: up.URL, AdminKey: testAdminKey, Client: up.Client()}
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.ServeHTTP(w, r.WithContext(handlers.WithIdentity(r.Context(), &handlers.Identity{Role: handlers.RoleAdmin})))
+		a.ServeHTTP(w, r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{Role: policy.RoleAdmin})))
 	}))
 	defer gw.Close()
 	resp, err := gw.Client().Get(gw.URL + CostReportPath + "?starting_at=2025-09-01T00:00:00Z")
@@ -310,7 +310,7 @@ func TestAdminProxyUnreachable(t *testing.T) {
 	url := up.URL
 	up.Close()
 	a := &Handler{Upstream: url, AdminKey: testAdminKey, Client: &http.Client{}}
-	rec := serve(a, &handlers.Identity{Role: handlers.RoleAdmin}, CostReportPath+"?starting_at=2025-09-01T00:00:00Z", nil)
+	rec := serve(a, &policy.Identity{Role: policy.RoleAdmin}, CostReportPath+"?starting_at=2025-09-01T00:00:00Z", nil)
 	if rec.Code != 502 || strings.Contains(rec.Body.String(), testAdminKey) || decodeErr(t, rec).Type != "error" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
@@ -338,7 +338,7 @@ func TestValidateAdminKey(t *testing.T) {
 // key; a bad escape did the same.
 func TestAdminReportQueryReadStrictly(t *testing.T) {
 	a := ledgerAdmin(t)
-	admin := &handlers.Identity{KeyID: "root", Role: handlers.RoleAdmin}
+	admin := &policy.Identity{KeyID: "root", Role: policy.RoleAdmin}
 	for _, q := range []string{
 		"starting_at=2025-09-01T00:00:00Z&api_key_ids[]=bob;alice",
 		"starting_at=2025-09-01T00:00:00Z;api_key_ids[]=bob",

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/adminapi"
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // The admin API for keys and workspaces, in the shapes of Anthropic's
@@ -100,7 +100,7 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 	return o
 }
 
-func staticKeyObject(id *handlers.Identity) adminapi.Key {
+func staticKeyObject(id *policy.Identity) adminapi.Key {
 	o := adminapi.Key{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"},
 		Status: "active", Models: []string{}}
 	if id.Workspace != "" {
@@ -120,12 +120,12 @@ func staticKeyObject(id *handlers.Identity) adminapi.Key {
 // next's request context carries the call's 10 s bound.
 func (a *Handler) controls(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := handlers.IdentityFrom(r.Context())
+		id := policy.IdentityFrom(r.Context())
 		switch {
 		case id == nil:
 			fail(w, http.StatusUnauthorized, "missing or unknown API key")
 			return
-		case id.Role != handlers.RoleAdmin:
+		case id.Role != policy.RoleAdmin:
 			fail(w, http.StatusForbidden, "managing keys and workspaces needs the gateway's admin key")
 			return
 		case a.Controls == nil:

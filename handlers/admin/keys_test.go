@@ -11,22 +11,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // controlsAdmin is an admin API over a fresh SQLite key store, with the
 // Auth that reads the same keys.
-func controlsAdmin(t *testing.T) (*Handler, *handlers.Auth) {
+func controlsAdmin(t *testing.T) (*Handler, *policy.Auth) {
 	t.Helper()
 	s, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	c := handlers.NewControls(nil)
+	c := policy.NewControls(nil)
 	c.SetStore(s.(ledger.ControlStore))
-	auth, err := handlers.NewAuth([]handlers.Key{{Secret: testAdminKey, ID: "admin", Admin: true}})
+	auth, err := policy.NewAuth([]policy.Key{{Secret: testAdminKey, ID: "admin", Admin: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +34,12 @@ func controlsAdmin(t *testing.T) (*Handler, *handlers.Auth) {
 	return &Handler{Store: s, Controls: c}, auth
 }
 
-var adminID = &handlers.Identity{KeyID: "admin", Role: handlers.RoleAdmin}
+var adminID = &policy.Identity{KeyID: "admin", Role: policy.RoleAdmin}
 
 func adminCall(t *testing.T, a *Handler, method, target, body string) (*httptest.ResponseRecorder, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
-	req = req.WithContext(handlers.WithIdentity(req.Context(), adminID))
+	req = req.WithContext(policy.WithIdentity(req.Context(), adminID))
 	rec := httptest.NewRecorder()
 	a.ServeHTTP(rec, req)
 	var m map[string]any
@@ -56,10 +56,8 @@ func mustCreate(t *testing.T, a *Handler, target, body string) map[string]any {
 	return m
 }
 
-func identify(a *handlers.Auth, secret, path string) (*handlers.Identity, int, string) {
-	req := httptest.NewRequest(http.MethodPost, path, nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	id, e := a.Identify(req)
+func identify(a *policy.Auth, secret string) (*policy.Identity, int, string) {
+	id, e := a.Identify(secret)
 	if e != nil {
 		return nil, e.Status, e.Message
 	}
@@ -75,11 +73,11 @@ func TestArchivedWorkspaceRefusesItsKeys(t *testing.T) {
 	wsID := ws["id"].(string)
 	k := mustCreate(t, a, keysPath, `{"name":"in-tight","workspace_id":"`+wsID+`"}`)
 	secret := k["value"].(string)
-	if _, code, msg := identify(auth, secret, "/v1/chat/completions"); code != 200 {
+	if _, code, msg := identify(auth, secret); code != 200 {
 		t.Fatalf("before archive: %d %s", code, msg)
 	}
 	mustCreate(t, a, workspacesPath+"/"+wsID+"/archive", "")
-	_, code, msg := identify(auth, secret, "/v1/chat/completions")
+	_, code, msg := identify(auth, secret)
 	if code != http.StatusForbidden || !strings.Contains(msg, wsID) || !strings.Contains(msg, "archived") {
 		t.Errorf("after archive: %d %q, want 403 naming %s as archived", code, msg, wsID)
 	}
@@ -99,7 +97,7 @@ func TestArchivedWorkspaceRefusesItsKeys(t *testing.T) {
 	if rec, m := adminCall(t, a, http.MethodGet, workspacesPath+"/"+wsID, ""); rec.Code != 200 || m["archived_at"] != first {
 		t.Errorf("after the reactivation attempt: %d archived_at %v, want %v", rec.Code, m["archived_at"], first)
 	}
-	if _, code, _ := identify(auth, secret, "/v1/chat/completions"); code != http.StatusForbidden {
+	if _, code, _ := identify(auth, secret); code != http.StatusForbidden {
 		t.Errorf("the archived workspace's key after the reactivation attempt: %d, want 403", code)
 	}
 }
@@ -118,7 +116,7 @@ func TestArchivedKeyIsFinal(t *testing.T) {
 	if rec, _ := adminCall(t, a, http.MethodPost, keysPath+"/"+id, `{"status":"inactive"}`); rec.Code != 400 {
 		t.Errorf("archived to inactive: %d %s", rec.Code, rec.Body)
 	}
-	if _, code, _ := identify(auth, secret, "/v1/messages"); code != 401 {
+	if _, code, _ := identify(auth, secret); code != 401 {
 		t.Errorf("archived key: %d", code)
 	}
 	// Other fields of an archived key may change; it stays archived.
@@ -197,8 +195,8 @@ func TestBudgetZeroAndNone(t *testing.T) {
 	if b, _ := k["budget"].(map[string]any); b == nil || b["amount"] != "0" || k["session_budget"] != "0" {
 		t.Fatalf("budget 0 shown as %v, session %v", k["budget"], k["session_budget"])
 	}
-	ident, _, _ := identify(auth, secret, "/v1/messages")
-	bud := handlers.NewBudgets(nil, nil)
+	ident, _, _ := identify(auth, secret)
+	bud := policy.NewBudgets(nil, nil)
 	if _, refusal := bud.Admit(context.Background(), ident, ledger.Limits{}, "", 1, time.Minute); refusal == nil || refusal.Status != 429 {
 		t.Errorf("budget 0 admitted a paid request: %+v", refusal)
 	}
@@ -206,7 +204,7 @@ func TestBudgetZeroAndNone(t *testing.T) {
 	if got["budget"] != nil || got["session_budget"] != nil {
 		t.Errorf("after null: %v %v", got["budget"], got["session_budget"])
 	}
-	ident, _, _ = identify(auth, secret, "/v1/messages")
+	ident, _, _ = identify(auth, secret)
 	if _, refusal := bud.Admit(context.Background(), ident, ledger.Limits{}, "s1", 1, time.Minute); refusal != nil {
 		t.Errorf("no budget refused: %s", refusal.Message)
 	}
@@ -234,7 +232,7 @@ func TestAdminWaitsForTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	c := handlers.NewControls(nil)
+	c := policy.NewControls(nil)
 	a := &Handler{Store: s, Controls: c}
 	c.OpenWait = time.Millisecond
 	rec, _ := adminCall(t, a, http.MethodPost, keysPath, `{"name":"early"}`)

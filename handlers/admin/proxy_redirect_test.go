@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // Proxy mode with no injected Client builds one that follows redirects.
@@ -29,7 +29,7 @@ func TestReviewAdminProxyDefaultClientKeepsKeyOnRedirect(t *testing.T) {
 	defer up.Close()
 	a := &Handler{Upstream: up.URL, AdminKey: "sk-ant-admin01-review-secret"}
 	req := httptest.NewRequest(http.MethodGet, UsageReportPath+"?starting_at=2025-01-01T00:00:00Z", nil)
-	req = req.WithContext(handlers.WithIdentity(req.Context(), &handlers.Identity{KeyID: "admin", Role: handlers.RoleAdmin}))
+	req = req.WithContext(policy.WithIdentity(req.Context(), &policy.Identity{KeyID: "admin", Role: policy.RoleAdmin}))
 	rec := httptest.NewRecorder()
 	a.ServeHTTP(rec, req)
 	if v, _ := leaked.Load().(string); v != "" {

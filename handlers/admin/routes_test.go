@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestRoutesAnswerUnroutedInTheAPIFamily: what no route takes is answered
@@ -19,9 +19,9 @@ import (
 // redirect; and nothing is answered in plain text.
 func TestRoutesAnswerUnroutedInTheAPIFamily(t *testing.T) {
 	a, _ := controlsAdmin(t)
-	user := &handlers.Identity{KeyID: "u", Role: handlers.RoleUser}
+	user := &policy.Identity{KeyID: "u", Role: policy.RoleUser}
 	for _, c := range []struct {
-		id           *handlers.Identity
+		id           *policy.Identity
 		method, path string
 		status       int
 		allow, msg   string
@@ -49,7 +49,7 @@ func TestRoutesAnswerUnroutedInTheAPIFamily(t *testing.T) {
 	} {
 		req := httptest.NewRequest(c.method, c.path, strings.NewReader("{}"))
 		if c.id != nil {
-			req = req.WithContext(handlers.WithIdentity(req.Context(), c.id))
+			req = req.WithContext(policy.WithIdentity(req.Context(), c.id))
 		}
 		rec := httptest.NewRecorder()
 		a.ServeHTTP(rec, req)

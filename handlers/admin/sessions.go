@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // SessionsPath lists coding-agent sessions by cost (an extension of the
@@ -45,7 +45,7 @@ type sessionCost struct {
 // workspace_ids[], limit (1–1000, 20) and page. A regular key sees its
 // own sessions only.
 func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
-	id := handlers.IdentityFrom(r.Context())
+	id := policy.IdentityFrom(r.Context())
 	if id == nil {
 		fail(w, http.StatusUnauthorized, "missing or unknown API key")
 		return

@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // The dashboard: static files embedded in the binary, served by llm_admin
@@ -24,7 +24,7 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // serveUI answers the dashboard's files.
 func serveUI(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/ui" {
-		http.Redirect(w, r, handlers.UIPath, http.StatusMovedPermanently)
+		http.Redirect(w, r, policy.UIPath, http.StatusMovedPermanently)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestDashboardFiles: the dashboard is served without a key, from the
@@ -18,7 +18,7 @@ func TestDashboardFiles(t *testing.T) {
 	a := &Handler{}
 	for path, ctype := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
 		r := httptest.NewRequest("GET", path, nil)
-		if !handlers.IsPublicPath(r) || !a.Match(r) {
+		if !policy.IsPublicPath(r) || !a.Match(r) {
 			t.Errorf("%s is not public or not the admin handler's", path)
 		}
 		w := httptest.NewRecorder()
@@ -39,7 +39,7 @@ func TestDashboardFiles(t *testing.T) {
 	if w.Code != 404 {
 		t.Errorf("path traversal: %d", w.Code)
 	}
-	if r := httptest.NewRequest("POST", "/ui/", nil); handlers.IsPublicPath(r) {
+	if r := httptest.NewRequest("POST", "/ui/", nil); policy.IsPublicPath(r) {
 		t.Error("POST /ui/ is public")
 	}
 	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
@@ -71,18 +71,18 @@ func TestBrowserAtRootGoesToDashboard(t *testing.T) {
 	a := &Handler{}
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if handlers.IsPublicPath(r) || !handlers.IsBrowserRoot(r) || !a.Match(r) {
+	if policy.IsPublicPath(r) || !policy.IsBrowserRoot(r) || !a.Match(r) {
 		t.Fatal("a browser's GET / is public, or not seen as a browser's, or not the admin handler's")
 	}
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, r)
-	if w.Code != http.StatusFound || w.Header().Get("Location") != handlers.UIPath {
+	if w.Code != http.StatusFound || w.Header().Get("Location") != policy.UIPath {
 		t.Errorf("GET / from a browser: %d %v", w.Code, w.Header())
 	}
 	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "*/*"}, {"GET", "application/json"}, {"POST", "text/html"}} {
 		r := httptest.NewRequest(c.method, "/", nil)
 		r.Header.Set("Accept", c.accept)
-		if handlers.IsPublicPath(r) || a.Match(r) {
+		if policy.IsPublicPath(r) || a.Match(r) {
 			t.Errorf("%s / with Accept %q is public or the admin handler's", c.method, c.accept)
 		}
 	}

@@ -1,4 +1,4 @@
-package handlers
+package policy
 
 import (
 	"crypto/sha256"
@@ -101,10 +101,10 @@ func NewAuth(keys []Key) (*Auth, error) {
 	return a, nil
 }
 
-// Identify returns the caller for the request's key, or an error in no
-// particular format (the caller renders it in the client's family).
-func (a *Auth) Identify(r *http.Request) (*Identity, *providers.APIError) {
-	secret := presentedKey(r)
+// Identify returns the caller whose key secret is (the key the request
+// presented, "" for none), or an error in no particular format (the
+// caller renders it in the client's family).
+func (a *Auth) Identify(secret string) (*Identity, *providers.APIError) {
 	if secret == "" {
 		return nil, &providers.APIError{Status: http.StatusUnauthorized,
 			Message: "missing API key: send Authorization: Bearer <key>, x-api-key: <key> or (Gemini API) x-goog-api-key: <key>"}
@@ -145,46 +145,6 @@ func (a *Auth) checkWorkspace(id *Identity) (*Identity, *providers.APIError) {
 			Message: "API key " + id.KeyID + " belongs to workspace " + id.Workspace + ", which is archived; ask an admin for a key in an active workspace"}
 	}
 	return id, nil
-}
-
-func presentedKey(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			return strings.TrimSpace(h[7:])
-		}
-	}
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return strings.TrimSpace(k)
-	}
-	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
-		return strings.TrimSpace(k)
-	}
-	// Google's ?key= is taken on the Gemini API's paths only: a key in a
-	// URL ends up in logs and histories, so no other path invites it.
-	if isGeminiRequest(r) && r.URL.RawQuery != "" {
-		return strings.TrimSpace(r.URL.Query().Get("key"))
-	}
-	return ""
-}
-
-// ClientFormat picks the error family a caller expects: Anthropic for the
-// Messages and organization paths or a request that carries
-// anthropic-version, OpenAI otherwise.
-func ClientFormat(r *http.Request) providers.Format {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") {
-		return providers.FormatAnthropic
-	}
-	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
-		return providers.FormatResponses
-	}
-	if isGeminiRequest(r) {
-		return providers.FormatGemini
-	}
-	if r.Header.Get("Anthropic-Version") != "" {
-		return providers.FormatAnthropic
-	}
-	return providers.FormatOpenAI
 }
 
 // UIPath is where the dashboard lives (llm_admin serves it).

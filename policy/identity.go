@@ -1,8 +1,10 @@
-// Package handlers holds Modelgate's plain net/http handlers: key
-// authentication and the chat gateway, with the caller's Identity and the
-// runtime-key registry (Controls) that the admin API (handlers/admin) also
-// uses. Caddy modules wrap them.
-package handlers
+// Package policy decides what a caller may do: its Identity and key
+// authentication (Auth), the paths answered without a key, the runtime
+// keys and workspaces kept in the ledger database (Controls), budgets,
+// rate limits and budget alerts. It knows no wire format beyond the
+// errors it returns; the gateway (handlers) and the admin API
+// (handlers/admin) call it, and it calls neither.
+package policy
 
 import (
 	"context"

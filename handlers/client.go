@@ -1,0 +1,56 @@
+// Package handlers holds Modelgate's plain net/http gateway handlers: the
+// chat, messages, responses and Gemini endpoints with their dispatch
+// (alias chains, retries, fallbacks) and relay, count_tokens, models and
+// health. Who the caller is and what it may spend is package policy's job;
+// Caddy modules wrap both.
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/modelgate/modelgate/providers"
+)
+
+// PresentedKey is the key a request carries, for policy.Auth.Identify:
+// a Bearer token, x-api-key, x-goog-api-key, or (the Gemini API's paths
+// only) ?key=; "" when it carries none.
+func PresentedKey(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			return strings.TrimSpace(h[7:])
+		}
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	// Google's ?key= is taken on the Gemini API's paths only: a key in a
+	// URL ends up in logs and histories, so no other path invites it.
+	if isGeminiRequest(r) && r.URL.RawQuery != "" {
+		return strings.TrimSpace(r.URL.Query().Get("key"))
+	}
+	return ""
+}
+
+// ClientFormat picks the error family a caller expects: Anthropic for the
+// Messages and organization paths or a request that carries
+// anthropic-version, OpenAI otherwise.
+func ClientFormat(r *http.Request) providers.Format {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") {
+		return providers.FormatAnthropic
+	}
+	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
+		return providers.FormatResponses
+	}
+	if isGeminiRequest(r) {
+		return providers.FormatGemini
+	}
+	if r.Header.Get("Anthropic-Version") != "" {
+		return providers.FormatAnthropic
+	}
+	return providers.FormatOpenAI
+}
