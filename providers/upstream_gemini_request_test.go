@@ -62,3 +62,28 @@ func TestOpenAIToGeminiRequestMalformed(t *testing.T) {
 		}
 	}
 }
+
+// geminiUpstreamTurn is an agent's chat turn bound for a Gemini upstream:
+// a system prompt, a tool, and a signed call with its result.
+const geminiUpstreamTurn = `{"model":"team-gemini","stream":true,"messages":[
+  {"role":"system","content":"You are a coding agent. Use the tools."},
+  {"role":"user","content":"List the files in the repository and read the README."},
+  {"role":"assistant","content":null,"tool_calls":[
+    {"id":"call_1","type":"function","function":{"name":"run","arguments":"{\"cmd\":\"ls -la\"}"},"extra_content":{"google":{"thought_signature":"CiQBcsjafQ=="}}}]},
+  {"role":"tool","tool_call_id":"call_1","content":"README.md\ngo.mod\nmain.go\n"},
+  {"role":"user","content":[{"type":"text","text":"Now summarise README.md."}]}],
+  "tools":[{"type":"function","function":{"name":"run","description":"Run a shell command","parameters":{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"]}}}],
+  "max_completion_tokens":4096,"temperature":0.2,"reasoning_effort":"medium"}`
+
+// BenchmarkGeminiUpstreamRequest: a chat turn written as a Gemini
+// generateContent body, the work a chat client's request to a Gemini
+// upstream costs.
+func BenchmarkGeminiUpstreamRequest(b *testing.B) {
+	body := []byte(geminiUpstreamTurn)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := OpenAIToGeminiRequest(body, "gemini-3-pro"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
