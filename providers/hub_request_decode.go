@@ -495,8 +495,11 @@ func (r *fastReader) toolCall(i int, tc *OpenAIToolCall) int {
 				}
 				return r.unknown(i, k, "name", "arguments")
 			})
+		case "extra_content":
+			r.seen(&mask, 1<<4)
+			return r.raw(i, &tc.ExtraContent)
 		}
-		return r.unknown(i, k, "index", "id", "type", "function")
+		return r.unknown(i, k, "index", "id", "type", "function", "extra_content")
 	})
 }
 

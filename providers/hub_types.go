@@ -69,6 +69,11 @@ type OpenAIToolCall struct {
 	ID       string             `json:"id,omitempty"`
 	Type     string             `json:"type,omitempty"`
 	Function OpenAIFunctionCall `json:"function"`
+	// ExtraContent is the call's vendor extension, kept raw: Google's
+	// OpenAI layer and the gateway's Gemini translation hand a call's
+	// thought signature to clients in it ({"google":{"thought_signature":…}})
+	// for them to send back with the call.
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 // OpenAIFunctionCall carries a call's name and JSON-encoded arguments.

@@ -628,6 +628,7 @@ func FuzzHubAnswerReader(f *testing.F) {
 func FuzzHubChunkReader(f *testing.F) {
 	f.Add([]byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi","reasoning_signature":"s"},"finish_reason":null}],"usage":null}`))
 	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"x","function":{"arguments":"{"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3},"service_tier":"default"}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"S"}}}]}}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var fast chatAnswer
 		if !readChatAnswer(raw, &fast) {

@@ -19,6 +19,7 @@ import (
 // trickyRequests are bodies where a hand-written reader or encoder could
 // part ways with encoding/json.
 var trickyRequests = []string{
+	`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"},"extra_content":{ "google" : {"thought_signature":"S"} }},{"id":"d","function":{"arguments":""},"extra_content":null},{"Extra_Content":{},"function":{"arguments":""}}]}]}`,
 	`{"model":"m","messages":[{"role":"user","content":"<b>&amp;</b> \u2028\u2029 \b\f\u0001 é \ud800 tab\t"}]}`,
 	"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff\xfe utf8 \xe2\x80\xa8\"}]}",
 	`{"model":"m","messages":[{"role":"user","content":"a"}],"model":"n"}`,

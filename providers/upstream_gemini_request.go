@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -12,46 +13,39 @@ import (
 // or a client that dropped it); Gemini 3 refuses the turn without one.
 const geminiSkipSignature = "skip_thought_signature_validator"
 
-// chatInMessage is a chat message as the Gemini request translator reads
-// it: tool calls keep extra_content, where Google's OpenAI layer and this
-// gateway hand clients a call's thought signature to send back.
-type chatInMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []chatInCall    `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
+// geminiCallExtra is the part of a tool call's extra_content the Gemini
+// translation reads.
+type geminiCallExtra struct {
+	Google struct {
+		ThoughtSignature string `json:"thought_signature"`
+	} `json:"google"`
 }
 
-type chatInCall struct {
-	ID       string             `json:"id"`
-	Function OpenAIFunctionCall `json:"function"`
-	Extra    *struct {
-		Google struct {
-			ThoughtSignature string `json:"thought_signature"`
-		} `json:"google"`
-	} `json:"extra_content"`
+// geminiResponseFormat is the part of response_format the Gemini
+// translation reads.
+type geminiResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
 }
 
-type chatInRequest struct {
-	Messages            []chatInMessage `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	N                   *int64          `json:"n"`
-	Stop                json.RawMessage `json:"stop"`
-	Seed                *int64          `json:"seed"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty"`
-	PresencePenalty     *float64        `json:"presence_penalty"`
-	Tools               []OpenAITool    `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ResponseFormat      *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	ReasoningEffort string `json:"reasoning_effort"`
+// decodeField decodes raw, the value of the member at path, into v, and
+// words a type error as decoding the whole body into a type with v as the
+// member's type would: the field path runs from the body's root.
+func decodeField(raw json.RawMessage, path string, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		te.Field = strings.TrimSuffix(path+"."+te.Field, ".")
+	}
+	return decodeError(err)
 }
 
 // OpenAIToGeminiRequest writes a chat completions request as a Gemini
@@ -59,9 +53,28 @@ type chatInRequest struct {
 // GeminiTurn.toChat maps. The model and the stream choice travel in the
 // URL, not the body.
 func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
-	var in chatInRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	var in OpenAIRequest
+	if err := unmarshalOpenAIRequest(body, &in); err != nil {
 		return nil, decodeError(err)
+	}
+	// Members read here past OpenAIRequest are checked first, as they
+	// were when typed fields of the request: a type error in them fails
+	// the request before any message is translated.
+	var rf *geminiResponseFormat
+	if err := decodeField(in.ResponseFormat, "response_format", &rf); err != nil {
+		return nil, err
+	}
+	var sigs []string // each assistant tool call's thought signature, in order
+	for _, m := range in.Messages {
+		for _, tc := range m.ToolCalls {
+			var extra geminiCallExtra
+			if err := decodeField(tc.ExtraContent, "messages.tool_calls.extra_content", &extra); err != nil {
+				return nil, err
+			}
+			if m.Role == "assistant" {
+				sigs = append(sigs, extra.Google.ThoughtSignature)
+			}
+		}
 	}
 	var out geminiRequest
 	var system []geminiPart
@@ -101,8 +114,10 @@ func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
 					return nil, BadRequest(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "arguments must be a JSON object for this model")
 				}
 				p := geminiPart{FunctionCall: &geminiFunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: args}}
-				if tc.Extra != nil && tc.Extra.Google.ThoughtSignature != "" {
-					p.ThoughtSignature = tc.Extra.Google.ThoughtSignature
+				sig := sigs[0]
+				sigs = sigs[1:]
+				if sig != "" {
+					p.ThoughtSignature = sig
 				} else if j == 0 {
 					p.ThoughtSignature = geminiSkipSignature
 				}
@@ -159,7 +174,7 @@ func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
 			return nil, BadRequest("stop", "stop must be a string or a list of strings")
 		}
 	}
-	if rf := in.ResponseFormat; rf != nil {
+	if rf != nil {
 		switch rf.Type {
 		case "json_object":
 			g.ResponseMimeType = "application/json"
