@@ -91,7 +91,7 @@ func millis(d time.Duration) string { return strconv.FormatInt(max(1, d.Millisec
 
 // Take implements handlers.RateCounter.
 func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserve int64) (int64, int64, bool, error) {
-	v, err := r.eval(ctx, takeScript, []string{windowKey(scope, window)},
+	v, err := r.eval(ctx, r.take, []string{windowKey(scope, window)},
 		strconv.FormatInt(rpm, 10), strconv.FormatInt(tpm, 10), strconv.FormatInt(max(0, reserve), 10))
 	if err != nil {
 		return 0, 0, false, err
@@ -108,13 +108,13 @@ func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserv
 
 // AddTokens implements handlers.RateCounter.
 func (r *Redis) AddTokens(ctx context.Context, scope string, window, n int64, id string) error {
-	_, err := r.eval(ctx, settleScript, []string{windowKey(scope, window)}, strconv.FormatInt(n, 10), id)
+	_, err := r.eval(ctx, r.settle, []string{windowKey(scope, window)}, strconv.FormatInt(n, 10), id)
 	return err
 }
 
 // Acquire implements handlers.RateCounter.
 func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl time.Duration) (bool, error) {
-	v, err := r.eval(ctx, acquireScript, []string{leaseKey(scope)}, strconv.FormatInt(max, 10), lease, millis(ttl))
+	v, err := r.eval(ctx, r.acquire, []string{leaseKey(scope)}, strconv.FormatInt(max, 10), lease, millis(ttl))
 	if err != nil {
 		return false, err
 	}
@@ -124,12 +124,12 @@ func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl
 
 // Renew implements handlers.RateCounter.
 func (r *Redis) Renew(ctx context.Context, scope, lease string, ttl time.Duration) error {
-	_, err := r.eval(ctx, renewScript, []string{leaseKey(scope)}, lease, millis(ttl))
+	_, err := r.eval(ctx, r.renew, []string{leaseKey(scope)}, lease, millis(ttl))
 	return err
 }
 
 // Release implements handlers.RateCounter.
 func (r *Redis) Release(ctx context.Context, scope, lease string) error {
-	_, err := r.eval(ctx, releaseScript, []string{leaseKey(scope)}, lease)
+	_, err := r.eval(ctx, r.release, []string{leaseKey(scope)}, lease)
 	return err
 }
