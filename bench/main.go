@@ -47,6 +47,8 @@ type config struct {
 	durability       string
 	only             *regexp.Regexp
 	profile          *regexp.Regexp
+	// postgres and redis: the gw-controls scenarios' ledger and limits.
+	postgres, redis string
 }
 
 func main() {
@@ -84,6 +86,7 @@ func main() {
 	flag.StringVar(&oc.redis, "redis", os.Getenv("MODELGATE_TEST_REDIS"), "-overshoot: Redis URL for shared rate limits (default $MODELGATE_TEST_REDIS; empty: none)")
 	flag.StringVar(&oc.label, "label", "shared", "-overshoot: the reservations column of the table (e.g. per-process, for an older -caddy binary)")
 	flag.Parse()
+	c.postgres, c.redis = rc.postgres, oc.redis
 	if *overshootMode {
 		var err error
 		if oc.instances, err = parseInstances(*instances); err != nil {
@@ -151,6 +154,7 @@ type env struct {
 	pkBase              string
 	gwAdmin, caddyAdmin string
 	workdir             string
+	controls            *controlsEnv
 }
 
 func run(ctx context.Context, c config) (err error) {
@@ -261,6 +265,9 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 			return err
 		}
 	}
+	if err := e.startControls(ctx, bin); err != nil {
+		return err
+	}
 	if e.cfg.portkey {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
@@ -281,6 +288,7 @@ func freePorts() (int, int, error) {
 }
 
 func (e *env) stopAll() {
+	e.controls.stop()
 	for _, c := range []*child{e.pk, e.gw, e.caddy, e.up} {
 		if c != nil {
 			c.stop()
