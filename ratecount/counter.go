@@ -133,3 +133,21 @@ func (r *Redis) Release(ctx context.Context, scope, lease string) error {
 	_, err := r.eval(ctx, r.release, []string{leaseKey(scope)}, lease)
 	return err
 }
+
+// endScript: KEYS[1] = lease set, KEYS[2] = window hash; ARGV = lease id
+// (also the settlement id), tokens. releaseScript and settleScript in one
+// round trip, for a request that held a slot and reserved tokens.
+const endScript = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then return 1 end
+if redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], 1) == 0 then return 1 end
+if redis.call('HINCRBY', KEYS[2], 't', ARGV[2]) < 0 then redis.call('HSET', KEYS[2], 't', 0) end
+return 1
+`
+
+// ReleaseAndSettle is Release and AddTokens (with lease as the
+// settlement id) in one round trip; like each of them, it can be retried.
+func (r *Redis) ReleaseAndSettle(ctx context.Context, scope, lease string, window, n int64) error {
+	_, err := r.eval(ctx, r.end, []string{leaseKey(scope), windowKey(scope, window)}, lease, strconv.FormatInt(n, 10))
+	return err
+}

@@ -22,7 +22,7 @@ import (
 type Redis struct {
 	c *redis.Client
 
-	take, settle, acquire, renew, release *redis.Script
+	take, settle, acquire, renew, release, end *redis.Script
 }
 
 // Open parses a redis:// URL and checks the server answers.
@@ -87,6 +87,7 @@ func New(rawURL string) (*Redis, error) {
 		acquire: redis.NewScript(acquireScript),
 		renew:   redis.NewScript(renewScript),
 		release: redis.NewScript(releaseScript),
+		end:     redis.NewScript(endScript),
 	}, nil
 }
 
