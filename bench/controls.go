@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // The gw-controls scenarios are the gateway as a team runs it with
@@ -128,6 +130,7 @@ func (c *controlsEnv) stop() {
 		return
 	}
 	if c.gw != nil {
+		c.reportFallbacks()
 		c.gw.stop()
 	}
 	c.drop()
@@ -152,3 +155,21 @@ func (e *env) controlsScenarios() []scenario {
 
 // isControls says a scenario needs the controlled gateway.
 func isControls(key string) bool { return key == "gw-controls" || key == "s-gw-controls" }
+
+// reportFallbacks says how many requests were counted in the process
+// rather than in Redis or PostgreSQL (the shared store failed or was too
+// slow): rows that fell back measured less than the controls.
+func (c *controlsEnv) reportFallbacks() {
+	resp, err := http.Get("http://" + c.admin + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
+			fmt.Fprintln(os.Stderr, "gw-controls:", line)
+		}
+	}
+}
