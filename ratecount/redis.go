@@ -67,6 +67,13 @@ func New(rawURL string) (*Redis, error) {
 		// fits. Releases and settlements are retried by the caller, with
 		// ids that make a retry count once.
 		MaxRetries: -1,
+		// A request never queues for a connection behind a small pool
+		// (go-redis's default is 10 per CPU, and a wait past PoolTimeout
+		// is a failure that sends the process to counting alone): as
+		// the hand-written pool did, it dials when none is idle, and
+		// some are kept idle for the next burst.
+		PoolSize:     512,
+		MaxIdleConns: 64,
 	}
 	if !strings.Contains(o.Addr, ":") {
 		o.Addr += ":6379"
