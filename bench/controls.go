@@ -132,8 +132,13 @@ func (c *controlsEnv) stop() {
 	if c.gw != nil {
 		c.reportFallbacks()
 		c.gw.stop()
+		c.gw = nil
+	}
+	if c.drop == nil {
+		return
 	}
 	c.drop()
+	c.drop = nil
 }
 
 // controlsScenarios are listed whether or not PostgreSQL and Redis were
@@ -170,6 +175,12 @@ func (c *controlsEnv) reportFallbacks() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
 			fmt.Fprintln(os.Stderr, "gw-controls:", line)
+		}
+	}
+	// The gateway's warnings say why (the first of each outage).
+	for _, line := range strings.Split(c.gw.log.String(), "\n") {
+		if strings.Contains(line, "rate-limit") || strings.Contains(line, "redis") || strings.Contains(line, "budget") {
+			fmt.Fprintln(os.Stderr, "gw-controls log:", line)
 		}
 	}
 }

@@ -47,3 +47,19 @@ func TestRedisReleaseAndSettle(t *testing.T) {
 		t.Error("slot b not given back with a gone window")
 	}
 }
+
+// TestRedisCountOutlivesACanceledRequest: a request whose client left
+// (its context canceled) still gets its count, not an error that would
+// read as Redis failing.
+func TestRedisCountOutlivesACanceledRequest(t *testing.T) {
+	r := testRedis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	scope := "cancel:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, _, took, err := r.Take(ctx, scope, time.Now().Unix()/60*60, 5, 0, 0); err != nil || !took {
+		t.Fatalf("take on a canceled context: %v %v", took, err)
+	}
+	if ok, err := r.Acquire(ctx, scope, "a", 1, time.Minute); err != nil || !ok {
+		t.Fatalf("acquire on a canceled context: %v %v", ok, err)
+	}
+}

@@ -113,6 +113,18 @@ func (r *Redis) Close() { _ = r.c.Close() }
 // eval runs script by SHA, sending it again when the server forgot it
 // (a restart, SCRIPT FLUSH).
 func (r *Redis) eval(ctx context.Context, s *redis.Script, keys []string, args ...string) (any, error) {
+	// A client that leaves does not cancel its count: the script may be
+	// on its way, and a canceled call would read as a Redis failure that
+	// sends the whole process to counting alone. Only the request's
+	// deadline, when it has one, bounds the call (ReadTimeout does
+	// otherwise), as with the hand-written client before.
+	run := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		run, cancel = context.WithDeadline(run, d)
+		defer cancel()
+	}
+	ctx = run
 	a := make([]any, len(args))
 	for i, v := range args {
 		a[i] = v
