@@ -47,6 +47,8 @@ type config struct {
 	durability       string
 	only             *regexp.Regexp
 	profile          *regexp.Regexp
+	// postgres and redis: the gw-controls scenarios' ledger and limits.
+	postgres, redis string
 }
 
 func main() {
@@ -85,6 +87,7 @@ func main() {
 	flag.StringVar(&oc.label, "label", "shared", "-overshoot: the reservations column of the table (e.g. per-process, for an older -caddy binary)")
 	fc, parseField := fieldFlags()
 	flag.Parse()
+	c.postgres, c.redis = rc.postgres, oc.redis
 	if *overshootMode {
 		var err error
 		if oc.instances, err = parseInstances(*instances); err != nil {
@@ -164,6 +167,7 @@ type env struct {
 	pkBase              string
 	gwAdmin, caddyAdmin string
 	workdir             string
+	controls            *controlsEnv
 }
 
 // startEnv makes the working directory, builds the binary when asked and
@@ -290,6 +294,9 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 			return err
 		}
 	}
+	if err := e.startControls(ctx, bin); err != nil {
+		return err
+	}
 	if e.cfg.portkey {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
@@ -310,6 +317,7 @@ func freePorts() (int, int, error) {
 }
 
 func (e *env) stopAll() {
+	e.controls.stop()
 	for _, c := range []*child{e.pk, e.gw, e.caddy, e.up} {
 		if c != nil {
 			c.stop()

@@ -53,6 +53,7 @@ func (e *env) scenarioList() []scenario {
 		{key: "gw-responses-echo", label: "gateway Responses → echo/ (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1/responses", header: gwH, body: responsesBody("echo", false)}},
 		{key: "gw-gemini", label: "gateway Gemini API → openai/ chat (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1beta/models/oa:generateContent", header: gwH, body: geminiBody("oa")}},
 	}
+	list = append(list, e.controlsScenarios()...)
 	if e.cfg.portkey {
 		list = append(list, scenario{key: "portkey", label: "Portkey gateway (npm)", proc: e.pk, target: target{url: e.pkBase + "/v1/chat/completions", header: pk, body: chatBody("fake-gpt", false)}})
 	}
@@ -121,6 +122,9 @@ func (e *env) scenarios(ctx context.Context, rep *report, idle bool) error {
 			continue
 		}
 		if s.key == "portkey" && e.pk == nil {
+			continue
+		}
+		if isControls(s.key) && e.controls == nil {
 			continue
 		}
 		if s.kind == idleHold && (e.cfg.idle == 0 || !idle) {

@@ -42,6 +42,26 @@ type BudgetReserver interface {
 	SweepReservations(ctx context.Context, now time.Time) error
 }
 
+// BudgetTicket is one request's reservation in a batch.
+type BudgetTicket struct {
+	Ticket  uint64
+	Pico    int64
+	Expires time.Time
+}
+
+// BatchReserver reserves for many requests on the same budgets in one
+// round trip.
+type BatchReserver interface {
+	BudgetReserver
+	// ReserveMany does what Reserve called for each ticket in order would
+	// do, in one transaction: the first admitted tickets reserve their
+	// pico against every hold; at the first ticket a hold has no room for,
+	// it stops, and that ticket and every later one are refused with
+	// refused and usedPico as Reserve would give them (spend only grows
+	// within the batch, so a later ticket would be refused too).
+	ReserveMany(ctx context.Context, holds []BudgetHold, tickets []BudgetTicket, now time.Time) (admitted, refused int, usedPico int64, err error)
+}
+
 // reserveFunction is installed on PostgreSQL at open: one round trip per
 // admission. Admissions on one budget queue on a transaction-scoped
 // advisory lock named by the budget, not on its budget_spend row, so
@@ -91,6 +111,55 @@ BEGIN
 END
 $fn$`
 
+// reserveManyFunction is modelgate_reserve_v2 for a batch of requests on
+// the same budgets: the locks are taken once, spend and reservations read
+// once, and each ticket is then admitted in order while every budget has
+// room, its estimate added to what the next one sees, exactly as the
+// same calls one after another would. One round trip and one lock
+// acquisition serve every request that queued while the last batch ran.
+const reserveManyFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_many_v1(scopes text[], ids text[], periods text[], starts bigint[],
+	limits bigint[], ests bigint[], tkts bigint[], now_us bigint, expires_us bigint[], OUT admitted int, OUT refused int, OUT used bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+	i int;
+	j int;
+	n int := coalesce(array_length(scopes, 1), 0);
+	m int := coalesce(array_length(tkts, 1), 0);
+	u numeric[];
+BEGIN
+	PERFORM set_config('synchronous_commit', 'off', true);
+	admitted := 0;
+	refused := 0;
+	used := 0;
+	FOR i IN 1 .. n LOOP
+		PERFORM pg_advisory_xact_lock(hashtextextended('modelgate budget ' || scopes[i] || ' ' || ids[i] || ' ' || periods[i] || ' ' || starts[i], 0));
+	END LOOP;
+	FOR i IN 1 .. n LOOP
+		u[i] := coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0)
+			+ coalesce((SELECT sum(r.pico) FROM budget_reservations r WHERE r.scope = scopes[i] AND r.scope_id = ids[i]
+				AND r.period = periods[i] AND r.period_start_us = starts[i] AND r.expires_us > now_us), 0);
+	END LOOP;
+	FOR j IN 1 .. m LOOP
+		FOR i IN 1 .. n LOOP
+			IF u[i] >= limits[i] THEN
+				refused := i;
+				used := least(u[i], 9223372036854775807)::bigint;
+				RETURN;
+			END IF;
+		END LOOP;
+		IF ests[j] > 0 THEN
+			FOR i IN 1 .. n LOOP
+				INSERT INTO budget_reservations (scope, scope_id, period, period_start_us, ticket, pico, expires_us)
+					VALUES (scopes[i], ids[i], periods[i], starts[i], tkts[j], ests[j], expires_us[j]) ON CONFLICT DO NOTHING;
+				u[i] := u[i] + ests[j];
+			END LOOP;
+		END IF;
+		admitted := j;
+	END LOOP;
+END
+$fn$`
+
 // installReserveFunction creates the reservation function, under the
 // migration lock so that instances starting together do not race on it.
 func (s *sqlStore) installReserveFunction(ctx context.Context) error {
@@ -102,8 +171,10 @@ func (s *sqlStore) installReserveFunction(ctx context.Context) error {
 	if err := s.d.lockMigrations(ctx, tx); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, reserveFunction); err != nil {
-		return fmt.Errorf("ledger postgres: installing the budget reservation function: %w", err)
+	for _, f := range []string{reserveFunction, reserveManyFunction} {
+		if _, err := tx.ExecContext(ctx, f); err != nil {
+			return fmt.Errorf("ledger postgres: installing the budget reservation functions: %w", err)
+		}
 	}
 	return tx.Commit()
 }
@@ -130,6 +201,32 @@ func (s *sqlStore) Reserve(ctx context.Context, holds []BudgetHold, ticket uint6
 		return 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
 	}
 	return refused, used, nil
+}
+
+func (s *sqlStore) ReserveMany(ctx context.Context, holds []BudgetHold, tickets []BudgetTicket, now time.Time) (int, int, int64, error) {
+	if !s.d.sharedReservations {
+		return 0, 0, 0, ErrNotShared
+	}
+	n := len(holds)
+	scopes, ids, periods := make([]string, n), make([]string, n), make([]string, n)
+	starts, limits := make([]int64, n), make([]int64, n)
+	for i, h := range holds {
+		scopes[i], ids[i], periods[i] = h.Scope, h.ScopeID, h.Period
+		starts[i], limits[i] = h.PeriodStart.UnixMicro(), h.LimitPico
+	}
+	m := len(tickets)
+	ests, tkts, expires := make([]int64, m), make([]int64, m), make([]int64, m)
+	for j, t := range tickets {
+		ests[j], tkts[j], expires[j] = max(t.Pico, 0), int64(t.Ticket), t.Expires.UnixMicro()
+	}
+	var admitted, refused int
+	var used int64
+	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used FROM modelgate_reserve_many_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9::bigint[])`,
+		scopes, ids, periods, starts, limits, ests, tkts, now.UnixMicro(), expires).Scan(&admitted, &refused, &used)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
+	}
+	return admitted, refused, used, nil
 }
 
 func (s *sqlStore) SweepReservations(ctx context.Context, now time.Time) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -41,6 +42,7 @@ type Budgets struct {
 	sharedDownUntil atomic.Int64
 	SharedFailures  atomic.Int64
 	lastSweep       atomic.Int64
+	batches         reserveQueues // shared reservations waiting, per set of budgets
 
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
@@ -339,8 +341,8 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 				PeriodStart: time.UnixMicro(bg.key.start), LimitPico: bg.limitPico}
 		}
 		rctx, cancel := context.WithTimeout(ctx, sharedReserveTimeout)
-		refused, used, err := rs.Reserve(rctx, holds, r.ticket, estimatePico, now, now.Add(lease))
-		timedOut := rctx.Err() != nil
+		refused, used, err := b.reserveShared(rctx, rs, holds, r.ticket, estimatePico, now, now.Add(lease))
+		timedOut := rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
 		cancel()
 		switch {
 		case err == nil && refused > 0 && refused <= len(list):

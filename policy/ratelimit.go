@@ -424,14 +424,32 @@ func (h *RateHold) Release(tokens int64) {
 		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 	}
-	for i, op := range ops {
-		if err := op.run(ctx); err != nil {
+	for i := 0; i < len(ops); i++ {
+		op := ops[i]
+		var err error
+		if rs, ok := op.c.(releaseSettler); ok && !op.settle && i+1 < len(ops) && ops[i+1].settle && ops[i+1].c == op.c && ops[i+1].scope == op.scope {
+			// One round trip for the scope's slot and its tokens.
+			err = rs.ReleaseAndSettle(ctx, op.scope, op.lease, ops[i+1].window, ops[i+1].delta)
+			if err == nil {
+				i++
+			}
+		} else {
+			err = op.run(ctx)
+		}
+		if err != nil {
 			// The counter is stalled: the rest would wait on it too.
 			h.rl.failed(err)
 			h.rl.retryLater(append([]rateOp(nil), ops[i:]...))
 			return
 		}
 	}
+}
+
+// releaseSettler is a counter that releases a request's slot and settles
+// its tokens in one step (ratecount.Redis: one round trip instead of
+// two). Both halves are idempotent, as Release and AddTokens are.
+type releaseSettler interface {
+	ReleaseAndSettle(ctx context.Context, scope, lease string, window, n int64) error
 }
 
 // retryLater runs ops in the background, backing off from a quarter

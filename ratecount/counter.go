@@ -91,7 +91,7 @@ func millis(d time.Duration) string { return strconv.FormatInt(max(1, d.Millisec
 
 // Take implements policy.RateCounter.
 func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserve int64) (int64, int64, bool, error) {
-	v, err := r.eval(ctx, takeScript, []string{windowKey(scope, window)},
+	v, err := r.eval(ctx, r.take, []string{windowKey(scope, window)},
 		strconv.FormatInt(rpm, 10), strconv.FormatInt(tpm, 10), strconv.FormatInt(max(0, reserve), 10))
 	if err != nil {
 		return 0, 0, false, err
@@ -108,13 +108,13 @@ func (r *Redis) Take(ctx context.Context, scope string, window, rpm, tpm, reserv
 
 // AddTokens implements policy.RateCounter.
 func (r *Redis) AddTokens(ctx context.Context, scope string, window, n int64, id string) error {
-	_, err := r.eval(ctx, settleScript, []string{windowKey(scope, window)}, strconv.FormatInt(n, 10), id)
+	_, err := r.eval(ctx, r.settle, []string{windowKey(scope, window)}, strconv.FormatInt(n, 10), id)
 	return err
 }
 
 // Acquire implements policy.RateCounter.
 func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl time.Duration) (bool, error) {
-	v, err := r.eval(ctx, acquireScript, []string{leaseKey(scope)}, strconv.FormatInt(max, 10), lease, millis(ttl))
+	v, err := r.eval(ctx, r.acquire, []string{leaseKey(scope)}, strconv.FormatInt(max, 10), lease, millis(ttl))
 	if err != nil {
 		return false, err
 	}
@@ -124,12 +124,30 @@ func (r *Redis) Acquire(ctx context.Context, scope, lease string, max int64, ttl
 
 // Renew implements policy.RateCounter.
 func (r *Redis) Renew(ctx context.Context, scope, lease string, ttl time.Duration) error {
-	_, err := r.eval(ctx, renewScript, []string{leaseKey(scope)}, lease, millis(ttl))
+	_, err := r.eval(ctx, r.renew, []string{leaseKey(scope)}, lease, millis(ttl))
 	return err
 }
 
 // Release implements policy.RateCounter.
 func (r *Redis) Release(ctx context.Context, scope, lease string) error {
-	_, err := r.eval(ctx, releaseScript, []string{leaseKey(scope)}, lease)
+	_, err := r.eval(ctx, r.release, []string{leaseKey(scope)}, lease)
+	return err
+}
+
+// endScript: KEYS[1] = lease set, KEYS[2] = window hash; ARGV = lease id
+// (also the settlement id), tokens. releaseScript and settleScript in one
+// round trip, for a request that held a slot and reserved tokens.
+const endScript = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then return 1 end
+if redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], 1) == 0 then return 1 end
+if redis.call('HINCRBY', KEYS[2], 't', ARGV[2]) < 0 then redis.call('HSET', KEYS[2], 't', 0) end
+return 1
+`
+
+// ReleaseAndSettle is Release and AddTokens (with lease as the
+// settlement id) in one round trip; like each of them, it can be retried.
+func (r *Redis) ReleaseAndSettle(ctx context.Context, scope, lease string, window, n int64) error {
+	_, err := r.eval(ctx, r.end, []string{leaseKey(scope), windowKey(scope, window)}, lease, strconv.FormatInt(n, 10))
 	return err
 }

@@ -1,0 +1,162 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// batchTable is a shared reservation store in memory with the semantics
+// of the PostgreSQL one: a ticket is admitted while spend plus
+// reservations is below the limit. It counts its round trips.
+type batchTable struct {
+	mu       sync.Mutex
+	reserved int64
+	calls    atomic.Int64
+	largest  atomic.Int64
+}
+
+func (s *batchTable) CurrentSpend(context.Context, time.Time, []string) ([]ledger.Spend, error) {
+	return nil, nil
+}
+func (s *batchTable) SharesReservations() bool { return true }
+func (s *batchTable) SweepReservations(context.Context, time.Time) error {
+	return nil
+}
+func (s *batchTable) Reserve(ctx context.Context, holds []ledger.BudgetHold, ticket uint64, pico int64, now, expires time.Time) (int, int64, error) {
+	n, refused, used, err := s.ReserveMany(ctx, holds, []ledger.BudgetTicket{{Ticket: ticket, Pico: pico, Expires: expires}}, now)
+	if n == 1 {
+		return 0, 0, err
+	}
+	return refused, used, err
+}
+func (s *batchTable) ReserveMany(_ context.Context, holds []ledger.BudgetHold, tickets []ledger.BudgetTicket, _ time.Time) (int, int, int64, error) {
+	s.calls.Add(1)
+	if int64(len(tickets)) > s.largest.Load() {
+		s.largest.Store(int64(len(tickets)))
+	}
+	// A round trip's worth of time, so that requests queue behind it.
+	time.Sleep(2 * time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j, t := range tickets {
+		if s.reserved >= holds[0].LimitPico {
+			return j, 1, s.reserved, nil
+		}
+		s.reserved += t.Pico
+	}
+	return len(tickets), 0, 0, nil
+}
+
+// Concurrent requests on one budget share reservation round trips, and
+// the batches admit what one request after another would: a $5 budget,
+// $1 estimates, 64 concurrent requests → 5 admitted, in fewer round trips
+// than requests.
+func TestBudgetReservationsBatchConcurrentRequests(t *testing.T) {
+	table := &batchTable{}
+	b := NewBudgets(func() ledger.SpendStore { return table }, nil)
+	five := int64(500)
+	id := &Identity{KeyID: "alice", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, refusal := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e12, time.Minute)
+			if refusal == nil && r != nil {
+				admitted.Add(1)
+			} else if refusal != nil && refusal.Status != 429 && refusal.Status != 402 && refusal.Status != 403 {
+				t.Errorf("refusal %d %s", refusal.Status, refusal.Message)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != 5 {
+		t.Errorf("admitted %d of 64 $1 requests on a $5 budget, want 5", got)
+	}
+	if calls := table.calls.Load(); calls >= 64 || table.largest.Load() < 2 {
+		t.Errorf("%d round trips, largest batch %d: the requests were not batched", calls, table.largest.Load())
+	}
+	b.batches.mu.Lock()
+	left := len(b.batches.m)
+	b.batches.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d queues left after every request was answered", left)
+	}
+}
+
+// Two instances on one PostgreSQL ledger, each batching its own
+// requests, admit together what one instance would: a $5 budget, $1
+// estimates, 2×40 concurrent requests → 5.
+func TestBudgetBatchesOfTwoInstancesAdmitAsOne(t *testing.T) {
+	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("MODELGATE_TEST_POSTGRES unset: run `eval export $(scripts/postgres.sh | tail -n1)` to test shared reservations")
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	schema := "test_" + hex.EncodeToString(rnd[:])
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		_ = admin.Close()
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	var instances [2]*Budgets
+	for i := range instances {
+		s, err := ledger.OpenPostgres(context.Background(), dsn+sep+"search_path="+schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		instances[i] = NewBudgets(func() ledger.SpendStore { return s.(ledger.SpendStore) }, nil)
+	}
+	five := int64(500)
+	id := &Identity{KeyID: "alice", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	var admitted, failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 80 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, refusal := instances[i%2].Admit(context.Background(), id, ledger.Limits{}, "", 1e12, time.Minute)
+			switch {
+			case refusal == nil && r != nil:
+				admitted.Add(1)
+			case refusal != nil && refusal.Status == 503:
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d reservations failed", failed.Load())
+	}
+	if got := admitted.Load(); got != 5 {
+		t.Errorf("admitted %d of 80 $1 requests on a $5 budget over two instances, want 5", got)
+	}
+	for i, b := range instances {
+		if n := b.SharedFailures.Load(); n != 0 {
+			t.Errorf("instance %d counted %d requests alone", i, n)
+		}
+	}
+}

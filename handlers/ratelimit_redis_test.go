@@ -1,0 +1,49 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/ratecount"
+)
+
+// TestRedisReleaseSettlesInOneStep: a request holding a slot and a tpm
+// reservation in Redis gives both back when it ends (in one round trip),
+// so the next request gets the slot and sees the real token count.
+func TestRedisReleaseSettlesInOneStep(t *testing.T) {
+	u := os.Getenv("MODELGATE_TEST_REDIS")
+	if u == "" {
+		t.Skip("MODELGATE_TEST_REDIS unset: run `eval export $(scripts/redis.sh | tail -n1)` to test the Redis counter")
+	}
+	r, err := ratecount.Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	rl := NewRateLimits(r, 0, nil, func(err error) { t.Error(err) })
+	id := &Identity{KeyID: "end" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{TPM: 1000, MaxParallel: 1}}
+	ctx := context.Background()
+	hold, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 900)
+	if refusal != nil {
+		t.Fatal(refusal.Message)
+	}
+	if _, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 10); refusal == nil {
+		t.Fatal("a second request got the only slot")
+	}
+	hold.Release(100)
+	// The slot is back and 100 of the 900 reserved tokens count: 900 fit.
+	hold, refusal = rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 900)
+	if refusal != nil {
+		t.Fatalf("after the release: %s", refusal.Message)
+	}
+	hold.Release(900)
+	if n := rl.Retrying.Load(); n != 0 {
+		t.Errorf("%d operations left to retry", n)
+	}
+}
