@@ -2,52 +2,19 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// postgresDSN returns the test server's DSN or skips: scripts/postgres.sh
-// starts one and prints the variable.
-func postgresDSN(t testing.TB) string {
-	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MODELGATE_TEST_POSTGRES unset: run `eval export $(scripts/postgres.sh | tail -n1)` to test the PostgreSQL store")
-	}
-	return dsn
-}
+	"github.com/modelgate/modelgate/internal/pgtest"
+)
 
 // freshPostgresSchema creates an empty schema for one test and returns a DSN
 // whose connections use it, so tests never see each other's rows.
-func freshPostgresSchema(t testing.TB) string {
-	dsn := postgresDSN(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "test_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		_ = admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
+func freshPostgresSchema(t testing.TB) string { return pgtest.FreshSchema(t) }
 
 type storeFactory struct {
 	name string

@@ -2,16 +2,12 @@ package policy
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/pgtest"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -99,31 +95,10 @@ func TestBudgetReservationsBatchConcurrentRequests(t *testing.T) {
 // requests, admit together what one instance would: a $5 budget, $1
 // estimates, 2×40 concurrent requests → 5.
 func TestBudgetBatchesOfTwoInstancesAdmitAsOne(t *testing.T) {
-	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("MODELGATE_TEST_POSTGRES unset: run `eval export $(scripts/postgres.sh | tail -n1)` to test shared reservations")
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	schema := "test_" + hex.EncodeToString(rnd[:])
-	admin, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		_ = admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
+	dsn := pgtest.FreshSchema(t)
 	var instances [2]*Budgets
 	for i := range instances {
-		s, err := ledger.OpenPostgres(context.Background(), dsn+sep+"search_path="+schema)
+		s, err := ledger.OpenPostgres(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
