@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type reserveQueue struct {
 type reserveWaiter struct {
 	t    ledger.BudgetTicket
 	done chan reserveResult
+	// sent: the drainer took the waiter into a batch (under the queues'
+	// lock), so its ticket may be reserved whatever its caller does now.
+	sent bool
 }
 
 type reserveResult struct {
@@ -93,6 +97,23 @@ func (b *Budgets) reserveShared(ctx context.Context, rs ledger.BudgetReserver, h
 	}
 	q.pending = append(q.pending, w)
 	qs.mu.Unlock()
+	select {
+	case res := <-w.done:
+		return res.refused, res.used, res.err
+	case <-ctx.Done():
+	}
+	// The caller left or its wait ran out. A ticket still queued leaves
+	// the queue, reserved nowhere. One already in a batch waits for that
+	// batch (bounded by sharedReserveTimeout): if it was admitted, the
+	// caller must hold it, so that the request's record ends it, rather
+	// than leave it counting against the budget until it expires.
+	qs.mu.Lock()
+	if !w.sent {
+		q.pending = slices.DeleteFunc(q.pending, func(p *reserveWaiter) bool { return p == w })
+		qs.mu.Unlock()
+		return 0, 0, ctx.Err()
+	}
+	qs.mu.Unlock()
 	res := <-w.done
 	return res.refused, res.used, res.err
 }
@@ -108,6 +129,9 @@ func (b *Budgets) drainReservations(br ledger.BatchReserver, key string, q *rese
 			batch = batch[:maxReserveBatch]
 		}
 		q.pending = q.pending[len(batch):]
+		for _, w := range batch {
+			w.sent = true
+		}
 		if len(batch) == 0 {
 			delete(qs.m, key)
 			qs.mu.Unlock()

@@ -135,3 +135,66 @@ func TestBudgetBatchesOfTwoInstancesAdmitAsOne(t *testing.T) {
 		}
 	}
 }
+
+// gatedTable admits every ticket, but each batch waits for a signal, and
+// it records the tickets it was given.
+type gatedTable struct {
+	batchTable
+	gate    chan struct{}
+	entered chan struct{}
+	seenMu  sync.Mutex
+	seen    []uint64
+}
+
+func (s *gatedTable) ReserveMany(ctx context.Context, holds []ledger.BudgetHold, tickets []ledger.BudgetTicket, now time.Time) (int, int, int64, error) {
+	s.seenMu.Lock()
+	for _, t := range tickets {
+		s.seen = append(s.seen, t.Ticket)
+	}
+	s.seenMu.Unlock()
+	s.entered <- struct{}{}
+	<-s.gate
+	return len(tickets), 0, 0, nil
+}
+
+// TestQueuedReservationLeavesWithItsClient: a request queued behind a
+// slow batch whose client leaves is answered at once (499), and its
+// ticket is never reserved; the request already in the batch is admitted
+// when the batch answers.
+func TestQueuedReservationLeavesWithItsClient(t *testing.T) {
+	table := &gatedTable{gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	b := NewBudgets(func() ledger.SpendStore { return table }, nil)
+	five := int64(500)
+	id := &Identity{KeyID: "alice", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	first := make(chan *Reservation, 1)
+	go func() {
+		r, refusal := b.Admit(context.Background(), id, ledger.Limits{}, "", 1e12, time.Minute)
+		if refusal != nil {
+			t.Errorf("the first request was refused: %d %s", refusal.Status, refusal.Message)
+		}
+		first <- r
+	}()
+	<-table.entered // the first request's batch is in flight and held
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	r, refusal := b.Admit(ctx, id, ledger.Limits{}, "", 1e12, time.Minute)
+	if r != nil || refusal == nil {
+		t.Fatalf("a request whose wait ran out was admitted (%v)", r)
+	}
+	if waited := time.Since(began); waited > 2*time.Second {
+		t.Errorf("the queued request waited %v for a batch it was not in", waited)
+	}
+	if refusal.Status != 503 && refusal.Status != 499 {
+		t.Errorf("queued request answered %d %s", refusal.Status, refusal.Message)
+	}
+	close(table.gate)
+	if got := <-first; got == nil {
+		t.Fatal("the request in the batch was not admitted")
+	}
+	table.seenMu.Lock()
+	defer table.seenMu.Unlock()
+	if len(table.seen) != 1 {
+		t.Errorf("tickets sent to the database: %v; the departed request's ticket must not be among them", table.seen)
+	}
+}
