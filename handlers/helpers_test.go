@@ -178,24 +178,6 @@ func (o *recorder) Records() []ledger.Record {
 	return append([]ledger.Record(nil), o.done...)
 }
 
-// clock is a settable time source for cooldown tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // testGateway builds a gateway on a models YAML.
 func testGateway(t testing.TB, yaml string, edit func(*GatewayOptions)) (*Gateway, *recorder) {
 	t.Helper()

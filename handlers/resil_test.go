@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testclock"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -201,7 +202,7 @@ func TestCooldownAndProbe(t *testing.T) {
 		}
 		statusAnswer(500, "")(w, r, n)
 	})
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	yaml := "model_list:\n" + entry("m", up.srv.URL) + "router_settings:\n  allowed_fails: 2\n  cooldown_time: 30\n"
 	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
 
@@ -267,7 +268,7 @@ func TestOneProbeAtATime(t *testing.T) {
 		<-release
 		writeOpenAI(w, r, "up")
 	})
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	yaml := "model_list:\n" + entry("m", up.srv.URL) + "router_settings:\n  allowed_fails: 1\n  cooldown_time: 10\n"
 	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
 	if rec := post(g, alice, "/v1/chat/completions", chatBody("m", false)); rec.Code != 500 {

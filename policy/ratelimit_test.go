@@ -10,31 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testclock"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
 
-// fakeClock is a settable time for the limits' windows and leases.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newFakeClock() *fakeClock {
-	// Early in a minute, so a test's requests share one window.
-	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 1, 0, time.UTC)}
+// newFakeClock is a clock early in a minute, so a test's requests share
+// one window.
+func newFakeClock() *testclock.Clock {
+	return testclock.New(time.Date(2030, 1, 2, 3, 4, 1, 0, time.UTC))
 }
 
 func admit(rl *RateLimits, id *Identity, reserve int64) (*RateHold, http.Header, *providers.APIError) {
@@ -48,7 +32,7 @@ func admit(rl *RateLimits, id *Identity, reserve int64) (*RateHold, http.Header,
 // 10000 two at a time, not all at once as when only finished requests
 // counted.
 func TestTPMReservesEachRequestsEstimate(t *testing.T) {
-	rl := NewRateLimits(nil, 0, newFakeClock().now, nil)
+	rl := NewRateLimits(nil, 0, newFakeClock().Now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{TPM: 10000}}
 	var admitted atomic.Int64
 	var holds sync.Map
@@ -92,7 +76,7 @@ func TestTPMReservesEachRequestsEstimate(t *testing.T) {
 // naming the limit).
 func TestTPMAdmitsARequestLargerThanTheLimitAlone(t *testing.T) {
 	clock := newFakeClock()
-	rl := NewRateLimits(nil, 0, clock.now, nil)
+	rl := NewRateLimits(nil, 0, clock.Now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{TPM: 10000}}
 	big, _, refusal := admit(rl, id, 40000)
 	if refusal != nil {
@@ -107,7 +91,7 @@ func TestTPMAdmitsARequestLargerThanTheLimitAlone(t *testing.T) {
 	if _, _, refusal := admit(rl, id, 7000); refusal != nil {
 		t.Errorf("after the large request settled to 3000 tokens, 7000 more: %v", refusal)
 	}
-	clock.add(time.Minute)
+	clock.Advance(time.Minute)
 	if _, _, refusal := admit(rl, id, 10000); refusal != nil {
 		t.Errorf("a request of exactly the tpm in a new window: %v", refusal)
 	}
@@ -121,10 +105,10 @@ func TestTPMAdmitsARequestLargerThanTheLimitAlone(t *testing.T) {
 // one's counts alone (the per-process counter used to reset them).
 func TestTPMSettlesInTheWindowItReservedIn(t *testing.T) {
 	clock := newFakeClock()
-	rl := NewRateLimits(nil, 0, clock.now, nil)
+	rl := NewRateLimits(nil, 0, clock.Now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{RPM: 3, TPM: 10000}}
 	old, _, _ := admit(rl, id, 5000)
-	clock.add(time.Minute)
+	clock.Advance(time.Minute)
 	if _, _, refusal := admit(rl, id, 4000); refusal != nil {
 		t.Fatal(refusal)
 	}
@@ -141,7 +125,7 @@ func TestTPMSettlesInTheWindowItReservedIn(t *testing.T) {
 // other requests keep using the key.
 func TestSlotLeaseExpiresWhileTheKeyStaysBusy(t *testing.T) {
 	clock := newFakeClock()
-	rl := NewRateLimits(nil, time.Minute, clock.now, nil)
+	rl := NewRateLimits(nil, time.Minute, clock.Now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 3}}
 	for i := 0; i < 2; i++ {
 		if _, _, refusal := admit(rl, id, 0); refusal != nil { // never released
@@ -149,7 +133,7 @@ func TestSlotLeaseExpiresWhileTheKeyStaysBusy(t *testing.T) {
 		}
 	}
 	for i := 0; i < 5; i++ {
-		clock.add(10 * time.Second)
+		clock.Advance(10 * time.Second)
 		hold, _, refusal := admit(rl, id, 0)
 		if refusal != nil {
 			t.Fatal(refusal)
@@ -159,7 +143,7 @@ func TestSlotLeaseExpiresWhileTheKeyStaysBusy(t *testing.T) {
 		}
 		hold.Release(0)
 	}
-	clock.add(11 * time.Second)
+	clock.Advance(11 * time.Second)
 	for i := 0; i < 3; i++ {
 		if _, _, refusal := admit(rl, id, 0); refusal != nil {
 			t.Fatalf("slot %d after the lost leases expired: %v", i, refusal)
@@ -171,15 +155,15 @@ func TestSlotLeaseExpiresWhileTheKeyStaysBusy(t *testing.T) {
 // lease keeps its slot.
 func TestSlotLeaseRenewedWhileTheRequestRuns(t *testing.T) {
 	clock := newFakeClock()
-	rl := NewRateLimits(nil, time.Minute, clock.now, nil)
+	rl := NewRateLimits(nil, time.Minute, clock.Now, nil)
 	id := &Identity{KeyID: "k", Limits: ledger.Limits{MaxParallel: 1}}
 	hold, _, _ := admit(rl, id, 0)
 	defer hold.Release(0)
 	for i := 0; i < 4; i++ {
-		clock.add(30 * time.Second)
+		clock.Advance(30 * time.Second)
 		hold.renewLeases() // what its timer does every half lease
 	}
-	clock.add(50 * time.Second)
+	clock.Advance(50 * time.Second)
 	if _, _, refusal := admit(rl, id, 0); refusal == nil {
 		t.Error("a running request's slot given to another")
 	}
