@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -390,6 +391,19 @@ func addSat(sum *int64, n int64) {
 
 // picoPerCent is 1e-12 USD units in one cent.
 const picoPerCent = 10_000_000_000
+
+// ShortCents renders picodollars as cents rounded down to three decimals,
+// without trailing zeros ("1234", "12.5"): the short form of the session
+// and budget views, where formatCents's exactness would be noise. A
+// negative amount is shown as 0.
+func ShortCents(pico int64) string {
+	pico = max(pico, 0)
+	whole, frac := pico/picoPerCent, (pico%picoPerCent)/1e7
+	if frac == 0 {
+		return strconv.FormatInt(whole, 10)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%03d", whole, frac), "0")
+}
 
 // formatCents renders picodollars as the report's decimal cents string:
 // exact, no exponent, at least one fractional digit ("1260.0").

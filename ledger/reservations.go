@@ -179,24 +179,35 @@ func (s *sqlStore) installReserveFunction(ctx context.Context) error {
 	return tx.Commit()
 }
 
+// holdArrays are holds column by column: pgx encodes Go slices as
+// PostgreSQL arrays, which the reservation functions take.
+type holdArrays struct {
+	scopes, ids, periods []string
+	starts, limits       []int64
+}
+
+func arraysOf(holds []BudgetHold) holdArrays {
+	n := len(holds)
+	a := holdArrays{scopes: make([]string, n), ids: make([]string, n), periods: make([]string, n),
+		starts: make([]int64, n), limits: make([]int64, n)}
+	for i, h := range holds {
+		a.scopes[i], a.ids[i], a.periods[i] = h.Scope, h.ScopeID, h.Period
+		a.starts[i], a.limits[i] = h.PeriodStart.UnixMicro(), h.LimitPico
+	}
+	return a
+}
+
 func (s *sqlStore) SharesReservations() bool { return s.d.sharedReservations }
 
 func (s *sqlStore) Reserve(ctx context.Context, holds []BudgetHold, ticket uint64, pico int64, now, expires time.Time) (int, int64, error) {
 	if !s.d.sharedReservations {
 		return 0, 0, ErrNotShared
 	}
-	// pgx encodes Go slices as PostgreSQL arrays.
-	n := len(holds)
-	scopes, ids, periods := make([]string, n), make([]string, n), make([]string, n)
-	starts, limits := make([]int64, n), make([]int64, n)
-	for i, h := range holds {
-		scopes[i], ids[i], periods[i] = h.Scope, h.ScopeID, h.Period
-		starts[i], limits[i] = h.PeriodStart.UnixMicro(), h.LimitPico
-	}
+	a := arraysOf(holds)
 	var refused int
 	var used int64
 	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
-		scopes, ids, periods, starts, limits, max(pico, 0), int64(ticket), now.UnixMicro(), expires.UnixMicro()).Scan(&refused, &used)
+		a.scopes, a.ids, a.periods, a.starts, a.limits, max(pico, 0), int64(ticket), now.UnixMicro(), expires.UnixMicro()).Scan(&refused, &used)
 	if err != nil {
 		return 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
 	}
@@ -207,13 +218,7 @@ func (s *sqlStore) ReserveMany(ctx context.Context, holds []BudgetHold, tickets 
 	if !s.d.sharedReservations {
 		return 0, 0, 0, ErrNotShared
 	}
-	n := len(holds)
-	scopes, ids, periods := make([]string, n), make([]string, n), make([]string, n)
-	starts, limits := make([]int64, n), make([]int64, n)
-	for i, h := range holds {
-		scopes[i], ids[i], periods[i] = h.Scope, h.ScopeID, h.Period
-		starts[i], limits[i] = h.PeriodStart.UnixMicro(), h.LimitPico
-	}
+	a := arraysOf(holds)
 	m := len(tickets)
 	ests, tkts, expires := make([]int64, m), make([]int64, m), make([]int64, m)
 	for j, t := range tickets {
@@ -222,7 +227,7 @@ func (s *sqlStore) ReserveMany(ctx context.Context, holds []BudgetHold, tickets 
 	var admitted, refused int
 	var used int64
 	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used FROM modelgate_reserve_many_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9::bigint[])`,
-		scopes, ids, periods, starts, limits, ests, tkts, now.UnixMicro(), expires).Scan(&admitted, &refused, &used)
+		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, tkts, now.UnixMicro(), expires).Scan(&admitted, &refused, &used)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
 	}

@@ -520,7 +520,7 @@ func (b *Budgets) Status(id *Identity, ws ledger.Limits, session string) []Budge
 	for _, bg := range applicable(id, ws, session, now) {
 		spent := b.usedLocked(bg.key) - b.reserved[bg.key]
 		s := BudgetStatus{Scope: bg.key.scope, Period: bg.key.period,
-			Amount: strconv.FormatInt(bg.limitPico/1e10, 10), Spent: centsString(spent)}
+			Amount: strconv.FormatInt(bg.limitPico/1e10, 10), Spent: ledger.ShortCents(spent)}
 		if !bg.resets.IsZero() {
 			r := bg.resets.UTC().Format(time.RFC3339)
 			s.ResetsAt = &r
@@ -530,15 +530,3 @@ func (b *Budgets) Status(id *Identity, ws ledger.Limits, session string) []Budge
 	return out
 }
 
-// centsString is pico-USD as cents with up to three decimals, as the cost
-// report writes amounts.
-func centsString(pico int64) string {
-	if pico < 0 {
-		pico = 0
-	}
-	whole, frac := pico/1e10, (pico%1e10)/1e7
-	if frac == 0 {
-		return strconv.FormatInt(whole, 10)
-	}
-	return strings.TrimRight(fmt.Sprintf("%d.%03d", whole, frac), "0")
-}

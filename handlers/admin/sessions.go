@@ -2,10 +2,8 @@ package admin
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -125,7 +123,7 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 	for _, s := range rows {
 		o := sessionObject{ID: s.ID, APIKeyID: s.KeyID, FirstRequestAt: s.First.Format(time.RFC3339), LastRequestAt: s.Last.Format(time.RFC3339),
 			Requests: s.Requests, Tokens: sessionUsage{s.UncachedInput, s.CacheCreation, s.CacheRead, s.Output},
-			Cost: sessionCost{Amount: centsString(s.CostPico), Currency: "USD"}}
+			Cost: sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}}
 		if s.Agent != "" {
 			ag := s.Agent
 			o.Agent = &ag
@@ -143,15 +141,3 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, page)
 }
 
-// centsString is pico-USD as cents with up to three decimals, as the cost
-// report writes amounts.
-func centsString(pico int64) string {
-	if pico < 0 {
-		pico = 0
-	}
-	whole, frac := pico/1e10, (pico%1e10)/1e7
-	if frac == 0 {
-		return strconv.FormatInt(whole, 10)
-	}
-	return strings.TrimRight(fmt.Sprintf("%d.%03d", whole, frac), "0")
-}
