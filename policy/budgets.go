@@ -529,4 +529,3 @@ func (b *Budgets) Status(id *Identity, ws ledger.Limits, session string) []Budge
 	}
 	return out
 }
-

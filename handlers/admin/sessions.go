@@ -140,4 +140,3 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, page)
 }
-
