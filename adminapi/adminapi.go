@@ -39,6 +39,9 @@ type Key struct {
 type CreatedBy struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
+	// Email and Subject name the person behind an "oidc" key.
+	Email   string `json:"email,omitempty"`
+	Subject string `json:"subject,omitempty"`
 }
 
 // Budget is a hard budget: an amount in cents (a decimal string) per

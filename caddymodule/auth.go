@@ -1,17 +1,22 @@
 package caddymodule
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -39,10 +44,45 @@ type Auth struct {
 	// keys get 403. Default: /metrics, where a `metrics` handler would
 	// show every key's and alias's counters to any valid key.
 	AdminPaths []string `json:"admin_paths,omitempty"`
+	// OIDC signs people in with the company's identity provider: the
+	// dashboard's sessions and the per-person keys of `caddy modelgate
+	// login`.
+	OIDC *OIDCConfig `json:"oidc,omitempty"`
+	// Groups map the provider's groups to workspace, role, models and
+	// limits, in order.
+	Groups []GroupConfig `json:"groups,omitempty"`
 
 	auth       *policy.Auth
 	adminPaths policy.PathSet
+	identity   *identity.Handler
 }
+
+// OIDCConfig is the `oidc { … }` block. Issuer, ClientID and
+// ClientSecret take placeholders ({env.NAME}), resolved at provision.
+type OIDCConfig struct {
+	Issuer       string         `json:"issuer"`
+	ClientID     string         `json:"client_id"`
+	ClientSecret string         `json:"client_secret,omitempty"`
+	GroupsClaim  string         `json:"groups_claim,omitempty"`
+	Scopes       []string       `json:"scopes,omitempty"`
+	SessionTTL   caddy.Duration `json:"session_ttl,omitempty"`
+	KeyTTL       caddy.Duration `json:"key_ttl,omitempty"`
+	Name         string         `json:"name,omitempty"`
+	RedirectURL  string         `json:"redirect_url,omitempty"`
+}
+
+// GroupConfig is one `group <idp group> { … }` rule.
+type GroupConfig struct {
+	Name      string        `json:"name"`
+	Workspace string        `json:"workspace,omitempty"`
+	Role      string        `json:"role,omitempty"`
+	Models    []string      `json:"models,omitempty"`
+	Limits    *LimitsConfig `json:"limits,omitempty"`
+}
+
+// Identity is the sign-in handler, nil without an oidc block: the
+// integrator wires its Auditor and SCIM's group resolution through it.
+func (a *Auth) Identity() *identity.Handler { return a.identity }
 
 // KeyConfig is one key.
 type KeyConfig struct {
@@ -243,15 +283,95 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	}
 	controls.RegisterStatic(auth.Identities(), workspaces, limits)
 	a.auth = auth
+	return a.provisionIdentity(ctx, repl, controls)
+}
+
+// provisionIdentity builds the OIDC relying party. It makes no network
+// call: a provider that is down does not stop the gateway.
+func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, controls *policy.Controls) error {
+	if a.OIDC == nil {
+		if len(a.Groups) > 0 {
+			return fmt.Errorf("group %s: group rules apply to people signed in with oidc; add an oidc { issuer …; client_id … } block", a.Groups[0].Name)
+		}
+		return nil
+	}
+	o := a.OIDC
+	resolve := func(field, v string) (string, error) {
+		out, err := repl.ReplaceOrErr(v, true, true)
+		if err != nil {
+			return "", fmt.Errorf("oidc %s: %v", field, err)
+		}
+		return out, nil
+	}
+	cfg := identity.Config{GroupsClaim: o.GroupsClaim, Scopes: o.Scopes, SessionTTL: time.Duration(o.SessionTTL),
+		KeyTTL: time.Duration(o.KeyTTL), Name: o.Name, RedirectURL: o.RedirectURL}
+	var err error
+	if cfg.Issuer, err = resolve("issuer", o.Issuer); err != nil {
+		return err
+	}
+	if cfg.ClientID, err = resolve("client_id", o.ClientID); err != nil {
+		return err
+	}
+	if o.ClientSecret != "" {
+		if cfg.ClientSecret, err = resolve("client_secret", o.ClientSecret); err != nil {
+			return err
+		}
+		if cfg.ClientSecret == "" {
+			return errors.New("oidc client_secret: the placeholder resolved to nothing; set the environment variable it names")
+		}
+	}
+	for _, g := range a.Groups {
+		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models}
+		if g.Role != "" {
+			if rule.Role, err = identity.ParseRole(g.Role); err != nil {
+				return fmt.Errorf("group %s: %v", g.Name, err)
+			}
+		}
+		if err := g.Limits.validate(); err != nil {
+			return fmt.Errorf("group %s: limits: %v", g.Name, err)
+		}
+		rule.Limits = g.Limits.ledger(nil)
+		cfg.Groups = append(cfg.Groups, rule)
+	}
+	log := ctx.Logger(a)
+	audit := identity.AuditFunc(func(_ context.Context, e identity.AuditEvent) {
+		fields := []zap.Field{zap.String("actor", e.Actor), zap.String("action", e.Action), zap.String("target", e.Target),
+			zap.String("source", e.Source), zap.Time("time", e.Time)}
+		for k, v := range e.Fields {
+			fields = append(fields, zap.String(k, v))
+		}
+		log.Info("audit", fields...)
+	})
+	h, err := identity.New(cfg, controls, audit)
+	if err != nil {
+		return err
+	}
+	a.identity = h
 	return nil
 }
 
 // ServeHTTP authenticates and passes the request on with its identity.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if a.identity != nil && identity.Owns(r) {
+		a.identity.ServeHTTP(w, r)
+		return nil
+	}
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
 	}
-	id, apiErr := a.auth.Identify(handlers.PresentedKey(r))
+	presented := handlers.PresentedKey(r)
+	if presented == "" && a.identity != nil {
+		// A person's dashboard session; a key, when one is presented,
+		// always decides instead, so no session can lock a key out.
+		id, handled := a.identity.Authenticate(w, r)
+		if handled {
+			return nil
+		}
+		if id != nil {
+			return a.pass(w, r, next, id)
+		}
+	}
+	id, apiErr := a.auth.Identify(presented)
 	if apiErr != nil {
 		if policy.IsBrowserRoot(r) {
 			// A person opening the site: the dashboard signs them in.
@@ -261,6 +381,11 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		apiErr.Write(w, handlers.ClientFormat(r))
 		return nil
 	}
+	return a.pass(w, r, next, id)
+}
+
+// pass sends an authenticated request on with its identity.
+func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity) error {
 	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
 		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
 			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
@@ -370,10 +495,134 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("admin_paths: list at least one path, e.g. admin_paths /metrics")
 			}
 			a.AdminPaths = append(a.AdminPaths, paths...)
+		case "oidc":
+			if err := a.parseOIDC(d); err != nil {
+				return err
+			}
+		case "group":
+			if err := a.parseGroup(d); err != nil {
+				return err
+			}
 		default:
-			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths)", opt)
+			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths, oidc, group)", opt)
 		}
 	}
+	return nil
+}
+
+// parseOIDC reads `oidc { issuer …; client_id …; client_secret …; … }`.
+func (a *Auth) parseOIDC(d *caddyfile.Dispenser) error {
+	if a.OIDC != nil {
+		return d.Err("oidc: given twice; one identity provider per llm_auth")
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	o := &OIDCConfig{}
+	one := func(dst *string) error {
+		opt := d.Val()
+		if !d.NextArg() {
+			return d.Errf("oidc %s: missing its value", opt)
+		}
+		*dst = d.Val()
+		if d.NextArg() {
+			return d.Errf("oidc %s: takes one value", opt)
+		}
+		return nil
+	}
+	ttl := func(dst *caddy.Duration) error {
+		var s string
+		if err := one(&s); err != nil {
+			return err
+		}
+		v, err := caddy.ParseDuration(s)
+		if err != nil || v < time.Minute {
+			return d.Errf("oidc %s: %q is not a duration of a minute or more, e.g. 12h", d.Val(), s)
+		}
+		*dst = caddy.Duration(v)
+		return nil
+	}
+	for sub := d.Nesting(); d.NextBlock(sub); {
+		var err error
+		switch opt := d.Val(); opt {
+		case "issuer":
+			err = one(&o.Issuer)
+		case "client_id":
+			err = one(&o.ClientID)
+		case "client_secret":
+			err = one(&o.ClientSecret)
+		case "groups_claim":
+			err = one(&o.GroupsClaim)
+		case "name":
+			err = one(&o.Name)
+		case "redirect_url":
+			err = one(&o.RedirectURL)
+		case "scopes":
+			if o.Scopes = d.RemainingArgs(); len(o.Scopes) == 0 {
+				err = d.Err("oidc scopes: list them, e.g. scopes openid email profile groups offline_access")
+			}
+		case "session_ttl":
+			err = ttl(&o.SessionTTL)
+		case "key_ttl":
+			err = ttl(&o.KeyTTL)
+		default:
+			err = d.Errf("unrecognized oidc option %q (known: issuer, client_id, client_secret, groups_claim, scopes, session_ttl, key_ttl, name, redirect_url)", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if o.Issuer == "" || o.ClientID == "" {
+		return d.Err("oidc: issuer and client_id are required, e.g. oidc { issuer https://example.okta.com; client_id …; client_secret {env.OIDC_CLIENT_SECRET} }")
+	}
+	a.OIDC = o
+	return nil
+}
+
+// parseGroup reads `group <idp group> { workspace …; role …; models …; budget … }`.
+func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
+	var g GroupConfig
+	if !d.NextArg() {
+		return d.Err("group: give the identity provider's group name, e.g. group engineering { workspace eng; role member }")
+	}
+	g.Name = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for _, other := range a.Groups {
+		if other.Name == g.Name {
+			return d.Errf("group %s: given twice", g.Name)
+		}
+	}
+	for sub := d.Nesting(); d.NextBlock(sub); {
+		switch opt := d.Val(); opt {
+		case "workspace":
+			if !d.AllArgs(&g.Workspace) {
+				return d.ArgErr()
+			}
+		case "role":
+			if !d.AllArgs(&g.Role) {
+				return d.ArgErr()
+			}
+			if _, err := identity.ParseRole(g.Role); err != nil {
+				return d.Errf("group %s: %v", g.Name, err)
+			}
+		case "models":
+			if g.Models = d.RemainingArgs(); len(g.Models) == 0 {
+				return d.Err("models: list at least one alias")
+			}
+		default:
+			if g.Limits == nil {
+				g.Limits = &LimitsConfig{}
+			}
+			if ok, err := parseLimit(d, g.Limits); err != nil {
+				return err
+			} else if !ok {
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+			}
+		}
+	}
+	a.Groups = append(a.Groups, g)
 	return nil
 }
 

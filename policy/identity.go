@@ -20,6 +20,9 @@ const (
 	RoleUser Role = "user"
 	// RoleAdmin may also read usage and cost reports and /health.
 	RoleAdmin Role = "admin"
+	// RoleAuditor is a person (signed in with the identity provider) who
+	// reads every report, session and key but changes nothing.
+	RoleAuditor Role = "auditor"
 )
 
 // Identity is the authenticated caller, attached to the request context by
@@ -34,6 +37,17 @@ type Identity struct {
 	Limits ledger.Limits
 	// Runtime: the key lives in the ledger database, not the Caddyfile.
 	Runtime bool
+	// Person is set for a person signed in with the identity provider
+	// (a dashboard session, no key): their email or subject. OwnKeys are
+	// the ids of the keys minted for them, whose usage is theirs.
+	Person  string
+	OwnKeys []string
+}
+
+// ReadsAll reports a caller who may read every key's reports and
+// sessions: an admin or an auditor.
+func (id *Identity) ReadsAll() bool {
+	return id != nil && (id.Role == RoleAdmin || id.Role == RoleAuditor)
 }
 
 // Allows reports whether the caller may use alias.

@@ -108,7 +108,7 @@ func requireCaller(next http.HandlerFunc) http.HandlerFunc {
 // organization's.
 func (a *Handler) reportCaller(next http.HandlerFunc) http.HandlerFunc {
 	return requireCaller(func(w http.ResponseWriter, r *http.Request) {
-		if policy.IdentityFrom(r.Context()).Role != policy.RoleAdmin && a.Upstream != "" {
+		if !policy.IdentityFrom(r.Context()).ReadsAll() && a.Upstream != "" {
 			fail(w, http.StatusForbidden, "usage and cost reports need the gateway's admin key")
 			return
 		}
@@ -136,11 +136,12 @@ func (a *Handler) claudeCode(w http.ResponseWriter, r *http.Request) {
 	a.serveClaudeCode(w, r)
 }
 
-// ownRows is the key filter a report runs with: an admin's as asked, a
-// regular key's always its own, whatever it asked.
+// ownRows is the key filter a report runs with: an admin's or auditor's
+// as asked, a regular key's always its own, whatever it asked, and a
+// signed-in member's the keys minted for them.
 func ownRows(r *http.Request, asked []string) []string {
-	if id := policy.IdentityFrom(r.Context()); id != nil && id.Role != policy.RoleAdmin {
-		return []string{id.KeyID}
+	if id := policy.IdentityFrom(r.Context()); id != nil && !id.ReadsAll() {
+		return append([]string{id.KeyID}, id.OwnKeys...)
 	}
 	return asked
 }

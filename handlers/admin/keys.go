@@ -87,6 +87,9 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 	if o.Models == nil {
 		o.Models = []string{}
 	}
+	if c := k.CreatedBy; c != nil {
+		o.CreatedBy = adminapi.CreatedBy{ID: c.ID, Type: c.Type, Email: c.Email, Subject: c.Subject}
+	}
 	if k.WorkspaceID != "" {
 		o.WorkspaceID = &k.WorkspaceID
 	}
@@ -125,7 +128,11 @@ func (a *Handler) controls(next http.HandlerFunc) http.HandlerFunc {
 		case id == nil:
 			fail(w, http.StatusUnauthorized, "missing or unknown API key")
 			return
-		case id.Role != policy.RoleAdmin:
+		case id.Role == policy.RoleAuditor && r.Method != http.MethodGet && r.Method != http.MethodHead:
+			fail(w, http.StatusForbidden, "an auditor reads keys and workspaces but changes nothing")
+			return
+		case id.Role != policy.RoleAdmin && id.Role != policy.RoleAuditor && (id.Person == "" || r.Method != http.MethodGet):
+			// A signed-in member lists their own keys (listKeys, getKey).
 			fail(w, http.StatusForbidden, "managing keys and workspaces needs the gateway's admin key")
 			return
 		case a.Controls == nil:
@@ -178,7 +185,7 @@ func (a *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sel []adminapi.Key
-	for _, k := range a.allKeys() {
+	for _, k := range a.visibleKeys(r) {
 		if ws := q.Get("workspace_id"); ws != "" && (k.WorkspaceID == nil || *k.WorkspaceID != ws) {
 			continue
 		}
@@ -191,7 +198,24 @@ func (a *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Handler) getKey(w http.ResponseWriter, r *http.Request) {
-	writeOne(w, a.allKeys(), keyID, r.PathValue("id"), "API key")
+	writeOne(w, a.visibleKeys(r), keyID, r.PathValue("id"), "API key")
+}
+
+// visibleKeys is every key for an admin or auditor, and a signed-in
+// member's own keys for them.
+func (a *Handler) visibleKeys(r *http.Request) []adminapi.Key {
+	all := a.allKeys()
+	id := policy.IdentityFrom(r.Context())
+	if id.ReadsAll() {
+		return all
+	}
+	var own []adminapi.Key
+	for _, k := range all {
+		if k.CreatedBy.Type == "oidc" && k.CreatedBy.ID == id.Person {
+			own = append(own, k)
+		}
+	}
+	return own
 }
 
 func (a *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {

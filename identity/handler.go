@@ -1,0 +1,596 @@
+package identity
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// Paths the handler answers; the redirect URI to register is the site's
+// CallbackPath.
+const (
+	LoginPath    = "/auth/oidc/login"
+	CallbackPath = "/auth/oidc/callback"
+	LogoutPath   = "/auth/oidc/logout"
+	StatusPath   = "/auth/oidc/status"
+	DevicePath   = "/auth/oidc/device"
+	TokenPath    = "/auth/oidc/token"
+	MePath       = "/v1/me"
+	prefix       = "/auth/oidc/"
+
+	sessionCookie = "mg_session"
+	flowCookie    = "mg_oidc_flow"
+	flowTTL       = 10 * time.Minute
+	// retryDiscovery is how long a failed discovery is remembered before
+	// the next request tries again: an IdP that was down comes back
+	// without a restart.
+	retryDiscovery = 10 * time.Second
+)
+
+// Handler is the relying party. Build it with New.
+type Handler struct {
+	cfg      Config
+	controls *policy.Controls
+	audit    Auditor
+	seal     *sealer
+	hc       *http.Client
+	now      func() time.Time
+
+	mu        sync.Mutex
+	prov      *oidc.Provider
+	deviceURL string
+	provErr   error
+	provAt    time.Time
+	// signedOut are sessions ended here before their cookie expires.
+	signedOut map[string]time.Time
+}
+
+// New checks cfg and builds the handler. It makes no network call: the
+// provider is discovered when first needed, so the gateway starts (and
+// key sign-in works) while the provider is down.
+func New(cfg Config, controls *policy.Controls, audit Auditor) (*Handler, error) {
+	u, err := url.Parse(cfg.Issuer)
+	if cfg.Issuer == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("oidc issuer: %q is not an https URL; give the provider's issuer, e.g. https://example.okta.com", cfg.Issuer)
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("oidc issuer: %s must use https (plain http is accepted on loopback only, for tests)", cfg.Issuer)
+	}
+	if cfg.ClientID == "" {
+		return nil, errors.New("oidc client_id: required; copy it from the application registered with the provider")
+	}
+	if cfg.RedirectURL != "" {
+		if r, err := url.Parse(cfg.RedirectURL); err != nil || r.Host == "" || r.Path != CallbackPath {
+			return nil, fmt.Errorf("oidc redirect_url: %q must be an absolute URL ending in %s", cfg.RedirectURL, CallbackPath)
+		}
+	}
+	if cfg.GroupsClaim == "" {
+		cfg.GroupsClaim = "groups"
+	}
+	if len(cfg.Scopes) == 0 {
+		cfg.Scopes = []string{oidc.ScopeOpenID, "email", "profile"}
+	} else if !contains(cfg.Scopes, oidc.ScopeOpenID) {
+		cfg.Scopes = append([]string{oidc.ScopeOpenID}, cfg.Scopes...)
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 8 * time.Hour
+	}
+	if cfg.KeyTTL <= 0 {
+		cfg.KeyTTL = 12 * time.Hour
+	}
+	if cfg.Name == "" {
+		cfg.Name = u.Host
+	}
+	if audit == nil {
+		audit = AuditFunc(func(context.Context, AuditEvent) {})
+	}
+	return &Handler{cfg: cfg, controls: controls, audit: audit, seal: newSealer(cfg),
+		hc: &http.Client{Timeout: 10 * time.Second}, now: time.Now, signedOut: map[string]time.Time{}}, nil
+}
+
+// Groups are the handler's group rules.
+func (h *Handler) Groups() Groups { return h.cfg.Groups }
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Owns reports the paths the handler answers without a key.
+func Owns(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, prefix) }
+
+// provider discovers the issuer once, remembering a failure briefly.
+func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
+	h.mu.Lock()
+	if h.prov != nil {
+		p := h.prov
+		h.mu.Unlock()
+		return p, nil
+	}
+	if h.provErr != nil && h.now().Sub(h.provAt) < retryDiscovery {
+		err := h.provErr
+		h.mu.Unlock()
+		return nil, err
+	}
+	h.mu.Unlock()
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, h.hc), 5*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(dctx, h.cfg.Issuer)
+	var device string
+	if err == nil {
+		var extra struct {
+			Device string `json:"device_authorization_endpoint"`
+		}
+		_ = p.Claims(&extra)
+		device = extra.Device
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.provErr, h.provAt = fmt.Errorf("the identity provider %s cannot be used: %v", h.cfg.Issuer, err), h.now()
+		return nil, h.provErr
+	}
+	h.prov, h.deviceURL, h.provErr = p, device, nil
+	return p, nil
+}
+
+func (h *Handler) oauth(p *oidc.Provider, redirect string) *oauth2.Config {
+	return &oauth2.Config{ClientID: h.cfg.ClientID, ClientSecret: h.cfg.ClientSecret, Endpoint: p.Endpoint(),
+		RedirectURL: redirect, Scopes: h.cfg.Scopes}
+}
+
+func (h *Handler) redirectURL(r *http.Request) string {
+	if h.cfg.RedirectURL != "" {
+		return h.cfg.RedirectURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + CallbackPath
+}
+
+// fail answers in Anthropic's error shape, as the rest of the admin
+// surface does.
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	(&providers.APIError{Status: status, Code: code, Message: msg}).Write(w, providers.FormatAnthropic)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func source(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// ServeHTTP answers the paths under /auth/oidc/.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	type route struct {
+		method string
+		serve  http.HandlerFunc
+	}
+	routes := map[string]route{
+		LoginPath: {http.MethodGet, h.login}, CallbackPath: {http.MethodGet, h.callback},
+		LogoutPath: {http.MethodPost, h.logout}, StatusPath: {http.MethodGet, h.status},
+		DevicePath: {http.MethodPost, h.device}, TokenPath: {http.MethodPost, h.token},
+	}
+	rt, ok := routes[r.URL.Path]
+	switch {
+	case !ok:
+		fail(w, http.StatusNotFound, "", "no endpoint for "+r.Method+" "+r.URL.Path+" on this gateway")
+	case r.Method != rt.method:
+		w.Header().Set("Allow", rt.method)
+		fail(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" not allowed on "+r.URL.Path+"; use "+rt.method)
+	default:
+		rt.serve(w, r)
+	}
+}
+
+// status tells the dashboard whether to offer the provider, and why not.
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"enabled": true, "name": h.cfg.Name, "login_url": LoginPath}
+	p, err := h.provider(r.Context())
+	out["ready"] = err == nil
+	if err != nil {
+		out["error"] = err.Error()
+	} else {
+		h.mu.Lock()
+		out["device_flow"] = h.deviceURL != ""
+		h.mu.Unlock()
+		_ = p
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// flow is the sign-in in progress, kept sealed in the browser.
+type flow struct {
+	State    string    `json:"s"`
+	Nonce    string    `json:"n"`
+	Verifier string    `json:"v"`
+	Return   string    `json:"r"`
+	Redirect string    `json:"u"`
+	Expires  time.Time `json:"e"`
+}
+
+// safeReturn keeps a return address on this site: a path, never another
+// host ("//evil", "/\evil", "https://…").
+func safeReturn(s string) string {
+	if s == "" || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\") || strings.ContainsAny(s, "\r\n\\") {
+		return policy.UIPath
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" {
+		return policy.UIPath
+	}
+	return s
+}
+
+func (h *Handler) cookie(r *http.Request, name, value, path string, expires time.Time) *http.Cookie {
+	c := &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode}
+	if expires.IsZero() {
+		c.MaxAge = -1
+	} else {
+		c.Expires = expires
+		c.MaxAge = int(time.Until(expires).Seconds()) + 1
+	}
+	return c
+}
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	p, err := h.provider(r.Context())
+	if err != nil {
+		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error()+"; key sign-in still works")
+		return
+	}
+	f := flow{State: randomID(), Nonce: randomID(), Verifier: oauth2.GenerateVerifier(),
+		Return: safeReturn(r.URL.Query().Get("return")), Redirect: h.redirectURL(r), Expires: h.now().Add(flowTTL)}
+	sealed, err := h.seal.seal(flowCookie, f)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "", "sign-in could not start")
+		return
+	}
+	http.SetCookie(w, h.cookie(r, flowCookie, sealed, prefix, f.Expires))
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, h.oauth(p, f.Redirect).AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusFound)
+}
+
+// session is a signed-in person, kept sealed in the browser.
+type session struct {
+	ID      string    `json:"i"`
+	Person  Person    `json:"p"`
+	Expires time.Time `json:"e"`
+}
+
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, msg string) {
+	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: "anonymous", Action: "oidc.signin_failed", Source: source(r),
+		Fields: map[string]string{"reason": msg}})
+	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
+	fail(w, http.StatusUnauthorized, "authentication_error", msg)
+}
+
+func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		h.refuse(w, r, "the identity provider refused the sign-in: "+e+" "+q.Get("error_description"))
+		return
+	}
+	c, err := r.Cookie(flowCookie)
+	if err != nil {
+		h.refuse(w, r, "state: this browser has no sign-in in progress (it expires after 10 minutes); start again at "+LoginPath)
+		return
+	}
+	var f flow
+	if err := h.seal.open(flowCookie, c.Value, &f); err != nil {
+		h.refuse(w, r, "state: the sign-in cookie was "+err.Error())
+		return
+	}
+	if !h.now().Before(f.Expires) {
+		h.refuse(w, r, "state: the sign-in expired; start again at "+LoginPath)
+		return
+	}
+	if q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(f.State)) {
+		h.refuse(w, r, "state: does not match the sign-in this browser started")
+		return
+	}
+	p, err := h.provider(r.Context())
+	if err != nil {
+		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
+	defer cancel()
+	tok, err := h.oauth(p, f.Redirect).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))
+	if err != nil {
+		h.refuse(w, r, "code: the identity provider did not exchange it: "+oauthError(err))
+		return
+	}
+	person, idt, err := h.person(ctx, p, tok, f.Nonce, true)
+	if err != nil {
+		h.refuse(w, r, err.Error())
+		return
+	}
+	grant := h.cfg.Groups.Resolve(person.Groups)
+	if !grant.OK {
+		h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin_failed", Source: source(r),
+			Fields: map[string]string{"reason": "no configured group", "groups": strings.Join(person.Groups, ",")}})
+		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
+		return
+	}
+	exp := h.now().Add(h.cfg.SessionTTL)
+	if idt.Expiry.Before(exp) {
+		exp = idt.Expiry
+	}
+	s := session{ID: randomID(), Person: person, Expires: exp}
+	sealed, err := h.seal.seal(sessionCookie, s)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "", "the session could not be made")
+		return
+	}
+	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
+	http.SetCookie(w, h.cookie(r, sessionCookie, sealed, "/", exp))
+	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin", Source: source(r),
+		Fields: map[string]string{"role": string(grant.Role), "groups": strings.Join(grant.Matched, ","), "via": "dashboard"}})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, f.Return, http.StatusFound)
+}
+
+func (h *Handler) noGroup(p Person) string {
+	return fmt.Sprintf("%s is in none of the groups this gateway grants access to (their groups: %s); ask an admin to add a `group` rule to llm_auth",
+		p.ID(), strings.Join(p.Groups, ", "))
+}
+
+// oauthError names what the provider said, without its raw body.
+func oauthError(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			s := re.ErrorCode
+			if re.ErrorDescription != "" {
+				s += " (" + re.ErrorDescription + ")"
+			}
+			return s
+		}
+		return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
+	}
+	return err.Error()
+}
+
+// person verifies tok's ID token (and its nonce, when one was sent) and
+// reads who it names, asking the userinfo endpoint for the email and
+// groups when the token leaves them out.
+func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Token, nonce string, needIDToken bool) (Person, *oidc.IDToken, error) {
+	raw, _ := tok.Extra("id_token").(string)
+	var claims map[string]any
+	var idt *oidc.IDToken
+	if raw == "" {
+		if needIDToken {
+			return Person{}, nil, errors.New("ID token: the provider's token answer has none (is the openid scope granted?)")
+		}
+	} else {
+		var err error
+		idt, err = p.Verifier(&oidc.Config{ClientID: h.cfg.ClientID, Now: h.now}).Verify(ctx, raw)
+		if err != nil {
+			return Person{}, nil, fmt.Errorf("ID token: %v", err)
+		}
+		if nonce != "" && !hmac.Equal([]byte(idt.Nonce), []byte(nonce)) {
+			return Person{}, nil, errors.New("nonce: the ID token's nonce does not match the sign-in this browser started")
+		}
+		if err := idt.Claims(&claims); err != nil {
+			return Person{}, nil, fmt.Errorf("ID token: claims: %v", err)
+		}
+	}
+	_, hasGroups := claims[h.cfg.GroupsClaim]
+	if claims == nil || claims["email"] == nil || !hasGroups {
+		if ui, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil {
+			var extra map[string]any
+			if ui.Claims(&extra) == nil {
+				if idt != nil && ui.Subject != idt.Subject {
+					return Person{}, nil, errors.New("userinfo: its subject is not the ID token's")
+				}
+				if claims == nil {
+					claims = map[string]any{}
+				}
+				for k, v := range extra {
+					if _, ok := claims[k]; !ok {
+						claims[k] = v
+					}
+				}
+			}
+		} else if idt == nil {
+			return Person{}, nil, fmt.Errorf("userinfo: %v", err)
+		}
+	}
+	person := Person{}
+	person.Subject, _ = claims["sub"].(string)
+	person.Email, _ = claims["email"].(string)
+	if person.Subject == "" {
+		return Person{}, nil, errors.New("ID token: no subject")
+	}
+	switch g := claims[h.cfg.GroupsClaim].(type) {
+	case []any:
+		for _, v := range g {
+			if s, ok := v.(string); ok {
+				person.Groups = append(person.Groups, s)
+			}
+		}
+	case string:
+		person.Groups = strings.Fields(strings.ReplaceAll(g, ",", " "))
+	}
+	if person.Groups == nil {
+		person.Groups = []string{}
+	}
+	return person, idt, nil
+}
+
+// logout ends the dashboard session.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.currentSession(r)
+	if !ok {
+		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
+		writeJSON(w, http.StatusOK, map[string]any{"signed_out": true})
+		return
+	}
+	if !h.csrfOK(r, s) {
+		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; read csrf_token from GET /v1/me")
+		return
+	}
+	h.mu.Lock()
+	now := h.now()
+	for id, exp := range h.signedOut {
+		if !now.Before(exp) {
+			delete(h.signedOut, id)
+		}
+	}
+	h.signedOut[s.ID] = s.Expires
+	h.mu.Unlock()
+	http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
+	h.audit.Record(r.Context(), AuditEvent{Time: now.UTC(), Actor: s.Person.ID(), Action: "oidc.signout", Source: source(r)})
+	out := map[string]any{"signed_out": true}
+	if p, err := h.provider(r.Context()); err == nil {
+		var extra struct {
+			EndSession string `json:"end_session_endpoint"`
+		}
+		if p.Claims(&extra) == nil && extra.EndSession != "" {
+			out["end_session_endpoint"] = extra.EndSession
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) currentSession(r *http.Request) (session, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return session{}, false
+	}
+	var s session
+	if h.seal.open(sessionCookie, c.Value, &s) != nil || !h.now().Before(s.Expires) {
+		return session{}, false
+	}
+	h.mu.Lock()
+	_, out := h.signedOut[s.ID]
+	h.mu.Unlock()
+	return s, !out
+}
+
+func (h *Handler) csrfOK(r *http.Request, s session) bool {
+	got := r.Header.Get("X-CSRF-Token")
+	return got != "" && hmac.Equal([]byte(got), []byte(h.seal.csrf(s.ID)))
+}
+
+// sessionPath reports what a dashboard session may call: the person's
+// own view and the admin API. Model calls need a key.
+func sessionPath(p string) bool {
+	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/")
+}
+
+// Authenticate reads a dashboard session from a request that presented
+// no key. It returns the caller for the admin API, or handled when it
+// answered the request itself (GET /v1/me, a refusal). A request whose
+// cookie is absent, or that is not for the admin API, is left alone
+// (nil, false): llm_auth then asks for a key as before, so a session can
+// never stand in the way of a key.
+func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *policy.Identity, handled bool) {
+	if _, err := r.Cookie(sessionCookie); err != nil || !sessionPath(r.URL.Path) {
+		return nil, false
+	}
+	s, ok := h.currentSession(r)
+	if !ok {
+		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
+		fail(w, http.StatusUnauthorized, "authentication_error", "your sign-in session has ended (it lasts as long as the identity provider's ID token); sign in again")
+		return nil, true
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.csrfOK(r, s) {
+		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; a signed-in session's "+r.Method+" must carry the csrf_token GET /v1/me answers")
+		return nil, true
+	}
+	grant := h.cfg.Groups.Resolve(s.Person.Groups)
+	if !grant.OK {
+		fail(w, http.StatusForbidden, "permission_error", h.noGroup(s.Person))
+		return nil, true
+	}
+	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: grant.Limits,
+		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID())}
+	if grant.Models != nil {
+		id.Models = map[string]struct{}{}
+		for _, m := range grant.Models {
+			id.Models[m] = struct{}{}
+		}
+	}
+	if r.URL.Path == MePath {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			fail(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" not allowed on /v1/me; use GET")
+			return nil, true
+		}
+		models := grant.Models
+		if models == nil {
+			models = []string{}
+		}
+		var ws *string
+		if grant.Workspace != "" {
+			ws = &grant.Workspace
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": s.Person.ID(), "type": "person", "email": s.Person.Email,
+			"subject": s.Person.Subject, "groups": s.Person.Groups, "role": string(grant.Role), "workspace_id": ws,
+			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339)})
+		return nil, true
+	}
+	return id, false
+}
+
+// ownKeys are the ids of the keys minted for person.
+func (h *Handler) ownKeys(person string) []string {
+	if h.controls == nil {
+		return nil
+	}
+	keys, _ := h.controls.Runtime()
+	var out []string
+	for _, k := range keys {
+		if k.CreatedBy != nil && k.CreatedBy.Type == "oidc" && k.CreatedBy.ID == person {
+			out = append(out, k.ID)
+		}
+	}
+	return out
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,227 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// keyPrefix starts every runtime key's secret, the admin API's included.
+const keyPrefix = "sk-mg-"
+
+// tokenRequest is what `caddy modelgate login` posts to TokenPath: the
+// device code it is waiting on, or the refresh token it holds.
+type tokenRequest struct {
+	DeviceCode   string `json:"device_code"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// KeyAnswer is TokenPath's answer: a key minted for the person and what
+// renews it.
+type KeyAnswer struct {
+	Key          string    `json:"key"`
+	KeyID        string    `json:"key_id"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	ID           string    `json:"id"`
+	Email        string    `json:"email,omitempty"`
+	Subject      string    `json:"subject"`
+	Groups       []string  `json:"groups"`
+	Role         string    `json:"role"`
+	WorkspaceID  string    `json:"workspace_id,omitempty"`
+	Models       []string  `json:"models"`
+}
+
+// device starts the device authorization flow at the provider on the
+// CLI's behalf: the client secret stays in the gateway.
+func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
+	p, err := h.provider(r.Context())
+	if err != nil {
+		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		return
+	}
+	h.mu.Lock()
+	deviceURL := h.deviceURL
+	h.mu.Unlock()
+	if deviceURL == "" {
+		fail(w, http.StatusNotImplemented, "device_flow_unsupported", "the identity provider offers no device authorization endpoint; use `caddy modelgate login --browser`")
+		return
+	}
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
+	defer cancel()
+	da, err := h.oauth(p, "").DeviceAuth(ctx)
+	if err != nil {
+		fail(w, http.StatusBadGateway, "idp_error", "the identity provider refused device authorization: "+oauthError(err))
+		return
+	}
+	interval := da.Interval
+	if interval <= 0 {
+		interval = 5
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"device_code": da.DeviceCode, "user_code": da.UserCode,
+		"verification_uri": da.VerificationURI, "verification_uri_complete": da.VerificationURIComplete,
+		"expires_in": int(time.Until(da.Expiry).Seconds()), "interval": interval})
+}
+
+// token polls the device flow once, or renews with a refresh token, and
+// on success mints the person's key. Pending answers carry RFC 8628's
+// error codes (authorization_pending, slow_down) with status 400, so the
+// CLI polls as it would a provider.
+func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
+	var req tokenRequest
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+		if err := r.ParseForm(); err != nil {
+			fail(w, http.StatusBadRequest, "invalid_request_error", "body: not a form")
+			return
+		}
+		req.DeviceCode, req.RefreshToken = r.PostForm.Get("device_code"), r.PostForm.Get("refresh_token")
+	} else if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "invalid_request_error", "body: want JSON {\"device_code\": …} or {\"refresh_token\": …}")
+		return
+	}
+	if (req.DeviceCode == "") == (req.RefreshToken == "") {
+		fail(w, http.StatusBadRequest, "invalid_request_error", "give exactly one of device_code and refresh_token")
+		return
+	}
+	if h.controls == nil || h.controls.WaitStore(r.Context()) == nil {
+		fail(w, http.StatusServiceUnavailable, "api_error", "per-person keys are kept in the gateway's key store (its ledger database), which is not open")
+		return
+	}
+	p, err := h.provider(r.Context())
+	if err != nil {
+		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
+	defer cancel()
+	conf := h.oauth(p, "")
+	var tok *oauth2.Token
+	via := "device"
+	if req.DeviceCode != "" {
+		var pending string
+		tok, pending, err = h.pollDevice(ctx, conf, req.DeviceCode)
+		if pending != "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": pending})
+			return
+		}
+		if err != nil {
+			h.refuse(w, r, "device code: "+err.Error())
+			return
+		}
+	} else {
+		via = "refresh"
+		tok, err = conf.TokenSource(ctx, &oauth2.Token{RefreshToken: req.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
+		if err != nil {
+			fail(w, http.StatusUnauthorized, "authentication_error",
+				"refresh: the identity provider refused to renew the sign-in ("+oauthError(err)+"); run `caddy modelgate login` again")
+			return
+		}
+	}
+	person, _, err := h.person(ctx, p, tok, "", false)
+	if err != nil {
+		h.refuse(w, r, err.Error())
+		return
+	}
+	grant := h.cfg.Groups.Resolve(person.Groups)
+	if !grant.OK {
+		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
+		return
+	}
+	ans, err := h.mint(r.Context(), person, grant)
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, "api_error", "the key could not be stored; retry")
+		return
+	}
+	ans.RefreshToken = tok.RefreshToken
+	if ans.RefreshToken == "" {
+		ans.RefreshToken = req.RefreshToken
+	}
+	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.key_minted", Target: ans.KeyID, Source: source(r),
+		Fields: map[string]string{"via": via, "role": string(grant.Role), "workspace": grant.Workspace, "expires_at": ans.ExpiresAt.Format(time.RFC3339)}})
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// pollDevice asks the token endpoint once about a device code. pending
+// is the provider's authorization_pending or slow_down.
+func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code string) (tok *oauth2.Token, pending string, err error) {
+	v := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {code}, "client_id": {conf.ClientID}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conf.Endpoint.TokenURL, strings.NewReader(v.Encode()))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if conf.ClientSecret != "" {
+		req.SetBasicAuth(url.QueryEscape(conf.ClientID), url.QueryEscape(conf.ClientSecret))
+	}
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return nil, "", errors.New("the identity provider is unreachable")
+	}
+	defer resp.Body.Close()
+	var body struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int64  `json:"expires_in"`
+		IDToken      string `json:"id_token"`
+		Error        string `json:"error"`
+		Description  string `json:"error_description"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return nil, "", errors.New("the identity provider's answer is not JSON")
+	}
+	switch body.Error {
+	case "":
+	case "authorization_pending", "slow_down":
+		return nil, body.Error, nil
+	default:
+		msg := body.Error
+		if body.Description != "" {
+			msg += " (" + body.Description + ")"
+		}
+		return nil, "", errors.New(msg)
+	}
+	if body.AccessToken == "" {
+		return nil, "", errors.New("the identity provider answered no access token")
+	}
+	tok = &oauth2.Token{AccessToken: body.AccessToken, TokenType: body.TokenType, RefreshToken: body.RefreshToken}
+	if body.ExpiresIn > 0 {
+		tok.Expiry = h.now().Add(time.Duration(body.ExpiresIn) * time.Second)
+	}
+	return tok.WithExtra(map[string]any{"id_token": body.IDToken}), "", nil
+}
+
+// mint stores a new key for person in the runtime key store.
+func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (KeyAnswer, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	secret := keyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	now := h.controls.Now().UTC()
+	k := ledger.ControlKey{ID: "apikey_" + strings.ToLower(rand.Text()), Name: "oidc: " + person.ID(), WorkspaceID: grant.Workspace,
+		SecretHash: digest(secret), Hint: secret[:len(keyPrefix)+4] + "..." + secret[len(secret)-4:], Status: "active",
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.KeyTTL), Limits: grant.Limits,
+		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject}}
+	if err := h.controls.PutKey(ctx, k); err != nil {
+		return KeyAnswer{}, err
+	}
+	models := grant.Models
+	if models == nil {
+		models = []string{}
+	}
+	return KeyAnswer{Key: secret, KeyID: k.ID, ExpiresAt: k.ExpiresAt, ID: person.ID(), Email: person.Email, Subject: person.Subject,
+		Groups: person.Groups, Role: string(grant.Role), WorkspaceID: grant.Workspace, Models: models}, nil
+}
