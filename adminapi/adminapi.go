@@ -75,3 +75,20 @@ type Page[T any] struct {
 	LastID  *string `json:"last_id"`
 	HasMore bool    `json:"has_more"`
 }
+
+// PersonKey is the answer of /auth/oidc/token: a short-lived key minted
+// for a person signed in with the identity provider, and the refresh
+// token that renews it (`caddy modelgate login` keeps both).
+type PersonKey struct {
+	Key          string   `json:"key"`
+	KeyID        string   `json:"key_id"`
+	ExpiresAt    string   `json:"expires_at"` // RFC 3339
+	RefreshToken string   `json:"refresh_token,omitempty"`
+	ID           string   `json:"id"`
+	Email        string   `json:"email,omitempty"`
+	Subject      string   `json:"subject"`
+	Groups       []string `json:"groups"`
+	Role         string   `json:"role"`
+	WorkspaceID  string   `json:"workspace_id,omitempty"`
+	Models       []string `json:"models"`
+}

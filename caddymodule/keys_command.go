@@ -17,7 +17,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -30,6 +30,18 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate keys update apikey_… --budget 80:monthly
   caddy modelgate keys revoke apikey_…
   caddy modelgate usage --days 7
+  caddy modelgate login --gateway https://gateway.example.com
+  caddy modelgate login --print-key
+  caddy modelgate env
+
+login signs a person in with the company's identity provider through the
+gateway (device flow: open the link it prints, enter the code) and keeps a
+short-lived key for them in the user's config directory (mode 0600),
+renewed without a prompt until the provider refuses. --print-key prints a
+valid key (renewing it first when needed): set Claude Code's apiKeyHelper
+to "caddy modelgate login --print-key". env prints the settings Claude
+Code, Codex, Gemini CLI, opencode and the SDKs need. These need no admin
+key.
 
 --workspace takes a workspace's name or id; --models must name aliases the
 gateway serves. usage lists tokens and spend per day, key and model, free
@@ -46,7 +58,7 @@ SSL_CERT_FILE=FILE, which Go reads on Linux.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand())
+			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})
@@ -232,4 +244,78 @@ func usageCommand() *cobra.Command {
 		}}
 	c.Flags().IntVar(&days, "days", 7, "How many days back, today included")
 	return c
+}
+
+func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
+	ca, _ := cmd.Flags().GetString("ca-cert")
+	hc, err := admincli.HTTPClient(ca)
+	if err != nil {
+		return nil, err
+	}
+	l := &admincli.Login{HTTP: hc, Prompt: cmd.ErrOrStderr()}
+	if cmd.Flags().Changed("gateway") {
+		l.Gateway, _ = cmd.Flags().GetString("gateway")
+	} else if s, err := l.Load(); err == nil {
+		l.Gateway = s.Gateway
+	}
+	return l, nil
+}
+
+func loginCommand() *cobra.Command {
+	c := &cobra.Command{Use: "login [--gateway URL] [--print-key]", Short: "Sign in with the identity provider and keep a short-lived personal key", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			l, err := loginClient(cmd)
+			if err != nil {
+				return err
+			}
+			if printKey, _ := cmd.Flags().GetBool("print-key"); printKey {
+				ctx, cancel := cliContext()
+				defer cancel()
+				key, err := l.Key(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), key)
+				return nil
+			}
+			// The person has the device code's lifetime to sign in.
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			s, err := l.Run(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Signed in as %s (role %s); key %s expires at %s. `caddy modelgate env` prints client settings.\n",
+				s.ID, s.Role, s.KeyID, s.ExpiresAt.Local().Format(time.RFC3339))
+			return nil
+		}}
+	c.Flags().Bool("print-key", false, "Print a valid key (renewed first when needed) and nothing else: Claude Code's apiKeyHelper")
+	return c
+}
+
+func envCommand() *cobra.Command {
+	return &cobra.Command{Use: "env", Short: "Print the client settings for the signed-in person's key", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			l, err := loginClient(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cliContext()
+			defer cancel()
+			if _, err := l.Key(ctx); err != nil {
+				return err
+			}
+			s, err := l.Load()
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				self = "caddy"
+			}
+			fmt.Fprint(cmd.OutOrStdout(), admincli.Env(s, self))
+			return nil
+		}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -27,22 +28,6 @@ const keyPrefix = "sk-mg-"
 type tokenRequest struct {
 	DeviceCode   string `json:"device_code"`
 	RefreshToken string `json:"refresh_token"`
-}
-
-// KeyAnswer is TokenPath's answer: a key minted for the person and what
-// renews it.
-type KeyAnswer struct {
-	Key          string    `json:"key"`
-	KeyID        string    `json:"key_id"`
-	ExpiresAt    time.Time `json:"expires_at"`
-	RefreshToken string    `json:"refresh_token,omitempty"`
-	ID           string    `json:"id"`
-	Email        string    `json:"email,omitempty"`
-	Subject      string    `json:"subject"`
-	Groups       []string  `json:"groups"`
-	Role         string    `json:"role"`
-	WorkspaceID  string    `json:"workspace_id,omitempty"`
-	Models       []string  `json:"models"`
 }
 
 // device starts the device authorization flow at the provider on the
@@ -150,7 +135,7 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		ans.RefreshToken = req.RefreshToken
 	}
 	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.key_minted", Target: ans.KeyID, Source: source(r),
-		Fields: map[string]string{"via": via, "role": string(grant.Role), "workspace": grant.Workspace, "expires_at": ans.ExpiresAt.Format(time.RFC3339)}})
+		Fields: map[string]string{"via": via, "role": string(grant.Role), "workspace": grant.Workspace, "expires_at": ans.ExpiresAt}})
 	writeJSON(w, http.StatusOK, ans)
 }
 
@@ -206,7 +191,7 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 }
 
 // mint stores a new key for person in the runtime key store.
-func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (KeyAnswer, error) {
+func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (adminapi.PersonKey, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	secret := keyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
@@ -216,12 +201,12 @@ func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (KeyAnsw
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.KeyTTL), Limits: grant.Limits,
 		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject}}
 	if err := h.controls.PutKey(ctx, k); err != nil {
-		return KeyAnswer{}, err
+		return adminapi.PersonKey{}, err
 	}
 	models := grant.Models
 	if models == nil {
 		models = []string{}
 	}
-	return KeyAnswer{Key: secret, KeyID: k.ID, ExpiresAt: k.ExpiresAt, ID: person.ID(), Email: person.Email, Subject: person.Subject,
+	return adminapi.PersonKey{Key: secret, KeyID: k.ID, ExpiresAt: k.ExpiresAt.Format(time.RFC3339), ID: person.ID(), Email: person.Email, Subject: person.Subject,
 		Groups: person.Groups, Role: string(grant.Role), WorkspaceID: grant.Workspace, Models: models}, nil
 }

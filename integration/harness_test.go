@@ -123,6 +123,8 @@ type gatewayConfig struct {
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
+	authExtra   string // inside llm_auth, after the keys (e.g. an oidc block)
+	port        int    // the site's port; default a free one
 }
 
 // startGateway writes the Caddyfile and models file and starts caddy run.
@@ -132,7 +134,10 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	port, adminPort := freePort(t), freePort(t)
+	port, adminPort := c.port, freePort(t)
+	if port == 0 {
+		port = freePort(t)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(c.models), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +179,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 			models echo llama
 		}
 		admin_key {env.ADMIN_KEY}
+		%s
 	}
 	llm_admin
 	llm_gateway {
@@ -181,7 +187,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, filepath.Join(dir, "models.yaml"))
+`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,279 @@
+package admincli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelgate/modelgate/adminapi"
+)
+
+// Login is `caddy modelgate login`: it signs a person in through the
+// gateway (the device flow: the gateway holds the provider's client
+// secret) and keeps the short-lived key it mints in the user's config
+// directory, renewing it with the provider's refresh token until the
+// provider refuses.
+type Login struct {
+	Gateway string       // base URL; empty: the one stored by the last login
+	HTTP    *http.Client // default: 30 s timeout
+	Dir     string       // default: ConfigDir()
+	Prompt  io.Writer    // where the sign-in instructions go (stderr)
+	Now     func() time.Time
+}
+
+// Stored is what the login file keeps (mode 0600).
+type Stored struct {
+	Gateway      string    `json:"gateway"`
+	Key          string    `json:"key"`
+	KeyID        string    `json:"key_id"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	ObtainedAt   time.Time `json:"obtained_at"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	ID           string    `json:"id"`
+	Role         string    `json:"role"`
+	WorkspaceID  string    `json:"workspace_id,omitempty"`
+	Models       []string  `json:"models"`
+}
+
+// ConfigDir is where the login is kept: <os.UserConfigDir()>/modelgate.
+func ConfigDir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the config directory: %v", err)
+	}
+	return filepath.Join(d, "modelgate"), nil
+}
+
+func (l *Login) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l *Login) file() (string, error) {
+	dir := l.Dir
+	if dir == "" {
+		var err error
+		if dir, err = ConfigDir(); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "login.json"), nil
+}
+
+// Load reads the stored login.
+func (l *Login) Load() (*Stored, error) {
+	f, err := l.file()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(f)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errors.New("not signed in: run `caddy modelgate login --gateway <URL>` first")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s Stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %v; run `caddy modelgate login` again", f, err)
+	}
+	return &s, nil
+}
+
+// save writes s readable by its owner only, replacing the file whole.
+func (l *Login) save(s *Stored) error {
+	f, err := l.file()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(s, "", "  ")
+	tmp, err := os.CreateTemp(filepath.Dir(f), ".login-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f)
+}
+
+func (l *Login) post(ctx context.Context, path string, body any) (int, []byte, error) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(l.Gateway, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, fmt.Errorf("--gateway: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := l.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, reachError(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, out, err
+}
+
+func answerError(status int, body []byte) error {
+	var e apiError
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return fmt.Errorf("the gateway answered %d: %s", status, e.Error.Message)
+	}
+	return fmt.Errorf("the gateway answered %d", status)
+}
+
+// Run signs in with the device flow and stores the key.
+func (l *Login) Run(ctx context.Context) (*Stored, error) {
+	if l.Gateway == "" {
+		return nil, errors.New("--gateway: give the gateway's URL, e.g. --gateway https://gateway.example.com")
+	}
+	status, body, err := l.post(ctx, "/auth/oidc/device", struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, answerError(status, body)
+	}
+	var da struct {
+		DeviceCode              string `json:"device_code"`
+		UserCode                string `json:"user_code"`
+		VerificationURI         string `json:"verification_uri"`
+		VerificationURIComplete string `json:"verification_uri_complete"`
+		ExpiresIn               int    `json:"expires_in"`
+		Interval                int    `json:"interval"`
+	}
+	if err := json.Unmarshal(body, &da); err != nil || da.DeviceCode == "" {
+		return nil, errors.New("the gateway's device authorization answer is not understood")
+	}
+	prompt := l.Prompt
+	if prompt == nil {
+		prompt = io.Discard
+	}
+	fmt.Fprintf(prompt, "To sign in, open %s and enter the code %s\n", da.VerificationURI, da.UserCode)
+	if da.VerificationURIComplete != "" {
+		fmt.Fprintf(prompt, "(or open %s)\n", da.VerificationURIComplete)
+	}
+	interval := time.Duration(max(da.Interval, 1)) * time.Second
+	deadline := l.now().Add(time.Duration(max(da.ExpiresIn, 60)) * time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(interval):
+		}
+		status, body, err := l.post(ctx, "/auth/oidc/token", map[string]string{"device_code": da.DeviceCode})
+		if err != nil {
+			return nil, err
+		}
+		if status == http.StatusOK {
+			return l.store(body)
+		}
+		var pending struct {
+			Error string `json:"error"`
+		}
+		if status == http.StatusBadRequest && json.Unmarshal(body, &pending) == nil {
+			switch pending.Error {
+			case "authorization_pending":
+				if l.now().After(deadline) {
+					return nil, errors.New("the sign-in code expired before it was used; run `caddy modelgate login` again")
+				}
+				continue
+			case "slow_down":
+				interval += 5 * time.Second
+				continue
+			}
+		}
+		return nil, answerError(status, body)
+	}
+}
+
+func (l *Login) store(body []byte) (*Stored, error) {
+	var k adminapi.PersonKey
+	if err := json.Unmarshal(body, &k); err != nil || k.Key == "" {
+		return nil, errors.New("the gateway's key answer is not understood")
+	}
+	exp, err := time.Parse(time.RFC3339, k.ExpiresAt)
+	if err != nil {
+		return nil, errors.New("the gateway's key answer has no expiry")
+	}
+	s := &Stored{Gateway: strings.TrimRight(l.Gateway, "/"), Key: k.Key, KeyID: k.KeyID, ExpiresAt: exp, ObtainedAt: l.now().UTC(),
+		RefreshToken: k.RefreshToken, ID: k.ID, Role: k.Role, WorkspaceID: k.WorkspaceID, Models: k.Models}
+	return s, l.save(s)
+}
+
+// Key returns a valid key, renewed first when it is expired or close to
+// it (the last fifth of its life, at most 5 minutes): what Claude Code's
+// apiKeyHelper runs, again after a 401.
+func (l *Login) Key(ctx context.Context) (string, error) {
+	s, err := l.Load()
+	if err != nil {
+		return "", err
+	}
+	margin := min(5*time.Minute, s.ExpiresAt.Sub(s.ObtainedAt)/5)
+	if l.now().Before(s.ExpiresAt.Add(-margin)) {
+		return s.Key, nil
+	}
+	if s.RefreshToken == "" {
+		return "", errors.New("the key expired and the identity provider gave no refresh token; run `caddy modelgate login` again")
+	}
+	l.Gateway = s.Gateway
+	status, body, err := l.post(ctx, "/auth/oidc/token", map[string]string{"refresh_token": s.RefreshToken})
+	if err != nil {
+		return "", err
+	}
+	if status != http.StatusOK {
+		return "", answerError(status, body)
+	}
+	ns, err := l.store(body)
+	if err != nil {
+		return "", err
+	}
+	return ns.Key, nil
+}
+
+// Env is what `caddy modelgate env` prints: the settings Claude Code,
+// Codex, Gemini CLI, opencode and the SDKs need to use the gateway with
+// the person's key, as shell lines.
+func Env(s *Stored, self string) string {
+	g := s.Gateway
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Signed in to %s as %s (role %s); this key expires at %s.\n", g, s.ID, s.Role, s.ExpiresAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(&b, "# Claude Code: in ~/.claude/settings.json set \"apiKeyHelper\": \"%s modelgate login --print-key\", and\n", self)
+	fmt.Fprintf(&b, "export ANTHROPIC_BASE_URL=%s\n", g)
+	fmt.Fprintf(&b, "# Codex (env_key = \"MODELGATE_API_KEY\", base_url = \"%s/v1\"), opencode, the OpenAI and AI SDKs\n", g)
+	fmt.Fprintf(&b, "export MODELGATE_API_KEY=%s\n", s.Key)
+	fmt.Fprintf(&b, "export OPENAI_BASE_URL=%s/v1\n", g)
+	fmt.Fprintf(&b, "export OPENAI_API_KEY=%s\n", s.Key)
+	b.WriteString("# Gemini CLI and the Google Gen AI SDKs\n")
+	fmt.Fprintf(&b, "export GOOGLE_GEMINI_BASE_URL=%s\n", g)
+	fmt.Fprintf(&b, "export GEMINI_API_KEY=%s\n", s.Key)
+	// Not exported: Claude Code would take it over its apiKeyHelper and
+	// keep using the key after it expires.
+	b.WriteString("# The Anthropic SDKs: ANTHROPIC_API_KEY=$MODELGATE_API_KEY (not for Claude Code, which renews through apiKeyHelper)\n")
+	return b.String()
+}
