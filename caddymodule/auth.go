@@ -530,14 +530,15 @@ func (a *Auth) parseOIDC(d *caddyfile.Dispenser) error {
 		}
 		return nil
 	}
-	ttl := func(dst *caddy.Duration) error {
+	ttl := func(dst *caddy.Duration, least time.Duration) error {
+		opt := d.Val()
 		var s string
 		if err := one(&s); err != nil {
 			return err
 		}
 		v, err := caddy.ParseDuration(s)
-		if err != nil || v < time.Minute {
-			return d.Errf("oidc %s: %q is not a duration of a minute or more, e.g. 12h", d.Val(), s)
+		if err != nil || v < least {
+			return d.Errf("oidc %s: %q is not a duration of %v or more, e.g. 12h", opt, s, least)
 		}
 		*dst = caddy.Duration(v)
 		return nil
@@ -562,9 +563,10 @@ func (a *Auth) parseOIDC(d *caddyfile.Dispenser) error {
 				err = d.Err("oidc scopes: list them, e.g. scopes openid email profile groups offline_access")
 			}
 		case "session_ttl":
-			err = ttl(&o.SessionTTL)
+			err = ttl(&o.SessionTTL, time.Minute)
 		case "key_ttl":
-			err = ttl(&o.KeyTTL)
+			// Short keys are for trying renewal out.
+			err = ttl(&o.KeyTTL, 10*time.Second)
 		default:
 			err = d.Errf("unrecognized oidc option %q (known: issuer, client_id, client_secret, groups_claim, scopes, session_ttl, key_ttl, name, redirect_url)", opt)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -47,18 +48,58 @@ func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
 	defer cancel()
-	da, err := h.oauth(p, "").DeviceAuth(ctx)
-	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_error", "the identity provider refused device authorization: "+oauthError(err))
+	conf := h.oauth(p, "")
+	var da struct {
+		DeviceCode              string `json:"device_code"`
+		UserCode                string `json:"user_code"`
+		VerificationURI         string `json:"verification_uri"`
+		VerificationURIComplete string `json:"verification_uri_complete"`
+		ExpiresIn               int    `json:"expires_in"`
+		Interval                int    `json:"interval"`
+		Error                   string `json:"error"`
+		Description             string `json:"error_description"`
+	}
+	// The client authenticates as at the token endpoint (RFC 8628 §3.1);
+	// oauth2's DeviceAuth sends only the client id.
+	if err := h.postForm(ctx, conf, deviceURL, url.Values{"scope": {strings.Join(conf.Scopes, " ")}}, &da); err != nil {
+		fail(w, http.StatusBadGateway, "idp_error", "device authorization: "+err.Error())
 		return
 	}
-	interval := da.Interval
-	if interval <= 0 {
-		interval = 5
+	if da.Error != "" || da.DeviceCode == "" {
+		fail(w, http.StatusBadGateway, "idp_error", "the identity provider refused device authorization: "+da.Error+" "+da.Description)
+		return
+	}
+	if da.Interval <= 0 {
+		da.Interval = 5
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"device_code": da.DeviceCode, "user_code": da.UserCode,
 		"verification_uri": da.VerificationURI, "verification_uri_complete": da.VerificationURIComplete,
-		"expires_in": int(time.Until(da.Expiry).Seconds()), "interval": interval})
+		"expires_in": da.ExpiresIn, "interval": da.Interval})
+}
+
+// postForm posts v to the provider with the client's credentials (HTTP
+// Basic, as the token endpoint takes them) and decodes its JSON answer,
+// an error answer included.
+func (h *Handler) postForm(ctx context.Context, conf *oauth2.Config, endpoint string, v url.Values, out any) error {
+	v.Set("client_id", conf.ClientID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(v.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if conf.ClientSecret != "" {
+		req.SetBasicAuth(url.QueryEscape(conf.ClientID), url.QueryEscape(conf.ClientSecret))
+	}
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return errors.New("the identity provider is unreachable")
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
+		return fmt.Errorf("the identity provider's answer (HTTP %d) is not JSON", resp.StatusCode)
+	}
+	return nil
 }
 
 // token polls the device flow once, or renews with a refresh token, and
@@ -142,21 +183,6 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 // pollDevice asks the token endpoint once about a device code. pending
 // is the provider's authorization_pending or slow_down.
 func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code string) (tok *oauth2.Token, pending string, err error) {
-	v := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {code}, "client_id": {conf.ClientID}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conf.Endpoint.TokenURL, strings.NewReader(v.Encode()))
-	if err != nil {
-		return nil, "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if conf.ClientSecret != "" {
-		req.SetBasicAuth(url.QueryEscape(conf.ClientID), url.QueryEscape(conf.ClientSecret))
-	}
-	resp, err := h.hc.Do(req)
-	if err != nil {
-		return nil, "", errors.New("the identity provider is unreachable")
-	}
-	defer resp.Body.Close()
 	var body struct {
 		AccessToken  string `json:"access_token"`
 		TokenType    string `json:"token_type"`
@@ -166,8 +192,9 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 		Error        string `json:"error"`
 		Description  string `json:"error_description"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
-		return nil, "", errors.New("the identity provider's answer is not JSON")
+	v := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {code}}
+	if err := h.postForm(ctx, conf, conf.Endpoint.TokenURL, v, &body); err != nil {
+		return nil, "", err
 	}
 	switch body.Error {
 	case "":
