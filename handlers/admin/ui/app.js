@@ -1,6 +1,8 @@
 // Modelgate dashboard: plain JavaScript over the gateway's own API (the
 // same endpoints a script calls), charts drawn as SVG. The key lives in
-// this tab's sessionStorage and goes out as x-api-key.
+// this tab's sessionStorage and goes out as x-api-key; a person signed
+// in with the identity provider has an HttpOnly session cookie instead,
+// and their state-changing calls carry the session's X-CSRF-Token.
 'use strict';
 
 const $ = (sel) => document.querySelector(sel);
@@ -12,7 +14,9 @@ let me = null;
 function key() { return sessionStorage.getItem('mg-key') || ''; }
 
 async function api(path, opts = {}) {
-  const headers = { 'x-api-key': key(), 'anthropic-version': '2023-06-01' };
+  const headers = { 'anthropic-version': '2023-06-01' };
+  if (key()) headers['x-api-key'] = key();
+  else if (me && me.csrf_token && (opts.method || 'GET') !== 'GET') headers['x-csrf-token'] = me.csrf_token;
   if (opts.body) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method: opts.method || 'GET', headers, body: opts.body ? JSON.stringify(opts.body) : undefined });
   const text = await res.text();
@@ -404,23 +408,48 @@ async function show() {
   }
 }
 
-async function start() {
-  if (!key()) {
-    $('#signin').hidden = false;
-    $('#nav').hidden = true;
-    return;
-  }
+// offerIdP shows "Sign in with <IdP>" when the gateway has one, or says
+// why the provider cannot be used now (key sign-in works regardless).
+async function offerIdP() {
+  let st = null;
   try {
+    const res = await fetch('/auth/oidc/status', { headers: { accept: 'application/json' } });
+    if (res.ok) st = await res.json();
+  } catch (e) { st = null; }
+  const box = $('#idp');
+  if (!st || !st.enabled) { box.hidden = true; return; }
+  box.hidden = false;
+  const link = $('#idp-signin');
+  link.textContent = 'Sign in with ' + st.name;
+  link.href = st.login_url + '?return=' + encodeURIComponent('/ui/' + location.hash);
+  link.hidden = !st.ready;
+  $('#idp-status').textContent = st.ready ? '' : ('Sign-in with ' + st.name + ' is unavailable: ' + st.error + '. Key sign-in still works.');
+}
+
+async function start() {
+  me = null;
+  try {
+    // Without a key, the session cookie (if any) answers.
     me = await api('/v1/me');
   } catch (e) {
-    sessionStorage.removeItem('mg-key');
+    me = null;
+    if (key()) {
+      sessionStorage.removeItem('mg-key');
+      say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
+    } else if (e.status === 403) {
+      say(e.message, true);
+    }
+  }
+  if (!me) {
     $('#signin').hidden = false;
-    say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
+    $('#nav').hidden = true;
+    await offerIdP();
     return;
   }
   $('#signin').hidden = true;
   $('#nav').hidden = false;
-  document.querySelectorAll('[data-admin]').forEach((a) => { a.hidden = me.role !== 'admin'; });
+  $('#who').textContent = me.type === 'person' ? me.id + ' (' + me.role + ')' : '';
+  document.querySelectorAll('[data-admin]').forEach((a) => { a.hidden = me.role !== 'admin' && me.role !== 'auditor'; });
   await show();
 }
 
@@ -430,8 +459,12 @@ $('#signin').addEventListener('submit', (ev) => {
   $('#key').value = '';
   start();
 });
-$('#signout').addEventListener('click', () => {
+$('#signout').addEventListener('click', async () => {
+  if (!key() && me && me.csrf_token) {
+    try { await api('/auth/oidc/logout', { method: 'POST' }); } catch (e) { say(e.message, true); }
+  }
   sessionStorage.removeItem('mg-key');
+  me = null;
   view.replaceChildren();
   start();
 });
