@@ -150,6 +150,17 @@ if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
+step "OpenID provider for the identity tests (npm oidc-provider)"
+if [ -z "${MODELGATE_TEST_OIDC_PROVIDER:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_TEST_OIDC_PROVIDER=$(bash scripts/oidc-provider.sh | tail -n1); then
+		export MODELGATE_TEST_OIDC_PROVIDER
+		echo "oidc-provider in $MODELGATE_TEST_OIDC_PROVIDER"
+	else
+		echo "oidc-provider install failed; the identity tests will say so"
+		unset MODELGATE_TEST_OIDC_PROVIDER
+	fi
+fi
+
 step "build ./cmd/caddy"
 go build -trimpath -o .cache/bin/caddy ./cmd/caddy
 export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
