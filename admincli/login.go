@@ -7,11 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/modelgate/modelgate/adminapi"
 )
@@ -27,6 +32,10 @@ type Login struct {
 	Dir     string       // default: ConfigDir()
 	Prompt  io.Writer    // where the sign-in instructions go (stderr)
 	Now     func() time.Time
+	// Browser signs in through a browser and a loopback listener instead
+	// of the device flow (used anyway when the provider has no device
+	// flow); NoOpen only prints the link instead of opening a browser.
+	Browser, NoOpen bool
 }
 
 // Stored is what the login file keeps (mode 0600).
@@ -152,9 +161,16 @@ func (l *Login) Run(ctx context.Context) (*Stored, error) {
 	if l.Gateway == "" {
 		return nil, errors.New("--gateway: give the gateway's URL, e.g. --gateway https://gateway.example.com")
 	}
+	if l.Browser {
+		return l.runBrowser(ctx)
+	}
 	status, body, err := l.post(ctx, "/auth/oidc/device", struct{}{})
 	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusNotImplemented {
+		// The provider has no device flow: a browser on this machine.
+		return l.runBrowser(ctx)
 	}
 	if status != http.StatusOK {
 		return nil, answerError(status, body)
@@ -276,4 +292,73 @@ func Env(s *Stored, self string) string {
 	// keep using the key after it expires.
 	b.WriteString("# The Anthropic SDKs: ANTHROPIC_API_KEY=$MODELGATE_API_KEY (not for Claude Code, which renews through apiKeyHelper)\n")
 	return b.String()
+}
+
+// runBrowser signs in through the gateway's browser sign-in, which ends
+// at a listener on 127.0.0.1; the sign-in it hands over is redeemed with
+// a PKCE verifier only this process knows.
+func (l *Login) runBrowser(ctx context.Context) (*Stored, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening on loopback for the browser sign-in: %v", err)
+	}
+	defer ln.Close()
+	verifier := oauth2.GenerateVerifier()
+	got := make(chan string, 1)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := r.URL.Query().Get("cli_code")
+		if r.URL.Path != "/callback" || code == "" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "Signed in to Modelgate; you can close this tab and return to the terminal.")
+		select {
+		case got <- code:
+		default:
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	link := fmt.Sprintf("%s/auth/oidc/login?cli_port=%d&cli_challenge=%s", strings.TrimRight(l.Gateway, "/"),
+		ln.Addr().(*net.TCPAddr).Port, oauth2.S256ChallengeFromVerifier(verifier))
+	prompt := l.Prompt
+	if prompt == nil {
+		prompt = io.Discard
+	}
+	fmt.Fprintf(prompt, "To sign in, open this link in a browser on this machine: %s\n", link)
+	if !l.NoOpen {
+		openBrowser(link)
+	}
+	var code string
+	select {
+	case <-ctx.Done():
+		return nil, errors.New("no sign-in arrived from the browser in time; run `caddy modelgate login` again")
+	case code = <-got:
+	}
+	status, body, err := l.post(ctx, "/auth/oidc/token", map[string]string{"cli_code": code, "code_verifier": verifier})
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, answerError(status, body)
+	}
+	return l.store(body)
+}
+
+// openBrowser asks the desktop to open link, best effort: the link is
+// printed too.
+func openBrowser(link string) {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", link)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", link)
+	default:
+		cmd = exec.Command("xdg-open", link)
+	}
+	if cmd.Start() == nil {
+		go func() { _ = cmd.Wait() }()
+	}
 }

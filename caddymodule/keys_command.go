@@ -32,10 +32,12 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate usage --days 7
   caddy modelgate login --gateway https://gateway.example.com
   caddy modelgate login --print-key
+  caddy modelgate login --browser
   caddy modelgate env
 
 login signs a person in with the company's identity provider through the
-gateway (device flow: open the link it prints, enter the code) and keeps a
+gateway (device flow: open the link it prints, enter the code; --browser, or
+a provider without a device flow: a browser on this machine) and keeps a
 short-lived key for them in the user's config directory (mode 0600),
 renewed without a prompt until the provider refuses. --print-key prints a
 valid key (renewing it first when needed): set Claude Code's apiKeyHelper
@@ -253,6 +255,12 @@ func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
 		return nil, err
 	}
 	l := &admincli.Login{HTTP: hc, Prompt: cmd.ErrOrStderr()}
+	if f := cmd.Flags().Lookup("browser"); f != nil {
+		l.Browser = f.Value.String() == "true"
+	}
+	if f := cmd.Flags().Lookup("no-open"); f != nil {
+		l.NoOpen = f.Value.String() == "true"
+	}
 	if cmd.Flags().Changed("gateway") {
 		l.Gateway, _ = cmd.Flags().GetString("gateway")
 	} else if s, err := l.Load(); err == nil {
@@ -291,6 +299,8 @@ func loginCommand() *cobra.Command {
 			return nil
 		}}
 	c.Flags().Bool("print-key", false, "Print a valid key (renewed first when needed) and nothing else: Claude Code's apiKeyHelper")
+	c.Flags().Bool("browser", false, "Sign in with a browser on this machine (a loopback redirect) instead of the device flow")
+	c.Flags().Bool("no-open", false, "With --browser, only print the sign-in link")
 	return c
 }
 

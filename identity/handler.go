@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -247,6 +248,11 @@ type flow struct {
 	Return   string    `json:"r"`
 	Redirect string    `json:"u"`
 	Expires  time.Time `json:"e"`
+	// CLIPort and CLIChallenge are set for `caddy modelgate login
+	// --browser`: the sign-in ends at the CLI's loopback listener, which
+	// redeems it with the verifier of CLIChallenge.
+	CLIPort      int    `json:"cp,omitempty"`
+	CLIChallenge string `json:"cc,omitempty"`
 }
 
 // safeReturn keeps a return address on this site: a path, never another
@@ -279,8 +285,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error()+"; key sign-in still works")
 		return
 	}
+	q := r.URL.Query()
 	f := flow{State: randomID(), Nonce: randomID(), Verifier: oauth2.GenerateVerifier(),
-		Return: safeReturn(r.URL.Query().Get("return")), Redirect: h.redirectURL(r), Expires: h.now().Add(flowTTL)}
+		Return: safeReturn(q.Get("return")), Redirect: h.redirectURL(r), Expires: h.now().Add(flowTTL)}
+	if q.Has("cli_port") || q.Has("cli_challenge") {
+		port, err := strconv.Atoi(q.Get("cli_port"))
+		if err != nil || port < 1 || port > 65535 || len(q.Get("cli_challenge")) != 43 {
+			fail(w, http.StatusBadRequest, "invalid_request_error", "cli_port and cli_challenge: a loopback port and an S256 PKCE challenge, as `caddy modelgate login --browser` sends them")
+			return
+		}
+		f.CLIPort, f.CLIChallenge = port, q.Get("cli_challenge")
+	}
 	sealed, err := h.seal.seal(flowCookie, f)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "", "sign-in could not start")
@@ -288,7 +303,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, h.cookie(r, flowCookie, sealed, prefix, f.Expires))
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, h.oauth(p, f.Redirect).AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusFound)
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)}
+	if u, err := url.Parse(h.cfg.Issuer); err == nil && u.Host == "accounts.google.com" {
+		// Google issues refresh tokens for this parameter, not for the
+		// offline_access scope.
+		opts = append(opts, oauth2.AccessTypeOffline)
+	}
+	http.Redirect(w, r, h.oauth(p, f.Redirect).AuthCodeURL(f.State, opts...), http.StatusFound)
 }
 
 // session is a signed-in person, kept sealed in the browser.
@@ -351,6 +372,10 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin_failed", Source: source(r),
 			Fields: map[string]string{"reason": "no configured group", "groups": strings.Join(person.Groups, ",")}})
 		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
+		return
+	}
+	if f.CLIPort != 0 {
+		h.handOff(w, r, f, person, tok.RefreshToken)
 		return
 	}
 	exp := h.now().Add(h.cfg.SessionTTL)

@@ -29,6 +29,33 @@ const keyPrefix = "sk-mg-"
 type tokenRequest struct {
 	DeviceCode   string `json:"device_code"`
 	RefreshToken string `json:"refresh_token"`
+	// CLICode and CodeVerifier redeem a loopback browser sign-in.
+	CLICode      string `json:"cli_code"`
+	CodeVerifier string `json:"code_verifier"`
+}
+
+// handoff is a browser sign-in for the CLI, sealed into the redirect to
+// its loopback listener; only the holder of the PKCE verifier can redeem
+// it, so the address left in the browser's history is of no use.
+type handoff struct {
+	Person       Person    `json:"p"`
+	RefreshToken string    `json:"r,omitempty"`
+	Challenge    string    `json:"c"`
+	Expires      time.Time `json:"e"`
+}
+
+const handoffPurpose = "mg_cli_handoff"
+
+// handOff ends a `login --browser` sign-in at the CLI's listener.
+func (h *Handler) handOff(w http.ResponseWriter, r *http.Request, f flow, person Person, refresh string) {
+	sealed, err := h.seal.seal(handoffPurpose, handoff{Person: person, RefreshToken: refresh, Challenge: f.CLIChallenge, Expires: h.now().Add(2 * time.Minute)})
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "", "the sign-in could not be handed to the CLI")
+		return
+	}
+	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, fmt.Sprintf("http://127.0.0.1:%d/callback?cli_code=%s", f.CLIPort, url.QueryEscape(sealed)), http.StatusFound)
 }
 
 // device starts the device authorization flow at the provider on the
@@ -114,12 +141,19 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.DeviceCode, req.RefreshToken = r.PostForm.Get("device_code"), r.PostForm.Get("refresh_token")
+		req.CLICode, req.CodeVerifier = r.PostForm.Get("cli_code"), r.PostForm.Get("code_verifier")
 	} else if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 		fail(w, http.StatusBadRequest, "invalid_request_error", "body: want JSON {\"device_code\": …} or {\"refresh_token\": …}")
 		return
 	}
-	if (req.DeviceCode == "") == (req.RefreshToken == "") {
-		fail(w, http.StatusBadRequest, "invalid_request_error", "give exactly one of device_code and refresh_token")
+	given := 0
+	for _, v := range []string{req.DeviceCode, req.RefreshToken, req.CLICode} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		fail(w, http.StatusBadRequest, "invalid_request_error", "give exactly one of device_code, refresh_token and cli_code")
 		return
 	}
 	if h.controls == nil || h.controls.WaitStore(r.Context()) == nil {
@@ -134,6 +168,23 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
 	defer cancel()
 	conf := h.oauth(p, "")
+	if req.CLICode != "" {
+		var ho handoff
+		if err := h.seal.open(handoffPurpose, req.CLICode, &ho); err != nil {
+			fail(w, http.StatusUnauthorized, "authentication_error", "cli_code: "+err.Error())
+			return
+		}
+		if !h.now().Before(ho.Expires) {
+			fail(w, http.StatusUnauthorized, "authentication_error", "cli_code: expired; run `caddy modelgate login --browser` again")
+			return
+		}
+		if req.CodeVerifier == "" || oauth2.S256ChallengeFromVerifier(req.CodeVerifier) != ho.Challenge {
+			fail(w, http.StatusUnauthorized, "authentication_error", "code_verifier: does not match the challenge the sign-in started with")
+			return
+		}
+		h.issue(w, r, ho.Person, ho.RefreshToken, "", "browser")
+		return
+	}
 	var tok *oauth2.Token
 	via := "device"
 	if req.DeviceCode != "" {
@@ -161,6 +212,12 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, err.Error())
 		return
 	}
+	h.issue(w, r, person, tok.RefreshToken, req.RefreshToken, via)
+}
+
+// issue mints the person's key and answers it with the refresh token
+// that renews it (the provider's new one, else the one presented).
+func (h *Handler) issue(w http.ResponseWriter, r *http.Request, person Person, refresh, presented, via string) {
 	grant := h.cfg.Groups.Resolve(person.Groups)
 	if !grant.OK {
 		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
@@ -171,9 +228,9 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "api_error", "the key could not be stored; retry")
 		return
 	}
-	ans.RefreshToken = tok.RefreshToken
+	ans.RefreshToken = refresh
 	if ans.RefreshToken == "" {
-		ans.RefreshToken = req.RefreshToken
+		ans.RefreshToken = presented
 	}
 	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.key_minted", Target: ans.KeyID, Source: source(r),
 		Fields: map[string]string{"via": via, "role": string(grant.Role), "workspace": grant.Workspace, "expires_at": ans.ExpiresAt}})

@@ -217,3 +217,72 @@ func TestOIDCClaudeCodeAPIKeyHelper(t *testing.T) {
 		t.Errorf("the ledger shows Claude Code's calls under %d per-person key(s) %v, want two (the key renewed between runs)", len(keys), keys)
 	}
 }
+
+var browserPrompt = regexp.MustCompile(`open this link in a browser on this machine: (\S+)`)
+
+// TestOIDCLoginBrowserFlow signs carol in from the CLI with `login
+// --browser`: the link it prints starts the gateway's sign-in at the real
+// provider, which ends at the CLI's loopback listener; the key it
+// redeems works and is carol's. The handed-over code is useless without
+// the CLI's verifier.
+func TestOIDCLoginBrowserFlow(t *testing.T) {
+	s := startIdentity(t, "")
+	g := s.g
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testbin.Path(t), "modelgate", "login", "--browser", "--no-open", "--gateway", g.base)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home, "HOME="+home)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var link string
+	var out bytes.Buffer
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := browserPrompt.FindStringSubmatch(sc.Text()); m != nil {
+			link = m[1]
+			break
+		}
+	}
+	if link == "" {
+		_ = cmd.Wait()
+		t.Fatalf("login --browser printed no link:\n%s", out.String())
+	}
+	b := newBrowserless(t)
+	var handedOver string
+	b.c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == "/callback" {
+			handedOver = req.URL.Query().Get("cli_code")
+		}
+		return http.ErrUseLastResponse
+	}
+	b.visit(http.MethodGet, link, nil)
+	b.signIn(s.issuer, "carol")
+	if !strings.Contains(b.body, "Signed in to Modelgate") {
+		t.Errorf("the browser's last page (%s, %d): %.300s", b.last, b.status, b.body)
+	}
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("login --browser: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Signed in as carol@example.com (role auditor)") {
+		t.Errorf("login --browser said:\n%s", out.String())
+	}
+	k := printKey(t, home)
+	if st, body := chat(t, g, k); st != http.StatusOK {
+		t.Errorf("chat with carol's key: %d %s", st, body)
+	}
+	// What the browser's history holds cannot be redeemed without the verifier.
+	st, _, body := g.do(t, http.MethodPost, "/auth/oidc/token", "", `{"cli_code":"`+handedOver+`","code_verifier":"`+strings.Repeat("a", 43)+`"}`)
+	if handedOver == "" || st != http.StatusUnauthorized || !strings.Contains(string(body), "code_verifier") {
+		t.Errorf("redeeming the handed-over code with a wrong verifier: %d %s", st, body)
+	}
+}
