@@ -1,0 +1,66 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc/oidctest"
+	"golang.org/x/oauth2"
+)
+
+// TestIDTokenChecks: an ID token that is expired, for another client,
+// signed by another key, or carrying another nonce is refused with an
+// error naming what failed (the callback answers it with a 401).
+func TestIDTokenChecks(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	idp := &oidctest.Server{PublicKeys: []oidctest.PublicKey{{PublicKey: key.Public(), KeyID: "k1", Algorithm: "RS256"}}}
+	srv := httptest.NewServer(idp)
+	defer srv.Close()
+	idp.SetIssuer(srv.URL)
+	h, err := New(Config{Issuer: srv.URL, ClientID: "gw", ClientSecret: "s", Groups: Groups{{Name: "eng"}}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.provider(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claims := func(aud string, exp time.Time, nonce string) string {
+		return fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"u1","email":"u1@example.com","groups":["eng"],"nonce":%q,"iat":%d,"exp":%d}`,
+			srv.URL, aud, nonce, now.Add(-time.Minute).Unix(), exp.Unix())
+	}
+	tok := func(raw string) *oauth2.Token {
+		return (&oauth2.Token{AccessToken: "at"}).WithExtra(map[string]any{"id_token": raw})
+	}
+	good := oidctest.SignIDToken(key, "k1", "RS256", claims("gw", now.Add(time.Hour), "n1"))
+	person, _, err := h.person(context.Background(), p, tok(good), "n1", true)
+	if err != nil || person.ID() != "u1@example.com" || strings.Join(person.Groups, ",") != "eng" {
+		t.Fatalf("a good ID token: %+v, %v", person, err)
+	}
+	for _, tc := range []struct{ name, raw, nonce, want string }{
+		{"expired", oidctest.SignIDToken(key, "k1", "RS256", claims("gw", now.Add(-time.Minute), "n1")), "n1", "expired"},
+		{"another client", oidctest.SignIDToken(key, "k1", "RS256", claims("someone-else", now.Add(time.Hour), "n1")), "n1", "audience"},
+		{"another key", oidctest.SignIDToken(other, "k1", "RS256", claims("gw", now.Add(time.Hour), "n1")), "n1", "signature"},
+		{"another nonce", good, "n2", "nonce"},
+		{"garbage", "not.a.jwt", "n1", "ID token"},
+	} {
+		_, _, err := h.person(context.Background(), p, tok(tc.raw), tc.nonce, true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+	if _, _, err := h.person(context.Background(), p, &oauth2.Token{AccessToken: "at"}, "n1", true); err == nil || !strings.Contains(err.Error(), "has none") {
+		t.Errorf("a token answer without an ID token: %v", err)
+	}
+}
