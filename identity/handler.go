@@ -58,6 +58,7 @@ type Handler struct {
 	deviceURL string
 	provErr   error
 	provAt    time.Time
+	dir       Directory
 	// signedOut are sessions ended here before their cookie expires.
 	signedOut map[string]time.Time
 }
@@ -320,7 +321,7 @@ type session struct {
 }
 
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, msg string) {
-	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: "anonymous", Action: "oidc.signin_failed", Source: source(r),
+	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: "anonymous", Action: "oidc.signin_failed", Source: source(r),
 		Fields: map[string]string{"reason": msg}})
 	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
 	fail(w, http.StatusUnauthorized, "authentication_error", msg)
@@ -367,11 +368,11 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, err.Error())
 		return
 	}
-	grant := h.cfg.Groups.Resolve(person.Groups)
-	if !grant.OK {
-		h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin_failed", Source: source(r),
-			Fields: map[string]string{"reason": "no configured group", "groups": strings.Join(person.Groups, ",")}})
-		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
+	grant, refusal := h.grantFor(r.Context(), person)
+	if refusal != "" {
+		h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin_failed", Source: source(r),
+			Fields: map[string]string{"reason": refusal}})
+		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return
 	}
 	if f.CLIPort != 0 {
@@ -390,10 +391,60 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
 	http.SetCookie(w, h.cookie(r, sessionCookie, sealed, "/", exp))
-	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin", Source: source(r),
+	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.signin", Source: source(r),
 		Fields: map[string]string{"role": string(grant.Role), "groups": strings.Join(grant.Matched, ","), "via": "dashboard"}})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, f.Return, http.StatusFound)
+}
+
+// DirectoryEntry is what a user directory (SCIM) knows of a person.
+type DirectoryEntry struct {
+	Active bool
+	// Groups replace the provider's when not nil.
+	Groups []string
+}
+
+// Directory finds people provisioned by SCIM, by email (userName) or
+// subject (externalId); the integrator wires the SCIM store to it.
+type Directory interface {
+	Lookup(ctx context.Context, email, subject string) (e DirectoryEntry, found bool)
+}
+
+// SetDirectory makes sign-ins, sessions and key renewals consult d: a
+// deactivated person is refused, and the directory's groups decide.
+func (h *Handler) SetDirectory(d Directory) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dir = d
+}
+
+// SetAuditor sends the handler's audit events to a.
+func (h *Handler) SetAuditor(a Auditor) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.audit = a
+}
+
+// grantFor is what person may do now, or why they may not.
+func (h *Handler) grantFor(ctx context.Context, person Person) (Grant, string) {
+	h.mu.Lock()
+	dir := h.dir
+	h.mu.Unlock()
+	if dir != nil {
+		if e, found := dir.Lookup(ctx, person.Email, person.Subject); found {
+			if !e.Active {
+				return Grant{}, person.ID() + " is deactivated in the user directory; ask an admin to reactivate them"
+			}
+			if e.Groups != nil {
+				person.Groups = e.Groups
+			}
+		}
+	}
+	g := h.cfg.Groups.Resolve(person.Groups)
+	if !g.OK {
+		return g, h.noGroup(person)
+	}
+	return g, ""
 }
 
 func (h *Handler) noGroup(p Person) string {
@@ -506,7 +557,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	h.signedOut[s.ID] = s.Expires
 	h.mu.Unlock()
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
-	h.audit.Record(r.Context(), AuditEvent{Time: now.UTC(), Actor: s.Person.ID(), Action: "oidc.signout", Source: source(r)})
+	h.record(r.Context(), AuditEvent{Time: now.UTC(), Actor: s.Person.ID(), Action: "oidc.signout", Source: source(r)})
 	out := map[string]any{"signed_out": true}
 	if p, err := h.provider(r.Context()); err == nil {
 		var extra struct {
@@ -565,9 +616,9 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; a signed-in session's "+r.Method+" must carry the csrf_token GET /v1/me answers")
 		return nil, true
 	}
-	grant := h.cfg.Groups.Resolve(s.Person.Groups)
-	if !grant.OK {
-		fail(w, http.StatusForbidden, "permission_error", h.noGroup(s.Person))
+	grant, refusal := h.grantFor(r.Context(), s.Person)
+	if refusal != "" {
+		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return nil, true
 	}
 	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: grant.Limits,
@@ -618,4 +669,12 @@ func (h *Handler) ownKeys(person string) []string {
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// record sends e to the auditor.
+func (h *Handler) record(ctx context.Context, e AuditEvent) {
+	h.mu.Lock()
+	a := h.audit
+	h.mu.Unlock()
+	a.Record(ctx, e)
 }

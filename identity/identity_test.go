@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -138,5 +139,35 @@ func TestSessionCookie(t *testing.T) {
 	w = httptest.NewRecorder()
 	if _, handled := a.Authenticate(w, req(http.MethodGet, MePath, "")); !handled || w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "ended") {
 		t.Errorf("expired session: %d %s", w.Code, w.Body)
+	}
+}
+
+type fakeDirectory map[string]DirectoryEntry
+
+func (d fakeDirectory) Lookup(_ context.Context, email, _ string) (DirectoryEntry, bool) {
+	e, ok := d[email]
+	return e, ok
+}
+
+// TestDirectory: with a user directory wired in, a deactivated person's
+// session is refused at once, and the directory's groups decide.
+func TestDirectory(t *testing.T) {
+	h, err := New(Config{Issuer: "https://idp.example.com", ClientID: "gw", ClientSecret: "s",
+		Groups: Groups{{Name: "eng", Workspace: "eng"}, {Name: "ops", Role: RoleAdmin}}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := fakeDirectory{"u1@example.com": {Active: true, Groups: []string{"ops"}}}
+	h.SetDirectory(dir)
+	p := Person{Subject: "u1", Email: "u1@example.com", Groups: []string{"eng"}}
+	if g, refusal := h.grantFor(context.Background(), p); refusal != "" || g.Role != RoleAdmin {
+		t.Errorf("directory groups: %+v %q", g, refusal)
+	}
+	dir["u1@example.com"] = DirectoryEntry{Active: false}
+	if _, refusal := h.grantFor(context.Background(), p); !strings.Contains(refusal, "deactivated") {
+		t.Errorf("deactivated: %q", refusal)
+	}
+	if g, refusal := h.grantFor(context.Background(), Person{Subject: "u2", Groups: []string{"eng"}}); refusal != "" || g.Workspace != "eng" {
+		t.Errorf("a person the directory does not know keeps the provider's groups: %+v %q", g, refusal)
 	}
 }

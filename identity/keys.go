@@ -218,9 +218,9 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 // issue mints the person's key and answers it with the refresh token
 // that renews it (the provider's new one, else the one presented).
 func (h *Handler) issue(w http.ResponseWriter, r *http.Request, person Person, refresh, presented, via string) {
-	grant := h.cfg.Groups.Resolve(person.Groups)
-	if !grant.OK {
-		fail(w, http.StatusForbidden, "permission_error", h.noGroup(person))
+	grant, refusal := h.grantFor(r.Context(), person)
+	if refusal != "" {
+		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return
 	}
 	ans, err := h.mint(r.Context(), person, grant)
@@ -232,7 +232,7 @@ func (h *Handler) issue(w http.ResponseWriter, r *http.Request, person Person, r
 	if ans.RefreshToken == "" {
 		ans.RefreshToken = presented
 	}
-	h.audit.Record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.key_minted", Target: ans.KeyID, Source: source(r),
+	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: person.ID(), Action: "oidc.key_minted", Target: ans.KeyID, Source: source(r),
 		Fields: map[string]string{"via": via, "role": string(grant.Role), "workspace": grant.Workspace, "expires_at": ans.ExpiresAt}})
 	writeJSON(w, http.StatusOK, ans)
 }
