@@ -59,6 +59,10 @@ type Handler struct {
 	provErr   error
 	provAt    time.Time
 	dir       Directory
+	// health is the last check that the discovered provider still
+	// answers, made at most every retryDiscovery for the status page.
+	health   error
+	healthAt time.Time
 	// signedOut are sessions ended here before their cookie expires.
 	signedOut map[string]time.Time
 }
@@ -228,7 +232,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // status tells the dashboard whether to offer the provider, and why not.
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"enabled": true, "name": h.cfg.Name, "login_url": LoginPath}
-	p, err := h.provider(r.Context())
+	_, err := h.provider(r.Context())
+	if err == nil {
+		err = h.alive(r.Context())
+	}
 	out["ready"] = err == nil
 	if err != nil {
 		out["error"] = err.Error()
@@ -236,9 +243,37 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		out["device_flow"] = h.deviceURL != ""
 		h.mu.Unlock()
-		_ = p
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// alive reports whether the provider, discovered earlier, still answers
+// its discovery document: a provider that went down after startup is
+// shown as down, not as ready.
+func (h *Handler) alive(ctx context.Context) error {
+	h.mu.Lock()
+	if h.now().Sub(h.healthAt) < retryDiscovery {
+		err := h.health
+		h.mu.Unlock()
+		return err
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var err error
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.cfg.Issuer, "/")+"/.well-known/openid-configuration", nil)
+	if resp, rerr := h.hc.Do(req); rerr != nil {
+		err = fmt.Errorf("the identity provider %s does not answer: %v", h.cfg.Issuer, rerr)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("the identity provider %s answers its discovery document with HTTP %d", h.cfg.Issuer, resp.StatusCode)
+		}
+	}
+	h.mu.Lock()
+	h.health, h.healthAt = err, h.now()
+	h.mu.Unlock()
+	return err
 }
 
 // flow is the sign-in in progress, kept sealed in the browser.

@@ -64,3 +64,30 @@ func TestIDTokenChecks(t *testing.T) {
 		t.Errorf("a token answer without an ID token: %v", err)
 	}
 }
+
+// TestStatusNoticesOutage: a provider that goes down after discovery is
+// shown as down on the status the dashboard reads.
+func TestStatusNoticesOutage(t *testing.T) {
+	idp := &oidctest.Server{}
+	srv := httptest.NewServer(idp)
+	idp.SetIssuer(srv.URL)
+	h, err := New(Config{Issuer: srv.URL, ClientID: "gw"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	h.now = func() time.Time { return clock }
+	status := func() string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", StatusPath, nil))
+		return w.Body.String()
+	}
+	if s := status(); !strings.Contains(s, `"ready":true`) {
+		t.Fatalf("status with the provider up: %s", s)
+	}
+	srv.Close()
+	clock = clock.Add(retryDiscovery + time.Second)
+	if s := status(); !strings.Contains(s, `"ready":false`) || !strings.Contains(s, "does not answer") {
+		t.Errorf("status after the provider went down: %s", s)
+	}
+}
