@@ -159,6 +159,10 @@ type RouterSettings struct {
 	Fallbacks       []Fallback    // in file order
 	CooldownTime    time.Duration // default 60s; an explicit 0 disables cooldown
 	AllowedFails    int           // default 3
+	// SessionAffinity keeps the requests of one agent session on the
+	// deployment that served it while that deployment is healthy, so the
+	// upstream's prompt cache is read rather than written again. Default true.
+	SessionAffinity bool
 }
 
 // Fallback says: when every deployment of Alias fails, try the aliases in To,
