@@ -128,7 +128,10 @@ type ModelInfo struct {
 	OutputCostPerToken          *int64
 	CacheReadInputTokenCost     *int64
 	CacheCreationInputTokenCost *int64
-	MaxInputTokens              int64 // 0 = unset
+	// CacheCreation1hInputTokenCost is the price of a 1-hour cache write
+	// (LiteLLM's cache_creation_input_token_cost_above_1hr).
+	CacheCreation1hInputTokenCost *int64
+	MaxInputTokens                int64 // 0 = unset
 }
 
 // Routing strategies accepted in router_settings.routing_strategy.
