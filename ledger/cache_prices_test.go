@@ -82,3 +82,23 @@ func TestCachePricesFor(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheReadShare(t *testing.T) {
+	tests := []struct {
+		uncached, writes, read int64
+		want                   float64
+	}{
+		{0, 0, 0, 0},
+		{100, 0, 0, 0},
+		{100, 900, 0, 0},
+		{100, 0, 900, 0.9},
+		{1, 1, 1, 0.3333},
+		{0, 0, 5, 1},
+		{MaxTokens, MaxTokens, MaxTokens, 0.3333},
+	}
+	for _, tt := range tests {
+		if got := CacheReadShare(tt.uncached, tt.writes, tt.read); got != tt.want {
+			t.Errorf("CacheReadShare(%d, %d, %d) = %v, want %v", tt.uncached, tt.writes, tt.read, got, tt.want)
+		}
+	}
+}
