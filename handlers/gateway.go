@@ -74,6 +74,9 @@ type GatewayOptions struct {
 	// Rates applies the keys' and workspaces' rpm, tpm and max_parallel;
 	// nil: none.
 	Rates *policy.RateLimits
+	// CacheWatch sees every finished request and alerts when a session
+	// keeps writing a prompt cache it never reads; nil: no such alert.
+	CacheWatch *policy.CacheWatch
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
