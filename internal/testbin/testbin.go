@@ -93,6 +93,18 @@ func GeminiCLI(t testing.TB) string {
 	return npmTool(t, "Gemini CLI", "MODELGATE_GEMINI_CLI_BIN", "gemini-*", "gemini", "gemini-cli.sh")
 }
 
+// Opencode returns the path of opencode for end-to-end tests:
+// $MODELGATE_OPENCODE_BIN, else what scripts/opencode.sh installs.
+func Opencode(t testing.TB) string {
+	return npmTool(t, "opencode", "MODELGATE_OPENCODE_BIN", "opencode-*", "opencode", "opencode.sh")
+}
+
+// QwenCode returns the path of Qwen Code for end-to-end tests:
+// $MODELGATE_QWEN_BIN, else what scripts/qwen-code.sh installs.
+func QwenCode(t testing.TB) string {
+	return npmTool(t, "Qwen Code", "MODELGATE_QWEN_BIN", "qwen-*", "qwen", "qwen-code.sh")
+}
+
 // npmTool finds an npm-installed client the way ClaudeCode finds Claude
 // Code: the environment variable, else installing it with its script
 // (which returns at once when .cache has it), else, without npm, a copy
