@@ -162,6 +162,17 @@ if command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
+step "Node SDKs: openai, @anthropic-ai/sdk, @google/genai (npm)"
+# About 20 s on a clean machine.
+if [ -z "${MODELGATE_NODE_SDKS_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_NODE_SDKS_DIR=$(bash scripts/node-sdks.sh | tail -n1); then
+		export MODELGATE_NODE_SDKS_DIR
+	else
+		echo "node SDKs install failed; their end-to-end test will say so"
+		unset MODELGATE_NODE_SDKS_DIR
+	fi
+fi
+
 step "Vercel AI SDK (npm)"
 if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
 	if MODELGATE_AISDK_DIR=$(bash scripts/ai-sdk.sh | tail -n1); then

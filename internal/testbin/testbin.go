@@ -130,6 +130,28 @@ func npmTool(t testing.TB, name, envVar, cacheGlob, bin, script string) string {
 	return lines[len(lines)-1]
 }
 
+// NodeSDKs returns a directory holding the official Node SDKs' node_modules
+// ($MODELGATE_NODE_SDKS_DIR, else what scripts/node-sdks.sh installs), and
+// the node binary to run scripts there with.
+func NodeSDKs(t testing.TB) (dir, node string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("Node SDK end-to-end test skipped: node is not installed")
+	}
+	if p := os.Getenv("MODELGATE_NODE_SDKS_DIR"); p != "" {
+		return p, node
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "node-sdks.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/node-sdks.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], node
+}
+
 // AISDK returns a directory holding the Vercel AI SDK's node_modules
 // ($MODELGATE_AISDK_DIR, else what scripts/ai-sdk.sh installs), and the
 // node binary to run scripts there with.
