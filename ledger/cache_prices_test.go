@@ -72,14 +72,16 @@ func TestCachePricesFor(t *testing.T) {
 		// An unlisted Claude on any of its clouds: Anthropic's multipliers.
 		{"anthropic", "claude-future-9", 4_000_000, 400_000, 5_000_000, 8_000_000},
 		{"bedrock", "us.anthropic.claude-future-9-v1:0", 4_000_000, 400_000, 5_000_000, 8_000_000},
-		// Anything else unlisted: cached tokens bill as input.
-		{"openai", "qwen3-coder", 700_000, 700_000, 700_000, 700_000},
 	}
 	for _, tt := range tests {
-		r, w5, w1 := CachePricesFor(tt.provider, tt.model, tt.input)
-		if r != tt.read || w5 != tt.w5 || w1 != tt.w1 {
-			t.Errorf("%s/%s at %d: read %d, 5m %d, 1h %d; want %d, %d, %d", tt.provider, tt.model, tt.input, r, w5, w1, tt.read, tt.w5, tt.w1)
+		r, w5, w1, ok := CachePricesFor(tt.provider, tt.model, tt.input)
+		if !ok || r != tt.read || w5 != tt.w5 || w1 != tt.w1 {
+			t.Errorf("%s/%s at %d: read %d, 5m %d, 1h %d (%v); want %d, %d, %d", tt.provider, tt.model, tt.input, r, w5, w1, ok, tt.read, tt.w5, tt.w1)
 		}
+	}
+	// Anything else unlisted has no ratio to follow.
+	if _, _, _, ok := CachePricesFor("openai", "qwen3-coder", 700_000); ok {
+		t.Errorf("an unlisted model got derived cache prices")
 	}
 }
 

@@ -57,17 +57,19 @@ func anthropicCache(in int64) (read, write5m, write1h int64) {
 // CachePricesFor derives the cache prices of a model from an input price
 // that replaces its list price (model_info.input_cost_per_token): the
 // built-in row's ratios when the model has one, else Anthropic's
-// multipliers for Claude on any of its clouds, else the input price (a
-// provider with no published cache price bills cached tokens as input).
-func CachePricesFor(provider, upstreamModel string, input int64) (read, write5m, write1h int64) {
-	if bp, ok := BuiltinPrices(provider, upstreamModel); ok && bp.Input > 0 {
+// multipliers for Claude on any of its clouds. For any other model there
+// is no published ratio to follow, and ok is false: its cache prices are
+// what model_info says, else 0.
+func CachePricesFor(provider, upstreamModel string, input int64) (read, write5m, write1h int64, ok bool) {
+	if bp, found := BuiltinPrices(provider, upstreamModel); found && bp.Input > 0 {
 		scale := func(v int64) int64 { return v * input / bp.Input }
-		return scale(bp.CacheRead), scale(bp.CacheWrite5m), scale(bp.CacheWrite1h)
+		return scale(bp.CacheRead), scale(bp.CacheWrite5m), scale(bp.CacheWrite1h), true
 	}
 	if IsClaude(provider, upstreamModel) {
-		return anthropicCache(input)
+		r, w5, w1 := anthropicCache(input)
+		return r, w5, w1, true
 	}
-	return input, input, input
+	return 0, 0, 0, false
 }
 
 // IsClaude reports whether a deployment is Claude, billed with Anthropic's

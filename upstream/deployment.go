@@ -125,7 +125,9 @@ func pricesFor(d *modellist.Deployment) ledger.Prices {
 	i := d.Info
 	if i.InputCostPerToken != nil {
 		p.Input = *i.InputCostPerToken
-		p.CacheRead, p.CacheWrite5m, p.CacheWrite1h = ledger.CachePricesFor(d.Provider, d.Model, p.Input)
+		if r, w5, w1, ok := ledger.CachePricesFor(d.Provider, d.Model, p.Input); ok {
+			p.CacheRead, p.CacheWrite5m, p.CacheWrite1h = r, w5, w1
+		}
 	}
 	if i.OutputCostPerToken != nil {
 		p.Output = *i.OutputCostPerToken
