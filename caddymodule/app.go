@@ -57,8 +57,9 @@ type App struct {
 	Durability string `json:"durability,omitempty"`
 
 	// AlertsWebhook receives budget alerts (soft budget, 80 %, 100 %, a
-	// session cap), one line each: a Slack, Discord or Teams incoming
-	// webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
+	// session cap) and the alert on a session that keeps writing a prompt
+	// cache it never reads, one line each: a Slack, Discord or Teams
+	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
 	// Limits is where rate limits are counted: "redis" with a URL shares
@@ -82,12 +83,15 @@ type App struct {
 	controls *policy.Controls
 	budgets  *policy.Budgets
 	alerter  *policy.Alerter
-	rates    *policy.RateLimits
-	stopPoll context.CancelFunc
-	key      string
-	dsn      string
-	run      *appRun // made in Provision; a pointer, because App is copied by value
-	logger   *zap.Logger
+	// cacheWatch alerts on sessions that write a prompt cache they never
+	// read; nil without alerts_webhook.
+	cacheWatch *policy.CacheWatch
+	rates      *policy.RateLimits
+	stopPoll   context.CancelFunc
+	key        string
+	dsn        string
+	run        *appRun // made in Provision; a pointer, because App is copied by value
+	logger     *zap.Logger
 	// stopped keeps Stop idempotent while shared stays set: requests of
 	// this config still streaming after a reload must reach the writer,
 	// which the new config shares.
@@ -151,6 +155,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return c
 		}, func(err error) { logger.Warn("a budget alert was not posted", zap.Error(err)) })
 		a.budgets.Alert = a.alerter.Notify
+		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
 	}
 	switch a.Durability {
 	case "", "async", "sync":
@@ -314,6 +319,9 @@ func (a *App) Rates() *policy.RateLimits { return a.rates }
 
 // Budgets are the budget admission of this config.
 func (a *App) Budgets() *policy.Budgets { return a.budgets }
+
+// CacheWatch is the unread-cache alert's watch, nil without alerts_webhook.
+func (a *App) CacheWatch() *policy.CacheWatch { return a.cacheWatch }
 
 // Controls are the runtime keys and workspaces of this config.
 func (a *App) Controls() *policy.Controls { return a.controls }

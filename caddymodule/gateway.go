@@ -126,6 +126,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Budgets:             g.app.Budgets(),
 		Controls:            g.app.Controls(),
 		Rates:               g.app.Rates(),
+		CacheWatch:          g.app.CacheWatch(),
 	})
 	return nil
 }

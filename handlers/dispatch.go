@@ -87,6 +87,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	var minWait time.Duration
 	cooling, limited := 0, 0
 	tried := 0
+	pin := g.sessionPin(x, id)
 	for ci, link := range chain {
 		if ci > 0 && !id.Allows(link.alias) {
 			// A fallback is another alias: a key limited to some aliases
@@ -94,6 +95,9 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			continue
 		}
 		ordered := g.selector.Order(link.deployments)
+		if pin.deployment != "" {
+			ordered = upstream.PinFirst(ordered, pin.deployment)
+		}
 		attempts := link.attempts
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
@@ -103,6 +107,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			}
 			moreLeft := i+1 < attempts || ci+1 < len(chain)
 			res := g.attempt(x, b, moreLeft)
+			pin.saw(b, res, rec)
 			switch res.skipped {
 			case upstream.CoolingDown:
 				cooling++
@@ -116,6 +121,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			}
 			tried++
 			if res.committed || !res.retryable {
+				pin.settle(g.now())
 				return res.recorded
 			}
 			last = res.err
@@ -140,6 +146,65 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	rec.Status, rec.Outcome = last.Status, ledger.OutcomeError
 	last.Write(w, cf)
 	return false
+}
+
+// sessionPin is a request's session affinity: the deployment its session
+// is pinned to, and what the attempts showed about it.
+type sessionPin struct {
+	table      *upstream.Affinity // nil: no affinity for this request
+	key        string
+	deployment string // pinned before the request; "" if none
+	failed     bool   // the pinned deployment failed or is cooling down
+	served     string // the deployment that answered, if one did
+}
+
+// sessionPin looks up the deployment the request's session is pinned to.
+// A pin to a deployment the models file no longer has counts as failed.
+func (g *Gateway) sessionPin(x *exchange, id *policy.Identity) *sessionPin {
+	p := &sessionPin{}
+	if g.affinity == nil || x.rec.SessionID == "" {
+		return p
+	}
+	keyID := ""
+	if id != nil {
+		keyID = id.KeyID
+	}
+	p.table, p.key = g.affinity, upstream.AffinityKey(keyID, x.alias, x.rec.SessionID)
+	if d, ok := p.table.Get(p.key, g.now()); ok {
+		p.deployment = d
+		if _, known := g.byID[d]; !known {
+			p.failed = true
+		}
+	}
+	return p
+}
+
+// saw takes one attempt's result into account.
+func (p *sessionPin) saw(b *upstream.Deployment, res result, rec *ledger.Record) {
+	if p.table == nil {
+		return
+	}
+	id := b.Entry().ID
+	if id == p.deployment && (res.skipped == upstream.CoolingDown || (res.skipped == upstream.Admitted && res.retryable)) {
+		p.failed = true
+	}
+	if res.skipped == upstream.Admitted && res.committed && rec.Outcome == ledger.OutcomeOK {
+		p.served = id
+	}
+}
+
+// settle moves the pin: a session without one is pinned to the
+// deployment that served it, and a pinned session moves only when its
+// deployment failed (or left the models file). A pinned deployment that
+// was merely at its own rpm/tpm limit keeps the pin: its cache is still
+// there next minute.
+func (p *sessionPin) settle(now time.Time) {
+	if p.table == nil || p.served == "" {
+		return
+	}
+	if p.deployment == "" || p.failed || p.served == p.deployment {
+		p.table.Set(p.key, p.served, now)
+	}
 }
 
 // aliasLink is one alias of an alias chain (the alias, then its

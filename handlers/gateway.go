@@ -74,6 +74,9 @@ type GatewayOptions struct {
 	// Rates applies the keys' and workspaces' rpm, tpm and max_parallel;
 	// nil: none.
 	Rates *policy.RateLimits
+	// CacheWatch sees every finished request and alerts when a session
+	// keeps writing a prompt cache it never reads; nil: no such alert.
+	CacheWatch *policy.CacheWatch
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
@@ -88,6 +91,9 @@ type Gateway struct {
 	backends map[string][]*upstream.Deployment // alias → deployments
 	chains   map[string][]aliasLink            // alias → itself, then its fallbacks
 	selector upstream.Selector                 // the routing strategy
+	// affinity pins sessions to deployments; nil when
+	// router_settings.session_affinity is off.
+	affinity *upstream.Affinity
 	// leases: alias → how long a budget reservation of its requests is
 	// held at most (see estimate), fixed with the chains.
 	leases map[string]time.Duration
@@ -173,6 +179,9 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.byID[d.ID] = b
 	}
 	g.selector = upstream.NewSelector(o.Models.Router.RoutingStrategy)
+	if o.Models.Router.SessionAffinity {
+		g.affinity = g.states.affinity
+	}
 	g.chains = make(map[string][]aliasLink, len(g.backends))
 	g.leases = make(map[string]time.Duration, len(g.backends))
 	for _, alias := range o.Models.Aliases() {

@@ -82,6 +82,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			g.opts.Recorder.Enqueue(*rec)
 		}
 	}
+	g.opts.CacheWatch.Observe(rec)
 	g.obs.Done(rec)
 }
 

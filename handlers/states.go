@@ -12,11 +12,16 @@ type States struct {
 	mu   sync.Mutex
 	m    map[string]*upstream.State
 	keys map[string]*keySlots
+	// affinity pins agent sessions to deployments
+	// (router_settings.session_affinity); it lives here so that a reload
+	// keeps the sessions where their caches are.
+	affinity *upstream.Affinity
 }
 
 // NewStates returns an empty state table.
 func NewStates() *States {
-	return &States{m: make(map[string]*upstream.State), keys: make(map[string]*keySlots)}
+	return &States{m: make(map[string]*upstream.State), keys: make(map[string]*keySlots),
+		affinity: upstream.NewAffinity(upstream.DefaultAffinitySessions, upstream.DefaultAffinityTTL)}
 }
 
 // keySlots counts one key's requests in progress. Entries are dropped when

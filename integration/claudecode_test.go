@@ -197,6 +197,9 @@ func shellCall(tools []string) (name, args string) {
 	case slices.Contains(tools, "run_shell_command"): // Gemini CLI
 		name = "run_shell_command"
 		a, _ = json.Marshal(map[string]string{"command": toolCommand, "description": "Write the marker file"})
+	case slices.Contains(tools, "bash"): // opencode
+		name = "bash"
+		a, _ = json.Marshal(map[string]string{"command": toolCommand, "description": "Write the marker file"})
 	case slices.Contains(tools, "shell"):
 		name = "shell"
 		a, _ = json.Marshal(map[string][]string{"command": {"bash", "-lc", toolCommand}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // chromium finds Debian's chromium, which the test command installs.
@@ -174,12 +176,59 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible("#total-spend", chromedp.ByID),
 		}
 	}
-	var spend, topSessions, byModel string
+	// Each key's and session's cache-read share, as the reports give it.
+	_, _, kbody := g.do(t, "GET", "/v1/organizations/usage_report/messages?starting_at="+since+"&group_by[]=api_key_id&limit=31", adminKey, "")
+	var byKeyUsage struct {
+		Data []struct {
+			Results []struct {
+				Key   string  `json:"api_key_id"`
+				Share float64 `json:"cache_read_share"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(kbody, &byKeyUsage); err != nil {
+		t.Fatal(err)
+	}
+	aliceShare := -1.0
+	for _, d := range byKeyUsage.Data {
+		for _, r := range d.Results {
+			if r.Key == "alice" {
+				aliceShare = r.Share
+			}
+		}
+	}
+	_, _, sbody := g.do(t, "GET", "/v1/organizations/sessions?starting_at="+since, adminKey, "")
+	var sess struct {
+		Data []struct {
+			ID    string  `json:"id"`
+			Share float64 `json:"cache_read_share"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(sbody, &sess); err != nil || len(sess.Data) == 0 {
+		t.Fatalf("sessions: %v %s", err, sbody)
+	}
+	// The fake answers every oa request with the same cached part of its prompt.
+	if want := ledger.CacheReadShare(fakes.OpenAIPromptTokens-fakes.OpenAICachedTokens, 0, fakes.OpenAICachedTokens); sess.Data[0].ID != "dash-session" || sess.Data[0].Share != want {
+		t.Errorf("session cache_read_share %v, want %v: %s", sess.Data[0].Share, want, sbody)
+	}
+	if aliceShare <= 0 || aliceShare >= sess.Data[0].Share {
+		t.Errorf("alice's cache_read_share %v: want above 0 and below her session's %v (echo's requests read no cache)", aliceShare, sess.Data[0].Share)
+	}
+	pct := func(f float64) string { return fmt.Sprintf("%.1f%%", math.Round(f*1000)/10) }
+
+	var spend, topSessions, byModel, topKeys string
 	if err := chromedp.Run(ctx, signIn(adminKey),
 		chromedp.Text("#total-spend", &spend, chromedp.ByID),
 		chromedp.Text("#view", &topSessions, chromedp.ByID),
-		chromedp.Text("#by-model", &byModel, chromedp.ByID)); err != nil {
+		chromedp.Text("#by-model", &byModel, chromedp.ByID),
+		chromedp.Text("#top-keys", &topKeys, chromedp.ByID)); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(topKeys, "alice\t") || !strings.Contains(topKeys, "\t"+pct(aliceShare)) {
+		t.Errorf("top keys %q: want alice with her cache-read share %s", topKeys, pct(aliceShare))
+	}
+	if !strings.Contains(topSessions, "\t"+pct(sess.Data[0].Share)+"\t") {
+		t.Errorf("top sessions %q: want dash-session's cache-read share %s", topSessions, pct(sess.Data[0].Share))
 	}
 	// The echo alias costs nothing and still has its row, with its 3
 	// requests and its tokens.

@@ -48,7 +48,7 @@ func TestGeminiSDKAgainstEveryBackend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Text() != want || resp.Candidates[0].FinishReason != genai.FinishReasonStop || resp.ModelVersion != alias {
+			if resp.Text() != want || resp.Candidates[0].FinishReason != genai.FinishReasonStop || resp.ModelVersion != answeredModel[alias] {
 				t.Errorf("text %q finish %q model %q", resp.Text(), resp.Candidates[0].FinishReason, resp.ModelVersion)
 			}
 			u := resp.UsageMetadata

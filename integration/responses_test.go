@@ -51,7 +51,7 @@ func TestResponsesClientAgainstEveryBackend(t *testing.T) {
 			if got := resp.OutputText(); got != want {
 				t.Errorf("output text = %q, want %q", got, want)
 			}
-			if resp.Status != responses.ResponseStatusCompleted || resp.Model != alias || !strings.HasPrefix(resp.ID, "resp_") {
+			if resp.Status != responses.ResponseStatusCompleted || resp.Model != answeredModel[alias] || !strings.HasPrefix(resp.ID, "resp_") {
 				t.Errorf("status %q model %q id %q", resp.Status, resp.Model, resp.ID)
 			}
 			if ex, ok := expectedUsage[alias]; ok && (resp.Usage.InputTokens != ex[0] || resp.Usage.OutputTokens != ex[1]) {

@@ -10,11 +10,79 @@ type priceRow struct {
 	p               Prices
 }
 
+// Prompt-cache prices as multiples of a model's input price, as each
+// provider publishes them:
+//
+//   - Anthropic, "Pricing" page of the Claude docs, section "Prompt
+//     caching" (https://docs.claude.com/en/docs/about-claude/pricing):
+//     5-minute cache writes 1.25x the base input price, 1-hour cache
+//     writes 2x, cache hits and refreshes 0.1x. Claude on Amazon Bedrock
+//     ("Amazon Bedrock pricing", https://aws.amazon.com/bedrock/pricing/)
+//     and on Vertex AI ("Vertex AI generative AI pricing",
+//     https://cloud.google.com/vertex-ai/generative-ai/pricing) lists cache
+//     writes and reads at the same ratios.
+//   - OpenAI, "Pricing" page of the API docs
+//     (https://platform.openai.com/docs/pricing), column "Cached input":
+//     caching is automatic and writes cost the normal input price; reads
+//     are 0.5x for gpt-4o, gpt-4o-mini, o1 and o3-mini, 0.25x for gpt-4.1,
+//     o3 and o4-mini, 0.1x for the gpt-5 family. The rows below carry the
+//     published per-model price, which is that ratio.
+//   - Google, "Gemini Developer API pricing"
+//     (https://ai.google.dev/gemini-api/docs/pricing), "Context caching
+//     price": cached tokens (cachedContentTokenCount) 0.1x the input price
+//     for the 2.5 and 3 models; implicit caching writes nothing extra.
+//     Explicit caches also bill storage per hour, which no answer reports
+//     and the ledger does not count.
+//   - DeepSeek ("Models & Pricing", cache hit 0.1x) and xAI ("Models and
+//     Pricing", cached input 0.25x) likewise bill writes as input.
+const (
+	anthropicCacheReadNum, anthropicCacheReadDen       = 1, 10
+	anthropicCacheWrite5mNum, anthropicCacheWrite5mDen = 5, 4
+	anthropicCacheWrite1hNum, anthropicCacheWrite1hDen = 2, 1
+)
+
 // anthropicPrices derives the cache prices from the input price as
-// Anthropic bills them: 5-minute cache writes 1.25x, 1-hour writes 2x,
-// cache hits 0.1x (https://docs.claude.com/en/docs/about-claude/pricing).
+// Anthropic bills them (see the multipliers above).
 func anthropicPrices(in, out int64) Prices {
-	return Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite5m: in * 5 / 4, CacheWrite1h: in * 2}
+	r, w5, w1 := anthropicCache(in)
+	return Prices{Input: in, Output: out, CacheRead: r, CacheWrite5m: w5, CacheWrite1h: w1}
+}
+
+func anthropicCache(in int64) (read, write5m, write1h int64) {
+	return in * anthropicCacheReadNum / anthropicCacheReadDen,
+		in * anthropicCacheWrite5mNum / anthropicCacheWrite5mDen,
+		in * anthropicCacheWrite1hNum / anthropicCacheWrite1hDen
+}
+
+// CachePricesFor derives the cache prices of a model from an input price
+// that replaces its list price (model_info.input_cost_per_token): the
+// built-in row's ratios when the model has one, else Anthropic's
+// multipliers for Claude on any of its clouds. For any other model there
+// is no published ratio to follow, and ok is false: its cache prices are
+// what model_info says, else 0.
+func CachePricesFor(provider, upstreamModel string, input int64) (read, write5m, write1h int64, ok bool) {
+	if bp, found := BuiltinPrices(provider, upstreamModel); found && bp.Input > 0 {
+		scale := func(v int64) int64 { return v * input / bp.Input }
+		return scale(bp.CacheRead), scale(bp.CacheWrite5m), scale(bp.CacheWrite1h), true
+	}
+	if IsClaude(provider, upstreamModel) {
+		r, w5, w1 := anthropicCache(input)
+		return r, w5, w1, true
+	}
+	return 0, 0, 0, false
+}
+
+// IsClaude reports whether a deployment is Claude, billed with Anthropic's
+// cache multipliers: Anthropic's API, or a Claude model on Bedrock or
+// Vertex AI.
+func IsClaude(provider, upstreamModel string) bool {
+	switch strings.ToLower(provider) {
+	case "anthropic":
+		return true
+	case "bedrock", "vertex_ai":
+		return strings.Contains(strings.ToLower(upstreamModel), "claude")
+	}
+	return false
 }
 
 // cachedPrices is the shape of providers whose cache writes cost nothing

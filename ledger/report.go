@@ -47,6 +47,22 @@ type UsageResult struct {
 	// above). Anthropic's report has no such field; its clients ignore
 	// fields they do not know.
 	Requests int64 `json:"requests"`
+	// CacheReadShare is the gateway's extension: cache_read_input_tokens
+	// over every input token of the row (uncached, cache writes and cache
+	// reads), 0 to 1. A coding agent whose cache works reads most of its
+	// prompt from it; a share near 0 with large cache writes is a cache
+	// written and lost, billed at the write premium every turn.
+	CacheReadShare float64 `json:"cache_read_share"`
+}
+
+// CacheReadShare is read over the whole input (uncached, cache writes and
+// cache reads), rounded to four decimals; 0 when there was no input.
+func CacheReadShare(uncached, writes, read int64) float64 {
+	total := float64(uncached) + float64(writes) + float64(read)
+	if total <= 0 || read <= 0 {
+		return 0
+	}
+	return math.Round(float64(read)/total*1e4) / 1e4
 }
 
 // CacheCreation is cache writes by TTL.
@@ -251,7 +267,9 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 				a.tier.compare(b.tier), a.window.compare(b.window))
 		})
 		for _, k := range keys {
-			out.Data[i].Results = append(out.Data[i].Results, *groups[i][k])
+			res := groups[i][k]
+			res.CacheReadShare = CacheReadShare(res.UncachedInputTokens, res.CacheCreation.Ephemeral5m+res.CacheCreation.Ephemeral1h, res.CacheReadInputTokens)
+			out.Data[i].Results = append(out.Data[i].Results, *res)
 		}
 	}
 	return out, nil

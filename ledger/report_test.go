@@ -147,7 +147,7 @@ func testUsageReportExactJSON(t *testing.T, s Store) {
 		`{"uncached_input_tokens":1000,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},` +
 		`"cache_read_input_tokens":0,"output_tokens":500,"server_tool_use":{"web_search_requests":0},` +
 		`"model":"local","api_key_id":null,"workspace_id":null,"service_tier":null,"context_window":null,` +
-		`"inference_geo":null,"account_id":null,"service_account_id":null,"requests":1}]},` +
+		`"inference_geo":null,"account_id":null,"service_account_id":null,"requests":1,"cache_read_share":0}]},` +
 		`{"starting_at":"2025-09-02T00:00:00Z","ending_at":"2025-09-03T00:00:00Z","results":[]}],` +
 		`"has_more":false,"next_page":null}`
 	if string(b) != want {

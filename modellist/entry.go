@@ -518,6 +518,7 @@ func (p *parser) info(d *Deployment, n *yaml.Node, w where) {
 		{"output_cost_per_token", &d.Info.OutputCostPerToken},
 		{"cache_read_input_token_cost", &d.Info.CacheReadInputTokenCost},
 		{"cache_creation_input_token_cost", &d.Info.CacheCreationInputTokenCost},
+		{"cache_creation_input_token_cost_above_1hr", &d.Info.CacheCreation1hInputTokenCost},
 	}
 	for _, pr := range prices {
 		f, ok := fs[pr.name]

@@ -128,7 +128,10 @@ type ModelInfo struct {
 	OutputCostPerToken          *int64
 	CacheReadInputTokenCost     *int64
 	CacheCreationInputTokenCost *int64
-	MaxInputTokens              int64 // 0 = unset
+	// CacheCreation1hInputTokenCost is the price of a 1-hour cache write
+	// (LiteLLM's cache_creation_input_token_cost_above_1hr).
+	CacheCreation1hInputTokenCost *int64
+	MaxInputTokens                int64 // 0 = unset
 }
 
 // Routing strategies accepted in router_settings.routing_strategy.
@@ -159,6 +162,10 @@ type RouterSettings struct {
 	Fallbacks       []Fallback    // in file order
 	CooldownTime    time.Duration // default 60s; an explicit 0 disables cooldown
 	AllowedFails    int           // default 3
+	// SessionAffinity keeps the requests of one agent session on the
+	// deployment that served it while that deployment is healthy, so the
+	// upstream's prompt cache is read rather than written again. Default true.
+	SessionAffinity bool
 }
 
 // Fallback says: when every deployment of Alias fails, try the aliases in To,

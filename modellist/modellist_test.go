@@ -148,6 +148,8 @@ func TestRuleErrors(t *testing.T) {
 			[]string{"model_info.max_input_tokens: must be 0 or more"}},
 		{"routing_strategy unknown", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {routing_strategy: usage-based-routing}\n", nil,
 			[]string{`router_settings.routing_strategy: "usage-based-routing" is not supported; use one of simple-shuffle, least-busy, latency-based-routing`}},
+		{"session_affinity not a switch", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {session_affinity: sometimes}\n", nil,
+			[]string{`router_settings.session_affinity: "sometimes" is not a choice: true`}},
 		{"num_retries negative", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {num_retries: -1}\n", nil,
 			[]string{"router_settings.num_retries: must be 0 or more"}},
 		{"cooldown_time garbage", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {cooldown_time: a while}\n", nil,
@@ -608,7 +610,7 @@ func TestFullExample(t *testing.T) {
 	wantRouter := RouterSettings{
 		RoutingStrategy: StrategyLeastBusy, NumRetries: 1, Timeout: 600 * time.Second, StreamTimeout: 1500 * time.Millisecond,
 		Fallbacks:    []Fallback{{Alias: "claude", To: []string{"coder", "local"}}, {Alias: "fast", To: []string{"local"}}},
-		CooldownTime: 30 * time.Second, AllowedFails: 5,
+		CooldownTime: 30 * time.Second, AllowedFails: 5, SessionAffinity: true,
 	}
 	if !reflect.DeepEqual(c.Router, wantRouter) {
 		t.Errorf("Router:\n got %+v\nwant %+v", c.Router, wantRouter)
@@ -643,7 +645,7 @@ func fields(d Deployment) string {
 
 func TestDefaults(t *testing.T) {
 	c, _ := mustParse(t, one("{model: echo/x}"), envOf())
-	want := RouterSettings{RoutingStrategy: StrategySimpleShuffle, NumRetries: 0, CooldownTime: 60 * time.Second, AllowedFails: 3}
+	want := RouterSettings{RoutingStrategy: StrategySimpleShuffle, NumRetries: 0, CooldownTime: 60 * time.Second, AllowedFails: 3, SessionAffinity: true}
 	if !reflect.DeepEqual(c.Router, want) {
 		t.Errorf("Router = %+v, want %+v", c.Router, want)
 	}
@@ -653,6 +655,10 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.ModelAliases != nil || c.Router.Fallbacks != nil {
 		t.Errorf("want nil slices, got %v %v", c.ModelAliases, c.Router.Fallbacks)
+	}
+	c, _ = mustParse(t, "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {session_affinity: false}\n", envOf())
+	if c.Router.SessionAffinity {
+		t.Errorf("session_affinity: false must turn affinity off")
 	}
 	c, _ = mustParse(t, one("{model: echo/x, max_retries: 0}"), envOf())
 	if mr := c.Deployments[0].MaxRetries; mr == nil || *mr != 0 {

@@ -35,10 +35,10 @@ func vertexFields() []string {
 	return []string{"vertex_project", "vertex_location", "vertex_credentials"}
 }
 func infoFields() []string {
-	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "max_input_tokens"}
+	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "cache_creation_input_token_cost_above_1hr", "max_input_tokens"}
 }
 func routerFields() []string {
-	return []string{"routing_strategy", "num_retries", "timeout", "stream_timeout", "fallbacks", "cooldown_time", "allowed_fails"}
+	return []string{"routing_strategy", "num_retries", "timeout", "stream_timeout", "fallbacks", "cooldown_time", "allowed_fails", "session_affinity"}
 }
 
 // Parse parses and validates a models file. source names the file in
@@ -299,6 +299,7 @@ func (p *parser) config(root *yaml.Node) *Config {
 			NumRetries:      DefaultNumRetries,
 			CooldownTime:    DefaultCooldownTime,
 			AllowedFails:    DefaultAllowedFails,
+			SessionAffinity: true,
 		},
 		byAlias:   map[string][]*Deployment{},
 		fallbacks: map[string][]string{},
@@ -411,6 +412,18 @@ func (p *parser) router(c *Config, n *yaml.Node) {
 	}
 	if f, ok := fs["fallbacks"]; ok {
 		p.fallbacks(c, f.val, w.sub("fallbacks"))
+	}
+	if f, ok := fs["session_affinity"]; ok && !isNull(deref(f.val)) {
+		if s, ok := p.scalar(f.val, w.sub("session_affinity")); ok {
+			switch strings.ToLower(s) {
+			case "true", "on", "yes":
+				r.SessionAffinity = true
+			case "false", "off", "no":
+				r.SessionAffinity = false
+			default:
+				p.errorf(f.val, w.sub("session_affinity"), "%q is not a choice: true (a session stays on one deployment while it is healthy, the default) or false", s)
+			}
+		}
 	}
 }
 

@@ -75,6 +75,13 @@ func (a *Alerter) report(err error) {
 	}
 }
 
+// dollarsFine shows small amounts to the tenth of a cent: cache writes of
+// a few turns cost less than a cent.
+func dollarsFine(pico int64) string {
+	mills := pico / 1e9
+	return fmt.Sprintf("$%d.%03d", mills/1000, mills%1000)
+}
+
 // AlertText is the one line an alert posts.
 func AlertText(al BudgetAlert) string {
 	label := webhook.Clean(al.Label, 160)
@@ -88,6 +95,9 @@ func AlertText(al BudgetAlert) string {
 		return "⚠️ Soft budget reached — " + label + ": " + amounts + " soft budget (" + al.Period + ")" + resets
 	case "80":
 		return "⚠️ 80% of budget — " + label + ": " + amounts + " " + al.Period + resets
+	case AlertCacheUnread:
+		return fmt.Sprintf("🧊 Prompt cache written but never read — %s: %d cache writes and no cache read in its last %d requests, %s of cache writes since; "+
+			"its prompt prefix changes every turn or its requests land where the cache is not", label, al.Writes, al.Window, dollarsFine(al.SpentPico))
 	case "session":
 		return "🛑 Session cap reached — " + label + ": " + amounts + "; further requests of this session are refused"
 	}

@@ -233,7 +233,7 @@ type budget struct {
 
 // BudgetAlert is a threshold a budget's spend crossed.
 type BudgetAlert struct {
-	Kind        string // "soft", "80", "100", "session"
+	Kind        string // "soft", "80", "100", "session", or AlertCacheUnread
 	Scope       string // ledger.ScopeKey, ScopeWorkspace, ScopeSession
 	ScopeID     string
 	Label       string
@@ -242,7 +242,14 @@ type BudgetAlert struct {
 	SpentPico   int64
 	LimitPico   int64 // the budget (the soft limit for "soft")
 	Resets      time.Time
+	// Writes and Window: for AlertCacheUnread, the cache writes among the
+	// session's last Window requests (none of which read the cache);
+	// SpentPico is then what its cache writes cost since its last read.
+	Writes, Window int
 }
+
+// AlertCacheUnread is the kind of the alert a CacheWatch sends.
+const AlertCacheUnread = "cache_unread"
 
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {

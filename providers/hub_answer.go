@@ -11,6 +11,9 @@ type chatAnswer struct {
 	Choices     []chatChoice `json:"choices"`
 	Usage       *chatUsage   `json:"usage"`
 	ServiceTier string       `json:"service_tier"`
+	// Model is the model the upstream says answered; the Responses and
+	// Gemini spokes name it in their answers, as chat answers do.
+	Model string `json:"model"`
 }
 
 type chatChoice struct {
@@ -91,8 +94,11 @@ func readChatAnswer(raw []byte, c *chatAnswer) bool {
 		case "service_tier":
 			r.seen(&m, 4)
 			return r.str(i, &c.ServiceTier)
+		case "model":
+			r.seen(&m, 8)
+			return r.str(i, &c.Model)
 		}
-		return r.unknown(i, k, "choices", "usage", "service_tier")
+		return r.unknown(i, k, "choices", "usage", "service_tier", "model")
 	})
 	return r.ok
 }

@@ -9,12 +9,14 @@ import "encoding/json"
 // matrix and the hub").
 func (t *GeminiTurn) anthropicToGemini(raw []byte) ([]byte, Usage, error) {
 	var a struct {
+		Model      string           `json:"model"`
 		Content    []AnthropicBlock `json:"content"`
 		StopReason string           `json:"stop_reason"`
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, Usage{}, err
 	}
+	t.Answered = a.Model
 	usage := AnthropicUsageFromBody(raw)
 	parts := []geminiPart{}
 	var thinking []AnthropicBlock

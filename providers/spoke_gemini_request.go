@@ -17,8 +17,11 @@ import (
 // and the hub").
 type GeminiTurn struct {
 	req geminiRequest
-	// Alias names the model in answers (modelVersion).
+	// Alias is the model the client asked for, resolved.
 	Alias string
+	// Answered is the model the upstream reported answering, named in
+	// answers (modelVersion); the alias until an answer names one.
+	Answered string
 	// ResponseID is one id for the whole answer, every chunk included.
 	ResponseID string
 	// includeThoughts: the caller wants reasoning back as thought parts.

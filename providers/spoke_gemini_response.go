@@ -2,6 +2,7 @@ package providers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 )
 
@@ -66,7 +67,7 @@ func geminiArgs(args string) json.RawMessage {
 // encode writes one GenerateContentResponse. U+0085 is escaped because
 // python-genai splits stream lines at it and encoding/json leaves it raw.
 func (t *GeminiTurn) encode(parts []geminiPart, finish string, usage *geminiUsage) []byte {
-	resp := geminiResponse{ModelVersion: t.Alias, ResponseID: t.ResponseID, UsageMetadata: usage}
+	resp := geminiResponse{ModelVersion: cmp.Or(t.Answered, t.Alias), ResponseID: t.ResponseID, UsageMetadata: usage}
 	if parts != nil || finish != "" {
 		c := geminiCandidate{FinishReason: finish}
 		if parts != nil {
@@ -89,6 +90,7 @@ func (t *GeminiTurn) chatToGemini(raw []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	t.Answered = a.Model
 	var parts []geminiPart
 	finish := "STOP"
 	if len(a.Choices) > 0 {

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -61,7 +62,7 @@ func (s *geminiStream) textEvent(dst []byte, parts []geminiPart) []byte {
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `]},"index":0}],"modelVersion":`...)
-	dst = jsonfast.AppendQuoted(dst, s.t.Alias, false)
+	dst = jsonfast.AppendQuoted(dst, cmp.Or(s.t.Answered, s.t.Alias), false)
 	dst = append(dst, `,"responseId":`...)
 	dst = jsonfast.AppendQuoted(dst, s.t.ResponseID, false)
 	dst = append(dst, "}\n\n"...)
@@ -91,6 +92,9 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	}
 	if c.Usage != nil {
 		s.usage = c.Usage
+	}
+	if s.t.Answered == "" {
+		s.t.Answered = c.Model
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -19,6 +19,7 @@ func (t *ResponsesTurn) anthropicToResponses(raw []byte) ([]byte, Usage, error) 
 	if in.Type != "" && in.Type != "message" {
 		return nil, Usage{}, errors.New("upstream anthropic response has type " + in.Type)
 	}
+	t.Answered = in.Model
 	u := usageFromAnthropic(&in.Usage)
 	u.Seen = in.Usage.InputTokens != nil || in.Usage.OutputTokens != 0
 	var items []*outputItem

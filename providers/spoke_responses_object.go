@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -264,7 +265,7 @@ type responseText struct {
 func (t *ResponsesTurn) object(status string, output []json.RawMessage, usage *responsesUsage) responseObject {
 	r := &t.Req
 	o := responseObject{
-		ID: t.ID, Object: "response", CreatedAt: t.Created, Status: status, Model: t.Alias,
+		ID: t.ID, Object: "response", CreatedAt: t.Created, Status: status, Model: cmp.Or(t.Answered, t.Alias),
 		Instructions: r.Instructions, MaxOutputTokens: r.MaxOutputTokens, MaxToolCalls: r.MaxToolCalls,
 		Output: output, ParallelToolCalls: r.ParallelToolCalls == nil || *r.ParallelToolCalls,
 		PreviousResponseID: r.PreviousResponseID, PromptCacheKey: r.PromptCacheKey,

@@ -24,6 +24,7 @@ func (t *ResponsesTurn) chatToResponsesUsage(chat []byte) ([]byte, Usage, error)
 	if len(a.Choices) == 0 {
 		return nil, Usage{}, constError("the answer holds no choice")
 	}
+	t.Answered = a.Model
 	c := &a.Choices[0]
 	var items []*outputItem
 	if r := c.Message.reasoning(); r != "" {

@@ -272,10 +272,10 @@ func (s *responsesStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	if s.ended {
 		return dst, nil
 	}
-	if !s.started {
-		dst = s.start(dst)
-	}
 	if string(ev.Data) == "[DONE]" {
+		if !s.started {
+			dst = s.start(dst)
+		}
 		return dst, nil
 	}
 	c := &s.chunk
@@ -284,8 +284,16 @@ func (s *responsesStream) Translate(dst []byte, ev Event) ([]byte, error) {
 	if !readChatAnswer(ev.Data, c) {
 		*c = chatAnswer{}
 		if err := json.Unmarshal(ev.Data, c); err != nil {
+			if !s.started {
+				dst = s.start(dst)
+			}
 			return dst, err
 		}
+	}
+	if !s.started {
+		// response.created names the model that answers: the first chunk's.
+		s.t.Answered = c.Model
+		dst = s.start(dst)
 	}
 	if c.Usage != nil {
 		s.usage = c.Usage

@@ -136,8 +136,12 @@ type ResponsesTurn struct {
 	// ID is the response id the client sees ("resp_…").
 	ID      string
 	Created int64
-	// Alias is the model name echoed in the response.
+	// Alias is the model the client asked for, resolved.
 	Alias string
+	// Answered is the model the upstream reported answering, named in
+	// the response (the alias until an answer names one): the rule every
+	// client format follows (docs/wire-formats.md).
+	Answered string
 	// Items is the effective input: the stored chain, then this turn's
 	// items. NewItems is this turn's alone, each with an id (for storage).
 	Items    []json.RawMessage

@@ -140,6 +140,39 @@ if [ -z "${MODELGATE_GEMINI_CLI_BIN:-}" ] && command -v npm >/dev/null 2>&1; the
 	fi
 fi
 
+step "opencode and Qwen Code (npm)"
+# About 45 s on a clean machine (two npm installs); opencode also fetches
+# its provider package from npm on its first run.
+if command -v npm >/dev/null 2>&1; then
+	if [ -z "${MODELGATE_OPENCODE_BIN:-}" ]; then
+		if MODELGATE_OPENCODE_BIN=$(bash scripts/opencode.sh | tail -n1); then
+			export MODELGATE_OPENCODE_BIN
+		else
+			echo "opencode install failed; its end-to-end test will say so"
+			unset MODELGATE_OPENCODE_BIN
+		fi
+	fi
+	if [ -z "${MODELGATE_QWEN_BIN:-}" ]; then
+		if MODELGATE_QWEN_BIN=$(bash scripts/qwen-code.sh | tail -n1); then
+			export MODELGATE_QWEN_BIN
+		else
+			echo "qwen-code install failed; its end-to-end test will say so"
+			unset MODELGATE_QWEN_BIN
+		fi
+	fi
+fi
+
+step "Node SDKs: openai, @anthropic-ai/sdk, @google/genai (npm)"
+# About 20 s on a clean machine.
+if [ -z "${MODELGATE_NODE_SDKS_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_NODE_SDKS_DIR=$(bash scripts/node-sdks.sh | tail -n1); then
+		export MODELGATE_NODE_SDKS_DIR
+	else
+		echo "node SDKs install failed; their end-to-end test will say so"
+		unset MODELGATE_NODE_SDKS_DIR
+	fi
+fi
+
 step "Vercel AI SDK (npm)"
 if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
 	if MODELGATE_AISDK_DIR=$(bash scripts/ai-sdk.sh | tail -n1); then

@@ -108,7 +108,10 @@ func firstDuration(ds ...time.Duration) time.Duration {
 }
 
 // pricesFor takes model_info prices first, then the built-in table for
-// cloud models; local backends cost nothing unless the YAML says so.
+// cloud models; local backends cost nothing unless the YAML says so. An
+// input price given without cache prices brings cache prices in the
+// provider's proportions (ledger.CachePricesFor), so a negotiated or
+// unlisted Claude rate still bills a 1-hour write at twice its input.
 func pricesFor(d *modellist.Deployment) ledger.Prices {
 	var p ledger.Prices
 	if !d.Local {
@@ -122,6 +125,9 @@ func pricesFor(d *modellist.Deployment) ledger.Prices {
 	i := d.Info
 	if i.InputCostPerToken != nil {
 		p.Input = *i.InputCostPerToken
+		if r, w5, w1, ok := ledger.CachePricesFor(d.Provider, d.Model, p.Input); ok {
+			p.CacheRead, p.CacheWrite5m, p.CacheWrite1h = r, w5, w1
+		}
 	}
 	if i.OutputCostPerToken != nil {
 		p.Output = *i.OutputCostPerToken
@@ -131,7 +137,13 @@ func pricesFor(d *modellist.Deployment) ledger.Prices {
 	}
 	if i.CacheCreationInputTokenCost != nil {
 		p.CacheWrite5m = *i.CacheCreationInputTokenCost
-		p.CacheWrite1h = *i.CacheCreationInputTokenCost
+		if !ledger.IsClaude(d.Provider, d.Model) {
+			// Only Claude has a second cache TTL; elsewhere a write is a write.
+			p.CacheWrite1h = p.CacheWrite5m
+		}
+	}
+	if i.CacheCreation1hInputTokenCost != nil {
+		p.CacheWrite1h = *i.CacheCreation1hInputTokenCost
 	}
 	return p
 }

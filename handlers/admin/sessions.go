@@ -23,7 +23,10 @@ type sessionObject struct {
 	LastRequestAt  string       `json:"last_request_at"`
 	Requests       int64        `json:"requests"`
 	Tokens         sessionUsage `json:"tokens"`
-	Cost           sessionCost  `json:"cost"`
+	// CacheReadShare is cache reads over all input tokens (see
+	// ledger.CacheReadShare).
+	CacheReadShare float64     `json:"cache_read_share"`
+	Cost           sessionCost `json:"cost"`
 }
 
 type sessionUsage struct {
@@ -123,7 +126,8 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 	for _, s := range rows {
 		o := sessionObject{ID: s.ID, APIKeyID: s.KeyID, FirstRequestAt: s.First.Format(time.RFC3339), LastRequestAt: s.Last.Format(time.RFC3339),
 			Requests: s.Requests, Tokens: sessionUsage{s.UncachedInput, s.CacheCreation, s.CacheRead, s.Output},
-			Cost: sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}}
+			CacheReadShare: ledger.CacheReadShare(s.UncachedInput, s.CacheCreation, s.CacheRead),
+			Cost:           sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}}
 		if s.Agent != "" {
 			ag := s.Agent
 			o.Agent = &ag

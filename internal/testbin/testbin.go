@@ -93,6 +93,18 @@ func GeminiCLI(t testing.TB) string {
 	return npmTool(t, "Gemini CLI", "MODELGATE_GEMINI_CLI_BIN", "gemini-*", "gemini", "gemini-cli.sh")
 }
 
+// Opencode returns the path of opencode for end-to-end tests:
+// $MODELGATE_OPENCODE_BIN, else what scripts/opencode.sh installs.
+func Opencode(t testing.TB) string {
+	return npmTool(t, "opencode", "MODELGATE_OPENCODE_BIN", "opencode-*", "opencode", "opencode.sh")
+}
+
+// QwenCode returns the path of Qwen Code for end-to-end tests:
+// $MODELGATE_QWEN_BIN, else what scripts/qwen-code.sh installs.
+func QwenCode(t testing.TB) string {
+	return npmTool(t, "Qwen Code", "MODELGATE_QWEN_BIN", "qwen-*", "qwen", "qwen-code.sh")
+}
+
 // npmTool finds an npm-installed client the way ClaudeCode finds Claude
 // Code: the environment variable, else installing it with its script
 // (which returns at once when .cache has it), else, without npm, a copy
@@ -116,6 +128,28 @@ func npmTool(t testing.TB, name, envVar, cacheGlob, bin, script string) string {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
+}
+
+// NodeSDKs returns a directory holding the official Node SDKs' node_modules
+// ($MODELGATE_NODE_SDKS_DIR, else what scripts/node-sdks.sh installs), and
+// the node binary to run scripts there with.
+func NodeSDKs(t testing.TB) (dir, node string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("Node SDK end-to-end test skipped: node is not installed")
+	}
+	if p := os.Getenv("MODELGATE_NODE_SDKS_DIR"); p != "" {
+		return p, node
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "node-sdks.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/node-sdks.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], node
 }
 
 // AISDK returns a directory holding the Vercel AI SDK's node_modules

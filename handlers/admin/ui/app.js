@@ -56,6 +56,7 @@ function svgEl(tag, attrs = {}) {
 // Amounts come as cents in decimal strings (the cost report's way).
 function dollars(cents) { return '$' + (Number(cents) / 100).toFixed(2); }
 function num(n) { return Number(n).toLocaleString('en-US'); }
+function share(f) { return (Math.round(f * 1000) / 10).toFixed(1) + '%'; }
 function say(msg, bad) { status.textContent = msg || ''; status.className = bad ? 'error' : ''; }
 
 function monthStart() {
@@ -167,8 +168,19 @@ async function overview() {
   const byKey = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=api_key_id&limit=31`);
   const keySpend = {};
   byKey.data.forEach((b) => b.results.forEach((r) => { keySpend[r.api_key_id] = (keySpend[r.api_key_id] || 0) + Number(r.amount); }));
-  parts.push(el('h2', {}, 'Top keys'), table(['Key', 'Spend'],
-    Object.entries(keySpend).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => [k, dollars(v)]), [1]));
+  // Each key's cache-read share: cache reads over all its input tokens.
+  // Near 0 with cache writes is a prompt cache written and never read.
+  const keyTokens = await api(`/v1/organizations/usage_report/messages?starting_at=${since}&group_by[]=api_key_id&limit=31`);
+  const keyCache = {};
+  keyTokens.data.forEach((b) => b.results.forEach((r) => {
+    const c = keyCache[r.api_key_id] = keyCache[r.api_key_id] || { read: 0, input: 0 };
+    c.read += r.cache_read_input_tokens;
+    c.input += r.uncached_input_tokens + r.cache_read_input_tokens + r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens;
+    keySpend[r.api_key_id] = keySpend[r.api_key_id] || 0;
+  }));
+  const keyShare = (k) => (keyCache[k] && keyCache[k].input ? share(keyCache[k].read / keyCache[k].input) : '-');
+  parts.push(el('h2', {}, 'Top keys'), el('div', { id: 'top-keys' }, table(['Key', 'Spend', 'Cache read share'],
+    Object.entries(keySpend).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => [k, dollars(v), keyShare(k)]), [1, 2])));
   const sessions = await api(`/v1/organizations/sessions?starting_at=${since}&limit=10`);
   parts.push(el('h2', {}, 'Top sessions'), sessionTable(sessions.data));
   view.replaceChildren(...parts);
@@ -206,9 +218,11 @@ async function keyBudgets() {
 }
 
 function sessionTable(rows) {
-  return table(['Session', 'Agent', 'Key', 'Requests', 'Output tokens', 'Cost', 'Last request'],
-    rows.map((s) => [s.id, s.agent || '-', s.api_key_id, num(s.requests), num(s.tokens.output), dollars(s.cost.amount), s.last_request_at.replace('T', ' ').replace('Z', '')]),
-    [3, 4, 5]);
+  return table(['Session', 'Agent', 'Key', 'Requests', 'Output tokens', 'Cache read share', 'Cost', 'Last request'],
+    rows.map((s) => [s.id, s.agent || '-', s.api_key_id, num(s.requests), num(s.tokens.output),
+      s.tokens.uncached_input + s.tokens.cache_creation + s.tokens.cache_read ? share(s.cache_read_share) : '-',
+      dollars(s.cost.amount), s.last_request_at.replace('T', ' ').replace('Z', '')]),
+    [3, 4, 5, 6]);
 }
 
 async function sessions() {
