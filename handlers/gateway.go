@@ -106,14 +106,14 @@ type Gateway struct {
 	// bedrockIngress and vertexIngress serve Claude Code's Bedrock and
 	// Vertex modes pointed at the gateway (cloud_ingress.go).
 	bedrockIngress, vertexIngress http.HandlerFunc
-	tooLarge       string // the 413 message, fixed by the limit
-	memoryFull     string // the 503 message when body memory is full
-	bodyMem        *bodyMemory
-	byID           map[string]*upstream.Deployment
-	states         *States
-	obs            Observer
-	counter        *tokencount.Counter
-	now            func() time.Time
+	tooLarge                      string // the 413 message, fixed by the limit
+	memoryFull                    string // the 503 message when body memory is full
+	bodyMem                       *bodyMemory
+	byID                          map[string]*upstream.Deployment
+	states                        *States
+	obs                           Observer
+	counter                       *tokencount.Counter
+	now                           func() time.Time
 
 	bodyPool   sync.Pool // *[]byte
 	readerPool sync.Pool // *bufio.Reader
