@@ -21,7 +21,7 @@ import (
 // Vertex rawPredict body: model set to model; anthropic_version and
 // anthropic_beta taken out (the betas are returned, for the anthropic-beta
 // header, which every Anthropic-family upstream route reads); stream set
-// to *stream when the URL decides it (Bedrock), else kept as sent
+// to *stream when the URL decides it (Bedrock; false is left out), else kept as sent
 // (Vertex's streamRawPredict carries it in the body). Every other byte is
 // kept.
 func MessagesFromCloud(body []byte, model string, stream *bool) ([]byte, []string, error) {
@@ -35,9 +35,9 @@ func MessagesFromCloud(body []byte, model string, stream *bool) ([]byte, []strin
 		}
 	}
 	add := jsonfast.AppendStringMember(nil, "model", model, true)
-	if stream != nil {
+	if stream != nil && *stream {
 		add = jsonfast.AppendKey(add, "stream", false)
-		add = jsonfast.AppendBool(add, *stream)
+		add = jsonfast.AppendBool(add, true)
 	}
 	out, err := editMembers(body, func(k []byte) bool {
 		return keyIs(k, "model") || keyIs(k, "anthropic_version") || keyIs(k, "anthropic_beta") || stream != nil && keyIs(k, "stream")
