@@ -104,6 +104,9 @@ model_aliases:
 					t.Errorf("%s: record under session %q, Claude Code's was %q", m.name, r.SessionID, sessions[m.name])
 				}
 			}
+			if r.Endpoint == m.endpoint && r.Outcome != ledger.OutcomeOK {
+				t.Errorf("%s: a %s record that is not ok: %+v", m.name, m.endpoint, r)
+			}
 		}
 		t.Logf("%s: %d %s records", m.name, n, m.endpoint)
 		if n < 2 {
