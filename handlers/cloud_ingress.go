@@ -15,6 +15,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,11 +64,11 @@ func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
 	}
 	var stream bool
 	switch action {
-	case "invoke":
+	case "invoke", "count-tokens":
 	case "invoke-with-response-stream":
 		stream = true
 	default:
-		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke and /model/{id}/invoke-with-response-stream", action)}).Write(bw, providers.FormatAnthropic)
+		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke, /model/{id}/invoke-with-response-stream and /model/{id}/count-tokens", action)}).Write(bw, providers.FormatAnthropic)
 		return
 	}
 	bw.stream = stream
@@ -76,7 +77,66 @@ func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
 		(&providers.APIError{Status: http.StatusMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use POST"}).Write(bw, providers.FormatAnthropic)
 		return
 	}
+	if action == "count-tokens" {
+		g.serveBedrockCount(bw, r, id)
+		return
+	}
 	g.serveCloudMessages(bw, r, id, &stream, ledger.EndpointBedrockInvoke)
+}
+
+// serveBedrockCount answers Bedrock's CountTokens (POST
+// /model/{id}/count-tokens): the InvokeModel body it wraps is counted as
+// count_tokens counts, and the count answered as {"inputTokens":n}.
+func (g *Gateway) serveBedrockCount(w http.ResponseWriter, r *http.Request, id string) {
+	body, ok := g.readCloudBody(w, r)
+	if !ok {
+		return
+	}
+	alias, ok := g.cloudAlias(id)
+	if !ok {
+		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases", id)}).Write(w, providers.FormatAnthropic)
+		return
+	}
+	msgs, betas, err := providers.CountFromBedrock(body, alias)
+	if err != nil {
+		asAPIError(err).Write(w, providers.FormatAnthropic)
+		return
+	}
+	cw := &bufferedWriter{header: http.Header{}}
+	g.serveCountTokens(cw, messagesRequest(r, msgs, betas, ledger.EndpointBedrockInvoke, "/v1/messages/count_tokens"))
+	var n struct {
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	if cw.status >= 400 || json.Unmarshal(cw.body.Bytes(), &n) != nil || n.InputTokens == nil {
+		for k, v := range cw.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(cw.status)
+		_, _ = w.Write(cw.body.Bytes())
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"inputTokens":`+strconv.FormatInt(*n.InputTokens, 10)+`}`))
+}
+
+// bufferedWriter holds an answer for serveBedrockCount to re-shape.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+func (b *bufferedWriter) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
 }
 
 // serveVertex answers POST …/publishers/anthropic/models/{m}:rawPredict,

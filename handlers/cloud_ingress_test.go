@@ -189,6 +189,23 @@ func TestBedrockIngressToChatUpstream(t *testing.T) {
 		t.Errorf("stream flags %v %v", recs[0].Stream, recs[1].Stream)
 	}
 
+	// CountTokens counts the InvokeModel body it wraps, for free.
+	count := `{"input":{"invokeModel":{"body":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `"}}}`
+	rr = post(g, alice, "/model/"+id+"/count-tokens", count)
+	var n struct {
+		InputTokens int `json:"inputTokens"`
+	}
+	if rr.Code != 200 || json.Unmarshal(rr.Body.Bytes(), &n) != nil || n.InputTokens < 1 {
+		t.Errorf("count-tokens: %d %s", rr.Code, rr.Body)
+	}
+	rr = post(g, alice, "/model/"+id+"/count-tokens", `{"input":{}}`)
+	if rr.Code != 400 || rr.Header().Get("X-Amzn-Errortype") != "ValidationException" {
+		t.Errorf("bad count-tokens: %d %s", rr.Code, rr.Body)
+	}
+	if len(obs.Records()) != 2 {
+		t.Errorf("counting made records: %d", len(obs.Records()))
+	}
+
 	// An unknown model is a Bedrock-shaped 404.
 	rr = post(g, alice, "/model/"+url_("amazon.nova-pro-v1:0")+"/invoke", body)
 	if rr.Code != 404 || rr.Header().Get("X-Amzn-Errortype") != "ResourceNotFoundException" || !strings.HasPrefix(rr.Body.String(), `{"message":"model \"amazon.nova-pro-v1:0\" is not configured`) {

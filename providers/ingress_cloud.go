@@ -191,3 +191,27 @@ func lowerFirst(s string) string {
 	}
 	return strings.ToLower(s[:1]) + s[1:]
 }
+
+// CountFromBedrock is the count_tokens body for a Bedrock CountTokens
+// body, {"input":{"invokeModel":{"body":<base64 InvokeModel body>}}}: the
+// InvokeModel body as MessagesFromCloud makes it, without max_tokens,
+// which count_tokens does not take.
+func CountFromBedrock(body []byte, model string) ([]byte, []string, error) {
+	var env struct {
+		Input struct {
+			InvokeModel *struct {
+				Body []byte `json:"body"`
+			} `json:"invokeModel"`
+		} `json:"input"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Input.InvokeModel == nil || len(env.Input.InvokeModel.Body) == 0 {
+		return nil, nil, BadRequest("input", `CountTokens takes {"input":{"invokeModel":{"body":<the InvokeModel body, base64>}}}`)
+	}
+	noStream := false
+	out, betas, err := MessagesFromCloud(env.Input.InvokeModel.Body, model, &noStream)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err = editMembers(out, func(k []byte) bool { return keyIs(k, "max_tokens") }, nil)
+	return out, betas, err
+}
