@@ -36,11 +36,12 @@ func PresentedKey(r *http.Request) string {
 }
 
 // ClientFormat picks the error family a caller expects: Anthropic for the
-// Messages and organization paths or a request that carries
-// anthropic-version, OpenAI otherwise.
+// Messages and organization paths, Claude Code's Bedrock and Vertex paths
+// (its Anthropic SDK reads an Anthropic error there too) or a request that
+// carries anthropic-version, OpenAI otherwise.
 func ClientFormat(r *http.Request) providers.Format {
 	p := r.URL.Path
-	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") {
+	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, "/model/") || vertexPath(p) {
 		return providers.FormatAnthropic
 	}
 	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {

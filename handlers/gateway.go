@@ -109,14 +109,17 @@ type Gateway struct {
 	gemini, geminiModels http.HandlerFunc
 	// storedResponse serves /v1/responses/{id}[/input_items].
 	storedResponse http.HandlerFunc
-	tooLarge       string // the 413 message, fixed by the limit
-	memoryFull     string // the 503 message when body memory is full
-	bodyMem        *bodyMemory
-	byID           map[string]*upstream.Deployment
-	states         *States
-	obs            Observer
-	counter        *tokencount.Counter
-	now            func() time.Time
+	// bedrockIngress and vertexIngress serve Claude Code's Bedrock and
+	// Vertex modes pointed at the gateway (cloud_ingress.go).
+	bedrockIngress, vertexIngress http.HandlerFunc
+	tooLarge                      string // the 413 message, fixed by the limit
+	memoryFull                    string // the 503 message when body memory is full
+	bodyMem                       *bodyMemory
+	byID                          map[string]*upstream.Deployment
+	states                        *States
+	obs                           Observer
+	counter                       *tokencount.Counter
+	now                           func() time.Time
 
 	bodyPool   sync.Pool // *[]byte
 	readerPool sync.Pool // *bufio.Reader
@@ -271,6 +274,12 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if strings.HasPrefix(p, "/v1/responses/") || strings.HasPrefix(p, "/responses/") {
 		return g.storedResponse, true
 	}
+	if strings.HasPrefix(p, "/model/") {
+		return g.bedrockIngress, true
+	}
+	if vertexPath(p) {
+		return g.vertexIngress, true
+	}
 	if g.opts.AnswerAllPaths || underAPI(p) {
 		return g.notFound, true
 	}
@@ -349,6 +358,8 @@ func (g *Gateway) buildPaths() {
 	g.gemini = g.guard(g.serveGemini)
 	g.geminiModels = g.guard(g.only(http.MethodGet, g.serveGeminiModels))
 	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+	g.bedrockIngress = g.guard(g.serveBedrock)
+	g.vertexIngress = g.guard(g.serveVertex)
 }
 
 func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
@@ -482,6 +493,9 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
 	rec.Endpoint = ledger.Endpoint(cf.LedgerEndpoint())
+	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {
+		rec.Endpoint = e
+	}
 	return rec
 }
 

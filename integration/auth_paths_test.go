@@ -64,6 +64,10 @@ func TestReviewNoKeyNoService(t *testing.T) {
 		{"GET", "/health"},
 		{"GET", "/v1/organizations/usage_report/messages?starting_at=2025-01-01T00:00:00Z"},
 		{"GET", "/v1/organizations/cost_report?starting_at=2025-01-01T00:00:00Z"},
+		// Claude Code's Bedrock and Vertex modes pointed at the gateway.
+		{"POST", "/model/claude/invoke-with-response-stream"},
+		{"POST", "/model/claude/count-tokens"},
+		{"POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude:streamRawPredict"},
 	}
 	for _, c := range cases {
 		status, body := rawRequest(t, g.base, c.method, c.target)

@@ -54,6 +54,9 @@ const (
 	EndpointResponses       Endpoint = "responses"        // OpenAI /v1/responses
 	EndpointGenerateContent Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
 	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
+	// Claude Code's Bedrock and Vertex modes pointed at the gateway.
+	EndpointBedrockInvoke    Endpoint = "bedrock_invoke"     // Bedrock /model/{id}/invoke and invoke-with-response-stream
+	EndpointVertexRawPredict Endpoint = "vertex_raw_predict" // Vertex …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
 )
 
 // Context window labels used by the reports.

@@ -26,6 +26,11 @@ type APIError struct {
 	// NoRetry tells clients not to retry (x-should-retry: false): a
 	// refusal only time cures, which SDKs would otherwise hammer.
 	NoRetry bool
+	// Raw is an upstream's own error body, sent unmodified (with Status)
+	// to a client of RawFamily: Claude Code's recovery matches on the
+	// wording of Anthropic's errors, which a re-rendering would change.
+	Raw       []byte
+	RawFamily Format
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -149,6 +154,9 @@ func optional(s string) *string {
 func (e *APIError) Body(f Format) []byte {
 	var b []byte
 	f = f.ErrorFamily()
+	if e.Raw != nil && f == e.RawFamily {
+		return e.Raw
+	}
 	if f == FormatGemini {
 		return e.geminiErrorJSON()
 	}
@@ -272,4 +280,18 @@ func decodeError(err error) *APIError {
 		return BadRequest("", fmt.Sprintf("request body is not valid JSON (at byte %d)", se.Offset))
 	}
 	return BadRequest("", "request body could not be read: "+strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// IsAnthropicError reports whether body is an error in Anthropic's shape,
+// {"type":"error","error":{"type":…,"message":…}}: the body a Messages
+// client may be given as it is.
+func IsAnthropicError(body []byte) bool {
+	var probe struct {
+		Type  string `json:"type"`
+		Error *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &probe) == nil && probe.Type == "error" && probe.Error != nil && probe.Error.Type != ""
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/providers"
@@ -77,6 +78,9 @@ func newEndpoint(d *modellist.Deployment) endpoint {
 	case modellist.KindAnthropic:
 		e.up, e.url, e.count = providers.FormatAnthropic, d.APIBase+"/v1/messages", anthropicCount{}
 		e.passAnthropic = true
+		if u, err := url.Parse(d.APIBase); err == nil {
+			e.anthropicOwn = strings.EqualFold(u.Hostname(), "api.anthropic.com")
+		}
 		_, e.pinVersion = d.ExtraHeaders["Anthropic-Version"]
 		_, e.pinBeta = d.ExtraHeaders["Anthropic-Beta"]
 	case modellist.KindOllama:
@@ -159,6 +163,28 @@ type httpEndpoint struct {
 	count               tokenCounter
 	passAnthropic       bool // an Anthropic client's query, version and betas go through
 	pinVersion, pinBeta bool // extra_headers pin Anthropic-Version / Anthropic-Beta
+	// anthropicOwn: the upstream is Anthropic's own API, the one server
+	// that reads Claude Code's ?beta=true.
+	anthropicOwn bool
+}
+
+// query is the client's query as an Anthropic upstream gets it: whole for
+// Anthropic's own API; without beta for other Anthropic-compatible servers,
+// since a strict one 404s on it and Claude Code then reports a model
+// problem.
+func (e *httpEndpoint) query(raw string) string {
+	if e.anthropicOwn || !strings.Contains(raw, "beta") {
+		return raw
+	}
+	parts := strings.Split(raw, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if k != "beta" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
 }
 
 func (e *httpEndpoint) format() providers.Format { return e.up }
@@ -188,7 +214,9 @@ func (e *httpEndpoint) prepare(cf providers.Format, body []byte, client *http.Re
 		u = t.stream
 	}
 	if t.passAnthropic && client.URL.RawQuery != "" {
-		u += "?" + client.URL.RawQuery
+		if q := e.query(client.URL.RawQuery); q != "" {
+			u += "?" + q
+		}
 	}
 	return u, body, nil
 }
@@ -213,7 +241,12 @@ func (e *httpEndpoint) events(body io.Reader, br *bufio.Reader) providers.EventR
 }
 
 func (e *httpEndpoint) parseError(status int, _ http.Header, body []byte) *providers.APIError {
-	return providers.UpstreamError(status, body)
+	apiErr := providers.UpstreamError(status, body)
+	if e.up == providers.FormatAnthropic && providers.IsAnthropicError(body) {
+		// Same family: a Messages client gets the upstream's own answer.
+		apiErr.Raw, apiErr.RawFamily = append([]byte(nil), body...), providers.FormatAnthropic
+	}
+	return apiErr
 }
 
 func (e *httpEndpoint) credentialsRefused(int, string) bool { return false }

@@ -74,7 +74,8 @@ func TestEndpointPerKind(t *testing.T) {
 }
 
 // An Anthropic client's query, version and betas reach an Anthropic
-// upstream, unless extra_headers pin them; no other client's do.
+// upstream, unless extra_headers pin them; no other client's do. Claude
+// Code's ?beta=true reaches Anthropic's own API only.
 func TestAnthropicPassThrough(t *testing.T) {
 	client := httptest.NewRequest(http.MethodPost, "/v1/messages?beta=true", nil)
 	client.Header.Set("Anthropic-Version", "2024-01-01")
@@ -90,8 +91,13 @@ func TestAnthropicPassThrough(t *testing.T) {
 	}
 	d := &modellist.Deployment{Provider: "anthropic", Kind: modellist.KindAnthropic, APIBase: "http://up.test", APIKey: "sk-ant-0123456789"}
 	req := send(d, providers.FormatAnthropic)
-	if req.URL.String() != "http://up.test/v1/messages?beta=true" || req.Header.Get("Anthropic-Version") != "2024-01-01" || req.Header.Get("Anthropic-Beta") != "tools-1" {
+	if req.URL.String() != "http://up.test/v1/messages" || req.Header.Get("Anthropic-Version") != "2024-01-01" || req.Header.Get("Anthropic-Beta") != "tools-1" {
 		t.Errorf("Anthropic client: %s version %q beta %q", req.URL, req.Header.Get("Anthropic-Version"), req.Header.Get("Anthropic-Beta"))
+	}
+	own := *d
+	own.APIBase = "https://api.anthropic.com"
+	if req := send(&own, providers.FormatAnthropic); req.URL.String() != "https://api.anthropic.com/v1/messages?beta=true" {
+		t.Errorf("Anthropic's own API: %s, want ?beta=true kept", req.URL)
 	}
 	req = send(d, providers.FormatOpenAI)
 	if req.URL.RawQuery != "" || req.Header.Get("Anthropic-Version") != "2023-06-01" || req.Header.Get("Anthropic-Beta") != "" {

@@ -52,11 +52,13 @@ func secretsOf(d *modellist.Deployment) []string {
 // secret of the deployment is replaced. The error is copied only when it
 // held one.
 func (b *Deployment) Redact(e *providers.APIError) *providers.APIError {
-	if e == nil || !b.leaks(e.Message, e.Param, e.Code) {
+	if e == nil || !b.leaks(e.Message, e.Param, e.Code, string(e.Raw)) {
 		return e
 	}
 	c := *e
 	c.Message, c.Param, c.Code = b.scrub(c.Message), b.scrub(c.Param), b.scrub(c.Code)
+	// A raw body carrying a secret is re-rendered from the scrubbed parts.
+	c.Raw = nil
 	return &c
 }
 
