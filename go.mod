@@ -25,6 +25,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+
 require (
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect
