@@ -54,6 +54,7 @@ const (
 	EndpointResponses       Endpoint = "responses"        // OpenAI /v1/responses
 	EndpointGenerateContent Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
 	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
+	EndpointMCP             Endpoint = "mcp"              // an MCP tools/call: Provider is the server, UpstreamModel the tool
 )
 
 // Context window labels used by the reports.

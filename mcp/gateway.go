@@ -94,8 +94,8 @@ func (nopObserver) ToolCall(context.Context, Call) {}
 func (nopObserver) Upstream(string, error)         {}
 func (nopObserver) Stderr(string, string)          {}
 
-// New starts a session to every server in the background and returns at
-// once: a server that is down does not hold up the gateway.
+// New builds the gateway; Start connects it. Building starts nothing, so
+// `caddy validate` starts no stdio process.
 func New(o Options) *Gateway {
 	if o.MaxRequestBody <= 0 {
 		o.MaxRequestBody = 4 << 20
@@ -107,8 +107,6 @@ func New(o Options) *Gateway {
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
 	hopts := &sdk.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxRequestBody, DisableLocalhostProtection: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	g.agg = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, "") }, hopts))
 	for _, s := range o.Servers {
@@ -116,18 +114,38 @@ func New(o Options) *Gateway {
 		g.ups = append(g.ups, u)
 		g.byName[s.Name] = u
 		g.single[s.Name] = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, s.Name) }, hopts))
+	}
+	return g
+}
+
+// Start opens a session to every server in the background and returns at
+// once: a server that is down does not hold up the gateway, and its calls
+// fail at once until it is back.
+func (g *Gateway) Start() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	for _, u := range g.ups {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
 			u.run(ctx)
 		}()
 	}
-	return g
 }
 
 // Close ends every upstream session and stops the stdio processes.
 func (g *Gateway) Close() {
-	g.cancel()
+	g.mu.Lock()
+	cancel := g.cancel
+	g.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 	g.wg.Wait()
 }
 
@@ -287,4 +305,3 @@ func (g *Gateway) sync(v *view) {
 		v.s.RemoveTools(gone...)
 	}
 }
-

@@ -46,9 +46,13 @@ type recObs struct {
 	calls []Call
 }
 
-func (o *recObs) ToolCall(_ context.Context, c Call) { o.mu.Lock(); o.calls = append(o.calls, c); o.mu.Unlock() }
-func (o *recObs) Upstream(string, error)             {}
-func (o *recObs) Stderr(string, string)              {}
+func (o *recObs) ToolCall(_ context.Context, c Call) {
+	o.mu.Lock()
+	o.calls = append(o.calls, c)
+	o.mu.Unlock()
+}
+func (o *recObs) Upstream(string, error) {}
+func (o *recObs) Stderr(string, string)  {}
 
 // withID stands in for llm_auth: it attaches the identity for the bearer.
 func withID(h http.Handler, ids map[string]*policy.Identity) http.Handler {
@@ -110,6 +114,7 @@ func TestGatewayAggregatesAndAllows(t *testing.T) {
 		{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL, Headers: map[string]string{"Authorization": "Bearer upstream-token"}},
 		{Name: "dead", Transport: modellist.MCPTransportHTTP, URL: "http://127.0.0.1:1/mcp"},
 	}})
+	g.Start()
 	t.Cleanup(g.Close)
 	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{
 		"all":  {KeyID: "k-all"},
