@@ -40,6 +40,9 @@ var (
 // records into it; it opens the store when Caddy starts it and flushes
 // and closes it on stop.
 type App struct {
+	// onStart are the handlers' start steps (the MCP gateway's upstream
+	// sessions): run by Start, never by `caddy validate`.
+	onStart []func()
 	// Ledger selects the store: `sqlite` with a file path (default: a file
 	// in Caddy's data directory) or `postgres` with a DSN. Placeholders
 	// such as {env.DATABASE_URL} are expanded.
@@ -310,6 +313,9 @@ func (a *App) Start() error {
 	go a.budgets.Poll(ctx, time.Second, warnEvery("reading budget spend from the ledger failed; serving on the last spend read"))
 	if a.alerter != nil {
 		go a.alerter.Run(ctx)
+	}
+	for _, f := range a.onStart {
+		f()
 	}
 	return nil
 }

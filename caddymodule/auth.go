@@ -95,6 +95,9 @@ type KeyConfig struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Models optionally restricts the aliases this key may use.
 	Models []string `json:"models,omitempty"`
+	// MCP optionally restricts the MCP servers and tools this key may
+	// use: entries "server" or "server/tool".
+	MCP []string `json:"mcp,omitempty"`
 	// Limits are the key's budgets and rates.
 	Limits *LimitsConfig `json:"limits,omitempty"`
 }
@@ -233,7 +236,7 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 					id = fmt.Sprintf("admin-%d", i+1)
 				}
 			}
-			keys = append(keys, policy.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, Admin: admin,
+			keys = append(keys, policy.Key{Secret: secret, ID: id, Workspace: k.Workspace, Models: k.Models, MCP: k.MCP, Admin: admin,
 				Limits: k.Limits.ledger(nil)})
 		}
 		return nil
@@ -452,6 +455,11 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					k.Models = d.RemainingArgs()
 					if len(k.Models) == 0 {
 						return d.Err("models: list at least one alias")
+					}
+				case "mcp":
+					k.MCP = d.RemainingArgs()
+					if len(k.MCP) == 0 {
+						return d.Err("mcp: list at least one MCP server or server/tool, e.g. mcp everything fs/read_file")
 					}
 				default:
 					if k.Limits == nil {

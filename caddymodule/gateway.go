@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -61,6 +62,7 @@ type Gateway struct {
 	AnswerAllPaths bool `json:"answer_all_paths,omitempty"`
 
 	h       *handlers.Gateway
+	mcp     *mcp.Gateway // nil without mcp_servers
 	app     *App
 	logger  *zap.Logger
 	metrics *metrics
@@ -128,6 +130,14 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
 	})
+	if len(cfg.MCPServers) > 0 {
+		g.mcp = mcp.New(mcp.Options{
+			Servers:        cfg.MCPServers,
+			MaxRequestBody: g.MaxRequestBody,
+			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
+		})
+		g.app.onStart = append(g.app.onStart, g.mcp.Start)
+	}
 	return nil
 }
 
@@ -168,6 +178,9 @@ func (g *Gateway) Cleanup() error {
 	if g.h != nil {
 		g.h.Close()
 	}
+	if g.mcp != nil {
+		g.mcp.Close()
+	}
 	if g.app != nil {
 		if err := g.app.release(); err != nil {
 			g.logger.Error("closing the ledger", zap.Error(err))
@@ -181,6 +194,17 @@ func (g *Gateway) Cleanup() error {
 
 // ServeHTTP answers the gateway's endpoints and passes every other path on.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if g.mcp != nil && mcp.Handles(r.URL.Path) {
+		if policy.IdentityFrom(r.Context()) == nil {
+			if !g.InsecureNoAuth {
+				g.h.Unauthenticated(w, r)
+				return nil
+			}
+			r = r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{KeyID: "anonymous", Role: policy.RoleUser}))
+		}
+		g.mcp.ServeHTTP(w, r)
+		return nil
+	}
 	hh, ok := g.h.Route(r)
 	if !ok {
 		return next.ServeHTTP(w, r)

@@ -18,6 +18,7 @@ type metrics struct {
 	attempts *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	ttft     *prometheus.HistogramVec
+	mcpCalls *prometheus.CounterVec
 }
 
 func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
@@ -54,6 +55,11 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 	if m.attempts, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "modelgate", Name: "upstream_attempts_total", Help: "Upstream calls by alias, provider and outcome.",
 	}, []string{"alias", "provider", "outcome"})); err != nil {
+		return nil, err
+	}
+	if m.mcpCalls, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "modelgate", Name: "mcp_tool_calls_total", Help: "MCP tools/call requests by server (from mcp_servers) and outcome.",
+	}, []string{"server", "outcome"})); err != nil {
 		return nil, err
 	}
 	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}

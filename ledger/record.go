@@ -57,6 +57,7 @@ const (
 	// Claude Code's Bedrock and Vertex modes pointed at the gateway.
 	EndpointBedrockInvoke    Endpoint = "bedrock_invoke"     // Bedrock /model/{id}/invoke and invoke-with-response-stream
 	EndpointVertexRawPredict Endpoint = "vertex_raw_predict" // Vertex …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
+	EndpointMCP              Endpoint = "mcp"                // an MCP tools/call: Provider is the server, UpstreamModel the tool
 )
 
 // Context window labels used by the reports.

@@ -186,6 +186,8 @@ type Config struct {
 	Deployments  []*Deployment
 	Router       RouterSettings
 	ModelAliases []ModelAlias // in file order
+	// MCPServers are the mcp_servers entries, in file order.
+	MCPServers []*MCPServer
 
 	byAlias   map[string][]*Deployment
 	aliases   []string

@@ -18,7 +18,9 @@ import (
 
 // Field lists, in the order messages show them. Functions rather than
 // package variables so that nothing at package level can be mutated.
-func topFields() []string   { return []string{"model_list", "router_settings", "model_aliases"} }
+func topFields() []string {
+	return []string{"model_list", "router_settings", "model_aliases", "mcp_servers"}
+}
 func entryFields() []string { return []string{"model_name", "proxy_params", "model_info"} }
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
@@ -309,7 +311,7 @@ func (p *parser) config(root *yaml.Node) *Config {
 		p.errorf(nil, where{}, "the file is empty; it needs a model_list with at least one entry")
 		return c
 	}
-	top, ok := p.mapping(root, where{}, topFields(), "model_list, router_settings, model_aliases")
+	top, ok := p.mapping(root, where{}, topFields(), "model_list, router_settings, model_aliases, mcp_servers")
 	if !ok {
 		return c
 	}
@@ -319,6 +321,9 @@ func (p *parser) config(root *yaml.Node) *Config {
 	}
 	if f, ok := top["model_aliases"]; ok && !isNull(deref(f.val)) {
 		p.modelAliases(c, f.val)
+	}
+	if f, ok := top["mcp_servers"]; ok && !isNull(deref(f.val)) {
+		p.mcpServers(c, f.val)
 	}
 	return c
 }

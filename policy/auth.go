@@ -21,6 +21,7 @@ type Key struct {
 	ID        string // defaults to a fingerprint of Secret
 	Workspace string
 	Models    []string // nil or empty allows every alias
+	MCP       []string // MCP allow-list ("server" or "server/tool"); nil allows every server
 	Admin     bool
 	Limits    ledger.Limits // budgets and rates
 }
@@ -87,6 +88,7 @@ func NewAuth(keys []Key) (*Auth, error) {
 		if k.Admin {
 			ident.Role = RoleAdmin
 		}
+		ident.MCP = k.MCP
 		if len(k.Models) > 0 {
 			ident.Models = make(map[string]struct{}, len(k.Models))
 			for _, m := range k.Models {

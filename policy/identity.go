@@ -33,6 +33,9 @@ type Identity struct {
 	Role      Role
 	// Models is the alias allow-list; nil allows every alias.
 	Models map[string]struct{}
+	// MCP is the MCP allow-list: entries "server" or "server/tool"; nil
+	// allows every server.
+	MCP []string
 	// Limits are the key's budgets and rates (runtime keys).
 	Limits ledger.Limits
 	// Runtime: the key lives in the ledger database, not the Caddyfile.

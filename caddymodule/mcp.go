@@ -1,0 +1,63 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/mcp"
+)
+
+// mcpObserver records the MCP gateway's tool calls in the ledger and the
+// metrics, and logs its upstream sessions and stdio servers' stderr.
+type mcpObserver struct {
+	app     *App
+	logger  *zap.Logger
+	metrics *metrics
+}
+
+func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
+	o.metrics.mcpCalls.WithLabelValues(c.Server, c.Outcome).Inc()
+	rec := ledger.Record{
+		Time:          time.Now().Add(-c.Duration).UTC(),
+		KeyID:         c.KeyID,
+		Workspace:     c.Workspace,
+		Alias:         c.Server + "/" + c.Tool,
+		Provider:      c.Server,
+		UpstreamModel: c.Tool,
+		Endpoint:      ledger.EndpointMCP,
+		Status:        http.StatusOK,
+		Outcome:       ledger.OutcomeOK,
+		Latency:       c.Duration,
+		SessionID:     c.Session,
+	}
+	switch c.Outcome {
+	case "ok", "tool_error":
+	case "denied", "limited":
+		rec.Outcome, rec.Status = ledger.OutcomeRefused, http.StatusForbidden
+	default:
+		rec.Outcome, rec.Status = ledger.OutcomeError, http.StatusBadGateway
+	}
+	if !o.app.Enqueue(rec) {
+		o.logger.Error("ledger queue full; an MCP tool call went unrecorded", zap.String("server", c.Server), zap.String("tool", c.Tool))
+	}
+	o.logger.Debug("mcp tool call", zap.String("server", c.Server), zap.String("tool", c.Tool), zap.String("key", c.KeyID),
+		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes))
+}
+
+// Upstream logs session changes; err's text comes from the SDK's
+// transport and never contains the configured headers or env.
+func (o *mcpObserver) Upstream(server string, err error) {
+	if err != nil {
+		o.logger.Warn("mcp server unavailable; retrying with backoff", zap.String("server", server), zap.Error(err))
+		return
+	}
+	o.logger.Info("mcp server connected", zap.String("server", server))
+}
+
+func (o *mcpObserver) Stderr(server, line string) {
+	o.logger.Debug("mcp server stderr", zap.String("server", server), zap.String("line", line))
+}

@@ -1,0 +1,88 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/policy"
+)
+
+// callHandler forwards a tools/call to tool on u, checking the caller's
+// allow-list on every call (it may have changed since the session began),
+// and records it.
+func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		start := time.Now()
+		var id *policy.Identity
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			id, _ = req.Extra.TokenInfo.Extra["identity"].(*policy.Identity)
+		}
+		c := Call{Server: u.cfg.Name, Tool: tool, Outcome: "ok"}
+		if req.Session != nil {
+			c.Session = req.Session.ID()
+		}
+		if id != nil {
+			c.KeyID, c.Workspace = id.KeyID, id.Workspace
+		}
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		c.Bytes = int64(len(args))
+		res, err := g.call(ctx, u, tool, id, args, &c)
+		c.Duration = time.Since(start)
+		if res != nil {
+			if b, merr := json.Marshal(res); merr == nil {
+				c.Bytes += int64(len(b))
+			}
+			if res.IsError && c.Outcome == "ok" {
+				c.Outcome = "tool_error"
+			}
+		}
+		g.obs.ToolCall(ctx, c)
+		return res, err
+	}
+}
+
+func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, c *Call) (*sdk.CallToolResult, error) {
+	if id == nil || !toolAllowed(allowList(id), u.cfg.Name, tool) {
+		c.Outcome = "denied"
+		return nil, fmt.Errorf("tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
+	}
+	if g.opts.Admit != nil {
+		if err := g.opts.Admit(ctx, id); err != nil {
+			c.Outcome = "limited"
+			return nil, err
+		}
+	}
+	cs, _, err := u.current()
+	if err != nil {
+		c.Outcome = "unavailable"
+		return nil, fmt.Errorf("MCP server %q %v; try again later", u.cfg.Name, err)
+	}
+	timeout := u.cfg.Timeout
+	if timeout <= 0 {
+		timeout = g.opts.Timeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	params := &sdk.CallToolParams{Name: tool}
+	if len(args) > 0 {
+		params.Arguments = args
+	}
+	res, err := cs.CallTool(cctx, params)
+	if err != nil {
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			c.Outcome = "timeout"
+			return nil, fmt.Errorf("MCP server %q did not answer tool %q within %s", u.cfg.Name, tool, timeout)
+		}
+		c.Outcome = "error"
+		return nil, fmt.Errorf("MCP server %q, tool %q: %v", u.cfg.Name, tool, err)
+	}
+	return res, nil
+}

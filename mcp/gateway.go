@@ -1,0 +1,307 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Observer receives what the gateway wants recorded: every tool call (for
+// the ledger, metrics and rate limits), upstream session changes and stdio
+// servers' stderr lines. It must not block.
+type Observer interface {
+	ToolCall(ctx context.Context, c Call)
+	Upstream(server string, err error)
+	Stderr(server, line string)
+}
+
+// Call is one tools/call as the ledger records it.
+type Call struct {
+	Server    string
+	Tool      string
+	KeyID     string
+	Workspace string
+	Session   string
+	Duration  time.Duration
+	// Outcome is "ok", "tool_error" (the tool answered isError),
+	// "denied", "unavailable", "timeout" or "error".
+	Outcome string
+	// Bytes is the size of the arguments plus the result as JSON.
+	Bytes int64
+}
+
+// Options configure a Gateway.
+type Options struct {
+	Servers []*modellist.MCPServer
+	// MaxRequestBody bounds one client message in bytes. Default 4 MiB.
+	MaxRequestBody int64
+	// Timeout bounds one upstream call when the server sets none. Default 60 s.
+	Timeout time.Duration
+	// Observer is told of calls and upstream events; nil ignores them.
+	Observer Observer
+	// Admit is asked before each tool call (the key's rpm limit); an error
+	// refuses the call with that message. Nil admits every call.
+	Admit func(ctx context.Context, id *policy.Identity) error
+}
+
+// Gateway serves the MCP endpoints. Close stops its upstream sessions and
+// stdio processes.
+type Gateway struct {
+	opts           Options
+	obs            Observer
+	connectTimeout time.Duration
+	ups            []*upstream
+	byName         map[string]*upstream
+	agg            http.Handler
+	single         map[string]http.Handler
+	cancel         context.CancelFunc
+	wg             sync.WaitGroup
+
+	mu sync.Mutex
+	// servers are the SDK servers built so far, one per view (which
+	// upstreams, which allow-list); changed() re-syncs their tools, and the
+	// SDK tells their sessions the list changed.
+	servers map[string]*view
+}
+
+type view struct {
+	s      *sdk.Server
+	single string   // the server of /mcp/<server>, "" for the aggregate
+	allow  []string // nil: everything
+	// have maps each tool name served to the upstream tool it was made
+	// from, so a sync re-adds only what changed (each add tells the
+	// sessions the list changed).
+	have map[string]*sdk.Tool
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ToolCall(context.Context, Call) {}
+func (nopObserver) Upstream(string, error)         {}
+func (nopObserver) Stderr(string, string)          {}
+
+// New builds the gateway; Start connects it. Building starts nothing, so
+// `caddy validate` starts no stdio process.
+func New(o Options) *Gateway {
+	if o.MaxRequestBody <= 0 {
+		o.MaxRequestBody = 4 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}}
+	if g.obs == nil {
+		g.obs = nopObserver{}
+	}
+	hopts := &sdk.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxRequestBody, DisableLocalhostProtection: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	g.agg = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, "") }, hopts))
+	for _, s := range o.Servers {
+		u := &upstream{cfg: s, g: g, down: errors.New("connecting"), refresh: make(chan struct{}, 1)}
+		g.ups = append(g.ups, u)
+		g.byName[s.Name] = u
+		g.single[s.Name] = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, s.Name) }, hopts))
+	}
+	return g
+}
+
+// Start opens a session to every server in the background and returns at
+// once: a server that is down does not hold up the gateway, and its calls
+// fail at once until it is back.
+func (g *Gateway) Start() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	for _, u := range g.ups {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			u.run(ctx)
+		}()
+	}
+}
+
+// Close ends every upstream session and stops the stdio processes.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	cancel := g.cancel
+	g.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	g.wg.Wait()
+}
+
+// Handles reports whether path is one of the gateway's: /mcp or /mcp/<server>.
+func Handles(path string) bool {
+	return path == "/mcp" || strings.HasPrefix(path, "/mcp/")
+}
+
+// ServeHTTP serves /mcp and /mcp/<server> to an authenticated caller
+// (policy.IdentityFrom); the caller's handler answers 401 before this.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/mcp" || r.URL.Path == "/mcp/" {
+		g.agg.ServeHTTP(w, r)
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/mcp/")
+	h, ok := g.single[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no MCP server %q is configured (servers: %s)", name, strings.Join(g.names(), ", ")))
+		return
+	}
+	id := policy.IdentityFrom(r.Context())
+	if !serverAllowed(allowList(id), name) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("this key may not use MCP server %q", name))
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+func (g *Gateway) names() []string {
+	var out []string
+	for _, u := range g.ups {
+		out = append(out, u.cfg.Name)
+	}
+	return out
+}
+
+// writeError answers a request the SDK never sees in JSON-RPC's shape.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": msg}})
+}
+
+// withToken hands the caller to the SDK as its TokenInfo, so a session is
+// bound to the key that opened it (another key's request for it gets 403)
+// and each tool call sees the key of its own HTTP request.
+func (g *Gateway) withToken(h http.Handler) http.Handler {
+	mw := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		id := policy.IdentityFrom(r.Context())
+		if id == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: id.KeyID, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{"identity": id}}, nil
+	}, nil)(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+			// The key came as x-api-key and llm_auth already checked it;
+			// the SDK's middleware only looks for a bearer token.
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer x-api-key")
+		}
+		mw.ServeHTTP(w, r)
+	})
+}
+
+func allowList(id *policy.Identity) []string {
+	if id == nil {
+		return []string{}
+	}
+	return id.MCP
+}
+
+// serverAllowed: an allow-list entry is "server" or "server/tool".
+func serverAllowed(allow []string, server string) bool {
+	if allow == nil {
+		return true
+	}
+	for _, a := range allow {
+		if a == server || strings.HasPrefix(a, server+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func toolAllowed(allow []string, server, tool string) bool {
+	return allow == nil || slices.Contains(allow, server) || slices.Contains(allow, server+"/"+tool)
+}
+
+// server returns the SDK server for a new session: the view of the
+// caller's allow-list on one server or on all of them.
+func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
+	allow := allowList(policy.IdentityFrom(r.Context()))
+	key := single + "\x00" + strings.Join(allow, "\x00")
+	if allow == nil {
+		key += "\x00*"
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.servers[key]
+	if !ok {
+		v = &view{single: single, allow: allow, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
+			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		})}
+		g.servers[key] = v
+		g.sync(v)
+	}
+	return v.s
+}
+
+// changed re-syncs every view's tools after an upstream connected,
+// dropped, or listed new tools.
+func (g *Gateway) changed() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, v := range g.servers {
+		g.sync(v)
+	}
+}
+
+// sync makes v's tools those of its upstreams that its allow-list lets
+// through, named <server>-<tool> in the aggregate.
+func (g *Gateway) sync(v *view) {
+	want := map[string]bool{}
+	for _, u := range g.ups {
+		if v.single != "" && u.cfg.Name != v.single {
+			continue
+		}
+		_, tools, err := u.current()
+		if err != nil || !serverAllowed(v.allow, u.cfg.Name) {
+			continue
+		}
+		for _, t := range tools {
+			if !toolAllowed(v.allow, u.cfg.Name, t.Name) {
+				continue
+			}
+			nt := *t
+			if v.single == "" {
+				nt.Name = u.cfg.Name + "-" + t.Name
+			}
+			want[nt.Name] = true
+			if v.have[nt.Name] != t {
+				v.have[nt.Name] = t
+				v.s.AddTool(&nt, g.callHandler(u, t.Name))
+			}
+		}
+	}
+	var gone []string
+	for name := range v.have {
+		if !want[name] {
+			gone = append(gone, name)
+			delete(v.have, name)
+		}
+	}
+	if len(gone) > 0 {
+		v.s.RemoveTools(gone...)
+	}
+}

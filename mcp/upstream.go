@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/modellist"
+)
+
+// errDown is returned for calls to a server that has no live session, at
+// once rather than after a connect attempt, so a dead server costs its
+// callers nothing and the others nothing at all.
+var errDown = errors.New("is unavailable")
+
+// upstream is one configured server and its current session.
+type upstream struct {
+	cfg *modellist.MCPServer
+	g   *Gateway
+
+	mu    sync.Mutex
+	sess  *sdk.ClientSession
+	tools []*sdk.Tool // after allowed_tools/disallowed_tools
+	down  error
+	// refresh wakes the loop to re-list tools after list_changed.
+	refresh chan struct{}
+}
+
+// headerTransport adds the server's configured headers to each request.
+// They are the upstream's credentials: set here only, never logged.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+func (u *upstream) transport(ctx context.Context) sdk.Transport {
+	hc := &http.Client{Transport: headerTransport{u.cfg.Headers, http.DefaultTransport}}
+	switch u.cfg.Transport {
+	case modellist.MCPTransportSSE:
+		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}
+	case modellist.MCPTransportStdio:
+		cmd := exec.CommandContext(ctx, u.cfg.Command, u.cfg.Args...)
+		cmd.Env = os.Environ()
+		for k, v := range u.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		pr, pw := io.Pipe()
+		cmd.Stderr = pw
+		go func() {
+			sc := bufio.NewScanner(pr)
+			sc.Buffer(make([]byte, 0, 4096), 64<<10)
+			for sc.Scan() {
+				u.g.obs.Stderr(u.cfg.Name, sc.Text())
+			}
+			_, _ = io.Copy(io.Discard, pr)
+		}()
+		context.AfterFunc(ctx, func() { _ = pw.Close() })
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	default:
+		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}
+	}
+}
+
+// run keeps a session to the server until ctx ends, reconnecting with
+// backoff (1 s doubling to 30 s) whenever the session ends or a connect
+// fails. A stdio server is thereby restarted when its process exits.
+func (u *upstream) run(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := u.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		u.setDown(err)
+		u.g.obs.Upstream(u.cfg.Name, err)
+		if time.Since(start) > time.Minute {
+			backoff = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (u *upstream) setDown(err error) {
+	u.mu.Lock()
+	u.sess, u.tools, u.down = nil, nil, err
+	u.mu.Unlock()
+	u.g.changed()
+}
+
+// session connects, lists the tools, and waits until the session ends.
+func (u *upstream) session(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case u.refresh <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cctx, ccancel := context.WithTimeout(sctx, u.g.connectTimeout)
+	cs, err := client.Connect(cctx, u.transport(sctx), nil)
+	ccancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer cs.Close()
+	if err := u.list(sctx, cs); err != nil {
+		return err
+	}
+	u.g.obs.Upstream(u.cfg.Name, nil)
+	done := make(chan error, 1)
+	go func() { done <- cs.Wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-done:
+			if err == nil {
+				err = errors.New("session closed")
+			}
+			return err
+		case <-u.refresh:
+			if err := u.list(sctx, cs); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// list fetches every page of the server's tools and publishes them.
+func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
+	lctx, cancel := context.WithTimeout(ctx, u.g.connectTimeout)
+	defer cancel()
+	var tools []*sdk.Tool
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Tools != nil {
+		for t, err := range cs.Tools(lctx, nil) {
+			if err != nil {
+				return fmt.Errorf("tools/list: %w", err)
+			}
+			if !u.cfg.ToolAllowed(t.Name) || !validSchema(t.InputSchema) {
+				continue
+			}
+			tools = append(tools, t)
+		}
+	}
+	u.mu.Lock()
+	u.sess, u.tools, u.down = cs, tools, nil
+	u.mu.Unlock()
+	u.g.changed()
+	return nil
+}
+
+// validSchema reports whether the SDK's server will take s as a tool's
+// input schema (a JSON object schema); a tool without one is left out
+// rather than crashing the listing.
+func validSchema(s any) bool {
+	m, ok := s.(map[string]any)
+	return ok && m["type"] == "object"
+}
+
+// current returns the live session and tools, or why there is none.
+func (u *upstream) current() (*sdk.ClientSession, []*sdk.Tool, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess == nil {
+		return nil, nil, errDown
+	}
+	return u.sess, u.tools, nil
+}

@@ -1,0 +1,249 @@
+package modellist
+
+import (
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MCP transports, as LiteLLM names them in mcp_servers.
+const (
+	MCPTransportHTTP  = "http"
+	MCPTransportSSE   = "sse"
+	MCPTransportStdio = "stdio"
+)
+
+// MCPServer is one entry of mcp_servers: an upstream MCP server the
+// gateway connects to. Headers and Env hold resolved secrets; they are
+// never printed.
+type MCPServer struct {
+	Name            string
+	URL             string
+	Transport       string
+	Command         string
+	Args            []string
+	Env             map[string]string
+	Headers         map[string]string
+	AllowedTools    []string
+	DisallowedTools []string
+	// Timeout bounds one upstream call; 0 means the gateway's default.
+	Timeout time.Duration
+}
+
+// ToolAllowed reports whether the server's allowed_tools and
+// disallowed_tools let tool through.
+func (s *MCPServer) ToolAllowed(tool string) bool {
+	if len(s.AllowedTools) > 0 && !slices.Contains(s.AllowedTools, tool) {
+		return false
+	}
+	return !slices.Contains(s.DisallowedTools, tool)
+}
+
+func mcpFields() []string {
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description"}
+}
+
+// mcpName is what a server name may be: it becomes the tool prefix
+// (<server>-<tool>) and a path segment (/mcp/<server>).
+var mcpName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+func (p *parser) mcpServers(c *Config, n *yaml.Node) {
+	w := where{field: "mcp_servers"}
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, w, "must be a mapping of server name to its settings, e.g. everything: {transport: stdio, command: npx, args: [...]}")
+		return
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || !mcpName.MatchString(k.Value) {
+			p.errorf(k, w, "server names must be letters, digits and underscores (they prefix tool names as <server>-<tool> and form the path /mcp/<server>)")
+			continue
+		}
+		name := k.Value
+		sw := where{entry: "mcp_servers." + name}
+		if line, dup := seen[name]; dup {
+			p.errorf(k, sw, "given twice (first on line %d); keep one", line)
+			continue
+		}
+		seen[name] = k.Line
+		if s := p.mcpServer(name, v, sw); s != nil {
+			c.MCPServers = append(c.MCPServers, s)
+		}
+	}
+}
+
+func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout")
+	if !ok {
+		return nil
+	}
+	before := len(p.errs)
+	s := &MCPServer{Name: name}
+	if f, ok := fs["transport"]; ok {
+		t, _ := p.scalar(f.val, w.sub("transport"))
+		switch t {
+		case MCPTransportHTTP, MCPTransportSSE, MCPTransportStdio:
+			s.Transport = t
+		case "streamable_http", "streamable-http":
+			s.Transport = MCPTransportHTTP
+		case "":
+		default:
+			p.errorf(f.val, w.sub("transport"), "unknown transport %q; use http (Streamable HTTP), sse or stdio", t)
+		}
+	}
+	if f, ok := fs["url"]; ok {
+		if u, ok := p.optional(f.val, w.sub("url")); ok && u != "" {
+			pu, err := url.Parse(u)
+			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+				p.errorf(f.val, w.sub("url"), "must be an http:// or https:// URL, e.g. https://mcp.example.com/mcp")
+			} else {
+				s.URL = u
+			}
+		}
+	}
+	if f, ok := fs["command"]; ok {
+		s.Command, _ = p.optional(f.val, w.sub("command"))
+	}
+	if f, ok := fs["args"]; ok {
+		s.Args = p.stringList(f.val, w.sub("args"), true)
+	}
+	if f, ok := fs["env"]; ok {
+		s.Env = p.envMap(f.val, w.sub("env"))
+	}
+	if f, ok := fs["headers"]; ok {
+		s.Headers = p.headers(f.val, w.sub("headers"))
+	}
+	if f, ok := fs["allowed_tools"]; ok {
+		s.AllowedTools = p.stringList(f.val, w.sub("allowed_tools"), false)
+	}
+	if f, ok := fs["disallowed_tools"]; ok {
+		s.DisallowedTools = p.stringList(f.val, w.sub("disallowed_tools"), false)
+	}
+	if f, ok := fs["timeout"]; ok {
+		s.Timeout, _ = p.duration(f.val, w.sub("timeout"), false)
+	}
+	if s.Transport == "" {
+		switch {
+		case s.Command != "":
+			s.Transport = MCPTransportStdio
+		case s.URL != "":
+			s.Transport = MCPTransportHTTP
+		}
+	}
+	switch s.Transport {
+	case MCPTransportStdio:
+		if s.Command == "" {
+			p.errorf(n, w.sub("command"), "a stdio server needs the program to start, e.g. command: npx")
+		}
+		if s.URL != "" {
+			p.errorf(n, w.sub("url"), "a stdio server has no url; remove it or set transport: http")
+		}
+		if len(s.Headers) > 0 {
+			p.errorf(n, w.sub("headers"), "a stdio server takes no headers; pass secrets through env")
+		}
+	case MCPTransportHTTP, MCPTransportSSE:
+		if s.URL == "" {
+			p.errorf(n, w.sub("url"), "a %s server needs its url, e.g. url: https://mcp.example.com/mcp", s.Transport)
+		}
+		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 {
+			p.errorf(n, w.sub("command"), "command, args and env are for transport: stdio; remove them or set transport: stdio")
+		}
+	default:
+		if len(p.errs) == before {
+			p.errorf(n, w, "needs either url (transport http or sse) or command (transport stdio)")
+		}
+	}
+	for _, t := range s.AllowedTools {
+		if slices.Contains(s.DisallowedTools, t) {
+			p.errorf(n, w.sub("disallowed_tools"), "tool %q is in both allowed_tools and disallowed_tools; keep it in one", t)
+		}
+	}
+	if len(p.errs) > before {
+		return nil
+	}
+	return s
+}
+
+// stringList reads a list of scalars; withEnv resolves os.environ/NAME.
+func (p *parser) stringList(n *yaml.Node, w where, withEnv bool) []string {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, w, "must be a list, e.g. [a, b]")
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, e := range n.Content {
+		s, ok := p.scalar(e, w.idx(i))
+		if !ok {
+			continue
+		}
+		if withEnv {
+			if s, ok = p.env(s, deref(e), w.idx(i)); !ok {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// envMap reads a mapping of environment variable to value, resolving
+// os.environ/NAME values; the values are never echoed.
+func (p *parser) envMap(n *yaml.Node, w where) map[string]string {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, w, "must be a mapping of variable name to value, e.g. GITHUB_TOKEN: os.environ/GITHUB_TOKEN")
+		return nil
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Value == "" || strings.ContainsAny(k.Value, "=\x00") {
+			p.errorf(k, w, "variable names must be plain names without = or NUL")
+			continue
+		}
+		ew := w.sub(k.Value)
+		if _, dup := out[k.Value]; dup {
+			p.errorf(k, ew, "given twice; keep one")
+			continue
+		}
+		var s string
+		if !isNull(deref(v)) {
+			var ok bool
+			if s, ok = p.scalar(v, ew); !ok {
+				continue
+			}
+			if s, ok = p.env(s, deref(v), ew); !ok {
+				continue
+			}
+		}
+		if strings.ContainsRune(s, 0) {
+			p.errorf(v, ew, "value contains NUL; check the value or the environment variable it comes from")
+			continue
+		}
+		out[k.Value] = s
+	}
+	return out
+}
+
+// MCPServer returns the mcp_servers entry called name.
+func (c *Config) MCPServer(name string) (*MCPServer, bool) {
+	for _, s := range c.MCPServers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}

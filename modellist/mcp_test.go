@@ -1,0 +1,71 @@
+package modellist
+
+import (
+	"strings"
+	"testing"
+)
+
+const mcpBase = "model_list:\n  - model_name: m\n    proxy_params: {model: openai/gpt-4o, api_key: k}\n"
+
+func TestMCPServersParse(t *testing.T) {
+	env := func(n string) (string, bool) {
+		if n == "GH_TOKEN" {
+			return "sekret-gh", true
+		}
+		return "", false
+	}
+	c, _, err := Parse([]byte(mcpBase+`mcp_servers:
+  everything:
+    transport: stdio
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-everything"]
+    env: {TOKEN: os.environ/GH_TOKEN}
+  gh:
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: "os.environ/GH_TOKEN"}
+    allowed_tools: [search]
+    timeout: 30s
+  legacy:
+    url: http://127.0.0.1:9/sse
+    transport: sse
+`), "m.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.MCPServers) != 3 {
+		t.Fatalf("servers %d", len(c.MCPServers))
+	}
+	e, gh, sse := c.MCPServers[0], c.MCPServers[1], c.MCPServers[2]
+	if e.Transport != MCPTransportStdio || e.Command != "npx" || len(e.Args) != 2 || e.Env["TOKEN"] != "sekret-gh" {
+		t.Fatalf("stdio %+v", e)
+	}
+	if gh.Transport != MCPTransportHTTP || gh.Headers["Authorization"] != "sekret-gh" || gh.Timeout.Seconds() != 30 || !gh.ToolAllowed("search") || gh.ToolAllowed("delete") {
+		t.Fatalf("http %+v", gh)
+	}
+	if sse.Transport != MCPTransportSSE {
+		t.Fatalf("sse %+v", sse)
+	}
+}
+
+func TestMCPServersErrors(t *testing.T) {
+	env := func(n string) (string, bool) { return "sekret-value", n == "SET" }
+	for _, tc := range []struct{ yaml, want string }{
+		{"mcp_servers:\n  a: {transport: stdio}\n", "mcp_servers.a: command: a stdio server needs"},
+		{"mcp_servers:\n  a: {url: ftp://x}\n", "mcp_servers.a: url: must be an http:// or https:// URL"},
+		{"mcp_servers:\n  a: {transport: ws, url: http://x}\n", `unknown transport "ws"`},
+		{"mcp_servers:\n  a: {url: http://x, headers: {Authorization: os.environ/UNSET}}\n", "environment variable UNSET is unset"},
+		{"mcp_servers:\n  a-b: {url: http://x}\n", "server names must be letters"},
+		{"mcp_servers:\n  a: {url: http://x, allowed_tools: [t], disallowed_tools: [t]}\n", `tool "t" is in both`},
+		{"mcp_servers:\n  a: {}\n", "needs either url"},
+		{"mcp_servers:\n  a: {url: http://x, comand: y}\n", `unknown field "comand"`},
+		{"mcp_servers:\n  a: {url: http://x, headers: {Authorization: os.environ/SET}, timeout: -1s}\n", "timeout"},
+	} {
+		_, _, err := Parse([]byte(mcpBase+tc.yaml), "m.yaml", env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "sekret") {
+			t.Errorf("%q: secret in error %v", tc.yaml, err)
+		}
+	}
+}
