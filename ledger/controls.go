@@ -42,6 +42,38 @@ type ControlKey struct {
 	UpdatedAt   time.Time
 	ExpiresAt   time.Time // zero: never
 	Limits      Limits
+	// CreatedBy is who made the key when it was not the admin API: a
+	// person signed in with the identity provider (Type "oidc"). Nil:
+	// the admin API.
+	CreatedBy *KeyCreator
+}
+
+// KeyCreator names who created a key, as the keys API's created_by shows.
+type KeyCreator struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Email   string `json:"email,omitempty"`
+	Subject string `json:"subject,omitempty"`
+}
+
+// keySettings is a key's settings column: its limits, flattened as they
+// always were, and who created it, so no migration is needed for it.
+type keySettings struct {
+	Limits
+	CreatedBy *KeyCreator `json:"created_by,omitempty"`
+}
+
+func (k *ControlKey) settings() ([]byte, error) {
+	return json.Marshal(keySettings{Limits: k.Limits, CreatedBy: k.CreatedBy})
+}
+
+func (k *ControlKey) setSettings(b string) error {
+	var ks keySettings
+	if err := json.Unmarshal([]byte(b), &ks); err != nil {
+		return err
+	}
+	k.Limits, k.CreatedBy = ks.Limits, ks.CreatedBy
+	return nil
 }
 
 // ControlWorkspace is a runtime workspace.
@@ -154,7 +186,7 @@ FROM control_keys WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
 		return k, err
 	}
 	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
-	if err := json.Unmarshal([]byte(settings), &k.Limits); err != nil {
+	if err := k.setSettings(settings); err != nil {
 		return k, fmt.Errorf("key %s: settings: %w", k.ID, err)
 	}
 	if err := change(&k); err != nil {
@@ -162,7 +194,7 @@ FROM control_keys WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
 	}
 	// An UPDATE in place, not the DELETE and INSERT of a put: a writer
 	// waiting on the row lock must find the row again once it is free.
-	newSettings, err := json.Marshal(k.Limits)
+	newSettings, err := k.settings()
 	if err != nil {
 		return k, err
 	}
@@ -222,7 +254,7 @@ FROM control_workspaces WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
 }
 
 func (s *sqlStore) putKeyTx(ctx context.Context, tx *sql.Tx, k ControlKey) error {
-	settings, err := json.Marshal(k.Limits)
+	settings, err := k.settings()
 	if err != nil {
 		return err
 	}
@@ -300,7 +332,7 @@ FROM control_keys ORDER BY created_at_us, id`)
 			return c, err
 		}
 		k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
-		if err := json.Unmarshal([]byte(settings), &k.Limits); err != nil {
+		if err := k.setSettings(settings); err != nil {
 			rows.Close()
 			return c, fmt.Errorf("key %s: settings: %w", k.ID, err)
 		}
