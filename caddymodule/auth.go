@@ -15,6 +15,7 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/scim"
 )
 
 func init() {
@@ -39,9 +40,13 @@ type Auth struct {
 	// keys get 403. Default: /metrics, where a `metrics` handler would
 	// show every key's and alias's counters to any valid key.
 	AdminPaths []string `json:"admin_paths,omitempty"`
+	// SCIMToken is the bearer token an identity provider presents to
+	// /scim/v2 (normally {env.SCIM_TOKEN}); empty: no SCIM endpoint.
+	SCIMToken string `json:"scim_token,omitempty"`
 
 	auth       *policy.Auth
 	adminPaths policy.PathSet
+	scim       *scim.Handler
 }
 
 // KeyConfig is one key.
@@ -226,6 +231,16 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	}
 	controls := appIface.(*App).Controls()
 	auth.WithRuntime(controls)
+	if a.SCIMToken != "" {
+		token, err := repl.ReplaceOrErr(a.SCIMToken, true, true)
+		if err != nil {
+			return fmt.Errorf("scim_token: %v", err)
+		}
+		if len(token) < 16 {
+			return fmt.Errorf("scim_token: the token is shorter than 16 characters; generate one with `openssl rand -hex 32` and set it with scim_token {env.SCIM_TOKEN}")
+		}
+		a.scim = &scim.Handler{Token: token, Source: controls, Audit: appIface.(*App).Audit(), Keys: scim.ControlKeys{Store: controls}}
+	}
 	var workspaces []string
 	limits := map[string]ledger.Limits{}
 	for _, ws := range a.Workspaces {
@@ -250,6 +265,11 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
+	}
+	if a.scim != nil && scim.Match(r) {
+		// SCIM has its own bearer token, not a gateway key.
+		a.scim.ServeHTTP(w, r)
+		return nil
 	}
 	id, apiErr := a.auth.Identify(handlers.PresentedKey(r))
 	if apiErr != nil {
@@ -294,6 +314,7 @@ func parseAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		key {env.CI_KEY}
 //		admin_key {env.GATEWAY_ADMIN_KEY}
 //		admin_paths /metrics
+//		scim_token {env.SCIM_TOKEN}
 //	}
 func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -370,8 +391,16 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("admin_paths: list at least one path, e.g. admin_paths /metrics")
 			}
 			a.AdminPaths = append(a.AdminPaths, paths...)
+		case "scim_token":
+			if !d.NextArg() {
+				return d.Err("scim_token: give the token, e.g. scim_token {env.SCIM_TOKEN}")
+			}
+			a.SCIMToken = d.Val()
+			if d.NextArg() {
+				return d.Err("scim_token: takes one value")
+			}
 		default:
-			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths)", opt)
+			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths, scim_token)", opt)
 		}
 	}
 	return nil
