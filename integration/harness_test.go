@@ -118,6 +118,7 @@ type gatewayConfig struct {
 	models      string
 	globalExtra string // inside the global options block
 	siteExtra   string // inside the site block, before the handlers
+	authExtra   string // inside the llm_auth block
 	ledgerPath  string // default: a file in the test's temp dir
 	ledgerLine  string // replaces `ledger sqlite <path>`, e.g. a postgres ledger
 	env         []string
@@ -174,6 +175,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 			models echo llama
 		}
 		admin_key {env.ADMIN_KEY}
+		%s
 	}
 	llm_admin
 	llm_gateway {
@@ -181,7 +183,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, filepath.Join(dir, "models.yaml"))
+`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
