@@ -3,6 +3,7 @@ package scim
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -84,7 +85,9 @@ func (c ControlKeys) each(ctx context.Context, p Person, change func(*ledger.Con
 		}
 		changed := false
 		_, err := c.Store.UpdateKey(ctx, k.ID, func(k *ledger.ControlKey) error {
-			changed = change(k)
+			if changed = change(k); changed {
+				k.UpdatedAt = time.Now().UTC()
+			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, ledger.ErrControlNotFound) {
