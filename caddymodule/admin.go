@@ -53,6 +53,7 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("loading modelgate app: %v", err)
 	}
 	h.Controls = appIface.(*App).Controls()
+	h.Audit = appIface.(*App).Audit()
 	if a.Upstream == "" {
 		if a.AdminAPIKey != "" {
 			return fmt.Errorf("admin_api_key: only used with upstream (proxy mode); remove it or add upstream https://api.anthropic.com")

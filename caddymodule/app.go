@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"go.uber.org/zap"
 
+	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
@@ -84,6 +85,7 @@ type App struct {
 	// controls are the runtime keys and workspaces; stopPoll ends their
 	// refresh loop.
 	controls *policy.Controls
+	audit    *audit.Log // appends to the ledger database's audit table
 	budgets  *policy.Budgets
 	alerter  *policy.Alerter
 	// cacheWatch alerts on sessions that write a prompt cache they never
@@ -136,6 +138,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = policy.NewControls(nil)
+	a.audit = &audit.Log{Source: a.controls}
 	if err := a.provisionRates(); err != nil {
 		return err
 	}
@@ -309,6 +312,10 @@ func (a *App) Start() error {
 	if cs, ok := shared.store.(ledger.ControlStore); ok {
 		a.controls.SetStore(cs)
 		go a.controls.Poll(ctx, time.Second, warnEvery("reading runtime keys from the ledger failed; serving on the last ones read"))
+		// Every config load (the first and each reload) starts a new App:
+		// the audit log records it.
+		go a.audit.Record(ctx, audit.Event{Time: time.Now(), Actor: "config", Action: "config.reload", Target: "modelgate",
+			Source: "local", Fields: map[string]string{"ledger_driver": a.Ledger.Driver}})
 	}
 	go a.budgets.Poll(ctx, time.Second, warnEvery("reading budget spend from the ledger failed; serving on the last spend read"))
 	if a.alerter != nil {
@@ -328,6 +335,9 @@ func (a *App) Budgets() *policy.Budgets { return a.budgets }
 
 // CacheWatch is the unread-cache alert's watch, nil without alerts_webhook.
 func (a *App) CacheWatch() *policy.CacheWatch { return a.cacheWatch }
+
+// Audit is the audit log of this config's admin actions.
+func (a *App) Audit() *audit.Log { return a.audit }
 
 // Controls are the runtime keys and workspaces of this config.
 func (a *App) Controls() *policy.Controls { return a.controls }

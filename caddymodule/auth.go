@@ -15,11 +15,13 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	auditlog "github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/scim"
 )
 
 func init() {
@@ -52,9 +54,14 @@ type Auth struct {
 	// limits, in order.
 	Groups []GroupConfig `json:"groups,omitempty"`
 
+	// SCIMToken is the bearer token an identity provider presents to
+	// /scim/v2 (normally {env.SCIM_TOKEN}); empty: no SCIM endpoint.
+	SCIMToken string `json:"scim_token,omitempty"`
+
 	auth       *policy.Auth
 	adminPaths policy.PathSet
 	identity   *identity.Handler
+	scim       *scim.Handler
 }
 
 // OIDCConfig is the `oidc { … }` block. Issuer, ClientID and
@@ -269,6 +276,16 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	}
 	controls := appIface.(*App).Controls()
 	auth.WithRuntime(controls)
+	if a.SCIMToken != "" {
+		token, err := repl.ReplaceOrErr(a.SCIMToken, true, true)
+		if err != nil {
+			return fmt.Errorf("scim_token: %v", err)
+		}
+		if len(token) < 16 {
+			return fmt.Errorf("scim_token: the token is shorter than 16 characters; generate one with `openssl rand -hex 32` and set it with scim_token {env.SCIM_TOKEN}")
+		}
+		a.scim = &scim.Handler{Token: token, Source: controls, Audit: appIface.(*App).Audit(), Keys: scim.ControlKeys{Store: controls}}
+	}
 	var workspaces []string
 	limits := map[string]ledger.Limits{}
 	for _, ws := range a.Workspaces {
@@ -286,12 +303,12 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 	}
 	controls.RegisterStatic(auth.Identities(), workspaces, limits)
 	a.auth = auth
-	return a.provisionIdentity(ctx, repl, controls)
+	return a.provisionIdentity(ctx, repl, controls, appIface.(*App))
 }
 
 // provisionIdentity builds the OIDC relying party. It makes no network
 // call: a provider that is down does not stop the gateway.
-func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, controls *policy.Controls) error {
+func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, controls *policy.Controls, app *App) error {
 	if a.OIDC == nil {
 		if len(a.Groups) > 0 {
 			return fmt.Errorf("group %s: group rules apply to people signed in with oidc; add an oidc { issuer …; client_id … } block", a.Groups[0].Name)
@@ -337,19 +354,31 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		cfg.Groups = append(cfg.Groups, rule)
 	}
 	log := ctx.Logger(a)
-	audit := identity.AuditFunc(func(_ context.Context, e identity.AuditEvent) {
+	audit := identity.AuditFunc(func(rctx context.Context, e identity.AuditEvent) {
 		fields := []zap.Field{zap.String("actor", e.Actor), zap.String("action", e.Action), zap.String("target", e.Target),
 			zap.String("source", e.Source), zap.Time("time", e.Time)}
 		for k, v := range e.Fields {
 			fields = append(fields, zap.String(k, v))
 		}
 		log.Info("audit", fields...)
+		if app != nil && app.Audit() != nil {
+			app.Audit().Record(rctx, auditlog.Event(e))
+		}
 	})
 	h, err := identity.New(cfg, controls, audit)
 	if err != nil {
 		return err
 	}
 	a.identity = h
+	if a.scim != nil && len(cfg.Groups) > 0 {
+		// SCIM group changes move a person's keys by the same rules as
+		// sign-in. Without rules, Resolve would clear their settings.
+		groups := identity.Groups(cfg.Groups)
+		a.scim.Keys = scim.ControlKeys{Store: controls, Resolve: func(gs []string) scim.Grant {
+			g := groups.Resolve(gs)
+			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: g.Limits}
+		}}
+	}
 	return nil
 }
 
@@ -361,6 +390,11 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
+	}
+	if a.scim != nil && scim.Match(r) {
+		// SCIM has its own bearer token, not a gateway key.
+		a.scim.ServeHTTP(w, r)
+		return nil
 	}
 	presented := handlers.PresentedKey(r)
 	if presented == "" && a.identity != nil {
@@ -422,6 +456,7 @@ func parseAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		key {env.CI_KEY}
 //		admin_key {env.GATEWAY_ADMIN_KEY}
 //		admin_paths /metrics
+//		scim_token {env.SCIM_TOKEN}
 //	}
 func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -511,8 +546,16 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := a.parseGroup(d); err != nil {
 				return err
 			}
+		case "scim_token":
+			if !d.NextArg() {
+				return d.Err("scim_token: give the token, e.g. scim_token {env.SCIM_TOKEN}")
+			}
+			a.SCIMToken = d.Val()
+			if d.NextArg() {
+				return d.Err("scim_token: takes one value")
+			}
 		default:
-			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths, oidc, group)", opt)
+			return d.Errf("unrecognized llm_auth option %q (known: key, admin_key, workspace, admin_paths, oidc, group, scim_token)", opt)
 		}
 	}
 	return nil

@@ -244,7 +244,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// Every view: each visible control has a name a screen reader can say.
 	for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
-		{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}} {
+		{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}, {"audit", "#view table"}} {
 		var nameless []string
 		if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#"+v.hash), chromedp.Reload(), chromedp.WaitVisible(v.ready, chromedp.ByQuery),
 			chromedp.Evaluate(unlabelledControls, &nameless)); err != nil {
@@ -264,7 +264,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// (docs/screenshots holds the README's).
 	if dir := os.Getenv("MODELGATE_SCREENSHOTS"); dir != "" {
 		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
-			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}} {
+			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}, {"audit", "#view table"}} {
 			var png []byte
 			if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#"+v.hash), chromedp.Reload(), chromedp.WaitVisible(v.ready, chromedp.ByQuery),
 				chromedp.FullScreenshot(&png, 100)); err != nil {
@@ -376,6 +376,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("explorer: grouped %q, filtered %q", explored, filtered)
 	}
 
+	// The audit log view lists the key just made, and never its secret.
+	var auditText string
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#audit"), chromedp.Reload(), chromedp.WaitVisible("#view table", chromedp.ByQuery),
+		chromedp.SendKeys("#audit-action", "key.create"+kb.Enter, chromedp.ByID), chromedp.Sleep(300*time.Millisecond),
+		chromedp.Text("#view", &auditText, chromedp.ByID)); err != nil {
+		t.Fatalf("audit view: %v", err)
+	}
+	if !strings.Contains(auditText, "key.create") || !strings.Contains(auditText, "made-in-the-browser") || strings.Contains(auditText, secret) ||
+		strings.Contains(auditText, "config.reload") {
+		t.Errorf("audit view filtered to key.create: %q", auditText)
+	}
 	// Alice sees her own figures, and no admin views.
 	var nav string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`sessionStorage.clear()`, nil), signIn(aliceKey),

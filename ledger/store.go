@@ -292,6 +292,33 @@ UPDATE usage_rollup_day SET requests = c.n FROM (SELECT ts_us - ((ts_us % 864000
 WHERE usage_rollup_day.bucket_us = c.b AND usage_rollup_day.alias = c.alias AND usage_rollup_day.upstream_model = c.upstream_model
 	AND usage_rollup_day.key_id = c.key_id AND usage_rollup_day.workspace = c.workspace AND usage_rollup_day.service_tier = c.service_tier
 	AND usage_rollup_day.context_window = c.context_window`,
+		// The audit log is append-only: nothing here updates or deletes
+		// its rows. ids sort by time (audit.go), so a page is a range of
+		// ids. SCIM users and groups are kept whole as JSON beside the
+		// columns their filters look up.
+		11: `CREATE TABLE audit_log (
+	id TEXT PRIMARY KEY,
+	ts_us BIGINT NOT NULL,
+	actor TEXT NOT NULL,
+	action TEXT NOT NULL,
+	target TEXT NOT NULL,
+	source TEXT NOT NULL,
+	fields TEXT NOT NULL
+);
+CREATE INDEX audit_log_ts ON audit_log (ts_us);
+CREATE TABLE scim_users (
+	id TEXT PRIMARY KEY,
+	user_name_key TEXT NOT NULL UNIQUE,
+	external_id TEXT NOT NULL,
+	doc TEXT NOT NULL,
+	updated_us BIGINT NOT NULL
+);
+CREATE TABLE scim_groups (
+	id TEXT PRIMARY KEY,
+	display_name TEXT NOT NULL,
+	doc TEXT NOT NULL,
+	updated_us BIGINT NOT NULL
+)`,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -41,6 +42,8 @@ type Handler struct {
 	Now      func() time.Time // injectable clock; default time.Now
 	// Controls are the runtime keys and workspaces the admin API manages.
 	Controls *policy.Controls
+	// Audit receives every admin action; nil records none.
+	Audit audit.Recorder
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once

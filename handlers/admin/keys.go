@@ -549,6 +549,7 @@ func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return
 	}
+	a.record(r, "key.create", k.ID, changed(nil, keyFields(k)))
 	o := runtimeKeyObject(k, now)
 	o.Value = secret
 	writeJSON(w, o)
@@ -647,7 +648,9 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.Controls.Now().UTC()
+	var before map[string]string
 	k, err := a.Controls.UpdateKey(r.Context(), id, func(k *ledger.ControlKey) error {
+		before = keyFields(*k)
 		if msg := a.fillKey(k, &req, false); msg != "" {
 			return badRequest(msg)
 		}
@@ -658,6 +661,11 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 		updateFailed(w, err, "API key", id)
 		return
 	}
+	action := "key.update"
+	if after := keyFields(k); after["status"] != before["status"] && after["status"] != "active" {
+		action = "key.revoke" // inactive or archived: the key no longer works
+	}
+	a.record(r, action, k.ID, changed(before, keyFields(k)))
 	writeJSON(w, runtimeKeyObject(k, a.Controls.Now()))
 }
 
@@ -742,18 +750,30 @@ func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id strin
 		return nil
 	}
 	var err error
+	var before, after map[string]string
+	action := "workspace.update"
 	if id == "" {
+		action = "workspace.create"
 		ws := ledger.ControlWorkspace{ID: "wrkspc_" + strings.ToLower(rand.Text()), CreatedAt: now}
 		if err = change(&ws); err == nil {
 			err = c.PutWorkspace(r.Context(), ws)
 		}
-		id = ws.ID
+		id, after = ws.ID, workspaceFields(ws)
 	} else {
-		_, err = c.UpdateWorkspace(r.Context(), id, change)
+		var ws ledger.ControlWorkspace
+		ws, err = c.UpdateWorkspace(r.Context(), id, func(ws *ledger.ControlWorkspace) error {
+			before = workspaceFields(*ws)
+			return change(ws)
+		})
+		after = workspaceFields(ws)
+		if archive {
+			action = "workspace.archive"
+		}
 	}
 	if err != nil {
 		updateFailed(w, err, "workspace", id)
 		return
 	}
+	a.record(r, action, id, changed(before, after))
 	a.writeWorkspace(w, id)
 }

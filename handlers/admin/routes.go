@@ -46,6 +46,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET /v1/organizations/usage_report/messages", a.reportCaller(a.report), false},
 		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
 		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
+		{"GET " + AuditLogPath, requireCaller(a.auditLog), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -69,6 +70,9 @@ func (a *Handler) routes() *http.ServeMux {
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
+	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))
+	m.HandleFunc("HEAD "+AuditLogPath, auditNotAllowed)
+	m.HandleFunc(AuditLogPath, auditNotAllowed)
 	m.HandleFunc("/", noEndpoint)
 	return m
 }

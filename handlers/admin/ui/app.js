@@ -403,7 +403,51 @@ async function explorer() {
   await load();
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer };
+// audit shows the audit log newest first, filtered by actor and action,
+// a page of 50 at a time, with a JSON-lines download of what the filters
+// select.
+async function audit() {
+  const actor = el('input', { id: 'audit-actor', placeholder: 'actor (key id, person, scim)' });
+  const action = el('input', { id: 'audit-action', placeholder: 'action, e.g. key.create' });
+  const box = el('div', {});
+  const more = el('button', { type: 'button', hidden: true }, 'Older');
+  const filters = () => {
+    const q = new URLSearchParams({ limit: '50' });
+    if (actor.value) q.set('actor', actor.value);
+    if (action.value) q.set('action', action.value);
+    return q;
+  };
+  let after = '';
+  const fields = (f) => Object.entries(f || {}).map(([k, v]) => k + '=' + v).join(', ');
+  const page = async (reset) => {
+    const q = filters();
+    if (!reset && after) q.set('after_id', after);
+    const data = await api('/v1/organizations/audit_log?' + q);
+    const rows = data.data.map((e) => [e.occurred_at.replace('T', ' ').replace('Z', ''), e.actor, e.action, e.target, fields(e.fields), e.source]);
+    const t = table(['Time (UTC)', 'Actor', 'Action', 'Target', 'Changed', 'Source'], rows);
+    if (reset) box.replaceChildren(t); else box.append(t);
+    after = data.last_id || '';
+    more.hidden = !data.has_more;
+  };
+  const download = async () => {
+    const q = filters();
+    q.delete('limit');
+    q.set('format', 'jsonl');
+    const res = await fetch('/v1/organizations/audit_log?' + q, { headers: { 'x-api-key': key(), 'anthropic-version': '2023-06-01' } });
+    if (!res.ok) { say('Export failed: HTTP ' + res.status, true); return; }
+    const a = el('a', { href: URL.createObjectURL(await res.blob()), download: 'audit_log.jsonl' });
+    a.click();
+    URL.revokeObjectURL(a.href);
+  };
+  more.addEventListener('click', () => page(false).catch((e) => say(e.message, true)));
+  const form = el('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); page(true).catch((err) => say(err.message, true)); } },
+    el('label', { for: 'audit-actor' }, 'Actor'), actor, el('label', { for: 'audit-action' }, 'Action'), action,
+    el('button', { type: 'submit' }, 'Filter'), el('button', { type: 'button', onclick: download }, 'Export JSON lines'));
+  view.replaceChildren(el('h2', {}, 'Audit log'), form, box, more);
+  await page(true);
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
