@@ -54,6 +54,9 @@ const (
 	EndpointResponses       Endpoint = "responses"        // OpenAI /v1/responses
 	EndpointGenerateContent Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
 	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
+	// EndpointAgentReported marks a request the gateway did not serve,
+	// known from the agent's own OpenTelemetry export (package agentotel).
+	EndpointAgentReported Endpoint = "agent_reported"
 )
 
 // Context window labels used by the reports.
