@@ -300,3 +300,24 @@ func TestReceiverMetrics(t *testing.T) {
 		t.Fatal("metrics recorded as requests")
 	}
 }
+
+// A session this instance served is a duplicate before its record is
+// written: Claude Code exports its event as soon as the answer ends.
+func TestReceiverSawSession(t *testing.T) {
+	f := &fakeLedger{served: map[string]bool{}}
+	rc := f.receiver()
+	rc.Saw("3f0c2a1e-1111-4222-8333-444455556666")
+	res, _, status := rc.Logs(context.Background(), mustLogs(t), "key-1", "")
+	if status != 200 || res.Duplicates != 1 || res.Recorded != 0 || len(f.recs) != 0 {
+		t.Fatalf("status %d result %+v records %d", status, res, len(f.recs))
+	}
+}
+
+func mustLogs(t *testing.T) *collogs.ExportLogsServiceRequest {
+	t.Helper()
+	req, err := DecodeLogs([]byte(claudeCodeLogsJSON), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

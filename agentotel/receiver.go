@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -34,7 +35,46 @@ type Options struct {
 }
 
 // Receiver serves POST /v1/logs and POST /v1/metrics for coding agents.
-type Receiver struct{ o Options }
+type Receiver struct {
+	o    Options
+	seen recentSessions
+}
+
+// Saw notes that this instance is serving a request of session: the
+// agent's own report of it, which can arrive before the gateway's record
+// is written, is then known to be a duplicate at once.
+func (rc *Receiver) Saw(session string) { rc.seen.add(session, rc.o.Now()) }
+
+// recentSessions is a two-generation set of the sessions served here:
+// bounded in size, each kept between one and two generations.
+type recentSessions struct {
+	mu        sync.Mutex
+	cur, prev map[string]struct{}
+	started   time.Time
+}
+
+// A generation ends after an hour or 65,536 sessions.
+const (
+	generationAge  = time.Hour
+	generationSize = 1 << 16
+)
+
+func (s *recentSessions) add(session string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || len(s.cur) >= generationSize || now.Sub(s.started) > generationAge {
+		s.prev, s.cur, s.started = s.cur, make(map[string]struct{}), now
+	}
+	s.cur[session] = struct{}{}
+}
+
+func (s *recentSessions) has(session string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, a := s.cur[session]
+	_, b := s.prev[session]
+	return a || b
+}
 
 // NewReceiver returns a receiver with o's defaults filled in.
 func NewReceiver(o Options) *Receiver {
@@ -88,6 +128,10 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 	now := rc.o.Now().UTC()
 	for _, ev := range ex.Requests {
 		dup, seen := served[ev.SessionID]
+		if !seen && rc.seen.has(ev.SessionID) {
+			dup, seen = true, true
+			served[ev.SessionID] = true
+		}
 		if !seen && rc.o.Served != nil {
 			var err error
 			if dup, err = rc.o.Served(ctx, ev.SessionID); err != nil {
