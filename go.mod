@@ -2,6 +2,8 @@ module github.com/modelgate/modelgate
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0

@@ -20,8 +20,13 @@ import (
 func TestClaudeCodeTelemetryToGateway(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
 	models := "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\nmodel_aliases:\n  \"claude-*\": echo\n"
-	team := startGateway(t, gatewayConfig{models: models})
+	team := startGateway(t, gatewayConfig{models: models, siteExtra: "log"})
 	provider := startGateway(t, gatewayConfig{models: models})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("team gateway's log:\n%s", team.stderr.String())
+		}
+	})
 
 	for _, protocol := range []string{"http/json", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
@@ -34,6 +39,9 @@ func TestClaudeCodeTelemetryToGateway(t *testing.T) {
 				"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer " + aliceKey,
 				"OTEL_METRIC_EXPORT_INTERVAL=1000",
 				"OTEL_LOGS_EXPORT_INTERVAL=500",
+				// A private temporary directory: Claude Code keeps lock and
+				// state files there, shared with any other run on the machine.
+				"TMPDIR=" + t.TempDir(),
 			}
 			// The subscription seat: model requests elsewhere, telemetry here.
 			seat := runClaude(t, claude, claudeRun{prompt: "modelgate telemetry seat " + protocol, dir: t.TempDir(),
