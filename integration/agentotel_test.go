@@ -28,6 +28,7 @@ func TestClaudeCodeTelemetryToGateway(t *testing.T) {
 		}
 	})
 
+	var servedSessions, seatSessions []string
 	for _, protocol := range []string{"http/json", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
 			telemetry := []string{
@@ -100,28 +101,48 @@ func TestClaudeCodeTelemetryToGateway(t *testing.T) {
 			if servedRow.ID == "" {
 				t.Fatalf("the gateway seat's session %s is not in the sessions report", served.SessionID)
 			}
-			// Give a late export time to arrive before counting.
-			time.Sleep(2 * time.Second)
-			var gatewayRecs, agentRecs int
-			for _, r := range team.ledgerRecords(t) {
-				if r.SessionID != served.SessionID {
-					continue
-				}
-				if r.Endpoint == ledger.EndpointAgentReported {
-					agentRecs++
-				} else {
-					gatewayRecs++
-				}
-			}
-			if gatewayRecs < 1 || agentRecs != 0 {
-				t.Errorf("gateway seat: %d gateway records, %d agent-reported ones; the agent's reports of a served session must be dropped", gatewayRecs, agentRecs)
-			}
+			servedSessions = append(servedSessions, served.SessionID)
+			seatSessions = append(seatSessions, seat.SessionID)
 			if servedRow.Source != "gateway" || servedRow.AgentReportedRequests != 0 {
 				t.Errorf("gateway seat row %+v: want source gateway", servedRow)
 			}
-			if strings.Contains(team.stderr.String(), aliceKey) {
-				t.Error("the gateway logged the key")
-			}
 		})
+	}
+	if t.Failed() {
+		return
+	}
+	// Give a late export time to arrive, then read the ledger itself (this
+	// stops the gateway, flushing its writer).
+	time.Sleep(2 * time.Second)
+	bySession := map[string][]ledger.Record{}
+	for _, r := range team.ledgerRecords(t) {
+		bySession[r.SessionID] = append(bySession[r.SessionID], r)
+	}
+	for _, id := range servedSessions {
+		var served int
+		for _, r := range bySession[id] {
+			if r.Endpoint == ledger.EndpointAgentReported {
+				t.Errorf("session %s: the gateway served it, yet the agent's report of it was recorded: %+v", id, r)
+			} else {
+				served++
+			}
+		}
+		if served < 1 {
+			t.Errorf("session %s: no record of the gateway's own", id)
+		}
+	}
+	for _, id := range seatSessions {
+		recs := bySession[id]
+		if len(recs) < 1 {
+			t.Errorf("session %s: no agent-reported record", id)
+		}
+		for _, r := range recs {
+			if r.Endpoint != ledger.EndpointAgentReported || r.KeyID != "alice" || r.OutputTokens < 1 || r.CostPicoUSD <= 0 {
+				t.Errorf("session %s: record %+v, want agent_reported under alice with tokens and cost", id, r)
+			}
+		}
+	}
+	if strings.Contains(team.stderr.String(), aliceKey) {
+		t.Error("the gateway logged the key")
 	}
 }

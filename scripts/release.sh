@@ -95,8 +95,14 @@ log "reproducible: the rebuild from another path matches SHA256SUMS byte for byt
 
 if [ -z "$QUICK" ]; then
 	GOBIN=$ROOT/.cache/bin go install "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_VERSION"
-	"$ROOT/.cache/bin/cyclonedx-gomod" app -json -licenses=false -main cmd/caddy \
-		-output "$DIST/modelgate_${VERSION}.cdx.json" .
+	# cyclonedx-gomod names the main module's version from the git tag on
+	# HEAD (and cannot read a git worktree): the rebuilt copy gets a
+	# one-commit repository tagged with the version the binary reports.
+	(cd "$CHECK/src" && git init -q && git add -A &&
+		git -c user.name=release -c user.email=release@localhost commit -qm "Modelgate $VERSION" &&
+		git tag "$VERSION" &&
+		"$ROOT/.cache/bin/cyclonedx-gomod" app -json -licenses=false -main cmd/caddy \
+			-output "$DIST/modelgate_${VERSION}.cdx.json" .)
 	(cd "$DIST" && sha256sum "modelgate_${VERSION}.cdx.json" >>SHA256SUMS)
 	log "SBOM: $DIST/modelgate_${VERSION}.cdx.json (CycloneDX)"
 fi
