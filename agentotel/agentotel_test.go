@@ -260,6 +260,11 @@ func TestReceiverErrors(t *testing.T) {
 			}
 		})
 	}
+	get := httptest.NewRecorder()
+	rc.ServeLogs(get, httptest.NewRequest(http.MethodGet, "/v1/logs", nil))
+	if get.Code != http.StatusMethodNotAllowed || get.Header().Get("Allow") != "POST" {
+		t.Fatalf("GET: %d %v", get.Code, get.Header())
+	}
 	// A protobuf caller gets its error as a protobuf google.rpc.Status.
 	w := post(t, rc.ServeLogs, "/v1/logs", "application/x-protobuf", "", []byte{0xff, 0xff}, "Bearer sk-good")
 	var st spb.Status

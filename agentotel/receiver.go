@@ -172,14 +172,14 @@ func (rc *Receiver) ServeMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rc *Receiver) read(w http.ResponseWriter, r *http.Request) (Encoding, []byte, string, string, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeStatus(w, JSON, http.StatusMethodNotAllowed, "OTLP/HTTP exports are POSTed")
+		return 0, nil, "", "", false
+	}
 	enc, err := EncodingOf(r.Header.Get("Content-Type"))
 	if err != nil {
 		writeStatus(w, JSON, http.StatusUnsupportedMediaType, err.Error())
-		return 0, nil, "", "", false
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeStatus(w, enc, http.StatusMethodNotAllowed, "OTLP/HTTP exports are POSTed")
 		return 0, nil, "", "", false
 	}
 	key, ws, ok := "", "", true
