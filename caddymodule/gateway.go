@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
+	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -129,6 +132,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Controls:            g.app.Controls(),
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
+		AgentTelemetry:      agentTelemetry(g.app),
 	})
 	if len(cfg.MCPServers) > 0 {
 		g.mcp = mcp.New(mcp.Options{
@@ -328,3 +332,25 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Gateway)(nil)
 	_ caddyfile.Unmarshaler       = (*Gateway)(nil)
 )
+
+// agentTelemetry receives coding agents' OpenTelemetry export into the
+// ledger under the caller's key (see package agentotel).
+func agentTelemetry(app *App) *agentotel.Receiver {
+	return agentotel.NewReceiver(agentotel.Options{
+		Caller: func(r *http.Request) (string, string, bool) {
+			id := policy.IdentityFrom(r.Context())
+			if id == nil {
+				return "", "", false
+			}
+			return id.KeyID, id.Workspace, true
+		},
+		Record: app.Enqueue,
+		Served: func(ctx context.Context, sessionID string) (bool, error) {
+			ss, ok := app.Store().(ledger.SessionServer)
+			if !ok {
+				return false, nil
+			}
+			return ss.SessionServed(ctx, sessionID, time.Now().Add(-48*time.Hour))
+		},
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -81,6 +82,9 @@ type GatewayOptions struct {
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
 	AnswerAllPaths bool
+	// AgentTelemetry answers POST /v1/logs and /v1/metrics, coding agents'
+	// own OpenTelemetry export; nil: those paths are not the gateway's.
+	AgentTelemetry *agentotel.Receiver
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -351,6 +355,10 @@ func (g *Gateway) buildPaths() {
 		"/health/readiness":          g.guard(g.serveReadiness),
 		"/health":                    g.guard(g.only(http.MethodGet, g.serveHealth)),
 		"/v1/me":                     g.guard(g.only(http.MethodGet, g.serveMe)),
+	}
+	if at := g.opts.AgentTelemetry; at != nil {
+		g.paths["/v1/logs"] = g.guard(at.ServeLogs)
+		g.paths["/v1/metrics"] = g.guard(at.ServeMetrics)
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)

@@ -54,6 +54,9 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
 	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
+	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
+		at.Saw(rec.SessionID)
+	}
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)

@@ -58,6 +58,9 @@ const (
 	EndpointBedrockInvoke    Endpoint = "bedrock_invoke"     // Bedrock /model/{id}/invoke and invoke-with-response-stream
 	EndpointVertexRawPredict Endpoint = "vertex_raw_predict" // Vertex …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
 	EndpointMCP              Endpoint = "mcp"                // an MCP tools/call: Provider is the server, UpstreamModel the tool
+	// EndpointAgentReported marks a request the gateway did not serve,
+	// known from the agent's own OpenTelemetry export (package agentotel).
+	EndpointAgentReported Endpoint = "agent_reported"
 )
 
 // Context window labels used by the reports.

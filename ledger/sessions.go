@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,6 +20,9 @@ type SessionRow struct {
 	CacheCreation, CacheRead    int64
 	Output                      int64
 	CostPico                    int64
+	// AgentReported counts the requests known only from the agent's own
+	// telemetry (endpoint agent_reported), not served by the gateway.
+	AgentReported int64
 }
 
 // SessionLister lists sessions.
@@ -42,7 +47,7 @@ func (s *sqlStore) Sessions(ctx context.Context, f Filter, limit, offset int) ([
 	q.WriteString(`SELECT session_id, MAX(agent), key_id, MAX(workspace), MIN(ts_us), MAX(ts_us), COUNT(*), ` +
 		clamp("input_tokens", MaxTokens) + `, ` + clamp("cache_creation_5m + cache_creation_1h", MaxTokens) + `, ` +
 		clamp("cache_read_tokens", MaxTokens) + `, ` + clamp("output_tokens", MaxTokens) + `, ` + clamp("cost_pico", MaxCost) +
-		` FROM usage_records`)
+		`, SUM(CASE WHEN endpoint = 'agent_reported' THEN 1 ELSE 0 END) FROM usage_records`)
 	args := s.where(&q, nil, f)
 	q.WriteString(` AND session_id <> '' AND outcome <> 'refused' GROUP BY session_id, key_id ORDER BY ` +
 		clamp("cost_pico", MaxCost) + ` DESC, session_id, key_id LIMIT ` + strconv.Itoa(limit+1) + ` OFFSET ` + strconv.Itoa(offset))
@@ -56,7 +61,7 @@ func (s *sqlStore) Sessions(ctx context.Context, f Filter, limit, offset int) ([
 		var r SessionRow
 		var first, last int64
 		if err := rows.Scan(&r.ID, &r.Agent, &r.KeyID, &r.Workspace, &first, &last, &r.Requests,
-			&r.UncachedInput, &r.CacheCreation, &r.CacheRead, &r.Output, &r.CostPico); err != nil {
+			&r.UncachedInput, &r.CacheCreation, &r.CacheRead, &r.Output, &r.CostPico, &r.AgentReported); err != nil {
 			return nil, false, fmt.Errorf("ledger sessions: %w", err)
 		}
 		r.First, r.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()
@@ -70,4 +75,28 @@ func (s *sqlStore) Sessions(ctx context.Context, f Filter, limit, offset int) ([
 		out = out[:limit]
 	}
 	return out, more, nil
+}
+
+// SessionServer tells whether the gateway served a session itself.
+type SessionServer interface {
+	// SessionServed reports whether a record of the session other than an
+	// agent-reported one exists: agentotel then drops the agent's reports
+	// of it, which would count the same requests twice.
+	// Only records since since are looked at: the time index bounds the
+	// scan, and a coding session does not outlive a day or two.
+	SessionServed(ctx context.Context, sessionID string, since time.Time) (bool, error)
+}
+
+func (s *sqlStore) SessionServed(ctx context.Context, sessionID string, since time.Time) (bool, error) {
+	q := `SELECT 1 FROM usage_records WHERE ts_us >= ` + s.d.placeholder(1) + ` AND session_id = ` + s.d.placeholder(2) +
+		` AND endpoint <> 'agent_reported' LIMIT 1`
+	var one int
+	err := s.db.QueryRowContext(ctx, q, since.UnixMicro(), sessionID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledger session served: %w", err)
+	}
+	return true, nil
 }

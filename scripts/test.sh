@@ -223,6 +223,65 @@ echo "$xversion"
 grep -q "^Modelgate $MG_VERSION on Caddy $CADDY_VERSION" <<<"$xversion" ||
 	{ echo "xcaddy build does not name Modelgate $MG_VERSION"; exit 1; }
 
+step "deployment kit: helm chart, systemd unit, container (deploy/)"
+# helm from the Go module proxy at a pinned version (scripts/helm.sh: a
+# few minutes' build on first use, cached in .cache/bin); every rendered
+# manifest decoded strictly into k8s.io/api types by deploy/chartcheck, its
+# own module so the gateway's has no Kubernetes dependency; the chart's
+# Caddyfile and the image's parsed by this caddy.
+HELM=$(bash scripts/helm.sh | tail -n1)
+"$HELM" lint deploy/helm/modelgate --set existingSecret=modelgate-keys
+"$HELM" template modelgate deploy/helm/modelgate --set existingSecret=modelgate-keys \
+	--set serviceMonitor.enabled=true --set serviceMonitor.bearerTokenSecret.name=modelgate-keys >.cache/chart.yaml
+if "$HELM" template modelgate deploy/helm/modelgate >/dev/null 2>&1; then
+	echo "the chart rendered without existingSecret; it must refuse"; exit 1
+fi
+mkdir -p .cache/chart-config
+(cd deploy/chartcheck && go test ./... && go run . -extract "$ROOT/.cache/chart-config") <.cache/chart.yaml
+for cf in .cache/chart-config/Caddyfile deploy/Caddyfile deploy/compose/Caddyfile; do
+	.cache/bin/caddy adapt --config "$cf" --adapter caddyfile >/dev/null
+done
+echo "Caddyfiles of the chart, the image and compose parse"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	# verify needs the ExecStart binary to exist: point it at this build.
+	mkdir -p .cache/systemd
+	sed "s#/usr/local/bin/modelgate#$ROOT/.cache/bin/caddy#g" deploy/systemd/modelgate.service >.cache/systemd/modelgate.service
+	systemd-analyze verify .cache/systemd/modelgate.service
+	# Exposure 2.0 or less ("OK") on systemd's 0-10 scale.
+	systemd-analyze security --offline=true --threshold=20 .cache/systemd/modelgate.service >/dev/null
+	echo "systemd unit verified, exposure within 2.0"
+elif [ "${CI:-}" = true ]; then
+	echo "systemd-analyze is missing under CI"; exit 1
+else
+	echo "SKIP systemd unit: systemd-analyze is not installed"
+fi
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+	docker build -q -f deploy/Dockerfile -t modelgate:test .
+	docker run --rm --read-only modelgate:test version
+else
+	echo "SKIP docker build: no Docker daemon answers here (docker info fails)"
+fi
+if command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+	docker compose -f deploy/compose.yaml config -q && echo "compose.yaml valid"
+else
+	echo "SKIP docker compose config: the compose plugin is not installed"
+fi
+
+step "supply chain: reproducible build (quick), govulncheck"
+# The quick form of scripts/release.sh: linux/amd64 built with the release
+# flags, rebuilt from a copy of the source at another path (warm build
+# cache), byte-compared. The full check (every platform, empty cache) is
+# the release script's.
+MODELGATE_RELEASE_QUICK=1 bash scripts/release.sh .cache/dist-check >/dev/null
+echo "linux/amd64 rebuilt bit for bit from another path"
+GOBIN=$ROOT/.cache/bin go install golang.org/x/vuln/cmd/govulncheck@v1.9.0
+if curl -fsS -m 10 -o /dev/null https://vuln.go.dev/index/db.json.gz 2>/dev/null; then
+	.cache/bin/govulncheck ./...
+else
+	echo "SKIP govulncheck: the vulnerability database (https://vuln.go.dev) cannot be reached from here;" \
+		"scripts/release.sh runs it and refuses to release without it"
+fi
+
 step "go test"
 go test -count=1 -timeout 20m ./...
 

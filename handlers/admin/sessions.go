@@ -27,6 +27,11 @@ type sessionObject struct {
 	// ledger.CacheReadShare).
 	CacheReadShare float64     `json:"cache_read_share"`
 	Cost           sessionCost `json:"cost"`
+	// AgentReportedRequests of Requests are known only from the agent's
+	// own telemetry: the seat reached its provider without the gateway.
+	AgentReportedRequests int64 `json:"agent_reported_requests"`
+	// Source is "gateway", "agent_reported", or "mixed" when both fed it.
+	Source string `json:"source"`
 }
 
 type sessionUsage struct {
@@ -127,7 +132,13 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 		o := sessionObject{ID: s.ID, APIKeyID: s.KeyID, FirstRequestAt: s.First.Format(time.RFC3339), LastRequestAt: s.Last.Format(time.RFC3339),
 			Requests: s.Requests, Tokens: sessionUsage{s.UncachedInput, s.CacheCreation, s.CacheRead, s.Output},
 			CacheReadShare: ledger.CacheReadShare(s.UncachedInput, s.CacheCreation, s.CacheRead),
-			Cost:           sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}}
+			Cost:           sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}, AgentReportedRequests: s.AgentReported, Source: "gateway"}
+		switch {
+		case s.AgentReported >= s.Requests:
+			o.Source = "agent_reported"
+		case s.AgentReported > 0:
+			o.Source = "mixed"
+		}
 		if s.Agent != "" {
 			ag := s.Agent
 			o.Agent = &ag

@@ -1,0 +1,234 @@
+package agentotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// Options configures a Receiver.
+type Options struct {
+	// Caller names the authenticated key and its workspace; ok false
+	// answers 401 (the gateway's auth runs first, so this is a backstop).
+	Caller func(r *http.Request) (keyID, workspace string, ok bool)
+	// Record takes a record for the ledger without blocking; false means
+	// the ledger's queue is full (503, the exporter retries).
+	Record func(ledger.Record) bool
+	// Served reports whether the gateway itself served requests of the
+	// session: its agent-reported requests are then dropped, because the
+	// gateway's own records already count them. nil: nothing is dropped.
+	Served func(ctx context.Context, sessionID string) (bool, error)
+	// MaxBody bounds an export's decoded size. Default 8 MiB.
+	MaxBody int64
+	Now     func() time.Time
+}
+
+// Receiver serves POST /v1/logs and POST /v1/metrics for coding agents.
+type Receiver struct {
+	o    Options
+	seen recentSessions
+}
+
+// Saw notes that this instance is serving a request of session: the
+// agent's own report of it, which can arrive before the gateway's record
+// is written, is then known to be a duplicate at once.
+func (rc *Receiver) Saw(session string) { rc.seen.add(session, rc.o.Now()) }
+
+// recentSessions is a two-generation set of the sessions served here:
+// bounded in size, each kept between one and two generations.
+type recentSessions struct {
+	mu        sync.Mutex
+	cur, prev map[string]struct{}
+	started   time.Time
+}
+
+// A generation ends after an hour or 65,536 sessions.
+const (
+	generationAge  = time.Hour
+	generationSize = 1 << 16
+)
+
+func (s *recentSessions) add(session string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || len(s.cur) >= generationSize || now.Sub(s.started) > generationAge {
+		s.prev, s.cur, s.started = s.cur, make(map[string]struct{}), now
+	}
+	s.cur[session] = struct{}{}
+}
+
+func (s *recentSessions) has(session string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, a := s.cur[session]
+	_, b := s.prev[session]
+	return a || b
+}
+
+// NewReceiver returns a receiver with o's defaults filled in.
+func NewReceiver(o Options) *Receiver {
+	if o.MaxBody <= 0 {
+		o.MaxBody = 8 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Receiver{o: o}
+}
+
+// Result is what one logs export did to the ledger.
+type Result struct {
+	Recorded, Duplicates, Rejected int
+}
+
+// ServeLogs answers an OTLP/HTTP logs export.
+func (rc *Receiver) ServeLogs(w http.ResponseWriter, r *http.Request) {
+	enc, b, key, ws, ok := rc.read(w, r)
+	if !ok {
+		return
+	}
+	req, err := DecodeLogs(b, enc)
+	if err != nil {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return
+	}
+	res, msg, status := rc.Logs(r.Context(), req, key, ws)
+	if status != http.StatusOK {
+		writeStatus(w, enc, status, msg)
+		return
+	}
+	resp := &collogs.ExportLogsServiceResponse{}
+	if res.Rejected > 0 {
+		resp.PartialSuccess = &collogs.ExportLogsPartialSuccess{RejectedLogRecords: int64(res.Rejected), ErrorMessage: msg}
+	}
+	writeMessage(w, enc, http.StatusOK, resp)
+}
+
+// Logs records the api_request events of req under the caller's key and
+// returns what it did, the partial-success message and an HTTP status.
+// An event of a session the gateway served itself is a duplicate and is
+// dropped: the gateway's record of the same request is the authoritative
+// one (its tokens come from the provider's answer, its cost from the
+// models file's prices).
+func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequest, keyID, workspace string) (Result, string, int) {
+	ex := APIRequests(req)
+	res := Result{Rejected: ex.Rejected}
+	served := map[string]bool{}
+	now := rc.o.Now().UTC()
+	for _, ev := range ex.Requests {
+		dup, seen := served[ev.SessionID]
+		if !seen && rc.seen.has(ev.SessionID) {
+			dup, seen = true, true
+			served[ev.SessionID] = true
+		}
+		if !seen && rc.o.Served != nil {
+			var err error
+			if dup, err = rc.o.Served(ctx, ev.SessionID); err != nil {
+				// Unknown: asking the exporter to retry is better than
+				// counting a request twice.
+				return res, "the usage ledger cannot be read; retry later", http.StatusServiceUnavailable
+			}
+			served[ev.SessionID] = dup
+		}
+		if dup {
+			res.Duplicates++
+			continue
+		}
+		if rc.o.Record != nil && !rc.o.Record(ev.Record(keyID, workspace, now)) {
+			return res, "the usage ledger's queue is full; retry later", http.StatusServiceUnavailable
+		}
+		res.Recorded++
+	}
+	return res, ex.Reason, http.StatusOK
+}
+
+// ServeMetrics answers an OTLP/HTTP metrics export. Metrics are
+// acknowledged, not recorded: claude_code.token.usage and
+// claude_code.cost.usage are sums of the same requests the api_request
+// events report one by one, so recording both would count them twice.
+func (rc *Receiver) ServeMetrics(w http.ResponseWriter, r *http.Request) {
+	enc, b, _, _, ok := rc.read(w, r)
+	if !ok {
+		return
+	}
+	req, err := DecodeMetrics(b, enc)
+	if err != nil {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return
+	}
+	MetricPoints(req)
+	writeMessage(w, enc, http.StatusOK, &colmetrics.ExportMetricsServiceResponse{})
+}
+
+func (rc *Receiver) read(w http.ResponseWriter, r *http.Request) (Encoding, []byte, string, string, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeStatus(w, JSON, http.StatusMethodNotAllowed, "OTLP/HTTP exports are POSTed")
+		return 0, nil, "", "", false
+	}
+	enc, err := EncodingOf(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeStatus(w, JSON, http.StatusUnsupportedMediaType, err.Error())
+		return 0, nil, "", "", false
+	}
+	key, ws, ok := "", "", true
+	if rc.o.Caller != nil {
+		key, ws, ok = rc.o.Caller(r)
+	}
+	if !ok {
+		writeStatus(w, enc, http.StatusUnauthorized, "missing API key: send the gateway key in OTEL_EXPORTER_OTLP_HEADERS (Authorization=Bearer <key>)")
+		return 0, nil, "", "", false
+	}
+	b, err := ReadBody(r.Body, r.Header.Get("Content-Encoding"), rc.o.MaxBody)
+	if errors.Is(err, ErrTooLarge) {
+		writeStatus(w, enc, http.StatusRequestEntityTooLarge, fmt.Sprintf("export exceeds the limit of %d bytes; lower the exporter's batch size", rc.o.MaxBody))
+		return 0, nil, "", "", false
+	}
+	if err != nil {
+		writeStatus(w, enc, http.StatusBadRequest, err.Error())
+		return 0, nil, "", "", false
+	}
+	return enc, b, key, ws, true
+}
+
+// writeStatus answers an error as OTLP/HTTP says: a google.rpc.Status in
+// the request's encoding.
+func writeStatus(w http.ResponseWriter, enc Encoding, status int, msg string) {
+	code := int32(3) // INVALID_ARGUMENT
+	switch status {
+	case http.StatusUnauthorized:
+		code = 16 // UNAUTHENTICATED
+	case http.StatusServiceUnavailable:
+		code = 14 // UNAVAILABLE
+		w.Header().Set("Retry-After", "5")
+	case http.StatusUnsupportedMediaType, http.StatusMethodNotAllowed:
+		code = 12 // UNIMPLEMENTED
+	case http.StatusRequestEntityTooLarge:
+		code = 8 // RESOURCE_EXHAUSTED
+	}
+	writeMessage(w, enc, status, &spb.Status{Code: code, Message: msg})
+}
+
+func writeMessage(w http.ResponseWriter, enc Encoding, status int, m proto.Message) {
+	var b []byte
+	if enc == JSON {
+		b, _ = protojson.Marshal(m)
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		b, _ = proto.Marshal(m)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
