@@ -276,7 +276,10 @@ MODELGATE_RELEASE_QUICK=1 bash scripts/release.sh .cache/dist-check >/dev/null
 echo "linux/amd64 rebuilt bit for bit from another path"
 GOBIN=$ROOT/.cache/bin go install golang.org/x/vuln/cmd/govulncheck@v1.9.0
 if curl -fsS -m 10 -o /dev/null https://vuln.go.dev/index/db.json.gz 2>/dev/null; then
-	.cache/bin/govulncheck ./...
+	# Reported, not fatal here: a newly published advisory in a dependency
+	# must not stop every merge; scripts/release.sh refuses to release
+	# while govulncheck finds one.
+	.cache/bin/govulncheck ./... || echo "govulncheck found vulnerabilities (above): scripts/release.sh will refuse to release until they are fixed"
 else
 	echo "SKIP govulncheck: the vulnerability database (https://vuln.go.dev) cannot be reached from here;" \
 		"scripts/release.sh runs it and refuses to release without it"
