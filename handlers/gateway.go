@@ -103,14 +103,17 @@ type Gateway struct {
 	gemini, geminiModels http.HandlerFunc
 	// storedResponse serves /v1/responses/{id}[/input_items].
 	storedResponse http.HandlerFunc
-	tooLarge       string // the 413 message, fixed by the limit
-	memoryFull     string // the 503 message when body memory is full
-	bodyMem        *bodyMemory
-	byID           map[string]*upstream.Deployment
-	states         *States
-	obs            Observer
-	counter        *tokencount.Counter
-	now            func() time.Time
+	// responses serves POST /v1/responses; a WebSocket's turns go through
+	// it too.
+	responses  http.HandlerFunc
+	tooLarge   string // the 413 message, fixed by the limit
+	memoryFull string // the 503 message when body memory is full
+	bodyMem    *bodyMemory
+	byID       map[string]*upstream.Deployment
+	states     *States
+	obs        Observer
+	counter    *tokencount.Counter
+	now        func() time.Time
 
 	bodyPool   sync.Pool // *[]byte
 	readerPool sync.Pool // *bufio.Reader
@@ -306,9 +309,16 @@ func (g *Gateway) buildPaths() {
 		g.serveChat(w, r, providers.FormatOpenAI)
 	}))
 	models := g.guard(g.only(http.MethodGet, g.serveModels))
-	responses := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+	g.responses = g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		g.serveChat(w, r, providers.FormatResponses)
 	}))
+	responses := func(w http.ResponseWriter, r *http.Request) {
+		if isWebSocketUpgrade(r) {
+			g.serveResponsesWebSocket(w, r)
+			return
+		}
+		g.responses(w, r)
+	}
 	live := g.guard(g.serveLiveness)
 	embeddings := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		g.serveChat(w, r, providers.FormatEmbeddings)
@@ -473,6 +483,9 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
 	rec.Endpoint = ledger.Endpoint(cf.LedgerEndpoint())
+	if viaWebSocket(r) {
+		rec.Endpoint = ledger.EndpointResponsesWebSocket
+	}
 	return rec
 }
 

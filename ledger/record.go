@@ -52,8 +52,11 @@ const (
 	EndpointChatCompletions Endpoint = "chat_completions" // OpenAI /v1/chat/completions
 	EndpointMessages        Endpoint = "messages"         // Anthropic /v1/messages
 	EndpointResponses       Endpoint = "responses"        // OpenAI /v1/responses
-	EndpointGenerateContent Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
-	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
+	// EndpointResponsesWebSocket is the Responses API over a WebSocket at
+	// /v1/responses (Codex's preferred transport).
+	EndpointResponsesWebSocket Endpoint = "responses_websocket"
+	EndpointGenerateContent    Endpoint = "generate_content" // Gemini generateContent and streamGenerateContent
+	EndpointEmbeddings         Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
 )
 
 // Context window labels used by the reports.
