@@ -168,7 +168,13 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sub == "" {
-		writeJSON(w, http.StatusOK, stored.Response)
+		if replay, after, apiErr := wantsReplay(r); apiErr != nil {
+			apiErr.Write(w, cf)
+		} else if replay {
+			replayResponse(w, stored.Response, after)
+		} else {
+			writeJSON(w, http.StatusOK, stored.Response)
+		}
 		return
 	}
 	page, apiErr := inputItemsPage(r, stored.Input)
