@@ -333,6 +333,8 @@ func (g *Gateway) buildPaths() {
 		"/v1/responses":              responses,
 		"/responses":                 responses,
 		"/v1/responses/input_tokens": g.guard(g.only(http.MethodPost, g.serveInputTokens)),
+		"/v1/responses/compact":      g.guard(g.only(http.MethodPost, g.serveCompact)),
+		"/responses/compact":         g.guard(g.only(http.MethodPost, g.serveCompact)),
 		"/responses/input_tokens":    g.guard(g.only(http.MethodPost, g.serveInputTokens)),
 		"/v1/embeddings":             embeddings,
 		"/embeddings":                embeddings,

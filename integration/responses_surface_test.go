@@ -77,3 +77,56 @@ func eventTypes(evs []responses.ResponseStreamEventUnion) []string {
 	}
 	return out
 }
+
+// TestResponsesCompact: the openai SDK's responses.compact (once a 405,
+// "compact" read as a response id) compacts a stored conversation through
+// the alias: the upstream gets the history and the summary request, the
+// SDK gets one item holding the summary, which the next turn takes as
+// input, and the ledger records the summarising call on the key.
+func TestResponsesCompact(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	alice := openaiClient(g, aliceKey)
+	ctx := context.Background()
+	first := newResponse(t, alice, responses.ResponseNewParams{Model: "oa",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("My name is Ada and I like Go.")}})
+
+	c, err := alice.Responses.Compact(ctx, responses.ResponseCompactParams{Model: "oa", PreviousResponseID: openai.String(first.ID),
+		Input: responses.ResponseCompactParamsInputUnion{OfString: openai.String("Remember the port is 8080.")}})
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		t.Fatalf("%d %s", apiErr.StatusCode, apiErr.RawJSON())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := string(u.openaiRec.Last().Body)
+	for _, want := range []string{"My name is Ada", fakes.DefaultReply, "Remember the port is 8080.", "Summarise the conversation"} {
+		if !strings.Contains(up, want) {
+			t.Errorf("the summarising call lacks %q: %s", want, up)
+		}
+	}
+	if c.Object != "response.compaction" || len(c.Output) != 1 || c.Output[0].Type != "message" ||
+		!strings.Contains(c.Output[0].Content[0].Text, fakes.DefaultReply) {
+		t.Fatalf("compaction %s", c.RawJSON())
+	}
+	// The compacted item starts the next turn.
+	next := newResponse(t, alice, responses.ResponseNewParams{Model: "oa", Input: responses.ResponseNewParamsInputUnion{
+		OfInputItemList: responses.ResponseInputParam{
+			responses.ResponseInputItemParamOfMessage(c.Output[0].Content[0].Text, responses.EasyInputMessageRoleUser),
+			responses.ResponseInputItemParamOfMessage("What is the port?", responses.EasyInputMessageRoleUser),
+		}}})
+	if next.OutputText() == "" {
+		t.Errorf("no answer after compaction")
+	}
+	g.stop(t)
+	n := 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Endpoint == "responses" && rec.KeyID == "alice" {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d responses records for alice, want 3 (the turn, the compaction, the next turn)", n)
+	}
+}
