@@ -2,10 +2,14 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -128,5 +132,81 @@ func TestResponsesCompact(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d responses records for alice, want 3 (the turn, the compaction, the next turn)", n)
+	}
+}
+
+// TestResponsesWebSocketWire drives the WebSocket with a plain client: an
+// unknown frame gets an error
+// event and the connection goes on, a turn streams its events to
+// response.completed, and a follow-up with previous_response_id on a
+// store: false turn carries the connection's history upstream.
+func TestResponsesWebSocketWire(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(g.base, "http") + "/v1/responses"
+
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + aliceKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	read := func() map[string]any {
+		t.Helper()
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("frame %s: %v", b, err)
+		}
+		return m
+	}
+	turn := func(body string) (types []string, done map[string]any) {
+		t.Helper()
+		if err := c.Write(ctx, websocket.MessageText, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m := read()
+			types = append(types, m["type"].(string))
+			if m["type"] == "response.completed" || m["type"] == "error" {
+				return types, m
+			}
+		}
+	}
+	if _, m := turn(`{"type":"response.nonsense"}`); m["type"] != "error" || m["status"] != float64(400) {
+		t.Errorf("unknown frame: %v", m)
+	}
+	types, done := turn(`{"type":"response.create","model":"oa","store":false,"input":"My name is Ada."}`)
+	if types[0] != "response.created" || done["type"] != "response.completed" {
+		t.Fatalf("turn events %v", types)
+	}
+	id := done["response"].(map[string]any)["id"].(string)
+	_, done = turn(`{"type":"response.create","model":"oa","store":false,"previous_response_id":"` + id + `","input":[{"role":"user","content":"What is my name?"}]}`)
+	if done["type"] != "response.completed" {
+		t.Fatalf("follow-up: %v", done)
+	}
+	up := string(u.openaiRec.Last().Body)
+	for _, want := range []string{"My name is Ada.", fakes.DefaultReply, "What is my name?"} {
+		if !strings.Contains(up, want) {
+			t.Errorf("the follow-up upstream lacks %q of the connection's history: %s", want, up)
+		}
+	}
+	if _, m := turn(`{"type":"response.create","model":"nope","input":"hi"}`); m["type"] != "error" || m["status"] == float64(200) {
+		t.Errorf("unknown model: %v", m)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	g.stop(t)
+	n := 0
+	for _, rec := range g.ledgerRecords(t) {
+		if rec.Endpoint == "responses_websocket" && rec.KeyID == "alice" && rec.Outcome == "ok" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d ok responses_websocket records for alice, want 2", n)
 	}
 }
