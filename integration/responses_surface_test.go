@@ -210,3 +210,24 @@ func TestResponsesWebSocketWire(t *testing.T) {
 		t.Errorf("%d ok responses_websocket records for alice, want 2", n)
 	}
 }
+
+// TestResponsesCancelNotBackground: cancelling a response that was not
+// created with background: true is OpenAI's 400, through the SDK; an
+// unknown id is a 404.
+func TestResponsesCancelNotBackground(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	alice := openaiClient(g, aliceKey)
+	ctx := context.Background()
+	first := newResponse(t, alice, responses.ResponseNewParams{Model: "oa",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello")}})
+	_, err := alice.Responses.Cancel(ctx, first.ID)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "background") {
+		t.Errorf("cancel of a finished response: %v, want 400 naming background", err)
+	}
+	_, err = alice.Responses.Cancel(ctx, "resp_nope")
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Errorf("cancel of an unknown response: %v, want 404", err)
+	}
+}
