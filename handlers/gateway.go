@@ -116,14 +116,17 @@ type Gateway struct {
 	// bedrockIngress and vertexIngress serve Claude Code's Bedrock and
 	// Vertex modes pointed at the gateway (cloud_ingress.go).
 	bedrockIngress, vertexIngress http.HandlerFunc
-	tooLarge                      string // the 413 message, fixed by the limit
-	memoryFull                    string // the 503 message when body memory is full
-	bodyMem                       *bodyMemory
-	byID                          map[string]*upstream.Deployment
-	states                        *States
-	obs                           Observer
-	counter                       *tokencount.Counter
-	now                           func() time.Time
+	// responses serves POST /v1/responses; a WebSocket's turns go through
+	// it too.
+	responses  http.HandlerFunc
+	tooLarge   string // the 413 message, fixed by the limit
+	memoryFull string // the 503 message when body memory is full
+	bodyMem    *bodyMemory
+	byID       map[string]*upstream.Deployment
+	states     *States
+	obs        Observer
+	counter    *tokencount.Counter
+	now        func() time.Time
 
 	bodyPool   sync.Pool // *[]byte
 	readerPool sync.Pool // *bufio.Reader
@@ -328,9 +331,16 @@ func (g *Gateway) buildPaths() {
 		g.serveChat(w, r, providers.FormatOpenAI)
 	}))
 	models := g.guard(g.only(http.MethodGet, g.serveModels))
-	responses := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+	g.responses = g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		g.serveChat(w, r, providers.FormatResponses)
 	}))
+	responses := func(w http.ResponseWriter, r *http.Request) {
+		if isWebSocketUpgrade(r) {
+			g.serveResponsesWebSocket(w, r)
+			return
+		}
+		g.responses(w, r)
+	}
 	live := g.guard(g.serveLiveness)
 	embeddings := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		g.serveChat(w, r, providers.FormatEmbeddings)
@@ -345,6 +355,8 @@ func (g *Gateway) buildPaths() {
 		"/v1/responses":              responses,
 		"/responses":                 responses,
 		"/v1/responses/input_tokens": g.guard(g.only(http.MethodPost, g.serveInputTokens)),
+		"/v1/responses/compact":      g.guard(g.only(http.MethodPost, g.serveCompact)),
+		"/responses/compact":         g.guard(g.only(http.MethodPost, g.serveCompact)),
 		"/responses/input_tokens":    g.guard(g.only(http.MethodPost, g.serveInputTokens)),
 		"/v1/embeddings":             embeddings,
 		"/embeddings":                embeddings,
@@ -503,6 +515,9 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 	rec.Endpoint = ledger.Endpoint(cf.LedgerEndpoint())
 	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {
 		rec.Endpoint = e
+	}
+	if viaWebSocket(r) {
+		rec.Endpoint = ledger.EndpointResponsesWebSocket
 	}
 	return rec
 }

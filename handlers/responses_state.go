@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,15 +123,18 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 	cf := providers.FormatResponses
 	p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/responses/")
 	respID, sub, _ := strings.Cut(p, "/")
-	if respID == "" || (sub != "" && sub != "input_items") {
+	if respID == "" || (sub != "" && sub != "input_items" && sub != "cancel") {
 		g.serveNotFound(w, r)
 		return
 	}
 	allowed := http.MethodGet
-	if sub == "" {
+	switch sub {
+	case "":
 		allowed = "GET, DELETE"
+	case "cancel":
+		allowed = http.MethodPost
 	}
-	if r.Method != http.MethodGet && (sub != "" || r.Method != http.MethodDelete) {
+	if !slices.Contains(strings.Split(allowed, ", "), r.Method) {
 		w.Header().Set("Allow", allowed)
 		(&providers.APIError{Status: http.StatusMethodNotAllowed,
 			Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + allowed}).Write(w, cf)
@@ -167,8 +171,22 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		stateUnavailable(err).Write(w, cf)
 		return
 	}
+	if sub == "cancel" {
+		// The gateway runs no response in the background: every stored
+		// response is finished, and OpenAI answers cancelling one that was
+		// not created with background: true with this 400.
+		(&providers.APIError{Status: http.StatusBadRequest, Param: "response_id", Code: "invalid_request",
+			Message: fmt.Sprintf("Response %q was not created with background=true and cannot be cancelled.", respID)}).Write(w, cf)
+		return
+	}
 	if sub == "" {
-		writeJSON(w, http.StatusOK, stored.Response)
+		if replay, after, apiErr := wantsReplay(r); apiErr != nil {
+			apiErr.Write(w, cf)
+		} else if replay {
+			replayResponse(w, stored.Response, after)
+		} else {
+			writeJSON(w, http.StatusOK, stored.Response)
+		}
 		return
 	}
 	page, apiErr := inputItemsPage(r, stored.Input)

@@ -34,8 +34,14 @@ wire_api = "responses"
 // returns its last message.
 func runCodex(t *testing.T, codex, base, alias, dir, prompt string) string {
 	t.Helper()
+	return runCodexConfig(t, codex, codexConfig(base, alias), dir, prompt)
+}
+
+// runCodexConfig is runCodex with the given config.toml.
+func runCodexConfig(t *testing.T, codex, config, dir, prompt string) string {
+	t.Helper()
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexConfig(base, alias)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	last := filepath.Join(t.TempDir(), "last.txt")
@@ -151,5 +157,60 @@ func TestCodexThroughGateway(t *testing.T) {
 	}
 	if len(sessions) != 3 {
 		t.Errorf("sessions %v: want one per codex run", sessions)
+	}
+}
+
+// TestCodexOverWebSocket runs the real Codex CLI with its provider's
+// supports_websockets on, as the README shows: a tool loop through a
+// chat-completions-only backend, where Codex's shell tool really runs.
+// Codex falls back to HTTP silently when a WebSocket fails, so the ledger
+// must say every turn came over the WebSocket, and the backend must have
+// seen the call and its result.
+func TestCodexOverWebSocket(t *testing.T) {
+	codex := testbin.Codex(t)
+	script := &scriptedBackend{}
+	chatOnly := httptest.NewServer(script)
+	t.Cleanup(chatOnly.Close)
+	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
+  - model_name: coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+`, chatOnly.URL, upstreamKey)})
+
+	dir := t.TempDir()
+	config := codexConfig(g.base, "coder") + "supports_websockets = true\n"
+	got := runCodexConfig(t, codex, config, dir, "Write the marker file, then say done.")
+	marker, err := os.ReadFile(filepath.Join(dir, "marker.txt"))
+	if err != nil || !strings.Contains(string(marker), toolMarker) {
+		t.Fatalf("Codex's shell tool did not run: %v %q", err, marker)
+	}
+	if got != finalReply {
+		t.Errorf("last message %q, want %q", got, finalReply)
+	}
+	calls := script.requests()
+	if len(calls) < 2 {
+		t.Fatalf("the backend saw %d requests, want the call and its result", len(calls))
+	}
+	if _, _, ok := calls[len(calls)-1].req.toolResult(); !ok {
+		t.Errorf("the last request carries no tool result: %s", calls[len(calls)-1].raw)
+	}
+
+	g.stop(t)
+	ws, other := 0, 0
+	for _, rec := range g.ledgerRecords(t) {
+		switch rec.Endpoint {
+		case "responses_websocket":
+			ws++
+			if rec.Outcome != "ok" || !rec.Stream || rec.SessionID == "" || rec.KeyID == "" {
+				t.Errorf("record %+v", rec)
+			}
+		case "responses":
+			other++
+		}
+	}
+	if ws < 2 || other != 0 {
+		t.Errorf("%d turns over the WebSocket and %d over HTTP; want the tool loop's turns (at least 2) all over the WebSocket", ws, other)
 	}
 }

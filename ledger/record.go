@@ -61,6 +61,9 @@ const (
 	// EndpointAgentReported marks a request the gateway did not serve,
 	// known from the agent's own OpenTelemetry export (package agentotel).
 	EndpointAgentReported Endpoint = "agent_reported"
+	// EndpointResponsesWebSocket is the Responses API over a WebSocket at
+	// /v1/responses (Codex's preferred transport).
+	EndpointResponsesWebSocket Endpoint = "responses_websocket"
 )
 
 // Context window labels used by the reports.

@@ -1,0 +1,321 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/coder/websocket"
+)
+
+// Responses over a WebSocket is the transport Codex prefers when its
+// provider sets supports_websockets: it upgrades GET /v1/responses (with
+// OpenAI-Beta: responses_websockets=…), sends each turn as one text frame
+// {"type":"response.create", …the Responses request body…} and reads the
+// turn's stream events back as one text frame each, up to
+// response.completed. Every turn is served by the HTTP path itself, on a
+// request built from the upgrade's headers and identity, so auth, limits,
+// budgets, fallbacks, stored state and the ledger are those of HTTP; the
+// ledger says responses_websocket for the endpoint.
+//
+// A connection remembers its last turn: Codex sends the next turn as
+// previous_response_id plus only the new items, even with store: false,
+// and the connection supplies the history as OpenAI's does.
+
+// wsTransportKey marks a request's context as a turn carried by a WebSocket.
+type wsTransportKey struct{}
+
+// viaWebSocket reports whether r is a turn carried by a WebSocket.
+func viaWebSocket(r *http.Request) bool {
+	v, _ := r.Context().Value(wsTransportKey{}).(bool)
+	return v
+}
+
+// isWebSocketUpgrade reports whether r asks to switch to a WebSocket.
+func isWebSocketUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// wsConn is one Responses WebSocket connection's memory of its last turn.
+type wsConn struct {
+	lastID    string
+	lastItems []json.RawMessage // the last turn's whole input, then its output
+}
+
+// serveResponsesWebSocket serves one Responses WebSocket connection until
+// the client closes it.
+func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		// Codex offers permessage-deflate; its events compress well.
+		CompressionMode: websocket.CompressionContextTakeover,
+	})
+	if err != nil {
+		// Accept has answered the client already.
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(g.maxBody())
+	ctx := r.Context()
+	conn := &wsConn{}
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			_ = c.Close(websocket.StatusUnsupportedData, "send each request as a JSON text frame")
+			return
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			if g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "each frame must be a JSON object: "+err.Error()) != nil {
+				return
+			}
+			continue
+		}
+		switch head.Type {
+		case "response.create":
+			if !g.wsTurn(ctx, c, r, conn, data) {
+				return
+			}
+		case "response.processed":
+			// Codex acknowledges a finished turn; nothing to do.
+		default:
+			if g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error",
+				"unknown frame type "+strconv.Quote(head.Type)+"; send {\"type\":\"response.create\", ...the Responses request body}") != nil {
+				return
+			}
+		}
+	}
+}
+
+// maxBody is the largest request body the gateway reads.
+func (g *Gateway) maxBody() int64 {
+	if g.opts.MaxRequestBody > 0 {
+		return g.opts.MaxRequestBody
+	}
+	return 32 << 20
+}
+
+// wsError sends an error event the way OpenAI's WebSocket does: the HTTP
+// status it would have had, and the error object.
+func (g *Gateway) wsError(ctx context.Context, c *websocket.Conn, status int, typ, msg string) error {
+	b, _ := json.Marshal(map[string]any{"type": "error", "status": status,
+		"error": map[string]any{"type": typ, "message": msg}})
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+// wsTurn serves one response.create frame through the HTTP path and sends
+// its events back. It reports whether the connection is still usable.
+func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Request, conn *wsConn, data []byte) bool {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "response.create: "+err.Error()) == nil
+	}
+	delete(fields, "type")
+	fields["stream"] = json.RawMessage("true")
+	input := inputItems(fields["input"])
+	if raw, ok := fields["previous_response_id"]; ok {
+		var prev string
+		if json.Unmarshal(raw, &prev) == nil && prev != "" && prev == conn.lastID {
+			// The connection holds this history; a store: false turn is
+			// in no store.
+			delete(fields, "previous_response_id")
+			input = append(append([]json.RawMessage(nil), conn.lastItems...), input...)
+		}
+	}
+	if raw, ok := fields["generate"]; ok {
+		delete(fields, "generate")
+		if string(raw) == "false" {
+			return g.wsWarmup(ctx, c, conn, fields, input)
+		}
+	}
+	if input != nil {
+		fields["input"], _ = json.Marshal(input)
+	}
+	body, _ := json.Marshal(fields)
+
+	tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, true))
+	defer cancel()
+	r := up.Clone(tctx)
+	r.Method = http.MethodPost
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = nil
+	for _, h := range []string{"Upgrade", "Connection", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"} {
+		r.Header.Del(h)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "text/event-stream")
+
+	ew := &wsEventWriter{ctx: ctx, c: c, header: http.Header{}, cancel: cancel}
+	g.responses(ew, r)
+	if ew.werr != nil {
+		return false
+	}
+	if ew.status != 0 && ew.status != http.StatusOK {
+		var e struct {
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(ew.body.Bytes(), &e)
+		if e.Error == nil {
+			e.Error, _ = json.Marshal(map[string]string{"type": "api_error", "message": strings.TrimSpace(ew.body.String())})
+		}
+		b, _ := json.Marshal(map[string]any{"type": "error", "status": ew.status, "error": e.Error})
+		return c.Write(ctx, websocket.MessageText, b) == nil
+	}
+	ew.flushEvents(true)
+	if ew.completed != nil {
+		var done struct {
+			Response struct {
+				ID     string            `json:"id"`
+				Output []json.RawMessage `json:"output"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(ew.completed, &done) == nil && done.Response.ID != "" {
+			conn.lastID = done.Response.ID
+			conn.lastItems = append(input, done.Response.Output...)
+		}
+	}
+	return ew.werr == nil
+}
+
+// inputItems is a Responses input as a list of items: a bare string is one
+// user message.
+func inputItems(raw json.RawMessage) []json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		b, _ := json.Marshal(map[string]any{"type": "message", "role": "user",
+			"content": []map[string]string{{"type": "input_text", "text": s}}})
+		return []json.RawMessage{b}
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	return items
+}
+
+// wsEventWriter is the http.ResponseWriter a WebSocket turn is served
+// into: a stream's events go out as text frames as they come; any other
+// answer (an error) is kept for wsTurn to send as an error event.
+type wsEventWriter struct {
+	ctx       context.Context
+	c         *websocket.Conn
+	header    http.Header
+	status    int
+	body      bytes.Buffer // an answer that is not a stream
+	pending   []byte       // stream bytes not yet a whole event
+	completed []byte       // the response.completed event's data
+	werr      error
+	cancel    context.CancelFunc
+}
+
+func (e *wsEventWriter) Header() http.Header { return e.header }
+
+func (e *wsEventWriter) WriteHeader(code int) {
+	if e.status == 0 {
+		e.status = code
+	}
+}
+
+func (e *wsEventWriter) stream() bool {
+	return e.status == http.StatusOK && strings.HasPrefix(e.header.Get("Content-Type"), "text/event-stream")
+}
+
+func (e *wsEventWriter) Write(p []byte) (int, error) {
+	if e.status == 0 {
+		e.WriteHeader(http.StatusOK)
+	}
+	if e.werr != nil {
+		return 0, e.werr
+	}
+	if !e.stream() {
+		return e.body.Write(p)
+	}
+	e.pending = append(e.pending, p...)
+	e.flushEvents(false)
+	if e.werr != nil {
+		return 0, e.werr
+	}
+	return len(p), nil
+}
+
+// FlushError is what http.ResponseController's Flush calls: the events
+// are sent as they are written, so it only reports a failed send.
+func (e *wsEventWriter) FlushError() error { return e.werr }
+
+// flushEvents sends every whole SSE event in pending as a frame of its
+// data; at the end the rest is sent too.
+func (e *wsEventWriter) flushEvents(final bool) {
+	for e.werr == nil {
+		i := bytes.Index(e.pending, []byte("\n\n"))
+		var ev []byte
+		if i < 0 {
+			if !final || len(bytes.TrimSpace(e.pending)) == 0 {
+				return
+			}
+			ev, e.pending = e.pending, nil
+		} else {
+			ev, e.pending = e.pending[:i], e.pending[i+2:]
+		}
+		var data []byte
+		for _, line := range bytes.Split(ev, []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+		}
+		if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
+			continue
+		}
+		if bytes.Contains(data[:min(len(data), 64)], []byte(`"response.completed"`)) {
+			e.completed = append([]byte(nil), data...)
+		}
+		if err := e.c.Write(e.ctx, websocket.MessageText, data); err != nil {
+			e.werr = errors.Join(errors.New("websocket client gone"), err)
+			// The client has gone: the turn ends as an HTTP client's
+			// would, cancelled.
+			e.cancel()
+		}
+	}
+}
+
+// wsWarmup answers a response.create with generate: false, Codex's
+// prewarm of a new connection: the input is remembered as a finished,
+// empty response the next turn continues with previous_response_id.
+// Nothing goes upstream, so nothing is spent or recorded.
+func (g *Gateway) wsWarmup(ctx context.Context, c *websocket.Conn, conn *wsConn, fields map[string]json.RawMessage, input []json.RawMessage) bool {
+	var model string
+	_ = json.Unmarshal(fields["model"], &model)
+	id := "resp_" + strings.ToLower(rand.Text())
+	resp := map[string]any{"id": id, "object": "response", "created_at": g.now().Unix(), "model": model,
+		"status": "in_progress", "output": []any{}}
+	created, _ := json.Marshal(map[string]any{"type": "response.created", "sequence_number": 0, "response": resp})
+	resp["status"] = "completed"
+	resp["usage"] = map[string]any{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+		"input_tokens_details": map[string]int{"cached_tokens": 0}, "output_tokens_details": map[string]int{"reasoning_tokens": 0}}
+	completed, _ := json.Marshal(map[string]any{"type": "response.completed", "sequence_number": 1, "response": resp})
+	for _, b := range [][]byte{created, completed} {
+		if c.Write(ctx, websocket.MessageText, b) != nil {
+			return false
+		}
+	}
+	conn.lastID, conn.lastItems = id, input
+	return true
+}
