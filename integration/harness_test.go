@@ -124,7 +124,6 @@ type gatewayConfig struct {
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
-	authExtra   string // inside llm_auth, after the keys (e.g. an oidc block)
 	port        int    // the site's port; default a free one
 }
 
