@@ -370,6 +370,9 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		return err
 	}
 	a.identity = h
+	if a.scim != nil {
+		h.SetDirectory(scimDirectory{a.scim})
+	}
 	if a.scim != nil && len(cfg.Groups) > 0 {
 		// SCIM group changes move a person's keys by the same rules as
 		// sign-in. Without rules, Resolve would clear their settings.
@@ -685,3 +688,12 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
 	_ caddyfile.Unmarshaler       = (*Auth)(nil)
 )
+
+// scimDirectory lets sign-in consult the people SCIM provisioned: a
+// deactivated person is refused, and pushed groups decide.
+type scimDirectory struct{ h *scim.Handler }
+
+func (d scimDirectory) Lookup(ctx context.Context, email, subject string) (identity.DirectoryEntry, bool) {
+	active, groups, found := d.h.Lookup(ctx, email, subject)
+	return identity.DirectoryEntry{Active: active, Groups: groups}, found
+}

@@ -1,0 +1,63 @@
+package scim
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// TestLookupFollowsProvisioning: sign-in's view of a person follows what
+// the IdP pushed: unknown until created, groups from pushed groups, and
+// inactive after an Okta-style deactivation.
+func TestLookupFollowsProvisioning(t *testing.T) {
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const token = "scim-test-token-0123456789"
+	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	call := func(method, path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/scim+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		}
+		var id struct{ ID string }
+		_ = json.NewDecoder(resp.Body).Decode(&id)
+		return id.ID
+	}
+	ctx := context.Background()
+	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+		t.Fatal("found a person SCIM never provisioned")
+	}
+	uid := call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Dana@example.com","externalId":"00u1","active":true}`)
+	active, groups, found := h.Lookup(ctx, "dana@example.com", "")
+	if !found || !active || groups != nil {
+		t.Fatalf("after create: active=%v groups=%v found=%v; want active, no group override", active, groups, found)
+	}
+	call("POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"engineering","members":[{"value":"`+uid+`"}]}`)
+	if _, groups, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(groups, []string{"engineering"}) {
+		t.Fatalf("by subject after group push: groups=%v, want [engineering]", groups)
+	}
+	call("PATCH", "/scim/v2/Users/"+uid, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":false}}]}`)
+	if active, _, found = h.Lookup(ctx, "dana@example.com", ""); !found || active {
+		t.Fatalf("after deactivation: active=%v found=%v, want found and inactive", active, found)
+	}
+}
