@@ -39,14 +39,6 @@ func MetricsWanted(getenv Env) bool {
 	return e != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
 }
 
-// tokenBuckets are the GenAI conventions' advised boundaries for
-// gen_ai.client.token.usage.
-var tokenBuckets = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
-
-// durationBuckets are the conventions' advised boundaries for
-// gen_ai.client.operation.duration and time to first token, in seconds.
-var durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
-
 // NewMetrics builds the OTLP metrics pipeline the OTEL_* variables
 // describe (exporter, protocol, endpoint, headers, interval), or returns
 // nil when they describe none. Shutdown flushes and stops it.
@@ -63,6 +55,10 @@ func NewMetrics(ctx context.Context, getenv Env) (*Metrics, error) {
 		res = resource.Default()
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+	// The GenAI conventions' advised bucket boundaries: tokens, then
+	// seconds for durations and time to first token.
+	tokenBuckets := []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	durationBuckets := []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 	m := &Metrics{provider: mp}
 	meter := mp.Meter(scope)
 	if m.tokens, err = meter.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
