@@ -16,7 +16,7 @@ import (
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -76,7 +76,7 @@ func TestSpans(t *testing.T) {
 	}
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "the prompt") {
+			if strings.Contains(kv.Value.String(), "the prompt") {
 				t.Errorf("%s carries the prompt without CaptureContent", s.Name())
 			}
 		}
