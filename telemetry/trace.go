@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -142,6 +143,10 @@ func (a *Attempt) Inject(h http.Header) {
 func (a *Attempt) End(status int, errClass string, retrying bool) {
 	if a == nil {
 		return
+	}
+	if errClass == "" && status >= 300 {
+		// The conventions' error.type for an HTTP failure is its status.
+		errClass = strconv.Itoa(status)
 	}
 	attrs := []attribute.KeyValue{attribute.Bool("modelgate.retrying", retrying)}
 	if status > 0 {
