@@ -168,6 +168,7 @@ type env struct {
 	gwAdmin, caddyAdmin string
 	workdir             string
 	controls            *controlsEnv
+	traced              *tracedEnv
 }
 
 // startEnv makes the working directory, builds the binary when asked and
@@ -297,6 +298,9 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 	if err := e.startControls(ctx, bin); err != nil {
 		return err
 	}
+	if err := e.startTraced(ctx, bin); err != nil {
+		return err
+	}
 	if e.cfg.portkey {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
@@ -318,6 +322,7 @@ func freePorts() (int, int, error) {
 
 func (e *env) stopAll() {
 	e.controls.stop()
+	e.traced.stop()
 	for _, c := range []*child{e.pk, e.gw, e.caddy, e.up} {
 		if c != nil {
 			c.stop()

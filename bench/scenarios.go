@@ -54,6 +54,7 @@ func (e *env) scenarioList() []scenario {
 		{key: "gw-gemini", label: "gateway Gemini API → openai/ chat (translated)", proc: e.gw, admin: e.gwAdmin, target: target{url: e.gwBase + "/v1beta/models/oa:generateContent", header: gwH, body: geminiBody("oa")}},
 	}
 	list = append(list, e.controlsScenarios()...)
+	list = append(list, e.tracedScenarios()...)
 	if e.cfg.portkey {
 		list = append(list, scenario{key: "portkey", label: "Portkey gateway (npm)", proc: e.pk, target: target{url: e.pkBase + "/v1/chat/completions", header: pk, body: chatBody("fake-gpt", false)}})
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -20,6 +22,7 @@ import (
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/telemetry"
 )
 
 func init() {
@@ -69,6 +72,8 @@ type Gateway struct {
 	app     *App
 	logger  *zap.Logger
 	metrics *metrics
+	// otlp exports the OTLP metrics; nil unless the OTEL_* variables ask.
+	otlp *telemetry.Metrics
 	// holdsStates records that Provision took a reference on the pooled
 	// deployment states, so Cleanup releases exactly that one.
 	holdsStates bool
@@ -113,8 +118,12 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.holdsStates = true
+	if g.otlp, err = telemetry.NewMetrics(ctx, os.Getenv); err != nil {
+		return err
+	}
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
 		Models:              cfg,
+		Telemetry:           &telemetry.Tracer{CaptureContent: captureContent(os.Getenv), Metrics: g.otlp},
 		MaxRequestBody:      g.MaxRequestBody,
 		BodyMemory:          g.MaxBodyMemory,
 		DefaultMaxTokens:    g.DefaultMaxTokens,
@@ -193,7 +202,21 @@ func (g *Gateway) Cleanup() error {
 	if g.holdsStates {
 		_, _ = states.Delete("deployments")
 	}
+	if g.otlp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.otlp.Shutdown(ctx); err != nil {
+			g.logger.Warn("flushing OpenTelemetry metrics", zap.Error(err))
+		}
+	}
 	return nil
+}
+
+// captureContent reads OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+// the variable OpenTelemetry's GenAI instrumentations use for the same
+// choice: prompts go on spans only when it is "true".
+func captureContent(getenv func(string) string) bool {
+	return strings.EqualFold(getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), "true")
 }
 
 // ServeHTTP answers the gateway's endpoints and passes every other path on.

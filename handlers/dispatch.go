@@ -16,6 +16,7 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/telemetry"
 	"github.com/modelgate/modelgate/upstream"
 )
 
@@ -111,9 +112,11 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			switch res.skipped {
 			case upstream.CoolingDown:
 				cooling++
+				x.span.Cooldown(b.Entry().ID, "cooling_down")
 				continue
 			case upstream.RateLimited:
 				limited++
+				x.span.Cooldown(b.Entry().ID, "rate_limited")
 				if minWait == 0 || res.wait < minWait {
 					minWait = res.wait
 				}
@@ -267,16 +270,23 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		gap = newGapWatch(b.StreamTimeout(), cancel)
 		defer gap.stop()
 	}
+	x.deployment = b.Entry().ID
+	ctx, span := x.span.StartAttempt(ctx, telemetry.AttemptInfo{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model})
 	req, err := b.NewRequest(ctx, cf, r, upBody, info.Stream)
 	if err != nil {
+		span.End(0, "request", moreLeft)
 		return g.requestFailed(x, b, err, probe, moreLeft)
 	}
+	span.Inject(req.Header)
 	b.State().Start()
 	defer b.State().Done()
 
 	// The attempt names the alias the deployment belongs to, which is a
 	// fallback's when the request has moved on to one.
 	att := Attempt{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model, Retrying: moreLeft}
+	// Every way out below reports the attempt to the observer; the span
+	// ends with the same facts.
+	defer func() { span.End(att.Status, att.Err, att.Retrying) }()
 	resp, err := b.Client().Do(req)
 	if err == nil {
 		resp, err = b.RenewCredentials(ctx, cf, r, upBody, info.Stream, resp)
@@ -284,6 +294,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	if err != nil {
 		var credErr *upstream.CredentialError
 		if errors.As(err, &credErr) {
+			att.Err = "credentials"
 			return g.requestFailed(x, b, err, probe, moreLeft)
 		}
 		att.Duration = g.now().Sub(now)

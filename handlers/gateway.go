@@ -14,6 +14,7 @@ import (
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/telemetry"
 	"github.com/modelgate/modelgate/tokencount"
 	"github.com/modelgate/modelgate/upstream"
 )
@@ -21,6 +22,9 @@ import (
 // GatewayOptions configures a Gateway. Models is required.
 type GatewayOptions struct {
 	Models *modellist.Config
+	// Telemetry makes the OpenTelemetry spans and OTLP metrics of each
+	// request; nil: spans without content, no OTLP metrics.
+	Telemetry *telemetry.Tracer
 	// MaxRequestBody bounds client bodies; larger ones get 413. Default 32 MiB.
 	MaxRequestBody int64
 	// BodyMemory bounds the request-body bytes held at once over all

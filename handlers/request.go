@@ -13,6 +13,7 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/telemetry"
 )
 
 // maxPooledBody keeps one huge request from pinning its buffer in the pool.
@@ -22,6 +23,21 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	start := g.now()
 	id := policy.IdentityFrom(r.Context())
 	rec := newRecord(r, id, start, cf)
+	// The request span starts before anything can refuse the request and
+	// ends with its record, whichever way it leaves. Tracing off, span is
+	// nil and r is untouched.
+	ctx, span := g.opts.Telemetry.StartRequest(r.Context(), rec.Endpoint)
+	if span != nil {
+		r = r.WithContext(ctx)
+	}
+	var x *exchange
+	defer func() {
+		deployment := ""
+		if x != nil {
+			deployment = x.deployment
+		}
+		g.opts.Telemetry.Finish(span, rec, deployment)
+	}()
 	if g.opts.Durable && g.opts.LedgerDown != nil {
 		if err := g.opts.LedgerDown(); err != nil {
 			// durability sync promises no answer without its record: while
@@ -44,6 +60,8 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	defer g.releaseRequest(req)
 	body, info, alias := req.body, req.info, req.alias
+	span.Model(alias, info.Stream, info.MaxTokens())
+	g.opts.Telemetry.Content(span, body)
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
 		if !g.states.acquireKey(id.KeyID, max) {
 			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
@@ -77,7 +95,8 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		}()
 	}
 
-	recorded := g.dispatch(&exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec})
+	x = &exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span}
+	recorded := g.dispatch(x)
 
 	if !recorded {
 		rec.Latency = g.now().Sub(start)
@@ -273,4 +292,8 @@ type exchange struct {
 	info  providers.RequestInfo
 	alias string
 	rec   *ledger.Record // filled in as the request goes; written when it ends
+	// span is the request's trace span, nil when tracing is off.
+	span *telemetry.Request
+	// deployment is the id of the deployment last tried, for telemetry.
+	deployment string
 }

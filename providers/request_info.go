@@ -23,6 +23,11 @@ type RequestInfo struct {
 	choices int64
 }
 
+// MaxTokens is the body's output bound (max_tokens or
+// max_completion_tokens, the larger), 0 when it sets none or the format
+// is not peeked.
+func (i RequestInfo) MaxTokens() int64 { return i.maxTokens }
+
 // PeekRequest reads model, stream and stream_options.include_usage from an
 // OpenAI or Anthropic request body without decoding the rest.
 func PeekRequest(body []byte) (RequestInfo, error) {

@@ -94,6 +94,17 @@ redis://*) echo "Redis ready for the shared rate-limit tests" ;;
 *) echo "scripts/redis.sh gave no URL"; exit 1 ;;
 esac
 
+step "Jaeger (OpenTelemetry tests)"
+if [ -z "${MODELGATE_TEST_JAEGER:-}" ]; then
+	if MODELGATE_TEST_JAEGER=$(bash scripts/jaeger.sh | tail -n1); then
+		export MODELGATE_TEST_JAEGER
+		echo "jaeger at $MODELGATE_TEST_JAEGER"
+	else
+		echo "Jaeger build failed; the OpenTelemetry tests will say so"
+		unset MODELGATE_TEST_JAEGER
+	fi
+fi
+
 step "Chromium (dashboard browser tests)"
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "installing chromium with apt (about 300 MB; needs root or sudo)"

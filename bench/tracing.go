@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tracedEnv is a second gateway like the first with Caddy's tracing
+// directive on and OpenTelemetry exporting traces and metrics over
+// OTLP/HTTP to a sink that reads and drops them: what tracing costs a
+// request, export included.
+type tracedEnv struct {
+	gw          *child
+	base, admin string
+	sink        *httptest.Server
+}
+
+func (t *tracedEnv) stop() {
+	if t == nil {
+		return
+	}
+	if t.gw != nil {
+		t.gw.stop()
+	}
+	if t.sink != nil {
+		t.sink.Close()
+	}
+}
+
+// startTraced starts the traced gateway when a gw-traced scenario runs.
+func (e *env) startTraced(ctx context.Context, bin string) error {
+	if !e.cfg.only.MatchString("gw-traced") && !e.cfg.only.MatchString("s-gw-traced") {
+		return nil
+	}
+	te := &tracedEnv{sink: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))}
+	dir := filepath.Join(e.workdir, "traced")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		te.stop()
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(modelsYAML(e.upAddr)), 0o600); err != nil {
+		te.stop()
+		return err
+	}
+	env := []string{"BENCH_KEY=" + benchKey, "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + te.sink.URL, "OTEL_SERVICE_NAME=modelgate-bench"}
+	for try := 0; ; try++ {
+		port, admin, err := freePorts()
+		if err != nil {
+			te.stop()
+			return err
+		}
+		te.base, te.admin = fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", admin)
+		probe := probeHTTP(http.MethodGet, te.base+"/health/readiness", nil, nil, `"deployments":6`)
+		site := fmt.Sprintf("http://127.0.0.1:%d {\n", port)
+		cf := strings.Replace(gatewayCaddyfile(dir, port, admin, e.cfg.durability), site, site+"\ttracing\n", 1)
+		te.gw, err = startCaddy(ctx, "gateway-traced", bin, dir, cf, probe, env)
+		if err == nil {
+			break
+		}
+		if try == 2 || ctx.Err() != nil {
+			te.stop()
+			return err
+		}
+	}
+	e.traced = te
+	return nil
+}
+
+// tracedScenarios are gw-openai and s-gw-openai on the traced gateway.
+func (e *env) tracedScenarios() []scenario {
+	var gw *child
+	var base, admin string
+	if t := e.traced; t != nil {
+		gw, base, admin = t.gw, t.base, t.admin
+	}
+	h := bearer(benchKey)
+	return []scenario{
+		{key: "gw-traced", label: "gateway openai/ (pass-through), tracing + OTLP metrics on", proc: gw, admin: admin,
+			target: target{url: base + "/v1/chat/completions", header: h, body: chatBody("oa", false)}},
+		{key: "s-gw-traced", label: "gateway openai/ (pass-through), tracing + OTLP metrics on", kind: streaming, proc: gw, admin: admin,
+			target: target{url: base + "/v1/chat/completions", header: h, body: chatBody("ts", true), stream: true, stamped: true}},
+	}
+}
