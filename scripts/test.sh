@@ -34,6 +34,7 @@ free_port() {
 STARTED_PG=""
 STARTED_REDIS=""
 cleanup() {
+	for pid in ${JAEGER_BUILD:-} ${HELM_BUILD:-}; do kill "$pid" 2>/dev/null || true; done
 	if [ -n "$STARTED_PG" ]; then
 		bash scripts/postgres.sh "$ROOT/.cache/pg" stop >/dev/null 2>&1 || true
 	fi
@@ -45,6 +46,15 @@ trap cleanup EXIT
 
 step "go $(go version | cut -d' ' -f3)"
 go mod download
+
+# Jaeger and helm are Go programs built from the module proxy (minutes of
+# CPU on 2 cores the first time). They build in the background while the
+# network-bound installs below run; their steps wait for them.
+mkdir -p .cache
+bash scripts/jaeger.sh >.cache/jaeger-build.log 2>&1 &
+JAEGER_BUILD=$!
+bash scripts/helm.sh >.cache/helm-build.log 2>&1 &
+HELM_BUILD=$!
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))
@@ -93,17 +103,6 @@ case "$MODELGATE_TEST_REDIS" in
 redis://*) echo "Redis ready for the shared rate-limit tests" ;;
 *) echo "scripts/redis.sh gave no URL"; exit 1 ;;
 esac
-
-step "Jaeger (OpenTelemetry tests)"
-if [ -z "${MODELGATE_TEST_JAEGER:-}" ]; then
-	if MODELGATE_TEST_JAEGER=$(bash scripts/jaeger.sh | tail -n1); then
-		export MODELGATE_TEST_JAEGER
-		echo "jaeger at $MODELGATE_TEST_JAEGER"
-	else
-		echo "Jaeger build failed; the OpenTelemetry tests will say so"
-		unset MODELGATE_TEST_JAEGER
-	fi
-fi
 
 step "Chromium (dashboard browser tests)"
 if ! command -v chromium >/dev/null 2>&1; then
@@ -205,6 +204,18 @@ if [ -z "${MODELGATE_TEST_OIDC_PROVIDER:-}" ] && command -v npm >/dev/null 2>&1;
 	fi
 fi
 
+step "Jaeger (OpenTelemetry tests)"
+if [ -z "${MODELGATE_TEST_JAEGER:-}" ]; then
+	wait "$JAEGER_BUILD" || tail -n 20 .cache/jaeger-build.log
+	if MODELGATE_TEST_JAEGER=$(bash scripts/jaeger.sh | tail -n1); then
+		export MODELGATE_TEST_JAEGER
+		echo "jaeger at $MODELGATE_TEST_JAEGER"
+	else
+		echo "Jaeger build failed; the OpenTelemetry tests will say so"
+		unset MODELGATE_TEST_JAEGER
+	fi
+fi
+
 step "build ./cmd/caddy"
 go build -trimpath -o .cache/bin/caddy ./cmd/caddy
 export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
@@ -240,6 +251,7 @@ step "deployment kit: helm chart, systemd unit, container (deploy/)"
 # manifest decoded strictly into k8s.io/api types by deploy/chartcheck, its
 # own module so the gateway's has no Kubernetes dependency; the chart's
 # Caddyfile and the image's parsed by this caddy.
+wait "$HELM_BUILD" || tail -n 20 .cache/helm-build.log
 HELM=$(bash scripts/helm.sh | tail -n1)
 "$HELM" lint deploy/helm/modelgate --set existingSecret=modelgate-keys
 "$HELM" template modelgate deploy/helm/modelgate --set existingSecret=modelgate-keys \
