@@ -311,7 +311,10 @@ model_aliases:`, 1)
 		Type  string `json:"type"`
 		Error struct{ Type, Message string }
 	}
-	if err := json.Unmarshal(body, &ae); err != nil || st != 429 || ae.Type != "error" || ae.Error.Type != "rate_limit_error" {
+	// Same family: the Anthropic upstream's error reaches the Messages
+	// client unmodified, status and body (Claude Code's recovery matches
+	// on the upstream's own wording), not re-rendered by the gateway.
+	if err := json.Unmarshal(body, &ae); err != nil || st != 429 || ae.Type != "error" || ae.Error.Message != "fake failure 429" || !strings.Contains(string(body), `"request_id":"req_fake"`) {
 		t.Errorf("anthropic-shaped upstream error: %d %s", st, body)
 	}
 }
