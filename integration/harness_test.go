@@ -118,13 +118,12 @@ type gatewayConfig struct {
 	models      string
 	globalExtra string // inside the global options block
 	siteExtra   string // inside the site block, before the handlers
-	authExtra   string // inside the llm_auth block
+	authExtra   string // inside the llm_auth block, after the keys (e.g. an oidc block)
 	ledgerPath  string // default: a file in the test's temp dir
 	ledgerLine  string // replaces `ledger sqlite <path>`, e.g. a postgres ledger
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
-	authExtra   string // inside llm_auth, after the keys (e.g. an oidc block)
 	port        int    // the site's port; default a free one
 }
 
