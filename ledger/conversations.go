@@ -227,4 +227,5 @@ func (s *sqlStore) DeleteConversationItem(ctx context.Context, keyID, id, itemID
 	}
 	return nil
 }
+
 var _ ConversationStore = (*sqlStore)(nil)
