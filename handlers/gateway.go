@@ -120,6 +120,8 @@ type Gateway struct {
 	// bedrockIngress and vertexIngress serve Claude Code's Bedrock and
 	// Vertex modes pointed at the gateway (cloud_ingress.go).
 	bedrockIngress, vertexIngress http.HandlerFunc
+	// conversations serves /v1/conversations and everything under it.
+	conversations http.HandlerFunc
 	// responses serves POST /v1/responses; a WebSocket's turns go through
 	// it too.
 	responses  http.HandlerFunc
@@ -285,6 +287,9 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if strings.HasPrefix(p, "/v1/responses/") || strings.HasPrefix(p, "/responses/") {
 		return g.storedResponse, true
 	}
+	if p == "/v1/conversations" || strings.HasPrefix(p, "/v1/conversations/") {
+		return g.conversations, true
+	}
 	if strings.HasPrefix(p, "/model/") {
 		return g.bedrockIngress, true
 	}
@@ -378,6 +383,7 @@ func (g *Gateway) buildPaths() {
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)
+	g.conversations = g.guard(g.serveConversations)
 	g.notFound = g.guard(g.serveNotFound)
 	g.gemini = g.guard(g.serveGemini)
 	g.geminiModels = g.guard(g.only(http.MethodGet, g.serveGeminiModels))

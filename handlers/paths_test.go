@@ -39,6 +39,7 @@ func TestUnservedAPIPathsAre404(t *testing.T) {
 		{"POST", "/v1beta/models/m:predictLongRunning", `"status":"NOT_FOUND"`},
 		{"GET", "/v1beta/files", `"status":"NOT_FOUND"`},
 		{"POST", "/v1/responses/resp_1/nosuch", `"error":{"message"`},
+		{"POST", "/v1/conversations/conv_1/nosuch", `"error":{"message"`},
 		{"POST", "/embeddings/x", `"error":{"message"`},
 		{"GET", "/v1", `"error":{"message"`},
 	} {

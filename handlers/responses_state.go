@@ -69,6 +69,13 @@ func (g *Gateway) resolveHistory(r *http.Request, id *policy.Identity, t *provid
 		}
 		t.Prepend(history)
 	}
+	if t.ConversationID != "" {
+		items, apiErr := g.conversationHistory(ctx, keyOf(id), t.ConversationID)
+		if apiErr != nil {
+			return apiErr
+		}
+		t.Prepend(items)
+	}
 	var lookupErr error
 	err := t.ResolveReferences(func(itemID string) (json.RawMessage, bool) {
 		if rs == nil {
@@ -94,6 +101,9 @@ func stateUnavailable(err error) *providers.APIError {
 // keepResponse stores a finished response the client asked to keep, before
 // the client has its end: the next turn may refer to it at once.
 func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
+	if t, ok := info.Turn.(*providers.ResponsesTurn); ok {
+		g.appendTurn(r, t)
+	}
 	t := info.KeptResponse()
 	if t == nil {
 		return

@@ -118,7 +118,7 @@ type gatewayConfig struct {
 	models      string
 	globalExtra string // inside the global options block
 	siteExtra   string // inside the site block, before the handlers
-	authExtra   string // inside the llm_auth block
+	authExtra   string // inside the llm_auth block, after the keys (e.g. an oidc block)
 	ledgerPath  string // default: a file in the test's temp dir
 	ledgerLine  string // replaces `ledger sqlite <path>`, e.g. a postgres ledger
 	env         []string

@@ -319,6 +319,23 @@ CREATE TABLE scim_groups (
 	doc TEXT NOT NULL,
 	updated_us BIGINT NOT NULL
 )`,
+		// Conversations API state (conversations.go). next_seq numbers
+		// the items; the UPDATE that advances it is the append's lock.
+		12: `CREATE TABLE conversations (
+	id TEXT PRIMARY KEY,
+	key_id TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	metadata TEXT NOT NULL,
+	next_seq BIGINT NOT NULL
+);
+CREATE TABLE conversation_items (
+	conversation_id TEXT NOT NULL,
+	seq BIGINT NOT NULL,
+	item_id TEXT NOT NULL,
+	item TEXT NOT NULL,
+	PRIMARY KEY (conversation_id, seq)
+);
+CREATE INDEX conversation_items_item ON conversation_items (conversation_id, item_id)`,
 	}
 }
 

@@ -30,6 +30,7 @@ func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte
 	}
 	m["model"], _ = json.Marshal(model)
 	delete(m, "previous_response_id")
+	delete(m, "conversation")
 	return json.Marshal(m)
 }
 

@@ -146,6 +146,9 @@ type ResponsesTurn struct {
 	// items. NewItems is this turn's alone, each with an id (for storage).
 	Items    []json.RawMessage
 	NewItems []json.RawMessage
+	// ConversationID is the conversation the turn reads its history from
+	// and appends to (the conversation parameter), "" if none.
+	ConversationID string
 	// RefusalAsText sends a refusal as output_text: Codex cannot parse a
 	// refusal part and drops the whole message.
 	RefusalAsText bool
@@ -195,7 +198,27 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 		return nil, responsesError("model", "model is required")
 	}
 	if len(r.Conversation) > 0 && string(r.Conversation) != "null" {
-		return nil, responsesError("conversation", "the Conversations API is not supported by this gateway; use previous_response_id or send the history in input")
+		// A conversation is named by its id, or an object holding it.
+		var id string
+		if json.Unmarshal(r.Conversation, &id) != nil {
+			var obj struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(r.Conversation, &obj) != nil {
+				return nil, responsesError("conversation", "conversation must be a conversation id or an object with its id")
+			}
+			id = obj.ID
+		}
+		if id == "" {
+			return nil, responsesError("conversation", "conversation must name a conversation id")
+		}
+		if r.PreviousResponseID != nil && *r.PreviousResponseID != "" {
+			return nil, responsesError("conversation", "conversation and previous_response_id cannot both be set; use one")
+		}
+		t.ConversationID = id
+		// The gateway holds the conversation: a native upstream gets its
+		// items inline, never the id.
+		t.expanded = true
 	}
 	if r.Background != nil && *r.Background {
 		return nil, responsesError("background", "background responses are not supported by this gateway; stream instead")

@@ -193,6 +193,16 @@ if [ -z "${MODELGATE_AISDK_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
+step "OpenAI Agents SDK (npm @openai/agents)"
+if [ -z "${MODELGATE_OPENAI_AGENTS_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
+	if MODELGATE_OPENAI_AGENTS_DIR=$(bash scripts/openai-agents.sh | tail -n1); then
+		export MODELGATE_OPENAI_AGENTS_DIR
+	else
+		echo "openai-agents install failed; its end-to-end test will say so"
+		unset MODELGATE_OPENAI_AGENTS_DIR
+	fi
+fi
+
 step "OpenID provider for the identity tests (npm oidc-provider)"
 if [ -z "${MODELGATE_TEST_OIDC_PROVIDER:-}" ] && command -v npm >/dev/null 2>&1; then
 	if MODELGATE_TEST_OIDC_PROVIDER=$(bash scripts/oidc-provider.sh | tail -n1); then

@@ -173,3 +173,26 @@ func AISDK(t testing.TB) (dir, node string) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], node
 }
+
+// OpenAIAgents returns a directory holding the OpenAI Agents SDK's
+// node_modules ($MODELGATE_OPENAI_AGENTS_DIR, else what
+// scripts/openai-agents.sh installs), and the node binary to run scripts
+// there with.
+func OpenAIAgents(t testing.TB) (dir, node string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("OpenAI Agents SDK end-to-end test skipped: node is not installed")
+	}
+	if p := os.Getenv("MODELGATE_OPENAI_AGENTS_DIR"); p != "" {
+		return p, node
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := exec.Command("sh", filepath.Join(root, "scripts", "openai-agents.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/openai-agents.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], node
+}

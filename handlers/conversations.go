@@ -1,0 +1,352 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// The Conversations API: a key keeps an ordered list of items on the
+// gateway, in the ledger database beside its stored responses, and names
+// it in a Responses request (conversation), which reads the items as
+// history and appends its own input and output. Every lookup is scoped to
+// the calling key; another key's conversation is a 404.
+
+// maxConversationCreate is how many items one create may carry, as OpenAI
+// allows.
+const maxConversationCreate = 20
+
+func (g *Gateway) conversationStore() ledger.ConversationStore {
+	cs, _ := g.responseStore().(ledger.ConversationStore)
+	return cs
+}
+
+func newConversationID(prefix string) string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func conversationObject(c ledger.Conversation) []byte {
+	meta := c.Metadata
+	if len(bytes.TrimSpace(meta)) == 0 || string(meta) == "null" {
+		meta = json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]any{"id": c.ID, "object": "conversation", "created_at": c.Created.Unix(), "metadata": meta})
+	return b
+}
+
+// conversationItems checks and normalizes items a client adds: each is an
+// object; a message given the short way ({role, content: "text"}) is
+// written out as OpenAI lists it; each gets an id.
+func conversationItems(raw []json.RawMessage, param string) ([]json.RawMessage, *providers.APIError) {
+	out := make([]json.RawMessage, 0, len(raw))
+	for i, it := range raw {
+		var m map[string]any
+		if err := json.Unmarshal(it, &m); err != nil || m == nil {
+			return nil, &providers.APIError{Status: http.StatusBadRequest, Param: fmt.Sprintf("%s[%d]", param, i), Code: "invalid_value",
+				Message: "each item must be a JSON object"}
+		}
+		out = append(out, normalizeConversationItem(m))
+	}
+	return out, nil
+}
+
+func normalizeConversationItem(m map[string]any) json.RawMessage {
+	typ, _ := m["type"].(string)
+	role, _ := m["role"].(string)
+	if typ == "" && role != "" {
+		typ = "message"
+		m["type"] = typ
+	}
+	if typ == "message" {
+		if text, ok := m["content"].(string); ok {
+			part := "input_text"
+			if role == "assistant" {
+				part = "output_text"
+			}
+			p := map[string]any{"type": part, "text": text}
+			if part == "output_text" {
+				p["annotations"] = []any{}
+			}
+			m["content"] = []any{p}
+		}
+		if _, ok := m["status"]; !ok {
+			m["status"] = "completed"
+		}
+	}
+	if id, _ := m["id"].(string); id == "" {
+		prefix := "item_"
+		switch typ {
+		case "message":
+			prefix = "msg_"
+		case "function_call":
+			prefix = "fc_"
+		}
+		m["id"] = newConversationID(prefix)
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// conversationBody is a create or update request.
+type conversationBody struct {
+	Items    []json.RawMessage `json:"items"`
+	Metadata json.RawMessage   `json:"metadata"`
+}
+
+// checkMetadata allows what OpenAI allows: up to 16 string pairs.
+func checkMetadata(meta json.RawMessage) *providers.APIError {
+	if len(meta) == 0 || string(meta) == "null" {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(meta, &m); err != nil || len(m) > 16 {
+		return &providers.APIError{Status: http.StatusBadRequest, Param: "metadata", Code: "invalid_value",
+			Message: "metadata must be an object of at most 16 string values"}
+	}
+	return nil
+}
+
+// serveConversations answers /v1/conversations and everything under it.
+func (g *Gateway) serveConversations(w http.ResponseWriter, r *http.Request) {
+	cf := providers.FormatResponses
+	p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/conversations")
+	p = strings.TrimPrefix(p, "/")
+	parts := strings.Split(p, "/")
+	var allowed string
+	switch {
+	case p == "":
+		allowed = http.MethodPost
+	case len(parts) == 1:
+		allowed = "GET, POST, DELETE"
+	case len(parts) == 2 && parts[1] == "items":
+		allowed = "GET, POST"
+	case len(parts) == 3 && parts[1] == "items" && parts[2] != "":
+		allowed = "GET, DELETE"
+	default:
+		g.serveNotFound(w, r)
+		return
+	}
+	if !slices.Contains(strings.Split(allowed, ", "), r.Method) {
+		w.Header().Set("Allow", allowed)
+		(&providers.APIError{Status: http.StatusMethodNotAllowed,
+			Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + allowed}).Write(w, cf)
+		return
+	}
+	cs := g.conversationStore()
+	if cs == nil {
+		(&providers.APIError{Status: http.StatusNotImplemented,
+			Message: "conversations need the gateway's ledger database (ledger in the Caddyfile)"}).Write(w, cf)
+		return
+	}
+	key := keyOf(policy.IdentityFrom(r.Context()))
+	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	defer cancel()
+	var body conversationBody
+	if r.Method == http.MethodPost {
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody()))
+		if err != nil {
+			(&providers.APIError{Status: http.StatusRequestEntityTooLarge, Message: "request body too large or unreadable: " + err.Error()}).Write(w, cf)
+			return
+		}
+		if len(bytes.TrimSpace(raw)) > 0 {
+			if err := json.Unmarshal(raw, &body); err != nil {
+				(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object: " + err.Error()}).Write(w, cf)
+				return
+			}
+		}
+		if apiErr := checkMetadata(body.Metadata); apiErr != nil {
+			apiErr.Write(w, cf)
+			return
+		}
+		if len(body.Items) > maxConversationCreate {
+			(&providers.APIError{Status: http.StatusBadRequest, Param: "items", Code: "invalid_value",
+				Message: fmt.Sprintf("at most %d items may be added at once", maxConversationCreate)}).Write(w, cf)
+			return
+		}
+	}
+	fail := func(err error, id, itemID string) {
+		switch {
+		case errors.Is(err, ledger.ErrConversationNotFound):
+			(&providers.APIError{Status: http.StatusNotFound, Code: "not_found",
+				Message: fmt.Sprintf("Conversation with id %q not found.", id)}).Write(w, cf)
+		case errors.Is(err, ledger.ErrItemNotFound):
+			(&providers.APIError{Status: http.StatusNotFound, Code: "not_found",
+				Message: fmt.Sprintf("Item with id %q not found.", itemID)}).Write(w, cf)
+		default:
+			stateUnavailable(err).Write(w, cf)
+		}
+	}
+	if p == "" {
+		items, apiErr := conversationItems(body.Items, "items")
+		if apiErr != nil {
+			apiErr.Write(w, cf)
+			return
+		}
+		meta := body.Metadata
+		if len(meta) == 0 || string(meta) == "null" {
+			meta = json.RawMessage("{}")
+		}
+		c := ledger.Conversation{ID: newConversationID("conv_"), KeyID: key, Created: time.Unix(g.now().Unix(), 0), Metadata: meta}
+		if err := cs.CreateConversation(ctx, c, items); err != nil {
+			fail(err, c.ID, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, conversationObject(c))
+		return
+	}
+	id := parts[0]
+	switch {
+	case len(parts) == 1 && r.Method == http.MethodGet:
+		c, err := cs.GetConversation(ctx, key, id)
+		if err != nil {
+			fail(err, id, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, conversationObject(c))
+	case len(parts) == 1 && r.Method == http.MethodPost:
+		meta := body.Metadata
+		if len(meta) == 0 || string(meta) == "null" {
+			meta = json.RawMessage("{}")
+		}
+		c, err := cs.UpdateConversation(ctx, key, id, meta)
+		if err != nil {
+			fail(err, id, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, conversationObject(c))
+	case len(parts) == 1:
+		if err := cs.DeleteConversation(ctx, key, id); err != nil {
+			fail(err, id, "")
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"id": id, "object": "conversation.deleted", "deleted": true})
+		writeJSON(w, http.StatusOK, b)
+	case len(parts) == 2 && r.Method == http.MethodPost:
+		items, apiErr := conversationItems(body.Items, "items")
+		if apiErr != nil {
+			apiErr.Write(w, cf)
+			return
+		}
+		if len(items) == 0 {
+			(&providers.APIError{Status: http.StatusBadRequest, Param: "items", Code: "invalid_value", Message: "items must list at least one item"}).Write(w, cf)
+			return
+		}
+		if err := cs.AppendConversationItems(ctx, key, id, items); err != nil {
+			fail(err, id, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, itemList(items))
+	case len(parts) == 2:
+		items, err := cs.ConversationItems(ctx, key, id)
+		if err != nil {
+			fail(err, id, "")
+			return
+		}
+		all, _ := json.Marshal(items)
+		page, apiErr := inputItemsPage(r, all)
+		if apiErr != nil {
+			apiErr.Write(w, cf)
+			return
+		}
+		writeJSON(w, http.StatusOK, page)
+	case r.Method == http.MethodGet:
+		it, err := cs.ConversationItem(ctx, key, id, parts[2])
+		if err != nil {
+			fail(err, id, parts[2])
+			return
+		}
+		writeJSON(w, http.StatusOK, it)
+	default:
+		if err := cs.DeleteConversationItem(ctx, key, id, parts[2]); err != nil {
+			fail(err, id, parts[2])
+			return
+		}
+		c, err := cs.GetConversation(ctx, key, id)
+		if err != nil {
+			fail(err, id, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, conversationObject(c))
+	}
+}
+
+// itemList is a list page holding every one of items.
+func itemList(items []json.RawMessage) []byte {
+	page := struct {
+		Object  string            `json:"object"`
+		Data    []json.RawMessage `json:"data"`
+		FirstID *string           `json:"first_id"`
+		LastID  *string           `json:"last_id"`
+		HasMore bool              `json:"has_more"`
+	}{Object: "list", Data: items}
+	if len(items) > 0 {
+		first, last := itemID(items[0]), itemID(items[len(items)-1])
+		page.FirstID, page.LastID = &first, &last
+	}
+	b, _ := json.Marshal(page)
+	return b
+}
+
+func itemID(raw json.RawMessage) string {
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &head)
+	return head.ID
+}
+
+// conversationHistory is the named conversation's items, for a Responses
+// turn to read before its own input.
+func (g *Gateway) conversationHistory(ctx context.Context, key, id string) ([]json.RawMessage, *providers.APIError) {
+	notFound := &providers.APIError{Status: http.StatusNotFound, Param: "conversation", Code: "not_found",
+		Message: fmt.Sprintf("Conversation with id %q not found.", id)}
+	cs := g.conversationStore()
+	if cs == nil {
+		return nil, notFound
+	}
+	items, err := cs.ConversationItems(ctx, key, id)
+	switch {
+	case errors.Is(err, ledger.ErrConversationNotFound):
+		return nil, notFound
+	case err != nil:
+		return nil, stateUnavailable(err)
+	}
+	return items, nil
+}
+
+// appendTurn adds a finished turn's input and output to its conversation.
+func (g *Gateway) appendTurn(r *http.Request, t *providers.ResponsesTurn) {
+	cs := g.conversationStore()
+	if cs == nil || t.ConversationID == "" || t.Response == nil || (t.Status != "completed" && t.Status != "incomplete") {
+		return
+	}
+	var items []json.RawMessage
+	for _, list := range [][]json.RawMessage{t.NewItems, t.Output} {
+		for _, raw := range list {
+			var m map[string]any
+			if json.Unmarshal(raw, &m) == nil && m != nil {
+				items = append(items, normalizeConversationItem(m))
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	if err := cs.AppendConversationItems(ctx, keyOf(policy.IdentityFrom(r.Context())), t.ConversationID, items); err != nil {
+		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "conversation_store: " + err.Error()})
+	}
+}
