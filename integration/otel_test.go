@@ -324,7 +324,10 @@ model_aliases:`, flaky.URL, down.URL), 1)
 		t.Fatalf("upstream traceparent %q does not continue trace %s", upTP, failTrace)
 	}
 	sawDown := false
-	downTP.Range(func(k, _ any) bool { sawDown = sawDown || strings.HasPrefix(k.(string), "00-"+failTrace+"-"); return true })
+	downTP.Range(func(k, _ any) bool {
+		sawDown = sawDown || strings.HasPrefix(k.(string), "00-"+failTrace+"-")
+		return true
+	})
 	if !sawDown {
 		t.Errorf("the failing deployment got no traceparent of trace %s", failTrace)
 	}
