@@ -1,0 +1,196 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// mcpServerBin returns the reference MCP server executable scripts/mcp-servers.sh
+// installed, or skips: env is MODELGATE_TEST_MCP_EVERYTHING or
+// MODELGATE_TEST_MCP_FILESYSTEM.
+func mcpServerBin(t *testing.T, env string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		t.Skipf("%s is not set; run scripts/mcp-servers.sh (scripts/test.sh does) to install the reference MCP servers", env)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed; the reference MCP servers need it")
+	}
+	return p
+}
+
+// mcpConnect opens a Go SDK client session on the gateway's endpoint with key.
+func mcpConnect(ctx context.Context, t *testing.T, endpoint, key string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: mcpBearer{key}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// mcpWaitTools lists tools until every name in want is there (stdio
+// servers connect in the background) and returns the listed names.
+func mcpWaitTools(ctx context.Context, t *testing.T, cs *sdk.ClientSession, want ...string) map[string]bool {
+	t.Helper()
+	for {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, tl := range res.Tools {
+			got[tl.Name] = true
+		}
+		missing := ""
+		for _, w := range want {
+			if !got[w] {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return got
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("tool %s never listed; have %v", missing, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// mcpCallText calls tool and returns its first text content, failing on
+// any error.
+func mcpCallText(ctx context.Context, t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || len(res.Content) == 0 {
+		t.Fatalf("tool result %+v", res)
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok {
+		t.Fatalf("content %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+// TestMCPReferenceServers drives the real reference MCP servers (npm
+// @modelcontextprotocol/server-everything over stdio and over Streamable
+// HTTP, server-filesystem over stdio on a temp dir) through the built
+// gateway with the official Go SDK client.
+func TestMCPReferenceServers(t *testing.T) {
+	everything := mcpServerBin(t, "MODELGATE_TEST_MCP_EVERYTHING")
+	filesystem := mcpServerBin(t, "MODELGATE_TEST_MCP_FILESYSTEM")
+
+	// server-everything's Streamable HTTP transport as its own process,
+	// listening on the PORT its README names.
+	port := freePort(t)
+	httpSrv := exec.Command("node", everything, "streamableHttp")
+	httpSrv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	var httpLog syncBuffer
+	httpSrv.Stdout, httpSrv.Stderr = &httpLog, &httpLog
+	if err := httpSrv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = httpSrv.Process.Kill(); _ = httpSrv.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything streamableHttp did not listen on %d: %s", port, httpLog.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("filed through the gateway\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	models := fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+mcp_servers:
+  every:
+    transport: stdio
+    command: node
+    args: [%q, "stdio"]
+  everyhttp:
+    url: http://127.0.0.1:%d/mcp
+    transport: http
+  fs:
+    transport: stdio
+    command: node
+    args: [%q, %q]
+    allowed_tools: [read_file, read_text_file, list_directory]
+`, everything, port, filesystem, root)
+	g := startGateway(t, gatewayConfig{models: models})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := mcpConnect(ctx, t, g.base+"/mcp", aliceKey)
+	tools := mcpWaitTools(ctx, t, cs, "every-echo", "everyhttp-echo", "fs-read_file", "fs-list_directory")
+	if tools["fs-write_file"] {
+		t.Fatal("fs-write_file is listed though allowed_tools leaves it out")
+	}
+
+	if got := mcpCallText(ctx, t, cs, "every-echo", map[string]any{"message": "over stdio"}); got != "Echo: over stdio" {
+		t.Fatalf("every-echo: %q", got)
+	}
+	if got := mcpCallText(ctx, t, cs, "everyhttp-echo", map[string]any{"message": "over http"}); got != "Echo: over http" {
+		t.Fatalf("everyhttp-echo: %q", got)
+	}
+	if got := mcpCallText(ctx, t, cs, "everyhttp-get-sum", map[string]any{"a": 2, "b": 3}); !strings.Contains(got, "5") {
+		t.Fatalf("everyhttp-get-sum: %q", got)
+	}
+	if got := mcpCallText(ctx, t, cs, "fs-read_file", map[string]any{"path": filepath.Join(root, "notes.txt")}); !strings.Contains(got, "filed through the gateway") {
+		t.Fatalf("fs-read_file: %q", got)
+	}
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "fs-write_file", Arguments: map[string]any{"path": filepath.Join(root, "x"), "content": "x"}}); err == nil || !strings.Contains(err.Error(), "fs-write_file") {
+		t.Fatalf("fs-write_file outside allowed_tools: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
+		t.Fatal("a disallowed tool reached the filesystem server")
+	}
+
+	// One server unprefixed at /mcp/<server>.
+	one := mcpConnect(ctx, t, g.base+"/mcp/every", aliceKey)
+	mcpWaitTools(ctx, t, one, "echo")
+	if got := mcpCallText(ctx, t, one, "echo", map[string]any{"message": "alone"}); got != "Echo: alone" {
+		t.Fatalf("/mcp/every echo: %q", got)
+	}
+
+	cs.Close()
+	one.Close()
+	var calls []string
+	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP {
+			calls = append(calls, r.Provider+"/"+r.UpstreamModel+":"+string(r.Outcome))
+		}
+	}
+	// Five calls answered; the refused fs-write_file never reached a server.
+	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,every/echo:ok" {
+		t.Fatalf("mcp ledger records %v", calls)
+	}
+}
