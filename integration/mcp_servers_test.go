@@ -1,14 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +196,66 @@ mcp_servers:
 	// Five calls answered; the refused fs-write_file never reached a server.
 	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,every/echo:ok" {
 		t.Fatalf("mcp ledger records %v", calls)
+	}
+}
+
+// TestMCPRateLimit: a key's rpm counts its MCP tool calls; the call past
+// the limit is an MCP error naming the limit and reaches no server.
+func TestMCPRateLimit(t *testing.T) {
+	const carolKey = "sk-test-carol-0123456789"
+	srv := mcpEchoServer("internal")
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var served atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"tools/call"`) {
+				served.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	models := fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+mcp_servers:
+  internal:
+    url: %s/mcp
+`, up.URL)
+	g := startGateway(t, gatewayConfig{models: models, authExtra: "key " + carolKey + " {\n\t\t\tid carol\n\t\t\trpm 2\n\t\t}"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := mcpConnect(ctx, t, g.base+"/mcp", carolKey)
+	mcpWaitTools(ctx, t, cs, "internal-echo")
+	for i := range 2 {
+		if got := mcpCallText(ctx, t, cs, "internal-echo", map[string]any{"text": "hi"}); got != "internal:hi" {
+			t.Fatalf("call %d: %q", i+1, got)
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "internal-echo", Arguments: map[string]any{"text": "hi"}})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else if res.IsError && len(res.Content) > 0 {
+		msg = res.Content[0].(*sdk.TextContent).Text
+	}
+	if !strings.Contains(msg, "rate limit for api key carol: 2 requests") {
+		t.Fatalf("third call within the minute: %+v %v", res, err)
+	}
+	if n := served.Load(); n != 2 {
+		t.Fatalf("the server saw %d tool calls, want 2", n)
+	}
+	cs.Close()
+	var outcomes []string
+	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP {
+			outcomes = append(outcomes, string(r.Outcome))
+		}
+	}
+	if len(outcomes) != 3 || outcomes[2] != string(ledger.OutcomeRefused) {
+		t.Fatalf("mcp ledger outcomes %v", outcomes)
 	}
 }
