@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -216,7 +217,7 @@ func TestMCPRateLimit(t *testing.T) {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	defer up.Close()
+	t.Cleanup(up.Close) // after the client sessions close: they hold a GET stream open
 	models := fmt.Sprintf(`model_list:
   - model_name: echo
     proxy_params:
@@ -248,6 +249,38 @@ mcp_servers:
 	if n := served.Load(); n != 2 {
 		t.Fatalf("the server saw %d tool calls, want 2", n)
 	}
+	// The MCP report counts the calls per server, tool and key.
+	since := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
+	code, _, body := g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+since+"&bucket_width=1h&group_by[]=server&group_by[]=tool&group_by[]=api_key_id", adminKey, "")
+	var calls, refused int64
+	for try := 0; ; try++ {
+		var rep ledger.MCPReportPage
+		if err := json.Unmarshal(body, &rep); code != http.StatusOK || err != nil {
+			t.Fatalf("mcp report: %d %s", code, body)
+		}
+		calls, refused = 0, 0
+		for _, b := range rep.Data {
+			for _, r := range b.Results {
+				if *r.Server != "internal" || *r.Tool != "echo" || *r.APIKeyID != "carol" {
+					t.Fatalf("mcp report row %s", body)
+				}
+				calls, refused = calls+r.Calls, refused+r.Refused
+			}
+		}
+		if calls == 3 || try == 50 {
+			break
+		}
+		// The ledger writes in the background.
+		time.Sleep(100 * time.Millisecond)
+		code, _, body = g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+since+"&bucket_width=1h&group_by[]=server&group_by[]=tool&group_by[]=api_key_id", adminKey, "")
+	}
+	if calls != 3 || refused != 1 {
+		t.Fatalf("mcp report: %d calls, %d refused: %s", calls, refused, body)
+	}
+	if code, _, body := g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+since+"&group_by[]=model", adminKey, ""); code != http.StatusBadRequest || !strings.Contains(string(body), "group_by") {
+		t.Fatalf("group_by model: %d %s", code, body)
+	}
+
 	cs.Close()
 	var outcomes []string
 	for _, r := range g.ledgerRecords(t) {
@@ -258,4 +291,5 @@ mcp_servers:
 	if len(outcomes) != 3 || outcomes[2] != string(ledger.OutcomeRefused) {
 		t.Fatalf("mcp ledger outcomes %v", outcomes)
 	}
+
 }
