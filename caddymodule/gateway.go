@@ -148,6 +148,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			Servers:        cfg.MCPServers,
 			MaxRequestBody: g.MaxRequestBody,
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
+			Admit:          mcpAdmit(g.app),
 		})
 		g.app.onStart = append(g.app.onStart, g.mcp.Start)
 	}

@@ -9,7 +9,25 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
 )
+
+// mcpAdmit counts each MCP tool call against the key's and its
+// workspace's rpm, the same windows model requests take from, so an agent
+// cannot spend its rate twice. The call holds no parallel slot past its
+// admission: max_parallel bounds model requests, whose cost it caps.
+func mcpAdmit(app *App) func(ctx context.Context, id *policy.Identity) error {
+	return func(ctx context.Context, id *policy.Identity) error {
+		ws := app.Controls().WorkspaceLimits(id.Workspace)
+		hold, refusal := app.Rates().Admit(ctx, id, ws, providers.FormatOpenAI, http.Header{}, 0)
+		if refusal != nil {
+			return refusal
+		}
+		hold.Release(0)
+		return nil
+	}
+}
 
 // mcpObserver records the MCP gateway's tool calls in the ledger and the
 // metrics, and logs its upstream sessions and stdio servers' stderr.

@@ -150,6 +150,18 @@ if [ -z "${MODELGATE_GEMINI_CLI_BIN:-}" ] && command -v npm >/dev/null 2>&1; the
 	fi
 fi
 
+step "Reference MCP servers (npm)"
+# About 40 s on a clean machine: server-everything and server-filesystem
+# for the MCP gateway's integration tests (TestMCPReferenceServers).
+if [ -z "${MODELGATE_TEST_MCP_EVERYTHING:-}" ] && command -v npm >/dev/null 2>&1; then
+	if mcp_servers=$(bash scripts/mcp-servers.sh | tail -n2); then
+		eval "$(echo "$mcp_servers" | sed 's/^/export /')"
+		echo "$mcp_servers"
+	else
+		echo "reference MCP servers install failed; their tests will say so"
+	fi
+fi
+
 step "opencode and Qwen Code (npm)"
 # About 45 s on a clean machine (two npm installs); opencode also fetches
 # its provider package from npm on its first run.

@@ -25,7 +25,10 @@ import (
 // Paths of the organization reports llm_admin answers.
 const (
 	UsageReportPath = "/v1/organizations/usage_report/messages"
-	CostReportPath  = "/v1/organizations/cost_report"
+	// MCPReportPath is the gateway's MCP tool-call report (no provider has
+	// one, so proxy mode answers it from the ledger too).
+	MCPReportPath  = "/v1/organizations/usage_report/mcp"
+	CostReportPath = "/v1/organizations/cost_report"
 )
 
 // AdminKeyPrefix starts every Anthropic organization admin key.
@@ -170,6 +173,12 @@ func (a *Handler) fromLedger(w http.ResponseWriter, r *http.Request) {
 		if q, err = ledger.ParseUsageQuery(v, a.now()); err == nil {
 			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
 			body, err = ledger.UsageReport(r.Context(), a.Store, q)
+		}
+	case r.URL.Path == MCPReportPath:
+		var q ledger.ReportQuery
+		if q, err = ledger.ParseMCPQuery(v, a.now()); err == nil {
+			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
+			body, err = ledger.MCPReport(r.Context(), a.Store, q)
 		}
 	default:
 		var q ledger.ReportQuery

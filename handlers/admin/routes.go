@@ -47,6 +47,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
 		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
 		{"GET " + AuditLogPath, requireCaller(a.auditLog), false},
+		{"GET " + MCPReportPath, a.reportCaller(a.fromLedger), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -67,7 +68,7 @@ func (a *Handler) routes() *http.ServeMux {
 	sessionsNotAllowed := requireCaller(notAllowed("GET", "GET", false))
 	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath, sessionsNotAllowed)
-	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath} {
+	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))

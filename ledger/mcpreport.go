@@ -1,0 +1,132 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// MCPReportPage is the JSON body of GET /v1/organizations/usage_report/mcp:
+// the MCP gateway's tool calls per time bucket, shaped and paged like the
+// messages usage report.
+type MCPReportPage struct {
+	Data     []MCPBucket `json:"data"`
+	HasMore  bool        `json:"has_more"`
+	NextPage *string     `json:"next_page"`
+}
+
+// MCPBucket is one time bucket; Results is [] when no tool was called.
+type MCPBucket struct {
+	StartingAt string      `json:"starting_at"`
+	EndingAt   string      `json:"ending_at"`
+	Results    []MCPResult `json:"results"`
+}
+
+// MCPResult is one group's tool calls. Dimension fields are null unless
+// the query grouped by them. Errors counts calls the gateway or the server
+// failed; Refused those an allow-list or a rate limit stopped.
+type MCPResult struct {
+	Calls       int64   `json:"calls"`
+	Errors      int64   `json:"errors"`
+	Refused     int64   `json:"refused"`
+	DurationMs  int64   `json:"duration_ms"`
+	Server      *string `json:"server"`
+	Tool        *string `json:"tool"`
+	APIKeyID    *string `json:"api_key_id"`
+	WorkspaceID *string `json:"workspace_id"`
+}
+
+func mcpGroups() []string { return []string{"server", "tool", "api_key_id", "workspace_id"} }
+
+// ParseMCPQuery validates the query of GET
+// /v1/organizations/usage_report/mcp: the messages report's time, paging
+// and key and workspace filters, grouped by server, tool, api_key_id and
+// workspace_id.
+func ParseMCPQuery(v url.Values, now time.Time) (ReportQuery, error) {
+	q := ReportQuery{}
+	allowed := []string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by", "api_key_ids", "workspace_ids"}
+	if err := checkNames(v, allowed); err != nil {
+		return q, err
+	}
+	width, err := single(v, "bucket_width", "1d")
+	if err != nil {
+		return q, err
+	}
+	wl, ok := usageWidth(width)
+	if !ok {
+		return q, paramErr("bucket_width", "must be one of 1m, 1h, 1d, got %q", width)
+	}
+	if err := parseCommon(v, &q, width, wl, now); err != nil {
+		return q, err
+	}
+	if q.GroupBy, err = enumList(v, "group_by", mcpGroups()); err != nil {
+		return q, err
+	}
+	q.APIKeyIDs = list(v, "api_key_ids")
+	q.WorkspaceIDs = list(v, "workspace_ids")
+	return q, nil
+}
+
+type mcpKey struct{ server, tool, key, workspace optString }
+
+// MCPReport answers one page of the MCP report from the store's endpoint
+// mcp records. A tool call record carries the server as Provider and the
+// tool as UpstreamModel; it has no tokens, so the token and cost reports
+// never show it.
+func MCPReport(ctx context.Context, s Store, q ReportQuery) (*MCPReportPage, error) {
+	p := q.page()
+	out := &MCPReportPage{Data: make([]MCPBucket, p.n), HasMore: p.next != nil, NextPage: p.next}
+	if p.n == 0 {
+		return out, nil
+	}
+	recs, err := s.Query(ctx, Filter{From: p.start, To: p.end, APIKeyIDs: q.APIKeyIDs, WorkspaceIDs: q.WorkspaceIDs})
+	if err != nil {
+		return nil, err
+	}
+	groups := make([]map[mcpKey]*MCPResult, p.n)
+	gServer, gTool, gKey, gWS := q.grouped("server"), q.grouped("tool"), q.grouped("api_key_id"), q.grouped("workspace_id")
+	for i := range recs {
+		r := &recs[i]
+		if r.Endpoint != EndpointMCP {
+			continue
+		}
+		b := bucketIndex(r.Time.Truncate(q.Width), p.start, q.Width, p.n)
+		if b < 0 {
+			continue
+		}
+		k := mcpKey{opt(gServer, r.Provider), opt(gTool, r.UpstreamModel), opt(gKey, r.KeyID), opt(gWS, r.Workspace)}
+		if groups[b] == nil {
+			groups[b] = make(map[mcpKey]*MCPResult)
+		}
+		res := groups[b][k]
+		if res == nil {
+			res = &MCPResult{Server: k.server.ptr(), Tool: k.tool.ptr(), APIKeyID: k.key.ptr(), WorkspaceID: k.workspace.ptr()}
+			groups[b][k] = res
+		}
+		res.Calls++
+		switch r.Outcome {
+		case OutcomeError, OutcomeCancelled:
+			res.Errors++
+		case OutcomeRefused:
+			res.Refused++
+		}
+		addSat(&res.DurationMs, r.Latency.Milliseconds())
+	}
+	for i := range out.Data {
+		bs := p.start.Add(time.Duration(i) * q.Width)
+		out.Data[i] = MCPBucket{StartingAt: formatTime(bs), EndingAt: formatTime(bs.Add(q.Width)), Results: make([]MCPResult, 0, len(groups[i]))}
+		keys := make([]mcpKey, 0, len(groups[i]))
+		for k := range groups[i] {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b mcpKey) int {
+			return cmp.Or(a.server.compare(b.server), a.tool.compare(b.tool), a.key.compare(b.key), a.workspace.compare(b.workspace))
+		})
+		for _, k := range keys {
+			out.Data[i].Results = append(out.Data[i].Results, *groups[i][k])
+		}
+	}
+	return out, nil
+}
