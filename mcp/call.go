@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/telemetry"
 )
 
 // callHandler forwards a tools/call to tool on u, checking the caller's
@@ -34,6 +35,9 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 			args = req.Params.Arguments
 		}
 		c.Bytes = int64(len(args))
+		// A span under the request's when Caddy's tracing is on; nil and
+		// free otherwise.
+		ctx, span := telemetry.StartToolCall(ctx, u.cfg.Name, tool)
 		res, err := g.call(ctx, u, tool, id, args, &c)
 		c.Duration = time.Since(start)
 		if res != nil {
@@ -43,6 +47,11 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 			if res.IsError && c.Outcome == "ok" {
 				c.Outcome = "tool_error"
 			}
+		}
+		if c.Outcome == "ok" {
+			span.End("")
+		} else {
+			span.End(c.Outcome)
 		}
 		g.obs.ToolCall(ctx, c)
 		return res, err
