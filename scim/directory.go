@@ -3,10 +3,33 @@ package scim
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 )
+
+// directoryTTL is how old the sign-in's view of the directory may be. It
+// matches the 2 s within which a deactivation reaches every instance's
+// keys, so a deactivated person is refused at sign-in no later.
+const directoryTTL = 2 * time.Second
+
+// directoryCache is the provisioned people indexed for sign-in. Every
+// cookie-authenticated dashboard call asks about its person, so the
+// users and groups are read and decoded at most once per directoryTTL,
+// not per call.
+type directoryCache struct {
+	mu     sync.Mutex
+	built  time.Time
+	byName map[string]*directoryEntry // lower-cased userName
+	bySub  map[string]*directoryEntry // externalId
+}
+
+type directoryEntry struct {
+	active bool
+	groups []string // nil: the IdP pushes no groups, keep the token's
+}
 
 // Lookup finds the provisioned user whose userName matches email or whose
 // externalId matches subject, and the display names of the groups that
@@ -15,48 +38,77 @@ import (
 // revoked the old ones. found is false when SCIM has not provisioned the
 // person (or the store is not open): sign-in then trusts the ID token.
 func (h *Handler) Lookup(ctx context.Context, email, subject string) (active bool, groups []string, found bool) {
+	c := &h.dir
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := h.now(); c.byName == nil || now.Sub(c.built) >= directoryTTL {
+		if !h.rebuildDirectory(ctx, c) {
+			return false, nil, false
+		}
+		c.built = now
+	}
+	var e *directoryEntry
+	if email != "" {
+		e = c.byName[strings.ToLower(email)]
+	}
+	if e == nil && subject != "" {
+		e = c.bySub[subject]
+	}
+	if e == nil {
+		return false, nil, false
+	}
+	return e.active, e.groups, true
+}
+
+// rebuildDirectory reads every user and group once; false when the store
+// cannot be read (the old view, if any, is dropped).
+func (h *Handler) rebuildDirectory(ctx context.Context, c *directoryCache) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	c.byName, c.bySub = nil, nil
 	store, ok := h.Source.WaitStore(ctx).(ledger.SCIMStore)
 	if !ok {
-		return false, nil, false
+		return false
 	}
 	users, err := store.SCIMUsers(ctx)
 	if err != nil {
-		return false, nil, false
+		return false
 	}
-	var user *User
+	byID := make(map[string]*directoryEntry, len(users))
+	byName := make(map[string]*directoryEntry, len(users))
+	bySub := make(map[string]*directoryEntry, len(users))
 	for _, row := range users {
 		u, err := decodeUser(row.Doc)
 		if err != nil {
 			continue
 		}
-		if (email != "" && equalFoldEmail(u.UserName, email)) || (subject != "" && u.ExternalID == subject) {
-			user = &u
-			break
+		e := &directoryEntry{active: u.Active}
+		byID[u.ID] = e
+		if u.UserName != "" {
+			byName[strings.ToLower(u.UserName)] = e
+		}
+		if u.ExternalID != "" {
+			bySub[u.ExternalID] = e
 		}
 	}
-	if user == nil {
-		return false, nil, false
-	}
-	all, err := store.SCIMGroups(ctx)
-	if err != nil || len(all) == 0 {
-		// Groups unknown, or the IdP pushes none: keep the provider's
-		// groups from the ID token (nil means no override).
-		return user.Active, nil, true
-	}
-	groups = []string{}
-	for _, row := range all {
-		var g Group
-		if json.Unmarshal(row.Doc, &g) != nil {
-			continue
+	// Groups unknown, or the IdP pushes none: every entry keeps nil groups
+	// (the provider's groups from the ID token stand).
+	if all, err := store.SCIMGroups(ctx); err == nil && len(all) > 0 {
+		for _, e := range byID {
+			e.groups = []string{}
 		}
-		for _, m := range g.Members {
-			if m.Value == user.ID {
-				groups = append(groups, g.DisplayName)
-				break
+		for _, row := range all {
+			var g Group
+			if json.Unmarshal(row.Doc, &g) != nil {
+				continue
+			}
+			for _, m := range g.Members {
+				if e := byID[m.Value]; e != nil {
+					e.groups = append(e.groups, g.DisplayName)
+				}
 			}
 		}
 	}
-	return user.Active, groups, true
+	c.byName, c.bySub = byName, bySub
+	return true
 }

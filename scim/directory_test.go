@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -23,7 +24,10 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 	}
 	defer store.Close()
 	const token = "scim-test-token-0123456789"
-	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}}
+	now := time.Unix(1_800_000_000, 0)
+	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: func() time.Time { return now }}
+	// Each step waits out the directory view's lifetime, as sign-in would.
+	later := func() { now = now.Add(directoryTTL) }
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	call := func(method, path, body string) string {
@@ -48,15 +52,21 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 		t.Fatal("found a person SCIM never provisioned")
 	}
 	uid := call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Dana@example.com","externalId":"00u1","active":true}`)
+	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+		t.Fatal("a view younger than directoryTTL was read again: the cache does not hold")
+	}
+	later()
 	active, groups, found := h.Lookup(ctx, "dana@example.com", "")
 	if !found || !active || groups != nil {
 		t.Fatalf("after create: active=%v groups=%v found=%v; want active, no group override", active, groups, found)
 	}
 	call("POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"engineering","members":[{"value":"`+uid+`"}]}`)
+	later()
 	if _, groups, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(groups, []string{"engineering"}) {
 		t.Fatalf("by subject after group push: groups=%v, want [engineering]", groups)
 	}
 	call("PATCH", "/scim/v2/Users/"+uid, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":false}}]}`)
+	later()
 	if active, _, found = h.Lookup(ctx, "dana@example.com", ""); !found || active {
 		t.Fatalf("after deactivation: active=%v found=%v, want found and inactive", active, found)
 	}

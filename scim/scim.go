@@ -63,6 +63,8 @@ type Handler struct {
 	Keys   Keys           // nil: no key is touched
 	Audit  audit.Recorder // nil: nothing recorded
 	Now    func() time.Time
+
+	dir directoryCache // what sign-in asks of the directory (directory.go)
 }
 
 func (h *Handler) now() time.Time {
