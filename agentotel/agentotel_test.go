@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -325,4 +326,22 @@ func mustLogs(t *testing.T) *collogs.ExportLogsServiceRequest {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// BenchmarkSaw is the request path's cost of noting its session: every
+// request with a session calls it, most of them for a session already
+// noted.
+func BenchmarkSaw(b *testing.B) {
+	rc := NewReceiver(Options{})
+	sessions := make([]string, 64)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("session-%d", i)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			rc.Saw(sessions[i%len(sessions)])
+			i++
+		}
+	})
 }
