@@ -29,6 +29,9 @@ type StoredResponse struct {
 // ResponseStore keeps Responses API state in the ledger database, so that
 // every gateway instance on it can continue any conversation.
 type ResponseStore interface {
+	// PutResponse stores r, or replaces the response of the same id and
+	// key (a background response is stored queued and again when it
+	// ends).
 	PutResponse(ctx context.Context, r StoredResponse) error
 	// GetResponse, DeleteResponse, ResponseChain and Item answer
 	// ErrResponseNotFound for an id that is unknown or another key's.
@@ -81,7 +84,9 @@ func (s *sqlStore) PutResponse(ctx context.Context, r StoredResponse) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO responses (id, key_id, previous_id, model, created_us, input, output, response)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)`,
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)
+ON CONFLICT (id) DO UPDATE SET previous_id = excluded.previous_id, model = excluded.model, input = excluded.input,
+	output = excluded.output, response = excluded.response WHERE responses.key_id = excluded.key_id`,
 		r.ID, r.KeyID, r.PreviousID, r.Model, created, string(orEmptyList(r.Input)), string(orEmptyList(r.Output)), string(r.Response)); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte
 	m["model"], _ = json.Marshal(model)
 	delete(m, "previous_response_id")
 	delete(m, "conversation")
+	delete(m, "background")
 	return json.Marshal(m)
 }
 
@@ -66,7 +67,11 @@ func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
 		}
 	}
 	u.ServiceTier = r.ServiceTier
-	if r.ID != "" {
+	if t.Background() {
+		// The client holds the id the gateway answered with at once; the
+		// stored response keeps it.
+		raw = withFields(raw, t.ID)
+	} else if r.ID != "" {
 		t.ID = r.ID
 	}
 	t.finalize(r.Status, r.Output, raw)
@@ -192,4 +197,20 @@ func (p *responsesPassthrough) Complete() bool           { return p.done }
 func (p *responsesPassthrough) Fail(dst []byte, e *APIError) []byte {
 	s := &responsesStream{t: p.t, seq: int(p.seq), started: true}
 	return s.Fail(dst, e)
+}
+
+// withFields is a background response's upstream Response with the
+// gateway's id and background: true.
+func withFields(raw []byte, id string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["id"], _ = json.Marshal(id)
+	m["background"] = json.RawMessage("true")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
 }

@@ -271,7 +271,7 @@ func (t *ResponsesTurn) object(status string, output []json.RawMessage, usage *r
 		PreviousResponseID: r.PreviousResponseID, PromptCacheKey: r.PromptCacheKey,
 		SafetyIdentifier: r.SafetyIdentifier, ServiceTier: "default", Store: t.Stored(),
 		Temperature: 1, TopP: 1, ToolChoice: r.ToolChoice, Tools: r.Tools, Truncation: "disabled",
-		Usage: usage, User: r.User, Metadata: r.Metadata,
+		Usage: usage, User: r.User, Metadata: r.Metadata, Background: r.Background != nil && *r.Background,
 		Text: responseText{Format: json.RawMessage(`{"type":"text"}`), Verbosity: "medium"},
 	}
 	if o.Output == nil {

@@ -147,7 +147,7 @@ func TestResponsesBadInputNamesTheParam(t *testing.T) {
 		{`{"model":"m","input":"hi","conversation":5}`, "conversation"},
 		{`{"model":"m","input":"hi","conversation":{"id":""}}`, "conversation"},
 		{`{"model":"m","input":"hi","conversation":"conv_1","previous_response_id":"resp_1"}`, "conversation"},
-		{`{"model":"m","input":"hi","background":true}`, "background"},
+		{`{"model":"m","input":"hi","background":true,"store":false}`, "background"},
 		{`{"model":"m","input":["hi"]}`, "input[0]"},
 		{`{"model":"m","input":[{"type":"message","role":"user","content":5}]}`, "input[0].content"},
 		{`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":{"x":1}}]}`, "input[0].output"},
