@@ -67,11 +67,10 @@ func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
 		}
 	}
 	u.ServiceTier = r.ServiceTier
-	if t.Background() {
-		// The client holds the id the gateway answered with at once; the
-		// stored response keeps it.
-		raw = withFields(raw, t.ID)
-	} else if r.ID != "" {
+	if t.Background() || t.ConversationID != "" {
+		raw = t.echo(raw)
+	}
+	if !t.Background() && r.ID != "" {
 		t.ID = r.ID
 	}
 	t.finalize(r.Status, r.Output, raw)
@@ -88,7 +87,11 @@ func nativeResponsesRoute() Route {
 		if !looksLikeObject(raw) {
 			return nil, Usage{}, ErrNotJSONObject
 		}
-		u, err := info.responses().adopt(raw)
+		t := info.responses()
+		u, err := t.adopt(raw)
+		if t.Background() || t.ConversationID != "" {
+			raw = t.echo(raw)
+		}
 		return raw, u, err
 	}
 	r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
@@ -151,6 +154,9 @@ func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
 			p.seq = n + 1
 		}
 	}
+	if p.t.Background() || p.t.ConversationID != "" {
+		data = p.t.echoEvent(data)
+	}
 	return AppendSSE(dst, name, data), nil
 }
 
@@ -199,18 +205,39 @@ func (p *responsesPassthrough) Fail(dst []byte, e *APIError) []byte {
 	return s.Fail(dst, e)
 }
 
-// withFields is a background response's upstream Response with the
-// gateway's id and background: true.
-func withFields(raw []byte, id string) []byte {
+// echo is a native upstream's Response with what the gateway kept from
+// the request: a background response's id (the client was answered with
+// it at once) and background: true, and the conversation, which the
+// upstream never saw.
+func (t *ResponsesTurn) echo(raw []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return raw
 	}
-	m["id"], _ = json.Marshal(id)
-	m["background"] = json.RawMessage("true")
+	if t.Background() {
+		m["id"], _ = json.Marshal(t.ID)
+		m["background"] = json.RawMessage("true")
+	}
+	if t.ConversationID != "" {
+		m["conversation"], _ = json.Marshal(responseConv{ID: t.ConversationID})
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return raw
+	}
+	return b
+}
+
+// echoEvent is a relayed event whose response object gets echo.
+func (t *ResponsesTurn) echoEvent(data []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil || len(m["response"]) == 0 {
+		return data
+	}
+	m["response"] = t.echo(m["response"])
+	b, err := json.Marshal(m)
+	if err != nil {
+		return data
 	}
 	return b
 }
