@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -282,4 +284,51 @@ const backgroundPollForTest = time.Second
 func isStatus(err error, status int) bool {
 	var apiErr *openai.Error
 	return errors.As(err, &apiErr) && apiErr.StatusCode == status
+}
+
+// TestResponsesBackgroundOverWebSocket: background: true on the Responses
+// WebSocket is an error event (400) naming the HTTP way, and the
+// connection stays usable.
+func TestResponsesBackgroundOverWebSocket(t *testing.T) {
+	up := startSlowChat(t, 2, 10*time.Millisecond)
+	g := startGateway(t, gatewayConfig{models: up.modelsYAML()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(g.base, "http")+"/v1/responses",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + aliceKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	send := func(frame string) {
+		if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[string]any {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	send(`{"type":"response.create","model":"slow","input":"hi","background":true}`)
+	if ev := read(); ev["type"] != "error" || ev["status"] != float64(400) || !strings.Contains(fmt.Sprint(ev["error"]), "POST /v1/responses") {
+		t.Fatalf("background over the WebSocket: %v", ev)
+	}
+	send(`{"type":"response.create","model":"slow","input":"hi"}`)
+	for {
+		ev := read()
+		if ev["type"] == "response.completed" {
+			break
+		}
+		if ev["type"] == "error" {
+			t.Fatalf("turn after the refusal: %v", ev)
+		}
+	}
+	if n := up.started.Load(); n != 1 {
+		t.Errorf("upstream saw %d calls, want 1", n)
+	}
 }
