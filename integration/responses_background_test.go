@@ -16,6 +16,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/modelgate/modelgate/internal/fakes"
 )
 
 // slowChat is an OpenAI chat upstream that streams words one per gap, so
@@ -330,5 +332,32 @@ func TestResponsesBackgroundOverWebSocket(t *testing.T) {
 	}
 	if n := up.started.Load(); n != 1 {
 		t.Errorf("upstream saw %d calls, want 1", n)
+	}
+}
+
+// TestResponsesBackgroundEveryBackend: a background response completes
+// with its own id on a chat upstream, a native Responses upstream (which
+// is asked for an ordinary stream, never background) and Anthropic.
+func TestResponsesBackgroundEveryBackend(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	alice := openaiClient(g, aliceKey)
+	for _, model := range []string{"oa", "claude", "echo"} {
+		r, err := alice.Responses.New(context.Background(), responses.ResponseNewParams{Model: model, Background: openai.Bool(true),
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello")}})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		start := time.Now()
+		done := waitResponseStatus(t, alice, r.ID, "completed", "failed", "cancelled")
+		t.Logf("%s: %s after %v", model, done.Status, time.Since(start))
+		if done.Status != "completed" || done.ID != r.ID || done.OutputText() == "" || !done.Background {
+			t.Errorf("%s: ended %s id %s (want %s) text %q background %v", model, done.Status, done.ID, r.ID, done.OutputText(), done.Background)
+		}
+	}
+	for _, rec := range append(u.openaiRec.Requests(), u.anthropicRec.Requests()...) {
+		if strings.Contains(string(rec.Body), `"background"`) {
+			t.Errorf("an upstream was asked for background: %s", rec.Body)
+		}
 	}
 }
