@@ -23,42 +23,19 @@ func (r *fastReader) geminiRequest(i int, q *geminiRequest) int {
 		switch string(k) {
 		case "contents":
 			r.seen(&mask, 1<<0)
-			return r.geminiContents(j, &q.Contents)
+			return listOf(r, j, &q.Contents, r.geminiContent)
 		case "systemInstruction":
 			r.seen(&mask, 1<<1)
-			if r.isNull(j) {
-				q.SystemInstruction = nil
-				return j + len("null")
-			}
-			q.SystemInstruction = &geminiContent{}
-			return r.geminiContent(j, q.SystemInstruction)
+			return orNull(r, j, &q.SystemInstruction, r.geminiContent)
 		case "tools":
 			r.seen(&mask, 1<<2)
-			if r.isNull(j) {
-				q.Tools = nil
-				return j + len("null")
-			}
-			q.Tools = []geminiTool{}
-			return r.array(j, func(e int) int {
-				q.Tools = append(q.Tools, geminiTool{})
-				return r.geminiTool(e, &q.Tools[len(q.Tools)-1])
-			})
+			return listOf(r, j, &q.Tools, r.geminiTool)
 		case "toolConfig":
 			r.seen(&mask, 1<<3)
-			if r.isNull(j) {
-				q.ToolConfig = nil
-				return j + len("null")
-			}
-			q.ToolConfig = &geminiToolConfig{}
-			return r.geminiToolConfig(j, q.ToolConfig)
+			return orNull(r, j, &q.ToolConfig, r.geminiToolConfig)
 		case "generationConfig":
 			r.seen(&mask, 1<<4)
-			if r.isNull(j) {
-				q.GenerationConfig = nil
-				return j + len("null")
-			}
-			q.GenerationConfig = &geminiGenConfig{}
-			return r.geminiGenConfig(j, q.GenerationConfig)
+			return orNull(r, j, &q.GenerationConfig, r.geminiGenConfig)
 		case "safetySettings":
 			r.seen(&mask, 1<<5)
 			return r.raw(j, &q.SafetySettings)
@@ -79,18 +56,6 @@ func (r *fastReader) geminiRequest(i int, q *geminiRequest) int {
 	})
 }
 
-func (r *fastReader) geminiContents(i int, dst *[]geminiContent) int {
-	if r.isNull(i) {
-		*dst = nil
-		return i + len("null")
-	}
-	*dst = []geminiContent{}
-	return r.array(i, func(e int) int {
-		*dst = append(*dst, geminiContent{})
-		return r.geminiContent(e, &(*dst)[len(*dst)-1])
-	})
-}
-
 func (r *fastReader) geminiContent(i int, c *geminiContent) int {
 	var mask uint32
 	return r.object(i, func(k []byte, j int) int {
@@ -100,21 +65,9 @@ func (r *fastReader) geminiContent(i int, c *geminiContent) int {
 			return r.str(j, &c.Role)
 		case "parts":
 			r.seen(&mask, 1<<1)
-			return r.geminiParts(j, &c.Parts)
+			return listOf(r, j, &c.Parts, r.geminiPart)
 		}
 		return r.unknown(j, k, "role", "parts")
-	})
-}
-
-func (r *fastReader) geminiParts(i int, dst *[]geminiPart) int {
-	if r.isNull(i) {
-		*dst = nil
-		return i + len("null")
-	}
-	*dst = []geminiPart{}
-	return r.array(i, func(e int) int {
-		*dst = append(*dst, geminiPart{})
-		return r.geminiPart(e, &(*dst)[len(*dst)-1])
 	})
 }
 
@@ -133,12 +86,7 @@ func (r *fastReader) geminiPart(i int, p *geminiPart) int {
 			return r.str(j, &p.ThoughtSignature)
 		case "inlineData":
 			r.seen(&mask, 1<<3)
-			if r.isNull(j) {
-				p.InlineData = nil
-				return j + len("null")
-			}
-			p.InlineData = &geminiBlob{}
-			return r.geminiBlob(j, p.InlineData)
+			return orNull(r, j, &p.InlineData, r.geminiBlob)
 		case "fileData":
 			r.seen(&mask, 1<<4)
 			if r.isNull(j) {
@@ -160,20 +108,10 @@ func (r *fastReader) geminiPart(i int, p *geminiPart) int {
 			})
 		case "functionCall":
 			r.seen(&mask, 1<<5)
-			if r.isNull(j) {
-				p.FunctionCall = nil
-				return j + len("null")
-			}
-			p.FunctionCall = &geminiFunctionCall{}
-			return r.geminiFunctionCall(j, p.FunctionCall)
+			return orNull(r, j, &p.FunctionCall, r.geminiFunctionCall)
 		case "functionResponse":
 			r.seen(&mask, 1<<6)
-			if r.isNull(j) {
-				p.FunctionResponse = nil
-				return j + len("null")
-			}
-			p.FunctionResponse = &geminiFunctionResult{}
-			return r.geminiFunctionResult(j, p.FunctionResponse)
+			return orNull(r, j, &p.FunctionResponse, r.geminiFunctionResult)
 		case "executableCode":
 			r.seen(&mask, 1<<7)
 			return r.raw(j, &p.ExecutableCode)
@@ -234,7 +172,7 @@ func (r *fastReader) geminiFunctionResult(i int, c *geminiFunctionResult) int {
 			return r.raw(j, &c.Response)
 		case "parts":
 			r.seen(&mask, 1<<3)
-			return r.geminiParts(j, &c.Parts)
+			return listOf(r, j, &c.Parts, r.geminiPart)
 		}
 		return r.unknown(j, k, "id", "name", "response", "parts")
 	})
@@ -246,15 +184,7 @@ func (r *fastReader) geminiTool(i int, t *geminiTool) int {
 		switch string(k) {
 		case "functionDeclarations":
 			r.seen(&mask, 1<<0)
-			if r.isNull(j) {
-				t.FunctionDeclarations = nil
-				return j + len("null")
-			}
-			t.FunctionDeclarations = []geminiFunctionDecl{}
-			return r.array(j, func(e int) int {
-				t.FunctionDeclarations = append(t.FunctionDeclarations, geminiFunctionDecl{})
-				return r.geminiFunctionDecl(e, &t.FunctionDeclarations[len(t.FunctionDeclarations)-1])
-			})
+			return listOf(r, j, &t.FunctionDeclarations, r.geminiFunctionDecl)
 		case "googleSearch":
 			r.seen(&mask, 1<<1)
 			return r.raw(j, &t.GoogleSearch)
@@ -324,7 +254,7 @@ func (r *fastReader) geminiToolConfig(i int, c *geminiToolConfig) int {
 				return r.str(e, &f.Mode)
 			case "allowedFunctionNames":
 				r.seen(&m, 1<<1)
-				return r.stringList(e, &f.AllowedFunctionNames)
+				return listOf(r, e, &f.AllowedFunctionNames, r.str)
 			}
 			return r.unknown(e, k, "mode", "allowedFunctionNames")
 		})
@@ -349,7 +279,7 @@ func (r *fastReader) geminiGenConfig(i int, g *geminiGenConfig) int {
 			return r.intPtr(j, &g.MaxOutputTokens)
 		case "stopSequences":
 			r.seen(&mask, 1<<4)
-			return r.stringList(j, &g.StopSequences)
+			return listOf(r, j, &g.StopSequences, r.str)
 		case "candidateCount":
 			r.seen(&mask, 1<<5)
 			return r.intPtr(j, &g.CandidateCount)
@@ -405,15 +335,29 @@ func (r *fastReader) geminiGenConfig(i int, g *geminiGenConfig) int {
 	})
 }
 
-// stringList reads a list of strings; null sets it nil, a null element is "".
-func (r *fastReader) stringList(i int, dst *[]string) int {
+// orNull reads the value at i into a new *dst with read; null sets *dst
+// nil, as encoding/json does for a pointer.
+func orNull[T any](r *fastReader, i int, dst **T, read func(int, *T) int) int {
 	if r.isNull(i) {
 		*dst = nil
 		return i + len("null")
 	}
-	*dst = []string{}
+	*dst = new(T)
+	return read(i, *dst)
+}
+
+// listOf reads the array at i into a new *dst, each element with read;
+// null sets *dst nil, as encoding/json does for a slice (a null element
+// stays zero, which r.str does for a string and r.object refuses).
+func listOf[T any](r *fastReader, i int, dst *[]T, read func(int, *T) int) int {
+	if r.isNull(i) {
+		*dst = nil
+		return i + len("null")
+	}
+	*dst = []T{}
 	return r.array(i, func(e int) int {
-		*dst = append(*dst, "")
-		return r.str(e, &(*dst)[len(*dst)-1])
+		var zero T
+		*dst = append(*dst, zero)
+		return read(e, &(*dst)[len(*dst)-1])
 	})
 }
