@@ -40,10 +40,12 @@ type ChunkCounter interface {
 
 const (
 	// slotLinger is how long a freed slot waits for this instance's next
-	// request before it goes back: long enough that a busy key reuses it,
-	// short enough that another instance gets it about as soon as a
-	// round trip would have.
-	slotLinger = 20 * time.Millisecond
+	// request (while others of its scope still run here) before it goes
+	// back: long enough that a busy key's ebb and flow of requests in
+	// progress reuses its slots (20 ms still gave back and took again
+	// one slot in twenty under the bench's load), short enough that
+	// another instance waits on an idle one no longer than a slow answer.
+	slotLinger = 100 * time.Millisecond
 	// chunkIdle is how long a window's unused chunk stays with an
 	// instance that admits nothing on it.
 	chunkIdle = time.Second
@@ -64,7 +66,11 @@ type heldScope struct {
 	free      []freeSlot
 	inUse     int64
 	lingering bool
-	renewing  *time.Timer
+	// Slots taken in the second that began at second, and in the one
+	// before it: how hot the scope is.
+	second                 time.Time
+	thisSecond, lastSecond int64
+	renewing               *time.Timer
 	// The window chunk: its minute, what is left of it here, the counts
 	// the shared counter answered at the last grant, the size to ask
 	// for next, and the clock of grants and admissions.
@@ -74,6 +80,29 @@ type heldScope struct {
 	want                 int64
 	granted, used        time.Time
 	returning            bool
+}
+
+// hotAdmissions is how many requests a second make a scope hot: its
+// freed slots linger even when none of its requests is running here,
+// because the next one is a few milliseconds away.
+const hotAdmissions = 50
+
+// countAdmission counts a slot taken in the current second; the caller
+// holds h.mu.
+func (h *heldScope) countAdmission() {
+	if now := h.rl.now(); now.Sub(h.second) >= time.Second {
+		h.lastSecond = h.thisSecond
+		if now.Sub(h.second) >= 2*time.Second {
+			h.lastSecond = 0
+		}
+		h.second, h.thisSecond = now, 0
+	}
+	h.thisSecond++
+}
+
+// hotLocked: the scope took hotAdmissions slots within about a second.
+func (h *heldScope) hotLocked() bool {
+	return h.thisSecond >= hotAdmissions || (h.lastSecond >= hotAdmissions && h.rl.now().Sub(h.second) < time.Second)
 }
 
 type freeSlot struct {
@@ -132,6 +161,7 @@ func (h *heldScope) takeSlot(ctx context.Context, c RateCounter, lease string, m
 		h.mu.Unlock()
 		return "", false, nil
 	}
+	h.countAdmission()
 	if n := len(h.free); n > 0 {
 		slot = h.free[n-1].lease
 		h.free = h.free[:n-1]
@@ -155,11 +185,12 @@ func (h *heldScope) takeSlot(ctx context.Context, c RateCounter, lease string, m
 	return lease, true, nil
 }
 
-// putSlot is a request's end. While other requests of the scope run here
-// its slot waits slotLinger for the next one; the last one out gives back
-// every slot the scope holds idle, at once, as a release always did (a
-// key used one request at a time keeps nothing between requests, so
-// another instance never waits on it). It returns the leases to release.
+// putSlot is a request's end. While other requests of the scope run here,
+// or its scope is hot, its slot waits slotLinger for the next one;
+// otherwise the last one out gives back every slot the scope holds idle,
+// at once, as a release always did (a key used now and then keeps
+// nothing between requests, so another instance never waits on it). It
+// returns the leases to release.
 func (h *heldScope) putSlot(slot string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,7 +198,7 @@ func (h *heldScope) putSlot(slot string) []string {
 		return nil
 	}
 	h.inUse--
-	if h.inUse == 0 {
+	if h.inUse == 0 && !h.hotLocked() {
 		back := []string{slot}
 		delete(h.held, slot)
 		for _, f := range h.free {

@@ -122,3 +122,37 @@ func TestIdleChunkGoesBack(t *testing.T) {
 		t.Errorf("b admitted %d after a used 20 of %d and idled, want %d", got, rpm, rpm-20)
 	}
 }
+
+// TestHotScopeSlotsLingerThenGoBack: a scope admitting many requests a
+// second keeps its freed slots for its next request, and gives them back
+// within slotLinger once no request comes, so another instance gets them.
+func TestHotScopeSlotsLingerThenGoBack(t *testing.T) {
+	a, b := twoInstances(t)
+	id := &Identity{KeyID: "hot" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{MaxParallel: 1}}
+	admit := func(rl *RateLimits) *RateHold {
+		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+		if refusal != nil {
+			return nil
+		}
+		return hold
+	}
+	for i := range hotAdmissions + 1 {
+		hold := admit(a)
+		if hold == nil {
+			t.Fatalf("request %d refused on a with its one slot free", i)
+		}
+		hold.Release(0)
+	}
+	// a's one slot lingers for its next request: b finds it taken...
+	if hold := admit(b); hold != nil {
+		hold.Release(0)
+		t.Error("b took the slot a hot scope on a had just freed")
+	}
+	// ...until it goes back.
+	time.Sleep(slotLinger + 100*time.Millisecond)
+	hold := admit(b)
+	if hold == nil {
+		t.Fatalf("b still refused %v after a's last request", slotLinger+100*time.Millisecond)
+	}
+	hold.Release(0)
+}
