@@ -25,9 +25,11 @@ import (
 // it is admitted, so concurrent requests cannot pass a tpm between them,
 // and settles to its real count when it ends, in the window it reserved
 // in. A request in progress holds a lease on a max_parallel slot: renewed
-// while it runs, released when it ends, and expiring by itself when its
-// holder is gone, so a crashed instance or a lost release costs a busy
-// key its capacity for at most one lease.
+// while it is held, released when it ends (on a busy key, a little later:
+// ratelease.go), and expiring by itself when its holder is gone, so a
+// crashed instance or a lost release costs a busy key its capacity for at
+// most one lease. With a shared counter an instance takes window counts
+// in chunks and keeps slots between requests (ratelease.go).
 
 // RateCounter counts one-minute windows and requests in progress per
 // scope. Implementations are safe for concurrent use.
