@@ -247,7 +247,9 @@ func TestResponsesBackgroundLimit(t *testing.T) {
 // upstream call), and both then read it cancelled.
 func TestResponsesBackgroundAcrossInstances(t *testing.T) {
 	u, _, _ := freshSchema(t)
-	up := startSlowChat(t, 100, 100*time.Millisecond)
+	// 60 s of words: the cancel has ample time to reach the run even on a
+	// loaded machine.
+	up := startSlowChat(t, 600, 100*time.Millisecond)
 	cfg := gatewayConfig{models: up.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + u.String()}}
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
 	ca, cb := openaiClient(a, aliceKey), openaiClient(b, aliceKey)
@@ -264,7 +266,7 @@ func TestResponsesBackgroundAcrossInstances(t *testing.T) {
 	}
 	select {
 	case <-up.dropped:
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("the running instance did not stop its upstream call after a cancel from the other")
 	}
 	for _, c := range []openai.Client{ca, cb} {
