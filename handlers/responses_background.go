@@ -136,7 +136,13 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 
 	key := keyOf(policy.IdentityFrom(r.Context()))
 	run := &bgRun{id: t.ID, key: key, created: t.Created, done: make(chan struct{}), changed: make(chan struct{})}
+	// The run keeps the request's values (identity, trace) but not its
+	// cancellation: the client may go once it has the id. Its cancel
+	// exists before anyone can find the run.
+	rctx, rcancel := context.WithCancel(context.WithValue(context.WithoutCancel(r.Context()), bgRunKey{}, run))
+	run.cancel = rcancel
 	if !g.states.bg.start(run, g.maxBackground()) {
+		rcancel()
 		(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
 			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())}).Write(w, cf)
 		return
@@ -148,14 +154,11 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 	cancel()
 	if err != nil {
 		g.states.bg.finish(run)
+		rcancel()
 		stateUnavailable(err).Write(w, cf)
 		return
 	}
 
-	// The run keeps the request's values (identity, trace) but not its
-	// cancellation: the client may go once it has the id.
-	rctx, rcancel := context.WithCancel(context.WithValue(context.WithoutCancel(r.Context()), bgRunKey{}, run))
-	run.cancel = rcancel
 	ir := r.Clone(rctx)
 	ir.Body = io.NopCloser(bytes.NewReader(inner))
 	ir.ContentLength = int64(len(inner))
