@@ -76,6 +76,12 @@ type Gateway struct {
 	// upstreams, which allow-list); changed() re-syncs their tools, and the
 	// SDK tells their sessions the list changed.
 	servers map[string]*view
+
+	// progress maps the tokens the gateway gave upstream requests to the
+	// clients waiting for their progress (relayProgress).
+	pmu      sync.Mutex
+	pseq     uint64
+	progress map[string]progressTarget
 }
 
 type view struct {
@@ -103,7 +109,7 @@ func New(o Options) *Gateway {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}}
+	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}, progress: map[string]progressTarget{}}
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
@@ -249,8 +255,14 @@ func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
 	v, ok := g.servers[key]
 	if !ok {
 		v = &view{single: single, allow: allow, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Capabilities: &sdk.ServerCapabilities{
+				Tools:       &sdk.ToolCapabilities{ListChanged: true},
+				Resources:   &sdk.ResourceCapabilities{},
+				Prompts:     &sdk.PromptCapabilities{},
+				Completions: &sdk.CompletionCapabilities{},
+			},
 		})}
+		v.s.AddReceivingMiddleware(g.forward(v))
 		g.servers[key] = v
 		g.sync(v)
 	}
