@@ -3,9 +3,14 @@ package mcp
 import (
 	"context"
 	"strconv"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// progressGrace is how long a finished request's progress still reaches
+// its client.
+const progressGrace = 2 * time.Second
 
 // progressTarget is where an upstream's progress for one request goes: the
 // client session that asked, under the token it chose.
@@ -24,7 +29,9 @@ type progressParams interface {
 // gateway's own before it goes upstream (clients' tokens may collide across
 // sessions sharing one upstream session) and routes the server's progress
 // notifications for it back to ss under the client's token. The returned
-// func forgets the token; call it when the request is done.
+// func forgets the token a moment after the request is done: the SDK
+// client handles notifications apart from responses, so a server's last
+// progress can be dispatched after its result.
 func (g *Gateway) relayProgress(p progressParams, ss *sdk.ServerSession) func() {
 	tok := p.GetProgressToken()
 	if tok == nil || ss == nil {
@@ -37,9 +44,11 @@ func (g *Gateway) relayProgress(p progressParams, ss *sdk.ServerSession) func() 
 	g.pmu.Unlock()
 	p.SetProgressToken(up)
 	return func() {
-		g.pmu.Lock()
-		delete(g.progress, up)
-		g.pmu.Unlock()
+		time.AfterFunc(progressGrace, func() {
+			g.pmu.Lock()
+			delete(g.progress, up)
+			g.pmu.Unlock()
+		})
 	}
 }
 
