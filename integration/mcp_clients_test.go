@@ -129,3 +129,35 @@ func TestMCPClaudeCode(t *testing.T) {
 	}
 	checkProbeRoundTrip(t, g, script, "claude code")
 }
+
+// TestMCPCodex: Codex with the gateway as its model provider and an MCP
+// server ([mcp_servers.gw] url and bearer_token_env_var, as the README
+// says) calls the probe tool and hands the answer back to the model.
+func TestMCPCodex(t *testing.T) {
+	codex := testbin.Codex(t)
+	g, script := mcpClientGateway(t)
+	cfg := codexConfig(g.base, "coder") + fmt.Sprintf(`
+[mcp_servers.gw]
+url = "%s/mcp"
+bearer_token_env_var = "MODELGATE_API_KEY"
+`, g.base)
+	got := runCodexConfig(t, codex, cfg, t.TempDir(), "Call the gateway probe tool with the word kiwi, then say done.")
+	if !strings.Contains(got, finalReply) {
+		t.Errorf("last message %q lacks the backend's final text", got)
+	}
+	checkProbeRoundTrip(t, g, script, "codex")
+}
+
+// TestMCPGeminiCLI: Gemini CLI with the gateway as its Gemini API and an
+// MCP server (mcpServers.gw with httpUrl and headers in settings.json, as
+// the README says) calls the probe tool and hands the answer back.
+func TestMCPGeminiCLI(t *testing.T) {
+	gemini := testbin.GeminiCLI(t)
+	g, script := mcpClientGateway(t)
+	settings := strings.TrimSuffix(geminiSettings, "}") + fmt.Sprintf(`,"mcpServers":{"gw":{"httpUrl":"%s/mcp","headers":{"Authorization":"Bearer %s"},"trust":true}}}`, g.base, aliceKey)
+	got := runGeminiCLISettings(t, gemini, settings, g.base, "coder", t.TempDir(), "Call the gateway probe tool with the word kiwi, then say done.")
+	if !strings.Contains(got, finalReply) {
+		t.Errorf("answer %q lacks the backend's final text", got)
+	}
+	checkProbeRoundTrip(t, g, script, "gemini cli")
+}
