@@ -154,7 +154,9 @@ bearer_token_env_var = "MODELGATE_API_KEY"
 func TestMCPGeminiCLI(t *testing.T) {
 	gemini := testbin.GeminiCLI(t)
 	g, script := mcpClientGateway(t)
-	settings := strings.TrimSuffix(geminiSettings, "}") + fmt.Sprintf(`,"mcpServers":{"gw":{"httpUrl":"%s/mcp","headers":{"Authorization":"Bearer %s"},"trust":true}}}`, g.base, aliceKey)
+	// The key comes from the environment, as the README shows.
+	t.Setenv("MODELGATE_KEY", aliceKey)
+	settings := strings.TrimSuffix(geminiSettings, "}") + fmt.Sprintf(`,"mcpServers":{"gw":{"httpUrl":"%s/mcp","headers":{"Authorization":"Bearer $MODELGATE_KEY"}}}}`, g.base)
 	got := runGeminiCLISettings(t, gemini, settings, g.base, "coder", t.TempDir(), "Call the gateway probe tool with the word kiwi, then say done.")
 	if !strings.Contains(got, finalReply) {
 		t.Errorf("answer %q lacks the backend's final text", got)
