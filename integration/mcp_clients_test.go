@@ -24,13 +24,16 @@ const (
 	probeAnswer = "probe-answer-kiwi-7731"
 )
 
-// probeServer is a Go SDK MCP server over Streamable HTTP with one tool.
+// probeServer is a Go SDK MCP server over Streamable HTTP with two tools.
 func probeServer(t *testing.T) *httptest.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "probe"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: probeTool, Description: "Returns the probe answer for a word."}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
 		Word string `json:"word"`
 	}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "probe-answer-" + in.Word + "-7731"}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "other", Description: "Another tool, for allow-lists."}, func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "other-ran"}}}, nil, nil
 	})
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 	t.Cleanup(srv.Close)

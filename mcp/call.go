@@ -60,7 +60,7 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 }
 
 func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, in *sdk.CallToolParamsRaw, ss *sdk.ServerSession, c *Call) (*sdk.CallToolResult, error) {
-	if id == nil || !toolAllowed(allowList(id), u.cfg.Name, tool) {
+	if id == nil || !toolAllowed(g.allowList(id), u.cfg.Name, tool) {
 		c.Outcome = "denied"
 		return nil, fmt.Errorf("tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
 	}

@@ -55,7 +55,7 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			if id == nil {
 				return nil, fmt.Errorf("%s: no caller identity", method)
 			}
-			allow := allowList(id)
+			allow := g.allowList(id)
 			switch r := req.(type) {
 			case *sdk.ListResourcesRequest:
 				return g.listResources(ctx, v, allow, r.Params)

@@ -176,3 +176,21 @@ func TestGatewayResourcesPromptsCompletions(t *testing.T) {
 		t.Fatalf("tool-only key read a resource: %v", err)
 	}
 }
+
+func TestIntersectAllowLists(t *testing.T) {
+	for _, c := range []struct {
+		a, b, want []string
+	}{
+		{nil, nil, nil},
+		{[]string{"fs"}, nil, []string{"fs"}},
+		{nil, []string{"fs/read"}, []string{"fs/read"}},
+		{[]string{"fs", "every"}, []string{"fs/read", "fs/list"}, []string{"fs/read", "fs/list"}},
+		{[]string{"fs/read", "every/echo"}, []string{"fs"}, []string{"fs/read"}},
+		{[]string{"fs/write"}, []string{"fs/read"}, []string{}},
+	} {
+		got := intersect(c.a, c.b)
+		if (got == nil) != (c.want == nil) || strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("intersect(%v, %v) = %#v, want %#v", c.a, c.b, got, c.want)
+		}
+	}
+}
