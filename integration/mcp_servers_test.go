@@ -194,8 +194,9 @@ mcp_servers:
 			calls = append(calls, r.Provider+"/"+r.UpstreamModel+":"+string(r.Outcome))
 		}
 	}
-	// Five calls answered; the refused fs-write_file never reached a server.
-	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,every/echo:ok" {
+	// Five calls answered; the refused fs-write_file never reached a
+	// server but is recorded as refused.
+	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,fs/write_file:refused,every/echo:ok" {
 		t.Fatalf("mcp ledger records %v", calls)
 	}
 }

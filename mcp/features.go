@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ func identityOf(req sdk.Request) *policy.Identity {
 func (g *Gateway) forward(v *view) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if r, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" {
+				if err := g.checkListed(ctx, v, r); err != nil {
+					return nil, err
+				}
+			}
 			if !featureMethods[method] {
 				return next(ctx, method, req)
 			}
@@ -145,6 +151,50 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// checkListed refuses, and records, a tools/call for a tool v does not
+// serve: the SDK would refuse it too, but without a ledger record, so
+// attempts outside an allow-list would go unseen.
+func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolRequest) error {
+	if r.Params == nil {
+		return nil
+	}
+	name := r.Params.Name
+	g.mu.Lock()
+	_, listed := v.have[name]
+	g.mu.Unlock()
+	if listed {
+		return nil
+	}
+	id := identityOf(r)
+	c := Call{Tool: name, Outcome: "denied", Bytes: int64(len(r.Params.Arguments))}
+	server, tool := v.single, name
+	if server == "" {
+		server, tool, _ = strings.Cut(name, "-")
+	}
+	// The message names the tool as the client called it.
+	msg := fmt.Sprintf("unknown tool %q: no MCP server offers it here", name)
+	if u := g.byName[server]; u != nil && tool != "" {
+		c.Server, c.Tool = server, tool
+		_, tools, err := u.current()
+		switch {
+		case err != nil:
+			msg = fmt.Sprintf("tool %q: MCP server %q %v; try again later", name, server, err)
+		case slices.ContainsFunc(tools, func(t *sdk.Tool) bool { return t.Name == tool }):
+			msg = fmt.Sprintf("tool %q: tool %q of MCP server %q is not allowed for this key", name, tool, server)
+		default:
+			msg = fmt.Sprintf("unknown tool %q: MCP server %q has no tool %q", name, server, tool)
+		}
+	}
+	if id != nil {
+		c.KeyID, c.Workspace = id.KeyID, id.Workspace
+	}
+	if r.Session != nil {
+		c.Session = r.Session.ID()
+	}
+	g.obs.ToolCall(ctx, c)
+	return fmt.Errorf("%s", msg)
 }
 
 // featureUpstreams are the servers whose resources and prompts v shows to
