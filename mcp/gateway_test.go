@@ -21,7 +21,7 @@ type echoIn struct {
 
 // upstreamServer is a Go SDK server behind a bearer token, as a team's
 // internal tool server would be.
-func upstreamServer(t *testing.T, token string) *httptest.Server {
+func upstreamServer(t testing.TB, token string) *httptest.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "internal"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "echoes"}, func(ctx context.Context, req *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo:" + in.Text}}}, nil, nil
