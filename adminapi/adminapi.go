@@ -30,6 +30,9 @@ type Key struct {
 	RPM            *int64    `json:"rpm"`
 	TPM            *int64    `json:"tpm"`
 	MaxParallel    *int64    `json:"max_parallel"`
+	// MCP is the MCP allow-list ("server" or "server/tool"); absent
+	// allows every MCP server.
+	MCP []string `json:"mcp,omitempty"`
 	// Value is the secret, in the answer to a create only.
 	Value string `json:"value,omitempty"`
 }
@@ -65,6 +68,8 @@ type Workspace struct {
 	RPM           *int64    `json:"rpm"`
 	TPM           *int64    `json:"tpm"`
 	MaxParallel   *int64    `json:"max_parallel"`
+	// MCP is the workspace's MCP allow-list; absent allows every server.
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // Page is one page of a list, in list order; a client asks for the next

@@ -146,6 +146,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if len(cfg.MCPServers) > 0 {
 		g.mcp = mcp.New(mcp.Options{
 			Servers:        cfg.MCPServers,
+			WorkspaceMCP:   func(ws string) []string { return g.app.Controls().WorkspaceLimits(ws).MCP },
 			MaxRequestBody: g.MaxRequestBody,
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
 			Admit:          mcpAdmit(g.app),

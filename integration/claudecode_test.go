@@ -96,6 +96,9 @@ type scriptedCall struct {
 // finalReply; anything else (background requests without tools) gets plain
 // text. It streams when asked, as Claude Code always does.
 type scriptedBackend struct {
+	// pick chooses the tool to call among the offered ones and its
+	// arguments; nil is shellCall.
+	pick  func(tools []string) (name, args string)
 	mu    sync.Mutex
 	calls []scriptedCall
 	n     int
@@ -128,6 +131,8 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tool := "Bash"
 	if _, _, done := req.toolResult(); done {
 		text = finalReply
+	} else if s.pick != nil {
+		tool, args = s.pick(req.toolNames())
 	} else {
 		tool, args = shellCall(req.toolNames())
 	}

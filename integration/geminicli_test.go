@@ -25,11 +25,17 @@ const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}},"
 // --yolo lets it run the shell tool without asking.
 func runGeminiCLI(t *testing.T, gemini, base, alias, dir, prompt string) string {
 	t.Helper()
+	return runGeminiCLISettings(t, gemini, geminiSettings, base, alias, dir, prompt)
+}
+
+// runGeminiCLISettings is runGeminiCLI with the given settings.json.
+func runGeminiCLISettings(t *testing.T, gemini, settings, base, alias, dir, prompt string) string {
+	t.Helper()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(geminiSettings), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -194,8 +194,9 @@ mcp_servers:
 			calls = append(calls, r.Provider+"/"+r.UpstreamModel+":"+string(r.Outcome))
 		}
 	}
-	// Five calls answered; the refused fs-write_file never reached a server.
-	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,every/echo:ok" {
+	// Five calls answered; the refused fs-write_file never reached a
+	// server but is recorded as refused.
+	if strings.Join(calls, ",") != "every/echo:ok,everyhttp/echo:ok,everyhttp/get-sum:ok,fs/read_file:ok,fs/write_file:refused,every/echo:ok" {
 		t.Fatalf("mcp ledger records %v", calls)
 	}
 }
@@ -292,4 +293,115 @@ mcp_servers:
 		t.Fatalf("mcp ledger outcomes %v", outcomes)
 	}
 
+}
+
+// TestMCPResourcesPrompts reads server-everything's resources, templates,
+// prompts and completions through the built gateway with the Go SDK
+// client, on /mcp (names and URIs prefixed "every-") and on /mcp/every,
+// and gets its long-running tool's progress under the client's token.
+func TestMCPResourcesPrompts(t *testing.T) {
+	everything := mcpServerBin(t, "MODELGATE_TEST_MCP_EVERYTHING")
+	models := fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+mcp_servers:
+  every:
+    transport: stdio
+    command: node
+    args: [%q, "stdio"]
+`, everything)
+	g := startGateway(t, gatewayConfig{models: models})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var progress atomic.Int32
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			if req.Params.ProgressToken == "p-1" {
+				progress.Add(1)
+			}
+		},
+	}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: g.base + "/mcp", HTTPClient: &http.Client{Transport: mcpBearer{aliceKey}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	mcpWaitTools(ctx, t, cs, "every-echo")
+
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) == 0 {
+		t.Fatalf("resources/list %+v %v", rl, err)
+	}
+	first := rl.Resources[0].URI
+	if !strings.HasPrefix(first, "every-demo://") {
+		t.Fatalf("aggregate resource URI %q lacks the every- prefix", first)
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: first})
+	if err != nil || len(rr.Contents) == 0 || rr.Contents[0].URI != first {
+		t.Fatalf("resources/read %s: %+v %v", first, rr, err)
+	}
+	tl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl string
+	for _, rt := range tl.ResourceTemplates {
+		if rt.URITemplate == "every-demo://resource/dynamic/text/{resourceId}" {
+			tmpl = rt.URITemplate
+		}
+	}
+	if tmpl == "" {
+		t.Fatalf("templates %+v", tl.ResourceTemplates)
+	}
+	rr, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "every-demo://resource/dynamic/text/3"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "Resource 3") {
+		t.Fatalf("templated read %+v %v", rr, err)
+	}
+	cr, err := cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: tmpl}, Argument: sdk.CompleteParamsArgument{Name: "resourceId", Value: "4"}})
+	if err != nil || strings.Join(cr.Completion.Values, ",") != "4" {
+		t.Fatalf("resource completion %+v %v", cr, err)
+	}
+
+	pl, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pl.Prompts {
+		names = append(names, p.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "every-completable-prompt") {
+		t.Fatalf("prompts %v", names)
+	}
+	cr, err = cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "every-completable-prompt"}, Argument: sdk.CompleteParamsArgument{Name: "department", Value: "S"}})
+	if err != nil || strings.Join(cr.Completion.Values, ",") != "Sales,Support" {
+		t.Fatalf("prompt completion %+v %v", cr, err)
+	}
+	gp, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "every-completable-prompt", Arguments: map[string]string{"department": "Sales", "name": "Eve"}})
+	if err != nil || !strings.Contains(gp.Messages[0].Content.(*sdk.TextContent).Text, "promote Eve to the head of the Sales team") {
+		t.Fatalf("prompts/get %+v %v", gp, err)
+	}
+
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "every-trigger-long-running-operation", Arguments: map[string]any{"duration": 1, "steps": 3}, Meta: sdk.Meta{"progressToken": "p-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("long-running operation %+v %v", res, err)
+	}
+	for i := 0; progress.Load() < 3 && i < 50; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := progress.Load(); n != 3 {
+		t.Fatalf("%d progress notifications under the client's token, want 3", n)
+	}
+
+	one := mcpConnect(ctx, t, g.base+"/mcp/every", aliceKey)
+	mcpWaitTools(ctx, t, one, "echo")
+	gp, err = one.GetPrompt(ctx, &sdk.GetPromptParams{Name: "completable-prompt", Arguments: map[string]string{"department": "Support", "name": "Kim"}})
+	if err != nil || !strings.Contains(gp.Messages[0].Content.(*sdk.TextContent).Text, "Kim") {
+		t.Fatalf("/mcp/every prompts/get %+v %v", gp, err)
+	}
+	rr, err = one.ReadResource(ctx, &sdk.ReadResourceParams{URI: "demo://resource/dynamic/text/2"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "Resource 2") {
+		t.Fatalf("/mcp/every resources/read %+v %v", rr, err)
+	}
 }

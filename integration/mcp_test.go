@@ -151,10 +151,22 @@ mcp_servers:
 		t.Fatalf("stdio server's stderr is not in the debug log:\n%s", log)
 	}
 	var mcpRecs []ledger.Record
+	refused := 0
 	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP && r.Outcome == ledger.OutcomeRefused {
+			// The call to the dead server's unknown tool, refused at the door.
+			refused++
+			if r.Provider != "dead" || r.UpstreamModel != "anything" || r.Status != 403 {
+				t.Fatalf("refused record %+v", r)
+			}
+			continue
+		}
 		if r.Endpoint == ledger.EndpointMCP {
 			mcpRecs = append(mcpRecs, r)
 		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d refused mcp records, want 1", refused)
 	}
 	if len(mcpRecs) != 3 {
 		t.Fatalf("mcp ledger records %+v", mcpRecs)

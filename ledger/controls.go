@@ -28,6 +28,10 @@ type Limits struct {
 	RPM                int64    `json:"rpm,omitempty"`
 	TPM                int64    `json:"tpm,omitempty"`
 	MaxParallel        int64    `json:"max_parallel,omitempty"`
+	// MCP is the MCP allow-list ("server" or "server/tool"); nil allows
+	// every server. It lives in the same JSON settings column as the
+	// rest, so it needs no migration.
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // ControlKey is a runtime key. Only a hash of its secret is kept.

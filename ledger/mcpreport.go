@@ -45,28 +45,7 @@ func mcpGroups() []string { return []string{"server", "tool", "api_key_id", "wor
 // and key and workspace filters, grouped by server, tool, api_key_id and
 // workspace_id.
 func ParseMCPQuery(v url.Values, now time.Time) (ReportQuery, error) {
-	q := ReportQuery{}
-	allowed := []string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by", "api_key_ids", "workspace_ids"}
-	if err := checkNames(v, allowed); err != nil {
-		return q, err
-	}
-	width, err := single(v, "bucket_width", "1d")
-	if err != nil {
-		return q, err
-	}
-	wl, ok := usageWidth(width)
-	if !ok {
-		return q, paramErr("bucket_width", "must be one of 1m, 1h, 1d, got %q", width)
-	}
-	if err := parseCommon(v, &q, width, wl, now); err != nil {
-		return q, err
-	}
-	if q.GroupBy, err = enumList(v, "group_by", mcpGroups()); err != nil {
-		return q, err
-	}
-	q.APIKeyIDs = list(v, "api_key_ids")
-	q.WorkspaceIDs = list(v, "workspace_ids")
-	return q, nil
+	return parseBucketed(v, now, mcpGroups())
 }
 
 type mcpKey struct{ server, tool, key, workspace optString }

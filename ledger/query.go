@@ -107,9 +107,27 @@ func unsupportedParams() []string {
 // /v1/organizations/usage_report/messages. now sets the default end: the
 // bucket holding now is the last one.
 func ParseUsageQuery(v url.Values, now time.Time) (ReportQuery, error) {
+	q, err := parseBucketed(v, now, usageGroups(), "models", "service_tiers", "context_window")
+	if err != nil {
+		return q, err
+	}
+	q.Models = list(v, "models")
+	if q.ServiceTiers, err = enumList(v, "service_tiers", serviceTiers()); err != nil {
+		return q, err
+	}
+	if q.ContextWindows, err = enumList(v, "context_window", contextWindows()); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// parseBucketed parses what the messages usage report and the reports
+// shaped like it share: the time range, 1m/1h/1d buckets, paging, group_by
+// (one of groups), and the api_key_ids and workspace_ids filters. extra
+// names the caller's further parameters, which it reads itself.
+func parseBucketed(v url.Values, now time.Time, groups []string, extra ...string) (ReportQuery, error) {
 	q := ReportQuery{}
-	allowed := []string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by",
-		"models", "api_key_ids", "workspace_ids", "service_tiers", "context_window"}
+	allowed := append([]string{"starting_at", "ending_at", "bucket_width", "limit", "page", "group_by", "api_key_ids", "workspace_ids"}, extra...)
 	if err := checkNames(v, allowed); err != nil {
 		return q, err
 	}
@@ -124,18 +142,11 @@ func ParseUsageQuery(v url.Values, now time.Time) (ReportQuery, error) {
 	if err := parseCommon(v, &q, width, wl, now); err != nil {
 		return q, err
 	}
-	if q.GroupBy, err = enumList(v, "group_by", usageGroups()); err != nil {
+	if q.GroupBy, err = enumList(v, "group_by", groups); err != nil {
 		return q, err
 	}
-	q.Models = list(v, "models")
 	q.APIKeyIDs = list(v, "api_key_ids")
 	q.WorkspaceIDs = list(v, "workspace_ids")
-	if q.ServiceTiers, err = enumList(v, "service_tiers", serviceTiers()); err != nil {
-		return q, err
-	}
-	if q.ContextWindows, err = enumList(v, "context_window", contextWindows()); err != nil {
-		return q, err
-	}
 	return q, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,7 +39,7 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 		// A span under the request's when Caddy's tracing is on; nil and
 		// free otherwise.
 		ctx, span := telemetry.StartToolCall(ctx, u.cfg.Name, tool)
-		res, err := g.call(ctx, u, tool, id, args, &c)
+		res, err := g.call(ctx, u, tool, id, args, req.Params, req.Session, &c)
 		c.Duration = time.Since(start)
 		if res != nil {
 			if b, merr := json.Marshal(res); merr == nil {
@@ -58,8 +59,8 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 	}
 }
 
-func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, c *Call) (*sdk.CallToolResult, error) {
-	if id == nil || !toolAllowed(allowList(id), u.cfg.Name, tool) {
+func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, in *sdk.CallToolParamsRaw, ss *sdk.ServerSession, c *Call) (*sdk.CallToolResult, error) {
+	if id == nil || !toolAllowed(g.allowList(id), u.cfg.Name, tool) {
 		c.Outcome = "denied"
 		return nil, fmt.Errorf("tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
 	}
@@ -74,16 +75,17 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 		c.Outcome = "unavailable"
 		return nil, fmt.Errorf("MCP server %q %v; try again later", u.cfg.Name, err)
 	}
-	timeout := u.cfg.Timeout
-	if timeout <= 0 {
-		timeout = g.opts.Timeout
-	}
+	timeout := g.timeout(u)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	params := &sdk.CallToolParams{Name: tool}
 	if len(args) > 0 {
 		params.Arguments = args
 	}
+	if in != nil {
+		params.Meta = maps.Clone(in.Meta)
+	}
+	defer g.relayProgress(params, ss)()
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {

@@ -53,6 +53,10 @@ type Options struct {
 	Timeout time.Duration
 	// Observer is told of calls and upstream events; nil ignores them.
 	Observer Observer
+	// WorkspaceMCP returns a workspace's MCP allow-list (nil: every
+	// server); a key in the workspace gets what both lists allow. Nil
+	// applies no workspace lists.
+	WorkspaceMCP func(workspace string) []string
 	// Admit is asked before each tool call (the key's rpm limit); an error
 	// refuses the call with that message. Nil admits every call.
 	Admit func(ctx context.Context, id *policy.Identity) error
@@ -76,6 +80,12 @@ type Gateway struct {
 	// upstreams, which allow-list); changed() re-syncs their tools, and the
 	// SDK tells their sessions the list changed.
 	servers map[string]*view
+
+	// progress maps the tokens the gateway gave upstream requests to the
+	// clients waiting for their progress (relayProgress).
+	pmu      sync.Mutex
+	pseq     uint64
+	progress map[string]progressTarget
 }
 
 type view struct {
@@ -103,7 +113,7 @@ func New(o Options) *Gateway {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}}
+	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}, progress: map[string]progressTarget{}}
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
@@ -168,7 +178,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := policy.IdentityFrom(r.Context())
-	if !serverAllowed(allowList(id), name) {
+	if !serverAllowed(g.allowList(id), name) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("this key may not use MCP server %q", name))
 		return
 	}
@@ -212,11 +222,46 @@ func (g *Gateway) withToken(h http.Handler) http.Handler {
 	})
 }
 
-func allowList(id *policy.Identity) []string {
+// allowList is what id may use: its key's list narrowed by its
+// workspace's (Options.WorkspaceMCP). Both are read on every request, so
+// an admin API change applies to the next call on every instance.
+func (g *Gateway) allowList(id *policy.Identity) []string {
 	if id == nil {
 		return []string{}
 	}
-	return id.MCP
+	if g.opts.WorkspaceMCP == nil || id.Workspace == "" {
+		return id.MCP
+	}
+	return intersect(id.MCP, g.opts.WorkspaceMCP(id.Workspace))
+}
+
+// intersect is the allow-list granting what both a and b grant (nil
+// grants everything).
+func intersect(a, b []string) []string {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	out := []string{}
+	for _, e := range a {
+		server, tool, isTool := strings.Cut(e, "/")
+		switch {
+		case isTool && toolAllowed(b, server, tool):
+			out = append(out, e)
+		case !isTool && slices.Contains(b, server):
+			out = append(out, e)
+		case !isTool:
+			// a grants the whole server; b some of its tools.
+			for _, f := range b {
+				if strings.HasPrefix(f, server+"/") {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // serverAllowed: an allow-list entry is "server" or "server/tool".
@@ -239,7 +284,7 @@ func toolAllowed(allow []string, server, tool string) bool {
 // server returns the SDK server for a new session: the view of the
 // caller's allow-list on one server or on all of them.
 func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
-	allow := allowList(policy.IdentityFrom(r.Context()))
+	allow := g.allowList(policy.IdentityFrom(r.Context()))
 	key := single + "\x00" + strings.Join(allow, "\x00")
 	if allow == nil {
 		key += "\x00*"
@@ -249,8 +294,14 @@ func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
 	v, ok := g.servers[key]
 	if !ok {
 		v = &view{single: single, allow: allow, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Capabilities: &sdk.ServerCapabilities{
+				Tools:       &sdk.ToolCapabilities{ListChanged: true},
+				Resources:   &sdk.ResourceCapabilities{},
+				Prompts:     &sdk.PromptCapabilities{},
+				Completions: &sdk.CompletionCapabilities{},
+			},
 		})}
+		v.s.AddReceivingMiddleware(g.forward(v))
 		g.servers[key] = v
 		g.sync(v)
 	}

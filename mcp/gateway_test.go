@@ -21,7 +21,7 @@ type echoIn struct {
 
 // upstreamServer is a Go SDK server behind a bearer token, as a team's
 // internal tool server would be.
-func upstreamServer(t *testing.T, token string) *httptest.Server {
+func upstreamServer(t testing.TB, token string) *httptest.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "internal"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "echoes"}, func(ctx context.Context, req *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo:" + in.Text}}}, nil, nil
@@ -147,7 +147,12 @@ func TestGatewayAggregatesAndAllows(t *testing.T) {
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if len(obs.calls) != 1 || obs.calls[0].Server != "internal" || obs.calls[0].Tool != "echo" || obs.calls[0].KeyID != "k-all" || obs.calls[0].Outcome != "ok" || obs.calls[0].Bytes == 0 || obs.calls[0].Session == "" {
+	// The two refused calls are recorded too, with the tool they named.
+	if len(obs.calls) != 3 || obs.calls[1].Tool != "nosuch-tool" || obs.calls[1].Outcome != "denied" ||
+		obs.calls[2].Server != "internal" || obs.calls[2].Tool != "secret" || obs.calls[2].Outcome != "denied" || obs.calls[2].KeyID != "k-echo" {
+		t.Fatalf("refused calls %+v", obs.calls)
+	}
+	if obs.calls[0].Server != "internal" || obs.calls[0].Tool != "echo" || obs.calls[0].KeyID != "k-all" || obs.calls[0].Outcome != "ok" || obs.calls[0].Bytes == 0 || obs.calls[0].Session == "" {
 		t.Fatalf("ledger calls %+v", obs.calls)
 	}
 }

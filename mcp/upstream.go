@@ -115,6 +115,7 @@ func (u *upstream) session(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: u.g.onProgress,
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case u.refresh <- struct{}{}:

@@ -230,7 +230,7 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 		if len(k.SecretHash) != 2*sha256.Size || !decodeHex(h[:], k.SecretHash) {
 			continue
 		}
-		id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true}
+		id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true, MCP: k.Limits.MCP}
 		if len(k.Limits.Models) > 0 {
 			id.Models = make(map[string]struct{}, len(k.Limits.Models))
 			for _, m := range k.Limits.Models {

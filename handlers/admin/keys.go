@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func limitFields(l ledger.Limits) (budget *adminapi.Budget, soft, session *strin
 func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 	o := adminapi.Key{ID: k.ID, Type: "api_key", Name: k.Name, CreatedAt: rfc3339(k.CreatedAt),
 		CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}, Status: k.Status, ExpiresAt: rfc3339(k.ExpiresAt),
-		Models: k.Limits.Models}
+		Models: k.Limits.Models, MCP: k.Limits.MCP}
 	if o.Models == nil {
 		o.Models = []string{}
 	}
@@ -105,7 +106,7 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 
 func staticKeyObject(id *policy.Identity) adminapi.Key {
 	o := adminapi.Key{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"},
-		Status: "active", Models: []string{}}
+		Status: "active", Models: []string{}, MCP: id.MCP}
 	if id.Workspace != "" {
 		ws := id.Workspace
 		o.WorkspaceID = &ws
@@ -344,6 +345,7 @@ type limitsRequest struct {
 	RPM           json.RawMessage `json:"rpm"`
 	TPM           json.RawMessage `json:"tpm"`
 	MaxParallel   json.RawMessage `json:"max_parallel"`
+	MCP           json.RawMessage `json:"mcp"`
 }
 
 // keyRequest is the body of a key create or update; every field is
@@ -456,6 +458,11 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 			l.BudgetCents, l.BudgetPeriod = &n, b.Period
 		}
 	}
+	if raw := given(req.MCP); raw != nil {
+		if msg := mcpField(*raw, &l.MCP); msg != "" {
+			return msg
+		}
+	}
 	softCents := centsOrNil(l.SoftBudgetCents)
 	for _, msg := range []string{
 		centsField("soft_budget", given(req.SoftBudget), &softCents, 1),
@@ -472,6 +479,31 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 	if softCents != nil {
 		l.SoftBudgetCents = *softCents
 	}
+	return ""
+}
+
+// mcpEntry is an MCP allow-list entry: a server name as mcp_servers
+// allows it, or server/tool.
+var mcpEntry = regexp.MustCompile(`^[A-Za-z0-9_]+(/[^/\s]+)?$`)
+
+// mcpField reads an MCP allow-list, the Caddyfile mcp option's entries;
+// null removes it (every server allowed).
+func mcpField(raw json.RawMessage, dst *[]string) string {
+	const how = `mcp: must be a list of MCP servers or server/tool entries, e.g. ["everything", "fs/read_file"], or null to allow every server`
+	if string(raw) == "null" {
+		*dst = nil
+		return ""
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
+		return how
+	}
+	for i, e := range list {
+		if !mcpEntry.MatchString(e) {
+			return fmt.Sprintf("mcp[%d]: %q is not a server or server/tool entry; %s", i, e, how[len("mcp: "):])
+		}
+	}
+	*dst = list
 	return ""
 }
 
@@ -685,6 +717,7 @@ func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 		o := adminapi.Workspace{ID: ws.ID, Type: "workspace", Name: ws.Name, CreatedAt: rfc3339(ws.CreatedAt), ArchivedAt: rfc3339(ws.ArchivedAt),
 			CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(ws.Limits)
+		o.MCP = ws.Limits.MCP
 		out = append(out, o)
 	}
 	return out

@@ -1,0 +1,57 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// BenchmarkToolCall is one tools/call over Streamable HTTP on loopback,
+// from the Go SDK client to a Go SDK server: direct, and through the
+// gateway (auth identity, allow-list, the upstream session, the record).
+// The difference is the gateway's cost per call.
+func BenchmarkToolCall(b *testing.B) {
+	up := upstreamServer(b, "tok")
+	g := New(Options{Servers: []*modellist.MCPServer{{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL, Headers: map[string]string{"Authorization": "Bearer tok"}}}})
+	g.Start()
+	defer g.Close()
+	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"k": {KeyID: "k"}}))
+	defer gw.Close()
+
+	for _, c := range []struct{ name, url, key, tool string }{
+		{"direct", up.URL, "tok", "echo"},
+		{"gateway", gw.URL + "/mcp", "k", "internal-echo"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.url, HTTPClient: &http.Client{Transport: bearer{c.key}}}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			for range 100 {
+				if res, err := cs.ListTools(ctx, nil); err == nil && len(res.Tools) > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			args := map[string]any{"text": "hi"}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,386 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Resources, prompts and completions are forwarded by a receiving
+// middleware rather than registered on the SDK server like tools: they are
+// read on demand from the upstream session, so nothing has to be re-synced
+// when a server's resources change, and templates, cursors and errors pass
+// through as the server gave them.
+//
+// On /mcp/<server> every name, URI and cursor is the server's own. On the
+// aggregate /mcp, prompt names are prefixed "<server>-" like tool names, and
+// so are resource URIs and URI templates ("everything-demo://resource/1");
+// the gateway strips the prefix before asking the server. Server names are
+// [A-Za-z0-9_]+, so the first "-" ends the prefix. The aggregate lists are
+// every allowed server's full list in one page (no cursor).
+//
+// Resources, prompts and completions need the whole server in the caller's
+// allow-list (entry "server", or no list): a "server/tool" entry grants that
+// tool only.
+
+// featureMethods are the methods the middleware forwards.
+var featureMethods = map[string]bool{
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true,
+}
+
+func identityOf(req sdk.Request) *policy.Identity {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return nil
+	}
+	id, _ := ex.TokenInfo.Extra["identity"].(*policy.Identity)
+	return id
+}
+
+// forward is the middleware of view v.
+func (g *Gateway) forward(v *view) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if r, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" {
+				if err := g.checkListed(ctx, v, r); err != nil {
+					return nil, err
+				}
+			}
+			if !featureMethods[method] {
+				return next(ctx, method, req)
+			}
+			id := identityOf(req)
+			if id == nil {
+				return nil, fmt.Errorf("%s: no caller identity", method)
+			}
+			allow := g.allowList(id)
+			switch r := req.(type) {
+			case *sdk.ListResourcesRequest:
+				return g.listResources(ctx, v, allow, r.Params)
+			case *sdk.ListResourceTemplatesRequest:
+				return g.listTemplates(ctx, v, allow, r.Params)
+			case *sdk.ListPromptsRequest:
+				return g.listPrompts(ctx, v, allow, r.Params)
+			case *sdk.ReadResourceRequest:
+				u, uri, err := g.route(v, allow, r.Params.URI, "resource")
+				if err != nil {
+					return nil, err
+				}
+				cs, err := u.featureSession()
+				if err != nil {
+					return nil, err
+				}
+				p := *r.Params
+				p.URI = uri
+				p.Meta = maps.Clone(p.Meta)
+				defer g.relayProgress(&p, r.Session)()
+				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+				defer cancel()
+				res, err := cs.ReadResource(cctx, &p)
+				if err != nil {
+					return nil, u.wrap(cctx, "resources/read", err)
+				}
+				if v.single == "" {
+					for _, c := range res.Contents {
+						if c != nil && c.URI != "" {
+							c.URI = u.cfg.Name + "-" + c.URI
+						}
+					}
+				}
+				return res, nil
+			case *sdk.GetPromptRequest:
+				u, name, err := g.route(v, allow, r.Params.Name, "prompt")
+				if err != nil {
+					return nil, err
+				}
+				cs, err := u.featureSession()
+				if err != nil {
+					return nil, err
+				}
+				p := *r.Params
+				p.Name = name
+				p.Meta = maps.Clone(p.Meta)
+				defer g.relayProgress(&p, r.Session)()
+				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+				defer cancel()
+				res, err := cs.GetPrompt(cctx, &p)
+				if err != nil {
+					return nil, u.wrap(cctx, "prompts/get", err)
+				}
+				return res, nil
+			case *sdk.CompleteRequest:
+				if r.Params == nil || r.Params.Ref == nil {
+					return nil, fmt.Errorf("completion/complete needs params.ref")
+				}
+				ref := *r.Params.Ref
+				target, kind := ref.Name, "prompt"
+				if ref.Type == "ref/resource" {
+					target, kind = ref.URI, "resource"
+				}
+				u, rest, err := g.route(v, allow, target, kind)
+				if err != nil {
+					return nil, err
+				}
+				cs, err := u.featureSession()
+				if err != nil {
+					return nil, err
+				}
+				if kind == "resource" {
+					ref.URI = rest
+				} else {
+					ref.Name = rest
+				}
+				p := *r.Params
+				p.Ref = &ref
+				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+				defer cancel()
+				res, err := cs.Complete(cctx, &p)
+				if err != nil {
+					return nil, u.wrap(cctx, "completion/complete", err)
+				}
+				return res, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// checkListed refuses, and records, a tools/call for a tool v does not
+// serve: the SDK would refuse it too, but without a ledger record, so
+// attempts outside an allow-list would go unseen.
+func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolRequest) error {
+	if r.Params == nil {
+		return nil
+	}
+	name := r.Params.Name
+	g.mu.Lock()
+	_, listed := v.have[name]
+	g.mu.Unlock()
+	if listed {
+		return nil
+	}
+	id := identityOf(r)
+	c := Call{Tool: name, Outcome: "denied", Bytes: int64(len(r.Params.Arguments))}
+	server, tool := v.single, name
+	if server == "" {
+		server, tool, _ = strings.Cut(name, "-")
+	}
+	// The message names the tool as the client called it.
+	msg := fmt.Sprintf("unknown tool %q: no MCP server offers it here", name)
+	if u := g.byName[server]; u != nil && tool != "" {
+		c.Server, c.Tool = server, tool
+		_, tools, err := u.current()
+		switch {
+		case err != nil:
+			msg = fmt.Sprintf("tool %q: MCP server %q %v; try again later", name, server, err)
+		case slices.ContainsFunc(tools, func(t *sdk.Tool) bool { return t.Name == tool }):
+			msg = fmt.Sprintf("tool %q: tool %q of MCP server %q is not allowed for this key", name, tool, server)
+		default:
+			msg = fmt.Sprintf("unknown tool %q: MCP server %q has no tool %q", name, server, tool)
+		}
+	}
+	if id != nil {
+		c.KeyID, c.Workspace = id.KeyID, id.Workspace
+	}
+	if r.Session != nil {
+		c.Session = r.Session.ID()
+	}
+	g.obs.ToolCall(ctx, c)
+	return fmt.Errorf("%s", msg)
+}
+
+// featureUpstreams are the servers whose resources and prompts v shows to
+// a caller with allow.
+func (g *Gateway) featureUpstreams(v *view, allow []string) []*upstream {
+	var out []*upstream
+	for _, u := range g.ups {
+		if v.single != "" && u.cfg.Name != v.single {
+			continue
+		}
+		if allow != nil && !containsString(allow, u.cfg.Name) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// route finds the upstream of an aggregate name or URI and strips its
+// prefix; on /mcp/<server> it is the server itself, unchanged.
+func (g *Gateway) route(v *view, allow []string, target, kind string) (*upstream, string, error) {
+	server, rest := v.single, target
+	if server == "" {
+		var ok bool
+		server, rest, ok = strings.Cut(target, "-")
+		if !ok {
+			return nil, "", fmt.Errorf("%s %q names no MCP server: on /mcp it must start with \"<server>-\"", kind, target)
+		}
+	}
+	u := g.byName[server]
+	if u == nil {
+		return nil, "", fmt.Errorf("%s %q: no MCP server %q is configured", kind, target, server)
+	}
+	if allow != nil && !containsString(allow, server) {
+		return nil, "", fmt.Errorf("%s %q: this key may not use the %ss of MCP server %q (its allow-list names only some of its tools)", kind, target, kind, server)
+	}
+	return u, rest, nil
+}
+
+// featureSession is the live session, or the error a caller gets at once.
+func (u *upstream) featureSession() (*sdk.ClientSession, error) {
+	cs, _, err := u.current()
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q %v; try again later", u.cfg.Name, err)
+	}
+	return cs, nil
+}
+
+func (g *Gateway) timeout(u *upstream) time.Duration {
+	if u.cfg.Timeout > 0 {
+		return u.cfg.Timeout
+	}
+	return g.opts.Timeout
+}
+
+// wrap names the server in an upstream error, and says so when it was the
+// gateway's deadline that ended the request.
+func (u *upstream) wrap(ctx context.Context, method string, err error) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("MCP server %q did not answer %s in time", u.cfg.Name, method)
+	}
+	if _, ok := err.(interface{ Unwrap() error }); !ok {
+		// A JSON-RPC error from the server keeps its code and message.
+		return err
+	}
+	return fmt.Errorf("MCP server %q, %s: %w", u.cfg.Name, method, err)
+}
+
+func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
+	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	for _, u := range g.featureUpstreams(v, allow) {
+		cs, caps, err := u.featureCaps()
+		if err != nil || caps.Resources == nil {
+			if v.single != "" && err != nil {
+				return nil, err
+			}
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+		if v.single != "" {
+			res, err := cs.ListResources(cctx, p)
+			cancel()
+			if err != nil {
+				return nil, u.wrap(cctx, "resources/list", err)
+			}
+			return res, nil
+		}
+		for r, err := range cs.Resources(cctx, nil) {
+			if err != nil {
+				cancel()
+				return nil, u.wrap(cctx, "resources/list", err)
+			}
+			nr := *r
+			nr.URI = u.cfg.Name + "-" + r.URI
+			out.Resources = append(out.Resources, &nr)
+		}
+		cancel()
+	}
+	return out, nil
+}
+
+func (g *Gateway) listTemplates(ctx context.Context, v *view, allow []string, p *sdk.ListResourceTemplatesParams) (*sdk.ListResourceTemplatesResult, error) {
+	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
+	for _, u := range g.featureUpstreams(v, allow) {
+		cs, caps, err := u.featureCaps()
+		if err != nil || caps.Resources == nil {
+			if v.single != "" && err != nil {
+				return nil, err
+			}
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+		if v.single != "" {
+			res, err := cs.ListResourceTemplates(cctx, p)
+			cancel()
+			if err != nil {
+				return nil, u.wrap(cctx, "resources/templates/list", err)
+			}
+			return res, nil
+		}
+		for t, err := range cs.ResourceTemplates(cctx, nil) {
+			if err != nil {
+				cancel()
+				return nil, u.wrap(cctx, "resources/templates/list", err)
+			}
+			nt := *t
+			nt.URITemplate = u.cfg.Name + "-" + t.URITemplate
+			out.ResourceTemplates = append(out.ResourceTemplates, &nt)
+		}
+		cancel()
+	}
+	return out, nil
+}
+
+func (g *Gateway) listPrompts(ctx context.Context, v *view, allow []string, p *sdk.ListPromptsParams) (*sdk.ListPromptsResult, error) {
+	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
+	for _, u := range g.featureUpstreams(v, allow) {
+		cs, caps, err := u.featureCaps()
+		if err != nil || caps.Prompts == nil {
+			if v.single != "" && err != nil {
+				return nil, err
+			}
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
+		if v.single != "" {
+			res, err := cs.ListPrompts(cctx, p)
+			cancel()
+			if err != nil {
+				return nil, u.wrap(cctx, "prompts/list", err)
+			}
+			return res, nil
+		}
+		for pr, err := range cs.Prompts(cctx, nil) {
+			if err != nil {
+				cancel()
+				return nil, u.wrap(cctx, "prompts/list", err)
+			}
+			np := *pr
+			np.Name = u.cfg.Name + "-" + pr.Name
+			out.Prompts = append(out.Prompts, &np)
+		}
+		cancel()
+	}
+	return out, nil
+}
+
+// featureCaps is the live session and the capabilities the server
+// declared.
+func (u *upstream) featureCaps() (*sdk.ClientSession, *sdk.ServerCapabilities, error) {
+	cs, err := u.featureSession()
+	if err != nil {
+		return nil, nil, err
+	}
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &sdk.ServerCapabilities{}
+	}
+	return cs, caps, nil
+}
