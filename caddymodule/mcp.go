@@ -51,6 +51,7 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 		Outcome:       ledger.OutcomeOK,
 		Latency:       c.Duration,
 		SessionID:     c.Session,
+		Bytes:         c.Bytes,
 	}
 	switch c.Outcome {
 	case "ok", "tool_error":

@@ -253,19 +253,19 @@ mcp_servers:
 	// The MCP report counts the calls per server, tool and key.
 	since := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
 	code, _, body := g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+since+"&bucket_width=1h&group_by[]=server&group_by[]=tool&group_by[]=api_key_id", adminKey, "")
-	var calls, refused int64
+	var calls, refused, bytes int64
 	for try := 0; ; try++ {
 		var rep ledger.MCPReportPage
 		if err := json.Unmarshal(body, &rep); code != http.StatusOK || err != nil {
 			t.Fatalf("mcp report: %d %s", code, body)
 		}
-		calls, refused = 0, 0
+		calls, refused, bytes = 0, 0, 0
 		for _, b := range rep.Data {
 			for _, r := range b.Results {
 				if *r.Server != "internal" || *r.Tool != "echo" || *r.APIKeyID != "carol" {
 					t.Fatalf("mcp report row %s", body)
 				}
-				calls, refused = calls+r.Calls, refused+r.Refused
+				calls, refused, bytes = calls+r.Calls, refused+r.Refused, bytes+r.Bytes
 			}
 		}
 		if calls == 3 || try == 50 {
@@ -277,6 +277,10 @@ mcp_servers:
 	}
 	if calls != 3 || refused != 1 {
 		t.Fatalf("mcp report: %d calls, %d refused: %s", calls, refused, body)
+	}
+	// Each call's arguments (and result) count: {"text":…} is at least 10 bytes.
+	if bytes < 30 {
+		t.Fatalf("mcp report: %d bytes for 3 calls with arguments: %s", bytes, body)
 	}
 	if code, _, body := g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+since+"&group_by[]=model", adminKey, ""); code != http.StatusBadRequest || !strings.Contains(string(body), "group_by") {
 		t.Fatalf("group_by model: %d %s", code, body)

@@ -26,12 +26,14 @@ type MCPBucket struct {
 
 // MCPResult is one group's tool calls. Dimension fields are null unless
 // the query grouped by them. Errors counts calls the gateway or the server
-// failed; Refused those an allow-list or a rate limit stopped.
+// failed; Refused those an allow-list or a rate limit stopped; Bytes is
+// what the calls carried, arguments and results.
 type MCPResult struct {
 	Calls       int64   `json:"calls"`
 	Errors      int64   `json:"errors"`
 	Refused     int64   `json:"refused"`
 	DurationMs  int64   `json:"duration_ms"`
+	Bytes       int64   `json:"bytes"`
 	Server      *string `json:"server"`
 	Tool        *string `json:"tool"`
 	APIKeyID    *string `json:"api_key_id"`
@@ -92,6 +94,7 @@ func MCPReport(ctx context.Context, s Store, q ReportQuery) (*MCPReportPage, err
 			res.Refused++
 		}
 		addSat(&res.DurationMs, r.Latency.Milliseconds())
+		addSat(&res.Bytes, r.Bytes)
 	}
 	for i := range out.Data {
 		bs := p.start.Add(time.Duration(i) * q.Width)

@@ -17,7 +17,8 @@ func TestMCPReport(t *testing.T) {
 	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	call := func(h int, server, tool, key string, o Outcome, ms int) Record {
 		return Record{Time: day.Add(time.Duration(h) * time.Hour), KeyID: key, Workspace: "ws", Alias: server + "/" + tool,
-			Provider: server, UpstreamModel: tool, Endpoint: EndpointMCP, Status: 200, Outcome: o, Latency: time.Duration(ms) * time.Millisecond}
+			Provider: server, UpstreamModel: tool, Endpoint: EndpointMCP, Status: 200, Outcome: o, Latency: time.Duration(ms) * time.Millisecond,
+			Bytes: int64(100 * ms)}
 	}
 	recs := []Record{
 		call(1, "fs", "read_file", "alice", OutcomeOK, 10),
@@ -44,7 +45,7 @@ func TestMCPReport(t *testing.T) {
 	}
 	res := page.Data[0].Results
 	if len(res) != 2 || *res[0].Server != "every" || res[0].Refused != 1 || *res[1].Tool != "read_file" ||
-		res[1].Calls != 2 || res[1].Errors != 1 || res[1].DurationMs != 40 || res[1].APIKeyID != nil {
+		res[1].Calls != 2 || res[1].Errors != 1 || res[1].DurationMs != 40 || res[1].Bytes != 4000 || res[1].APIKeyID != nil {
 		t.Fatalf("results %+v", res)
 	}
 	v.Set("page", *page.NextPage)

@@ -28,6 +28,9 @@ type Record struct {
 	SessionID     string // the coding-agent session, as the client sent it
 	Agent         string // who sent it: claude-code, codex, opencode, … ("" unknown)
 	ContextWindow string // "0-200k" | "200k-1M"; ContextWindowFor derives it
+	// Bytes is what the request carried both ways when tokens do not
+	// measure it: an MCP tool call's arguments plus its result as JSON.
+	Bytes int64
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64

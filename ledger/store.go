@@ -336,6 +336,10 @@ CREATE TABLE conversation_items (
 	PRIMARY KEY (conversation_id, seq)
 );
 CREATE INDEX conversation_items_item ON conversation_items (conversation_id, item_id)`,
+		// The size of what a request carried, both ways: an MCP tool
+		// call's arguments and result (its tokens are 0). Records of an
+		// older release, or written by one sharing the database, read 0.
+		13: `ALTER TABLE usage_records ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
 	}
 }
 
@@ -343,9 +347,9 @@ const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_mod
 	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
 	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
 	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
-	session_id, context_window, agent`
+	session_id, context_window, agent, bytes`
 
-const numRecordColumns = 28
+const numRecordColumns = 29
 
 // sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
 type sqlStore struct {
@@ -516,7 +520,7 @@ func appendRecordArgs(args []any, r *Record) []any {
 		r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
 		r.Status, r.Outcome, r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
 		r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
-		r.SessionID, r.contextWindow(), r.Agent)
+		r.SessionID, r.contextWindow(), r.Agent, r.Bytes)
 }
 
 // where renders the filter as a WHERE clause, appending its arguments.
@@ -684,7 +688,7 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
 			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
 			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
-			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent); err != nil {
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent, &r.Bytes); err != nil {
 			return nil, fmt.Errorf("ledger query: %w", err)
 		}
 		r.Time = time.UnixMicro(ts).UTC()
