@@ -41,8 +41,10 @@ type Budgets struct {
 	// for every request. SharedFailures counts the requests that did.
 	sharedDownUntil atomic.Int64
 	SharedFailures  atomic.Int64
-	lastSweep       atomic.Int64
-	batches         reserveQueues // shared reservations waiting, per set of budgets
+	// LeaseTopUps counts the round trips that topped up budget leases.
+	LeaseTopUps atomic.Int64
+	lastSweep   atomic.Int64
+	batches     reserveQueues // shared reservations waiting, per set of budgets
 
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh

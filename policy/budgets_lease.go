@@ -232,6 +232,7 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 		}
 		b.mu.Unlock()
 
+		b.LeaseTopUps.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), sharedReserveTimeout)
 		admitted, refused, used, grown, err := lr.TopUpLease(ctx, l.holds, c.ticket, ests, residual, want, now, expires)
 		if err != nil && ctx.Err() != nil {
@@ -379,4 +380,3 @@ func (b *Budgets) maintainLeases(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
