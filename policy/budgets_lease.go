@@ -220,7 +220,7 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 			ests[i] = w.pico
 			dur = max(dur, w.lease)
 		}
-		if el := now.Sub(l.rateStart); el >= 100*time.Millisecond {
+		if el := now.Sub(l.rateStart); el >= 20*time.Millisecond {
 			l.rate = (l.rate + float64(l.ratePico)/el.Seconds()) / 2
 			l.rateStart, l.ratePico = now, 0
 		}
