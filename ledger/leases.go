@@ -121,8 +121,16 @@ $fn$`
 // order admissions write them in: budget, then ticket, byte-wise), so that
 // a writer, a renewal and a top-up on the same lease never wait on each
 // other in a circle.
-const lockLeaseRows = `WITH l AS (SELECT x.ctid AS row_id, x.ticket FROM budget_reservations x WHERE x.ticket = ANY($1::bigint[])
+//
+// The statements after it find the rows again by their key, not by the
+// ctid the lock returned: a row a top-up updated meanwhile is a new
+// version, which a ctid taken before the wait would miss.
+const lockLeaseRows = `WITH l AS (SELECT x.scope, x.scope_id, x.period, x.period_start_us, x.ticket FROM budget_reservations x WHERE x.ticket = ANY($1::bigint[])
 	ORDER BY x.scope COLLATE "C", x.scope_id COLLATE "C", x.period COLLATE "C", x.period_start_us, x.ticket FOR UPDATE)`
+
+// leaseRowIs matches a budget_reservations row to its locked l row.
+const leaseRowIs = `budget_reservations.scope = l.scope AND budget_reservations.scope_id = l.scope_id AND budget_reservations.period = l.period
+	AND budget_reservations.period_start_us = l.period_start_us AND budget_reservations.ticket = l.ticket`
 
 func (s *sqlStore) TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests []int64, residual, want int64, now, expires time.Time) (int, int, int64, int64, error) {
 	if !s.d.sharedReservations {
@@ -148,7 +156,7 @@ func (s *sqlStore) RenewLeases(ctx context.Context, tickets []uint64, now, expir
 		t[i] = int64(v)
 	}
 	_, err := s.db.ExecContext(ctx, lockLeaseRows+` UPDATE budget_reservations SET expires_us = greatest(expires_us, $3)
-		FROM l WHERE budget_reservations.ctid = l.row_id AND budget_reservations.expires_us > $2`, t, now.UnixMicro(), expires.UnixMicro())
+		FROM l WHERE `+leaseRowIs+` AND budget_reservations.expires_us > $2`, t, now.UnixMicro(), expires.UnixMicro())
 	if err != nil {
 		return fmt.Errorf("ledger: renewing budget leases: %w", err)
 	}
@@ -161,10 +169,10 @@ func (s *sqlStore) ShrinkLease(ctx context.Context, ticket uint64, pico int64) e
 	}
 	var err error
 	if pico < 0 {
-		_, err = s.db.ExecContext(ctx, lockLeaseRows+` DELETE FROM budget_reservations USING l WHERE budget_reservations.ctid = l.row_id`, []int64{int64(ticket)})
+		_, err = s.db.ExecContext(ctx, lockLeaseRows+` DELETE FROM budget_reservations USING l WHERE `+leaseRowIs, []int64{int64(ticket)})
 	} else {
 		_, err = s.db.ExecContext(ctx, lockLeaseRows+` UPDATE budget_reservations SET pico = greatest(budget_reservations.pico - $2, 0)
-			FROM l WHERE budget_reservations.ctid = l.row_id`, []int64{int64(ticket)}, pico)
+			FROM l WHERE `+leaseRowIs, []int64{int64(ticket)}, pico)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: returning budget headroom: %w", err)
@@ -193,7 +201,7 @@ func (s *sqlStore) drawLeases(ctx context.Context, tx *sql.Tx, recs []Record) er
 	}
 	if _, err := tx.ExecContext(ctx, lockLeaseRows+`, d AS (SELECT unnest($2::bigint[]) AS ticket, unnest($3::bigint[]) AS pico)
 		UPDATE budget_reservations SET pico = greatest(budget_reservations.pico - d.pico, 0)
-		FROM l JOIN d ON d.ticket = l.ticket WHERE budget_reservations.ctid = l.row_id`, tickets, tickets, picos); err != nil {
+		FROM l JOIN d ON d.ticket = l.ticket WHERE `+leaseRowIs, tickets, tickets, picos); err != nil {
 		return fmt.Errorf("ledger insert: drawing budget leases: %w", err)
 	}
 	return nil

@@ -141,10 +141,21 @@ func TestBudgetLeasesOfTwoInstancesNeverOverAdmit(t *testing.T) {
 	} else {
 		t.Logf("%d admissions, %d top-ups", admitted.Load(), trips)
 	}
-	if rows := liveReserved(t, dsn, "alice", time.Now()); rows != 0 {
-		// Every record was written; only unused headroom may be left,
-		// and near the limit none is granted.
+	// Every record was written: what is left is headroom an instance
+	// holds and cannot use, less than a request's estimate (near the limit
+	// a top-up grants exactly the estimates), and it is given back once
+	// idle.
+	if rows := liveReserved(t, dsn, "alice", time.Now()); rows >= cent {
 		t.Errorf("%d pico still reserved after every record was written at the limit", rows)
+	}
+	time.Sleep(leaseIdle)
+	for _, in := range []*leaseInstance{a, b} {
+		if err := in.b.maintainLeases(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows := liveReserved(t, dsn, "alice", time.Now()); rows != 0 {
+		t.Errorf("%d pico still reserved after both instances were idle", rows)
 	}
 }
 
