@@ -89,6 +89,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			return
 		}
 		rec.Ticket = hold.Ticket()
+		rec.Lease, rec.LeasePico = hold.Lease()
 		defer func() { hold.Settle(rec.CostPicoUSD) }()
 		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header(), est.tokens)
 		if refusal != nil {

@@ -34,6 +34,11 @@ type Record struct {
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64
+	// Lease is the budget lease the request's estimate, LeasePico, was
+	// drawn from (0: none); the record's insert subtracts it from the
+	// lease's rows. Not stored either.
+	Lease     uint64
+	LeasePico int64
 }
 
 // Outcome is how a request ended, as the ledger stores it.

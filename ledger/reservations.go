@@ -171,7 +171,7 @@ func (s *sqlStore) installReserveFunction(ctx context.Context) error {
 	if err := s.d.lockMigrations(ctx, tx); err != nil {
 		return err
 	}
-	for _, f := range []string{reserveFunction, reserveManyFunction} {
+	for _, f := range []string{reserveFunction, reserveManyFunction, leaseFunction} {
 		if _, err := tx.ExecContext(ctx, f); err != nil {
 			return fmt.Errorf("ledger postgres: installing the budget reservation functions: %w", err)
 		}
@@ -250,7 +250,8 @@ func (s *sqlStore) endReservations(ctx context.Context, tx *sql.Tx, recs []Recor
 	}
 	var tickets []int64
 	for i := range recs {
-		if t := recs[i].Ticket; t != 0 {
+		// A request drawn from a lease has no reservation of its own.
+		if t := recs[i].Ticket; t != 0 && recs[i].Lease == 0 {
 			tickets = append(tickets, int64(t))
 		}
 	}

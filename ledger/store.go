@@ -464,6 +464,11 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if err := s.addRollup(ctx, tx, all); err != nil {
 		return err
 	}
+	// Last: a lease's rows stay locked from here to the commit only, and
+	// top-ups of the lease wait on them.
+	if err := s.drawLeases(ctx, tx, all); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
@@ -501,6 +506,11 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 		return err
 	}
 	if err := s.addRollup(ctx, tx, recs); err != nil {
+		return err
+	}
+	// Last: a lease's rows stay locked from here to the commit only, and
+	// top-ups of the lease wait on them.
+	if err := s.drawLeases(ctx, tx, recs); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -41,8 +41,10 @@ type Budgets struct {
 	// for every request. SharedFailures counts the requests that did.
 	sharedDownUntil atomic.Int64
 	SharedFailures  atomic.Int64
-	lastSweep       atomic.Int64
-	batches         reserveQueues // shared reservations waiting, per set of budgets
+	// LeaseTopUps counts the round trips that topped up budget leases.
+	LeaseTopUps atomic.Int64
+	lastSweep   atomic.Int64
+	batches     reserveQueues // shared reservations waiting, per set of budgets
 
 	mu       sync.Mutex
 	spent    map[budgetKey]int64 // from the database at the last refresh
@@ -58,6 +60,7 @@ type Budgets struct {
 	// against lately, with when: the only sessions whose spend a refresh
 	// reads (clients choose session ids, so there may be millions).
 	sessions map[string]time.Time
+	leases   budgetLeases // budget headroom held in the database (budgets_lease.go)
 }
 
 type budgetKey struct {
@@ -109,6 +112,9 @@ func (b *Budgets) Written(batch []ledger.Record) {
 		t := batch[i].Ticket
 		if t == 0 {
 			continue
+		}
+		if batch[i].Lease != 0 {
+			b.writtenLocked(t)
 		}
 		if l, ok := b.unwritten[t]; ok {
 			l.written = now
@@ -180,10 +186,13 @@ const sessionWatch = 24 * time.Hour
 // Poll refreshes every interval until ctx ends.
 func (b *Budgets) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
 	poll(ctx, interval, func(ctx context.Context) error {
+		// Leases first: a failing spend read must not keep idle headroom
+		// held.
+		leaseErr := b.maintainLeases(ctx)
 		if err := b.Refresh(ctx); err != nil {
 			return err
 		}
-		return b.sweep(ctx)
+		return errors.Join(leaseErr, b.sweep(ctx))
 	}, failed)
 }
 
@@ -291,6 +300,8 @@ type Reservation struct {
 	// shared: the reservation is in the database too, until the request's
 	// record is written there.
 	shared bool
+	// lease: the estimate was drawn from this budget lease.
+	lease *leaseTicket
 }
 
 // usedLocked is a budget's spend as this instance knows it.
@@ -340,15 +351,31 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 		return nil, refusal
 	}
 	r := &Reservation{b: b, pico: estimatePico, budgets: list, ticket: b.tickets.Add(1)}
-	b.mu.Unlock()
-	if rs := b.reserver(); rs != nil && now.UnixNano() >= b.sharedDownUntil.Load() {
-		holds := make([]ledger.BudgetHold, len(list))
-		for i, bg := range list {
-			holds[i] = ledger.BudgetHold{Scope: bg.key.scope, ScopeID: bg.key.id, Period: bg.key.period,
-				PeriodStart: time.UnixMicro(bg.key.start), LimitPico: bg.limitPico}
+	rs := b.reserver()
+	shared := rs != nil && now.UnixNano() >= b.sharedDownUntil.Load()
+	lr, leased := rs.(ledger.LeaseReserver)
+	var key string
+	if shared && leased {
+		// The common case: the lease this instance holds has the room.
+		key = budgetsKey(list)
+		if c := b.drawLocked(key, r.ticket, estimatePico, now, lease); c != nil {
+			r.lease, r.shared = c, true
+			b.addReservedLocked(r, list)
+			b.mu.Unlock()
+			return r, nil
 		}
+	}
+	b.mu.Unlock()
+	if shared {
 		rctx, cancel := context.WithTimeout(ctx, sharedReserveTimeout)
-		refused, used, err := b.reserveShared(rctx, rs, holds, r.ticket, estimatePico, now, now.Add(lease))
+		var refused int
+		var used int64
+		var err error
+		if leased {
+			r.lease, refused, used, err = b.admitLease(rctx, lr, key, list, r.ticket, estimatePico, now, lease)
+		} else {
+			refused, used, err = b.reserveShared(rctx, rs, holdsOf(list), r.ticket, estimatePico, now, now.Add(lease))
+		}
 		timedOut := rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
 		cancel()
 		switch {
@@ -386,11 +413,35 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 			return nil, refusal
 		}
 	}
+	b.addReservedLocked(r, list)
+	return r, nil
+}
+
+// addReservedLocked counts r's estimate on its budgets here until it
+// settles; the caller holds mu.
+func (b *Budgets) addReservedLocked(r *Reservation, list []budget) {
 	for _, bg := range list {
 		r.keys = append(r.keys, bg.key)
-		b.reserved[bg.key] += estimatePico
+		b.reserved[bg.key] += r.pico
 	}
-	return r, nil
+}
+
+// budgetsKey names a set of budgets and their limits, as holdsKey.
+func budgetsKey(list []budget) string {
+	var b strings.Builder
+	for _, bg := range list {
+		b.WriteString(bg.key.scope)
+		b.WriteByte(0)
+		b.WriteString(bg.key.id)
+		b.WriteByte(0)
+		b.WriteString(bg.key.period)
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(bg.key.start, 10))
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(bg.limitPico, 10))
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 // refusalLocked is the refusal of the first budget this instance knows to
@@ -416,6 +467,16 @@ func (r *Reservation) Ticket() uint64 {
 		return 0
 	}
 	return r.ticket
+}
+
+// Lease is the budget lease the request's estimate was drawn from, and
+// the estimate; the request's record carries them, so that its insert
+// takes the estimate off the lease. 0: none.
+func (r *Reservation) Lease() (uint64, int64) {
+	if r == nil || r.lease == nil {
+		return 0, 0
+	}
+	return r.lease.ticket, r.pico
 }
 
 // Settle replaces the reservation with the request's real cost.

@@ -1,0 +1,208 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Budget leases: an instance holds budget headroom in the database as one
+// lease (a ticket) over a set of budgets, one budget_reservations row per
+// budget, and admits requests by drawing their estimates from it in
+// memory. The rows count against every budget exactly as per-request
+// reservations do (spend plus every live row stays at or below the limit
+// when headroom is granted), so what instances admit together is what one
+// would; the lease is topped up in one round trip when it runs out, and
+// near the limit a top-up grants exactly the waiting requests' estimates,
+// so admission there is what serial per-request reservation gives. The
+// insert that writes a request's record subtracts its estimate from its
+// lease's rows in the transaction that adds its cost to budget_spend: the
+// cost is counted once, by the lease until then and by spend after.
+
+// LeaseReserver keeps budget leases.
+type LeaseReserver interface {
+	BudgetReserver
+	// TopUpLease admits ests in order against holds (sorted by the
+	// caller), as ReserveMany would, on lease ticket, which holds residual
+	// unused headroom this instance has not drawn: a request is admitted
+	// while spend plus live reservations minus residual is below every
+	// limit, first from residual, then by growing the lease. When every
+	// request was admitted and every budget has room for at least four
+	// times want, the lease grows by want more. It returns how many were
+	// admitted, the 1-based hold that refused the next (and what that hold
+	// had used, as Reserve), and by how much the lease's rows grew. Rows
+	// expire at expires unless renewed.
+	TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests []int64, residual, want int64, now, expires time.Time) (admitted, refused int, usedPico, grown int64, err error)
+	// RenewLeases moves the expiry of the tickets' live rows to expires.
+	RenewLeases(ctx context.Context, tickets []uint64, now, expires time.Time) error
+	// ShrinkLease gives back pico of ticket's headroom; with pico < 0 it
+	// ends the lease (its rows are deleted).
+	ShrinkLease(ctx context.Context, ticket uint64, pico int64) error
+}
+
+// leaseFunction is installed on PostgreSQL at open, beside the
+// reservation functions, under the same rule: admissions on a budget
+// queue on its advisory lock and read spend and reservations in one
+// snapshot. A lease row whose expiry passed is restarted, not grown.
+const leaseFunction = `CREATE OR REPLACE FUNCTION modelgate_lease_v1(scopes text[], ids text[], periods text[], starts bigint[],
+	limits bigint[], ests bigint[], tkt bigint, residual bigint, want bigint, now_us bigint, expires_us bigint,
+	OUT admitted int, OUT refused int, OUT used bigint, OUT grown bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+	i int;
+	j int;
+	n int := coalesce(array_length(scopes, 1), 0);
+	m int := coalesce(array_length(ests, 1), 0);
+	u numeric[];
+	r bigint := greatest(residual, 0);
+	room numeric;
+	e bigint;
+BEGIN
+	PERFORM set_config('synchronous_commit', 'off', true);
+	admitted := 0;
+	refused := 0;
+	used := 0;
+	grown := 0;
+	FOR i IN 1 .. n LOOP
+		PERFORM pg_advisory_xact_lock(hashtextextended('modelgate budget ' || scopes[i] || ' ' || ids[i] || ' ' || periods[i] || ' ' || starts[i], 0));
+	END LOOP;
+	FOR i IN 1 .. n LOOP
+		u[i] := coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0)
+			+ coalesce((SELECT sum(x.pico) FROM budget_reservations x WHERE x.scope = scopes[i] AND x.scope_id = ids[i]
+				AND x.period = periods[i] AND x.period_start_us = starts[i] AND x.expires_us > now_us), 0);
+	END LOOP;
+	<<tickets>>
+	FOR j IN 1 .. m LOOP
+		FOR i IN 1 .. n LOOP
+			-- The lease's undrawn headroom backs no request: serial
+			-- reservations would not count it.
+			IF u[i] - r >= limits[i] THEN
+				refused := i;
+				used := least(u[i] - r, 9223372036854775807)::bigint;
+				EXIT tickets;
+			END IF;
+		END LOOP;
+		e := greatest(ests[j], 0);
+		IF e <= r THEN
+			r := r - e;
+		ELSE
+			grown := grown + (e - r);
+			FOR i IN 1 .. n LOOP
+				u[i] := u[i] + (e - r);
+			END LOOP;
+			r := 0;
+		END IF;
+		admitted := j;
+	END LOOP;
+	IF refused = 0 AND want > r THEN
+		room := NULL;
+		FOR i IN 1 .. n LOOP
+			room := least(coalesce(room, limits[i] - u[i]), limits[i] - u[i]);
+		END LOOP;
+		-- Headroom is held only far from the limit, so that near it every
+		-- instance reserves what serial reservations would.
+		IF room >= 4 * (want - r) THEN
+			grown := grown + (want - r);
+		END IF;
+	END IF;
+	FOR i IN 1 .. n LOOP
+		INSERT INTO budget_reservations AS x (scope, scope_id, period, period_start_us, ticket, pico, expires_us)
+			VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, grown, expires_us)
+			ON CONFLICT (scope, scope_id, period, period_start_us, ticket) DO UPDATE SET
+				pico = CASE WHEN x.expires_us > now_us THEN x.pico + excluded.pico ELSE excluded.pico END,
+				expires_us = greatest(x.expires_us, excluded.expires_us);
+	END LOOP;
+END
+$fn$`
+
+// lockLeaseRows locks the rows of the tickets in $1 in one order (the
+// order admissions write them in: budget, then ticket, byte-wise), so that
+// a writer, a renewal and a top-up on the same lease never wait on each
+// other in a circle.
+//
+// The statements after it find the rows again by their key, not by the
+// ctid the lock returned: a row a top-up updated meanwhile is a new
+// version, which a ctid taken before the wait would miss.
+const lockLeaseRows = `WITH l AS (SELECT x.scope, x.scope_id, x.period, x.period_start_us, x.ticket FROM budget_reservations x WHERE x.ticket = ANY($1::bigint[])
+	ORDER BY x.scope COLLATE "C", x.scope_id COLLATE "C", x.period COLLATE "C", x.period_start_us, x.ticket FOR UPDATE)`
+
+// leaseRowIs matches a budget_reservations row to its locked l row.
+const leaseRowIs = `budget_reservations.scope = l.scope AND budget_reservations.scope_id = l.scope_id AND budget_reservations.period = l.period
+	AND budget_reservations.period_start_us = l.period_start_us AND budget_reservations.ticket = l.ticket`
+
+func (s *sqlStore) TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests []int64, residual, want int64, now, expires time.Time) (int, int, int64, int64, error) {
+	if !s.d.sharedReservations {
+		return 0, 0, 0, 0, ErrNotShared
+	}
+	a := arraysOf(holds)
+	var admitted, refused int
+	var used, grown int64
+	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used, grown FROM modelgate_lease_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7, $8, $9, $10, $11)`,
+		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, int64(ticket), residual, max(want, 0), now.UnixMicro(), expires.UnixMicro()).Scan(&admitted, &refused, &used, &grown)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
+	}
+	return admitted, refused, used, grown, nil
+}
+
+func (s *sqlStore) RenewLeases(ctx context.Context, tickets []uint64, now, expires time.Time) error {
+	if !s.d.sharedReservations || len(tickets) == 0 {
+		return nil
+	}
+	t := make([]int64, len(tickets))
+	for i, v := range tickets {
+		t[i] = int64(v)
+	}
+	_, err := s.db.ExecContext(ctx, lockLeaseRows+` UPDATE budget_reservations SET expires_us = greatest(expires_us, $3)
+		FROM l WHERE `+leaseRowIs+` AND budget_reservations.expires_us > $2`, t, now.UnixMicro(), expires.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("ledger: renewing budget leases: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) ShrinkLease(ctx context.Context, ticket uint64, pico int64) error {
+	if !s.d.sharedReservations {
+		return nil
+	}
+	var err error
+	if pico < 0 {
+		_, err = s.db.ExecContext(ctx, lockLeaseRows+` DELETE FROM budget_reservations USING l WHERE `+leaseRowIs, []int64{int64(ticket)})
+	} else {
+		_, err = s.db.ExecContext(ctx, lockLeaseRows+` UPDATE budget_reservations SET pico = greatest(budget_reservations.pico - $2, 0)
+			FROM l WHERE `+leaseRowIs, []int64{int64(ticket)}, pico)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: returning budget headroom: %w", err)
+	}
+	return nil
+}
+
+// drawLeases subtracts the estimates of the requests recs record from
+// their leases, in the transaction that adds their costs to budget_spend.
+func (s *sqlStore) drawLeases(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	if !s.d.sharedReservations {
+		return nil
+	}
+	sum := map[uint64]int64{}
+	for i := range recs {
+		if r := &recs[i]; r.Lease != 0 && r.LeasePico > 0 {
+			sum[r.Lease] += r.LeasePico
+		}
+	}
+	if len(sum) == 0 {
+		return nil
+	}
+	tickets, picos := make([]int64, 0, len(sum)), make([]int64, 0, len(sum))
+	for t, p := range sum {
+		tickets, picos = append(tickets, int64(t)), append(picos, p)
+	}
+	if _, err := tx.ExecContext(ctx, lockLeaseRows+`, d AS (SELECT unnest($2::bigint[]) AS ticket, unnest($3::bigint[]) AS pico)
+		UPDATE budget_reservations SET pico = greatest(budget_reservations.pico - d.pico, 0)
+		FROM l JOIN d ON d.ticket = l.ticket WHERE `+leaseRowIs, tickets, tickets, picos); err != nil {
+		return fmt.Errorf("ledger insert: drawing budget leases: %w", err)
+	}
+	return nil
+}
