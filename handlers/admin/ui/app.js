@@ -447,7 +447,26 @@ async function audit() {
   await page(true);
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer, audit };
+// mcpTools is the MCP gateway's tool calls over the last 30 days, per
+// server and tool, from the MCP usage report.
+async function mcpTools() {
+  const rep = await api(`/v1/organizations/usage_report/mcp?starting_at=${daysAgo(30)}&bucket_width=1d&limit=31&group_by[]=server&group_by[]=tool`);
+  const rows = {};
+  rep.data.forEach((b) => b.results.forEach((r) => {
+    const k = r.server + '\u0000' + r.tool;
+    const t = rows[k] = rows[k] || { server: r.server, tool: r.tool, calls: 0, errors: 0, refused: 0, ms: 0, bytes: 0 };
+    t.calls += r.calls; t.errors += r.errors; t.refused += r.refused; t.ms += r.duration_ms; t.bytes += r.bytes;
+  }));
+  const list = Object.values(rows).sort((a, b) => b.calls - a.calls);
+  if (!list.length) {
+    view.replaceChildren(el('h2', {}, 'MCP tool calls, last 30 days'), el('p', { class: 'empty' }, 'No MCP tool calls yet.'));
+    return;
+  }
+  view.replaceChildren(el('h2', {}, 'MCP tool calls, last 30 days'), el('div', { id: 'mcp-tools' }, table(['Server', 'Tool', 'Calls', 'Errors', 'Refused', 'Mean duration', 'Bytes'],
+    list.map((t) => [t.server, t.tool, num(t.calls), num(t.errors), num(t.refused), (t.ms / t.calls).toFixed(0) + ' ms', num(t.bytes)]), [2, 3, 4, 5, 6])));
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
