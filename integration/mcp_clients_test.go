@@ -2,11 +2,11 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,12 +114,19 @@ func TestMCPClaudeCode(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
 	g, script := mcpClientGateway(t)
 	dir := t.TempDir()
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"gw": map[string]any{
-		"type": "http", "url": g.base + "/mcp", "headers": map[string]string{"Authorization": "Bearer " + aliceKey},
-	}}})
-	cfgPath := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
+	// The README's command writes the server into the project's
+	// .mcp.json; the run reads exactly that file (--strict-mcp-config, so
+	// no approval prompt and nothing else of the machine's).
+	add := exec.Command(claude, "mcp", "add", "--transport", "http", "--scope", "project", "gw", g.base+"/mcp",
+		"--header", "Authorization: Bearer "+aliceKey)
+	add.Dir = dir
+	add.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("claude mcp add: %v %s", err, out)
+	}
+	cfgPath := filepath.Join(dir, ".mcp.json")
+	if cfg, err := os.ReadFile(cfgPath); err != nil || !strings.Contains(string(cfg), `"type": "http"`) {
+		t.Fatalf("claude mcp add wrote %s (%v)", cfg, err)
 	}
 	res := runClaude(t, claude, claudeRun{
 		prompt: "Call the gateway probe tool with the word kiwi, then say you are done.",
