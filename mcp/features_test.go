@@ -194,3 +194,67 @@ func TestIntersectAllowLists(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayForwardsResourceAndPromptListChanged: a server that adds a
+// resource or a prompt tells the gateway, and the gateway tells its
+// clients, whose next list shows the new entry.
+func TestGatewayForwardsResourceAndPromptListChanged(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "docs"}, nil)
+	s.AddResource(&sdk.Resource{URI: "doc://a", Name: "a"}, func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "a"}}}, nil
+	})
+	s.AddPrompt(&sdk.Prompt{Name: "old"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{}, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "t"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	g := New(Options{Servers: []*modellist.MCPServer{{Name: "docs", Transport: modellist.MCPTransportHTTP, URL: up.URL}}})
+	g.Start()
+	t.Cleanup(g.Close)
+	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"all": {KeyID: "k-all"}}))
+	t.Cleanup(gw.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resources, prompts := make(chan struct{}, 8), make(chan struct{}, 8)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { resources <- struct{}{} },
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { prompts <- struct{}{} },
+	}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: gw.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{"all"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	waitTools(t, cs, 1)
+	s.AddResource(&sdk.Resource{URI: "doc://b", Name: "b"}, func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "b"}}}, nil
+	})
+	select {
+	case <-resources:
+	case <-ctx.Done():
+		t.Fatal("no resources/list_changed reached the client")
+	}
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) != 2 {
+		t.Fatalf("resources after the change: %+v %v", rl, err)
+	}
+	for _, r := range rl.Resources {
+		if strings.Contains(r.URI, listChangedPlaceholder) {
+			t.Errorf("the placeholder shows in resources/list: %+v", r)
+		}
+	}
+	s.AddPrompt(&sdk.Prompt{Name: "new"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{}, nil
+	})
+	select {
+	case <-prompts:
+	case <-ctx.Done():
+		t.Fatal("no prompts/list_changed reached the client")
+	}
+	pl, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(pl.Prompts) != 2 || pl.Prompts[0].Name+" "+pl.Prompts[1].Name != "docs-new docs-old" && pl.Prompts[0].Name+" "+pl.Prompts[1].Name != "docs-old docs-new" {
+		t.Fatalf("prompts after the change: %+v %v", pl, err)
+	}
+}

@@ -296,8 +296,8 @@ func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
 		v = &view{single: single, allow: allow, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
 			Capabilities: &sdk.ServerCapabilities{
 				Tools:       &sdk.ToolCapabilities{ListChanged: true},
-				Resources:   &sdk.ResourceCapabilities{},
-				Prompts:     &sdk.PromptCapabilities{},
+				Resources:   &sdk.ResourceCapabilities{ListChanged: true},
+				Prompts:     &sdk.PromptCapabilities{ListChanged: true},
 				Completions: &sdk.CompletionCapabilities{},
 			},
 		})}
@@ -317,6 +317,33 @@ func (g *Gateway) changed() {
 		g.sync(v)
 	}
 }
+
+// listChanged tells the sessions that see server that its resources (or
+// prompts) changed. The views answer those lists from the server itself,
+// so nothing is re-listed here; the SDK sends its list_changed
+// notification when a view's own registry changes, which a placeholder
+// added and removed at once does (it debounces the two into one
+// notification, and no list ever shows the placeholder: the forwarding
+// middleware answers resources/list and prompts/list).
+func (g *Gateway) listChanged(server string, prompts bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, v := range g.servers {
+		if (v.single != "" && v.single != server) || !serverAllowed(v.allow, server) {
+			continue
+		}
+		if prompts {
+			v.s.AddPrompt(&sdk.Prompt{Name: listChangedPlaceholder}, nil)
+			v.s.RemovePrompts(listChangedPlaceholder)
+			continue
+		}
+		v.s.AddResource(&sdk.Resource{URI: "modelgate:" + listChangedPlaceholder, Name: listChangedPlaceholder}, nil)
+		v.s.RemoveResources("modelgate:" + listChangedPlaceholder)
+	}
+}
+
+// listChangedPlaceholder names the entry listChanged adds and removes.
+const listChangedPlaceholder = "modelgate-list-changed"
 
 // sync makes v's tools those of its upstreams that its allow-list lets
 // through, named <server>-<tool> in the aggregate.

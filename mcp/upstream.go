@@ -122,6 +122,10 @@ func (u *upstream) session(ctx context.Context) error {
 			default:
 			}
 		},
+		// Resources and prompts are listed through to the server on each
+		// request, so their changes only need telling.
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { u.g.listChanged(u.cfg.Name, false) },
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { u.g.listChanged(u.cfg.Name, true) },
 	})
 	cctx, ccancel := context.WithTimeout(sctx, u.g.connectTimeout)
 	cs, err := client.Connect(cctx, u.transport(sctx), nil)
