@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -29,6 +31,29 @@ type Tracer struct {
 	CaptureContent bool
 	// Metrics, when not nil, gets every finished request.
 	Metrics *Metrics
+
+	// last is the tracer of the provider last seen in a request's
+	// context: the provider (Caddy's) is the same for every request, and
+	// asking it for the tracer each time takes its lock and a map lookup.
+	last atomic.Pointer[providerTracer]
+}
+
+type providerTracer struct {
+	tp trace.TracerProvider
+	tr trace.Tracer
+}
+
+// tracer is tp's tracer of this package's scope.
+func (t *Tracer) tracer(tp trace.TracerProvider) trace.Tracer {
+	if t == nil {
+		return tp.Tracer(scope)
+	}
+	if pt := t.last.Load(); pt != nil && pt.tp == tp {
+		return pt.tr
+	}
+	tr := tp.Tracer(scope)
+	t.last.Store(&providerTracer{tp: tp, tr: tr})
+	return tr
 }
 
 // Request is the span of one gateway operation. A nil *Request (tracing
@@ -40,6 +65,10 @@ type Request struct {
 	attempts int
 	cooled   int
 	alias    string
+	// stream and maxTokens go on the span with the rest at Finish: one
+	// SetAttributes call per span, not one per fact.
+	stream    bool
+	maxTokens int64
 }
 
 // StartRequest starts the span of a request under the span in ctx. It
@@ -50,7 +79,7 @@ func (t *Tracer) StartRequest(ctx context.Context, endpoint ledger.Endpoint) (co
 	if !parent.IsRecording() {
 		return ctx, nil
 	}
-	tr := parent.TracerProvider().Tracer(scope)
+	tr := t.tracer(parent.TracerProvider())
 	op := Operation(endpoint)
 	ctx, span := tr.Start(ctx, op, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("gen_ai.operation.name", op)))
@@ -58,18 +87,14 @@ func (t *Tracer) StartRequest(ctx context.Context, endpoint ledger.Endpoint) (co
 }
 
 // Model names the span after the model the client asked for, as the GenAI
-// conventions want ("chat claude-sonnet"), once the body is read.
+// conventions want ("chat claude-sonnet"), once the body is read; the
+// request attributes are set when the span finishes.
 func (r *Request) Model(alias string, stream bool, maxTokens int64) {
 	if r == nil {
 		return
 	}
-	r.alias = alias
+	r.alias, r.stream, r.maxTokens = alias, stream, maxTokens
 	r.span.SetName(r.op + " " + alias)
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.request.model", alias), attribute.Bool("gen_ai.request.stream", stream)}
-	if maxTokens > 0 {
-		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", maxTokens))
-	}
-	r.span.SetAttributes(attrs...)
 }
 
 // Content records the request body when the tracer captures content.
@@ -128,14 +153,27 @@ func (r *Request) StartAttempt(ctx context.Context, a AttemptInfo) (context.Cont
 	return ctx, &Attempt{span: span, ctx: ctx}
 }
 
-// Inject writes the attempt's W3C trace context (traceparent, tracestate)
-// into the upstream request's headers, so the provider's trace continues
-// the client's.
-func (a *Attempt) Inject(h http.Header) {
-	if a == nil {
+// Inject writes the W3C trace context (traceparent, tracestate) into the
+// upstream request's headers h, so the provider's trace continues the
+// client's. With a recording attempt that is the attempt's span; else the
+// span context in ctx when there is one (Caddy's tracing on, the trace not
+// sampled); else, with tracing off, the client's own headers go upstream
+// unchanged: the gateway builds its upstream requests afresh, and without
+// this a caller's trace would stop at the gateway.
+func (a *Attempt) Inject(ctx context.Context, h, client http.Header) {
+	if a != nil {
+		ctx = a.ctx
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 		return
 	}
-	propagation.TraceContext{}.Inject(a.ctx, propagation.HeaderCarrier(h))
+	if tp := client.Values("Traceparent"); len(tp) > 0 {
+		h["Traceparent"] = slices.Clone(tp)
+		if ts := client.Values("Tracestate"); len(ts) > 0 {
+			h["Tracestate"] = slices.Clone(ts)
+		}
+	}
 }
 
 // End ends the attempt: the upstream status (0 when none came), the
@@ -174,7 +212,10 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 		r.Model(rec.Alias, rec.Stream, 0)
 	}
 	s := r.span
-	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs := make([]attribute.KeyValue, 0, 28)
+	if r.alias != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", r.alias), attribute.Bool("gen_ai.request.stream", r.stream))
+	}
 	attrs = append(attrs,
 		attribute.String("modelgate.key_id", rec.KeyID),
 		attribute.String("modelgate.workspace", rec.Workspace),
@@ -191,6 +232,9 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 			attribute.String("gen_ai.provider.name", ProviderName(rec.Provider)),
 			attribute.String("gen_ai.response.model", rec.UpstreamModel),
 			attribute.String("modelgate.deployment", deployment))
+	}
+	if r.maxTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", r.maxTokens))
 	}
 	if rec.RequestID != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.id", rec.RequestID))
@@ -217,10 +261,10 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 	if rec.TTFT > 0 {
 		attrs = append(attrs, attribute.Float64("modelgate.time_to_first_token", rec.TTFT.Seconds()))
 	}
-	s.SetAttributes(attrs...)
 	if rec.Outcome == ledger.OutcomeError {
-		s.SetAttributes(attribute.String("error.type", statusClass(rec.Status)))
+		attrs = append(attrs, attribute.String("error.type", statusClass(rec.Status)))
 		s.SetStatus(codes.Error, statusClass(rec.Status))
 	}
+	s.SetAttributes(attrs...)
 	s.End()
 }

@@ -37,7 +37,7 @@ func TestSpans(t *testing.T) {
 	a1.End(529, "overloaded", true)
 	_, a2 := req.StartAttempt(ctx, AttemptInfo{Alias: "backup", Deployment: "d2", Provider: "gemini", Upstream: "gem"})
 	h := http.Header{}
-	a2.Inject(h)
+	a2.Inject(ctx, h, nil)
 	a2.End(200, "", false)
 	tr.Finish(req, &ledger.Record{Alias: "claude", KeyID: "alice", Workspace: "w", Endpoint: ledger.EndpointMessages, Provider: "gemini",
 		UpstreamModel: "gem", InputTokens: 10, CacheReadTokens: 5, CacheCreation1h: 2, OutputTokens: 7, Status: 200, Outcome: ledger.OutcomeOK,
@@ -126,7 +126,7 @@ func offPath(ctx context.Context, tr *Tracer, rec *ledger.Record, h http.Header)
 	req.Model("a", false, 0)
 	tr.Content(req, nil)
 	_, a := req.StartAttempt(ctx, AttemptInfo{})
-	a.Inject(h)
+	a.Inject(ctx, h, h)
 	a.End(200, "", false)
 	tr.Finish(req, rec, "d")
 }
