@@ -470,3 +470,36 @@ model_aliases:`, flaky.URL, down.URL), 1)
 		}
 	}
 }
+
+// TestTraceContextWithoutTracing: with no tracing directive the gateway
+// starts no span, yet a client's W3C trace context (traceparent and
+// tracestate) reaches the upstream unchanged, for a pass-through and a
+// translated request alike: the gateway builds its upstream requests
+// afresh, and a caller's trace must not stop there.
+func TestTraceContextWithoutTracing(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	const tp = "00-7bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const ts = "vendor=opaque,other=1"
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`,
+		"traceparent", tp, "tracestate", ts); st != 200 {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	if h := u.openaiRec.Last().Header; h.Get("Traceparent") != tp || h.Get("Tracestate") != ts {
+		t.Errorf("pass-through: upstream got traceparent %q tracestate %q, want the client's", h.Get("Traceparent"), h.Get("Tracestate"))
+	}
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`,
+		"traceparent", tp, "tracestate", ts); st != 200 {
+		t.Fatalf("translated chat: %d %s", st, body)
+	}
+	if h := u.anthropicRec.Last().Header; h.Get("Traceparent") != tp || h.Get("Tracestate") != ts {
+		t.Errorf("translated: upstream got traceparent %q tracestate %q, want the client's", h.Get("Traceparent"), h.Get("Tracestate"))
+	}
+	// Without a client trace context nothing is made up.
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`); st != 200 {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	if h := u.openaiRec.Last().Header; h.Get("Traceparent") != "" {
+		t.Errorf("upstream got traceparent %q though the client sent none", h.Get("Traceparent"))
+	}
+}
