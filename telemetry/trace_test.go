@@ -143,3 +143,43 @@ func BenchmarkTracingOff(b *testing.B) {
 		offPath(ctx, tr, rec, h)
 	}
 }
+
+// TestToolCallSpan: an MCP tool call is an "execute_tool <tool>" client
+// span under the request's with the GenAI tool attributes and the server's
+// name; a failed call carries its class, never the tool's output; with no
+// recording span nothing is made.
+func TestToolCallSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx, server := tp.Tracer("test").Start(context.Background(), "server")
+	_, ok := StartToolCall(ctx, "everything", "echo")
+	ok.End("")
+	_, bad := StartToolCall(ctx, "everything", "fail")
+	bad.End("tool_error")
+	server.End()
+	if _, off := StartToolCall(context.Background(), "s", "t"); off != nil {
+		t.Error("a tool span without a recording parent")
+	}
+	spans := rec.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, want := range []map[string]string{
+		{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "mcp.method.name": "tools/call", "modelgate.mcp.server": "everything"},
+		{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "fail", "modelgate.mcp.server": "everything", "error.type": "tool_error"},
+	} {
+		s := spans[i]
+		if s.Name() != "execute_tool "+want["gen_ai.tool.name"] || s.SpanKind().String() != "client" || s.Parent().SpanID() != server.SpanContext().SpanID() {
+			t.Errorf("span %q kind %v parent %v", s.Name(), s.SpanKind(), s.Parent().SpanID())
+		}
+		got := attrs(s)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", s.Name(), k, got[k], v)
+			}
+		}
+	}
+	if spans[1].Status().Code.String() != "Error" {
+		t.Errorf("failed call status %v", spans[1].Status())
+	}
+}
