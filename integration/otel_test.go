@@ -396,6 +396,16 @@ model_aliases:`, flaky.URL, down.URL), 1)
 		t.Errorf("attempt span's parent %s, want the request span %s", att[0].parent(), req[0].SpanID)
 	}
 	want(att[0], map[string]string{"gen_ai.provider.name": "openai", "gen_ai.request.model": "fake-gpt", "http.response.status_code": "200", "modelgate.attempt": "1"})
+	// The finish reasons, as the client got them: Chat Completions' on
+	// the whole answer, Messages' on the translated stream below.
+	finish := func(s jaegerSpan, reason string) {
+		t.Helper()
+		if got, _ := s.tag("gen_ai.response.finish_reasons"); !strings.Contains(got, `"`+reason+`"`) {
+			t.Errorf("span %q: gen_ai.response.finish_reasons = %q, want [%q]", s.OperationName, got, reason)
+		}
+	}
+	finish(req[0], "stop")
+	finish(att[0], "stop")
 
 	// The translated stream: two attempts, the first failed and retried.
 	stream := traces[streamTrace]
@@ -425,6 +435,12 @@ model_aliases:`, flaky.URL, down.URL), 1)
 	}
 	if failed != 1 || retried != 1 {
 		t.Errorf("stream attempts: %d failed with 503, %d marked retrying; want 1 and 1", failed, retried)
+	}
+	finish(req[0], "end_turn")
+	for _, a := range attempts {
+		if st, _ := a.tag("http.response.status_code"); st == "200" {
+			finish(a, "end_turn")
+		}
 	}
 	tp1, _ := flakyTP.Load(int32(1))
 	tp2, _ := flakyTP.Load(int32(2))

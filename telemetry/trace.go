@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -69,6 +70,43 @@ type Request struct {
 	// SetAttributes call per span, not one per fact.
 	stream    bool
 	maxTokens int64
+	// finish holds the finish reasons of the answer the client got, in
+	// the order its choices gave them.
+	finish []string
+}
+
+// maxFinish bounds the finish reasons a span keeps (one per choice).
+const maxFinish = 16
+
+// Answer notes the finish reasons in b, a whole answer or a stream event
+// as sent to the client, for gen_ai.response.finish_reasons on the request
+// span and the attempt's. A null reason (a stream's first events) is no
+// reason. It does nothing when the span is not recording.
+func (r *Request) Answer(b []byte) {
+	if r == nil {
+		return
+	}
+	// The fields that carry an answer's finish reason in the client
+	// formats: Chat Completions, Messages, Gemini.
+	for _, key := range [...]string{`"finish_reason":`, `"stop_reason":`, `"finishReason":`} {
+		k := []byte(key)
+		for rest := b; len(r.finish) < maxFinish; {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			rest = bytes.TrimLeft(rest[i+len(k):], " \t\r\n")
+			if len(rest) == 0 || rest[0] != '"' {
+				continue
+			}
+			end := bytes.IndexByte(rest[1:], '"')
+			if end < 0 {
+				break
+			}
+			r.finish = append(r.finish, string(rest[1:1+end]))
+			rest = rest[1+end:]
+		}
+	}
 }
 
 // StartRequest starts the span of a request under the span in ctx. It
@@ -123,6 +161,8 @@ func (r *Request) Cooldown(deployment, why string) {
 type Attempt struct {
 	span trace.Span
 	ctx  context.Context
+	req  *Request
+	from int // the request's finish reasons before this attempt
 }
 
 // AttemptInfo is what an upstream attempt is known by when it starts.
@@ -150,7 +190,7 @@ func (r *Request) StartAttempt(ctx context.Context, a AttemptInfo) (context.Cont
 			attribute.Int("modelgate.attempt", r.attempts),
 			attribute.Bool("modelgate.fallback", r.alias != "" && a.Alias != r.alias),
 		))
-	return ctx, &Attempt{span: span, ctx: ctx}
+	return ctx, &Attempt{span: span, ctx: ctx, req: r, from: len(r.finish)}
 }
 
 // Inject writes the W3C trace context (traceparent, tracestate) into the
@@ -187,6 +227,9 @@ func (a *Attempt) End(status int, errClass string, retrying bool) {
 		errClass = strconv.Itoa(status)
 	}
 	attrs := []attribute.KeyValue{attribute.Bool("modelgate.retrying", retrying)}
+	if f := a.req.finish[a.from:]; len(f) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", f))
+	}
 	if status > 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", status))
 	}
@@ -235,6 +278,9 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 	}
 	if r.maxTokens > 0 {
 		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", r.maxTokens))
+	}
+	if len(r.finish) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", r.finish))
 	}
 	if rec.RequestID != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.id", rec.RequestID))

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ func TestSpans(t *testing.T) {
 	_, a1 := req.StartAttempt(ctx, AttemptInfo{Alias: "claude", Deployment: "d1", Provider: "anthropic", Upstream: "claude-x"})
 	a1.End(529, "overloaded", true)
 	_, a2 := req.StartAttempt(ctx, AttemptInfo{Alias: "backup", Deployment: "d2", Provider: "gemini", Upstream: "gem"})
+	req.Answer([]byte(`{"type":"message_start","message":{"stop_reason":null}}`))
+	req.Answer([]byte(`{"type":"message_delta","delta":{"stop_reason": "max_tokens"}}`))
 	h := http.Header{}
 	a2.Inject(ctx, h, nil)
 	a2.End(200, "", false)
@@ -84,8 +87,39 @@ func TestSpans(t *testing.T) {
 	if a := attrs(att1); a["error.type"] != "overloaded" || a["modelgate.retrying"] != "true" || a["modelgate.fallback"] != "false" {
 		t.Errorf("first attempt: %v", a)
 	}
-	if a := attrs(att2); a["modelgate.fallback"] != "true" || a["http.response.status_code"] != "200" {
+	if a := attrs(att2); a["modelgate.fallback"] != "true" || a["http.response.status_code"] != "200" || a["gen_ai.response.finish_reasons"] != `["max_tokens"]` {
 		t.Errorf("second attempt: %v", a)
+	}
+	if a := attrs(att1); a["gen_ai.response.finish_reasons"] != "" {
+		t.Errorf("the failed attempt has finish reasons %q", a["gen_ai.response.finish_reasons"])
+	}
+	if got["gen_ai.response.finish_reasons"] != `["max_tokens"]` {
+		t.Errorf("request finish reasons %q", got["gen_ai.response.finish_reasons"])
+	}
+}
+
+// TestFinishReasons: the reasons of every choice, in each client format's
+// field, whole or streamed; null is none.
+func TestFinishReasons(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	ctx, server := tp.Tracer("test").Start(context.Background(), "server")
+	defer server.End()
+	for _, c := range []struct {
+		chunks []string
+		want   []string
+	}{
+		{[]string{`{"choices":[{"index":0,"finish_reason":"stop"},{"index":1,"finish_reason": "length"}]}`}, []string{"stop", "length"}},
+		{[]string{`data: {"choices":[{"delta":{"content":"x"},"finish_reason":null}]}`, `data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`}, []string{"tool_calls"}},
+		{[]string{`{"type":"message","content":[{"type":"text","text":"say \"stop_reason\":\"x\""}],"stop_reason":"end_turn"}`}, []string{"end_turn"}},
+		{[]string{`{"candidates":[{"content":{},"finishReason":"STOP"}]}`}, []string{"STOP"}},
+	} {
+		_, req := (&Tracer{}).StartRequest(ctx, ledger.EndpointChatCompletions)
+		for _, ch := range c.chunks {
+			req.Answer([]byte(ch))
+		}
+		if !slices.Equal(req.finish, c.want) {
+			t.Errorf("%v: %q, want %q", c.chunks, req.finish, c.want)
+		}
 	}
 }
 
