@@ -419,6 +419,9 @@ func (a *App) Stop() error {
 		return nil
 	}
 	a.stopped = true
+	// The slots and window chunks this instance holds in Redis go back
+	// now, not when their timers run out.
+	a.rates.Flush()
 	if a.purgeStop != nil {
 		close(a.purgeStop)
 	}

@@ -20,7 +20,7 @@ type LimitsBackend struct {
 	URL string `json:"url,omitempty"`
 	// SlotLease is how long a max_parallel slot outlives the last sign of
 	// its request (an instance that crashed, a release Redis never got);
-	// a running request renews its lease every half lease. Default: 10m,
+	// the instance renews the slots it holds every half lease. Default: 10m,
 	// the default upstream timeout.
 	SlotLease caddy.Duration `json:"slot_lease,omitempty"`
 }

@@ -105,6 +105,54 @@ func chatRequest(model string, stream bool) []byte {
 	return body
 }
 
+// responsesRequest is chat, a chatRequest body, as a Responses request:
+// the system message as instructions, the rest as input messages.
+func responsesRequest(tb testing.TB, chat []byte) []byte {
+	var c struct {
+		Model     string              `json:"model"`
+		Messages  []map[string]string `json:"messages"`
+		MaxTokens int                 `json:"max_tokens"`
+		Stream    bool                `json:"stream"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil {
+		tb.Fatal(err)
+	}
+	input := []map[string]any{}
+	for _, m := range c.Messages[1:] {
+		typ := "input_text"
+		if m["role"] == "assistant" {
+			typ = "output_text"
+		}
+		input = append(input, map[string]any{"type": "message", "role": m["role"], "content": []map[string]string{{"type": typ, "text": m["content"]}}})
+	}
+	body, _ := json.Marshal(map[string]any{"model": c.Model, "instructions": c.Messages[0]["content"], "input": input,
+		"max_output_tokens": c.MaxTokens, "stream": c.Stream, "store": false})
+	return body
+}
+
+// geminiRequest is chat, a chatRequest body, as a Gemini generateContent
+// body (the model travels in the path).
+func geminiRequest(tb testing.TB, chat []byte) []byte {
+	var c struct {
+		Messages  []map[string]string `json:"messages"`
+		MaxTokens int                 `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil {
+		tb.Fatal(err)
+	}
+	contents := []map[string]any{}
+	for _, m := range c.Messages[1:] {
+		role := "user"
+		if m["role"] == "assistant" {
+			role = "model"
+		}
+		contents = append(contents, map[string]any{"role": role, "parts": []map[string]string{{"text": m["content"]}}})
+	}
+	body, _ := json.Marshal(map[string]any{"systemInstruction": map[string]any{"parts": []map[string]string{{"text": c.Messages[0]["content"]}}},
+		"contents": contents, "generationConfig": map[string]any{"maxOutputTokens": c.MaxTokens}})
+	return body
+}
+
 func claudeCodeRequest(tb testing.TB) []byte {
 	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "providers", "testdata", "claude_code_request.json"))
@@ -205,6 +253,8 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 		{"anthropic-stream", "/v1/chat/completions", "claude", true, "data: [DONE]"},
 		{"ollama", "/v1/chat/completions", "llama", false, fakes.DefaultReply},
 		{"ollama-stream", "/v1/chat/completions", "llama", true, "data: [DONE]"},
+		{"responses-openai", "/v1/responses", "oa", false, fakes.DefaultReply},
+		{"gemini-openai", "/v1beta/models/oa:generateContent", "oa", false, fakes.DefaultReply},
 	}
 	id := &policy.Identity{KeyID: "bench", Role: policy.RoleUser}
 	for _, tc := range cases {
@@ -212,6 +262,12 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 			rec := &countingRecorder{}
 			g := benchGateway(b, rec)
 			body := chatRequest(tc.model, tc.stream)
+			switch {
+			case tc.path == "/v1/responses":
+				body = responsesRequest(b, body)
+			case strings.HasPrefix(tc.path, "/v1beta/"):
+				body = geminiRequest(b, body)
+			}
 			ctx := policy.WithIdentity(context.Background(), id)
 			serve := func() *httptest.ResponseRecorder {
 				r := httptest.NewRequestWithContext(ctx, http.MethodPost, tc.path, bytes.NewReader(body))

@@ -25,9 +25,11 @@ import (
 // it is admitted, so concurrent requests cannot pass a tpm between them,
 // and settles to its real count when it ends, in the window it reserved
 // in. A request in progress holds a lease on a max_parallel slot: renewed
-// while it runs, released when it ends, and expiring by itself when its
-// holder is gone, so a crashed instance or a lost release costs a busy
-// key its capacity for at most one lease.
+// while it is held, released when it ends (on a busy key, a little later:
+// ratelease.go), and expiring by itself when its holder is gone, so a
+// crashed instance or a lost release costs a busy key its capacity for at
+// most one lease. With a shared counter an instance takes window counts
+// in chunks and keeps slots between requests (ratelease.go).
 
 // RateCounter counts one-minute windows and requests in progress per
 // scope. Implementations are safe for concurrent use.
@@ -185,6 +187,11 @@ type RateLimits struct {
 	// Retrying counts releases and settlements waiting in the background
 	// for the shared counter to answer again.
 	Retrying atomic.Int64
+
+	// holdings are the slots and window chunks this instance holds of
+	// the shared counter, per scope (ratelease.go).
+	heldMu   sync.Mutex
+	holdings map[string]*heldScope
 }
 
 // retryShared is how long a failed shared counter is left alone.
@@ -202,7 +209,7 @@ func NewRateLimits(shared RateCounter, lease time.Duration, now func() time.Time
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &RateLimits{local: newLocalRates(now), shared: shared, now: now, lease: lease, warn: warn,
-		instance: hex.EncodeToString(b[:])}
+		instance: hex.EncodeToString(b[:]), holdings: map[string]*heldScope{}}
 }
 
 // counter is the shared counter, or the local one while it is failing.
@@ -235,6 +242,12 @@ type rateScope struct {
 	held, took      bool        // a slot was leased; the window counted the request
 	reserved        int64       // tokens reserved in the window
 	window, resetAt int64
+	// pool holds the scope's slots and window chunk in the shared
+	// counter; slot is the held slot the request uses, and chunked says
+	// its window was counted in the chunk.
+	pool    *heldScope
+	slot    string
+	chunked bool
 }
 
 // RateHold is what an admitted request gives back when it ends.
@@ -275,9 +288,19 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		s := &scopes[i]
 		s.window, s.resetAt = window, window+60
 		c := rl.counter()
+		if c == rl.shared {
+			s.pool = rl.heldScope(s.name)
+		}
 		if s.par > 0 {
-			ok, err := c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
+			var ok bool
+			var err error
+			if s.pool != nil {
+				s.slot, ok, err = s.pool.takeSlot(ctx, c, hold.lease, s.par)
+			} else {
+				ok, err = c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
+			}
 			if err != nil {
+				s.pool, s.slot = nil, ""
 				rl.failed(err)
 				// The script may have run before the answer was lost:
 				// give the lease back once the counter answers again.
@@ -304,7 +327,15 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			// other request has used, and settles to its real count.
 			r = min(reserve, s.tpm)
 		}
-		reqs, tokens, ok, err := c.Take(ctx, s.name, window, s.rpm, s.tpm, r)
+		var reqs, tokens int64
+		var ok bool
+		var err error
+		if cc, chunks := c.(ChunkCounter); chunks && s.pool != nil {
+			reqs, tokens, ok, err = s.pool.takeWindow(ctx, cc, window, s.rpm, s.tpm, r)
+			s.chunked = err == nil
+		} else {
+			reqs, tokens, ok, err = c.Take(ctx, s.name, window, s.rpm, s.tpm, r)
+		}
 		if err != nil {
 			rl.failed(err)
 			c = rl.local
@@ -328,7 +359,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		rl.downUntil.Store(0)
 	}
 	for i := range scopes {
-		if scopes[i].held {
+		if scopes[i].held && scopes[i].slot == "" {
 			// A request that outlives half a lease renews it, so the
 			// expiry only ever takes the slot of a request that is gone.
 			hold.mu.Lock()
@@ -353,7 +384,7 @@ func (h *RateHold) renewLeases() {
 	scopes := h.scopes
 	h.mu.Unlock()
 	for _, s := range scopes {
-		if !s.held {
+		if !s.held || s.slot != "" {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -407,23 +438,48 @@ func (h *RateHold) Release(tokens int64) {
 	var buf [4]rateOp // two scopes, a release and a settlement each
 	ops, shared := buf[:0], false
 	for _, s := range scopes {
-		if s.held {
+		switch {
+		case s.held && s.slot != "":
+			for _, lease := range s.pool.putSlot(s.slot) {
+				ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: lease, until: time.Now().Add(h.rl.lease)})
+				shared = true
+			}
+		case s.held:
 			ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: h.lease, until: time.Now().Add(h.rl.lease)})
 			shared = shared || s.slots != RateCounter(h.rl.local)
 		}
 		if s.took && s.tpm > 0 && tokens != s.reserved {
+			delta := max(0, tokens) - s.reserved
+			if s.chunked {
+				if delta = s.pool.settle(s.window, delta); delta == 0 {
+					continue
+				}
+			}
 			// A window key lives two minutes past its last request.
 			ops = append(ops, rateOp{c: s.counts, scope: s.name, lease: h.lease, settle: true,
-				window: s.window, delta: max(0, tokens) - s.reserved, until: time.Now().Add(3 * time.Minute)})
+				window: s.window, delta: delta, until: time.Now().Add(3 * time.Minute)})
 			shared = shared || s.counts != RateCounter(h.rl.local)
 		}
 	}
-	ctx := context.Background()
-	if shared {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
+	if len(ops) == 0 {
+		return
 	}
+	if shared {
+		h.rl.runOps(ops)
+		return
+	}
+	h.rl.runOpsWith(context.Background(), ops)
+}
+
+// runOps runs ops against the shared counter, each bounded as a release
+// is; what it does not take is retried in the background.
+func (rl *RateLimits) runOps(ops []rateOp) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rl.runOpsWith(ctx, ops)
+}
+
+func (rl *RateLimits) runOpsWith(ctx context.Context, ops []rateOp) {
 	for i := 0; i < len(ops); i++ {
 		op := ops[i]
 		var err error
@@ -438,8 +494,8 @@ func (h *RateHold) Release(tokens int64) {
 		}
 		if err != nil {
 			// The counter is stalled: the rest would wait on it too.
-			h.rl.failed(err)
-			h.rl.retryLater(append([]rateOp(nil), ops[i:]...))
+			rl.failed(err)
+			rl.retryLater(append([]rateOp(nil), ops[i:]...))
 			return
 		}
 	}

@@ -27,6 +27,7 @@ func TestRedisReleaseSettlesInOneStep(t *testing.T) {
 	}
 	t.Cleanup(r.Close)
 	rl := NewRateLimits(r, 0, nil, func(err error) { t.Error(err) })
+	t.Cleanup(rl.Flush) // before r.Close: slots an instance holds go back
 	id := &Identity{KeyID: "end" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{TPM: 1000, MaxParallel: 1}}
 	ctx := context.Background()
 	hold, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 900)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // GeminiTurn is one Gemini API request (generateContent,
@@ -34,13 +36,15 @@ type GeminiTurn struct {
 // generateContentRequest.
 func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, error) {
 	t := &GeminiTurn{size: len(body), ResponseID: rand.Text()[:16]}
-	// Unmarshal checks the syntax itself; a separate json.Valid pass
-	// would read a 40 KB Gemini CLI turn twice.
-	if err := json.Unmarshal(body, &t.req); err != nil {
-		if _, syntax := err.(*json.SyntaxError); syntax {
-			return RequestInfo{}, invalidJSON(body)
+	if !jsonfast.Valid(body) || !readGeminiRequest(body, &t.req) {
+		// The slow path: exactly encoding/json's reading and errors.
+		t.req = geminiRequest{}
+		if err := json.Unmarshal(body, &t.req); err != nil {
+			if _, syntax := err.(*json.SyntaxError); syntax {
+				return RequestInfo{}, invalidJSON(body)
+			}
+			return RequestInfo{}, decodeError(err)
 		}
-		return RequestInfo{}, decodeError(err)
 	}
 	if inner := t.req.GenerateContentRequest; inner != nil {
 		t.req = *inner

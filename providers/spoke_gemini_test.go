@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -391,4 +392,48 @@ func FuzzGeminiTextEvent(f *testing.F) {
 			t.Fatalf("fast %s\nslow %s", fast, slow)
 		}
 	})
+}
+
+// geminiEveryField has every field the fast reader knows, so the fuzz
+// seed run alone compares the fast path with encoding/json on all of them.
+const geminiEveryField = `{"contents":[{"role":"user","parts":[{"text":"a\u00e9<"},{"inlineData":{"mimeType":"image/png","data":"AA"}},{"fileData":{"mimeType":"application/pdf","fileUri":"gs://b/f"}}]},
+		{"role":"model","parts":[{"thought":true,"text":"t","thoughtSignature":"sig"},{"functionCall":{"id":"c1","name":"f","args":{"a":[1,null]}}},{"executableCode":{"code":"x"}},{"codeExecutionResult":null}]},
+		{"parts":[{"functionResponse":{"id":"c1","name":"f","response":{"ok":true},"parts":[{"inlineData":null,"text":"p"}]}}]}],
+		"systemInstruction":{"parts":[{"text":"s"}]},"tools":[{"functionDeclarations":[{"name":"f","description":"d","parameters":{"type":"OBJECT"},"parametersJsonSchema":null}]},{"googleSearch":{}}],
+		"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["f",null]}},"safetySettings":[{"category":"c"}],"cachedContent":null,"serviceTier":"flex","model":"models/x",
+		"generationConfig":{"temperature":0.5,"topP":1,"topK":40,"maxOutputTokens":5,"stopSequences":["a"],"candidateCount":1,"presencePenalty":0.1,"frequencyPenalty":-0.1,"seed":7,
+		"responseMimeType":"application/json","responseSchema":{"type":"STRING"},"responseJsonSchema":{},"thinkingConfig":{"includeThoughts":true,"thinkingBudget":-1,"thinkingLevel":"low"}},"unknown":[1]}`
+
+// FuzzGeminiRequestFastPath: what the fast reader reads, encoding/json
+// reads the same.
+func FuzzGeminiRequestFastPath(f *testing.F) {
+	f.Add([]byte(geminiCLITurn))
+	f.Add([]byte(geminiEveryField))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x","Text":"y"}]}]}`))
+	f.Add([]byte(`{"contents":null,"tools":null,"toolConfig":null,"generationConfig":null,"systemInstruction":null}`))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":5}]}],"generationConfig":{"maxOutputTokens":1.5}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast geminiRequest
+		if !json.Valid(body) || !readGeminiRequest(body, &fast) {
+			return
+		}
+		var slow geminiRequest
+		if err := json.Unmarshal(body, &slow); err != nil {
+			t.Fatalf("fast path read a body encoding/json refuses (%v): %s", err, body)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %#v\nslow %#v", fast, slow)
+		}
+	})
+}
+
+// TestGeminiFastPathTakesRealRequests: the shapes clients send are read by
+// the fast path, not left to encoding/json.
+func TestGeminiFastPathTakesRealRequests(t *testing.T) {
+	for name, body := range map[string]string{"gemini-cli": geminiCLITurn, "every field": geminiEveryField} {
+		var q geminiRequest
+		if !readGeminiRequest([]byte(body), &q) {
+			t.Errorf("%s: the fast path gave up", name)
+		}
+	}
 }

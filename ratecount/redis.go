@@ -22,7 +22,7 @@ import (
 type Redis struct {
 	c *redis.Client
 
-	take, settle, acquire, renew, release, end *redis.Script
+	take, settle, acquire, renew, release, end, chunk, giveBack *redis.Script
 }
 
 // Open parses a redis:// URL and checks the server answers.
@@ -88,13 +88,15 @@ func New(rawURL string) (*Redis, error) {
 		}
 	}
 	return &Redis{
-		c:       redis.NewClient(o),
-		take:    redis.NewScript(takeScript),
-		settle:  redis.NewScript(settleScript),
-		acquire: redis.NewScript(acquireScript),
-		renew:   redis.NewScript(renewScript),
-		release: redis.NewScript(releaseScript),
-		end:     redis.NewScript(endScript),
+		c:        redis.NewClient(o),
+		take:     redis.NewScript(takeScript),
+		settle:   redis.NewScript(settleScript),
+		acquire:  redis.NewScript(acquireScript),
+		renew:    redis.NewScript(renewScript),
+		release:  redis.NewScript(releaseScript),
+		end:      redis.NewScript(endScript),
+		chunk:    redis.NewScript(chunkScript),
+		giveBack: redis.NewScript(giveBackScript),
 	}, nil
 }
 

@@ -21,8 +21,21 @@ func AppendMarshalString[T string | []byte](dst []byte, s T) []byte {
 // its escaping of <, > and &.
 func AppendQuoted[T string | []byte](dst []byte, s T, html bool) []byte {
 	dst = append(dst, '"')
-	start := 0
+	start, bytewise := 0, 0
 	for i := 0; i < len(s); {
+		if i >= bytewise {
+			// Eight bytes at a time while none needs a look: most of a
+			// prompt is plain ASCII, and this loop runs over every byte
+			// of every translated request and answer. The word that
+			// stopped it is then read byte by byte.
+			for i+8 <= len(s) && plain8(load8(s, i), html) {
+				i += 8
+			}
+			if i >= len(s) {
+				break
+			}
+			bytewise = i + 8
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
@@ -185,3 +198,32 @@ func AppendBool(dst []byte, b bool) []byte {
 	}
 	return append(dst, "false"...)
 }
+
+// load8 reads s[i:i+8] as a little-endian word (the compiler merges the
+// byte loads into one).
+func load8[T string | []byte](s T, i int) uint64 {
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether every byte of w is printable ASCII that
+// AppendQuoted copies as it is: none below 0x20 or above 0x7f, no quote
+// or backslash, and with html none of <, > and &. As a whole-word test
+// it is exact; which byte failed is left to the byte loop.
+func plain8(w uint64, html bool) bool {
+	m := w | (w - 0x20*ones) | zeroBytes(w^('"'*ones)) | zeroBytes(w^('\\'*ones))
+	if html {
+		m |= zeroBytes(w^('<'*ones)) | zeroBytes(w^('>'*ones)) | zeroBytes(w^('&'*ones))
+	}
+	return m&highs == 0
+}
+
+// zeroBytes has the high bit of a byte set where that byte of x is zero
+// (and possibly above one that is): non-zero exactly when some byte is.
+func zeroBytes(x uint64) uint64 { return (x - ones) &^ x }

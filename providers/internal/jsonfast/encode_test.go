@@ -29,3 +29,43 @@ func TestMarshalHelpers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendQuoted pins the string encoder, word-at-a-time path and all,
+// to encoding/json with and without its HTML escaping, at every offset
+// (so each byte falls at each position of an eight-byte word).
+func FuzzAppendQuoted(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text, long enough for words", "a<b>c&d\"e\\f\x00g\x1fh\x7fi", "é ☃ 😀 \u2028\u2029 \xff\xc3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for off := 0; off < 8 && off <= len(s); off++ {
+			sub := s[off:]
+			want, _ := json.Marshal(sub)
+			if got := AppendQuoted(nil, sub, true); !bytes.Equal(got, want) {
+				t.Fatalf("html %q: got %s, want %s", sub, got, want)
+			}
+			if got := AppendQuoted(nil, []byte(sub), true); !bytes.Equal(got, want) {
+				t.Fatalf("html bytes %q: got %s, want %s", sub, got, want)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(sub)
+			want = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+			if got := AppendQuoted(nil, sub, false); !bytes.Equal(got, want) {
+				t.Fatalf("plain %q: got %s, want %s", sub, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkAppendQuoted is a 2 KB system prompt, the bulk of a translated
+// request's bytes.
+func BenchmarkAppendQuoted(b *testing.B) {
+	s := "You are the platform team's assistant. " + string(bytes.Repeat([]byte("Answer briefly and precisely, with code where it helps.\n"), 36))
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = AppendQuoted(buf[:0], s, true)
+	}
+}

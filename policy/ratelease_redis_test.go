@@ -1,0 +1,158 @@
+package policy
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/ratecount"
+)
+
+// twoInstances is two RateLimits on one Redis, as two gateways are.
+func twoInstances(t *testing.T) (a, b *RateLimits) {
+	t.Helper()
+	u := os.Getenv("MODELGATE_TEST_REDIS")
+	if u == "" {
+		t.Skip("MODELGATE_TEST_REDIS unset: run `eval export $(scripts/redis.sh | tail -n1)` to test the Redis counter")
+	}
+	var rls [2]*RateLimits
+	for i := range rls {
+		r, err := ratecount.Open(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		rls[i] = NewRateLimits(r, 0, nil, func(err error) { t.Error(err) })
+		t.Cleanup(rls[i].Flush)
+	}
+	// The counts are per minute: start early enough in one to end in it.
+	if s := time.Now().Second(); s > 50 {
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	return rls[0], rls[1]
+}
+
+// TestChunksNeverPassALimitAcrossInstances: two instances admitting from
+// chunks of one window, 40 requests at a time each, admit no more than
+// the rpm between them, and never count more tokens (those settled plus
+// those reserved by requests in flight) than the tpm, whatever they
+// settle.
+func TestChunksNeverPassALimitAcrossInstances(t *testing.T) {
+	a, b := twoInstances(t)
+	for _, tc := range []struct {
+		name     string
+		rpm, tpm int64
+	}{{"rpm", 157, 1 << 40}, {"tpm", 1 << 20, 9_000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const reserve = 700
+			id := &Identity{KeyID: "chunks" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{RPM: tc.rpm, TPM: tc.tpm}}
+			var mu sync.Mutex
+			var admitted, charged, peak int64
+			var wg sync.WaitGroup
+			for i := range 80 {
+				rl := a
+				if i%2 == 1 {
+					rl = b
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range 4 {
+						hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, reserve)
+						if refusal != nil {
+							continue
+						}
+						mu.Lock()
+						admitted++
+						charged += reserve
+						peak = max(peak, charged)
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						// Some use less than their reservation, some none.
+						used := int64(j * 200)
+						mu.Lock()
+						charged += used - reserve
+						mu.Unlock()
+						hold.Release(used)
+					}
+				}()
+			}
+			wg.Wait()
+			if admitted > tc.rpm || admitted == 0 {
+				t.Errorf("%d admitted of 320 against an rpm of %d on two instances", admitted, tc.rpm)
+			}
+			if peak > tc.tpm {
+				t.Errorf("%d tokens counted at once (settled and reserved) against a tpm of %d", peak, tc.tpm)
+			}
+			t.Logf("%d admitted, peak %d tokens counted", admitted, peak)
+		})
+	}
+}
+
+// TestIdleChunkGoesBack: what one instance took in a chunk and did not
+// use goes back when it idles, so the other instance can use the window.
+func TestIdleChunkGoesBack(t *testing.T) {
+	a, b := twoInstances(t)
+	const rpm = 64
+	id := &Identity{KeyID: "idle" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{RPM: rpm}}
+	admit := func(rl *RateLimits) bool {
+		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+		hold.Release(0)
+		return refusal == nil
+	}
+	// A burst on a makes its chunks grow past what it uses.
+	for range 20 {
+		if !admit(a) {
+			t.Fatal("a refused within the rpm")
+		}
+	}
+	// b gets the rest of the minute once a's unused chunk is back.
+	time.Sleep(chunkIdle + 500*time.Millisecond)
+	got := 0
+	for admit(b) {
+		got++
+	}
+	if got != rpm-20 {
+		t.Errorf("b admitted %d after a used 20 of %d and idled, want %d", got, rpm, rpm-20)
+	}
+}
+
+// TestHotScopeSlotsLingerThenGoBack: a scope admitting many requests a
+// second keeps its freed slots for its next request, and gives them back
+// within slotLinger once no request comes, so another instance gets them.
+func TestHotScopeSlotsLingerThenGoBack(t *testing.T) {
+	a, b := twoInstances(t)
+	id := &Identity{KeyID: "hot" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{MaxParallel: 1}}
+	admit := func(rl *RateLimits) *RateHold {
+		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+		if refusal != nil {
+			return nil
+		}
+		return hold
+	}
+	for i := range hotAdmissions + 1 {
+		hold := admit(a)
+		if hold == nil {
+			t.Fatalf("request %d refused on a with its one slot free", i)
+		}
+		hold.Release(0)
+	}
+	// a's one slot lingers for its next request: b finds it taken...
+	if hold := admit(b); hold != nil {
+		hold.Release(0)
+		t.Error("b took the slot a hot scope on a had just freed")
+	}
+	// ...until it goes back.
+	time.Sleep(slotLinger + 100*time.Millisecond)
+	hold := admit(b)
+	if hold == nil {
+		t.Fatalf("b still refused %v after a's last request", slotLinger+100*time.Millisecond)
+	}
+	hold.Release(0)
+}
