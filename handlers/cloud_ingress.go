@@ -88,10 +88,11 @@ func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
 // /model/{id}/count-tokens): the InvokeModel body it wraps is counted as
 // count_tokens counts, and the count answered as {"inputTokens":n}.
 func (g *Gateway) serveBedrockCount(w http.ResponseWriter, r *http.Request, id string) {
-	body, ok := g.readCloudBody(w, r)
+	body, release, ok := g.readCloudBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	alias, ok := g.cloudAlias(id)
 	if !ok {
 		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
@@ -163,10 +164,11 @@ func (g *Gateway) serveVertex(w http.ResponseWriter, r *http.Request) {
 // serveCloudMessages unwraps a Bedrock or Vertex body into the Messages
 // request it carries and serves it as /v1/messages would.
 func (g *Gateway) serveCloudMessages(w http.ResponseWriter, r *http.Request, id string, stream *bool, endpoint ledger.Endpoint) {
-	body, ok := g.readCloudBody(w, r)
+	body, release, ok := g.readCloudBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	alias, ok := g.cloudAlias(id)
 	if !ok {
 		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
@@ -184,10 +186,11 @@ func (g *Gateway) serveCloudMessages(w http.ResponseWriter, r *http.Request, id 
 // serveVertexCount answers Vertex's count-tokens:rawPredict, whose body
 // names the model.
 func (g *Gateway) serveVertexCount(w http.ResponseWriter, r *http.Request) {
-	body, ok := g.readCloudBody(w, r)
+	body, release, ok := g.readCloudBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	info, err := providers.PeekRequest(body)
 	if err != nil && info.Model == "" {
 		asAPIError(err).Write(w, providers.FormatAnthropic)
@@ -207,22 +210,18 @@ func (g *Gateway) serveVertexCount(w http.ResponseWriter, r *http.Request) {
 	g.serveCountTokens(w, messagesRequest(r, msgs, betas, ledger.EndpointVertexRawPredict, "/v1/messages/count_tokens"))
 }
 
-// readCloudBody reads an envelope's body within the gateway's body limit.
-func (g *Gateway) readCloudBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if r.ContentLength > g.opts.MaxRequestBody && g.opts.MaxRequestBody > 0 {
-		(&providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}).Write(w, providers.FormatAnthropic)
-		return nil, false
+// readCloudBody reads an envelope's body as every client body is read
+// (readBody): a Content-Encoding of gzip, deflate or zstd decoded,
+// max_request_body bounding the wire and the decoded size, the buffer
+// counted in the body memory until release, which the caller defers.
+func (g *Gateway) readCloudBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), bool) {
+	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	if apiErr := g.readBody(w, r, req); apiErr != nil {
+		g.releaseRequest(req)
+		apiErr.Write(w, providers.FormatAnthropic)
+		return nil, nil, false
 	}
-	src := io.Reader(r.Body)
-	if g.opts.MaxRequestBody > 0 {
-		src = http.MaxBytesReader(w, r.Body, g.opts.MaxRequestBody)
-	}
-	body, err := io.ReadAll(src)
-	if err != nil {
-		(&providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}).Write(w, providers.FormatAnthropic)
-		return nil, false
-	}
-	return body, true
+	return req.body, func() { g.releaseRequest(req) }, true
 }
 
 // messagesRequest is r as the /v1/messages request it carries: body,

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // anthropicFake is an Anthropic Messages server that records what it got
@@ -272,5 +273,41 @@ func TestVertexIngress(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d vertex_raw_predict records, want 2: %+v", n, obs.Records())
+	}
+}
+
+// TestCloudIngressCompressedBodies: a Bedrock or Vertex envelope sent
+// with Content-Encoding gzip, deflate or zstd is decoded by the same
+// bounded reader as every body: served when it fits, a 413 when it
+// inflates past max_request_body (in the envelope's error shape), and the
+// body memory is all given back after either.
+func TestCloudIngressCompressedBodies(t *testing.T) {
+	up := newFakeUpstream(t, "chat", nil)
+	g, _ := testGateway(t, "model_list:\n"+entry("claude-sonnet-4-5-20250929", up.srv.URL), func(o *GatewayOptions) { o.MaxRequestBody = 1 << 20 })
+	bedrock := "/model/" + url_("global.anthropic.claude-sonnet-4-5-20250929-v1:0") + "/invoke"
+	vertex := "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict"
+	body := []byte(`{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`)
+	bomb := []byte(`{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[],"pad":"` + strings.Repeat(" ", 8<<20) + `"}`)
+	send := func(path, enc string, b []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(compress(t, enc, b)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", enc)
+		req = req.WithContext(policy.WithIdentity(req.Context(), alice))
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, path := range []string{bedrock, vertex} {
+		for _, enc := range []string{"gzip", "deflate", "zstd"} {
+			if rec := send(path, enc, body); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), reply("chat")) {
+				t.Fatalf("%s %s: %d %s", path, enc, rec.Code, rec.Body)
+			}
+			if rec := send(path, enc, bomb); rec.Code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("%s %s bomb: %d %s", path, enc, rec.Code, rec.Body)
+			}
+		}
+	}
+	if used, _, _ := g.bodyMem.stats(); used != 0 {
+		t.Errorf("%d bytes of body memory still held after the requests", used)
 	}
 }

@@ -45,6 +45,9 @@ type GatewayOptions struct {
 	// MaxConcurrentPerKey bounds the chat and messages requests one key
 	// may have in progress; more get 429 with Retry-After. 0: no limit.
 	MaxConcurrentPerKey int
+	// MaxBackgroundPerKey bounds the background Responses one key may have
+	// running on one instance; 0 is DefaultMaxBackgroundPerKey.
+	MaxBackgroundPerKey int
 	// States holds deployment state across reloads; nil gives private state.
 	States   *States
 	Recorder Recorder // nil: nothing is recorded

@@ -60,6 +60,11 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	}
 	defer g.releaseRequest(req)
 	body, info, alias := req.body, req.info, req.alias
+	if t, ok := info.Turn.(*providers.ResponsesTurn); ok && t.Background() && backgroundRun(r) == nil {
+		// Answered at once; the run is its own request, recorded once.
+		g.startBackground(w, r, body, t)
+		return
+	}
 	span.Model(alias, info.Stream, info.MaxTokens())
 	g.opts.Telemetry.Content(span, body)
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {

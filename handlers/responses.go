@@ -17,6 +17,11 @@ func (g *Gateway) readResponsesRequest(r *http.Request, id *policy.Identity, bod
 		return providers.RequestInfo{}, err
 	}
 	t.Created = g.now().Unix()
+	if run := backgroundRun(r); run != nil {
+		// A background response's run keeps the id and time its client
+		// was answered with.
+		t.ID, t.Created = run.id, run.created
+	}
 	// Codex drops a message with a refusal part it cannot parse; its
 	// requests say who they are in originator.
 	t.RefusalAsText = strings.HasPrefix(r.Header.Get("Originator"), "codex")

@@ -77,7 +77,17 @@ func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
 	start["output"] = json.RawMessage(`[]`)
 	delete(start, "usage")
 	emit("response.created", map[string]any{"response": start})
+	if status == "queued" {
+		// A background response another instance runs: nothing more is
+		// stored yet.
+		_ = rc.Flush()
+		return
+	}
 	emit("response.in_progress", map[string]any{"response": start})
+	if status == "in_progress" {
+		_ = rc.Flush()
+		return
+	}
 	for i, raw := range output {
 		var item struct {
 			ID        string `json:"id"`

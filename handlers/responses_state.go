@@ -182,18 +182,16 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sub == "cancel" {
-		// The gateway runs no response in the background: every stored
-		// response is finished, and OpenAI answers cancelling one that was
-		// not created with background: true with this 400.
-		(&providers.APIError{Status: http.StatusBadRequest, Param: "response_id", Code: "invalid_request",
-			Message: fmt.Sprintf("Response %q was not created with background=true and cannot be cancelled.", respID)}).Write(w, cf)
+		g.cancelBackground(w, r, rs, stored)
 		return
 	}
 	if sub == "" {
 		if replay, after, apiErr := wantsReplay(r); apiErr != nil {
 			apiErr.Write(w, cf)
 		} else if replay {
-			replayResponse(w, stored.Response, after)
+			if run := g.states.bg.get(key, respID); run == nil || !replayRun(w, r, run, after) {
+				replayResponse(w, stored.Response, after)
+			}
 		} else {
 			writeJSON(w, http.StatusOK, stored.Response)
 		}

@@ -122,6 +122,12 @@ func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Reques
 		return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "response.create: "+err.Error()) == nil
 	}
 	delete(fields, "type")
+	if string(fields["background"]) == "true" {
+		// A WebSocket turn is its stream; a background response is
+		// created with POST /v1/responses.
+		return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error",
+			"background: true is not served over the WebSocket; POST /v1/responses with background: true, then GET /v1/responses/{id}") == nil
+	}
 	fields["stream"] = json.RawMessage("true")
 	input := inputItems(fields["input"])
 	if raw, ok := fields["previous_response_id"]; ok {

@@ -55,10 +55,39 @@ func checkConversations(t *testing.T, up *upstreams, g *gateway) {
 	if body := string(up.anthropicRec.Last().Body); !strings.Contains(body, "heron") || !strings.Contains(body, "What was the code word?") {
 		t.Errorf("the conversation's items were not the history: %s", body)
 	}
+	if resp.Conversation.ID != conv.ID {
+		t.Errorf("a turn in a conversation answers conversation %q, want %q", resp.Conversation.ID, conv.ID)
+	}
+	// Streamed, on each backend (in a conversation of their own): the
+	// created and the completed event's Response name the conversation.
+	other, err := alice.Conversations.New(ctx, conversations.ConversationNewParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"claude", "oa"} {
+		s := alice.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: model,
+			Conversation: responses.ResponseNewParamsConversationUnion{OfString: openai.String(other.ID)},
+			Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("Still there?")}})
+		named := map[string]string{}
+		for s.Next() {
+			if ev := s.Current(); ev.Type == "response.created" || ev.Type == "response.completed" {
+				named[ev.Type] = ev.Response.Conversation.ID
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if named["response.created"] != other.ID || named["response.completed"] != other.ID {
+			t.Errorf("%s: streamed events name conversations %v, want %s", model, named, other.ID)
+		}
+	}
 	// A second turn, on another backend, naming it the object way.
-	newResponse(t, alice, responses.ResponseNewParams{Model: "oa",
+	second := newResponse(t, alice, responses.ResponseNewParams{Model: "oa",
 		Conversation: responses.ResponseNewParamsConversationUnion{OfConversationObject: &responses.ResponseConversationParam{ID: conv.ID}},
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("And again?")}})
+	if second.Conversation.ID != conv.ID {
+		t.Errorf("the oa turn answers conversation %q, want %q", second.Conversation.ID, conv.ID)
+	}
 	if body := string(up.openaiRec.Last().Body); !strings.Contains(body, "heron") || !strings.Contains(body, fakes.DefaultReply) || strings.Contains(body, conv.ID) {
 		t.Errorf("second turn's upstream body: %s", body)
 	}

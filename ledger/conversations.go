@@ -107,18 +107,13 @@ VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`)`, id, seq, head.ID, string(it));
 
 func (s *sqlStore) GetConversation(ctx context.Context, keyID, id string) (Conversation, error) {
 	c := Conversation{ID: id, KeyID: keyID}
-	if !StorableText(id) {
-		return c, ErrConversationNotFound
-	}
 	var created int64
 	var meta string
-	err := s.db.QueryRowContext(ctx, `SELECT created_us, metadata FROM conversations WHERE id = `+s.d.placeholder(1)+
-		` AND key_id = `+s.d.placeholder(2), id, keyID).Scan(&created, &meta)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, ErrConversationNotFound
+	if err := s.keyScopedRow(ctx, "conversations", "created_us, metadata", keyID, id, ErrConversationNotFound, &created, &meta); err != nil {
+		return c, err
 	}
 	c.Created, c.Metadata = time.UnixMicro(created).UTC(), json.RawMessage(meta)
-	return c, err
+	return c, nil
 }
 
 func (s *sqlStore) UpdateConversation(ctx context.Context, keyID, id string, metadata json.RawMessage) (Conversation, error) {
@@ -137,26 +132,8 @@ func (s *sqlStore) UpdateConversation(ctx context.Context, keyID, id string, met
 }
 
 func (s *sqlStore) DeleteConversation(ctx context.Context, keyID, id string) error {
-	p := s.d.placeholder
-	if !StorableText(id) {
-		return ErrConversationNotFound
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrConversationNotFound
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_items WHERE conversation_id = `+p(1), id); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return s.keyScopedDelete(ctx, "conversations", keyID, id, ErrConversationNotFound,
+		`DELETE FROM conversation_items WHERE conversation_id = `+s.d.placeholder(1), id)
 }
 
 func (s *sqlStore) AppendConversationItems(ctx context.Context, keyID, id string, items []json.RawMessage) error {

@@ -60,3 +60,38 @@ func TestConversationStore(t *testing.T) {
 		}
 	})
 }
+
+// TestConversationRetention: conversations expire with the responses
+// store's retention: the purge that drops responses created before the
+// cut drops conversations created before it too, with their items, and
+// keeps the newer ones, on both databases.
+func TestConversationRetention(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		cs, rs := s.(ConversationStore), s.(ResponseStore)
+		ctx := context.Background()
+		old := Conversation{ID: "conv_old", KeyID: "alice", Created: t0, Metadata: json.RawMessage(`{}`)}
+		fresh := Conversation{ID: "conv_new", KeyID: "alice", Created: t0.Add(time.Hour), Metadata: json.RawMessage(`{}`)}
+		for _, c := range []Conversation{old, fresh} {
+			if err := cs.CreateConversation(ctx, c, []json.RawMessage{json.RawMessage(`{"id":"m_` + c.ID + `"}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rs.PutResponse(ctx, storedResponse(1, "")); err != nil {
+			t.Fatal(err)
+		}
+		n, err := rs.PurgeResponses(ctx, t0.Add(30*time.Minute))
+		if err != nil || n != 2 {
+			t.Fatalf("purge: %d %v, want the old response and the old conversation", n, err)
+		}
+		if _, err := cs.GetConversation(ctx, "alice", "conv_old"); !errors.Is(err, ErrConversationNotFound) {
+			t.Errorf("expired conversation: %v", err)
+		}
+		var left int
+		if err := s.(*sqlStore).db.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversation_items WHERE conversation_id = 'conv_old'`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("expired conversation's items: %d left, %v", left, err)
+		}
+		if items, err := cs.ConversationItems(ctx, "alice", "conv_new"); err != nil || len(items) != 1 {
+			t.Errorf("kept conversation: %v %s", err, items)
+		}
+	})
+}

@@ -29,6 +29,9 @@ type StoredResponse struct {
 // ResponseStore keeps Responses API state in the ledger database, so that
 // every gateway instance on it can continue any conversation.
 type ResponseStore interface {
+	// PutResponse stores r, or replaces the response of the same id and
+	// key (a background response is stored queued and again when it
+	// ends).
 	PutResponse(ctx context.Context, r StoredResponse) error
 	// GetResponse, DeleteResponse, ResponseChain and Item answer
 	// ErrResponseNotFound for an id that is unknown or another key's.
@@ -39,8 +42,8 @@ type ResponseStore interface {
 	ResponseChain(ctx context.Context, keyID, id string) ([]StoredResponse, error)
 	// Item is one stored input or output item, by its own id.
 	Item(ctx context.Context, keyID, itemID string) (json.RawMessage, error)
-	// PurgeResponses deletes what was created before t and says how many
-	// responses went.
+	// PurgeResponses deletes the responses and conversations created
+	// before t and says how many went.
 	PurgeResponses(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -81,7 +84,9 @@ func (s *sqlStore) PutResponse(ctx context.Context, r StoredResponse) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO responses (id, key_id, previous_id, model, created_us, input, output, response)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)`,
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)
+ON CONFLICT (id) DO UPDATE SET previous_id = excluded.previous_id, model = excluded.model, input = excluded.input,
+	output = excluded.output, response = excluded.response WHERE responses.key_id = excluded.key_id`,
 		r.ID, r.KeyID, r.PreviousID, r.Model, created, string(orEmptyList(r.Input)), string(orEmptyList(r.Output)), string(r.Response)); err != nil {
 		return err
 	}
@@ -111,23 +116,12 @@ func orEmptyList(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// An id no row can hold (a NUL byte, invalid UTF-8: PostgreSQL refuses
-// the query) is not found, never a database error a client would retry.
-
 func (s *sqlStore) GetResponse(ctx context.Context, keyID, id string) (StoredResponse, error) {
-	p := s.d.placeholder
 	r := StoredResponse{ID: id, KeyID: keyID}
-	if !StorableText(id) {
-		return r, ErrResponseNotFound
-	}
 	var created int64
 	var input, output, response string
-	err := s.db.QueryRowContext(ctx, `SELECT previous_id, model, created_us, input, output, response FROM responses
-WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(&r.PreviousID, &r.Model, &created, &input, &output, &response)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, ErrResponseNotFound
-	}
-	if err != nil {
+	if err := s.keyScopedRow(ctx, "responses", "previous_id, model, created_us, input, output, response", keyID, id, ErrResponseNotFound,
+		&r.PreviousID, &r.Model, &created, &input, &output, &response); err != nil {
 		return r, err
 	}
 	r.Created = time.UnixMicro(created).UTC()
@@ -136,16 +130,40 @@ WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(&r.PreviousID, &r.Model
 }
 
 func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {
-	p := s.d.placeholder
+	return s.keyScopedDelete(ctx, "responses", keyID, id, ErrResponseNotFound,
+		`DELETE FROM response_items WHERE response_id = `+s.d.placeholder(1)+` AND key_id = `+s.d.placeholder(2), id, keyID)
+}
+
+// keyScopedRow scans the columns of the row of table with id that keyID
+// owns. An id that is unknown, another key's, or one no row can hold (a
+// NUL byte, invalid UTF-8: PostgreSQL refuses the query) is notFound,
+// never a database error a client would retry.
+func (s *sqlStore) keyScopedRow(ctx context.Context, table, columns, keyID, id string, notFound error, dest ...any) error {
 	if !StorableText(id) {
-		return ErrResponseNotFound
+		return notFound
 	}
+	p := s.d.placeholder
+	err := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM `+table+` WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound
+	}
+	return err
+}
+
+// keyScopedDelete deletes the row of table with id that keyID owns, and
+// in the same transaction runs then (its dependent rows) with args;
+// notFound as keyScopedRow.
+func (s *sqlStore) keyScopedDelete(ctx context.Context, table, keyID, id string, notFound error, then string, args ...any) error {
+	if !StorableText(id) {
+		return notFound
+	}
+	p := s.d.placeholder
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, `DELETE FROM responses WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID)
+	res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID)
 	if err != nil {
 		return err
 	}
@@ -153,9 +171,9 @@ func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {
 		if err != nil {
 			return err
 		}
-		return ErrResponseNotFound
+		return notFound
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM response_items WHERE response_id = `+p(1)+` AND key_id = `+p(2), id, keyID); err != nil {
+	if _, err := tx.ExecContext(ctx, then, args...); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -227,5 +245,16 @@ func (s *sqlStore) PurgeResponses(ctx context.Context, before time.Time) (int64,
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
-	return n, tx.Commit()
+	// Conversations are Responses state too and expire by the same rule:
+	// created before the cut.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_items WHERE conversation_id IN
+	(SELECT id FROM conversations WHERE created_us < `+s.d.placeholder(1)+`)`, cut); err != nil {
+		return 0, err
+	}
+	res, err = tx.ExecContext(ctx, `DELETE FROM conversations WHERE created_us < `+s.d.placeholder(1), cut)
+	if err != nil {
+		return 0, err
+	}
+	c, _ := res.RowsAffected()
+	return n + c, tx.Commit()
 }

@@ -122,3 +122,39 @@ func TestResponseLookupUnstorableID(t *testing.T) {
 		}
 	})
 }
+
+// TestResponseStoreReplace: a background response is stored queued and
+// again when it ends; the second put replaces the first, and another
+// key's put of the same id changes nothing, on both databases.
+func TestResponseStoreReplace(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		rs := s.(ResponseStore)
+		ctx := context.Background()
+		queued := StoredResponse{ID: "resp_bg", KeyID: "alice", Model: "coder", Created: t0,
+			Response: json.RawMessage(`{"id":"resp_bg","status":"queued"}`)}
+		if err := rs.PutResponse(ctx, queued); err != nil {
+			t.Fatal(err)
+		}
+		done := storedResponse(9, "")
+		done.ID, done.Response = "resp_bg", json.RawMessage(`{"id":"resp_bg","status":"completed"}`)
+		if err := rs.PutResponse(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rs.GetResponse(ctx, "alice", "resp_bg")
+		if err != nil || string(got.Response) != `{"id":"resp_bg","status":"completed"}` || !strings.Contains(string(got.Output), "answer 9") {
+			t.Fatalf("after replace: %v %+v", err, got)
+		}
+		if item, err := rs.Item(ctx, "alice", "msg_out9"); err != nil || !strings.Contains(string(item), "answer 9") {
+			t.Errorf("item of the replacing put: %v %s", err, item)
+		}
+		bob := queued
+		bob.KeyID, bob.Response = "bob", json.RawMessage(`{"id":"resp_bg","status":"cancelled"}`)
+		_ = rs.PutResponse(ctx, bob)
+		if got, err := rs.GetResponse(ctx, "alice", "resp_bg"); err != nil || string(got.Response) != `{"id":"resp_bg","status":"completed"}` {
+			t.Errorf("another key's put changed alice's response: %v %s", err, got.Response)
+		}
+		if _, err := rs.GetResponse(ctx, "bob", "resp_bg"); !errors.Is(err, ErrResponseNotFound) {
+			t.Errorf("bob reads a response by putting its id: %v", err)
+		}
+	})
+}

@@ -31,6 +31,7 @@ func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte
 	m["model"], _ = json.Marshal(model)
 	delete(m, "previous_response_id")
 	delete(m, "conversation")
+	delete(m, "background")
 	return json.Marshal(m)
 }
 
@@ -66,7 +67,10 @@ func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
 		}
 	}
 	u.ServiceTier = r.ServiceTier
-	if r.ID != "" {
+	if t.Background() || t.ConversationID != "" {
+		raw = t.echo(raw)
+	}
+	if !t.Background() && r.ID != "" {
 		t.ID = r.ID
 	}
 	t.finalize(r.Status, r.Output, raw)
@@ -83,7 +87,11 @@ func nativeResponsesRoute() Route {
 		if !looksLikeObject(raw) {
 			return nil, Usage{}, ErrNotJSONObject
 		}
-		u, err := info.responses().adopt(raw)
+		t := info.responses()
+		u, err := t.adopt(raw)
+		if t.Background() || t.ConversationID != "" {
+			raw = t.echo(raw)
+		}
 		return raw, u, err
 	}
 	r.stream = func(_ string, info RequestInfo, _ bool) StreamTranslator {
@@ -146,6 +154,9 @@ func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
 			p.seq = n + 1
 		}
 	}
+	if p.t.Background() || p.t.ConversationID != "" {
+		data = p.t.echoEvent(data)
+	}
 	return AppendSSE(dst, name, data), nil
 }
 
@@ -192,4 +203,41 @@ func (p *responsesPassthrough) Complete() bool           { return p.done }
 func (p *responsesPassthrough) Fail(dst []byte, e *APIError) []byte {
 	s := &responsesStream{t: p.t, seq: int(p.seq), started: true}
 	return s.Fail(dst, e)
+}
+
+// echo is a native upstream's Response with what the gateway kept from
+// the request: a background response's id (the client was answered with
+// it at once) and background: true, and the conversation, which the
+// upstream never saw.
+func (t *ResponsesTurn) echo(raw []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	if t.Background() {
+		m["id"], _ = json.Marshal(t.ID)
+		m["background"] = json.RawMessage("true")
+	}
+	if t.ConversationID != "" {
+		m["conversation"], _ = json.Marshal(responseConv{ID: t.ConversationID})
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// echoEvent is a relayed event whose response object gets echo.
+func (t *ResponsesTurn) echoEvent(data []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil || len(m["response"]) == 0 {
+		return data
+	}
+	m["response"] = t.echo(m["response"])
+	b, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return b
 }

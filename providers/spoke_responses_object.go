@@ -216,6 +216,7 @@ type responseObject struct {
 	CompletedAt        *int64             `json:"completed_at"`
 	Status             string             `json:"status"`
 	Background         bool               `json:"background"`
+	Conversation       *responseConv      `json:"conversation,omitempty"`
 	Error              *responseError     `json:"error"`
 	IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
 	Instructions       *string            `json:"instructions"`
@@ -239,6 +240,11 @@ type responseObject struct {
 	Usage              *responsesUsage    `json:"usage"`
 	User               *string            `json:"user"`
 	Metadata           map[string]string  `json:"metadata"`
+}
+
+// responseConv names the conversation a response belongs to.
+type responseConv struct {
+	ID string `json:"id"`
 }
 
 type responseError struct {
@@ -271,8 +277,11 @@ func (t *ResponsesTurn) object(status string, output []json.RawMessage, usage *r
 		PreviousResponseID: r.PreviousResponseID, PromptCacheKey: r.PromptCacheKey,
 		SafetyIdentifier: r.SafetyIdentifier, ServiceTier: "default", Store: t.Stored(),
 		Temperature: 1, TopP: 1, ToolChoice: r.ToolChoice, Tools: r.Tools, Truncation: "disabled",
-		Usage: usage, User: r.User, Metadata: r.Metadata,
+		Usage: usage, User: r.User, Metadata: r.Metadata, Background: r.Background != nil && *r.Background,
 		Text: responseText{Format: json.RawMessage(`{"type":"text"}`), Verbosity: "medium"},
+	}
+	if t.ConversationID != "" {
+		o.Conversation = &responseConv{ID: t.ConversationID}
 	}
 	if o.Output == nil {
 		o.Output = []json.RawMessage{}

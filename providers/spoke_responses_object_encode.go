@@ -17,6 +17,9 @@ func appendResponseObject(dst []byte, o *responseObject) []byte {
 	dst = appendOptInt(jsonfast.AppendKey(dst, "completed_at", false), o.CompletedAt)
 	dst = jsonfast.AppendStringMember(dst, "status", o.Status, false)
 	dst = jsonfast.AppendBool(jsonfast.AppendKey(dst, "background", false), o.Background)
+	if c := o.Conversation; c != nil {
+		dst = append(jsonfast.AppendStringMember(append(jsonfast.AppendKey(dst, "conversation", false), '{'), "id", c.ID, true), '}')
+	}
 	dst = jsonfast.AppendKey(dst, "error", false)
 	if e := o.Error; e != nil {
 		dst = jsonfast.AppendStringMember(append(dst, '{'), "code", e.Code, true)

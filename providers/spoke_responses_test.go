@@ -147,7 +147,7 @@ func TestResponsesBadInputNamesTheParam(t *testing.T) {
 		{`{"model":"m","input":"hi","conversation":5}`, "conversation"},
 		{`{"model":"m","input":"hi","conversation":{"id":""}}`, "conversation"},
 		{`{"model":"m","input":"hi","conversation":"conv_1","previous_response_id":"resp_1"}`, "conversation"},
-		{`{"model":"m","input":"hi","background":true}`, "background"},
+		{`{"model":"m","input":"hi","background":true,"store":false}`, "background"},
 		{`{"model":"m","input":["hi"]}`, "input[0]"},
 		{`{"model":"m","input":[{"type":"message","role":"user","content":5}]}`, "input[0].content"},
 		{`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":{"x":1}}]}`, "input[0].output"},
@@ -581,6 +581,7 @@ func TestResponsesFastPathTakesRealRequests(t *testing.T) {
 // json.Marshal for whatever a request echoes into it.
 func FuzzResponseObjectEncoder(f *testing.F) {
 	f.Add([]byte(codexTurn), "completed", []byte(`{"id":"msg_1","type":"message"}`), int64(5))
+	f.Add([]byte(`{"model":"m","input":"x","conversation":{"id":"conv_<1>"},"background":true}`), "queued", []byte(`{}`), int64(2))
 	f.Add([]byte(`{"model":"m<&>","input":"x","metadata":{"b":"2","a":"1\u2028"},"temperature":1e-7,"top_p":0.5,"text":{"format":{"type":"json_schema","schema":{ "a" : [1, 2] }}},"instructions":"<b>"}`), "failed", []byte(`[ 1 ]`), int64(-1))
 	f.Fuzz(func(t *testing.T, body []byte, status string, item []byte, n int64) {
 		turn, err := ParseResponsesRequest(body)

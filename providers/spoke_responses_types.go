@@ -221,7 +221,12 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 		t.expanded = true
 	}
 	if r.Background != nil && *r.Background {
-		return nil, responsesError("background", "background responses are not supported by this gateway; stream instead")
+		if r.Store != nil && !*r.Store {
+			return nil, responsesError("background", "background responses are stored; set store: true (or leave it unset) with background: true")
+		}
+		// The gateway runs a background response itself: a native
+		// upstream is asked for an ordinary stream, never background.
+		t.expanded = true
 	}
 	if r.MaxOutputTokens != nil && *r.MaxOutputTokens < 1 {
 		return nil, responsesError("max_output_tokens", "max_output_tokens must be at least 1")
@@ -275,6 +280,16 @@ func parseItem(raw []byte, param string) (responsesItem, error) {
 // Stored reports whether the response is kept for later turns (store
 // defaults to true).
 func (t *ResponsesTurn) Stored() bool { return t.Req.Store == nil || *t.Req.Store }
+
+// Background reports whether the client asked for background: true.
+func (t *ResponsesTurn) Background() bool { return t.Req.Background != nil && *t.Req.Background }
+
+// QueuedObject is the Response a background request is answered with at
+// once: the request echoed, no output yet, status queued.
+func (t *ResponsesTurn) QueuedObject() []byte {
+	o := t.object("queued", nil, nil)
+	return appendResponseObject(nil, &o)
+}
 
 // Prepend puts a stored conversation before this turn's input
 // (previous_response_id).

@@ -1,0 +1,498 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// A Responses request with background: true is answered at once with the
+// Response in status queued; the gateway then serves it as an ordinary
+// streamed request on a context detached from the client's connection,
+// through the same path (auth identity, budgets, limits, alias timeout,
+// fallbacks, ledger: one record, with its real usage and outcome). Its
+// events are kept in memory while it runs, so GET ?stream=true on the
+// instance running it replays them with their original sequence numbers
+// and then follows the live tail. The stored row (every instance on the
+// ledger database reads it) goes queued → in_progress → its final status.
+//
+// Cancel stops the upstream call by cancelling that context. Another
+// instance cannot reach the context, so it marks the stored row
+// cancelled; the instance running it reads its row every
+// backgroundPoll and stops when it sees that.
+
+// DefaultMaxBackgroundPerKey bounds the background responses one key may
+// have running on one instance when GatewayOptions.MaxBackgroundPerKey is 0.
+const DefaultMaxBackgroundPerKey = 8
+
+// backgroundPoll is how often a running background response checks its
+// stored row for a cancel from another instance.
+const backgroundPoll = time.Second
+
+// maxBackgroundEvents bounds the event bytes one running background
+// response keeps for live replay; past it, a replay reads the stored row.
+const maxBackgroundEvents = 16 << 20
+
+// bgRuns is the background responses running on this instance.
+type bgRuns struct {
+	mu     sync.Mutex
+	runs   map[string]*bgRun
+	perKey map[string]int
+}
+
+func newBGRuns() *bgRuns {
+	return &bgRuns{runs: map[string]*bgRun{}, perKey: map[string]int{}}
+}
+
+// bgRun is one background response in progress.
+type bgRun struct {
+	id, key string
+	created int64
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu        sync.Mutex
+	cancelled bool
+	events    [][]byte // each event's data, as sent
+	size      int
+	overflow  bool          // events past maxBackgroundEvents were not kept
+	changed   chan struct{} // closed and replaced when an event is added
+}
+
+// start registers a run unless key already has max running.
+func (b *bgRuns) start(run *bgRun, max int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.perKey[run.key] >= max {
+		return false
+	}
+	b.perKey[run.key]++
+	b.runs[run.id] = run
+	return true
+}
+
+func (b *bgRuns) finish(run *bgRun) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, run.id)
+	if b.perKey[run.key]--; b.perKey[run.key] <= 0 {
+		delete(b.perKey, run.key)
+	}
+}
+
+// get is the run of id under key, or nil.
+func (b *bgRuns) get(key, id string) *bgRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if run := b.runs[id]; run != nil && run.key == key {
+		return run
+	}
+	return nil
+}
+
+// bgRunKey marks a request's context as a background response's own run.
+type bgRunKey struct{}
+
+func backgroundRun(r *http.Request) *bgRun {
+	run, _ := r.Context().Value(bgRunKey{}).(*bgRun)
+	return run
+}
+
+func (g *Gateway) maxBackground() int {
+	if g.opts.MaxBackgroundPerKey > 0 {
+		return g.opts.MaxBackgroundPerKey
+	}
+	return DefaultMaxBackgroundPerKey
+}
+
+// startBackground answers a background request with its queued Response
+// and starts serving it detached from the client.
+func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) {
+	cf := providers.FormatResponses
+	rs := g.responseStore()
+	if rs == nil {
+		(&providers.APIError{Status: http.StatusBadRequest, Param: "background",
+			Message: "background responses are kept in the gateway's responses store, and this gateway has no ledger database; send the request without background"}).Write(w, cf)
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object"}).Write(w, cf)
+		return
+	}
+	fields["stream"] = json.RawMessage("true")
+	delete(fields, "stream_options")
+	inner, _ := json.Marshal(fields)
+
+	key := keyOf(policy.IdentityFrom(r.Context()))
+	run := &bgRun{id: t.ID, key: key, created: t.Created, done: make(chan struct{}), changed: make(chan struct{})}
+	// The run keeps the request's values (identity, trace) but not its
+	// cancellation: the client may go once it has the id. Its cancel
+	// exists before anyone can find the run.
+	rctx, rcancel := context.WithCancel(context.WithValue(context.WithoutCancel(r.Context()), bgRunKey{}, run))
+	run.cancel = rcancel
+	if !g.states.bg.start(run, g.maxBackground()) {
+		rcancel()
+		(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
+			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())}).Write(w, cf)
+		return
+	}
+	queued := t.QueuedObject()
+	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: key, Model: t.Alias, Created: time.Unix(t.Created, 0),
+		Response: queued})
+	cancel()
+	if err != nil {
+		g.states.bg.finish(run)
+		rcancel()
+		stateUnavailable(err).Write(w, cf)
+		return
+	}
+
+	ir := r.Clone(rctx)
+	ir.Body = io.NopCloser(bytes.NewReader(inner))
+	ir.ContentLength = int64(len(inner))
+	ir.GetBody = nil
+	ir.Header.Del("Content-Encoding")
+	ir.Header.Set("Content-Type", "application/json")
+	ir.Header.Set("Accept", "text/event-stream")
+	go g.runBackground(run, ir, rs)
+
+	writeJSON(w, http.StatusOK, queued)
+}
+
+// runBackground serves a background response to its end and leaves its
+// final state in the store.
+func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseStore) {
+	defer close(run.done)
+	defer g.states.bg.finish(run)
+	defer run.cancel()
+	go g.watchCancel(run, rs)
+
+	bw := &bgWriter{g: g, run: run, rs: rs, header: http.Header{}}
+	g.responses(bw, r)
+
+	// The turn stored its Response itself if it completed; anything else
+	// (cancelled, failed, an error answer) is written here.
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	stored, err := rs.GetResponse(ctx, run.key, run.id)
+	if err != nil {
+		return
+	}
+	var cur map[string]json.RawMessage
+	if json.Unmarshal(stored.Response, &cur) != nil {
+		return
+	}
+	var status string
+	_ = json.Unmarshal(cur["status"], &status)
+	run.mu.Lock()
+	cancelled := run.cancelled
+	run.mu.Unlock()
+	switch {
+	case status != "queued" && status != "in_progress" && !(cancelled && status != "cancelled"):
+		return
+	case cancelled || status == "cancelled":
+		if status == "completed" || status == "incomplete" {
+			// It finished before the cancel reached it.
+			return
+		}
+		cur["status"] = json.RawMessage(`"cancelled"`)
+	default:
+		cur["status"] = json.RawMessage(`"failed"`)
+		cur["error"] = bw.failure()
+	}
+	b, _ := json.Marshal(cur)
+	stored.Response = b
+	if err := rs.PutResponse(ctx, stored); err != nil {
+		g.obs.Attempt(Attempt{Alias: stored.Model, Err: "response_store: " + err.Error()})
+	}
+}
+
+// watchCancel stops run when another instance marked its stored row
+// cancelled.
+func (g *Gateway) watchCancel(run *bgRun, rs ledger.ResponseStore) {
+	tick := time.NewTicker(backgroundPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-run.done:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+		stored, err := rs.GetResponse(ctx, run.key, run.id)
+		cancel()
+		if err == nil && storedStatus(stored.Response) == "cancelled" {
+			run.stop()
+			return
+		}
+	}
+}
+
+// stop cancels the run's upstream call.
+func (run *bgRun) stop() {
+	run.mu.Lock()
+	run.cancelled = true
+	run.mu.Unlock()
+	run.cancel()
+}
+
+func storedStatus(resp json.RawMessage) string {
+	var s struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(resp, &s)
+	return s.Status
+}
+
+// bgWriter is the http.ResponseWriter a background response is served
+// into: its events are kept for replay; an answer that is not a stream
+// (an error) is kept for the failed Response.
+type bgWriter struct {
+	g       *Gateway
+	run     *bgRun
+	rs      ledger.ResponseStore
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	pending []byte
+	started bool
+}
+
+func (b *bgWriter) Header() http.Header { return b.header }
+
+func (b *bgWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bgWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.WriteHeader(http.StatusOK)
+	}
+	if b.status != http.StatusOK || !strings.HasPrefix(b.header.Get("Content-Type"), "text/event-stream") {
+		if b.body.Len() < 64<<10 {
+			b.body.Write(p)
+		}
+		return len(p), nil
+	}
+	b.pending = append(b.pending, p...)
+	for {
+		i := bytes.Index(b.pending, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		ev := b.pending[:i]
+		b.pending = b.pending[i+2:]
+		if data := bgEventData(ev); len(data) > 0 {
+			b.event(data)
+		}
+	}
+	return len(p), nil
+}
+
+// FlushError is what http.ResponseController's Flush calls; events are
+// kept as they are written.
+func (b *bgWriter) FlushError() error { return nil }
+
+// event keeps one event's data and, on the first, marks the stored row
+// in_progress.
+func (b *bgWriter) event(data []byte) {
+	run := b.run
+	run.mu.Lock()
+	if run.size+len(data) <= maxBackgroundEvents && !run.overflow {
+		run.events = append(run.events, append([]byte(nil), data...))
+		run.size += len(data)
+	} else {
+		run.overflow = true
+	}
+	close(run.changed)
+	run.changed = make(chan struct{})
+	run.mu.Unlock()
+	if b.started {
+		return
+	}
+	b.started = true
+	var ev struct {
+		Type     string          `json:"type"`
+		Response json.RawMessage `json:"response"`
+	}
+	if json.Unmarshal(data, &ev) != nil || ev.Type != "response.created" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	stored, err := b.rs.GetResponse(ctx, run.key, run.id)
+	if err != nil || storedStatus(stored.Response) != "queued" {
+		return
+	}
+	var cur map[string]json.RawMessage
+	if json.Unmarshal(stored.Response, &cur) != nil {
+		return
+	}
+	cur["status"] = json.RawMessage(`"in_progress"`)
+	stored.Response, _ = json.Marshal(cur)
+	_ = b.rs.PutResponse(ctx, stored)
+}
+
+// failure is the error object of a background response that did not
+// finish: the error answer the gateway gave, or the failed event's.
+func (b *bgWriter) failure() json.RawMessage {
+	var e struct {
+		Error struct {
+			Code    any    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if b.body.Len() > 0 && json.Unmarshal(b.body.Bytes(), &e) == nil && e.Error.Message != "" {
+		code, _ := e.Error.Code.(string)
+		if code == "" {
+			code = "server_error"
+		}
+		out, _ := json.Marshal(map[string]string{"code": code, "message": e.Error.Message})
+		return out
+	}
+	out, _ := json.Marshal(map[string]string{"code": "server_error", "message": "the background response ended without finishing; see the gateway's ledger for this request"})
+	return out
+}
+
+// bgEventData is the data of one SSE event.
+func bgEventData(ev []byte) []byte {
+	var data []byte
+	for _, line := range bytes.Split(ev, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+		}
+	}
+	if bytes.Equal(data, []byte("[DONE]")) {
+		return nil
+	}
+	return data
+}
+
+// cancelBackground answers POST /v1/responses/{id}/cancel for a stored
+// response of the calling key.
+func (g *Gateway) cancelBackground(w http.ResponseWriter, r *http.Request, rs ledger.ResponseStore, stored ledger.StoredResponse) {
+	cf := providers.FormatResponses
+	var head struct {
+		Status     string `json:"status"`
+		Background bool   `json:"background"`
+	}
+	_ = json.Unmarshal(stored.Response, &head)
+	if !head.Background {
+		(&providers.APIError{Status: http.StatusBadRequest, Param: "response_id", Code: "invalid_request",
+			Message: fmt.Sprintf("Response %q was not created with background=true and cannot be cancelled.", stored.ID)}).Write(w, cf)
+		return
+	}
+	switch head.Status {
+	case "cancelled":
+		// Cancelling again answers the cancelled Response.
+		writeJSON(w, http.StatusOK, stored.Response)
+		return
+	case "queued", "in_progress":
+	default:
+		(&providers.APIError{Status: http.StatusBadRequest, Param: "response_id", Code: "invalid_request",
+			Message: fmt.Sprintf("Cannot cancel a response in status %s; only a queued or in_progress background response can be cancelled.", head.Status)}).Write(w, cf)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	defer cancel()
+	if run := g.states.bg.get(stored.KeyID, stored.ID); run != nil {
+		run.stop()
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+		}
+	} else {
+		// Another instance runs it: mark the row; that instance stops
+		// the call when it reads the mark (backgroundPoll).
+		var cur map[string]json.RawMessage
+		_ = json.Unmarshal(stored.Response, &cur)
+		cur["status"] = json.RawMessage(`"cancelled"`)
+		stored.Response, _ = json.Marshal(cur)
+		if err := rs.PutResponse(ctx, stored); err != nil {
+			stateUnavailable(err).Write(w, cf)
+			return
+		}
+		writeJSON(w, http.StatusOK, stored.Response)
+		return
+	}
+	now, err := rs.GetResponse(ctx, stored.KeyID, stored.ID)
+	if err != nil {
+		stateUnavailable(err).Write(w, cf)
+		return
+	}
+	writeJSON(w, http.StatusOK, now.Response)
+}
+
+// replayRun streams a running background response's events after
+// sequence number after, then its live tail until it ends. It reports
+// false when the run's events were not all kept (the caller replays the
+// stored row instead).
+func replayRun(w http.ResponseWriter, r *http.Request, run *bgRun, after int) bool {
+	run.mu.Lock()
+	overflow := run.overflow
+	run.mu.Unlock()
+	if overflow {
+		return false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	next := 0
+	for {
+		run.mu.Lock()
+		evs := run.events[next:]
+		changed := run.changed
+		run.mu.Unlock()
+		for _, data := range evs {
+			next++
+			var head struct {
+				Type string `json:"type"`
+				Seq  *int   `json:"sequence_number"`
+			}
+			_ = json.Unmarshal(data, &head)
+			if head.Seq != nil && *head.Seq <= after {
+				continue
+			}
+			if _, err := io.WriteString(w, "event: "+head.Type+"\ndata: "); err != nil {
+				return true
+			}
+			_, _ = w.Write(data)
+			_, _ = io.WriteString(w, "\n\n")
+		}
+		_ = rc.Flush()
+		select {
+		case <-changed:
+		case <-run.done:
+			// Whatever came before done is in events; one more pass
+			// sends it.
+			run.mu.Lock()
+			rest := len(run.events) > next
+			run.mu.Unlock()
+			if !rest {
+				return true
+			}
+		case <-r.Context().Done():
+			return true
+		}
+	}
+}
