@@ -326,11 +326,16 @@ func TestVertexThroughGateway(t *testing.T) {
 	}
 
 	// A revoked token: the refusal makes the gateway fetch a new one and
-	// send the request again; the client never sees the 401.
+	// send the request again; the client never sees the 401. The request
+	// sent again keeps the client's trace context.
 	f.v.RevokeAll()
-	rr = post(g, alice, "/v1/chat/completions", chatBody("claude", false))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	rr = post(g, alice, "/v1/chat/completions", chatBody("claude", false), "Traceparent", tp)
 	if rr.Code != http.StatusOK || f.v.Granted() != 2 {
 		t.Fatalf("after revocation: %d %s (tokens %d)", rr.Code, rr.Body, f.v.Granted())
+	}
+	if got := f.rec.Last().Header.Get("Traceparent"); got != tp {
+		t.Errorf("the request sent again with a new token has traceparent %q, want the client's", got)
 	}
 }
 

@@ -277,7 +277,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		span.End(0, "request", moreLeft)
 		return g.requestFailed(x, b, err, probe, moreLeft)
 	}
-	span.Inject(req.Header)
+	span.Inject(ctx, req.Header, r.Header)
 	b.State().Start()
 	defer b.State().Done()
 

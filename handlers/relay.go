@@ -93,6 +93,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
+	x.span.Answer(out)
 	h := w.Header()
 	relayHeaders(h, resp.Header)
 	rec.RequestID = upstreamRequestID(resp.Header)
@@ -234,6 +235,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		}
 		gap.reset()
 		out, err = tr.Translate(out[:0], ev)
+		x.span.Answer(out)
 		if err != nil {
 			apiErr := b.Redact(asUpstreamStreamError(err, rec.Alias))
 			if !committed && !retryableStatus(apiErr.Status) {
@@ -270,6 +272,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream stream ended before its end marker", rec.Alias)})
 	}
 	out = tr.Finish(append(out[:0], held...))
+	x.span.Answer(out[len(held):])
 	if !committed {
 		commit()
 	}

@@ -396,6 +396,16 @@ model_aliases:`, flaky.URL, down.URL), 1)
 		t.Errorf("attempt span's parent %s, want the request span %s", att[0].parent(), req[0].SpanID)
 	}
 	want(att[0], map[string]string{"gen_ai.provider.name": "openai", "gen_ai.request.model": "fake-gpt", "http.response.status_code": "200", "modelgate.attempt": "1"})
+	// The finish reasons, as the client got them: Chat Completions' on
+	// the whole answer, Messages' on the translated stream below.
+	finish := func(s jaegerSpan, reason string) {
+		t.Helper()
+		if got, _ := s.tag("gen_ai.response.finish_reasons"); !strings.Contains(got, `"`+reason+`"`) {
+			t.Errorf("span %q: gen_ai.response.finish_reasons = %q, want [%q]", s.OperationName, got, reason)
+		}
+	}
+	finish(req[0], "stop")
+	finish(att[0], "stop")
 
 	// The translated stream: two attempts, the first failed and retried.
 	stream := traces[streamTrace]
@@ -425,6 +435,12 @@ model_aliases:`, flaky.URL, down.URL), 1)
 	}
 	if failed != 1 || retried != 1 {
 		t.Errorf("stream attempts: %d failed with 503, %d marked retrying; want 1 and 1", failed, retried)
+	}
+	finish(req[0], "end_turn")
+	for _, a := range attempts {
+		if st, _ := a.tag("http.response.status_code"); st == "200" {
+			finish(a, "end_turn")
+		}
 	}
 	tp1, _ := flakyTP.Load(int32(1))
 	tp2, _ := flakyTP.Load(int32(2))
@@ -468,5 +484,38 @@ model_aliases:`, flaky.URL, down.URL), 1)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// TestTraceContextWithoutTracing: with no tracing directive the gateway
+// starts no span, yet a client's W3C trace context (traceparent and
+// tracestate) reaches the upstream unchanged, for a pass-through and a
+// translated request alike: the gateway builds its upstream requests
+// afresh, and a caller's trace must not stop there.
+func TestTraceContextWithoutTracing(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	const tp = "00-7bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const ts = "vendor=opaque,other=1"
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`,
+		"traceparent", tp, "tracestate", ts); st != 200 {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	if h := u.openaiRec.Last().Header; h.Get("Traceparent") != tp || h.Get("Tracestate") != ts {
+		t.Errorf("pass-through: upstream got traceparent %q tracestate %q, want the client's", h.Get("Traceparent"), h.Get("Tracestate"))
+	}
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`,
+		"traceparent", tp, "tracestate", ts); st != 200 {
+		t.Fatalf("translated chat: %d %s", st, body)
+	}
+	if h := u.anthropicRec.Last().Header; h.Get("Traceparent") != tp || h.Get("Tracestate") != ts {
+		t.Errorf("translated: upstream got traceparent %q tracestate %q, want the client's", h.Get("Traceparent"), h.Get("Tracestate"))
+	}
+	// Without a client trace context nothing is made up.
+	if st, _, body := g.do(t, "POST", "/v1/chat/completions", aliceKey, `{"model":"oa","messages":[{"role":"user","content":"hi"}]}`); st != 200 {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	if h := u.openaiRec.Last().Header; h.Get("Traceparent") != "" {
+		t.Errorf("upstream got traceparent %q though the client sent none", h.Get("Traceparent"))
 	}
 }

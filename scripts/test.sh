@@ -304,12 +304,12 @@ if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
 	docker build -q -f deploy/Dockerfile -t modelgate:test .
 	docker run --rm --read-only modelgate:test version
 else
-	echo "SKIP docker build: no Docker daemon answers here (docker info fails)"
+	echo "SKIP docker build: no Docker daemon answers here (docker info fails); chartcheck's TestDockerfile checked the Dockerfile instead (its go build has release.sh's flags, which the quick release build below runs; builder = go.mod's toolchain; COPY sources exist; distroless, non-root)"
 fi
 if command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
 	docker compose -f deploy/compose.yaml config -q && echo "compose.yaml valid"
 else
-	echo "SKIP docker compose config: the compose plugin is not installed"
+	echo "SKIP docker compose config: the compose plugin is not installed; chartcheck's TestCompose decoded compose.yaml strictly instead"
 fi
 
 step "supply chain: reproducible build (quick), govulncheck"

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +23,26 @@ type Metrics struct {
 	duration metric.Float64Histogram
 	ttft     metric.Float64Histogram
 	cost     metric.Float64Counter
+
+	// sets holds the attribute sets of the label combinations seen: one
+	// request's five measurements would otherwise sort and hash the same
+	// labels five times, and the combinations (alias, deployment, key,
+	// outcome) are few and repeat. It is emptied when it reaches maxSets,
+	// so a stream of new keys cannot grow it without bound.
+	mu   sync.Mutex
+	sets map[setKey]*labelSets
+}
+
+// maxSets bounds Metrics.sets.
+const maxSets = 4096
+
+type setKey struct{ op, alias, provider, deployment, key, outcome string }
+
+// labelSets are the measurement options of one label combination: the
+// plain labels, and with each gen_ai.token.type.
+type labelSets struct {
+	base                                    metric.MeasurementOption
+	input, cacheRead, cacheCreation, output metric.MeasurementOption
 }
 
 // Env reads an environment variable; os.Getenv in production.
@@ -54,7 +75,12 @@ func NewMetrics(ctx context.Context, getenv Env) (*Metrics, error) {
 	if err != nil {
 		res = resource.Default()
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+	return newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res)))
+}
+
+// newMetrics makes the instruments on mp.
+func newMetrics(mp *sdkmetric.MeterProvider) (*Metrics, error) {
+	var err error
 	// The GenAI conventions' advised bucket boundaries: tokens, then
 	// seconds for durations and time to first token.
 	tokenBuckets := []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
@@ -87,32 +113,51 @@ func (m *Metrics) Record(rec *ledger.Record, deployment string) {
 		return
 	}
 	ctx := context.Background()
-	base := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", Operation(rec.Endpoint)),
-		attribute.String("gen_ai.request.model", rec.Alias),
-		attribute.String("gen_ai.provider.name", ProviderName(rec.Provider)),
-		attribute.String("modelgate.deployment", deployment),
-		attribute.String("modelgate.key_id", rec.KeyID),
-		attribute.String("modelgate.outcome", string(rec.Outcome)),
-	}
-	attrs := metric.WithAttributes(base...)
-	m.duration.Record(ctx, rec.Latency.Seconds(), attrs)
+	ls := m.labels(setKey{Operation(rec.Endpoint), rec.Alias, ProviderName(rec.Provider), deployment, rec.KeyID, string(rec.Outcome)})
+	m.duration.Record(ctx, rec.Latency.Seconds(), ls.base)
 	if rec.TTFT > 0 {
-		m.ttft.Record(ctx, rec.TTFT.Seconds(), attrs)
+		m.ttft.Record(ctx, rec.TTFT.Seconds(), ls.base)
 	}
 	if rec.CostPicoUSD > 0 {
-		m.cost.Add(ctx, float64(rec.CostPicoUSD)/1e12, attrs)
-	}
-	add := func(typ string, n int64) {
-		if n > 0 {
-			m.tokens.Record(ctx, n, metric.WithAttributes(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", typ))...))
-		}
+		m.cost.Add(ctx, float64(rec.CostPicoUSD)/1e12, ls.base)
 	}
 	// The same four types as the Prometheus modelgate_tokens_total.
-	add("input", rec.InputTokens)
-	add("cache_read", rec.CacheReadTokens)
-	add("cache_creation", rec.CacheCreation5m+rec.CacheCreation1h)
-	add("output", rec.OutputTokens)
+	for _, t := range [...]struct {
+		n   int64
+		opt metric.MeasurementOption
+	}{{rec.InputTokens, ls.input}, {rec.CacheReadTokens, ls.cacheRead}, {rec.CacheCreation5m + rec.CacheCreation1h, ls.cacheCreation}, {rec.OutputTokens, ls.output}} {
+		if t.n > 0 {
+			m.tokens.Record(ctx, t.n, t.opt)
+		}
+	}
+}
+
+// labels returns the attribute sets of k, made on first use.
+func (m *Metrics) labels(k setKey) *labelSets {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ls, ok := m.sets[k]; ok {
+		return ls
+	}
+	if m.sets == nil || len(m.sets) >= maxSets {
+		m.sets = make(map[setKey]*labelSets)
+	}
+	base := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", k.op),
+		attribute.String("gen_ai.request.model", k.alias),
+		attribute.String("gen_ai.provider.name", k.provider),
+		attribute.String("modelgate.deployment", k.deployment),
+		attribute.String("modelgate.key_id", k.key),
+		attribute.String("modelgate.outcome", k.outcome),
+	}
+	typed := func(typ string) metric.MeasurementOption {
+		s := attribute.NewSet(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", typ))...)
+		return metric.WithAttributeSet(s)
+	}
+	ls := &labelSets{base: metric.WithAttributeSet(attribute.NewSet(base...)),
+		input: typed("input"), cacheRead: typed("cache_read"), cacheCreation: typed("cache_creation"), output: typed("output")}
+	m.sets[k] = ls
+	return ls
 }
 
 // Shutdown exports what is left and stops the pipeline.

@@ -25,6 +25,9 @@ func StartToolCall(ctx context.Context, server, tool string) (context.Context, *
 		trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", tool),
+			// The MCP conventions' method name: the gateway spans tool
+			// calls only.
+			attribute.String("mcp.method.name", "tools/call"),
 			attribute.String("modelgate.mcp.server", server),
 		))
 	return ctx, &ToolCall{span: span}

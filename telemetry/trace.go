@@ -1,9 +1,12 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -29,6 +32,29 @@ type Tracer struct {
 	CaptureContent bool
 	// Metrics, when not nil, gets every finished request.
 	Metrics *Metrics
+
+	// last is the tracer of the provider last seen in a request's
+	// context: the provider (Caddy's) is the same for every request, and
+	// asking it for the tracer each time takes its lock and a map lookup.
+	last atomic.Pointer[providerTracer]
+}
+
+type providerTracer struct {
+	tp trace.TracerProvider
+	tr trace.Tracer
+}
+
+// tracer is tp's tracer of this package's scope.
+func (t *Tracer) tracer(tp trace.TracerProvider) trace.Tracer {
+	if t == nil {
+		return tp.Tracer(scope)
+	}
+	if pt := t.last.Load(); pt != nil && pt.tp == tp {
+		return pt.tr
+	}
+	tr := tp.Tracer(scope)
+	t.last.Store(&providerTracer{tp: tp, tr: tr})
+	return tr
 }
 
 // Request is the span of one gateway operation. A nil *Request (tracing
@@ -40,6 +66,47 @@ type Request struct {
 	attempts int
 	cooled   int
 	alias    string
+	// stream and maxTokens go on the span with the rest at Finish: one
+	// SetAttributes call per span, not one per fact.
+	stream    bool
+	maxTokens int64
+	// finish holds the finish reasons of the answer the client got, in
+	// the order its choices gave them.
+	finish []string
+}
+
+// maxFinish bounds the finish reasons a span keeps (one per choice).
+const maxFinish = 16
+
+// Answer notes the finish reasons in b, a whole answer or a stream event
+// as sent to the client, for gen_ai.response.finish_reasons on the request
+// span and the attempt's. A null reason (a stream's first events) is no
+// reason. It does nothing when the span is not recording.
+func (r *Request) Answer(b []byte) {
+	if r == nil {
+		return
+	}
+	// The fields that carry an answer's finish reason in the client
+	// formats: Chat Completions, Messages, Gemini.
+	for _, key := range [...]string{`"finish_reason":`, `"stop_reason":`, `"finishReason":`} {
+		k := []byte(key)
+		for rest := b; len(r.finish) < maxFinish; {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			rest = bytes.TrimLeft(rest[i+len(k):], " \t\r\n")
+			if len(rest) == 0 || rest[0] != '"' {
+				continue
+			}
+			end := bytes.IndexByte(rest[1:], '"')
+			if end < 0 {
+				break
+			}
+			r.finish = append(r.finish, string(rest[1:1+end]))
+			rest = rest[1+end:]
+		}
+	}
 }
 
 // StartRequest starts the span of a request under the span in ctx. It
@@ -50,7 +117,7 @@ func (t *Tracer) StartRequest(ctx context.Context, endpoint ledger.Endpoint) (co
 	if !parent.IsRecording() {
 		return ctx, nil
 	}
-	tr := parent.TracerProvider().Tracer(scope)
+	tr := t.tracer(parent.TracerProvider())
 	op := Operation(endpoint)
 	ctx, span := tr.Start(ctx, op, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("gen_ai.operation.name", op)))
@@ -58,18 +125,14 @@ func (t *Tracer) StartRequest(ctx context.Context, endpoint ledger.Endpoint) (co
 }
 
 // Model names the span after the model the client asked for, as the GenAI
-// conventions want ("chat claude-sonnet"), once the body is read.
+// conventions want ("chat claude-sonnet"), once the body is read; the
+// request attributes are set when the span finishes.
 func (r *Request) Model(alias string, stream bool, maxTokens int64) {
 	if r == nil {
 		return
 	}
-	r.alias = alias
+	r.alias, r.stream, r.maxTokens = alias, stream, maxTokens
 	r.span.SetName(r.op + " " + alias)
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.request.model", alias), attribute.Bool("gen_ai.request.stream", stream)}
-	if maxTokens > 0 {
-		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", maxTokens))
-	}
-	r.span.SetAttributes(attrs...)
 }
 
 // Content records the request body when the tracer captures content.
@@ -98,6 +161,8 @@ func (r *Request) Cooldown(deployment, why string) {
 type Attempt struct {
 	span trace.Span
 	ctx  context.Context
+	req  *Request
+	from int // the request's finish reasons before this attempt
 }
 
 // AttemptInfo is what an upstream attempt is known by when it starts.
@@ -125,17 +190,30 @@ func (r *Request) StartAttempt(ctx context.Context, a AttemptInfo) (context.Cont
 			attribute.Int("modelgate.attempt", r.attempts),
 			attribute.Bool("modelgate.fallback", r.alias != "" && a.Alias != r.alias),
 		))
-	return ctx, &Attempt{span: span, ctx: ctx}
+	return ctx, &Attempt{span: span, ctx: ctx, req: r, from: len(r.finish)}
 }
 
-// Inject writes the attempt's W3C trace context (traceparent, tracestate)
-// into the upstream request's headers, so the provider's trace continues
-// the client's.
-func (a *Attempt) Inject(h http.Header) {
-	if a == nil {
+// Inject writes the W3C trace context (traceparent, tracestate) into the
+// upstream request's headers h, so the provider's trace continues the
+// client's. With a recording attempt that is the attempt's span; else the
+// span context in ctx when there is one (Caddy's tracing on, the trace not
+// sampled); else, with tracing off, the client's own headers go upstream
+// unchanged: the gateway builds its upstream requests afresh, and without
+// this a caller's trace would stop at the gateway.
+func (a *Attempt) Inject(ctx context.Context, h, client http.Header) {
+	if a != nil {
+		ctx = a.ctx
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 		return
 	}
-	propagation.TraceContext{}.Inject(a.ctx, propagation.HeaderCarrier(h))
+	if tp := client.Values("Traceparent"); len(tp) > 0 {
+		h["Traceparent"] = slices.Clone(tp)
+		if ts := client.Values("Tracestate"); len(ts) > 0 {
+			h["Tracestate"] = slices.Clone(ts)
+		}
+	}
 }
 
 // End ends the attempt: the upstream status (0 when none came), the
@@ -149,6 +227,9 @@ func (a *Attempt) End(status int, errClass string, retrying bool) {
 		errClass = strconv.Itoa(status)
 	}
 	attrs := []attribute.KeyValue{attribute.Bool("modelgate.retrying", retrying)}
+	if f := a.req.finish[a.from:]; len(f) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", f))
+	}
 	if status > 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", status))
 	}
@@ -174,7 +255,10 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 		r.Model(rec.Alias, rec.Stream, 0)
 	}
 	s := r.span
-	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs := make([]attribute.KeyValue, 0, 28)
+	if r.alias != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", r.alias), attribute.Bool("gen_ai.request.stream", r.stream))
+	}
 	attrs = append(attrs,
 		attribute.String("modelgate.key_id", rec.KeyID),
 		attribute.String("modelgate.workspace", rec.Workspace),
@@ -191,6 +275,12 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 			attribute.String("gen_ai.provider.name", ProviderName(rec.Provider)),
 			attribute.String("gen_ai.response.model", rec.UpstreamModel),
 			attribute.String("modelgate.deployment", deployment))
+	}
+	if r.maxTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", r.maxTokens))
+	}
+	if len(r.finish) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", r.finish))
 	}
 	if rec.RequestID != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.id", rec.RequestID))
@@ -217,10 +307,10 @@ func (t *Tracer) Finish(r *Request, rec *ledger.Record, deployment string) {
 	if rec.TTFT > 0 {
 		attrs = append(attrs, attribute.Float64("modelgate.time_to_first_token", rec.TTFT.Seconds()))
 	}
-	s.SetAttributes(attrs...)
 	if rec.Outcome == ledger.OutcomeError {
-		s.SetAttributes(attribute.String("error.type", statusClass(rec.Status)))
+		attrs = append(attrs, attribute.String("error.type", statusClass(rec.Status)))
 		s.SetStatus(codes.Error, statusClass(rec.Status))
 	}
+	s.SetAttributes(attrs...)
 	s.End()
 }

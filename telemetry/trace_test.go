@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,10 @@ func TestSpans(t *testing.T) {
 	_, a1 := req.StartAttempt(ctx, AttemptInfo{Alias: "claude", Deployment: "d1", Provider: "anthropic", Upstream: "claude-x"})
 	a1.End(529, "overloaded", true)
 	_, a2 := req.StartAttempt(ctx, AttemptInfo{Alias: "backup", Deployment: "d2", Provider: "gemini", Upstream: "gem"})
+	req.Answer([]byte(`{"type":"message_start","message":{"stop_reason":null}}`))
+	req.Answer([]byte(`{"type":"message_delta","delta":{"stop_reason": "max_tokens"}}`))
 	h := http.Header{}
-	a2.Inject(h)
+	a2.Inject(ctx, h, nil)
 	a2.End(200, "", false)
 	tr.Finish(req, &ledger.Record{Alias: "claude", KeyID: "alice", Workspace: "w", Endpoint: ledger.EndpointMessages, Provider: "gemini",
 		UpstreamModel: "gem", InputTokens: 10, CacheReadTokens: 5, CacheCreation1h: 2, OutputTokens: 7, Status: 200, Outcome: ledger.OutcomeOK,
@@ -84,8 +87,39 @@ func TestSpans(t *testing.T) {
 	if a := attrs(att1); a["error.type"] != "overloaded" || a["modelgate.retrying"] != "true" || a["modelgate.fallback"] != "false" {
 		t.Errorf("first attempt: %v", a)
 	}
-	if a := attrs(att2); a["modelgate.fallback"] != "true" || a["http.response.status_code"] != "200" {
+	if a := attrs(att2); a["modelgate.fallback"] != "true" || a["http.response.status_code"] != "200" || a["gen_ai.response.finish_reasons"] != `["max_tokens"]` {
 		t.Errorf("second attempt: %v", a)
+	}
+	if a := attrs(att1); a["gen_ai.response.finish_reasons"] != "" {
+		t.Errorf("the failed attempt has finish reasons %q", a["gen_ai.response.finish_reasons"])
+	}
+	if got["gen_ai.response.finish_reasons"] != `["max_tokens"]` {
+		t.Errorf("request finish reasons %q", got["gen_ai.response.finish_reasons"])
+	}
+}
+
+// TestFinishReasons: the reasons of every choice, in each client format's
+// field, whole or streamed; null is none.
+func TestFinishReasons(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	ctx, server := tp.Tracer("test").Start(context.Background(), "server")
+	defer server.End()
+	for _, c := range []struct {
+		chunks []string
+		want   []string
+	}{
+		{[]string{`{"choices":[{"index":0,"finish_reason":"stop"},{"index":1,"finish_reason": "length"}]}`}, []string{"stop", "length"}},
+		{[]string{`data: {"choices":[{"delta":{"content":"x"},"finish_reason":null}]}`, `data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`}, []string{"tool_calls"}},
+		{[]string{`{"type":"message","content":[{"type":"text","text":"say \"stop_reason\":\"x\""}],"stop_reason":"end_turn"}`}, []string{"end_turn"}},
+		{[]string{`{"candidates":[{"content":{},"finishReason":"STOP"}]}`}, []string{"STOP"}},
+	} {
+		_, req := (&Tracer{}).StartRequest(ctx, ledger.EndpointChatCompletions)
+		for _, ch := range c.chunks {
+			req.Answer([]byte(ch))
+		}
+		if !slices.Equal(req.finish, c.want) {
+			t.Errorf("%v: %q, want %q", c.chunks, req.finish, c.want)
+		}
 	}
 }
 
@@ -126,7 +160,7 @@ func offPath(ctx context.Context, tr *Tracer, rec *ledger.Record, h http.Header)
 	req.Model("a", false, 0)
 	tr.Content(req, nil)
 	_, a := req.StartAttempt(ctx, AttemptInfo{})
-	a.Inject(h)
+	a.Inject(ctx, h, h)
 	a.End(200, "", false)
 	tr.Finish(req, rec, "d")
 }
@@ -141,5 +175,45 @@ func BenchmarkTracingOff(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		offPath(ctx, tr, rec, h)
+	}
+}
+
+// TestToolCallSpan: an MCP tool call is an "execute_tool <tool>" client
+// span under the request's with the GenAI tool attributes and the server's
+// name; a failed call carries its class, never the tool's output; with no
+// recording span nothing is made.
+func TestToolCallSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx, server := tp.Tracer("test").Start(context.Background(), "server")
+	_, ok := StartToolCall(ctx, "everything", "echo")
+	ok.End("")
+	_, bad := StartToolCall(ctx, "everything", "fail")
+	bad.End("tool_error")
+	server.End()
+	if _, off := StartToolCall(context.Background(), "s", "t"); off != nil {
+		t.Error("a tool span without a recording parent")
+	}
+	spans := rec.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, want := range []map[string]string{
+		{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "mcp.method.name": "tools/call", "modelgate.mcp.server": "everything"},
+		{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "fail", "modelgate.mcp.server": "everything", "error.type": "tool_error"},
+	} {
+		s := spans[i]
+		if s.Name() != "execute_tool "+want["gen_ai.tool.name"] || s.SpanKind().String() != "client" || s.Parent().SpanID() != server.SpanContext().SpanID() {
+			t.Errorf("span %q kind %v parent %v", s.Name(), s.SpanKind(), s.Parent().SpanID())
+		}
+		got := attrs(s)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", s.Name(), k, got[k], v)
+			}
+		}
+	}
+	if spans[1].Status().Code.String() != "Error" {
+		t.Errorf("failed call status %v", spans[1].Status())
 	}
 }

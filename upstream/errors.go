@@ -84,6 +84,14 @@ func (b *Deployment) RenewCredentials(ctx context.Context, cf providers.Format, 
 	if err != nil {
 		return nil, err
 	}
+	// The retry belongs to the same trace as the refused request.
+	if resp.Request != nil {
+		for _, k := range [...]string{"Traceparent", "Tracestate"} {
+			if v := resp.Request.Header.Values(k); len(v) > 0 {
+				req.Header[k] = v
+			}
+		}
+	}
 	return b.client.Do(req)
 }
 
