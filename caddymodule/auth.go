@@ -113,6 +113,10 @@ type KeyConfig struct {
 type WorkspaceConfig struct {
 	Name   string        `json:"name"`
 	Limits *LimitsConfig `json:"limits,omitempty"`
+	// MCP optionally restricts the MCP servers and tools the workspace's
+	// keys may use ("server" or "server/tool"); a key gets what both its
+	// own list and its workspace's allow.
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // LimitsConfig are budgets in cents and rates. An absent budget is none,
@@ -293,7 +297,9 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("workspace %s: limits: %v", ws.Name, err)
 		}
 		workspaces = append(workspaces, ws.Name)
-		limits[ws.Name] = ws.Limits.ledger(nil)
+		l := ws.Limits.ledger(nil)
+		l.MCP = ws.MCP
+		limits[ws.Name] = l
 	}
 	for _, k := range keys {
 		if _, seen := limits[k.Workspace]; k.Workspace != "" && !seen {
@@ -525,13 +531,19 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			for sub := d.Nesting(); d.NextBlock(sub); {
+				if d.Val() == "mcp" {
+					if ws.MCP = d.RemainingArgs(); len(ws.MCP) == 0 {
+						return d.Err("mcp: list at least one MCP server or server/tool, e.g. mcp everything fs/read_file")
+					}
+					continue
+				}
 				if ws.Limits == nil {
 					ws.Limits = &LimitsConfig{}
 				}
 				if ok, err := parseLimit(d, ws.Limits); err != nil {
 					return err
 				} else if !ok {
-					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel)", d.Val())
+					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp)", d.Val())
 				}
 			}
 			a.Workspaces = append(a.Workspaces, ws)

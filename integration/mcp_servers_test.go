@@ -409,3 +409,43 @@ mcp_servers:
 		t.Fatalf("/mcp/every resources/read %+v %v", rr, err)
 	}
 }
+
+// TestMCPCaddyfileWorkspaceAllowList: a Caddyfile workspace's `mcp` list
+// narrows its keys' tools: a key of a workspace allowed only another
+// server sees none of this one and its call reaches no server.
+func TestMCPCaddyfileWorkspaceAllowList(t *testing.T) {
+	const daveKey, erinKey = "sk-test-dave-0123456789", "sk-test-erin-0123456789"
+	srv := mcpEchoServer("internal")
+	var served atomic.Int64
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"tools/call"`) {
+				served.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	models := fmt.Sprintf("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\nmcp_servers:\n  internal:\n    url: %s/mcp\n", up.URL)
+	g := startGateway(t, gatewayConfig{models: models, authExtra: "key " + daveKey + " {\n\t\t\tid dave\n\t\t\tworkspace locked\n\t\t}\n\t\tkey " + erinKey +
+		" {\n\t\t\tid erin\n\t\t\tworkspace open\n\t\t}\n\t\tworkspace locked {\n\t\t\tmcp elsewhere\n\t\t}\n\t\tworkspace open {\n\t\t\tmcp internal\n\t\t}"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := mcpConnect(ctx, t, g.base+"/mcp", erinKey)
+	mcpWaitTools(ctx, t, open, "internal-echo")
+	locked := mcpConnect(ctx, t, g.base+"/mcp", daveKey)
+	res, err := locked.ListTools(ctx, nil)
+	if err != nil || len(res.Tools) != 0 {
+		t.Fatalf("tools a key of workspace locked sees: %+v %v", res, err)
+	}
+	call, err := locked.CallTool(ctx, &sdk.CallToolParams{Name: "internal-echo", Arguments: map[string]any{"text": "hi"}})
+	if err == nil && !call.IsError {
+		t.Fatalf("a call outside the workspace's list: %+v", call)
+	}
+	if n := served.Load(); n != 0 {
+		t.Fatalf("the server saw %d calls from a workspace not allowed it", n)
+	}
+}
