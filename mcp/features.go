@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -272,101 +273,100 @@ func (u *upstream) wrap(ctx context.Context, method string, err error) error {
 	return fmt.Errorf("MCP server %q, %s: %w", u.cfg.Name, method, err)
 }
 
-func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
-	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+// listAcross lists one kind of item (method) of every server v shows
+// that declared it (has). A one-server view answers that server's page as
+// it is (single); the aggregate walks every page of each server (each)
+// and adds its items prefixed (add).
+func listAcross[T any](ctx context.Context, g *Gateway, v *view, allow []string, method string, has func(*sdk.ServerCapabilities) bool,
+	single func(context.Context, *sdk.ClientSession) error, each func(context.Context, *sdk.ClientSession) iter.Seq2[*T, error], add func(server string, t *T)) error {
 	for _, u := range g.featureUpstreams(v, allow) {
 		cs, caps, err := u.featureCaps()
-		if err != nil || caps.Resources == nil {
+		if err != nil || !has(caps) {
 			if v.single != "" && err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
 		if v.single != "" {
-			res, err := cs.ListResources(cctx, p)
+			err := single(cctx, cs)
 			cancel()
 			if err != nil {
-				return nil, u.wrap(cctx, "resources/list", err)
+				return u.wrap(cctx, method, err)
 			}
-			return res, nil
+			return nil
 		}
-		for r, err := range cs.Resources(cctx, nil) {
+		for t, err := range each(cctx, cs) {
 			if err != nil {
 				cancel()
-				return nil, u.wrap(cctx, "resources/list", err)
+				return u.wrap(cctx, method, err)
 			}
-			nr := *r
-			nr.URI = u.cfg.Name + "-" + r.URI
-			out.Resources = append(out.Resources, &nr)
+			add(u.cfg.Name, t)
 		}
 		cancel()
+	}
+	return nil
+}
+
+func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
+	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	err := listAcross(ctx, g, v, allow, "resources/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
+			out, err = cs.ListResources(ctx, p)
+			return err
+		},
+		func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Resource, error] {
+			return cs.Resources(ctx, nil)
+		},
+		func(server string, r *sdk.Resource) {
+			nr := *r
+			nr.URI = server + "-" + r.URI
+			out.Resources = append(out.Resources, &nr)
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 func (g *Gateway) listTemplates(ctx context.Context, v *view, allow []string, p *sdk.ListResourceTemplatesParams) (*sdk.ListResourceTemplatesResult, error) {
 	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
-	for _, u := range g.featureUpstreams(v, allow) {
-		cs, caps, err := u.featureCaps()
-		if err != nil || caps.Resources == nil {
-			if v.single != "" && err != nil {
-				return nil, err
-			}
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
-		if v.single != "" {
-			res, err := cs.ListResourceTemplates(cctx, p)
-			cancel()
-			if err != nil {
-				return nil, u.wrap(cctx, "resources/templates/list", err)
-			}
-			return res, nil
-		}
-		for t, err := range cs.ResourceTemplates(cctx, nil) {
-			if err != nil {
-				cancel()
-				return nil, u.wrap(cctx, "resources/templates/list", err)
-			}
+	err := listAcross(ctx, g, v, allow, "resources/templates/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
+			out, err = cs.ListResourceTemplates(ctx, p)
+			return err
+		},
+		func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.ResourceTemplate, error] {
+			return cs.ResourceTemplates(ctx, nil)
+		},
+		func(server string, t *sdk.ResourceTemplate) {
 			nt := *t
-			nt.URITemplate = u.cfg.Name + "-" + t.URITemplate
+			nt.URITemplate = server + "-" + t.URITemplate
 			out.ResourceTemplates = append(out.ResourceTemplates, &nt)
-		}
-		cancel()
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 func (g *Gateway) listPrompts(ctx context.Context, v *view, allow []string, p *sdk.ListPromptsParams) (*sdk.ListPromptsResult, error) {
 	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
-	for _, u := range g.featureUpstreams(v, allow) {
-		cs, caps, err := u.featureCaps()
-		if err != nil || caps.Prompts == nil {
-			if v.single != "" && err != nil {
-				return nil, err
-			}
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
-		if v.single != "" {
-			res, err := cs.ListPrompts(cctx, p)
-			cancel()
-			if err != nil {
-				return nil, u.wrap(cctx, "prompts/list", err)
-			}
-			return res, nil
-		}
-		for pr, err := range cs.Prompts(cctx, nil) {
-			if err != nil {
-				cancel()
-				return nil, u.wrap(cctx, "prompts/list", err)
-			}
+	err := listAcross(ctx, g, v, allow, "prompts/list", func(c *sdk.ServerCapabilities) bool { return c.Prompts != nil },
+		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
+			out, err = cs.ListPrompts(ctx, p)
+			return err
+		},
+		func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Prompt, error] {
+			return cs.Prompts(ctx, nil)
+		},
+		func(server string, pr *sdk.Prompt) {
 			np := *pr
-			np.Name = u.cfg.Name + "-" + pr.Name
+			np.Name = server + "-" + pr.Name
 			out.Prompts = append(out.Prompts, &np)
-		}
-		cancel()
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
