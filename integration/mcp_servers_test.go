@@ -203,11 +203,13 @@ mcp_servers:
 
 // TestMCPRateLimit: a key's rpm counts its MCP tool calls; the call past
 // the limit is an MCP error naming the limit and reaches no server.
-func TestMCPRateLimit(t *testing.T) {
-	const carolKey = "sk-test-carol-0123456789"
+// countingEchoServer is the "internal" echo MCP server over Streamable
+// HTTP, counting the tools/call requests that reach it.
+func countingEchoServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
 	srv := mcpEchoServer("internal")
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	var served atomic.Int64
+	served := new(atomic.Int64)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
@@ -219,6 +221,12 @@ func TestMCPRateLimit(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(up.Close) // after the client sessions close: they hold a GET stream open
+	return up, served
+}
+
+func TestMCPRateLimit(t *testing.T) {
+	const carolKey = "sk-test-carol-0123456789"
+	up, served := countingEchoServer(t)
 	models := fmt.Sprintf(`model_list:
   - model_name: echo
     proxy_params:
@@ -415,20 +423,7 @@ mcp_servers:
 // server sees none of this one and its call reaches no server.
 func TestMCPCaddyfileWorkspaceAllowList(t *testing.T) {
 	const daveKey, erinKey = "sk-test-dave-0123456789", "sk-test-erin-0123456789"
-	srv := mcpEchoServer("internal")
-	var served atomic.Int64
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			if strings.Contains(string(body), `"tools/call"`) {
-				served.Add(1)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(up.Close)
+	up, served := countingEchoServer(t)
 	models := fmt.Sprintf("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\nmcp_servers:\n  internal:\n    url: %s/mcp\n", up.URL)
 	g := startGateway(t, gatewayConfig{models: models, authExtra: "key " + daveKey + " {\n\t\t\tid dave\n\t\t\tworkspace locked\n\t\t}\n\t\tkey " + erinKey +
 		" {\n\t\t\tid erin\n\t\t\tworkspace open\n\t\t}\n\t\tworkspace locked {\n\t\t\tmcp elsewhere\n\t\t}\n\t\tworkspace open {\n\t\t\tmcp internal\n\t\t}"})
