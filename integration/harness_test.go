@@ -105,12 +105,26 @@ func (s *syncBuffer) String() string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts is n distinct free ports. Each listener stays open until all
+// are picked: picked one at a time, two can be the same port (the kernel
+// hands a closed one out again), and Caddy, binding with SO_REUSEPORT,
+// then serves its admin API and a site on one port, each answering the
+// other's requests.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // gatewayConfig is what a test needs in its Caddyfile.
@@ -134,9 +148,13 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	port, adminPort := c.port, freePort(t)
+	ports := freePorts(t, 3)
+	port, adminPort := c.port, ports[0]
+	if adminPort == port {
+		adminPort = ports[1] // a restart test's fixed site port was free again
+	}
 	if port == 0 {
-		port = freePort(t)
+		port = ports[2]
 	}
 	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(c.models), 0o600); err != nil {
 		t.Fatal(err)

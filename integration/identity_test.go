@@ -103,7 +103,8 @@ type identitySetup struct {
 // IdP. The gateway starts first: it must not need the IdP to start.
 func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySetup {
 	t.Helper()
-	gwPort, idpPort := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	gwPort, idpPort := ports[0], ports[1]
 	issuer := fmt.Sprintf("http://127.0.0.1:%d", idpPort)
 	auth := fmt.Sprintf(`oidc {
 			issuer %s

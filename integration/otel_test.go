@@ -38,7 +38,8 @@ func startJaeger(t *testing.T) *jaeger {
 		}
 		t.Skip("MODELGATE_TEST_JAEGER is unset: install Jaeger v1.76.0 with scripts/jaeger.sh and export its path")
 	}
-	otlpPort, queryPort, grpcPort, healthPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 4)
+	otlpPort, queryPort, grpcPort, healthPort := ports[0], ports[1], ports[2], ports[3]
 	cfg := fmt.Sprintf(`service:
   extensions: [jaeger_storage, jaeger_query, healthcheckv2]
   pipelines:
