@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -310,7 +311,9 @@ func (h *heldScope) takeWindow(ctx context.Context, c ChunkCounter, window, rpm,
 	h.leftReqs, h.leftTokens = 0, 0
 	needReqs, needTokens := 1-haveReqs, reserve-haveTokens
 	wantReqs := h.want
-	wantTokens := reserve * h.want
+	// An admin may set a tpm near int64's limit: the product must not
+	// wrap negative (Redis caps the grant at the window's room anyway).
+	wantTokens := min(reserve, math.MaxInt64/maxChunk) * h.want
 	h.mu.Unlock()
 	r, t, gotReqs, gotTokens, ok, err := c.TakeChunk(ctx, h.name, window, rpm, tpm, needReqs, needTokens, wantReqs, wantTokens)
 	h.mu.Lock()
