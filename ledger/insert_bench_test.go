@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -30,5 +31,51 @@ func BenchmarkSQLiteInsertBatch(b *testing.B) {
 		if err := s.Insert(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPostgresInsertBatch measures writer batches going into
+// PostgreSQL, the ledger of a team's gateway: fixed sizes, and "varied",
+// where consecutive batches differ in size as they do under real load.
+// It needs $MODELGATE_TEST_POSTGRES. The figure is per record.
+func BenchmarkPostgresInsertBatch(b *testing.B) {
+	now := time.Now().UTC()
+	rec := func(i int) Record {
+		return Record{Time: now.Add(time.Duration(i) * time.Microsecond), RequestID: "req_" + strconv.Itoa(i), KeyID: "alice", Workspace: "w",
+			Alias: "oa", UpstreamModel: "gpt-4o", Provider: "openai", ServiceTier: "standard", Endpoint: "chat_completions",
+			InputTokens: 100, OutputTokens: 20, Status: 200, Outcome: "ok", Latency: 12 * time.Millisecond, TTFT: 3 * time.Millisecond,
+			CostPicoUSD: 12345}
+	}
+	for _, size := range []int{16, 256, 0} {
+		name := "varied"
+		if size > 0 {
+			name = strconv.Itoa(size)
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := OpenPostgres(context.Background(), freshPostgresSchema(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch := make([]Record, 256)
+			for i := range batch {
+				batch[i] = rec(i)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			n := 0
+			for i := range b.N {
+				k := size
+				if k == 0 {
+					k = 1 + (i*37)%256
+				}
+				if err := s.Insert(ctx, batch[:k]); err != nil {
+					b.Fatal(err)
+				}
+				n += k
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
+		})
 	}
 }

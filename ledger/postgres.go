@@ -48,8 +48,7 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 			_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey))
 			return err
 		},
-		maxParams: 65535,
-		least:     "LEAST", greatest: "GREATEST",
+		least: "LEAST", greatest: "GREATEST",
 		rowError:           postgresRowError,
 		conflict:           postgresConflict,
 		sharedReservations: true,

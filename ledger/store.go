@@ -93,8 +93,6 @@ type dialect struct {
 	placeholder func(n int) string
 	// lockMigrations serializes migrations across processes inside tx.
 	lockMigrations func(ctx context.Context, tx *sql.Tx) error
-	// maxParams bounds the bind parameters of one multi-row statement.
-	maxParams int
 	// least and greatest name the scalar min and max of two values.
 	least, greatest string
 	// conflict reports a transaction that lost to another one's locks
@@ -357,7 +355,7 @@ type sqlStore struct {
 	d  dialect
 	// insertOne, when set, inserts records one by one with a statement
 	// prepared at open: cheaper in-process, where a round trip costs
-	// nothing. Without it (PostgreSQL) a batch is one multi-row INSERT.
+	// nothing. Without it (PostgreSQL) a batch is one INSERT of arrays.
 	insertOne *sql.Stmt
 }
 
@@ -426,47 +424,21 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if s.insertOne != nil {
 		return s.insertRows(ctx, tx, recs)
 	}
-	all := recs
-	perStmt := s.d.maxParams / numRecordColumns
-	args := make([]any, 0, min(len(recs), perStmt)*numRecordColumns)
-	var q strings.Builder
-	for len(recs) > 0 {
-		chunk := recs[:min(len(recs), perStmt)]
-		recs = recs[len(chunk):]
-		q.Reset()
-		args = args[:0]
-		q.WriteString("INSERT INTO usage_records (" + recordColumns + ") VALUES ")
-		for i := range chunk {
-			r := &chunk[i]
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteByte('(')
-			for c := range numRecordColumns {
-				if c > 0 {
-					q.WriteByte(',')
-				}
-				q.WriteString(s.d.placeholder(len(args) + c + 1))
-			}
-			q.WriteByte(')')
-			args = appendRecordArgs(args, r)
-		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("ledger insert: %w", err)
-		}
-	}
-	if err := s.addSpend(ctx, tx, all); err != nil {
+	if err := insertColumns(ctx, tx, recs); err != nil {
 		return err
 	}
-	if err := s.endReservations(ctx, tx, all); err != nil {
+	if err := s.addSpend(ctx, tx, recs); err != nil {
 		return err
 	}
-	if err := s.addRollup(ctx, tx, all); err != nil {
+	if err := s.endReservations(ctx, tx, recs); err != nil {
+		return err
+	}
+	if err := s.addRollup(ctx, tx, recs); err != nil {
 		return err
 	}
 	// Last: a lease's rows stay locked from here to the commit only, and
 	// top-ups of the lease wait on them.
-	if err := s.drawLeases(ctx, tx, all); err != nil {
+	if err := s.drawLeases(ctx, tx, recs); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
