@@ -355,7 +355,7 @@ type sqlStore struct {
 	d  dialect
 	// insertOne, when set, inserts records one by one with a statement
 	// prepared at open: cheaper in-process, where a round trip costs
-	// nothing. Without it (PostgreSQL) a batch is one INSERT of arrays.
+	// nothing. Without it (PostgreSQL) a batch is one COPY.
 	insertOne *sql.Stmt
 }
 
@@ -416,15 +416,27 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	if s.insertOne != nil {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("ledger insert: %w", err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		return s.insertRows(ctx, tx, recs)
+	}
+	// COPY runs on the connection itself, inside the transaction begun
+	// on it.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger insert: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if s.insertOne != nil {
-		return s.insertRows(ctx, tx, recs)
-	}
-	if err := insertColumns(ctx, tx, recs); err != nil {
+	if err := copyRecords(ctx, conn, recs); err != nil {
 		return err
 	}
 	if err := s.addSpend(ctx, tx, recs); err != nil {
