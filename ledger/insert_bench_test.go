@@ -36,7 +36,8 @@ func BenchmarkSQLiteInsertBatch(b *testing.B) {
 
 // BenchmarkPostgresInsertBatch measures writer batches going into
 // PostgreSQL, the ledger of a team's gateway: fixed sizes, and "varied",
-// where consecutive batches differ in size as they do under real load.
+// where consecutive batches differ in size as they do under real load,
+// and "256-keys", a batch of one record per key, as a team's load is.
 // It needs $MODELGATE_TEST_POSTGRES. The figure is per record.
 func BenchmarkPostgresInsertBatch(b *testing.B) {
 	now := time.Now().UTC()
@@ -46,11 +47,16 @@ func BenchmarkPostgresInsertBatch(b *testing.B) {
 			InputTokens: 100, OutputTokens: 20, Status: 200, Outcome: "ok", Latency: 12 * time.Millisecond, TTFT: 3 * time.Millisecond,
 			CostPicoUSD: 12345}
 	}
-	for _, size := range []int{16, 256, 0} {
+	for _, size := range []int{16, 256, 0, -256} {
 		name := "varied"
-		if size > 0 {
+		switch {
+		case size < 0:
+			name = "256-keys"
+		case size > 0:
 			name = strconv.Itoa(size)
 		}
+		perKey := size < 0
+		size = max(size, -size)
 		b.Run(name, func(b *testing.B) {
 			s, err := OpenPostgres(context.Background(), freshPostgresSchema(b))
 			if err != nil {
@@ -60,6 +66,9 @@ func BenchmarkPostgresInsertBatch(b *testing.B) {
 			batch := make([]Record, 256)
 			for i := range batch {
 				batch[i] = rec(i)
+				if perKey {
+					batch[i].KeyID = "key-" + strconv.Itoa(i)
+				}
 			}
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -52,6 +52,7 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		rowError:           postgresRowError,
 		conflict:           postgresConflict,
 		sharedReservations: true,
+		arrays:             true,
 	}}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()

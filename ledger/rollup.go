@@ -108,20 +108,12 @@ func (s *sqlStore) addRollup(ctx context.Context, tx *sql.Tx, recs []Record) err
 	return nil
 }
 
-func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m map[rollupKey]*rollupSums) error {
-	if len(m) == 0 {
-		return nil
-	}
-	p := s.d.placeholder
-	q := `INSERT INTO ` + table + ` (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns + `) VALUES (`
-	n := 7 + len(rollupSums{})
-	for i := 1; i <= n; i++ {
-		if i > 1 {
-			q += ", "
-		}
-		q += p(i)
-	}
-	q += `) ON CONFLICT (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window) DO UPDATE SET `
+// rollupColumns are the roll-up's columns: its key, then its sums.
+const rollupColumns = `bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window, ` + rollupSumColumns
+
+// rollupConflictSQL adds a batch's sums to the rows table already has.
+func rollupConflictSQL(table string) string {
+	q := `ON CONFLICT (bucket_us, alias, upstream_model, key_id, workspace, service_tier, context_window) DO UPDATE SET `
 	cols := []string{"input_tokens", "cache_creation_5m", "cache_creation_1h", "cache_read_tokens", "output_tokens",
 		"cost_pico", "cost_input", "cost_output", "cost_cache_read", "cost_write_5m", "cost_write_1h", "requests"}
 	for i, c := range cols {
@@ -133,10 +125,31 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 		q += c + " = CASE WHEN " + table + "." + c + " > 9223372036854775807 - excluded." + c + " THEN 9223372036854775807" +
 			" ELSE " + table + "." + c + " + excluded." + c + " END"
 	}
-	args := make([]any, 0, n)
+	return q
+}
+
+func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m map[rollupKey]*rollupSums) error {
+	if len(m) == 0 {
+		return nil
+	}
 	// Rows in one order for every instance: two writers upserting
 	// overlapping rows in map order deadlock each other.
-	for _, k := range sortedKeys(m, compareRollupKeys) {
+	keys := sortedKeys(m, compareRollupKeys)
+	if s.d.arrays {
+		return upsertRollupArrays(ctx, tx, table, keys, m)
+	}
+	p := s.d.placeholder
+	q := `INSERT INTO ` + table + ` (` + rollupColumns + `) VALUES (`
+	n := 7 + len(rollupSums{})
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			q += ", "
+		}
+		q += p(i)
+	}
+	q += `) ` + rollupConflictSQL(table)
+	args := make([]any, 0, n)
+	for _, k := range keys {
 		v := m[k]
 		args = append(args[:0], k.bucket, k.alias, k.upstream, k.key, k.workspace, k.tier, k.cwind)
 		for _, n := range v {

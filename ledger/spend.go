@@ -107,23 +107,31 @@ func spendOf(recs []Record) map[spendKey]int64 {
 // fail the insert and with it the batch of records.
 const maxSpend = 1 << 62
 
+// spendConflictSQL adds a batch's spend to a period's running sum.
+func spendConflictSQL() string {
+	return `ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
+	spent_pico = CASE WHEN budget_spend.spent_pico > ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
+	updated_us = excluded.updated_us`
+}
+
 func (s *sqlStore) addSpend(ctx context.Context, tx *sql.Tx, recs []Record) error {
 	m := spendOf(recs)
 	if len(m) == 0 {
 		return nil
 	}
-	p := s.d.placeholder
-	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
-VALUES (` + p(1) + `, ` + p(2) + `, ` + p(3) + `, ` + p(4) + `, ` + p(5) + `, ` + p(6) + `)
-ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
-	spent_pico = CASE WHEN budget_spend.spent_pico > ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
-	updated_us = excluded.updated_us`
 	now := time.Now().UnixMicro()
 	// In one order on every instance, as the roll-ups: map order would
 	// let two writers lock the same rows in opposite orders.
-	for _, k := range sortedKeys(m, compareSpendKeys) {
-		v := m[k]
-		if _, err := tx.ExecContext(ctx, q, k.scope, k.id, k.period, k.start, min(v, maxSpend), now); err != nil {
+	keys := sortedKeys(m, compareSpendKeys)
+	if s.d.arrays {
+		return addSpendArrays(ctx, tx, keys, m, now)
+	}
+	p := s.d.placeholder
+	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
+VALUES (` + p(1) + `, ` + p(2) + `, ` + p(3) + `, ` + p(4) + `, ` + p(5) + `, ` + p(6) + `)
+` + spendConflictSQL()
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, q, k.scope, k.id, k.period, k.start, min(m[k], maxSpend), now); err != nil {
 			return fmt.Errorf("ledger insert: budget spend: %w", err)
 		}
 	}

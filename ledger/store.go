@@ -101,6 +101,10 @@ type dialect struct {
 	// sharedReservations: budget reservations live in the database
 	// (PostgreSQL, shared by instances), not only in each process.
 	sharedReservations bool
+	// arrays: the database takes array parameters, so a batch's spend
+	// and roll-up rows go in one statement per table (unnest) instead
+	// of one per row, a round trip each.
+	arrays bool
 	// rowError reports whether an INSERT failed because of the data of a
 	// row (a value the database refuses), not the database itself: only
 	// then is a batch split to find and set aside the bad row.
