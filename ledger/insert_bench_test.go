@@ -10,27 +10,38 @@ import (
 
 // BenchmarkSQLiteInsertBatch measures one writer batch (256 records, the
 // default batch size) going into SQLite: the ledger's main CPU cost on a
-// busy gateway.
+// busy gateway. "256-keys" is a batch of one record per key.
 func BenchmarkSQLiteInsertBatch(b *testing.B) {
-	s, err := OpenSQLite(filepath.Join(b.TempDir(), "l.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	batch := make([]Record, 256)
-	now := time.Now().UTC()
-	for i := range batch {
-		batch[i] = Record{Time: now, KeyID: "alice", Workspace: "w", Alias: "oa", UpstreamModel: "gpt-4o", Provider: "openai",
-			ServiceTier: "standard", Endpoint: "chat_completions", InputTokens: 100, OutputTokens: 20, Status: 200, Outcome: "ok",
-			Latency: 12 * time.Millisecond, TTFT: 3 * time.Millisecond, CostPicoUSD: 12345}
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := s.Insert(ctx, batch); err != nil {
-			b.Fatal(err)
+	for _, perKey := range []bool{false, true} {
+		name := "one-key"
+		if perKey {
+			name = "256-keys"
 		}
+		b.Run(name, func(b *testing.B) {
+			s, err := OpenSQLite(filepath.Join(b.TempDir(), "l.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch := make([]Record, 256)
+			now := time.Now().UTC()
+			for i := range batch {
+				batch[i] = Record{Time: now, KeyID: "alice", Workspace: "w", Alias: "oa", UpstreamModel: "gpt-4o", Provider: "openai",
+					ServiceTier: "standard", Endpoint: "chat_completions", InputTokens: 100, OutputTokens: 20, Status: 200, Outcome: "ok",
+					Latency: 12 * time.Millisecond, TTFT: 3 * time.Millisecond, CostPicoUSD: 12345}
+				if perKey {
+					batch[i].KeyID = "key-" + strconv.Itoa(i)
+				}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := s.Insert(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

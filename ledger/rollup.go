@@ -148,6 +148,13 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 		q += p(i)
 	}
 	q += `) ` + rollupConflictSQL(table)
+	// Prepared once for the batch: SQLite would otherwise compile the
+	// statement again for every row.
+	stmt, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("ledger insert: report roll-up: %w", err)
+	}
+	defer stmt.Close()
 	args := make([]any, 0, n)
 	for _, k := range keys {
 		v := m[k]
@@ -155,7 +162,7 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 		for _, n := range v {
 			args = append(args, n)
 		}
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("ledger insert: report roll-up: %w", err)
 		}
 	}

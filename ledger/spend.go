@@ -130,8 +130,15 @@ func (s *sqlStore) addSpend(ctx context.Context, tx *sql.Tx, recs []Record) erro
 	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
 VALUES (` + p(1) + `, ` + p(2) + `, ` + p(3) + `, ` + p(4) + `, ` + p(5) + `, ` + p(6) + `)
 ` + spendConflictSQL()
+	// Prepared once for the batch: SQLite would otherwise compile the
+	// statement again for every row.
+	stmt, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("ledger insert: budget spend: %w", err)
+	}
+	defer stmt.Close()
 	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, q, k.scope, k.id, k.period, k.start, min(m[k], maxSpend), now); err != nil {
+		if _, err := stmt.ExecContext(ctx, k.scope, k.id, k.period, k.start, min(m[k], maxSpend), now); err != nil {
 			return fmt.Errorf("ledger insert: budget spend: %w", err)
 		}
 	}
