@@ -104,9 +104,17 @@ func OpenAIUsageFromBody(body []byte) Usage {
 	if err != nil || !ok || body[v.start] != '{' {
 		return Usage{}
 	}
-	var u OpenAIUsage
-	if json.Unmarshal(body[v.start:v.end], &u) != nil {
+	raw := body[v.start:v.end]
+	// json.Unmarshal checks the whole value before it decodes any of it.
+	if !jsonfast.Valid(raw) {
 		return Usage{}
+	}
+	var u OpenAIUsage
+	if !readOpenAIUsage(raw, &u) {
+		u = OpenAIUsage{}
+		if json.Unmarshal(raw, &u) != nil {
+			return Usage{}
+		}
 	}
 	out := usageFromOpenAI(&u)
 	if t, ok, err := findMember(body, 0, "service_tier"); err == nil && ok {
