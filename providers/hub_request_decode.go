@@ -322,7 +322,7 @@ func hex4(s []byte) rune {
 // unmarshalOpenAIRequest decodes a chat completions body into in exactly
 // as json.Unmarshal would, taking the fast path when it can.
 func unmarshalOpenAIRequest(body []byte, in *OpenAIRequest) error {
-	if json.Valid(body) && readOpenAIRequest(body, in) {
+	if jsonfast.Valid(body) && readOpenAIRequest(body, in) {
 		return nil
 	}
 	*in = OpenAIRequest{}

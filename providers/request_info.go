@@ -1,8 +1,9 @@
 package providers
 
 import (
-	"encoding/json"
 	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // RequestInfo is what the gateway reads from a request body before
@@ -32,7 +33,7 @@ func (i RequestInfo) MaxTokens() int64 { return i.maxTokens }
 // OpenAI or Anthropic request body without decoding the rest.
 func PeekRequest(body []byte) (RequestInfo, error) {
 	var info RequestInfo
-	if !json.Valid(body) {
+	if !jsonfast.Valid(body) {
 		return info, invalidJSON(body)
 	}
 	var model, stream, opts, messages span
