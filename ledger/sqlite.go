@@ -44,10 +44,14 @@ func OpenSQLite(path string) (Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	// One prepared single-row INSERT, run per record inside each batch's
-	// transaction: a multi-row statement would make SQLite compile afresh,
-	// thousands of placeholders long, every batch (BenchmarkSQLiteInsertBatch).
-	if s.insertOne, err = db.Prepare(insertOneSQL(questionPlaceholder)); err != nil {
+	// Prepared INSERTs of 16 rows and of one, run inside each batch's
+	// transaction: a statement as long as the batch would make SQLite
+	// compile afresh, thousands of placeholders long, every batch
+	// (BenchmarkSQLiteInsertBatch).
+	if s.insertOne, err = db.Prepare(insertOneSQL(questionPlaceholder)); err == nil {
+		s.insertMany, err = db.Prepare(insertRowsSQL(questionPlaceholder, rowsPerInsert))
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("ledger sqlite: %w", err)
 	}
