@@ -23,19 +23,19 @@ func readGeminiRequestAt(r *jsonfast.Reader, i int, q *geminiRequest) int {
 		switch string(k) {
 		case "contents":
 			r.Seen(&mask, 1<<0)
-			return jsonfast.ListOf(r, j, &q.Contents, readGeminiContent)
+			return jsonfast.ListOf(r, j, &q.Contents, func(e int, v *geminiContent) int { return readGeminiContent(r, e, v) })
 		case "systemInstruction":
 			r.Seen(&mask, 1<<1)
-			return jsonfast.OrNull(r, j, &q.SystemInstruction, readGeminiContent)
+			return jsonfast.OrNull(r, j, &q.SystemInstruction, func(e int, v *geminiContent) int { return readGeminiContent(r, e, v) })
 		case "tools":
 			r.Seen(&mask, 1<<2)
-			return jsonfast.ListOf(r, j, &q.Tools, readGeminiTool)
+			return jsonfast.ListOf(r, j, &q.Tools, func(e int, v *geminiTool) int { return readGeminiTool(r, e, v) })
 		case "toolConfig":
 			r.Seen(&mask, 1<<3)
-			return jsonfast.OrNull(r, j, &q.ToolConfig, readGeminiToolConfig)
+			return jsonfast.OrNull(r, j, &q.ToolConfig, func(e int, v *geminiToolConfig) int { return readGeminiToolConfig(r, e, v) })
 		case "generationConfig":
 			r.Seen(&mask, 1<<4)
-			return jsonfast.OrNull(r, j, &q.GenerationConfig, readGeminiGenConfig)
+			return jsonfast.OrNull(r, j, &q.GenerationConfig, func(e int, v *geminiGenConfig) int { return readGeminiGenConfig(r, e, v) })
 		case "safetySettings":
 			r.Seen(&mask, 1<<5)
 			return r.Raw(j, &q.SafetySettings)
@@ -65,7 +65,7 @@ func readGeminiContent(r *jsonfast.Reader, i int, c *geminiContent) int {
 			return r.Str(j, &c.Role)
 		case "parts":
 			r.Seen(&mask, 1<<1)
-			return jsonfast.ListOf(r, j, &c.Parts, readGeminiPart)
+			return jsonfast.ListOf(r, j, &c.Parts, func(e int, v *geminiPart) int { return readGeminiPart(r, e, v) })
 		}
 		return r.Unknown(j, k, "role", "parts")
 	})
@@ -86,7 +86,7 @@ func readGeminiPart(r *jsonfast.Reader, i int, p *geminiPart) int {
 			return r.Str(j, &p.ThoughtSignature)
 		case "inlineData":
 			r.Seen(&mask, 1<<3)
-			return jsonfast.OrNull(r, j, &p.InlineData, readGeminiBlob)
+			return jsonfast.OrNull(r, j, &p.InlineData, func(e int, v *geminiBlob) int { return readGeminiBlob(r, e, v) })
 		case "fileData":
 			r.Seen(&mask, 1<<4)
 			if r.IsNull(j) {
@@ -108,10 +108,10 @@ func readGeminiPart(r *jsonfast.Reader, i int, p *geminiPart) int {
 			})
 		case "functionCall":
 			r.Seen(&mask, 1<<5)
-			return jsonfast.OrNull(r, j, &p.FunctionCall, readGeminiFunctionCall)
+			return jsonfast.OrNull(r, j, &p.FunctionCall, func(e int, v *geminiFunctionCall) int { return readGeminiFunctionCall(r, e, v) })
 		case "functionResponse":
 			r.Seen(&mask, 1<<6)
-			return jsonfast.OrNull(r, j, &p.FunctionResponse, readGeminiFunctionResult)
+			return jsonfast.OrNull(r, j, &p.FunctionResponse, func(e int, v *geminiFunctionResult) int { return readGeminiFunctionResult(r, e, v) })
 		case "executableCode":
 			r.Seen(&mask, 1<<7)
 			return r.Raw(j, &p.ExecutableCode)
@@ -172,7 +172,7 @@ func readGeminiFunctionResult(r *jsonfast.Reader, i int, c *geminiFunctionResult
 			return r.Raw(j, &c.Response)
 		case "parts":
 			r.Seen(&mask, 1<<3)
-			return jsonfast.ListOf(r, j, &c.Parts, readGeminiPart)
+			return jsonfast.ListOf(r, j, &c.Parts, func(e int, v *geminiPart) int { return readGeminiPart(r, e, v) })
 		}
 		return r.Unknown(j, k, "id", "name", "response", "parts")
 	})
@@ -184,7 +184,7 @@ func readGeminiTool(r *jsonfast.Reader, i int, t *geminiTool) int {
 		switch string(k) {
 		case "functionDeclarations":
 			r.Seen(&mask, 1<<0)
-			return jsonfast.ListOf(r, j, &t.FunctionDeclarations, readGeminiFunctionDecl)
+			return jsonfast.ListOf(r, j, &t.FunctionDeclarations, func(e int, v *geminiFunctionDecl) int { return readGeminiFunctionDecl(r, e, v) })
 		case "googleSearch":
 			r.Seen(&mask, 1<<1)
 			return r.Raw(j, &t.GoogleSearch)
@@ -254,7 +254,7 @@ func readGeminiToolConfig(r *jsonfast.Reader, i int, c *geminiToolConfig) int {
 				return r.Str(e, &f.Mode)
 			case "allowedFunctionNames":
 				r.Seen(&m, 1<<1)
-				return jsonfast.ListOf(r, e, &f.AllowedFunctionNames, (*jsonfast.Reader).Str)
+				return jsonfast.ListOf(r, e, &f.AllowedFunctionNames, r.Str)
 			}
 			return r.Unknown(e, k, "mode", "allowedFunctionNames")
 		})
@@ -279,7 +279,7 @@ func readGeminiGenConfig(r *jsonfast.Reader, i int, g *geminiGenConfig) int {
 			return r.IntPtr(j, &g.MaxOutputTokens)
 		case "stopSequences":
 			r.Seen(&mask, 1<<4)
-			return jsonfast.ListOf(r, j, &g.StopSequences, (*jsonfast.Reader).Str)
+			return jsonfast.ListOf(r, j, &g.StopSequences, r.Str)
 		case "candidateCount":
 			r.Seen(&mask, 1<<5)
 			return r.IntPtr(j, &g.CandidateCount)

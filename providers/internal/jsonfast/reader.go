@@ -282,21 +282,24 @@ func (r *Reader) FloatPtr(i int, dst **float64) int {
 }
 
 // OrNull reads the value at i into a new *dst with read; null sets *dst
-// nil, as encoding/json does for a pointer. read is a per-type reader, so
-// a struct's optional nested struct takes one line.
-func OrNull[T any](r *Reader, i int, dst **T, read func(*Reader, int, *T) int) int {
+// nil, as encoding/json does for a pointer. read is a closure over r (or a
+// method value such as r.Str) rather than a function taking r: r passed
+// through an unknown function would escape, costing the caller's Reader
+// an allocation.
+func OrNull[T any](r *Reader, i int, dst **T, read func(j int, v *T) int) int {
 	if r.IsNull(i) {
 		*dst = nil
 		return i + len("null")
 	}
 	*dst = new(T)
-	return read(r, i, *dst)
+	return read(i, *dst)
 }
 
 // ListOf reads the array at i into a new *dst, each element with read;
 // null sets *dst nil, as encoding/json does for a slice (a null element
-// stays zero, which Str does for a string and Object refuses).
-func ListOf[T any](r *Reader, i int, dst *[]T, read func(*Reader, int, *T) int) int {
+// stays zero, which Str does for a string and Object refuses). read is
+// bound to r, as for OrNull.
+func ListOf[T any](r *Reader, i int, dst *[]T, read func(j int, v *T) int) int {
 	if r.IsNull(i) {
 		*dst = nil
 		return i + len("null")
@@ -305,6 +308,6 @@ func ListOf[T any](r *Reader, i int, dst *[]T, read func(*Reader, int, *T) int) 
 	return r.Array(i, func(e int) int {
 		var zero T
 		*dst = append(*dst, zero)
-		return read(r, e, &(*dst)[len(*dst)-1])
+		return read(e, &(*dst)[len(*dst)-1])
 	})
 }
