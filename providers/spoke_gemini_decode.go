@@ -3,12 +3,12 @@ package providers
 import "github.com/modelgate/modelgate/providers/internal/jsonfast"
 
 // The fast path reads a Gemini request in one walk of the document (after
-// one jsonfast.Valid) with jsonfast.Reader, as the Responses
-// spoke does: encoding/json's reflection cost a third of a translated
-// Gemini request's CPU. Anything it does not read exactly as
-// encoding/json would (a duplicate or case-folded key, a wrong type)
-// sends the caller to json.Unmarshal, whose results and errors it must
-// equal (FuzzGeminiRequestFastPath).
+// one jsonfast.Valid) with jsonfast.Reader, as the Responses spoke does:
+// encoding/json's reflection cost a third of a translated Gemini request's
+// CPU. Anything it does not read exactly as encoding/json would (a
+// duplicate or case-folded key, a wrong type) sends the caller to
+// json.Unmarshal, whose results and errors it must equal
+// (FuzzGeminiRequestFastPath).
 
 // readGeminiRequest fills q from body; false: use encoding/json instead.
 func readGeminiRequest(body []byte, q *geminiRequest) bool {

@@ -51,11 +51,11 @@ func (c *messageContent) UnmarshalJSON(b []byte) error    { return c.unmarshal(b
 func (c *toolOutputContent) UnmarshalJSON(b []byte) error { return c.unmarshal(b, "output") }
 
 // The fast path reads a Responses request in one walk of the document
-// (after one json.Valid) with jsonfast.Reader: every field
-// the gateway uses, every input item and its content parts. Anything it
-// does not handle exactly as encoding/json would (a duplicate or
-// case-folded key, a wrong type) sends the caller to the json.Unmarshal
-// path, whose results and errors it must equal (FuzzResponsesRequest).
+// (after one json.Valid) with jsonfast.Reader: every field the gateway
+// uses, every input item and its content parts. Anything it does not
+// handle exactly as encoding/json would (a duplicate or case-folded key, a
+// wrong type) sends the caller to the json.Unmarshal path, whose results
+// and errors it must equal (FuzzResponsesRequest).
 func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 	r := jsonfast.NewReader(body)
 	q := &t.Req
