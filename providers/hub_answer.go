@@ -55,13 +55,13 @@ func readChatAnswer(raw []byte, c *chatAnswer) bool {
 	if !jsonfast.Valid(raw) {
 		return false
 	}
-	r := newFastReader(raw)
+	r := jsonfast.NewReader(raw)
 	var m uint32
-	r.object(jsonfast.SkipSpace(raw, 0), func(k []byte, i int) int {
+	r.Object(jsonfast.SkipSpace(raw, 0), func(k []byte, i int) int {
 		switch string(k) {
 		case "choices":
-			r.seen(&m, 1)
-			if r.isNull(i) {
+			r.Seen(&m, 1)
+			if r.IsNull(i) {
 				c.Choices = nil
 				return i + len("null")
 			}
@@ -69,111 +69,103 @@ func readChatAnswer(raw []byte, c *chatAnswer) bool {
 			if c.Choices == nil {
 				c.Choices = []chatChoice{}
 			}
-			return r.array(i, func(j int) int {
+			return r.Array(i, func(j int) int {
 				c.Choices = append(c.Choices, chatChoice{})
 				ch := &c.Choices[len(c.Choices)-1]
 				var cm uint32
-				return r.object(j, func(k []byte, j int) int {
+				return r.Object(j, func(k []byte, j int) int {
 					switch string(k) {
 					case "message":
-						r.seen(&cm, 1)
-						return r.chatDelta(j, &ch.Message)
+						r.Seen(&cm, 1)
+						return readChatDelta(&r, j, &ch.Message)
 					case "delta":
-						r.seen(&cm, 2)
-						return r.chatDelta(j, &ch.Delta)
+						r.Seen(&cm, 2)
+						return readChatDelta(&r, j, &ch.Delta)
 					case "finish_reason":
-						r.seen(&cm, 4)
-						return r.str(j, &ch.FinishReason)
+						r.Seen(&cm, 4)
+						return r.Str(j, &ch.FinishReason)
 					}
-					return r.unknown(j, k, "message", "delta", "finish_reason")
+					return r.Unknown(j, k, "message", "delta", "finish_reason")
 				})
 			})
 		case "usage":
-			r.seen(&m, 2)
-			return r.chatUsage(i, &c.Usage)
+			r.Seen(&m, 2)
+			return readChatUsage(&r, i, &c.Usage)
 		case "service_tier":
-			r.seen(&m, 4)
-			return r.str(i, &c.ServiceTier)
+			r.Seen(&m, 4)
+			return r.Str(i, &c.ServiceTier)
 		case "model":
-			r.seen(&m, 8)
-			return r.str(i, &c.Model)
+			r.Seen(&m, 8)
+			return r.Str(i, &c.Model)
 		}
-		return r.unknown(i, k, "choices", "usage", "service_tier", "model")
+		return r.Unknown(i, k, "choices", "usage", "service_tier", "model")
 	})
-	return r.ok
+	return r.OK()
 }
 
-func (r *fastReader) chatDelta(i int, d *chatDelta) int {
-	if r.isNull(i) {
+func readChatDelta(r *jsonfast.Reader, i int, d *chatDelta) int {
+	if r.IsNull(i) {
 		return i + len("null")
 	}
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "content":
-			r.seen(&mask, 1)
-			return r.strPtr(j, &d.Content)
+			r.Seen(&mask, 1)
+			return r.StrPtr(j, &d.Content)
 		case "refusal":
-			r.seen(&mask, 2)
-			return r.strPtr(j, &d.Refusal)
+			r.Seen(&mask, 2)
+			return r.StrPtr(j, &d.Refusal)
 		case "reasoning":
-			r.seen(&mask, 4)
-			return r.strPtr(j, &d.Reasoning)
+			r.Seen(&mask, 4)
+			return r.StrPtr(j, &d.Reasoning)
 		case "reasoning_content":
-			r.seen(&mask, 8)
-			return r.strPtr(j, &d.ReasoningContent)
+			r.Seen(&mask, 8)
+			return r.StrPtr(j, &d.ReasoningContent)
 		case "reasoning_signature":
-			r.seen(&mask, 16)
-			return r.strPtr(j, &d.ReasoningSignature)
+			r.Seen(&mask, 16)
+			return r.StrPtr(j, &d.ReasoningSignature)
 		case "reasoning_redacted":
-			r.seen(&mask, 32)
-			return r.strPtr(j, &d.ReasoningRedacted)
+			r.Seen(&mask, 32)
+			return r.StrPtr(j, &d.ReasoningRedacted)
 		case "tool_calls":
-			r.seen(&mask, 64)
-			if r.isNull(j) {
+			r.Seen(&mask, 64)
+			if r.IsNull(j) {
 				d.ToolCalls = nil
 				return j + len("null")
 			}
 			d.ToolCalls = []OpenAIToolCall{}
-			return r.array(j, func(j int) int {
+			return r.Array(j, func(j int) int {
 				d.ToolCalls = append(d.ToolCalls, OpenAIToolCall{})
-				return r.toolCall(j, &d.ToolCalls[len(d.ToolCalls)-1])
+				return readOpenAIToolCall(r, j, &d.ToolCalls[len(d.ToolCalls)-1])
 			})
 		}
-		return r.unknown(j, k, "content", "refusal", "reasoning", "reasoning_content", "reasoning_signature", "reasoning_redacted", "tool_calls")
+		return r.Unknown(j, k, "content", "refusal", "reasoning", "reasoning_content", "reasoning_signature", "reasoning_redacted", "tool_calls")
 	})
 }
 
-func (r *fastReader) chatUsage(i int, dst **chatUsage) int {
-	if r.isNull(i) {
+func readChatUsage(r *jsonfast.Reader, i int, dst **chatUsage) int {
+	if r.IsNull(i) {
 		*dst = nil
 		return i + len("null")
 	}
 	u := &chatUsage{}
 	*dst = u
 	var mask uint32
-	count := func(j int, n *int64) int {
-		var p *int64
-		end := r.intPtr(j, &p)
-		if p != nil {
-			*n = *p
-		}
-		return end
-	}
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "prompt_tokens":
-			r.seen(&mask, 1)
-			return count(j, &u.PromptTokens)
+			r.Seen(&mask, 1)
+			return r.Int(j, &u.PromptTokens)
 		case "completion_tokens":
-			r.seen(&mask, 2)
-			return count(j, &u.CompletionTokens)
+			r.Seen(&mask, 2)
+			return r.Int(j, &u.CompletionTokens)
 		case "total_tokens":
-			r.seen(&mask, 4)
-			return count(j, &u.TotalTokens)
+			r.Seen(&mask, 4)
+			return r.Int(j, &u.TotalTokens)
 		case "prompt_tokens_details":
-			r.seen(&mask, 8)
-			if r.isNull(j) {
+			r.Seen(&mask, 8)
+			if r.IsNull(j) {
 				u.PromptTokensDetails = nil
 				return j + len("null")
 			}
@@ -182,20 +174,20 @@ func (r *fastReader) chatUsage(i int, dst **chatUsage) int {
 				CacheWriteTokens int64 `json:"cache_write_tokens"`
 			}{}
 			var dm uint32
-			return r.object(j, func(k []byte, j int) int {
+			return r.Object(j, func(k []byte, j int) int {
 				switch string(k) {
 				case "cached_tokens":
-					r.seen(&dm, 1)
-					return count(j, &u.PromptTokensDetails.CachedTokens)
+					r.Seen(&dm, 1)
+					return r.Int(j, &u.PromptTokensDetails.CachedTokens)
 				case "cache_write_tokens":
-					r.seen(&dm, 2)
-					return count(j, &u.PromptTokensDetails.CacheWriteTokens)
+					r.Seen(&dm, 2)
+					return r.Int(j, &u.PromptTokensDetails.CacheWriteTokens)
 				}
-				return r.unknown(j, k, "cached_tokens", "cache_write_tokens")
+				return r.Unknown(j, k, "cached_tokens", "cache_write_tokens")
 			})
 		case "completion_tokens_details":
-			r.seen(&mask, 16)
-			if r.isNull(j) {
+			r.Seen(&mask, 16)
+			if r.IsNull(j) {
 				u.CompletionTokensDetails = nil
 				return j + len("null")
 			}
@@ -203,15 +195,15 @@ func (r *fastReader) chatUsage(i int, dst **chatUsage) int {
 				ReasoningTokens int64 `json:"reasoning_tokens"`
 			}{}
 			var dm uint32
-			return r.object(j, func(k []byte, j int) int {
+			return r.Object(j, func(k []byte, j int) int {
 				if string(k) == "reasoning_tokens" {
-					r.seen(&dm, 1)
-					return count(j, &u.CompletionTokensDetails.ReasoningTokens)
+					r.Seen(&dm, 1)
+					return r.Int(j, &u.CompletionTokensDetails.ReasoningTokens)
 				}
-				return r.unknown(j, k, "reasoning_tokens")
+				return r.Unknown(j, k, "reasoning_tokens")
 			})
 		}
-		return r.unknown(j, k, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details")
+		return r.Unknown(j, k, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details")
 	})
 }
 

@@ -29,8 +29,8 @@ func MessagesFromCloud(body []byte, model string, stream *bool) ([]byte, []strin
 		return nil, nil, invalidJSON(body)
 	}
 	var betas []string
-	if v, ok, err := findMember(body, 0, "anthropic_beta"); err == nil && ok {
-		if json.Unmarshal(body[v.start:v.end], &betas) != nil {
+	if v, ok, err := jsonfast.FindMember(body, 0, "anthropic_beta"); err == nil && ok {
+		if json.Unmarshal(body[v.Start:v.End], &betas) != nil {
 			return nil, nil, BadRequest("anthropic_beta", "anthropic_beta must be a list of strings")
 		}
 	}
@@ -40,7 +40,7 @@ func MessagesFromCloud(body []byte, model string, stream *bool) ([]byte, []strin
 		add = jsonfast.AppendBool(add, true)
 	}
 	out, err := editMembers(body, func(k []byte) bool {
-		return keyIs(k, "model") || keyIs(k, "anthropic_version") || keyIs(k, "anthropic_beta") || stream != nil && keyIs(k, "stream")
+		return jsonfast.KeyIs(k, "model") || jsonfast.KeyIs(k, "anthropic_version") || jsonfast.KeyIs(k, "anthropic_beta") || stream != nil && jsonfast.KeyIs(k, "stream")
 	}, add)
 	if err != nil {
 		return nil, nil, BadRequest("", "request body must be a JSON object")
@@ -212,6 +212,6 @@ func CountFromBedrock(body []byte, model string) ([]byte, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err = editMembers(out, func(k []byte) bool { return keyIs(k, "max_tokens") }, nil)
+	out, err = editMembers(out, func(k []byte) bool { return jsonfast.KeyIs(k, "max_tokens") }, nil)
 	return out, betas, err
 }

@@ -34,14 +34,14 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 	if len(name) == 0 {
 		// The event line is mandatory, but a proxy in between may have
 		// dropped it; the data's "type" says the same.
-		if v, ok, err := findMember(ev.Data, 0, "type"); err == nil && ok && v.end-v.start > 2 {
-			name = ev.Data[v.start+1 : v.end-1]
+		if v, ok, err := jsonfast.FindMember(ev.Data, 0, "type"); err == nil && ok && v.End-v.Start > 2 {
+			name = ev.Data[v.Start+1 : v.End-1]
 		}
 	}
 	switch string(name) {
 	case "message_start":
-		if m, ok, err := findMember(ev.Data, 0, "message"); err == nil && ok && ev.Data[m.start] == '{' {
-			if u, ok := t.readUsage(ev.Data, m.start); ok {
+		if m, ok, err := jsonfast.FindMember(ev.Data, 0, "message"); err == nil && ok && ev.Data[m.Start] == '{' {
+			if u, ok := t.readUsage(ev.Data, m.Start); ok {
 				t.usage = usageFromAnthropic(u)
 			}
 		}
@@ -60,12 +60,12 @@ func (t *anthropicPassthroughStream) Translate(dst []byte, ev Event) ([]byte, er
 // readUsage decodes the "usage" member of the object at data[at] into the
 // reused scratch value.
 func (t *anthropicPassthroughStream) readUsage(data []byte, at int) (*AnthropicUsage, bool) {
-	v, ok, err := findMember(data, at, "usage")
-	if err != nil || !ok || data[v.start] != '{' {
+	v, ok, err := jsonfast.FindMember(data, at, "usage")
+	if err != nil || !ok || data[v.Start] != '{' {
 		return nil, false
 	}
 	t.scratch = AnthropicUsage{}
-	if json.Unmarshal(data[v.start:v.end], &t.scratch) != nil {
+	if json.Unmarshal(data[v.Start:v.End], &t.scratch) != nil {
 		return nil, false
 	}
 	return &t.scratch, true
@@ -80,12 +80,12 @@ func (t *anthropicPassthroughStream) Finish(dst []byte) []byte { return dst }
 // response without decoding the rest of it. A body without usage yields a
 // zero Usage with Seen false.
 func AnthropicUsageFromBody(body []byte) Usage {
-	v, ok, err := findMember(body, 0, "usage")
-	if err != nil || !ok || body[v.start] != '{' {
+	v, ok, err := jsonfast.FindMember(body, 0, "usage")
+	if err != nil || !ok || body[v.Start] != '{' {
 		return Usage{}
 	}
 	var u AnthropicUsage
-	if json.Unmarshal(body[v.start:v.end], &u) != nil {
+	if json.Unmarshal(body[v.Start:v.End], &u) != nil {
 		return Usage{}
 	}
 	return usageFromAnthropic(&u)

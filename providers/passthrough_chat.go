@@ -51,24 +51,24 @@ func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) 
 	// `"usage":null` and are skipped after the scan.
 	if bytes.Contains(data, []byte(`"usage"`)) {
 		usageOnly := false
-		var u, tier span
+		var u, tier jsonfast.Span
 		var hasUsage bool
-		_, err := eachMember(data, 0, func(k []byte, v span) {
+		_, err := jsonfast.EachMember(data, 0, func(k []byte, v jsonfast.Span) {
 			switch {
-			case keyIs(k, "usage"):
+			case jsonfast.KeyIs(k, "usage"):
 				u, hasUsage = v, true
-			case keyIs(k, "service_tier"):
+			case jsonfast.KeyIs(k, "service_tier"):
 				tier = v
-			case keyIs(k, "choices"):
-				usageOnly = isEmptyArray(data[v.start:v.end])
+			case jsonfast.KeyIs(k, "choices"):
+				usageOnly = isEmptyArray(data[v.Start:v.End])
 			}
 		})
-		if err == nil && hasUsage && data[u.start] == '{' {
+		if err == nil && hasUsage && data[u.Start] == '{' {
 			t.scratch = OpenAIUsage{}
-			if json.Unmarshal(data[u.start:u.end], &t.scratch) == nil {
+			if json.Unmarshal(data[u.Start:u.End], &t.scratch) == nil {
 				t.usage = usageFromOpenAI(&t.scratch)
-				if tier.end > tier.start {
-					t.usage.ServiceTier, _ = decodeStringToken(data[tier.start:tier.end])
+				if tier.End > tier.Start {
+					t.usage.ServiceTier, _ = jsonfast.DecodeStringToken(data[tier.Start:tier.End])
 				}
 			}
 			if usageOnly && t.dropUsageChunk {
@@ -100,11 +100,11 @@ func isEmptyArray(v []byte) bool {
 // without decoding the rest of it. A body without usage yields a zero
 // Usage with Seen false.
 func OpenAIUsageFromBody(body []byte) Usage {
-	v, ok, err := findMember(body, 0, "usage")
-	if err != nil || !ok || body[v.start] != '{' {
+	v, ok, err := jsonfast.FindMember(body, 0, "usage")
+	if err != nil || !ok || body[v.Start] != '{' {
 		return Usage{}
 	}
-	raw := body[v.start:v.end]
+	raw := body[v.Start:v.End]
 	// json.Unmarshal checks the whole value before it decodes any of it.
 	if !jsonfast.Valid(raw) {
 		return Usage{}
@@ -117,8 +117,8 @@ func OpenAIUsageFromBody(body []byte) Usage {
 		}
 	}
 	out := usageFromOpenAI(&u)
-	if t, ok, err := findMember(body, 0, "service_tier"); err == nil && ok {
-		out.ServiceTier, _ = decodeStringToken(body[t.start:t.end])
+	if t, ok, err := jsonfast.FindMember(body, 0, "service_tier"); err == nil && ok {
+		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[t.Start:t.End])
 	}
 	return out
 }

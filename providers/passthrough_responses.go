@@ -125,12 +125,12 @@ func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
 		return dst, errBadEvent
 	}
 	data = p.line.oneLine(data)
-	typ, ok, err := findMember(data, 0, "type")
+	typ, ok, err := jsonfast.FindMember(data, 0, "type")
 	name := ev.Name
-	if err == nil && ok && typ.end > typ.start {
+	if err == nil && ok && typ.End > typ.Start {
 		// Only the event's type is needed on most events; the terminal
 		// ones and errors are decoded.
-		t := data[typ.start:typ.end]
+		t := data[typ.Start:typ.End]
 		switch {
 		case bytes.Equal(t, []byte(`"error"`)):
 			return dst, inBandResponsesError(data)
@@ -143,14 +143,14 @@ func (p *responsesPassthrough) Translate(dst []byte, ev Event) ([]byte, error) {
 			p.done = true
 		}
 		if len(name) == 0 {
-			if s, ok := decodeStringToken(t); ok {
+			if s, ok := jsonfast.DecodeStringToken(t); ok {
 				name = []byte(s)
 			}
 		}
 	}
-	if seq, ok, err := findMember(data, 0, "sequence_number"); err == nil && ok && seq.end > seq.start {
+	if seq, ok, err := jsonfast.FindMember(data, 0, "sequence_number"); err == nil && ok && seq.End > seq.Start {
 		var n int64
-		if json.Unmarshal(data[seq.start:seq.end], &n) == nil {
+		if json.Unmarshal(data[seq.Start:seq.End], &n) == nil {
 			p.seq = n + 1
 		}
 	}

@@ -36,7 +36,7 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 	if !jsonfast.Valid(body) {
 		return info, invalidJSON(body)
 	}
-	var model, stream, opts, messages span
+	var model, stream, opts, messages jsonfast.Span
 	var hasModel, hasStream, hasOpts, hasMessages bool
 	var twice string
 	seen := func(has *bool, name string) {
@@ -45,30 +45,30 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 		}
 		*has = true
 	}
-	_, err := eachMember(body, 0, func(k []byte, v span) {
+	_, err := jsonfast.EachMember(body, 0, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "model"):
+		case jsonfast.KeyIs(k, "model"):
 			model = v
 			seen(&hasModel, "model")
-		case keyIs(k, "stream"):
+		case jsonfast.KeyIs(k, "stream"):
 			stream = v
 			seen(&hasStream, "stream")
-		case keyIs(k, "stream_options"):
+		case jsonfast.KeyIs(k, "stream_options"):
 			opts = v
 			seen(&hasOpts, "stream_options")
-		case keyIs(k, "messages"):
+		case jsonfast.KeyIs(k, "messages"):
 			messages = v
 			seen(&hasMessages, "messages")
-		case keyIs(k, "max_tokens") || keyIs(k, "max_completion_tokens"):
+		case jsonfast.KeyIs(k, "max_tokens") || jsonfast.KeyIs(k, "max_completion_tokens"):
 			// As a float too: 1e5 or 100000.0 is the same limit to an
 			// upstream, and must not dodge the reservation.
-			if f, err := strconv.ParseFloat(string(body[v.start:v.end]), 64); err == nil && f > 0 {
+			if f, err := strconv.ParseFloat(string(body[v.Start:v.End]), 64); err == nil && f > 0 {
 				info.maxTokens = max(info.maxTokens, int64(min(f, 1<<62)))
 			}
-		case keyIs(k, "n"):
+		case jsonfast.KeyIs(k, "n"):
 			// Each choice is billed its own output: the reservation
 			// multiplies the output bound by it.
-			if f, err := strconv.ParseFloat(string(body[v.start:v.end]), 64); err == nil && f > 1 {
+			if f, err := strconv.ParseFloat(string(body[v.Start:v.End]), 64); err == nil && f > 1 {
 				info.choices = int64(min(f, 1<<20))
 			}
 		}
@@ -84,7 +84,7 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 	if !hasModel {
 		return info, BadRequest("model", "model is required")
 	}
-	m, ok := decodeStringToken(body[model.start:model.end])
+	m, ok := jsonfast.DecodeStringToken(body[model.Start:model.End])
 	if !ok {
 		return info, BadRequest("model", "model must be a string")
 	}
@@ -94,7 +94,7 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 	if !hasMessages {
 		return info, BadRequest("messages", "messages is required: a list of {role, content} objects")
 	}
-	if body[messages.start] != '[' {
+	if body[messages.Start] != '[' {
 		return info, BadRequest("messages", "messages must be an array")
 	}
 	info.Model = m
@@ -103,17 +103,17 @@ func PeekRequest(body []byte) (RequestInfo, error) {
 	// upstream, whose stream would then fail as an unreadable answer and
 	// count against the deployment's health for everyone.
 	if hasStream {
-		if info.Stream, ok = jsonBool(body[stream.start:stream.end]); !ok {
+		if info.Stream, ok = jsonfast.ParseBool(body[stream.Start:stream.End]); !ok {
 			return info, BadRequest("stream", "stream must be true or false")
 		}
 	}
-	if hasOpts && !isNull(body, opts) {
-		if body[opts.start] != '{' {
+	if hasOpts && !opts.IsNull(body) {
+		if body[opts.Start] != '{' {
 			return info, BadRequest("stream_options", "stream_options must be an object")
 		}
-		v, ok, err := findMember(body, opts.start, "include_usage")
+		v, ok, err := jsonfast.FindMember(body, opts.Start, "include_usage")
 		if err == nil && ok {
-			if info.IncludeUsage, ok = jsonBool(body[v.start:v.end]); !ok {
+			if info.IncludeUsage, ok = jsonfast.ParseBool(body[v.Start:v.End]); !ok {
 				return info, BadRequest("stream_options.include_usage", "stream_options.include_usage must be true or false")
 			}
 		}

@@ -62,7 +62,7 @@ func openAIResponseText(raw json.RawMessage) string {
 		return ""
 	}
 	if raw[0] == '"' {
-		s, _ := decodeStringToken(raw)
+		s, _ := jsonfast.DecodeStringToken(raw)
 		return s
 	}
 	var parts []OpenAIContentPart

@@ -137,56 +137,56 @@ func (t *openAIToAnthropicStream) appendText(dst []byte, text string) []byte {
 // (tool calls, a finish reason, usage, errors, several choices) returns
 // ok false for the full path.
 func (t *openAIToAnthropicStream) fastChunk(dst, data []byte) ([]byte, bool) {
-	var choices span
+	var choices jsonfast.Span
 	hasChoices, other := false, false
-	_, err := eachMember(data, 0, func(k []byte, v span) {
+	_, err := jsonfast.EachMember(data, 0, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "choices"):
+		case jsonfast.KeyIs(k, "choices"):
 			choices, hasChoices = v, true
-		case keyIs(k, "usage"), keyIs(k, "error"):
-			other = other || !isNull(data, v)
+		case jsonfast.KeyIs(k, "usage"), jsonfast.KeyIs(k, "error"):
+			other = other || !v.IsNull(data)
 		}
 	})
-	if err != nil || !hasChoices || other || data[choices.start] != '[' {
+	if err != nil || !hasChoices || other || data[choices.Start] != '[' {
 		return dst, false
 	}
-	first := jsonfast.SkipSpace(data, choices.start+1)
-	if first >= choices.end || data[first] != '{' {
+	first := jsonfast.SkipSpace(data, choices.Start+1)
+	if first >= choices.End || data[first] != '{' {
 		return dst, false
 	}
-	var delta span
+	var delta jsonfast.Span
 	hasDelta := false
-	end, err := eachMember(data, first, func(k []byte, v span) {
+	end, err := jsonfast.EachMember(data, first, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "delta"):
+		case jsonfast.KeyIs(k, "delta"):
 			delta, hasDelta = v, true
-		case keyIs(k, "finish_reason"):
-			other = other || !isNull(data, v)
+		case jsonfast.KeyIs(k, "finish_reason"):
+			other = other || !v.IsNull(data)
 		}
 	})
-	if err != nil || other || !hasDelta || data[delta.start] != '{' || jsonfast.SkipSpace(data, end) != choices.end-1 {
+	if err != nil || other || !hasDelta || data[delta.Start] != '{' || jsonfast.SkipSpace(data, end) != choices.End-1 {
 		return dst, false
 	}
-	var content span
+	var content jsonfast.Span
 	hasContent := false
-	_, err = eachMember(data, delta.start, func(k []byte, v span) {
+	_, err = jsonfast.EachMember(data, delta.Start, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "content"):
+		case jsonfast.KeyIs(k, "content"):
 			content, hasContent = v, true
-		case keyIs(k, "tool_calls"):
-			other = other || !isNull(data, v) && !isEmptyArray(data[v.start:v.end])
-		case keyIs(k, "refusal"):
-			other = other || !isNull(data, v)
+		case jsonfast.KeyIs(k, "tool_calls"):
+			other = other || !v.IsNull(data) && !isEmptyArray(data[v.Start:v.End])
+		case jsonfast.KeyIs(k, "refusal"):
+			other = other || !v.IsNull(data)
 		}
 	})
 	if err != nil || other {
 		return dst, false
 	}
-	if !hasContent || isNull(data, content) {
+	if !hasContent || content.IsNull(data) {
 		return dst, true
 	}
-	tok := data[content.start:content.end]
-	if !validStringToken(tok) {
+	tok := data[content.Start:content.End]
+	if !jsonfast.ValidStringToken(tok) {
 		return dst, false
 	}
 	if len(tok) == 2 {

@@ -3,241 +3,241 @@ package providers
 import "github.com/modelgate/modelgate/providers/internal/jsonfast"
 
 // The fast path reads a Gemini request in one walk of the document (after
-// one jsonfast.Valid) with the chat reader's fastReader, as the Responses
-// spoke does: encoding/json's reflection cost a third of a translated
-// Gemini request's CPU. Anything it does not read exactly as
-// encoding/json would (a duplicate or case-folded key, a wrong type)
-// sends the caller to json.Unmarshal, whose results and errors it must
-// equal (FuzzGeminiRequestFastPath).
+// one jsonfast.Valid) with jsonfast.Reader, as the Responses spoke does:
+// encoding/json's reflection cost a third of a translated Gemini request's
+// CPU. Anything it does not read exactly as encoding/json would (a
+// duplicate or case-folded key, a wrong type) sends the caller to
+// json.Unmarshal, whose results and errors it must equal
+// (FuzzGeminiRequestFastPath).
 
 // readGeminiRequest fills q from body; false: use encoding/json instead.
 func readGeminiRequest(body []byte, q *geminiRequest) bool {
-	r := newFastReader(body)
-	r.geminiRequest(0, q)
-	return r.ok
+	r := jsonfast.NewReader(body)
+	readGeminiRequestAt(&r, 0, q)
+	return r.OK()
 }
 
-func (r *fastReader) geminiRequest(i int, q *geminiRequest) int {
+func readGeminiRequestAt(r *jsonfast.Reader, i int, q *geminiRequest) int {
 	var mask uint32
-	return r.object(jsonfast.SkipSpace(r.b, i), func(k []byte, j int) int {
+	return r.Object(jsonfast.SkipSpace(r.Bytes(), i), func(k []byte, j int) int {
 		switch string(k) {
 		case "contents":
-			r.seen(&mask, 1<<0)
-			return listOf(r, j, &q.Contents, r.geminiContent)
+			r.Seen(&mask, 1<<0)
+			return jsonfast.ListOf(r, j, &q.Contents, func(e int, v *geminiContent) int { return readGeminiContent(r, e, v) })
 		case "systemInstruction":
-			r.seen(&mask, 1<<1)
-			return orNull(r, j, &q.SystemInstruction, r.geminiContent)
+			r.Seen(&mask, 1<<1)
+			return jsonfast.OrNull(r, j, &q.SystemInstruction, func(e int, v *geminiContent) int { return readGeminiContent(r, e, v) })
 		case "tools":
-			r.seen(&mask, 1<<2)
-			return listOf(r, j, &q.Tools, r.geminiTool)
+			r.Seen(&mask, 1<<2)
+			return jsonfast.ListOf(r, j, &q.Tools, func(e int, v *geminiTool) int { return readGeminiTool(r, e, v) })
 		case "toolConfig":
-			r.seen(&mask, 1<<3)
-			return orNull(r, j, &q.ToolConfig, r.geminiToolConfig)
+			r.Seen(&mask, 1<<3)
+			return jsonfast.OrNull(r, j, &q.ToolConfig, func(e int, v *geminiToolConfig) int { return readGeminiToolConfig(r, e, v) })
 		case "generationConfig":
-			r.seen(&mask, 1<<4)
-			return orNull(r, j, &q.GenerationConfig, r.geminiGenConfig)
+			r.Seen(&mask, 1<<4)
+			return jsonfast.OrNull(r, j, &q.GenerationConfig, func(e int, v *geminiGenConfig) int { return readGeminiGenConfig(r, e, v) })
 		case "safetySettings":
-			r.seen(&mask, 1<<5)
-			return r.raw(j, &q.SafetySettings)
+			r.Seen(&mask, 1<<5)
+			return r.Raw(j, &q.SafetySettings)
 		case "cachedContent":
-			r.seen(&mask, 1<<6)
-			return r.str(j, &q.CachedContent)
+			r.Seen(&mask, 1<<6)
+			return r.Str(j, &q.CachedContent)
 		case "serviceTier":
-			r.seen(&mask, 1<<7)
-			return r.str(j, &q.ServiceTier)
+			r.Seen(&mask, 1<<7)
+			return r.Str(j, &q.ServiceTier)
 		case "model":
-			r.seen(&mask, 1<<8)
-			return r.str(j, &q.Model)
+			r.Seen(&mask, 1<<8)
+			return r.Str(j, &q.Model)
 		}
 		// generateContentRequest (countTokens' wrapper) is rare enough
 		// to leave to encoding/json.
-		return r.unknown(j, k, "contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
+		return r.Unknown(j, k, "contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
 			"safetySettings", "cachedContent", "serviceTier", "model", "generateContentRequest")
 	})
 }
 
-func (r *fastReader) geminiContent(i int, c *geminiContent) int {
+func readGeminiContent(r *jsonfast.Reader, i int, c *geminiContent) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "role":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &c.Role)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &c.Role)
 		case "parts":
-			r.seen(&mask, 1<<1)
-			return listOf(r, j, &c.Parts, r.geminiPart)
+			r.Seen(&mask, 1<<1)
+			return jsonfast.ListOf(r, j, &c.Parts, func(e int, v *geminiPart) int { return readGeminiPart(r, e, v) })
 		}
-		return r.unknown(j, k, "role", "parts")
+		return r.Unknown(j, k, "role", "parts")
 	})
 }
 
-func (r *fastReader) geminiPart(i int, p *geminiPart) int {
+func readGeminiPart(r *jsonfast.Reader, i int, p *geminiPart) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "text":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &p.Text)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &p.Text)
 		case "thought":
-			r.seen(&mask, 1<<1)
-			return r.boolean(j, &p.Thought)
+			r.Seen(&mask, 1<<1)
+			return r.Bool(j, &p.Thought)
 		case "thoughtSignature":
-			r.seen(&mask, 1<<2)
-			return r.str(j, &p.ThoughtSignature)
+			r.Seen(&mask, 1<<2)
+			return r.Str(j, &p.ThoughtSignature)
 		case "inlineData":
-			r.seen(&mask, 1<<3)
-			return orNull(r, j, &p.InlineData, r.geminiBlob)
+			r.Seen(&mask, 1<<3)
+			return jsonfast.OrNull(r, j, &p.InlineData, func(e int, v *geminiBlob) int { return readGeminiBlob(r, e, v) })
 		case "fileData":
-			r.seen(&mask, 1<<4)
-			if r.isNull(j) {
+			r.Seen(&mask, 1<<4)
+			if r.IsNull(j) {
 				p.FileData = nil
 				return j + len("null")
 			}
 			p.FileData = &geminiFileData{}
 			var m uint32
-			return r.object(j, func(k []byte, e int) int {
+			return r.Object(j, func(k []byte, e int) int {
 				switch string(k) {
 				case "mimeType":
-					r.seen(&m, 1<<0)
-					return r.str(e, &p.FileData.MimeType)
+					r.Seen(&m, 1<<0)
+					return r.Str(e, &p.FileData.MimeType)
 				case "fileUri":
-					r.seen(&m, 1<<1)
-					return r.str(e, &p.FileData.FileURI)
+					r.Seen(&m, 1<<1)
+					return r.Str(e, &p.FileData.FileURI)
 				}
-				return r.unknown(e, k, "mimeType", "fileUri")
+				return r.Unknown(e, k, "mimeType", "fileUri")
 			})
 		case "functionCall":
-			r.seen(&mask, 1<<5)
-			return orNull(r, j, &p.FunctionCall, r.geminiFunctionCall)
+			r.Seen(&mask, 1<<5)
+			return jsonfast.OrNull(r, j, &p.FunctionCall, func(e int, v *geminiFunctionCall) int { return readGeminiFunctionCall(r, e, v) })
 		case "functionResponse":
-			r.seen(&mask, 1<<6)
-			return orNull(r, j, &p.FunctionResponse, r.geminiFunctionResult)
+			r.Seen(&mask, 1<<6)
+			return jsonfast.OrNull(r, j, &p.FunctionResponse, func(e int, v *geminiFunctionResult) int { return readGeminiFunctionResult(r, e, v) })
 		case "executableCode":
-			r.seen(&mask, 1<<7)
-			return r.raw(j, &p.ExecutableCode)
+			r.Seen(&mask, 1<<7)
+			return r.Raw(j, &p.ExecutableCode)
 		case "codeExecutionResult":
-			r.seen(&mask, 1<<8)
-			return r.raw(j, &p.CodeExecutionResult)
+			r.Seen(&mask, 1<<8)
+			return r.Raw(j, &p.CodeExecutionResult)
 		}
-		return r.unknown(j, k, "text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall",
+		return r.Unknown(j, k, "text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall",
 			"functionResponse", "executableCode", "codeExecutionResult")
 	})
 }
 
-func (r *fastReader) geminiBlob(i int, b *geminiBlob) int {
+func readGeminiBlob(r *jsonfast.Reader, i int, b *geminiBlob) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "mimeType":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &b.MimeType)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &b.MimeType)
 		case "data":
-			r.seen(&mask, 1<<1)
-			return r.str(j, &b.Data)
+			r.Seen(&mask, 1<<1)
+			return r.Str(j, &b.Data)
 		}
-		return r.unknown(j, k, "mimeType", "data")
+		return r.Unknown(j, k, "mimeType", "data")
 	})
 }
 
-func (r *fastReader) geminiFunctionCall(i int, c *geminiFunctionCall) int {
+func readGeminiFunctionCall(r *jsonfast.Reader, i int, c *geminiFunctionCall) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "id":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &c.ID)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &c.ID)
 		case "name":
-			r.seen(&mask, 1<<1)
-			return r.str(j, &c.Name)
+			r.Seen(&mask, 1<<1)
+			return r.Str(j, &c.Name)
 		case "args":
-			r.seen(&mask, 1<<2)
-			return r.raw(j, &c.Args)
+			r.Seen(&mask, 1<<2)
+			return r.Raw(j, &c.Args)
 		}
-		return r.unknown(j, k, "id", "name", "args")
+		return r.Unknown(j, k, "id", "name", "args")
 	})
 }
 
-func (r *fastReader) geminiFunctionResult(i int, c *geminiFunctionResult) int {
+func readGeminiFunctionResult(r *jsonfast.Reader, i int, c *geminiFunctionResult) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "id":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &c.ID)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &c.ID)
 		case "name":
-			r.seen(&mask, 1<<1)
-			return r.str(j, &c.Name)
+			r.Seen(&mask, 1<<1)
+			return r.Str(j, &c.Name)
 		case "response":
-			r.seen(&mask, 1<<2)
-			return r.raw(j, &c.Response)
+			r.Seen(&mask, 1<<2)
+			return r.Raw(j, &c.Response)
 		case "parts":
-			r.seen(&mask, 1<<3)
-			return listOf(r, j, &c.Parts, r.geminiPart)
+			r.Seen(&mask, 1<<3)
+			return jsonfast.ListOf(r, j, &c.Parts, func(e int, v *geminiPart) int { return readGeminiPart(r, e, v) })
 		}
-		return r.unknown(j, k, "id", "name", "response", "parts")
+		return r.Unknown(j, k, "id", "name", "response", "parts")
 	})
 }
 
-func (r *fastReader) geminiTool(i int, t *geminiTool) int {
+func readGeminiTool(r *jsonfast.Reader, i int, t *geminiTool) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "functionDeclarations":
-			r.seen(&mask, 1<<0)
-			return listOf(r, j, &t.FunctionDeclarations, r.geminiFunctionDecl)
+			r.Seen(&mask, 1<<0)
+			return jsonfast.ListOf(r, j, &t.FunctionDeclarations, func(e int, v *geminiFunctionDecl) int { return readGeminiFunctionDecl(r, e, v) })
 		case "googleSearch":
-			r.seen(&mask, 1<<1)
-			return r.raw(j, &t.GoogleSearch)
+			r.Seen(&mask, 1<<1)
+			return r.Raw(j, &t.GoogleSearch)
 		case "codeExecution":
-			r.seen(&mask, 1<<2)
-			return r.raw(j, &t.CodeExecution)
+			r.Seen(&mask, 1<<2)
+			return r.Raw(j, &t.CodeExecution)
 		case "urlContext":
-			r.seen(&mask, 1<<3)
-			return r.raw(j, &t.URLContext)
+			r.Seen(&mask, 1<<3)
+			return r.Raw(j, &t.URLContext)
 		case "googleMaps":
-			r.seen(&mask, 1<<4)
-			return r.raw(j, &t.GoogleMaps)
+			r.Seen(&mask, 1<<4)
+			return r.Raw(j, &t.GoogleMaps)
 		case "fileSearch":
-			r.seen(&mask, 1<<5)
-			return r.raw(j, &t.FileSearch)
+			r.Seen(&mask, 1<<5)
+			return r.Raw(j, &t.FileSearch)
 		case "googleSearchRetrieval":
-			r.seen(&mask, 1<<6)
-			return r.raw(j, &t.GoogleSearchRetrieval)
+			r.Seen(&mask, 1<<6)
+			return r.Raw(j, &t.GoogleSearchRetrieval)
 		}
-		return r.unknown(j, k, "functionDeclarations", "googleSearch", "codeExecution", "urlContext", "googleMaps",
+		return r.Unknown(j, k, "functionDeclarations", "googleSearch", "codeExecution", "urlContext", "googleMaps",
 			"fileSearch", "googleSearchRetrieval")
 	})
 }
 
-func (r *fastReader) geminiFunctionDecl(i int, d *geminiFunctionDecl) int {
+func readGeminiFunctionDecl(r *jsonfast.Reader, i int, d *geminiFunctionDecl) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "name":
-			r.seen(&mask, 1<<0)
-			return r.str(j, &d.Name)
+			r.Seen(&mask, 1<<0)
+			return r.Str(j, &d.Name)
 		case "description":
-			r.seen(&mask, 1<<1)
-			return r.str(j, &d.Description)
+			r.Seen(&mask, 1<<1)
+			return r.Str(j, &d.Description)
 		case "parameters":
-			r.seen(&mask, 1<<2)
-			return r.raw(j, &d.Parameters)
+			r.Seen(&mask, 1<<2)
+			return r.Raw(j, &d.Parameters)
 		case "parametersJsonSchema":
-			r.seen(&mask, 1<<3)
-			return r.raw(j, &d.ParametersJSONSchema)
+			r.Seen(&mask, 1<<3)
+			return r.Raw(j, &d.ParametersJSONSchema)
 		}
-		return r.unknown(j, k, "name", "description", "parameters", "parametersJsonSchema")
+		return r.Unknown(j, k, "name", "description", "parameters", "parametersJsonSchema")
 	})
 }
 
-func (r *fastReader) geminiToolConfig(i int, c *geminiToolConfig) int {
+func readGeminiToolConfig(r *jsonfast.Reader, i int, c *geminiToolConfig) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		if string(k) != "functionCallingConfig" {
-			return r.unknown(j, k, "functionCallingConfig")
+			return r.Unknown(j, k, "functionCallingConfig")
 		}
-		r.seen(&mask, 1<<0)
-		if r.isNull(j) {
+		r.Seen(&mask, 1<<0)
+		if r.IsNull(j) {
 			c.FunctionCallingConfig = nil
 			return j + len("null")
 		}
@@ -247,63 +247,63 @@ func (r *fastReader) geminiToolConfig(i int, c *geminiToolConfig) int {
 		}{}
 		c.FunctionCallingConfig = f
 		var m uint32
-		return r.object(j, func(k []byte, e int) int {
+		return r.Object(j, func(k []byte, e int) int {
 			switch string(k) {
 			case "mode":
-				r.seen(&m, 1<<0)
-				return r.str(e, &f.Mode)
+				r.Seen(&m, 1<<0)
+				return r.Str(e, &f.Mode)
 			case "allowedFunctionNames":
-				r.seen(&m, 1<<1)
-				return listOf(r, e, &f.AllowedFunctionNames, r.str)
+				r.Seen(&m, 1<<1)
+				return jsonfast.ListOf(r, e, &f.AllowedFunctionNames, r.Str)
 			}
-			return r.unknown(e, k, "mode", "allowedFunctionNames")
+			return r.Unknown(e, k, "mode", "allowedFunctionNames")
 		})
 	})
 }
 
-func (r *fastReader) geminiGenConfig(i int, g *geminiGenConfig) int {
+func readGeminiGenConfig(r *jsonfast.Reader, i int, g *geminiGenConfig) int {
 	var mask uint32
-	return r.object(i, func(k []byte, j int) int {
+	return r.Object(i, func(k []byte, j int) int {
 		switch string(k) {
 		case "temperature":
-			r.seen(&mask, 1<<0)
-			return r.floatPtr(j, &g.Temperature)
+			r.Seen(&mask, 1<<0)
+			return r.FloatPtr(j, &g.Temperature)
 		case "topP":
-			r.seen(&mask, 1<<1)
-			return r.floatPtr(j, &g.TopP)
+			r.Seen(&mask, 1<<1)
+			return r.FloatPtr(j, &g.TopP)
 		case "topK":
-			r.seen(&mask, 1<<2)
-			return r.floatPtr(j, &g.TopK)
+			r.Seen(&mask, 1<<2)
+			return r.FloatPtr(j, &g.TopK)
 		case "maxOutputTokens":
-			r.seen(&mask, 1<<3)
-			return r.intPtr(j, &g.MaxOutputTokens)
+			r.Seen(&mask, 1<<3)
+			return r.IntPtr(j, &g.MaxOutputTokens)
 		case "stopSequences":
-			r.seen(&mask, 1<<4)
-			return listOf(r, j, &g.StopSequences, r.str)
+			r.Seen(&mask, 1<<4)
+			return jsonfast.ListOf(r, j, &g.StopSequences, r.Str)
 		case "candidateCount":
-			r.seen(&mask, 1<<5)
-			return r.intPtr(j, &g.CandidateCount)
+			r.Seen(&mask, 1<<5)
+			return r.IntPtr(j, &g.CandidateCount)
 		case "presencePenalty":
-			r.seen(&mask, 1<<6)
-			return r.floatPtr(j, &g.PresencePenalty)
+			r.Seen(&mask, 1<<6)
+			return r.FloatPtr(j, &g.PresencePenalty)
 		case "frequencyPenalty":
-			r.seen(&mask, 1<<7)
-			return r.floatPtr(j, &g.FrequencyPenalty)
+			r.Seen(&mask, 1<<7)
+			return r.FloatPtr(j, &g.FrequencyPenalty)
 		case "seed":
-			r.seen(&mask, 1<<8)
-			return r.intPtr(j, &g.Seed)
+			r.Seen(&mask, 1<<8)
+			return r.IntPtr(j, &g.Seed)
 		case "responseMimeType":
-			r.seen(&mask, 1<<9)
-			return r.str(j, &g.ResponseMimeType)
+			r.Seen(&mask, 1<<9)
+			return r.Str(j, &g.ResponseMimeType)
 		case "responseSchema":
-			r.seen(&mask, 1<<10)
-			return r.raw(j, &g.ResponseSchema)
+			r.Seen(&mask, 1<<10)
+			return r.Raw(j, &g.ResponseSchema)
 		case "responseJsonSchema":
-			r.seen(&mask, 1<<11)
-			return r.raw(j, &g.ResponseJSONSchema)
+			r.Seen(&mask, 1<<11)
+			return r.Raw(j, &g.ResponseJSONSchema)
 		case "thinkingConfig":
-			r.seen(&mask, 1<<12)
-			if r.isNull(j) {
+			r.Seen(&mask, 1<<12)
+			if r.IsNull(j) {
 				g.ThinkingConfig = nil
 				return j + len("null")
 			}
@@ -314,50 +314,23 @@ func (r *fastReader) geminiGenConfig(i int, g *geminiGenConfig) int {
 			}{}
 			g.ThinkingConfig = tc
 			var m uint32
-			return r.object(j, func(k []byte, e int) int {
+			return r.Object(j, func(k []byte, e int) int {
 				switch string(k) {
 				case "includeThoughts":
-					r.seen(&m, 1<<0)
-					return r.boolean(e, &tc.IncludeThoughts)
+					r.Seen(&m, 1<<0)
+					return r.Bool(e, &tc.IncludeThoughts)
 				case "thinkingBudget":
-					r.seen(&m, 1<<1)
-					return r.intPtr(e, &tc.ThinkingBudget)
+					r.Seen(&m, 1<<1)
+					return r.IntPtr(e, &tc.ThinkingBudget)
 				case "thinkingLevel":
-					r.seen(&m, 1<<2)
-					return r.str(e, &tc.ThinkingLevel)
+					r.Seen(&m, 1<<2)
+					return r.Str(e, &tc.ThinkingLevel)
 				}
-				return r.unknown(e, k, "includeThoughts", "thinkingBudget", "thinkingLevel")
+				return r.Unknown(e, k, "includeThoughts", "thinkingBudget", "thinkingLevel")
 			})
 		}
-		return r.unknown(j, k, "temperature", "topP", "topK", "maxOutputTokens", "stopSequences", "candidateCount",
+		return r.Unknown(j, k, "temperature", "topP", "topK", "maxOutputTokens", "stopSequences", "candidateCount",
 			"presencePenalty", "frequencyPenalty", "seed", "responseMimeType", "responseSchema", "responseJsonSchema",
 			"thinkingConfig")
-	})
-}
-
-// orNull reads the value at i into a new *dst with read; null sets *dst
-// nil, as encoding/json does for a pointer.
-func orNull[T any](r *fastReader, i int, dst **T, read func(int, *T) int) int {
-	if r.isNull(i) {
-		*dst = nil
-		return i + len("null")
-	}
-	*dst = new(T)
-	return read(i, *dst)
-}
-
-// listOf reads the array at i into a new *dst, each element with read;
-// null sets *dst nil, as encoding/json does for a slice (a null element
-// stays zero, which r.str does for a string and r.object refuses).
-func listOf[T any](r *fastReader, i int, dst *[]T, read func(int, *T) int) int {
-	if r.isNull(i) {
-		*dst = nil
-		return i + len("null")
-	}
-	*dst = []T{}
-	return r.array(i, func(e int) int {
-		var zero T
-		*dst = append(*dst, zero)
-		return read(e, &(*dst)[len(*dst)-1])
 	})
 }

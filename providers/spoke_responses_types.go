@@ -268,9 +268,9 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 func parseItem(raw []byte, param string) (responsesItem, error) {
 	var it responsesItem
 	if jsonfast.Valid(raw) {
-		r := newFastReader(raw)
-		r.item(jsonfast.SkipSpace(raw, 0), &it)
-		if r.ok {
+		r := jsonfast.NewReader(raw)
+		readResponsesItem(&r, jsonfast.SkipSpace(raw, 0), &it)
+		if r.OK() {
 			return it, nil
 		}
 	}

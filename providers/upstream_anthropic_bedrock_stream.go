@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // BedrockEventReader reads InvokeModelWithResponseStream's answer, a
@@ -97,18 +99,18 @@ func (b *BedrockEventReader) Next() (Event, error) {
 }
 
 func (b *BedrockEventReader) chunk(payload []byte) (Event, error) {
-	v, ok, err := findMember(payload, 0, "bytes")
-	if err != nil || !ok || payload[v.start] != '"' {
+	v, ok, err := jsonfast.FindMember(payload, 0, "bytes")
+	if err != nil || !ok || payload[v.Start] != '"' {
 		return Event{}, fmt.Errorf("%w: a chunk without bytes", ErrBadFrame)
 	}
-	enc := payload[v.start+1 : v.end-1]
+	enc := payload[v.Start+1 : v.End-1]
 	b.data = b.data[:0]
 	if b.data, err = base64.StdEncoding.AppendDecode(b.data, enc); err != nil {
 		return Event{}, fmt.Errorf("%w: a chunk whose bytes are not base64", ErrBadFrame)
 	}
 	b.name = b.name[:0]
-	if t, ok, err := findMember(b.data, 0, "type"); err == nil && ok && b.data[t.start] == '"' {
-		b.name = append(b.name, b.data[t.start+1:t.end-1]...)
+	if t, ok, err := jsonfast.FindMember(b.data, 0, "type"); err == nil && ok && b.data[t.Start] == '"' {
+		b.name = append(b.name, b.data[t.Start+1:t.End-1]...)
 	}
 	return Event{Name: b.name, Data: b.data}, nil
 }

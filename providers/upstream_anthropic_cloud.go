@@ -71,7 +71,7 @@ func containsString(list []string, s string) bool {
 // validation rather than ignoring it).
 func bedrockDropped(key []byte) bool {
 	for _, k := range [...]string{"model", "stream", "anthropic_version", "anthropic_beta", "metadata", "service_tier", "container", "inference_geo"} {
-		if keyIs(key, k) {
+		if jsonfast.KeyIs(key, k) {
 			return true
 		}
 	}
@@ -84,11 +84,11 @@ func bedrockDropped(key []byte) bool {
 // anthropic_beta. Keys are matched as encoding/json matches them, every
 // duplicate included, so that no second "model" reaches the upstream.
 func BedrockBody(body []byte, betas []string) ([]byte, error) {
-	if v, ok, err := findMember(body, 0, "anthropic_beta"); err == nil && ok && body[v.start] == '[' {
+	if v, ok, err := jsonfast.FindMember(body, 0, "anthropic_beta"); err == nil && ok && body[v.Start] == '[' {
 		var listed []string
 		// A list holding anything but strings is dropped whole: it could
 		// not be a list of flags.
-		if json.Unmarshal(body[v.start:v.end], &listed) == nil {
+		if json.Unmarshal(body[v.Start:v.End], &listed) == nil {
 			for _, f := range listed {
 				if bedrockBeta(f) && !containsString(betas, f) {
 					betas = append(betas, f)
@@ -108,7 +108,7 @@ func BedrockBody(body []byte, betas []string) ([]byte, error) {
 // in the URL), anthropic_version set; "stream" stays, since
 // streamRawPredict reads it.
 func VertexBody(body []byte) ([]byte, error) {
-	return editMembers(body, func(k []byte) bool { return keyIs(k, "model") || keyIs(k, "anthropic_version") },
+	return editMembers(body, func(k []byte) bool { return jsonfast.KeyIs(k, "model") || jsonfast.KeyIs(k, "anthropic_version") },
 		jsonfast.AppendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true))
 }
 
@@ -118,7 +118,7 @@ func VertexBody(body []byte) ([]byte, error) {
 func VertexCountBody(body []byte, model string) ([]byte, error) {
 	add := jsonfast.AppendStringMember(nil, "anthropic_version", VertexAnthropicVersion, true)
 	add = jsonfast.AppendStringMember(add, "model", model, false)
-	return editMembers(body, func(k []byte) bool { return keyIs(k, "model") || keyIs(k, "anthropic_version") }, add)
+	return editMembers(body, func(k []byte) bool { return jsonfast.KeyIs(k, "model") || jsonfast.KeyIs(k, "anthropic_version") }, add)
 }
 
 // BedrockCountBody wraps a count_tokens request for Bedrock's CountTokens
@@ -130,7 +130,7 @@ func BedrockCountBody(body []byte, betas []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok, _ := findMember(invoke, 0, "max_tokens"); !ok {
+	if _, ok, _ := jsonfast.FindMember(invoke, 0, "max_tokens"); !ok {
 		if invoke, err = editMembers(invoke, func([]byte) bool { return false }, []byte(`"max_tokens":1`)); err != nil {
 			return nil, err
 		}
@@ -158,12 +158,12 @@ func BedrockCountResult(raw []byte) (int, error) {
 func editMembers(body []byte, drop func(key []byte) bool, add []byte) ([]byte, error) {
 	type member struct{ start, end int }
 	var keep []member
-	_, err := eachMember(body, 0, func(k []byte, v span) {
+	_, err := jsonfast.EachMember(body, 0, func(k []byte, v jsonfast.Span) {
 		if drop(k) {
 			return
 		}
 		// k is a sub-slice of body; its offset follows from the capacities.
-		keep = append(keep, member{cap(body) - cap(k), v.end})
+		keep = append(keep, member{cap(body) - cap(k), v.End})
 	})
 	if err != nil {
 		return nil, BadRequest("", "request body is not a JSON object")

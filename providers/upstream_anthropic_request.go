@@ -277,7 +277,7 @@ func openAIParts(raw json.RawMessage, i int) ([]OpenAIContentPart, error) {
 	}
 	if raw[0] == '"' {
 		// raw is a value of a decoded document, so a valid string.
-		return []OpenAIContentPart{{Type: "text", Text: unquoteFast(raw)}}, nil
+		return []OpenAIContentPart{{Type: "text", Text: jsonfast.Unquote(raw)}}, nil
 	}
 	if parts, ok := readContentParts(raw); ok {
 		return parts, nil

@@ -259,37 +259,37 @@ func (t *anthropicToOpenAIStream) Translate(dst []byte, ev Event) ([]byte, error
 // of decoding and re-encoding it. ok is false when the event needs the
 // full path.
 func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
-	var idx, delta span
+	var idx, delta jsonfast.Span
 	var hasIdx, hasDelta bool
-	_, err := eachMember(data, 0, func(k []byte, v span) {
+	_, err := jsonfast.EachMember(data, 0, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "index"):
+		case jsonfast.KeyIs(k, "index"):
 			idx, hasIdx = v, true
-		case keyIs(k, "delta"):
+		case jsonfast.KeyIs(k, "delta"):
 			delta, hasDelta = v, true
 		}
 	})
-	if err != nil || !hasDelta || data[delta.start] != '{' {
+	if err != nil || !hasDelta || data[delta.Start] != '{' {
 		return dst, false
 	}
-	var typ, text, partial span
-	_, err = eachMember(data, delta.start, func(k []byte, v span) {
+	var typ, text, partial jsonfast.Span
+	_, err = jsonfast.EachMember(data, delta.Start, func(k []byte, v jsonfast.Span) {
 		switch {
-		case keyIs(k, "type"):
+		case jsonfast.KeyIs(k, "type"):
 			typ = v
-		case keyIs(k, "text"):
+		case jsonfast.KeyIs(k, "text"):
 			text = v
-		case keyIs(k, "partial_json"):
+		case jsonfast.KeyIs(k, "partial_json"):
 			partial = v
 		}
 	})
 	if err != nil {
 		return dst, false
 	}
-	switch string(data[typ.start:typ.end]) {
+	switch string(data[typ.Start:typ.End]) {
 	case `"text_delta"`:
-		tok := data[text.start:text.end]
-		if !validStringToken(tok) {
+		tok := data[text.Start:text.End]
+		if !jsonfast.ValidStringToken(tok) {
 			return dst, false
 		}
 		if len(tok) == 2 {
@@ -297,9 +297,9 @@ func (t *anthropicToOpenAIStream) fastDelta(dst, data []byte) ([]byte, bool) {
 		}
 		return t.head().contentToken(dst, tok), true
 	case `"input_json_delta"`:
-		tok := data[partial.start:partial.end]
-		k, ok := parseIndex(data[idx.start:idx.end])
-		if !hasIdx || !ok || !validStringToken(tok) {
+		tok := data[partial.Start:partial.End]
+		k, ok := jsonfast.ParseIndex(data[idx.Start:idx.End])
+		if !hasIdx || !ok || !jsonfast.ValidStringToken(tok) {
 			return dst, false
 		}
 		if k >= len(t.toolOf) || t.toolOf[k] < 0 || len(tok) == 2 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // OpenAIToOllamaRequest translates an OpenAI chat completions request body
@@ -145,7 +147,7 @@ func ollamaContent(raw json.RawMessage, param string) (string, []string, error) 
 	}
 	if raw[0] == '"' {
 		// raw is a value of a decoded document, so a valid string.
-		return unquoteFast(raw), nil, nil
+		return jsonfast.Unquote(raw), nil, nil
 	}
 	parts, ok := readContentParts(raw)
 	if !ok {

@@ -1,6 +1,10 @@
 package providers
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
 
 // readOpenAIUsage fills out from u, an OpenAI usage object already known
 // to be valid JSON, as json.Unmarshal would, without reflection: the
@@ -11,7 +15,7 @@ import "strconv"
 // encoding/json; FuzzOpenAIUsageFromBody holds the two equal.
 func readOpenAIUsage(u []byte, out *OpenAIUsage) bool {
 	ok := true
-	_, err := eachMember(u, 0, func(key []byte, v span) {
+	_, err := jsonfast.EachMember(u, 0, func(key []byte, v jsonfast.Span) {
 		if !ok {
 			return
 		}
@@ -20,7 +24,7 @@ func readOpenAIUsage(u []byte, out *OpenAIUsage) bool {
 			ok = false
 			return
 		}
-		val := u[v.start:v.end]
+		val := u[v.Start:v.End]
 		switch string(name) {
 		case "prompt_tokens":
 			ok = readPlainInt(val, &out.PromptTokens)
@@ -50,7 +54,7 @@ func readPromptDetails(val []byte, d **OpenAIPromptTokenDetails) bool {
 		*d = &OpenAIPromptTokenDetails{}
 	}
 	ok := true
-	_, err := eachMember(val, 0, func(key []byte, v span) {
+	_, err := jsonfast.EachMember(val, 0, func(key []byte, v jsonfast.Span) {
 		if !ok {
 			return
 		}
@@ -59,9 +63,9 @@ func readPromptDetails(val []byte, d **OpenAIPromptTokenDetails) bool {
 		case !plain:
 			ok = false
 		case string(name) == "cached_tokens":
-			ok = readPlainInt(val[v.start:v.end], &(*d).CachedTokens)
+			ok = readPlainInt(val[v.Start:v.End], &(*d).CachedTokens)
 		case string(name) == "cache_write_tokens":
-			ok = readPlainInt(val[v.start:v.end], &(*d).CacheWriteTokens)
+			ok = readPlainInt(val[v.Start:v.End], &(*d).CacheWriteTokens)
 		}
 	})
 	return ok && err == nil

@@ -3,22 +3,24 @@ package providers
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
 // openAIUsageByUnmarshal is OpenAIUsageFromBody as it was before the fast
 // read: encoding/json on the usage member.
 func openAIUsageByUnmarshal(body []byte) Usage {
-	v, ok, err := findMember(body, 0, "usage")
-	if err != nil || !ok || body[v.start] != '{' {
+	v, ok, err := jsonfast.FindMember(body, 0, "usage")
+	if err != nil || !ok || body[v.Start] != '{' {
 		return Usage{}
 	}
 	var u OpenAIUsage
-	if json.Unmarshal(body[v.start:v.end], &u) != nil {
+	if json.Unmarshal(body[v.Start:v.End], &u) != nil {
 		return Usage{}
 	}
 	out := usageFromOpenAI(&u)
-	if t, ok, err := findMember(body, 0, "service_tier"); err == nil && ok {
-		out.ServiceTier, _ = decodeStringToken(body[t.start:t.end])
+	if t, ok, err := jsonfast.FindMember(body, 0, "service_tier"); err == nil && ok {
+		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[t.Start:t.End])
 	}
 	return out
 }

@@ -1,10 +1,23 @@
-// Package jsonfast is the gateway's hand-written JSON: a validator held to
-// json.Valid and appenders held to json.Marshal, byte for byte, by the
-// differential tests and fuzzers beside them (FuzzValidJSON,
-// TestMarshalHelpers) and by the translators' differential fuzzers in
-// package providers. The translators build their output in one buffer
-// with these instead of reflection; the gain is measured in BENCHMARKS.md.
+// Package jsonfast is all of the gateway's hand-written JSON, each part
+// held to encoding/json by the differential tests and fuzzers beside it
+// (FuzzValidJSON, TestMarshalHelpers, FuzzAppendQuoted) and by the
+// translators' differential fuzzers in package providers:
 //
-// The per-type readers (the scanner and fastReader in package providers)
-// stay beside the types they fill.
+//   - valid.go: Valid, a single-pass validator equal to json.Valid;
+//   - encode.go: appenders equal to json.Marshal, byte for byte, so the
+//     translators build their output in one buffer without reflection;
+//   - scan.go: a scanner that finds a member's value (EachMember,
+//     FindMember) and splices it (Splice) without decoding the rest, for
+//     the pass-through paths and request peeking;
+//   - reader.go: Reader, a single-pass reader that fills structs the way
+//     json.Unmarshal does and gives up (OK turns false) wherever the two
+//     could differ, so the caller falls back to json.Unmarshal;
+//   - unquote.go: string decoding with encoding/json's rules.
+//
+// The per-type readers (a chat request, a Gemini request, a Responses
+// request and its items, a chat answer) are plain functions in package
+// providers taking a *Reader, beside the structs they fill: Go allows
+// methods only in the package that declares the type, and this package
+// knows nothing of the wire formats. The gain over reflection is measured
+// in BENCHMARKS.md.
 package jsonfast
