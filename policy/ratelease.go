@@ -156,7 +156,7 @@ func (h *heldScope) idleLocked() bool {
 
 // takeSlot gives the request a held slot no request uses, or takes a new
 // one from c; ok false: max slots are in use.
-func (h *heldScope) takeSlot(ctx context.Context, c RateCounter, lease string, max int64) (slot string, ok bool, err error) {
+func (h *heldScope) takeSlot(ctx context.Context, c RateCounter, hold *RateHold, max int64) (slot string, ok bool, err error) {
 	h.mu.Lock()
 	if h.inUse >= max {
 		h.mu.Unlock()
@@ -172,6 +172,7 @@ func (h *heldScope) takeSlot(ctx context.Context, c RateCounter, lease string, m
 	}
 	h.inUse++ // counted while the shared counter is asked
 	h.mu.Unlock()
+	lease := hold.id()
 	ok, err = c.Acquire(ctx, h.name, lease, max, h.rl.lease)
 	h.mu.Lock()
 	defer h.mu.Unlock()

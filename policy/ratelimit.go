@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,7 +236,7 @@ func (rl *RateLimits) failed(err error) {
 
 // rateScope is one set of limits with the scope they count in.
 type rateScope struct {
-	name, label     string
+	name            string // "key:<id>" or "ws:<id>"
 	rpm, tpm, par   int64
 	reqs, tokens    int64       // counts after Take, for headers
 	slots, counts   RateCounter // where the slot and the window were counted
@@ -253,12 +254,31 @@ type rateScope struct {
 // RateHold is what an admitted request gives back when it ends.
 type RateHold struct {
 	rl     *RateLimits
-	lease  string // the request's lease and settlement id
+	seq    uint64
+	lease  string // the request's lease and settlement id: id() makes it
 	scopes []rateScope
 
 	mu    sync.Mutex
 	renew *time.Timer // nil: no slot held
 	done  bool
+}
+
+// id is the hold's lease and settlement id, made when first needed: a
+// request served from the instance's held slots and window chunk never
+// names itself to the shared counter.
+func (h *RateHold) id() string {
+	if h.lease == "" {
+		h.lease = h.rl.instance + "-" + strconv.FormatUint(h.seq, 36)
+	}
+	return h.lease
+}
+
+// label names the scope in a refusal.
+func (s *rateScope) label() string {
+	if id, ok := strings.CutPrefix(s.name, "key:"); ok {
+		return "api key " + id
+	}
+	return "workspace " + strings.TrimPrefix(s.name, "ws:")
 }
 
 // Admit takes the request against the key's and the workspace's limits,
@@ -271,10 +291,10 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 	}
 	var scopes []rateScope
 	if l := id.Limits; l.RPM > 0 || l.TPM > 0 || l.MaxParallel > 0 {
-		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, label: "api key " + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: l.MaxParallel})
+		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: l.MaxParallel})
 	}
 	if id.Workspace != "" && (ws.RPM > 0 || ws.TPM > 0 || ws.MaxParallel > 0) {
-		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, label: "workspace " + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})
+		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})
 	}
 	if len(scopes) == 0 {
 		return nil, nil
@@ -282,7 +302,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 	reserve = max(0, reserve)
 	now := rl.now()
 	window := now.Unix() / 60 * 60
-	hold := &RateHold{rl: rl, lease: rl.instance + "-" + strconv.FormatUint(rl.seq.Add(1), 36), scopes: scopes}
+	hold := &RateHold{rl: rl, seq: rl.seq.Add(1), scopes: scopes}
 	sharedOK := false
 	for i := range scopes {
 		s := &scopes[i]
@@ -295,18 +315,18 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			var ok bool
 			var err error
 			if s.pool != nil {
-				s.slot, ok, err = s.pool.takeSlot(ctx, c, hold.lease, s.par)
+				s.slot, ok, err = s.pool.takeSlot(ctx, c, hold, s.par)
 			} else {
-				ok, err = c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
+				ok, err = c.Acquire(ctx, s.name, hold.id(), s.par, rl.lease)
 			}
 			if err != nil {
 				s.pool, s.slot = nil, ""
 				rl.failed(err)
 				// The script may have run before the answer was lost:
 				// give the lease back once the counter answers again.
-				rl.retryLater([]rateOp{{c: c, scope: s.name, lease: hold.lease, until: time.Now().Add(rl.lease)}})
+				rl.retryLater([]rateOp{{c: c, scope: s.name, lease: hold.id(), until: time.Now().Add(rl.lease)}})
 				c = rl.local
-				ok, _ = c.Acquire(ctx, s.name, hold.lease, s.par, rl.lease)
+				ok, _ = c.Acquire(ctx, s.name, hold.id(), s.par, rl.lease)
 			}
 			if !ok {
 				hold.Release(0)
@@ -388,7 +408,7 @@ func (h *RateHold) renewLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := s.slots.Renew(ctx, s.name, h.lease, h.rl.lease); err != nil {
+		if err := s.slots.Renew(ctx, s.name, h.id(), h.rl.lease); err != nil {
 			h.rl.failed(err)
 		}
 		cancel()
@@ -445,7 +465,7 @@ func (h *RateHold) Release(tokens int64) {
 				shared = true
 			}
 		case s.held:
-			ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: h.lease, until: time.Now().Add(h.rl.lease)})
+			ops = append(ops, rateOp{c: s.slots, scope: s.name, lease: h.id(), until: time.Now().Add(h.rl.lease)})
 			shared = shared || s.slots != RateCounter(h.rl.local)
 		}
 		if s.took && s.tpm > 0 && tokens != s.reserved {
@@ -456,7 +476,7 @@ func (h *RateHold) Release(tokens int64) {
 				}
 			}
 			// A window key lives two minutes past its last request.
-			ops = append(ops, rateOp{c: s.counts, scope: s.name, lease: h.lease, settle: true,
+			ops = append(ops, rateOp{c: s.counts, scope: s.name, lease: h.id(), settle: true,
 				window: s.window, delta: delta, until: time.Now().Add(3 * time.Minute)})
 			shared = shared || s.counts != RateCounter(h.rl.local)
 		}
@@ -536,25 +556,47 @@ func (rl *RateLimits) retryLater(ops []rateOp) {
 }
 
 // setRateHeaders writes the caller's family of rate-limit headers for the
-// most specific scope.
+// most specific scope. Every request with limits pays for it, so the
+// values share one string and one slice (two allocations, not twelve);
+// the names are canonical already, so they are set as they are.
 func setRateHeaders(h http.Header, s *rateScope, cf providers.Format, now time.Time) {
 	if s.rpm == 0 && s.tpm == 0 {
 		return
 	}
-	wait := strconv.FormatInt(max(0, s.resetAt-now.Unix()), 10) + "s"
 	names := cf.RateLimitHeaders()
+	var buf [160]byte
+	b := buf[:0]
+	var ends [5]int // limit, remaining, wait; then the tokens' limit and remaining
 	if names.ResetAt {
-		wait = time.Unix(s.resetAt, 0).UTC().Format(time.RFC3339)
+		b = time.Unix(s.resetAt, 0).UTC().AppendFormat(b, time.RFC3339)
+	} else {
+		b = append(strconv.AppendInt(b, max(0, s.resetAt-now.Unix()), 10), 's')
+	}
+	ends[0] = len(b)
+	b = strconv.AppendInt(b, s.rpm, 10)
+	ends[1] = len(b)
+	b = strconv.AppendInt(b, max(0, s.rpm-s.reqs), 10)
+	ends[2] = len(b)
+	b = strconv.AppendInt(b, s.tpm, 10)
+	ends[3] = len(b)
+	b = strconv.AppendInt(b, max(0, s.tpm-s.tokens), 10)
+	ends[4] = len(b)
+	all := string(b)
+	wait, rpm, rpmLeft, tpm, tpmLeft := all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]], all[ends[2]:ends[3]], all[ends[3]:ends[4]]
+	vals := make([]string, 0, 6)
+	set := func(name, v string) {
+		vals = append(vals, v)
+		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if s.rpm > 0 {
-		h.Set(names.RequestsLimit, strconv.FormatInt(s.rpm, 10))
-		h.Set(names.RequestsRemaining, strconv.FormatInt(max(0, s.rpm-s.reqs), 10))
-		h.Set(names.RequestsReset, wait)
+		set(names.RequestsLimit, rpm)
+		set(names.RequestsRemaining, rpmLeft)
+		set(names.RequestsReset, wait)
 	}
 	if s.tpm > 0 {
-		h.Set(names.TokensLimit, strconv.FormatInt(s.tpm, 10))
-		h.Set(names.TokensRemaining, strconv.FormatInt(max(0, s.tpm-s.tokens), 10))
-		h.Set(names.TokensReset, wait)
+		set(names.TokensLimit, tpm)
+		set(names.TokensRemaining, tpmLeft)
+		set(names.TokensReset, wait)
 	}
 }
 
@@ -566,5 +608,5 @@ func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *providers
 	}
 	return &providers.APIError{Status: http.StatusTooManyRequests, Type: typ, Code: "rate_limit_exceeded",
 		RetryAfter: strconv.FormatInt(min(max(waitSeconds, 1), 60), 10),
-		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label, limit, what, min(max(waitSeconds, 1), 60))}
+		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label(), limit, what, min(max(waitSeconds, 1), 60))}
 }

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -199,5 +200,20 @@ func TestFormatAnswers(t *testing.T) {
 	}
 	if got := string(FormatOpenAI.Model("a")); got != `{"id":"a","object":"model","created":1735689600,"owned_by":"modelgate"}` {
 		t.Errorf("openai model %s", got)
+	}
+}
+
+// TestRateLimitHeaderNamesAreCanonical: the rate-limit headers are set
+// into http.Header by name, without Header.Set's canonicalization, so a
+// name that is not canonical would make a second header beside a
+// canonical one.
+func TestRateLimitHeaderNamesAreCanonical(t *testing.T) {
+	for _, f := range ClientFormats() {
+		n := f.RateLimitHeaders()
+		for _, name := range []string{n.RequestsLimit, n.RequestsRemaining, n.RequestsReset, n.TokensLimit, n.TokensRemaining, n.TokensReset} {
+			if c := http.CanonicalHeaderKey(name); c != name {
+				t.Errorf("%v: %q is not canonical (%q)", f, name, c)
+			}
+		}
 	}
 }
