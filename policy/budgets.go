@@ -236,8 +236,21 @@ type budget struct {
 	key       budgetKey
 	limitPico int64
 	softPico  int64  // alert-only limit, 0 when none
-	label     string // "api key alice", "workspace frontend", "session s1 of key alice"
 	resets    time.Time
+	// keyID and session name a session budget's owner for its label.
+	keyID, session string
+}
+
+// label names the budget in refusals and alerts ("api key alice",
+// "workspace frontend", "session s1 of key alice"); made only then.
+func (bg *budget) label() string {
+	switch bg.key.scope {
+	case ledger.ScopeKey:
+		return "api key " + bg.key.id
+	case ledger.ScopeWorkspace:
+		return "workspace " + bg.key.id
+	}
+	return "session " + bg.session + " of key " + bg.keyID
 }
 
 // BudgetAlert is a threshold a budget's spend crossed.
@@ -263,7 +276,7 @@ const AlertCacheUnread = "cache_unread"
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
 	var out []budget
-	add := func(scope, scopeID, label string, cents *int64, period string, softCents int64) {
+	add := func(scope, scopeID string, cents *int64, period string, softCents int64) {
 		if cents == nil {
 			return // no budget; 0 is a budget that admits no paid use
 		}
@@ -274,18 +287,18 @@ func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) [
 		// before the bound from overflowing into a negative limit.
 		limit, soft := min(max(*cents, 0), ledger.MaxBudgetCents), min(max(softCents, 0), ledger.MaxBudgetCents)
 		out = append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
-			limitPico: limit * 1e10, softPico: soft * 1e10, label: label, resets: ledger.PeriodEnd(period, now)})
+			limitPico: limit * 1e10, softPico: soft * 1e10, resets: ledger.PeriodEnd(period, now), keyID: id.KeyID, session: session})
 	}
-	add(ledger.ScopeKey, id.KeyID, "api key "+id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
+	add(ledger.ScopeKey, id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
 	if id.Workspace != "" {
-		add(ledger.ScopeWorkspace, id.Workspace, "workspace "+id.Workspace, ws.BudgetCents, ws.BudgetPeriod, ws.SoftBudgetCents)
+		add(ledger.ScopeWorkspace, id.Workspace, ws.BudgetCents, ws.BudgetPeriod, ws.SoftBudgetCents)
 	}
 	if session != "" {
 		cap := id.Limits.SessionBudgetCents
 		if cap == nil {
 			cap = ws.SessionBudgetCents
 		}
-		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), "session "+session+" of key "+id.KeyID, cap, "total", 0)
+		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), cap, "total", 0)
 	}
 	return out
 }
@@ -428,20 +441,22 @@ func (b *Budgets) addReservedLocked(r *Reservation, list []budget) {
 
 // budgetsKey names a set of budgets and their limits, as holdsKey.
 func budgetsKey(list []budget) string {
-	var b strings.Builder
+	// Appended into one buffer and made a string once: every admission
+	// with a budget builds it.
+	b := make([]byte, 0, 96)
 	for _, bg := range list {
-		b.WriteString(bg.key.scope)
-		b.WriteByte(0)
-		b.WriteString(bg.key.id)
-		b.WriteByte(0)
-		b.WriteString(bg.key.period)
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(bg.key.start, 10))
-		b.WriteByte(0)
-		b.WriteString(strconv.FormatInt(bg.limitPico, 10))
-		b.WriteByte(1)
+		b = append(b, bg.key.scope...)
+		b = append(b, 0)
+		b = append(b, bg.key.id...)
+		b = append(b, 0)
+		b = append(b, bg.key.period...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, bg.key.start, 10)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, bg.limitPico, 10)
+		b = append(b, 1)
 	}
-	return b.String()
+	return string(b)
 }
 
 // refusalLocked is the refusal of the first budget this instance knows to
@@ -541,7 +556,7 @@ func (b *Budgets) alert(bg budget, kind string, spent int64) {
 		limit = bg.softPico
 	}
 	scope, id := bg.key.scope, bg.key.id
-	b.Alert(BudgetAlert{Kind: kind, Scope: scope, ScopeID: id, Label: bg.label, Period: bg.key.period,
+	b.Alert(BudgetAlert{Kind: kind, Scope: scope, ScopeID: id, Label: bg.label(), Period: bg.key.period,
 		PeriodStart: time.UnixMicro(bg.key.start).UTC(), SpentPico: spent, LimitPico: limit, Resets: bg.resets})
 }
 
@@ -559,7 +574,7 @@ func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError
 	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
 		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true,
 		Message: fmt.Sprintf("budget exceeded for %s: %s %s budget, %s spent; it resets at %s",
-			bg.label, dollars(bg.limitPico), bg.key.period, dollars(usedPico), reset)}
+			bg.label(), dollars(bg.limitPico), bg.key.period, dollars(usedPico), reset)}
 }
 
 func dollars(pico int64) string {
