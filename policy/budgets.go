@@ -235,7 +235,7 @@ const sharedReserveTimeout = 5 * time.Second
 type budget struct {
 	key       budgetKey
 	limitPico int64
-	softPico  int64  // alert-only limit, 0 when none
+	softPico  int64 // alert-only limit, 0 when none
 	resets    time.Time
 	// keyID and session name a session budget's owner for its label.
 	keyID, session string
