@@ -41,12 +41,15 @@ type config struct {
 	idle             int
 	rounds           int
 	caddyBin         string
-	build            bool
-	portkey          bool
-	workdir          string
-	durability       string
-	only             *regexp.Regexp
-	profile          *regexp.Regexp
+	// baseline is an earlier caddy binary whose scenarios run interleaved
+	// with caddyBin's, in the same run ("" none).
+	baseline   string
+	build      bool
+	portkey    bool
+	workdir    string
+	durability string
+	only       *regexp.Regexp
+	profile    *regexp.Regexp
 	// postgres and redis: the gw-controls scenarios' ledger and limits.
 	postgres, redis string
 }
@@ -64,6 +67,7 @@ func main() {
 	flag.IntVar(&c.idle, "idle-streams", 5000, "concurrent idle streams to hold (0 skips)")
 	flag.IntVar(&c.rounds, "rounds", 1, "run every scenario this many times, interleaved, and report each one's median round by throughput (for shared, noisy machines)")
 	flag.StringVar(&c.caddyBin, "caddy", ".cache/bin/caddy", "caddy binary with Modelgate")
+	flag.StringVar(&c.baseline, "baseline", "", "an earlier caddy binary (e.g. built from the commit before a change): every selected scenario also runs on it, interleaved round by round with -caddy's, and both are reported, so before and after share one run's machine state")
 	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
 	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
 	flag.StringVar(&c.durability, "durability", "async", "the gateway's ledger durability: async (batched) or sync (each record written before its answer completes)")
@@ -219,15 +223,41 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	defer stop()
-	var rounds []*report
+	// The baseline's processes live in a directory of their own and are
+	// driven between the current binary's, round by round: on a shared
+	// machine two separate runs differ by more than most changes do.
+	var base *env
+	if c.baseline != "" {
+		bc := c
+		bc.caddyBin, bc.build, bc.portkey, bc.workdir = c.baseline, false, false, filepath.Join(e.workdir, "baseline")
+		var stopBase func()
+		if base, stopBase, err = startEnv(ctx, bc); err != nil {
+			return fmt.Errorf("-baseline: %w", err)
+		}
+		defer stopBase()
+	}
+	var rounds, baseRounds []*report
 	for i := 0; i < max(1, c.rounds); i++ {
+		last := i == max(1, c.rounds)-1
+		if base != nil {
+			rep := &report{cfg: base.cfg}
+			if err := base.scenarios(ctx, rep, false); err != nil {
+				return err
+			}
+			baseRounds = append(baseRounds, rep)
+		}
 		rep := &report{cfg: c}
 		// Idle streams only in the last round: the memory they leave with
 		// the proxy would inflate the next round's RSS column.
-		if err := e.scenarios(ctx, rep, i == max(1, c.rounds)-1); err != nil {
+		if err := e.scenarios(ctx, rep, last); err != nil {
 			return err
 		}
 		rounds = append(rounds, rep)
+	}
+	if base != nil {
+		fmt.Printf("## Baseline: %s\n\n", c.baseline)
+		medianRound(baseRounds).print(os.Stdout)
+		fmt.Printf("\n## Current: %s\n\n", c.caddyBin)
 	}
 	medianRound(rounds).print(os.Stdout)
 	return nil
