@@ -251,15 +251,11 @@ func (r *Reader) IntPtr(i int, dst **int64) int {
 		*dst = nil
 		return i + len("null")
 	}
-	end := r.Number(i)
-	if !r.ok {
-		return end
+	var n int64
+	end := r.Int(i, &n)
+	if r.ok {
+		*dst = &n
 	}
-	n, err := strconv.ParseInt(string(r.b[i:end]), 10, 64)
-	if err != nil {
-		return r.Fail()
-	}
-	*dst = &n
 	return end
 }
 
