@@ -270,4 +270,3 @@ func TestReview5SQLiteRefusedRowInSecondChunk(t *testing.T) {
 		}
 	})
 }
-
