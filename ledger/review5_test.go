@@ -270,3 +270,31 @@ func TestReview5SQLiteRefusedRowInSecondChunk(t *testing.T) {
 		}
 	})
 }
+
+// TestReview5WriterStatusPastInt4: a status the integer column cannot hold
+// fails PostgreSQL's COPY in pgx's encoder (SQLSTATE 57014 after the
+// CopyFail), which is not a row error: the batch was retried until the
+// retries ran out (for ever by default), wedging the writer behind it.
+// The writer bounds the status as it bounds every other field.
+func TestReview5WriterStatusPastInt4(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		w := NewWriter(s, WriterOptions{BatchSize: 64, FlushInterval: time.Hour, Retries: 1, RetryBackoff: time.Millisecond})
+		w.Start()
+		for i := range 10 {
+			r := sampleRecord(i)
+			if i == 3 {
+				r.Status = 1 << 40
+			}
+			if i == 4 {
+				r.Status = -1 << 40
+			}
+			w.Enqueue(r)
+		}
+		if err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := w.Stats(); st.Written != 10 || st.WriteErrors != 0 {
+			t.Fatalf("stats %+v, want 10 written", st)
+		}
+	})
+}
