@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/stdlib"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -23,6 +24,25 @@ func openPostgresOne(t *testing.T, dsn string) *sqlStore {
 	s := st.(*sqlStore)
 	s.db.SetMaxOpenConns(1)
 	return s
+}
+
+// pgInTx reports whether the pool's next connection is inside a
+// transaction already, as the server last told pgx (ReadyForQuery).
+func pgInTx(t *testing.T, s *sqlStore) bool {
+	t.Helper()
+	conn, err := s.db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var status byte
+	if err := conn.Raw(func(dc any) error {
+		status = dc.(*stdlib.Conn).Conn().PgConn().TxStatus()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return status != 'I'
 }
 
 // pgIdleInTx counts sessions of the schema's database left idle inside a
@@ -62,6 +82,9 @@ func TestReview5CopyRefusedRowLeavesConnClean(t *testing.T) {
 		if !s.RejectsRow(err) {
 			t.Fatalf("COPY error %v is not a row error: the writer would retry the batch for ever", err)
 		}
+		if pgInTx(t, s) {
+			t.Fatal("connection returned inside a transaction")
+		}
 		if n := countRecords(t, s); n != 0 {
 			t.Fatalf("%d records of the refused batch kept", n)
 		}
@@ -83,6 +106,9 @@ func TestReview5CopyStatusOutOfRange(t *testing.T) {
 	recs[1].Status = 1 << 40
 	err := s.Insert(ctx, recs)
 	t.Logf("status 2^40: err=%v rowError=%v", err, err != nil && s.RejectsRow(err))
+	if pgInTx(t, s) {
+		t.Fatal("connection returned inside a transaction")
+	}
 	if err := s.Insert(ctx, recs[:1]); err != nil {
 		t.Fatalf("connection after a failed COPY: %v", err)
 	}
@@ -106,6 +132,9 @@ func TestReview5CopyCancelled(t *testing.T) {
 		t.Logf("deadline %v: %v", d, err)
 		if err != nil && s.RejectsRow(err) {
 			t.Fatalf("a cancelled COPY reads as a row error: the writer would split and drop a healthy batch: %v", err)
+		}
+		if pgInTx(t, s) {
+			t.Fatal("connection returned inside a transaction")
 		}
 		n := countRecords(t, s)
 		if err != nil && n != 0 {
