@@ -88,6 +88,9 @@ func (r *Record) sanitize() {
 		*p = clampInt(*p, MaxPrice)
 	}
 	r.CostPicoUSD = clampInt(r.CostPicoUSD, MaxCost)
+	// PostgreSQL's status column is an integer: a status past it would
+	// fail in the driver, not as a row the writer sets aside.
+	r.Status = int(min(max(int64(r.Status), math.MinInt32), math.MaxInt32))
 	if r.Latency < 0 {
 		r.Latency = 0
 	}

@@ -110,7 +110,7 @@ const maxSpend = 1 << 62
 // spendConflictSQL adds a batch's spend to a period's running sum.
 func spendConflictSQL() string {
 	return `ON CONFLICT (scope, scope_id, period, period_start_us) DO UPDATE SET
-	spent_pico = CASE WHEN budget_spend.spent_pico > ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
+	spent_pico = CASE WHEN budget_spend.spent_pico >= ` + fmt.Sprint(maxSpend) + ` THEN budget_spend.spent_pico ELSE budget_spend.spent_pico + excluded.spent_pico END,
 	updated_us = excluded.updated_us`
 }
 

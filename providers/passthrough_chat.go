@@ -105,12 +105,13 @@ func OpenAIUsageFromBody(body []byte) Usage {
 		return Usage{}
 	}
 	raw := body[v.Start:v.End]
-	// json.Unmarshal checks the whole value before it decodes any of it.
-	if !jsonfast.Valid(raw) {
-		return Usage{}
-	}
+	// json.Unmarshal checks the whole value before it decodes any of it,
+	// so the fast read needs it valid too. What jsonfast.Valid refuses
+	// goes to json.Unmarshal to judge: Valid stops at a nesting json
+	// allows, and a usage object with a member nested that deep is still
+	// the answer's usage, to be billed.
 	var u OpenAIUsage
-	if !readOpenAIUsage(raw, &u) {
+	if !jsonfast.Valid(raw) || !readOpenAIUsage(raw, &u) {
 		u = OpenAIUsage{}
 		if json.Unmarshal(raw, &u) != nil {
 			return Usage{}
