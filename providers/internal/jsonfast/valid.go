@@ -1,5 +1,7 @@
 package jsonfast
 
+import "encoding/json"
+
 // Valid reports whether b is one well-formed JSON value, as
 // json.Valid does, for the pass-through streams that relay events without
 // parsing them. It is a single forward scan with no function call per
@@ -97,6 +99,12 @@ func Valid(b []byte) bool {
 		}
 	}
 }
+
+// ValidBody is json.Valid for request bodies: Valid's fast scan, then
+// encoding/json for what it refuses, so that a body nested past
+// maxValidDepth, which json.Valid accepts, is not called malformed. Only
+// bad or absurdly deep bodies pay for the second scan.
+func ValidBody(b []byte) bool { return Valid(b) || json.Valid(b) }
 
 // maxValidDepth bounds the nesting Valid accepts.
 const maxValidDepth = 512

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestReview5OpenAIUsageAdversarial: inputs a byte fuzzer rarely builds,
+// TestOpenAIUsageAdversarial: inputs a byte fuzzer rarely builds,
 // read by the fast path exactly as encoding/json reads them.
-func TestReview5OpenAIUsageAdversarial(t *testing.T) {
+func TestOpenAIUsageAdversarial(t *testing.T) {
 	deep := strings.Repeat("[", 600) + strings.Repeat("]", 600)
 	for _, body := range []string{
 		"{\"usage\":{\"prompt_to\u212aens\":5,\"completion_tokens\":2}}", // Kelvin sign folds to k

@@ -36,9 +36,9 @@ func setRateHeadersBefore(h http.Header, s *rateScope, cf providers.Format, now 
 	}
 }
 
-// TestReview5RateHeadersAsBefore: both families, edge values, a second
+// TestRateHeadersAsBefore: both families, edge values, a second
 // call on the same map, and headers already there, give what h.Set gave.
-func TestReview5RateHeadersAsBefore(t *testing.T) {
+func TestRateHeadersAsBefore(t *testing.T) {
 	for _, cf := range providers.ClientFormats() {
 		names := cf.RateLimitHeaders()
 		for _, n := range []string{names.RequestsLimit, names.RequestsRemaining, names.RequestsReset, names.TokensLimit, names.TokensRemaining, names.TokensReset} {

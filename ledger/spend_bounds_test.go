@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestReview5SpendSaturatesAtTheBound: a period whose running sum is
+// TestSpendSaturatesAtTheBound: a period whose running sum is
 // exactly maxSpend, and a batch adding maxSpend more, must saturate, not
 // fail with bigint out of range.
-func TestReview5SpendSaturatesAtTheBound(t *testing.T) {
+func TestSpendSaturatesAtTheBound(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
 		now := time.Now().UTC()

@@ -57,11 +57,11 @@ func pgIdleInTx(t *testing.T, s *sqlStore) int {
 	return n
 }
 
-// TestReview5CopyRefusedRowLeavesConnClean: a row PostgreSQL refuses
+// TestCopyRefusedRowLeavesConnClean: a row PostgreSQL refuses
 // inside COPY (NUL, invalid UTF-8: the writer's sanitize is bypassed here,
 // as any Store caller may) is reported as a row error, nothing of the batch
 // is kept, and the one pooled connection takes the next batch.
-func TestReview5CopyRefusedRowLeavesConnClean(t *testing.T) {
+func TestCopyRefusedRowLeavesConnClean(t *testing.T) {
 	s := openPostgresOne(t, freshPostgresSchema(t))
 	ctx := context.Background()
 	for _, bad := range []func(r *Record){
@@ -97,9 +97,9 @@ func TestReview5CopyRefusedRowLeavesConnClean(t *testing.T) {
 	}
 }
 
-// TestReview5CopyStatusOutOfRange: a status past int4 fails in pgx's
+// TestCopyStatusOutOfRange: a status past int4 fails in pgx's
 // encoder, client side, before PostgreSQL sees the row.
-func TestReview5CopyStatusOutOfRange(t *testing.T) {
+func TestCopyStatusOutOfRange(t *testing.T) {
 	s := openPostgresOne(t, freshPostgresSchema(t))
 	ctx := context.Background()
 	recs := []Record{sampleRecord(0), sampleRecord(1)}
@@ -117,9 +117,9 @@ func TestReview5CopyStatusOutOfRange(t *testing.T) {
 	}
 }
 
-// TestReview5CopyCancelled: a deadline that passes in the middle of a big
+// TestCopyCancelled: a deadline that passes in the middle of a big
 // COPY fails the batch whole, and the pool's only connection still works.
-func TestReview5CopyCancelled(t *testing.T) {
+func TestCopyCancelled(t *testing.T) {
 	s := openPostgresOne(t, freshPostgresSchema(t))
 	recs := make([]Record, 60000)
 	for i := range recs {
@@ -152,11 +152,11 @@ func TestReview5CopyCancelled(t *testing.T) {
 	}
 }
 
-// TestReview5ConcurrentWritersOverlappingKeys: two stores (two gateway
+// TestConcurrentWritersOverlappingKeys: two stores (two gateway
 // instances) on one PostgreSQL insert batches touching the same spend and
 // roll-up rows, in opposite record orders, at once. Locks taken in map or
 // record order deadlock (40P01); every batch must go in at its first try.
-func TestReview5ConcurrentWritersOverlappingKeys(t *testing.T) {
+func TestConcurrentWritersOverlappingKeys(t *testing.T) {
 	dsn := freshPostgresSchema(t)
 	var stores [2]Store
 	for i := range stores {
@@ -225,10 +225,10 @@ func TestReview5ConcurrentWritersOverlappingKeys(t *testing.T) {
 	t.Fatal("no total spend for key0")
 }
 
-// TestReview5InsertBatchSizes: batches around the 16-row statement, each
+// TestInsertBatchSizes: batches around the 16-row statement, each
 // record stored exactly, none doubled or lost; a refused row in the middle
 // leaves nothing behind.
-func TestReview5InsertBatchSizes(t *testing.T) {
+func TestInsertBatchSizes(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
 		total := 0
@@ -272,9 +272,9 @@ func TestReview5InsertBatchSizes(t *testing.T) {
 	})
 }
 
-// TestReview5SQLiteRefusedRowInSecondChunk: a bad row in the second
+// TestSQLiteRefusedRowInSecondChunk: a bad row in the second
 // 16-row statement rolls back the first.
-func TestReview5SQLiteRefusedRowInSecondChunk(t *testing.T) {
+func TestSQLiteRefusedRowInSecondChunk(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
 		poison(t, s)
 		recs := make([]Record, 33)
@@ -300,12 +300,12 @@ func TestReview5SQLiteRefusedRowInSecondChunk(t *testing.T) {
 	})
 }
 
-// TestReview5WriterStatusPastInt4: a status the integer column cannot hold
+// TestWriterStatusPastInt4: a status the integer column cannot hold
 // fails PostgreSQL's COPY in pgx's encoder (SQLSTATE 57014 after the
 // CopyFail), which is not a row error: the batch was retried until the
 // retries ran out (for ever by default), wedging the writer behind it.
 // The writer bounds the status as it bounds every other field.
-func TestReview5WriterStatusPastInt4(t *testing.T) {
+func TestWriterStatusPastInt4(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
 		w := NewWriter(s, WriterOptions{BatchSize: 64, FlushInterval: time.Hour, Retries: 1, RetryBackoff: time.Millisecond})
 		w.Start()
