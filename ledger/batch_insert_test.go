@@ -3,19 +3,22 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"github.com/jackc/pgx/v5/stdlib"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // openPostgresOne opens a PostgreSQL store on a fresh schema with one
 // connection at most, so every insert reuses the connection the last one
-// left behind.
+// left behind. Its connections carry an application_name of their own, so
+// pgIdleInTx sees them and not the sessions of tests running beside it.
 func openPostgresOne(t *testing.T, dsn string) *sqlStore {
 	t.Helper()
+	dsn += "&application_name=ledger_test_" + strconv.FormatUint(rand.Uint64(), 36)
 	st, err := OpenPostgres(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -45,13 +48,13 @@ func pgInTx(t *testing.T, s *sqlStore) bool {
 	return status != 'I'
 }
 
-// pgIdleInTx counts sessions of the schema's database left idle inside a
-// transaction (a connection returned dirty to the pool).
+// pgIdleInTx counts the store's sessions left idle inside a transaction
+// (a connection returned dirty to the pool).
 func pgIdleInTx(t *testing.T, s *sqlStore) int {
 	t.Helper()
 	var n int
 	if err := s.db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()
-		AND datname = current_database() AND application_name = ''`).Scan(&n); err != nil {
+		AND datname = current_database() AND application_name = current_setting('application_name')`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
