@@ -42,7 +42,7 @@ type openAIEmbedRequest struct {
 
 // ParseEmbeddingsRequest reads an OpenAI embeddings body.
 func ParseEmbeddingsRequest(body []byte) (RequestInfo, error) {
-	if !jsonfast.ValidBody(body) {
+	if !jsonfast.Valid(body) {
 		return RequestInfo{}, invalidJSON(body)
 	}
 	var req openAIEmbedRequest
@@ -102,7 +102,7 @@ func ParseEmbeddingsRequest(body []byte) (RequestInfo, error) {
 // ParseGeminiEmbedRequest reads embedContent ({"content":…}) or
 // batchEmbedContents ({"requests":[…]}) for the model in the URL.
 func ParseGeminiEmbedRequest(body []byte, model string, batch bool) (RequestInfo, error) {
-	if !jsonfast.ValidBody(body) {
+	if !jsonfast.Valid(body) {
 		return RequestInfo{}, invalidJSON(body)
 	}
 	type one struct {

@@ -25,7 +25,7 @@ import (
 // (Vertex's streamRawPredict carries it in the body). Every other byte is
 // kept.
 func MessagesFromCloud(body []byte, model string, stream *bool) ([]byte, []string, error) {
-	if !jsonfast.ValidBody(body) {
+	if !jsonfast.Valid(body) {
 		return nil, nil, invalidJSON(body)
 	}
 	var betas []string

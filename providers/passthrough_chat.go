@@ -106,10 +106,8 @@ func OpenAIUsageFromBody(body []byte) Usage {
 	}
 	raw := body[v.Start:v.End]
 	// json.Unmarshal checks the whole value before it decodes any of it,
-	// so the fast read needs it valid too. What jsonfast.Valid refuses
-	// goes to json.Unmarshal to judge: Valid stops at a nesting json
-	// allows, and a usage object with a member nested that deep is still
-	// the answer's usage, to be billed.
+	// so the fast read needs it valid too; what either refuses goes to
+	// json.Unmarshal to judge, as before the fast read.
 	var u OpenAIUsage
 	if !jsonfast.Valid(raw) || !readOpenAIUsage(raw, &u) {
 		u = OpenAIUsage{}

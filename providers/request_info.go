@@ -33,7 +33,7 @@ func (i RequestInfo) MaxTokens() int64 { return i.maxTokens }
 // OpenAI or Anthropic request body without decoding the rest.
 func PeekRequest(body []byte) (RequestInfo, error) {
 	var info RequestInfo
-	if !jsonfast.ValidBody(body) {
+	if !jsonfast.Valid(body) {
 		return info, invalidJSON(body)
 	}
 	var model, stream, opts, messages jsonfast.Span

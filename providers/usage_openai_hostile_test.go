@@ -36,7 +36,7 @@ func TestOpenAIUsageAdversarial(t *testing.T) {
 		`{"usage":{"prompt_tokens":10,"total_tokens":true}}`,
 		"{\"usage\":{\"prompt_tokens\":10,\"x\":\"\xff\xfe\"}}", // invalid UTF-8 in a value
 		"{\"usage\":{\"prompt_tokens\":10,\"\xff\":1}}",         // invalid UTF-8 in a key
-		`{"usage":{"prompt_tokens":10,"x":` + deep + `}}`,       // deeper than jsonfast.Valid goes
+		`{"usage":{"prompt_tokens":10,"x":` + deep + `}}`,       // deeper than jsonfast.Valid tracks itself
 		`{"usage":{"prompt_tokens":10,"completion_tokens_details":` + deep + `}}`,
 		`{"usage":{"prompt_tokens":10,"x":1}} trailing`,
 	} {

@@ -2,12 +2,11 @@ package jsonfast
 
 import "encoding/json"
 
-// Valid reports whether b is one well-formed JSON value, as
-// json.Valid does, for the pass-through streams that relay events without
-// parsing them. It is a single forward scan with no function call per
+// Valid reports whether b is one well-formed JSON value, exactly as
+// json.Valid does. It is a single forward scan with no function call per
 // byte, several times faster than json.Valid's state machine. Nesting is
-// tracked in a fixed bitset, so a value deeper than maxValidDepth is
-// refused rather than recursed into: no real event nests that deep.
+// tracked in a fixed bitset; a value nested deeper than maxValidDepth,
+// which no real request or event is, is left to json.Valid to judge.
 func Valid(b []byte) bool {
 	var objects [maxValidDepth / 64]uint64 // bit set: the container is an object
 	depth := 0
@@ -21,7 +20,7 @@ func Valid(b []byte) bool {
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if depth == maxValidDepth {
-				return false
+				return json.Valid(b)
 			}
 			if c == '{' {
 				objects[depth/64] |= 1 << (depth % 64)
@@ -99,12 +98,6 @@ func Valid(b []byte) bool {
 		}
 	}
 }
-
-// ValidBody is json.Valid for request bodies: Valid's fast scan, then
-// encoding/json for what it refuses, so that a body nested past
-// maxValidDepth, which json.Valid accepts, is not called malformed. Only
-// bad or absurdly deep bodies pay for the second scan.
-func ValidBody(b []byte) bool { return Valid(b) || json.Valid(b) }
 
 // maxValidDepth bounds the nesting Valid accepts.
 const maxValidDepth = 512
