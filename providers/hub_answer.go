@@ -213,11 +213,17 @@ func (a *chatAnswer) ledgerUsage() Usage {
 	if a.Usage == nil {
 		return Usage{ServiceTier: a.ServiceTier}
 	}
-	ou := OpenAIUsage{PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens, TotalTokens: a.Usage.TotalTokens}
-	if d := a.Usage.PromptTokensDetails; d != nil {
-		ou.PromptTokensDetails = &OpenAIPromptTokenDetails{CachedTokens: d.CachedTokens, CacheWriteTokens: d.CacheWriteTokens}
-	}
+	ou := a.Usage.openAI()
 	u := usageFromOpenAI(&ou)
 	u.ServiceTier = a.ServiceTier
 	return u
+}
+
+// openAI is u as the pass-through's OpenAIUsage, for usageFromOpenAI.
+func (u *chatUsage) openAI() OpenAIUsage {
+	ou := OpenAIUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		ou.PromptTokensDetails = &OpenAIPromptTokenDetails{CachedTokens: d.CachedTokens, CacheWriteTokens: d.CacheWriteTokens}
+	}
+	return ou
 }

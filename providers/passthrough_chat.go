@@ -105,15 +105,21 @@ func OpenAIUsageFromBody(body []byte) Usage {
 		return Usage{}
 	}
 	raw := body[v.Start:v.End]
-	// json.Unmarshal checks the whole value before it decodes any of it,
-	// so the fast read needs it valid too; what either refuses goes to
-	// json.Unmarshal to judge, as before the fast read.
+	// The hub's usage reader, as for translated answers; json.Unmarshal
+	// judges whatever it would not read identically (and, checking the
+	// whole value first, anything invalid).
 	var u OpenAIUsage
-	if !jsonfast.Valid(raw) || !readOpenAIUsage(raw, &u) {
-		u = OpenAIUsage{}
-		if json.Unmarshal(raw, &u) != nil {
-			return Usage{}
-		}
+	var cu *chatUsage
+	fast := jsonfast.Valid(raw)
+	if fast {
+		r := jsonfast.NewReader(raw)
+		readChatUsage(&r, 0, &cu)
+		fast = r.OK() && cu != nil
+	}
+	if fast {
+		u = cu.openAI()
+	} else if json.Unmarshal(raw, &u) != nil {
+		return Usage{}
 	}
 	out := usageFromOpenAI(&u)
 	if t, ok, err := jsonfast.FindMember(body, 0, "service_tier"); err == nil && ok {

@@ -25,7 +25,8 @@ func openAIUsageByUnmarshal(body []byte) Usage {
 	return out
 }
 
-// FuzzOpenAIUsageFromBody holds the fast usage read to encoding/json.
+// FuzzOpenAIUsageFromBody holds the fast usage read (the hub's reader) to
+// encoding/json.
 func FuzzOpenAIUsageFromBody(f *testing.F) {
 	for _, s := range []string{
 		`{"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`,
