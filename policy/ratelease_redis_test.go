@@ -99,7 +99,10 @@ func TestChunksNeverPassALimitAcrossInstances(t *testing.T) {
 // use goes back when it idles, so the other instance can use the window.
 func TestIdleChunkGoesBack(t *testing.T) {
 	a, b := twoInstances(t)
-	const rpm = 64
+	// 21, not 20: a's chunks of 1, 2, 4, 7 and 6 (each at most an eighth
+	// of what the minute has left) add up to exactly 20, leaving nothing
+	// to hold.
+	const rpm, burst = 64, 21
 	id := &Identity{KeyID: "idle" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{RPM: rpm}}
 	admit := func(rl *RateLimits) bool {
 		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
@@ -107,19 +110,28 @@ func TestIdleChunkGoesBack(t *testing.T) {
 		return refusal == nil
 	}
 	// A burst on a makes its chunks grow past what it uses.
-	for range 20 {
+	for range burst {
 		if !admit(a) {
 			t.Fatal("a refused within the rpm")
 		}
 	}
+	// While a holds its unused chunk, b gets less than the rest of the
+	// minute (else a held nothing and the give-back below proves nothing).
+	early := 0
+	for admit(b) {
+		early++
+	}
+	if early >= rpm-burst {
+		t.Fatalf("b admitted %d at once after a used %d of %d: a held no chunk", early, burst, rpm)
+	}
 	// b gets the rest of the minute once a's unused chunk is back.
 	time.Sleep(chunkIdle + 500*time.Millisecond)
-	got := 0
+	got := early
 	for admit(b) {
 		got++
 	}
-	if got != rpm-20 {
-		t.Errorf("b admitted %d after a used 20 of %d and idled, want %d", got, rpm, rpm-20)
+	if got != rpm-burst {
+		t.Errorf("b admitted %d after a used %d of %d and idled, want %d", got, burst, rpm, rpm-burst)
 	}
 }
 
