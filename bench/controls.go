@@ -50,17 +50,13 @@ func controlsModelsYAML(up string) string {
 // e.cfg.postgres and creates its keys; without PostgreSQL and Redis it
 // says why the gw-controls scenarios are skipped and returns nil.
 func (e *env) startControls(ctx context.Context, bin string) error {
-	if e.cfg.only == nil {
-		// The field metrics, not the scenarios, are running.
-		return nil
-	}
 	if e.cfg.postgres == "" || e.cfg.redis == "" {
-		if e.cfg.only.MatchString("gw-controls") {
+		if e.cfg.selects("gw-controls") {
 			fmt.Fprintln(os.Stderr, "bench: gw-controls skipped: it needs a PostgreSQL ledger and Redis limits (-postgres and -redis, or $MODELGATE_TEST_POSTGRES and $MODELGATE_TEST_REDIS; scripts/postgres.sh and scripts/redis.sh start both)")
 		}
 		return nil
 	}
-	if !e.cfg.only.MatchString("gw-controls") && !e.cfg.only.MatchString("s-gw-controls") {
+	if !e.cfg.selects("gw-controls") && !e.cfg.selects("s-gw-controls") {
 		return nil
 	}
 	db, err := sql.Open("pgx", e.cfg.postgres)

@@ -242,3 +242,21 @@ func TestMeasureC1(t *testing.T) {
 		t.Fatalf("addedP99 = %v, want %v", got, want)
 	}
 }
+
+// The field metrics run with -only unset: the optional gateways must stay
+// down rather than consult a nil regexp (a panic before any proxy started).
+func TestFieldStartsNoOptionalGateway(t *testing.T) {
+	e := &env{cfg: config{postgres: "postgres://unused", redis: "redis://unused"}}
+	if err := e.startControls(context.Background(), "/nonexistent"); err != nil {
+		t.Fatalf("startControls: %v", err)
+	}
+	if err := e.startTraced(context.Background(), "/nonexistent"); err != nil {
+		t.Fatalf("startTraced: %v", err)
+	}
+	if e.controls != nil || e.traced != nil {
+		t.Fatalf("an optional gateway started for the field metrics: controls %v, traced %v", e.controls, e.traced)
+	}
+	if (config{}).selects("caddy") {
+		t.Fatal("an unset -only selects a scenario")
+	}
+}

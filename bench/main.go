@@ -54,6 +54,13 @@ type config struct {
 	postgres, redis string
 }
 
+// selects reports whether -only picks the scenario key. The field metrics
+// leave only unset: they start just the proxies they compare, none of the
+// optional gateways (controls, traced).
+func (c config) selects(key string) bool {
+	return c.only != nil && c.only.MatchString(key)
+}
+
 func main() {
 	upstream := flag.Bool("upstream", false, "internal: serve the fake upstreams (the harness starts itself this way)")
 	listen := flag.String("listen", "127.0.0.1:0", "internal: -upstream listen address")

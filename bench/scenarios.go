@@ -119,7 +119,7 @@ func medianRound(rounds []*report) *report {
 
 func (e *env) scenarios(ctx context.Context, rep *report, idle bool) error {
 	for _, s := range e.scenarioList() {
-		if !e.cfg.only.MatchString(s.key) {
+		if !e.cfg.selects(s.key) {
 			continue
 		}
 		if s.key == "portkey" && e.pk == nil {

@@ -42,7 +42,7 @@ func (t *tracedEnv) stop() {
 
 // startTraced starts the traced gateway when a gw-traced scenario runs.
 func (e *env) startTraced(ctx context.Context, bin string) error {
-	if !e.cfg.only.MatchString("gw-traced") && !e.cfg.only.MatchString("s-gw-traced") && !e.cfg.only.MatchString("caddy-traced") {
+	if !e.cfg.selects("gw-traced") && !e.cfg.selects("s-gw-traced") && !e.cfg.selects("caddy-traced") {
 		return nil
 	}
 	te := &tracedEnv{sink: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
