@@ -1,18 +1,23 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Runtime keys and workspaces, managed through the admin API and kept in
 // the ledger database so every gateway instance on it sees them. Every
 // change bumps one version number; instances poll it (cheap: one row) and
-// reload everything only when it moved.
+// reload everything only when it moved. After its own change an instance
+// reads back only the rows it wrote, when the version shows no other
+// change came between (policy.Controls).
 
 // Limits are what a key or workspace may spend and how fast it may call.
 // Amounts are in cents, at most MaxBudgetCents. A nil budget is none; a
@@ -102,6 +107,10 @@ type ControlStore interface {
 	// ControlVersion is bumped by every change.
 	ControlVersion(ctx context.Context) (int64, error)
 	LoadControls(ctx context.Context) (Controls, error)
+	// ReadControls is LoadControls for the keys and workspaces with the
+	// ids given: what an instance reads back after its own change,
+	// instead of the whole table. Ids not stored are left out.
+	ReadControls(ctx context.Context, keyIDs, workspaceIDs []string) (Controls, error)
 	// PutKey inserts or replaces a key; PutWorkspace a workspace.
 	PutKey(ctx context.Context, k ControlKey) error
 	PutWorkspace(ctx context.Context, w ControlWorkspace) error
@@ -178,20 +187,12 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 		return k, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var created, updated, expires int64
-	var settings string
-	err = tx.QueryRowContext(ctx, `SELECT id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings
-FROM control_keys WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
-		Scan(&k.ID, &k.Name, &k.WorkspaceID, &k.SecretHash, &k.Hint, &k.Status, &created, &updated, &expires, &settings)
+	k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM control_keys WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, ErrControlNotFound
 	}
 	if err != nil {
 		return k, err
-	}
-	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
-	if err := k.setSettings(settings); err != nil {
-		return k, fmt.Errorf("key %s: settings: %w", k.ID, err)
 	}
 	if err := change(&k); err != nil {
 		return k, err
@@ -222,20 +223,12 @@ func (s *sqlStore) UpdateWorkspace(ctx context.Context, id string, change func(*
 		return w, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var created, updated, archived int64
-	var settings string
-	err = tx.QueryRowContext(ctx, `SELECT id, name, created_at_us, updated_at_us, archived_at_us, settings
-FROM control_workspaces WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id).
-		Scan(&w.ID, &w.Name, &created, &updated, &archived, &settings)
+	w, err = scanWorkspace(tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM control_workspaces WHERE id = `+s.d.placeholder(1)+s.forUpdate(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, ErrControlNotFound
 	}
 	if err != nil {
 		return w, err
-	}
-	w.CreatedAt, w.UpdatedAt, w.ArchivedAt = fromMicros(created), fromMicros(updated), fromMicros(archived)
-	if err := json.Unmarshal([]byte(settings), &w.Limits); err != nil {
-		return w, fmt.Errorf("workspace %s: settings: %w", w.ID, err)
 	}
 	if err := change(&w); err != nil {
 		return w, err
@@ -312,9 +305,43 @@ VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`)`,
 }
 
 func (s *sqlStore) LoadControls(ctx context.Context) (Controls, error) {
+	return s.loadControls(ctx, "", nil, "", nil)
+}
+
+func (s *sqlStore) ReadControls(ctx context.Context, keyIDs, workspaceIDs []string) (Controls, error) {
+	keyWhere, wsWhere := " WHERE 1 = 0", " WHERE 1 = 0"
+	if len(keyIDs) > 0 {
+		keyWhere = " WHERE id IN (" + s.placeholders(1, len(keyIDs)) + ")"
+	}
+	if len(workspaceIDs) > 0 {
+		wsWhere = " WHERE id IN (" + s.placeholders(1, len(workspaceIDs)) + ")"
+	}
+	return s.loadControls(ctx, keyWhere, keyIDs, wsWhere, workspaceIDs)
+}
+
+// placeholders are n parameters from the first'th, comma-separated.
+func (s *sqlStore) placeholders(first, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s.d.placeholder(first + i))
+	}
+	return b.String()
+}
+
+// loadControls reads the version and the keys and workspaces the where
+// clauses pick, in one snapshot: PostgreSQL's default isolation takes a
+// snapshot per statement, so the read asks for one per transaction, and
+// the rows can be no older than the version read with them.
+func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyIDs []string, wsWhere string, wsIDs []string) (Controls, error) {
 	var c Controls
-	// One transaction, so the version matches what is read with it.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.d.name == "postgres"})
+	opts := &sql.TxOptions{}
+	if s.d.name == "postgres" {
+		opts = &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return c, err
 	}
@@ -322,23 +349,15 @@ func (s *sqlStore) LoadControls(ctx context.Context) (Controls, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM control_version WHERE id = 1`).Scan(&c.Version); err != nil {
 		return c, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings
-FROM control_keys ORDER BY created_at_us, id`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+keyColumns+` FROM control_keys`+keyWhere+` ORDER BY created_at_us, id`, anys(keyIDs)...)
 	if err != nil {
 		return c, err
 	}
 	for rows.Next() {
-		var k ControlKey
-		var created, updated, expires int64
-		var settings string
-		if err := rows.Scan(&k.ID, &k.Name, &k.WorkspaceID, &k.SecretHash, &k.Hint, &k.Status, &created, &updated, &expires, &settings); err != nil {
+		k, err := scanKey(rows)
+		if err != nil {
 			rows.Close()
 			return c, err
-		}
-		k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
-		if err := k.setSettings(settings); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("key %s: settings: %w", k.ID, err)
 		}
 		c.Keys = append(c.Keys, k)
 	}
@@ -346,24 +365,78 @@ FROM control_keys ORDER BY created_at_us, id`)
 	if err := rows.Err(); err != nil {
 		return c, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT id, name, created_at_us, updated_at_us, archived_at_us, settings
-FROM control_workspaces ORDER BY created_at_us, id`)
+	rows, err = tx.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM control_workspaces`+wsWhere+` ORDER BY created_at_us, id`, anys(wsIDs)...)
 	if err != nil {
 		return c, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var w ControlWorkspace
-		var created, updated, archived int64
-		var settings string
-		if err := rows.Scan(&w.ID, &w.Name, &created, &updated, &archived, &settings); err != nil {
+		w, err := scanWorkspace(rows)
+		if err != nil {
 			return c, err
-		}
-		w.CreatedAt, w.UpdatedAt, w.ArchivedAt = fromMicros(created), fromMicros(updated), fromMicros(archived)
-		if err := json.Unmarshal([]byte(settings), &w.Limits); err != nil {
-			return c, fmt.Errorf("workspace %s: settings: %w", w.ID, err)
 		}
 		c.Workspaces = append(c.Workspaces, w)
 	}
-	return c, errors.Join(rows.Err())
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	c.Sort()
+	return c, nil
+}
+
+// Sort orders the keys and the workspaces by creation, then id in byte
+// order, so a snapshot merged in memory lists them as a full load does
+// (PostgreSQL's ORDER BY follows the database's collation, not bytes).
+func (c *Controls) Sort() {
+	slices.SortStableFunc(c.Keys, func(a, b ControlKey) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	slices.SortStableFunc(c.Workspaces, func(a, b ControlWorkspace) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+const keyColumns = `id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings`
+
+const workspaceColumns = `id, name, created_at_us, updated_at_us, archived_at_us, settings`
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanKey reads a row of keyColumns.
+func scanKey(r scanner) (ControlKey, error) {
+	var k ControlKey
+	var created, updated, expires int64
+	var settings string
+	if err := r.Scan(&k.ID, &k.Name, &k.WorkspaceID, &k.SecretHash, &k.Hint, &k.Status, &created, &updated, &expires, &settings); err != nil {
+		return k, err
+	}
+	k.CreatedAt, k.UpdatedAt, k.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
+	if err := k.setSettings(settings); err != nil {
+		return k, fmt.Errorf("key %s: settings: %w", k.ID, err)
+	}
+	return k, nil
+}
+
+// scanWorkspace reads a row of workspaceColumns.
+func scanWorkspace(r scanner) (ControlWorkspace, error) {
+	var w ControlWorkspace
+	var created, updated, archived int64
+	var settings string
+	if err := r.Scan(&w.ID, &w.Name, &created, &updated, &archived, &settings); err != nil {
+		return w, err
+	}
+	w.CreatedAt, w.UpdatedAt, w.ArchivedAt = fromMicros(created), fromMicros(updated), fromMicros(archived)
+	if err := json.Unmarshal([]byte(settings), &w.Limits); err != nil {
+		return w, fmt.Errorf("workspace %s: settings: %w", w.ID, err)
+	}
+	return w, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -201,6 +202,47 @@ func TestControlKeyCreatedBy(t *testing.T) {
 					t.Errorf("an admin API key reads as created by %+v", got.CreatedBy)
 				}
 			}
+		}
+	})
+}
+
+// TestReadControls: the rows of the ids asked for, as a full load reads
+// them, at the version of the same snapshot; ids not stored are left out.
+func TestReadControls(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		cs := s.(ControlStore)
+		ctx := context.Background()
+		for i, id := range []string{"apikey_b", "apikey_a", "apikey_c"} {
+			k := ControlKey{ID: id, Name: id, WorkspaceID: "wrkspc_1", SecretHash: "hash-" + id, Status: "active",
+				CreatedAt: t0.Add(time.Duration(i) * time.Second), UpdatedAt: t0, Limits: Limits{RPM: int64(i + 1), Models: []string{"coder"}}}
+			if err := cs.PutKey(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cs.PutWorkspace(ctx, ControlWorkspace{ID: "wrkspc_1", Name: "one", CreatedAt: t0, UpdatedAt: t0, Limits: Limits{BudgetCents: Cents(7)}}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := cs.LoadControls(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cs.ReadControls(ctx, []string{"apikey_c", "apikey_missing", "apikey_b"}, []string{"wrkspc_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != all.Version {
+			t.Errorf("version %d, LoadControls %d", got.Version, all.Version)
+		}
+		// all.Keys in creation order: b, a, c.
+		if want := []ControlKey{all.Keys[0], all.Keys[2]}; !reflect.DeepEqual(got.Keys, want) {
+			t.Errorf("keys\n got %+v\nwant %+v", got.Keys, want)
+		}
+		if !reflect.DeepEqual(got.Workspaces, all.Workspaces) {
+			t.Errorf("workspaces\n got %+v\nwant %+v", got.Workspaces, all.Workspaces)
+		}
+		none, err := cs.ReadControls(ctx, nil, nil)
+		if err != nil || len(none.Keys) != 0 || len(none.Workspaces) != 0 || none.Version != all.Version {
+			t.Errorf("nothing asked: %+v, %v", none, err)
 		}
 	})
 }
