@@ -126,11 +126,11 @@ func (c *Controls) Runtime() ([]ledger.ControlKey, []ledger.ControlWorkspace) {
 // errNoStore is a write before the ledger is open.
 var errNoStore = errors.New("the key store is not open")
 
-// write runs op, a change to key keyID or workspace wsID, on the store
-// under the registry's lock and, if it succeeded, brings the snapshot up
-// to it, so this instance sees the change at once; the other instances
-// see it at their next Poll.
-func (c *Controls) write(ctx context.Context, keyID, wsID string, op func(ledger.ControlStore) error) error {
+// write runs op, a change to the keys keyIDs and workspaces wsIDs, on
+// the store under the registry's lock and, if it succeeded, brings the
+// snapshot up to it, so this instance sees the change at once; the other
+// instances see it at their next Poll.
+func (c *Controls) write(ctx context.Context, keyIDs, wsIDs []string, op func(ledger.ControlStore) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.store == nil {
@@ -139,28 +139,22 @@ func (c *Controls) write(ctx context.Context, keyID, wsID string, op func(ledger
 	if err := op(c.store); err != nil {
 		return err
 	}
-	_ = c.applyLocked(ctx, keyID, wsID)
+	_ = c.applyLocked(ctx, keyIDs, wsIDs)
 	return nil
 }
 
-// applyLocked brings the snapshot up to this instance's own change of key
-// keyID or workspace wsID. Every change moves the version by one, under a
+// applyLocked brings the snapshot up to this instance's own change of the
+// keys keyIDs and workspaces wsIDs (any id the store accepts, the empty
+// one included: a nil list, not "", is none). Every change moves the version by one, under a
 // lock on its row, so a version one past the snapshot's means no other
 // change came between: then only the changed row is read back and merged,
 // and creating the n-th key costs one row, not n (a thousand keys made one
 // after another read 500,500 rows when every change reloaded the table).
 // Anything else reloads everything.
-func (c *Controls) applyLocked(ctx context.Context, keyID, wsID string) error {
+func (c *Controls) applyLocked(ctx context.Context, keyIDs, wsIDs []string) error {
 	old := c.snap.Load()
 	if old.version < 0 {
 		return c.refreshLocked(ctx, true)
-	}
-	var keyIDs, wsIDs []string
-	if keyID != "" {
-		keyIDs = []string{keyID}
-	}
-	if wsID != "" {
-		wsIDs = []string{wsID}
 	}
 	ch, err := c.store.ReadControls(ctx, keyIDs, wsIDs)
 	if err != nil {
@@ -175,14 +169,14 @@ func (c *Controls) applyLocked(ctx context.Context, keyID, wsID string) error {
 
 // PutKey stores a new runtime key.
 func (c *Controls) PutKey(ctx context.Context, k ledger.ControlKey) error {
-	return c.write(ctx, k.ID, "", func(s ledger.ControlStore) error { return s.PutKey(ctx, k) })
+	return c.write(ctx, []string{k.ID}, nil, func(s ledger.ControlStore) error { return s.PutKey(ctx, k) })
 }
 
 // UpdateKey changes the stored key id under its row lock, in what change
 // sets, so a concurrent change to other fields is never written back
 // over; an error from change is returned as it is.
 func (c *Controls) UpdateKey(ctx context.Context, id string, change func(*ledger.ControlKey) error) (k ledger.ControlKey, err error) {
-	err = c.write(ctx, id, "", func(s ledger.ControlStore) error {
+	err = c.write(ctx, []string{id}, nil, func(s ledger.ControlStore) error {
 		k, err = s.UpdateKey(ctx, id, change)
 		return err
 	})
@@ -191,13 +185,13 @@ func (c *Controls) UpdateKey(ctx context.Context, id string, change func(*ledger
 
 // PutWorkspace stores a new runtime workspace.
 func (c *Controls) PutWorkspace(ctx context.Context, ws ledger.ControlWorkspace) error {
-	return c.write(ctx, "", ws.ID, func(s ledger.ControlStore) error { return s.PutWorkspace(ctx, ws) })
+	return c.write(ctx, nil, []string{ws.ID}, func(s ledger.ControlStore) error { return s.PutWorkspace(ctx, ws) })
 }
 
 // UpdateWorkspace changes the stored workspace id under its row lock, as
 // UpdateKey does a key.
 func (c *Controls) UpdateWorkspace(ctx context.Context, id string, change func(*ledger.ControlWorkspace) error) (ws ledger.ControlWorkspace, err error) {
-	err = c.write(ctx, "", id, func(s ledger.ControlStore) error {
+	err = c.write(ctx, nil, []string{id}, func(s ledger.ControlStore) error {
 		ws, err = s.UpdateWorkspace(ctx, id, change)
 		return err
 	})

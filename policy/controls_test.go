@@ -194,3 +194,40 @@ func sameSnapshot(t *testing.T, got, want *Controls) {
 		t.Errorf("the secrets accepted differ from a full load's (%d vs %d)", len(g.byHash), len(w.byHash))
 	}
 }
+
+// An id the store accepts is read back whatever it is, the empty one
+// included: a merge that took "" for "no key" left the stored key out of
+// a snapshot already at the version that added it, so no poll ever
+// reloaded it and its secret never authenticated on this instance.
+func TestControlsEmptyIDIsReadBack(t *testing.T) {
+	for name, open := range controlStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			store := open(t)
+			c := NewControls(nil)
+			c.SetStore(store)
+			if err := c.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			if err := c.PutWorkspace(ctx, ledger.ControlWorkspace{ID: "", Name: "unnamed", CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PutKey(ctx, ledger.ControlKey{ID: "", Name: "k", SecretHash: secretHash("empty-id"), Status: "active", CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Refresh(ctx); err != nil { // what the poll does
+				t.Fatal(err)
+			}
+			if c.lookup(digestOf("empty-id")) == nil {
+				t.Error("the key stored under the empty id does not authenticate")
+			}
+			full := NewControls(nil)
+			full.SetStore(store)
+			if err := full.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			sameSnapshot(t, c, full)
+		})
+	}
+}
