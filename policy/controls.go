@@ -267,16 +267,20 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 func (s *controlSnapshot) with(ch ledger.Controls) *controlSnapshot {
 	n := &controlSnapshot{version: ch.Version, keys: slices.Clone(s.keys), workspaces: slices.Clone(s.workspaces),
 		byHash: maps.Clone(s.byHash), archived: maps.Clone(s.archived)}
+	// Every replaced key's old secret goes before any new one is added:
+	// a secret one changed key gave up may be another's now.
 	for _, k := range ch.Keys {
 		i := slices.IndexFunc(n.keys, func(o ledger.ControlKey) bool { return o.ID == k.ID })
 		if i < 0 {
 			n.keys = append(n.keys, k)
-		} else {
-			if h, ok := secretDigest(n.keys[i].SecretHash); ok {
-				delete(n.byHash, h)
-			}
-			n.keys[i] = k
+			continue
 		}
+		if h, ok := secretDigest(n.keys[i].SecretHash); ok {
+			delete(n.byHash, h)
+		}
+		n.keys[i] = k
+	}
+	for _, k := range ch.Keys {
 		if h, ok := secretDigest(k.SecretHash); ok {
 			n.byHash[h] = newRuntimeKey(k)
 		}

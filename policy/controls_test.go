@@ -231,3 +231,52 @@ func TestControlsEmptyIDIsReadBack(t *testing.T) {
 		})
 	}
 }
+
+// fixedStore loads the same controls every time.
+type fixedStore struct {
+	ledger.ControlStore
+	c ledger.Controls
+}
+
+func (f fixedStore) LoadControls(context.Context) (ledger.Controls, error) { return f.c, nil }
+func (f fixedStore) ControlVersion(context.Context) (int64, error)         { return f.c.Version, nil }
+
+// A change of several keys whose secrets move from one to another (key
+// a takes b's, b a new one) merges as a full load reads it, in whichever
+// order the rows come: dropping a replaced key's old secret must not drop
+// the one another changed key now holds.
+func TestControlsMergeOfSecretsMovedBetweenKeys(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	key := func(id, secret string) ledger.ControlKey {
+		return ledger.ControlKey{ID: id, SecretHash: secretHash(secret), Status: "active", CreatedAt: t0, UpdatedAt: t0}
+	}
+	load := func(c ledger.Controls) *controlSnapshot {
+		r := NewControls(nil)
+		r.SetStore(fixedStore{c: c})
+		if err := r.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return r.snap.Load()
+	}
+	before := load(ledger.Controls{Version: 1, Keys: []ledger.ControlKey{key("apikey_a", "one"), key("apikey_b", "two")}})
+	after := ledger.Controls{Version: 2, Keys: []ledger.ControlKey{key("apikey_a", "two"), key("apikey_b", "three")}}
+	want := load(after)
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		ch := ledger.Controls{Version: 2, Keys: []ledger.ControlKey{after.Keys[order[0]], after.Keys[order[1]]}}
+		got := before.with(ch)
+		if !reflect.DeepEqual(got.byHash, want.byHash) {
+			t.Errorf("rows in order %v: secrets %v, a full load accepts %v", order, keyIDsByHash(got), keyIDsByHash(want))
+		}
+		if !reflect.DeepEqual(got.keys, want.keys) {
+			t.Errorf("rows in order %v: keys %+v, a full load %+v", order, got.keys, want.keys)
+		}
+	}
+}
+
+func keyIDsByHash(s *controlSnapshot) map[string]string {
+	out := map[string]string{}
+	for h, rk := range s.byHash {
+		out[hex.EncodeToString(h[:4])] = rk.id.KeyID
+	}
+	return out
+}
