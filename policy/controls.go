@@ -139,15 +139,18 @@ func (c *Controls) write(ctx context.Context, keyIDs, wsIDs []string, op func(le
 	if err := op(c.store); err != nil {
 		return err
 	}
-	_ = c.applyLocked(ctx, keyIDs, wsIDs)
+	// Committed: a client gone now must not leave this instance without
+	// its own change until the next poll.
+	_ = c.applyLocked(context.WithoutCancel(ctx), keyIDs, wsIDs)
 	return nil
 }
 
 // applyLocked brings the snapshot up to this instance's own change of the
 // keys keyIDs and workspaces wsIDs (any id the store accepts, the empty
-// one included: a nil list, not "", is none). Every change moves the version by one, under a
-// lock on its row, so a version one past the snapshot's means no other
-// change came between: then only the changed row is read back and merged,
+// one included: a nil list, not "", is none). Every change moves the
+// version by one, under a lock on its row, so a version one past the
+// snapshot's means no other change came between: then only the changed
+// rows are read back and merged,
 // and creating the n-th key costs one row, not n (a thousand keys made one
 // after another read 500,500 rows when every change reloaded the table).
 // Anything else reloads everything.
