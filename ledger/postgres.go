@@ -69,6 +69,10 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 // range), an integrity violation (23) or a program limit (54, a value too
 // large): the row is at fault, and another try would fail the same way.
 func postgresRowError(err error) bool {
+	var cv *copyValueError
+	if errors.As(err, &cv) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || len(pe.Code) < 2 {
 		return false

@@ -537,21 +537,46 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 	return nil
 }
 
+// recordValue is one column's value of a record: an integer, or a text
+// when text is set.
+type recordValue struct {
+	n    int64
+	s    string
+	text bool
+}
+
+func intValue(n int64) recordValue   { return recordValue{n: n} }
+func textValue(s string) recordValue { return recordValue{s: s, text: true} }
+
+// recordRow is a record's column values in recordColumns order: the one
+// place that order is written down for both the INSERT's arguments and
+// PostgreSQL's COPY.
+func recordRow(r *Record) [numRecordColumns]recordValue {
+	var stream int64
+	if r.Stream {
+		stream = 1
+	}
+	return [numRecordColumns]recordValue{intValue(r.Time.UnixMicro()), textValue(r.RequestID), textValue(r.KeyID), textValue(r.Workspace), textValue(r.Alias),
+		textValue(r.UpstreamModel), textValue(r.Provider), textValue(r.ServiceTier), textValue(string(r.Endpoint)), intValue(stream),
+		intValue(r.InputTokens), intValue(r.CacheCreation5m), intValue(r.CacheCreation1h), intValue(r.CacheReadTokens), intValue(r.OutputTokens),
+		intValue(int64(r.Status)), textValue(string(r.Outcome)), intValue(r.Latency.Microseconds()), intValue(r.TTFT.Microseconds()), intValue(r.CostPicoUSD),
+		intValue(r.Prices.Input), intValue(r.Prices.Output), intValue(r.Prices.CacheRead), intValue(r.Prices.CacheWrite5m), intValue(r.Prices.CacheWrite1h),
+		textValue(r.SessionID), textValue(r.contextWindow()), textValue(r.Agent), intValue(r.Bytes)}
+}
+
 // appendRecordArgs appends a record's column values in recordColumns order,
 // each as int64 or string: database/sql passes those to the driver as
 // they are, where named types (Endpoint, Outcome) or an int take its
 // reflection path, a fifth of SQLite's insert (BenchmarkSQLiteInsertBatch).
 func appendRecordArgs(args []any, r *Record) []any {
-	var stream int64
-	if r.Stream {
-		stream = 1
+	for _, v := range recordRow(r) {
+		if v.text {
+			args = append(args, v.s)
+		} else {
+			args = append(args, v.n)
+		}
 	}
-	return append(args, r.Time.UnixMicro(), r.RequestID, r.KeyID, r.Workspace, r.Alias,
-		r.UpstreamModel, r.Provider, r.ServiceTier, string(r.Endpoint), stream,
-		r.InputTokens, r.CacheCreation5m, r.CacheCreation1h, r.CacheReadTokens, r.OutputTokens,
-		int64(r.Status), string(r.Outcome), r.Latency.Microseconds(), r.TTFT.Microseconds(), r.CostPicoUSD,
-		r.Prices.Input, r.Prices.Output, r.Prices.CacheRead, r.Prices.CacheWrite5m, r.Prices.CacheWrite1h,
-		r.SessionID, r.contextWindow(), r.Agent, r.Bytes)
+	return args
 }
 
 // where renders the filter as a WHERE clause, appending its arguments.
