@@ -77,6 +77,13 @@ func postgresRowError(err error) bool {
 	if !errors.As(err, &pe) || len(pe.Code) < 2 {
 		return false
 	}
+	// 22P03 (incorrect binary data format) and 22P04 (bad COPY file
+	// format) say the binary COPY stream does not fit the table: a
+	// column's type is not the width appendCopyData sends. Every row
+	// would fail alike; setting them aside would discard every record.
+	if pe.Code == "22P03" || pe.Code == "22P04" {
+		return false
+	}
 	switch pe.Code[:2] {
 	case "22", "23", "54":
 		return true

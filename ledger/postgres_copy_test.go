@@ -88,3 +88,39 @@ func TestCopyValueOutOfRangeIsTheRowsFault(t *testing.T) {
 		t.Error("the encoder's refusal is not taken as the row's fault")
 	}
 }
+
+// TestWriterCopyTypeMismatchIsNotARowFault: when the table's column types
+// are not the widths the binary COPY encoder sends (a column altered by a
+// DBA or by a release sharing the database), PostgreSQL answers 22P03
+// (incorrect binary data format) for whichever row comes first: every row
+// alike, not one row's data. Taken as the row's fault, the writer set
+// aside every record of every batch, logged them as "refused", and stayed
+// ready; pgx's encoder, before, followed the table's types. The writer
+// must instead see the database failing.
+func TestWriterCopyTypeMismatchIsNotARowFault(t *testing.T) {
+	for _, alter := range []string{
+		`ALTER TABLE usage_records ALTER COLUMN status TYPE SMALLINT`,
+		`ALTER TABLE usage_records ALTER COLUMN stream TYPE BOOLEAN USING stream <> 0`,
+	} {
+		s := storeFactories()[1].open(t).(*sqlStore)
+		if _, err := s.db.Exec(alter); err != nil {
+			t.Fatal(err)
+		}
+		var logged []string
+		w := NewWriter(s, WriterOptions{BatchSize: 64, FlushInterval: time.Hour, Retries: 1, RetryBackoff: time.Millisecond,
+			Logger: func(msg string, err error) { logged = append(logged, msg) }})
+		w.Start()
+		for i := range 8 {
+			w.Enqueue(sampleRecord(i))
+		}
+		_ = w.Close(context.Background())
+		for _, msg := range logged {
+			if strings.Contains(msg, "set aside") {
+				t.Errorf("%s: %q: a table/encoder mismatch taken as every row's fault", alter, msg)
+			}
+		}
+		if !w.Failing() {
+			t.Errorf("%s: the writer reports healthy while no record can be written", alter)
+		}
+	}
+}
