@@ -124,3 +124,42 @@ func TestWriterCopyTypeMismatchIsNotARowFault(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordCopyTypesFitRecordRow, without a database: recordColumns
+// names numRecordColumns columns, each has a copy type, and the type
+// takes text exactly where recordRow gives text.
+func TestRecordCopyTypesFitRecordRow(t *testing.T) {
+	if n := len(strings.Split(recordColumns, ",")); n != numRecordColumns {
+		t.Fatalf("recordColumns names %d columns, numRecordColumns is %d", n, numRecordColumns)
+	}
+	r := sampleRecord(0)
+	types := recordCopyTypes()
+	for c, v := range recordRow(&r) {
+		if types[c] < copyInt2 || types[c] > copyText || v.text != (types[c] == copyText) {
+			t.Errorf("column %d: copy type %d for a value %+v", c+1, types[c], v)
+		}
+	}
+}
+
+// TestCopyTypeMissingIsNotTheRowsFault: an encoder type that does not
+// fit the value (a column added to recordRow and not to recordCopyTypes)
+// fails every row alike; taken as the row's fault, the writer would set
+// every record aside as refused.
+func TestCopyTypeMissingIsNotTheRowsFault(t *testing.T) {
+	recs := []Record{sampleRecord(0)}
+	for _, c := range []int{numRecordColumns - 1, 1} {
+		types := recordCopyTypes()
+		types[c] = 0
+		if _, err := appendCopyRows(nil, recs, types); err == nil || postgresRowError(err) {
+			t.Errorf("column %d with no copy type: err %v, row fault %v", c+1, err, err != nil && postgresRowError(err))
+		}
+		types = recordCopyTypes()
+		types[c] = copyInt8
+		if c == numRecordColumns-1 {
+			types[c] = copyText
+		}
+		if _, err := appendCopyRows(nil, recs, types); err == nil || postgresRowError(err) {
+			t.Errorf("column %d with the wrong kind: err %v, row fault %v", c+1, err, err != nil && postgresRowError(err))
+		}
+	}
+}

@@ -57,9 +57,10 @@ const (
 
 // recordCopyTypes are the types of recordColumns, in order, as the
 // migrations made them (TestRecordCopyTypesMatchTable reads them back
-// from the table).
+// from the table). The literal is [...]: one of [numRecordColumns] with
+// an entry missing would compile, zero-filled, and fail every row.
 func recordCopyTypes() [numRecordColumns]copyType {
-	return [numRecordColumns]copyType{
+	return [...]copyType{
 		copyInt8,                                                                       // ts_us
 		copyText, copyText, copyText, copyText, copyText, copyText, copyText, copyText, // request_id … endpoint
 		copyInt2,                                         // stream
@@ -92,15 +93,21 @@ const pgcopyHeader = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00
 // then per row the field count and each field's length and big-endian
 // bytes, then the trailer.
 func appendCopyData(b []byte, recs []Record) ([]byte, error) {
+	return appendCopyRows(b, recs, recordCopyTypes())
+}
+
+// appendCopyRows is appendCopyData with the columns' types given.
+func appendCopyRows(b []byte, recs []Record, types [numRecordColumns]copyType) ([]byte, error) {
 	b = append(b, pgcopyHeader...)
-	types := recordCopyTypes()
 	be := binary.BigEndian
 	for i := range recs {
 		b = be.AppendUint16(b, numRecordColumns)
 		for c, v := range recordRow(&recs[i]) {
 			switch t := types[c]; {
-			case v.text != (t == copyText):
-				return nil, &copyValueError{c, v}
+			case t < copyInt2 || t > copyText || v.text != (t == copyText):
+				// The encoder's types do not fit recordRow: every row
+				// would fail alike, so this is not the row's fault.
+				return nil, fmt.Errorf("usage_records column %d: a %v value for copy type %d", c+1, map[bool]string{true: "text", false: "integer"}[v.text], t)
 			case t == copyText:
 				if len(v.s) > math.MaxInt32 {
 					return nil, &copyValueError{c, len(v.s)}

@@ -556,7 +556,9 @@ func recordRow(r *Record) [numRecordColumns]recordValue {
 	if r.Stream {
 		stream = 1
 	}
-	return [numRecordColumns]recordValue{intValue(r.Time.UnixMicro()), textValue(r.RequestID), textValue(r.KeyID), textValue(r.Workspace), textValue(r.Alias),
+	// [...]: a value missing from the list fails to compile instead of
+	// passing 0 for the last column.
+	return [...]recordValue{intValue(r.Time.UnixMicro()), textValue(r.RequestID), textValue(r.KeyID), textValue(r.Workspace), textValue(r.Alias),
 		textValue(r.UpstreamModel), textValue(r.Provider), textValue(r.ServiceTier), textValue(string(r.Endpoint)), intValue(stream),
 		intValue(r.InputTokens), intValue(r.CacheCreation5m), intValue(r.CacheCreation1h), intValue(r.CacheReadTokens), intValue(r.OutputTokens),
 		intValue(int64(r.Status)), textValue(string(r.Outcome)), intValue(r.Latency.Microseconds()), intValue(r.TTFT.Microseconds()), intValue(r.CostPicoUSD),
