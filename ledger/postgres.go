@@ -58,6 +58,10 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if s.copyTypes, err = tableCopyTypes(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ledger postgres: %w", err)
+	}
 	if err := s.installReserveFunction(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -79,7 +83,7 @@ func postgresRowError(err error) bool {
 	}
 	// 22P03 (incorrect binary data format) and 22P04 (bad COPY file
 	// format) say the binary COPY stream does not fit the table: a
-	// column's type is not the width appendCopyData sends. Every row
+	// column's type changed since this instance read it at open. Every row
 	// would fail alike; setting them aside would discard every record.
 	if pe.Code == "22P03" || pe.Code == "22P04" {
 		return false

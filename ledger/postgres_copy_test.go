@@ -9,21 +9,75 @@ import (
 	"time"
 )
 
-// The binary COPY encoder's column types are the table's: a wrong width
-// would be refused by PostgreSQL for every batch.
+// migrationCopyTypes are the types the migrations give usage_records'
+// columns, in recordColumns order.
+func migrationCopyTypes() [numRecordColumns]copyType {
+	return [...]copyType{
+		copyInt8,                                                                       // ts_us
+		copyText, copyText, copyText, copyText, copyText, copyText, copyText, copyText, // request_id … endpoint
+		copyInt2,                                         // stream
+		copyInt8, copyInt8, copyInt8, copyInt8, copyInt8, // tokens
+		copyInt4,                     // status
+		copyText,                     // outcome
+		copyInt8, copyInt8, copyInt8, // latency_us, ttft_us, cost_pico
+		copyInt8, copyInt8, copyInt8, copyInt8, copyInt8, // prices
+		copyText, copyText, copyText, // session_id, context_window, agent
+		copyInt8, // bytes
+	}
+}
+
+// The COPY encoder sends each column at the width the table has, read at
+// open.
 func TestRecordCopyTypesMatchTable(t *testing.T) {
 	s := storeFactories()[1].open(t).(*sqlStore)
-	oids := map[copyType]uint32{copyInt2: 21, copyInt4: 23, copyInt8: 20, copyText: 25}
-	types := recordCopyTypes()
-	for i, col := range strings.Split(recordColumns, ",") {
-		col = strings.TrimSpace(col)
-		var oid uint32
-		if err := s.db.QueryRow(`SELECT atttypid FROM pg_attribute WHERE attrelid = 'usage_records'::regclass AND attname = $1`, col).Scan(&oid); err != nil {
-			t.Fatalf("column %s: %v", col, err)
+	if s.copyTypes != migrationCopyTypes() {
+		t.Errorf("types read from the table %v, the migrations make %v", s.copyTypes, migrationCopyTypes())
+	}
+}
+
+// A column widened after the migrations (by an operator, or by a later
+// release sharing the database) still takes its values; one that cannot
+// hold them stops the open, naming it.
+func TestCopyFollowsTheTablesColumnTypes(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshPostgresSchema(t)
+	open := func() (*sqlStore, error) {
+		s, err := OpenPostgres(ctx, dsn)
+		if err != nil {
+			return nil, err
 		}
-		if oids[types[i]] != oid {
-			t.Errorf("column %d (%s): the encoder sends type %d, the table has oid %d", i+1, col, types[i], oid)
-		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s.(*sqlStore), nil
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`ALTER TABLE usage_records ALTER COLUMN status TYPE BIGINT, ALTER COLUMN stream TYPE INTEGER, ALTER COLUMN agent TYPE VARCHAR(300)`); err != nil {
+		t.Fatal(err)
+	}
+	s, err = open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := sampleRecord(2)
+	rec.Status, rec.Agent = 503, "codex"
+	if err := s.Insert(ctx, []Record{rec}); err != nil {
+		t.Fatalf("insert into widened columns: %v", err)
+	}
+	var status, stream int64
+	var agent string
+	if err := s.db.QueryRow(`SELECT status, stream, agent FROM usage_records`).Scan(&status, &stream, &agent); err != nil {
+		t.Fatal(err)
+	}
+	if status != 503 || stream != 1 || agent != "codex" {
+		t.Errorf("read back status %d, stream %d, agent %q", status, stream, agent)
+	}
+	if _, err := s.db.Exec(`ALTER TABLE usage_records ALTER COLUMN stream TYPE BOOLEAN USING stream <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(); err == nil || !strings.Contains(err.Error(), "usage_records.stream is boolean") {
+		t.Errorf("open with a boolean stream column: %v", err)
 	}
 }
 
@@ -79,7 +133,7 @@ func TestPostgresCopyRoundTrip(t *testing.T) {
 // A value its column cannot hold fails the encoding as a fault of the
 // row, so the writer sets that row aside instead of retrying the batch.
 func TestCopyValueOutOfRangeIsTheRowsFault(t *testing.T) {
-	_, err := appendCopyData(nil, []Record{{Time: t0, Status: math.MaxInt32 + 1}})
+	_, err := appendCopyRows(nil, []Record{{Time: t0, Status: math.MaxInt32 + 1}}, migrationCopyTypes())
 	var cv *copyValueError
 	if !errors.As(err, &cv) {
 		t.Fatalf("status past int32: %v", err)
@@ -126,14 +180,14 @@ func TestWriterCopyTypeMismatchIsNotARowFault(t *testing.T) {
 }
 
 // TestRecordCopyTypesFitRecordRow, without a database: recordColumns
-// names numRecordColumns columns, each has a copy type, and the type
-// takes text exactly where recordRow gives text.
+// names numRecordColumns columns, and the migrations' types take text
+// exactly where recordRow gives text.
 func TestRecordCopyTypesFitRecordRow(t *testing.T) {
 	if n := len(strings.Split(recordColumns, ",")); n != numRecordColumns {
 		t.Fatalf("recordColumns names %d columns, numRecordColumns is %d", n, numRecordColumns)
 	}
 	r := sampleRecord(0)
-	types := recordCopyTypes()
+	types := migrationCopyTypes()
 	for c, v := range recordRow(&r) {
 		if types[c] < copyInt2 || types[c] > copyText || v.text != (types[c] == copyText) {
 			t.Errorf("column %d: copy type %d for a value %+v", c+1, types[c], v)
@@ -142,18 +196,17 @@ func TestRecordCopyTypesFitRecordRow(t *testing.T) {
 }
 
 // TestCopyTypeMissingIsNotTheRowsFault: an encoder type that does not
-// fit the value (a column added to recordRow and not to recordCopyTypes)
-// fails every row alike; taken as the row's fault, the writer would set
+// fit the value fails every row alike; taken as the row's fault, the writer would set
 // every record aside as refused.
 func TestCopyTypeMissingIsNotTheRowsFault(t *testing.T) {
 	recs := []Record{sampleRecord(0)}
 	for _, c := range []int{numRecordColumns - 1, 1} {
-		types := recordCopyTypes()
+		types := migrationCopyTypes()
 		types[c] = 0
 		if _, err := appendCopyRows(nil, recs, types); err == nil || postgresRowError(err) {
 			t.Errorf("column %d with no copy type: err %v, row fault %v", c+1, err, err != nil && postgresRowError(err))
 		}
-		types = recordCopyTypes()
+		types = migrationCopyTypes()
 		types[c] = copyInt8
 		if c == numRecordColumns-1 {
 			types[c] = copyText

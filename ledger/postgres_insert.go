@@ -21,8 +21,8 @@ import (
 // PostgreSQL's binary COPY format, encoded here: pgx's generic encoder
 // looked up a plan and boxed every one of the 29 values of every row,
 // about a third of the writer's CPU.
-func copyRecords(ctx context.Context, conn *sql.Conn, recs []Record) error {
-	data, err := appendCopyData(make([]byte, 0, 64+len(recs)*400), recs)
+func copyRecords(ctx context.Context, conn *sql.Conn, recs []Record, types [numRecordColumns]copyType) error {
+	data, err := appendCopyRows(make([]byte, 0, 64+len(recs)*400), recs, types)
 	if err != nil {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
@@ -42,7 +42,7 @@ func copyRecords(ctx context.Context, conn *sql.Conn, recs []Record) error {
 
 // copySQL is the COPY statement of recordColumns in binary format.
 func copySQL() string {
-	return "COPY usage_records (" + strings.Join(strings.Fields(strings.ReplaceAll(recordColumns, ",", " ")), ", ") + ") FROM STDIN (FORMAT binary)"
+	return "COPY usage_records (" + strings.Join(recordColumnNames(), ", ") + ") FROM STDIN (FORMAT binary)"
 }
 
 // copyType is how a column of usage_records travels in binary COPY.
@@ -55,23 +55,64 @@ const (
 	copyText                     // TEXT
 )
 
-// recordCopyTypes are the types of recordColumns, in order, as the
-// migrations made them (TestRecordCopyTypesMatchTable reads them back
-// from the table). The literal is [...]: one of [numRecordColumns] with
-// an entry missing would compile, zero-filled, and fail every row.
-func recordCopyTypes() [numRecordColumns]copyType {
-	return [...]copyType{
-		copyInt8,                                                                       // ts_us
-		copyText, copyText, copyText, copyText, copyText, copyText, copyText, copyText, // request_id … endpoint
-		copyInt2,                                         // stream
-		copyInt8, copyInt8, copyInt8, copyInt8, copyInt8, // tokens
-		copyInt4,                     // status
-		copyText,                     // outcome
-		copyInt8, copyInt8, copyInt8, // latency_us, ttft_us, cost_pico
-		copyInt8, copyInt8, copyInt8, copyInt8, copyInt8, // prices
-		copyText, copyText, copyText, // session_id, context_window, agent
-		copyInt8, // bytes
+// tableCopyTypes reads usage_records' column types, in recordColumns
+// order: COPY sends each value at the width the table has (a column an
+// operator or a later release widened still takes its values). A column
+// whose type does not hold what the ledger writes there stops the open,
+// naming it.
+func tableCopyTypes(ctx context.Context, db *sql.DB) (types [numRecordColumns]copyType, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT attname, atttypid::int, format_type(atttypid, atttypmod) FROM pg_attribute
+WHERE attrelid = 'usage_records'::regclass AND attnum > 0 AND NOT attisdropped`)
+	if err != nil {
+		return types, err
 	}
+	defer rows.Close()
+	type column struct {
+		oid  int
+		name string
+	}
+	have := map[string]column{}
+	for rows.Next() {
+		var name string
+		var c column
+		if err := rows.Scan(&name, &c.oid, &c.name); err != nil {
+			return types, err
+		}
+		have[name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return types, err
+	}
+	kinds := recordRow(&Record{})
+	for i, col := range recordColumnNames() {
+		c, ok := have[col]
+		if !ok {
+			return types, fmt.Errorf("usage_records has no column %s", col)
+		}
+		switch {
+		case c.oid == 20: // bigint
+			types[i] = copyInt8
+		case c.oid == 23: // integer
+			types[i] = copyInt4
+		case c.oid == 21: // smallint
+			types[i] = copyInt2
+		case c.oid == 25 || c.oid == 1043: // text, varchar
+			types[i] = copyText
+		}
+		if types[i] == 0 || (types[i] == copyText) != kinds[i].text {
+			want := "bigint, integer or smallint"
+			if kinds[i].text {
+				want = "text"
+			}
+			return types, fmt.Errorf("usage_records.%s is %s, which cannot hold what the ledger writes there: make it %s again", col, c.name, want)
+		}
+	}
+	return types, nil
+}
+
+// recordColumnNames are recordColumns one name each.
+func recordColumnNames() []string {
+	return strings.Fields(strings.ReplaceAll(recordColumns, ",", " "))
 }
 
 // copyValueError is a record value its column cannot hold: the row is at
@@ -89,14 +130,9 @@ func (e *copyValueError) Error() string {
 // extension.
 const pgcopyHeader = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x00"
 
-// appendCopyData appends recs to b as a binary COPY stream: the header,
-// then per row the field count and each field's length and big-endian
-// bytes, then the trailer.
-func appendCopyData(b []byte, recs []Record) ([]byte, error) {
-	return appendCopyRows(b, recs, recordCopyTypes())
-}
-
-// appendCopyRows is appendCopyData with the columns' types given.
+// appendCopyRows appends recs to b as a binary COPY stream of columns of
+// the types given: the header, then per row the field count and each
+// field's length and big-endian bytes, then the trailer.
 func appendCopyRows(b []byte, recs []Record, types [numRecordColumns]copyType) ([]byte, error) {
 	b = append(b, pgcopyHeader...)
 	be := binary.BigEndian

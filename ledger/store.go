@@ -364,6 +364,9 @@ type sqlStore struct {
 	// insertMany is the prepared INSERT of rowsPerInsert records, beside
 	// insertOne.
 	insertMany *sql.Stmt
+	// copyTypes are usage_records' column types as PostgreSQL's COPY
+	// sends them, read from the table at open.
+	copyTypes [numRecordColumns]copyType
 }
 
 // migrate brings the schema to the latest version.
@@ -443,7 +446,7 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := copyRecords(ctx, conn, recs); err != nil {
+	if err := copyRecords(ctx, conn, recs, s.copyTypes); err != nil {
 		return err
 	}
 	if err := s.addSpend(ctx, tx, recs); err != nil {
