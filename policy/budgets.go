@@ -275,7 +275,11 @@ const AlertCacheUnread = "cache_unread"
 
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
-	var out []budget
+	if id.Limits.BudgetCents == nil && ws.BudgetCents == nil && (session == "" || id.Limits.SessionBudgetCents == nil && ws.SessionBudgetCents == nil) {
+		return nil
+	}
+	// At most three budgets: room for them at once, not grown one by one.
+	out := make([]budget, 0, 3)
 	add := func(scope, scopeID string, cents *int64, period string, softCents int64) {
 		if cents == nil {
 			return // no budget; 0 is a budget that admits no paid use

@@ -22,7 +22,7 @@ type leaseInstance struct {
 	done  chan struct{}
 }
 
-func openLeaseInstance(t *testing.T, dsn string, now func() time.Time) *leaseInstance {
+func openLeaseInstance(t testing.TB, dsn string, now func() time.Time) *leaseInstance {
 	t.Helper()
 	s, err := ledger.OpenPostgres(context.Background(), dsn)
 	if err != nil {
@@ -64,7 +64,7 @@ func openLeaseInstance(t *testing.T, dsn string, now func() time.Time) *leaseIns
 
 // spend admits one request of est and, when admitted, settles it at its
 // estimate and hands its record to the writer.
-func (in *leaseInstance) spend(t *testing.T, id *Identity, est int64, now time.Time) bool {
+func (in *leaseInstance) spend(t testing.TB, id *Identity, est int64, now time.Time) bool {
 	r, refusal := in.b.Admit(context.Background(), id, ledger.Limits{}, "", est, time.Minute)
 	if refusal != nil {
 		if refusal.Status != 429 {
@@ -245,4 +245,37 @@ func TestBudgetLeaseNearTheLimitAdmitsSerially(t *testing.T) {
 	if n != 5 {
 		t.Errorf("admitted %d 1-cent requests with 5 cents left; want 5", n)
 	}
+}
+
+// BenchmarkBudgetAdmitLeased: a request admitted on the lease this
+// instance holds and settled, the common case under load (the gw-controls
+// bench's key), its record written in batches beside it as the writer does.
+func BenchmarkBudgetAdmitLeased(b *testing.B) {
+	in := openLeaseInstance(b, pgtest.FreshSchema(b), nil)
+	budget := int64(1 << 40)
+	id := &Identity{KeyID: "alice", Workspace: "team", Limits: ledger.Limits{BudgetCents: &budget, BudgetPeriod: "monthly"}}
+	ws := ledger.Limits{BudgetCents: &budget, BudgetPeriod: "monthly"}
+	for range 1000 { // the lease grows to the load
+		in.spendIn(b, id, ws, 1e8)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		in.spendIn(b, id, ws, 1e8)
+	}
+	b.StopTimer()
+	in.flush()
+}
+
+// spendIn is spend with the workspace's limits too.
+func (in *leaseInstance) spendIn(t testing.TB, id *Identity, ws ledger.Limits, est int64) {
+	r, refusal := in.b.Admit(context.Background(), id, ws, "", est, time.Minute)
+	if refusal != nil {
+		t.Fatalf("refusal %d %s", refusal.Status, refusal.Message)
+	}
+	rec := ledger.Record{Time: time.Now(), RequestID: "r", KeyID: id.KeyID, Workspace: id.Workspace, Alias: "m", Status: 200, Outcome: ledger.OutcomeOK,
+		CostPicoUSD: est, Ticket: r.Ticket()}
+	rec.Lease, rec.LeasePico = r.Lease()
+	r.Settle(est)
+	in.recs <- rec
 }
