@@ -143,7 +143,7 @@ func appendCopyRows(b []byte, recs []Record, types [numRecordColumns]copyType) (
 			case t < copyInt2 || t > copyText || v.text != (t == copyText):
 				// The encoder's types do not fit recordRow: every row
 				// would fail alike, so this is not the row's fault.
-				return nil, fmt.Errorf("usage_records column %d: a %v value for copy type %d", c+1, map[bool]string{true: "text", false: "integer"}[v.text], t)
+				return nil, fmt.Errorf("usage_records column %d: copy type %d does not take a value of text %v", c+1, t, v.text)
 			case t == copyText:
 				if len(v.s) > math.MaxInt32 {
 					return nil, &copyValueError{c, len(v.s)}

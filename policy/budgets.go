@@ -275,36 +275,41 @@ const AlertCacheUnread = "cache_unread"
 
 // applicable lists the budgets of the caller, its workspace and session.
 func applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
-	if id.Limits.BudgetCents == nil && ws.BudgetCents == nil && (session == "" || id.Limits.SessionBudgetCents == nil && ws.SessionBudgetCents == nil) {
-		return nil
-	}
-	// At most three budgets: room for them at once, not grown one by one.
-	out := make([]budget, 0, 3)
-	add := func(scope, scopeID string, cents *int64, period string, softCents int64) {
-		if cents == nil {
-			return // no budget; 0 is a budget that admits no paid use
-		}
-		if period == "" {
-			period = "total"
-		}
-		// Every entry point bounds amounts; the clamp keeps a row stored
-		// before the bound from overflowing into a negative limit.
-		limit, soft := min(max(*cents, 0), ledger.MaxBudgetCents), min(max(softCents, 0), ledger.MaxBudgetCents)
-		out = append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
-			limitPico: limit * 1e10, softPico: soft * 1e10, resets: ledger.PeriodEnd(period, now), keyID: id.KeyID, session: session})
-	}
-	add(ledger.ScopeKey, id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
+	out := appendBudget(nil, id, session, now, ledger.ScopeKey, id.KeyID, id.Limits.BudgetCents, id.Limits.BudgetPeriod, id.Limits.SoftBudgetCents)
 	if id.Workspace != "" {
-		add(ledger.ScopeWorkspace, id.Workspace, ws.BudgetCents, ws.BudgetPeriod, ws.SoftBudgetCents)
+		out = appendBudget(out, id, session, now, ledger.ScopeWorkspace, id.Workspace, ws.BudgetCents, ws.BudgetPeriod, ws.SoftBudgetCents)
 	}
 	if session != "" {
 		cap := id.Limits.SessionBudgetCents
 		if cap == nil {
 			cap = ws.SessionBudgetCents
 		}
-		add(ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), cap, "total", 0)
+		if cap != nil { // the scope's id is built only for a budget
+			out = appendBudget(out, id, session, now, ledger.ScopeSession, ledger.SessionScopeID(id.KeyID, session), cap, "total", 0)
+		}
 	}
 	return out
+}
+
+// appendBudget appends the budget of cents on scope to out: nothing when
+// cents is nil (no budget; 0 is a budget that admits no paid use), and
+// room for all three a request can have at the first, so admission
+// allocates one slice for its budgets and none when it has none.
+func appendBudget(out []budget, id *Identity, session string, now time.Time, scope, scopeID string, cents *int64, period string, softCents int64) []budget {
+	if cents == nil {
+		return out
+	}
+	if out == nil {
+		out = make([]budget, 0, 3)
+	}
+	if period == "" {
+		period = "total"
+	}
+	// Every entry point bounds amounts; the clamp keeps a row stored
+	// before the bound from overflowing into a negative limit.
+	limit, soft := min(max(*cents, 0), ledger.MaxBudgetCents), min(max(softCents, 0), ledger.MaxBudgetCents)
+	return append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
+		limitPico: limit * 1e10, softPico: soft * 1e10, resets: ledger.PeriodEnd(period, now), keyID: id.KeyID, session: session})
 }
 
 // Reservation is what an admitted request holds until it settles.

@@ -117,3 +117,19 @@ func BenchmarkBudgetAdmitWithBacklog(b *testing.B) {
 		hold.Settle(0)
 	}
 }
+
+// A request no budget applies to costs admission no allocation, and one
+// with all three budgets one slice for them and its session scope's id.
+func TestApplicableAllocations(t *testing.T) {
+	now := time.Now()
+	none := &Identity{KeyID: "k", Workspace: "w"}
+	if n := testing.AllocsPerRun(100, func() { _ = applicable(none, ledger.Limits{}, "s", now) }); n != 0 {
+		t.Errorf("no budget: %v allocations", n)
+	}
+	c := ledger.Cents(100)
+	all := &Identity{KeyID: "k", Workspace: "w", Limits: ledger.Limits{BudgetCents: c, SessionBudgetCents: c}}
+	var got []budget
+	if n := testing.AllocsPerRun(100, func() { got = applicable(all, ledger.Limits{BudgetCents: c}, "s", now) }); n != 2 || len(got) != 3 {
+		t.Errorf("three budgets: %v allocations, %d budgets", n, len(got))
+	}
+}
