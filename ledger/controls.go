@@ -309,33 +309,27 @@ func (s *sqlStore) LoadControls(ctx context.Context) (Controls, error) {
 }
 
 func (s *sqlStore) ReadControls(ctx context.Context, keyIDs, workspaceIDs []string) (Controls, error) {
-	keyWhere, wsWhere := " WHERE 1 = 0", " WHERE 1 = 0"
-	if len(keyIDs) > 0 {
-		keyWhere = " WHERE id IN (" + s.placeholders(1, len(keyIDs)) + ")"
-	}
-	if len(workspaceIDs) > 0 {
-		wsWhere = " WHERE id IN (" + s.placeholders(1, len(workspaceIDs)) + ")"
-	}
-	return s.loadControls(ctx, keyWhere, keyIDs, wsWhere, workspaceIDs)
+	keyWhere, keyArgs := s.idsWhere(keyIDs)
+	wsWhere, wsArgs := s.idsWhere(workspaceIDs)
+	return s.loadControls(ctx, keyWhere, keyArgs, wsWhere, wsArgs)
 }
 
-// placeholders are n parameters from the first'th, comma-separated.
-func (s *sqlStore) placeholders(first, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(s.d.placeholder(first + i))
+// idsWhere picks the rows of ids, none when there are none.
+func (s *sqlStore) idsWhere(ids []string) (string, []any) {
+	if len(ids) == 0 {
+		return " WHERE 1 = 0", nil
 	}
-	return b.String()
+	var q strings.Builder
+	q.WriteString(" WHERE 1 = 1")
+	args := s.appendIn(&q, nil, "id", ids, false)
+	return q.String(), args
 }
 
 // loadControls reads the version and the keys and workspaces the where
 // clauses pick, in one snapshot: PostgreSQL's default isolation takes a
 // snapshot per statement, so the read asks for one per transaction, and
 // the rows can be no older than the version read with them.
-func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyIDs []string, wsWhere string, wsIDs []string) (Controls, error) {
+func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyArgs []any, wsWhere string, wsArgs []any) (Controls, error) {
 	var c Controls
 	opts := &sql.TxOptions{}
 	if s.d.name == "postgres" {
@@ -349,7 +343,7 @@ func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyIDs []s
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM control_version WHERE id = 1`).Scan(&c.Version); err != nil {
 		return c, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+keyColumns+` FROM control_keys`+keyWhere+` ORDER BY created_at_us, id`, anys(keyIDs)...)
+	rows, err := tx.QueryContext(ctx, `SELECT `+keyColumns+` FROM control_keys`+keyWhere+` ORDER BY created_at_us, id`, keyArgs...)
 	if err != nil {
 		return c, err
 	}
@@ -365,7 +359,7 @@ func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyIDs []s
 	if err := rows.Err(); err != nil {
 		return c, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM control_workspaces`+wsWhere+` ORDER BY created_at_us, id`, anys(wsIDs)...)
+	rows, err = tx.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM control_workspaces`+wsWhere+` ORDER BY created_at_us, id`, wsArgs...)
 	if err != nil {
 		return c, err
 	}
@@ -394,14 +388,6 @@ func (c *Controls) Sort() {
 	slices.SortStableFunc(c.Workspaces, func(a, b ControlWorkspace) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
-}
-
-func anys(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
 
 const keyColumns = `id, name, workspace_id, secret_hash, hint, status, created_at_us, updated_at_us, expires_at_us, settings`

@@ -593,30 +593,34 @@ func (s *sqlStore) where(q *strings.Builder, args []any, f Filter) []any {
 func (s *sqlStore) whereOn(q *strings.Builder, args []any, f Filter, timeCol string) []any {
 	args = append(args, f.From.UnixMicro(), f.To.UnixMicro())
 	q.WriteString(" WHERE " + timeCol + " >= " + s.d.placeholder(len(args)-1) + " AND " + timeCol + " < " + s.d.placeholder(len(args)))
-	in := func(col string, vals []string, not bool) {
-		if len(vals) == 0 {
-			return
-		}
-		q.WriteString(" AND " + col)
-		if not {
-			q.WriteString(" NOT")
-		}
-		q.WriteString(" IN (")
-		for i, v := range vals {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			args = append(args, v)
-			q.WriteString(s.d.placeholder(len(args)))
-		}
-		q.WriteByte(')')
+	args = s.appendIn(q, args, "alias", f.Models, false)
+	args = s.appendIn(q, args, "key_id", f.APIKeyIDs, false)
+	args = s.appendIn(q, args, "workspace", f.WorkspaceIDs, false)
+	args = s.appendIn(q, args, "service_tier", f.ServiceTiers, false)
+	args = s.appendIn(q, args, "context_window", f.ContextWindows, false)
+	args = s.appendIn(q, args, "service_tier", f.ExcludeServiceTiers, true)
+	return args
+}
+
+// appendIn writes " AND col [NOT] IN (…)" with a parameter for each of
+// vals, appended to args; nothing when vals is empty.
+func (s *sqlStore) appendIn(q *strings.Builder, args []any, col string, vals []string, not bool) []any {
+	if len(vals) == 0 {
+		return args
 	}
-	in("alias", f.Models, false)
-	in("key_id", f.APIKeyIDs, false)
-	in("workspace", f.WorkspaceIDs, false)
-	in("service_tier", f.ServiceTiers, false)
-	in("context_window", f.ContextWindows, false)
-	in("service_tier", f.ExcludeServiceTiers, true)
+	q.WriteString(" AND " + col)
+	if not {
+		q.WriteString(" NOT")
+	}
+	q.WriteString(" IN (")
+	for i, v := range vals {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		args = append(args, v)
+		q.WriteString(s.d.placeholder(len(args)))
+	}
+	q.WriteByte(')')
 	return args
 }
 
