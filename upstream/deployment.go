@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -239,9 +240,24 @@ func (c *ClientSet) ForDeployment(d *modellist.Deployment) *http.Client {
 	if d.TLS != nil {
 		t.TLSClientConfig = d.TLS.Config.Clone()
 	}
-	cl := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var rt http.RoundTripper = t
+	if plainHTTP && d.TLS == nil && noProxy(d.APIBase) {
+		rt = newPlainTransport(t)
+	}
+	cl := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	c.m[key] = cl
 	return cl
+}
+
+// noProxy says apiBase is a plain-HTTP URL that the environment's
+// HTTP_PROXY and NO_PROXY send direct, so the plain transport may carry it.
+func noProxy(apiBase string) bool {
+	u, err := url.Parse(apiBase)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return false
+	}
+	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	return err == nil && proxy == nil
 }
 
 // Entry is the deployment's models-file entry.

@@ -1,0 +1,277 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// plainTransport carries requests to a plain-HTTP/1.1 upstream (a local
+// inference server: no TLS, no proxy) on the caller's goroutine: it writes
+// the request and reads the answer's head itself, on a kept-alive
+// connection. net/http's Transport instead hands every request to a writer
+// goroutine and every answer over from a reader goroutine, two goroutine
+// switches and a dozen allocations a request that the gateway's hot path
+// measurably pays for (BENCHMARKS.md, "one goroutine per upstream call").
+// The wire format is net/http's own (Request.Write, ReadResponse); what
+// this transport leaves out (TLS, HTTP/2, proxies, upgrades, Expect) goes
+// to next.
+type plainTransport struct {
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	next        http.RoundTripper
+	maxIdle     int           // idle connections kept per host
+	idleTimeout time.Duration // an idle connection older than this is closed
+	now         func() time.Time
+
+	mu      sync.Mutex
+	idle    map[string][]*plainConn // by host:port, the most recently used last
+	pruning bool                    // a prune is scheduled
+}
+
+func newPlainTransport(next *http.Transport) *plainTransport {
+	return &plainTransport{
+		dial:        next.DialContext,
+		next:        next,
+		maxIdle:     next.MaxIdleConnsPerHost,
+		idleTimeout: next.IdleConnTimeout,
+		now:         time.Now,
+		idle:        make(map[string][]*plainConn),
+	}
+}
+
+// plainConn is one kept-alive connection and its buffers.
+type plainConn struct {
+	c         net.Conn
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	idleSince time.Time
+}
+
+// longAgo is the deadline that interrupts a connection's reads and writes
+// at once, when the request's context ends.
+var longAgo = time.Unix(1, 0)
+
+// RoundTrip implements http.RoundTripper.
+func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
+		return t.next.RoundTrip(req)
+	}
+	ctx := req.Context()
+	addr := req.URL.Host
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "80")
+	}
+	pc, reused, err := t.get(ctx, addr)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, written, err := t.exchange(ctx, req, pc, addr)
+	if err != nil && reused && !written && req.GetBody != nil && ctx.Err() == nil {
+		// The server closed a kept-alive connection just as the request
+		// went out on it, and the request never reached it whole: no
+		// handler of the server can have run it, so it goes again, once,
+		// on a connection of its own.
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		r2 := *req
+		r2.Body = body
+		if pc, err = t.dialConn(ctx, addr); err != nil {
+			closeBody(&r2)
+			return nil, err
+		}
+		resp, _, err = t.exchange(ctx, &r2, pc, addr)
+	}
+	return resp, err
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// exchange writes req on pc and reads the answer's head; written says the
+// whole request was sent. The caller reads the body, and pc goes back to
+// the idle list once that is read to its end.
+func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *plainConn, addr string) (*http.Response, bool, error) {
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(longAgo) })
+	werr := req.Write(pc.bw)
+	if werr == nil {
+		werr = pc.bw.Flush()
+	}
+	// A server that answers before it has read the whole body (an early
+	// 413) may close the connection under the write: its answer, if it
+	// sent one, is still worth reading.
+	resp, err := http.ReadResponse(pc.br, req)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		// Interim answers (103 Early Hints) come before the real one.
+		resp, err = http.ReadResponse(pc.br, req)
+	}
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		err = errors.New("upstream switched protocols unasked")
+	}
+	if err != nil {
+		stop()
+		_ = pc.c.Close()
+		if werr != nil {
+			err = werr
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		return nil, werr == nil, err
+	}
+	b := &plainBody{rc: resp.Body, pc: pc, t: t, addr: addr, stop: stop, reusable: werr == nil && !resp.Close && !req.Close}
+	resp.Body = b
+	return resp, true, nil
+}
+
+// plainBody gives its connection back to the idle list when it has been
+// read to its end, and closes it when the body is closed before that.
+type plainBody struct {
+	rc       io.ReadCloser
+	pc       *plainConn
+	t        *plainTransport
+	addr     string
+	stop     func() bool
+	reusable bool
+	done     atomic.Bool
+}
+
+func (b *plainBody) Read(p []byte) (int, error) {
+	if b.done.Load() {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+	} else if err != nil {
+		b.finish(false)
+	}
+	return n, err
+}
+
+// Close may come from another goroutine while Read waits: closing the
+// connection ends that Read.
+func (b *plainBody) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// finish ends the body once. The connection stays for the next request
+// when the body was read to its end, the server keeps it open, and the
+// request's context has not ended (stop reports that it had not fired).
+func (b *plainBody) finish(atEOF bool) {
+	if !b.done.CompareAndSwap(false, true) {
+		return
+	}
+	if b.stop() && atEOF && b.reusable {
+		b.t.put(b.addr, b.pc)
+		return
+	}
+	_ = b.pc.c.Close()
+}
+
+// get takes the most recently used live connection to addr, or dials one;
+// reused says the connection served an earlier request.
+func (t *plainTransport) get(ctx context.Context, addr string) (*plainConn, bool, error) {
+	now := t.now()
+	for {
+		t.mu.Lock()
+		list := t.idle[addr]
+		if len(list) == 0 {
+			t.mu.Unlock()
+			break
+		}
+		pc := list[len(list)-1]
+		list[len(list)-1] = nil
+		t.idle[addr] = list[:len(list)-1]
+		t.mu.Unlock()
+		if now.Sub(pc.idleSince) < t.idleTimeout && connAlive(pc.c) {
+			return pc, true, nil
+		}
+		_ = pc.c.Close()
+	}
+	pc, err := t.dialConn(ctx, addr)
+	return pc, false, err
+}
+
+func (t *plainTransport) dialConn(ctx context.Context, addr string) (*plainConn, error) {
+	c, err := t.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &plainConn{c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c)}, nil
+}
+
+// put keeps pc for the next request to addr, unless maxIdle are kept
+// already.
+func (t *plainTransport) put(addr string, pc *plainConn) {
+	pc.idleSince = t.now()
+	t.mu.Lock()
+	if len(t.idle[addr]) < t.maxIdle {
+		t.idle[addr] = append(t.idle[addr], pc)
+		pc = nil
+		if !t.pruning {
+			t.pruning = true
+			time.AfterFunc(t.idleTimeout, t.prune)
+		}
+	}
+	t.mu.Unlock()
+	if pc != nil {
+		_ = pc.c.Close()
+	}
+}
+
+// prune closes the connections idle for idleTimeout, the oldest first in
+// each list, and runs again while any stay.
+func (t *plainTransport) prune() {
+	now := t.now()
+	var stale []*plainConn
+	t.mu.Lock()
+	left := 0
+	for addr, list := range t.idle {
+		n := 0
+		for n < len(list) && now.Sub(list[n].idleSince) >= t.idleTimeout {
+			n++
+		}
+		stale = append(stale, list[:n]...)
+		clear(list[:n])
+		t.idle[addr] = list[n:]
+		left += len(list) - n
+	}
+	t.pruning = left > 0
+	if t.pruning {
+		time.AfterFunc(t.idleTimeout, t.prune)
+	}
+	t.mu.Unlock()
+	for _, pc := range stale {
+		_ = pc.c.Close()
+	}
+}
+
+// CloseIdleConnections closes the kept-alive connections, here and in
+// next; connections serving a request close when it ends.
+func (t *plainTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = make(map[string][]*plainConn)
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, pc := range list {
+			_ = pc.c.Close()
+		}
+	}
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
