@@ -287,7 +287,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	// Every way out below reports the attempt to the observer; the span
 	// ends with the same facts.
 	defer func() { span.End(att.Status, att.Err, att.Retrying) }()
-	resp, err := b.Client().Do(req)
+	resp, err := b.Do(req)
 	if err == nil {
 		resp, err = b.RenewCredentials(ctx, cf, r, upBody, info.Stream, resp)
 	}

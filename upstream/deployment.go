@@ -269,6 +269,17 @@ func (b *Deployment) State() *State { return b.state }
 // Client is the HTTP client the deployment is called with.
 func (b *Deployment) Client() *http.Client { return b.client }
 
+// Do sends req to the upstream and returns its answer as it is: a
+// redirect is never followed (the client's CheckRedirect keeps it), so the
+// transport is called directly, without http.Client's per-request copy of
+// the headers for redirects that never come.
+func (b *Deployment) Do(req *http.Request) (*http.Response, error) {
+	if t := b.client.Transport; t != nil {
+		return t.RoundTrip(req)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
 // Timeout bounds one attempt.
 func (b *Deployment) Timeout() time.Duration { return b.timeout }
 
