@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -28,6 +30,7 @@ type plainTransport struct {
 	maxIdle     int           // idle connections kept per host
 	idleTimeout time.Duration // an idle connection older than this is closed
 	now         func() time.Time
+	maxHeader   int64 // bytes an answer's head may take; 0 is net/http's default
 
 	mu      sync.Mutex
 	idle    map[string][]*plainConn // by host:port, the most recently used last
@@ -41,28 +44,71 @@ func newPlainTransport(next *http.Transport) *plainTransport {
 		maxIdle:     next.MaxIdleConnsPerHost,
 		idleTimeout: next.IdleConnTimeout,
 		now:         time.Now,
+		maxHeader:   next.MaxResponseHeaderBytes,
 		idle:        make(map[string][]*plainConn),
 	}
 }
 
-// plainConn is one kept-alive connection and its buffers.
+// plainConn is one kept-alive connection and its buffers, which read
+// and write through it.
 type plainConn struct {
 	c         net.Conn
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	// readLimit bounds what an answer's head may take, as net/http's
+	// MaxResponseHeaderBytes does: a server sending headers (or 1xx
+	// answers) without end must not grow them without bound.
+	readLimit int64
+	// writeFailed says a write to the connection failed, which tells a
+	// server that stopped taking the request from a request body that
+	// failed to read.
+	writeFailed bool
 }
 
-// longAgo is the deadline that interrupts a connection's reads and writes
-// at once, when the request's context ends.
-var longAgo = time.Unix(1, 0)
+func (pc *plainConn) Read(p []byte) (int, error) {
+	if pc.readLimit <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > pc.readLimit {
+		p = p[:pc.readLimit]
+	}
+	n, err := pc.c.Read(p)
+	pc.readLimit -= int64(n)
+	return n, err
+}
+
+func (pc *plainConn) Write(p []byte) (int, error) {
+	n, err := pc.c.Write(p)
+	if err != nil {
+		pc.writeFailed = true
+	}
+	return n, err
+}
+
+var errHeadTooLarge = errors.New("upstream's answer headers too large")
+
+// plainMaxBody is the largest request body the plain transport sends.
+// It writes the whole request before it reads, so a server that answers
+// early (a 401, a 413) without reading the rest of the body or closing
+// would leave it stuck in a write the socket buffers cannot take; bodies
+// that surely fit in them, and those alone, may go this way. For larger
+// ones net/http's goroutines cost little next to the copying.
+const plainMaxBody = 64 << 10
 
 // RoundTrip implements http.RoundTripper.
 func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
+	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" || !smallBody(req) {
 		return t.next.RoundTrip(req)
 	}
 	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		// On a kept connection the request would go out before the
+		// context's AfterFunc stops it, and a local server would run it
+		// for nobody.
+		closeBody(req)
+		return nil, err
+	}
 	addr := req.URL.Host
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, "80")
@@ -73,17 +119,21 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, written, err := t.exchange(ctx, req, pc, addr)
-	if err != nil && reused && !written && req.GetBody != nil && ctx.Err() == nil {
+	bodiless := req.Body == nil || req.Body == http.NoBody
+	if err != nil && reused && !written && (req.GetBody != nil || bodiless) && ctx.Err() == nil {
 		// The server closed a kept-alive connection just as the request
 		// went out on it, and the request never reached it whole: no
 		// handler of the server can have run it, so it goes again, once,
-		// on a connection of its own.
-		body, gerr := req.GetBody()
-		if gerr != nil {
-			return nil, err
-		}
+		// on a connection of its own. A request without a body needs no
+		// GetBody for that.
 		r2 := *req
-		r2.Body = body
+		if !bodiless {
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, err
+			}
+			r2.Body = body
+		}
 		if pc, err = t.dialConn(ctx, addr); err != nil {
 			closeBody(&r2)
 			return nil, err
@@ -93,6 +143,15 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// smallBody says req's body is known to fit in plainMaxBody.
+func smallBody(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	// A body of length 0 that is not NoBody is one of unknown length.
+	return req.ContentLength > 0 && req.ContentLength <= plainMaxBody
+}
+
 func closeBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
@@ -100,20 +159,38 @@ func closeBody(req *http.Request) {
 }
 
 // exchange writes req on pc and reads the answer's head; written says the
-// whole request was sent. The caller reads the body, and pc goes back to
-// the idle list once that is read to its end.
+// whole request was sent, or that it must not be sent again. The caller
+// reads the body, and pc goes back to the idle list once that is read to
+// its end.
 func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *plainConn, addr string) (*http.Response, bool, error) {
-	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(longAgo) })
+	// The context's end closes the connection, which ends its reads and
+	// writes at once and frees it even when the caller never closes the
+	// body, as net/http's Transport does; the errors read as the
+	// context's.
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.Close() })
 	werr := req.Write(pc.bw)
 	if werr == nil {
 		werr = pc.bw.Flush()
 	}
+	if werr != nil && !pc.writeFailed {
+		// The request's own body failed (an upload that broke off): the
+		// server waits for the rest of it and will not answer, and the
+		// request is not sent again, as net/http does not either.
+		stop()
+		_ = pc.c.Close()
+		if cerr := ctx.Err(); cerr != nil {
+			werr = cerr
+		}
+		return nil, true, werr
+	}
 	// A server that answers before it has read the whole body (an early
 	// 413) may close the connection under the write: its answer, if it
 	// sent one, is still worth reading.
+	pc.readLimit = t.maxHeaderBytes()
 	resp, err := http.ReadResponse(pc.br, req)
 	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-		// Interim answers (103 Early Hints) come before the real one.
+		// Interim answers (103 Early Hints) come before the real one, and
+		// count towards the head's limit.
 		resp, err = http.ReadResponse(pc.br, req)
 	}
 	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
@@ -122,6 +199,9 @@ func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *pl
 	if err != nil {
 		stop()
 		_ = pc.c.Close()
+		if pc.readLimit <= 0 {
+			err = fmt.Errorf("upstream's answer headers exceeded %d bytes", t.maxHeaderBytes())
+		}
 		if werr != nil {
 			err = werr
 		}
@@ -130,9 +210,17 @@ func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *pl
 		}
 		return nil, werr == nil, err
 	}
-	b := &plainBody{rc: resp.Body, pc: pc, t: t, addr: addr, stop: stop, reusable: werr == nil && !resp.Close && !req.Close}
+	pc.readLimit = math.MaxInt64 // the body is the caller's to bound
+	b := &plainBody{rc: resp.Body, pc: pc, t: t, ctx: ctx, addr: addr, stop: stop, reusable: werr == nil && !resp.Close && !req.Close}
 	resp.Body = b
 	return resp, true, nil
+}
+
+func (t *plainTransport) maxHeaderBytes() int64 {
+	if t.maxHeader > 0 {
+		return t.maxHeader
+	}
+	return 10 << 20 // net/http's default
 }
 
 // plainBody gives its connection back to the idle list when it has been
@@ -141,20 +229,41 @@ type plainBody struct {
 	rc       io.ReadCloser
 	pc       *plainConn
 	t        *plainTransport
+	ctx      context.Context
 	addr     string
 	stop     func() bool
 	reusable bool
 	done     atomic.Bool
+	// atEOF and err are what later Reads return once done: a body cut
+	// off, or closed, must not read as one that ended well. Only Read
+	// sets them, and Reads do not run at once.
+	atEOF bool
+	err   error
 }
+
+var errReadOnClosedBody = errors.New("read on closed upstream response body")
 
 func (b *plainBody) Read(p []byte) (int, error) {
 	if b.done.Load() {
-		return 0, io.EOF
+		switch {
+		case b.atEOF:
+			return 0, io.EOF
+		case b.err != nil:
+			return 0, b.err
+		}
+		return 0, errReadOnClosedBody
 	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
+		b.atEOF = true
 		b.finish(true)
 	} else if err != nil {
+		// The context's end reaches the read as a closed connection; the
+		// caller is told of the context, as net/http tells it.
+		if cerr := b.ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		b.err = err
 		b.finish(false)
 	}
 	return n, err
@@ -168,13 +277,15 @@ func (b *plainBody) Close() error {
 }
 
 // finish ends the body once. The connection stays for the next request
-// when the body was read to its end, the server keeps it open, and the
-// request's context has not ended (stop reports that it had not fired).
+// when the body was read to its end, the server keeps it open, the
+// request's context has not ended (stop reports that it had not fired),
+// and nothing the server sent past the answer waits in the buffer: the
+// next request would read that as its answer, and no peek sees it.
 func (b *plainBody) finish(atEOF bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
-	if b.stop() && atEOF && b.reusable {
+	if b.stop() && atEOF && b.reusable && b.pc.br.Buffered() == 0 {
 		b.t.put(b.addr, b.pc)
 		return
 	}
@@ -210,7 +321,9 @@ func (t *plainTransport) dialConn(ctx context.Context, addr string) (*plainConn,
 	if err != nil {
 		return nil, err
 	}
-	return &plainConn{c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c)}, nil
+	pc := &plainConn{c: c}
+	pc.br, pc.bw = bufio.NewReader(pc), bufio.NewWriter(pc)
+	return pc, nil
 }
 
 // put keeps pc for the next request to addr, unless maxIdle are kept
