@@ -47,20 +47,15 @@ func scriptedServer(t *testing.T, serve func(n int, c net.Conn)) string {
 // connection would read them as its answer.
 func TestPlainHostileBytesPastTheAnswerAreNotTheNextAnswer(t *testing.T) {
 	url := scriptedServer(t, func(n int, c net.Conn) {
-		br := bufio.NewReader(c)
-		for i := 0; ; i++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
+		serveRequests(c, func(i int, _ *http.Request) bool {
 			if n == 1 && i == 0 {
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+
 					"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstale!")
-				continue
+				return true
 			}
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
-		}
+			return true
+		})
 	})
 	tr := testPlainTransport(t)
 	resp, err := post(t, context.Background(), tr, url, "{}")
@@ -350,23 +345,17 @@ func TestPlainHostileCloseAndCancelRaceTheRead(t *testing.T) {
 // chunked bodies with trailers, a 204 and a HEAD.
 func TestPlainHostileOldSchoolServers(t *testing.T) {
 	url := scriptedServer(t, func(n int, c net.Conn) {
-		br := bufio.NewReader(c)
-		for i := 0; ; i++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
+		serveRequests(c, func(i int, req *http.Request) bool {
 			switch req.URL.Path {
 			case "/10":
 				_, _ = io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nok10")
 			case "/eof":
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\nuntil-close")
-				return
+				return false
 			case "/three":
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nthree")
 				if i == 2 {
-					return
+					return false
 				}
 			case "/chunked":
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Done\r\n\r\n3\r\nabc\r\n0\r\nX-Done: yes\r\n\r\n")
@@ -375,7 +364,8 @@ func TestPlainHostileOldSchoolServers(t *testing.T) {
 			case "/head":
 				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n")
 			}
-		}
+			return true
+		})
 	})
 	tr := testPlainTransport(t)
 	for i := range 60 {

@@ -322,6 +322,23 @@ func (d *pipeDialer) dial(context.Context, string, string) (net.Conn, error) {
 	return client, nil
 }
 
+// serveRequests reads the requests on c one after another, each body read
+// through, and gives each to answer with its index on the connection,
+// until the client goes or answer returns false.
+func serveRequests(c net.Conn, answer func(i int, req *http.Request) bool) {
+	br := bufio.NewReader(c)
+	for i := 0; ; i++ {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		if !answer(i, req) {
+			return
+		}
+	}
+}
+
 func TestPlainTransportRetriesOnceWhenTheWriteFailsOnAKeptConnection(t *testing.T) {
 	if !plainHTTP {
 		t.Skip("no plain transport on this platform")
@@ -329,17 +346,14 @@ func TestPlainTransportRetriesOnceWhenTheWriteFailsOnAKeptConnection(t *testing.
 	var requests atomic.Int64
 	d := &pipeDialer{serve: func(n int64, c net.Conn) {
 		defer c.Close()
-		br := bufio.NewReader(c)
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, req.Body)
-		requests.Add(1)
-		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		// The first connection is dropped right after its answer; a pipe
+		// Each connection is dropped right after its first answer; a pipe
 		// shows nothing to a peek, so the next request finds out by
 		// writing.
+		serveRequests(c, func(int, *http.Request) bool {
+			requests.Add(1)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			return false
+		})
 	}}
 	tr := &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
 	for i := range 2 {
@@ -366,18 +380,13 @@ func TestPlainTransportDoesNotRetryAWrittenRequest(t *testing.T) {
 	var requests atomic.Int64
 	d := &pipeDialer{serve: func(n int64, c net.Conn) {
 		defer c.Close()
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
+		serveRequests(c, func(int, *http.Request) bool {
 			if requests.Add(1) == 2 {
-				return // ran it, then went away without an answer
+				return false // ran it, then went away without an answer
 			}
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
+			return true
+		})
 	}}
 	tr := &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
 	resp, err := post(t, context.Background(), tr, "http://upstream.test/v1", "{}")
