@@ -9,9 +9,11 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // plainTransport carries requests to a plain-HTTP/1.1 upstream (a local
@@ -98,7 +100,8 @@ const plainMaxBody = 64 << 10
 
 // RoundTrip implements http.RoundTripper.
 func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" || req.URL.Host == "" || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" || !smallBody(req) {
+	addr, ok := plainAddr(req.URL)
+	if !ok || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" || !smallBody(req) {
 		return t.next.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -108,10 +111,6 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// for nobody.
 		closeBody(req)
 		return nil, err
-	}
-	addr := req.URL.Host
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, "80")
 	}
 	pc, reused, err := t.get(ctx, addr)
 	if err != nil {
@@ -141,6 +140,27 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, _, err = t.exchange(ctx, &r2, pc, addr)
 	}
 	return resp, err
+}
+
+// plainAddr is the host:port to dial for u, as net/http's Transport
+// forms it (an IPv6 literal keeps one pair of brackets, port 80 when none
+// is given); ok is false for what this transport leaves to next: another
+// scheme, or a host name that would need converting to ASCII first.
+func plainAddr(u *url.URL) (addr string, ok bool) {
+	host := u.Hostname()
+	if u.Scheme != "http" || host == "" {
+		return "", false
+	}
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	return net.JoinHostPort(host, port), true
 }
 
 // smallBody says req's body is known to fit in plainMaxBody.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -493,6 +494,30 @@ func TestClientSetUsesThePlainTransportOnlyWhereItCan(t *testing.T) {
 		_, plain := c.Transport.(*plainTransport)
 		if plain != tc.plain {
 			t.Errorf("%s: plain transport %v, want %v", tc.base, plain, tc.plain)
+		}
+	}
+}
+
+func TestPlainAddr(t *testing.T) {
+	for _, tc := range []struct {
+		url, addr string
+		ok        bool
+	}{
+		{"http://127.0.0.1:11434/v1/chat/completions", "127.0.0.1:11434", true},
+		{"http://localhost/v1", "localhost:80", true},
+		{"http://[::1]:8000/v1", "[::1]:8000", true},
+		{"http://[::1]/v1", "[::1]:80", true},
+		{"http://exämple.test:8000/v1", "", false}, // net/http converts it to ASCII first
+		{"https://api.openai.com/v1", "", false},
+		{"http:///v1", "", false},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, ok := plainAddr(u)
+		if addr != tc.addr || ok != tc.ok {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.url, addr, ok, tc.addr, tc.ok)
 		}
 	}
 }
