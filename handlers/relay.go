@@ -177,7 +177,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	// stream cut short is charged for when the upstream's usage (sent at
 	// the end by most) never came.
 	sent := 0
-	clientLeftAtEnd := false
+	clientLeftAtEnd := false // or the upstream was cut off after the end
 	// endWritten: the client was written the answer's end (the last write
 	// that reached it left the translator complete), not merely held for
 	// it (durability sync) or still owed.
@@ -209,8 +209,13 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			// (the OpenAI SDKs close at [DONE]) had the whole answer,
 			// whether or not the upstream had closed its side yet: the
 			// request is as complete as at the upstream's EOF, with any
-			// usage the upstream had still to send estimated.
-			if endWritten && r.Context().Err() != nil {
+			// usage the upstream had still to send estimated. So is one
+			// whose upstream kept the answer open after its end marker
+			// until stream_timeout or timeout cancelled the read (the
+			// attempt's context covers all three): the client already
+			// has the end, and an error event after it, a 504 record and
+			// a failure against the deployment would all be wrong.
+			if endWritten && ctx.Err() != nil {
 				clientLeftAtEnd = true
 				break
 			}
