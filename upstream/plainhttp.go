@@ -35,7 +35,7 @@ type plainTransport struct {
 	maxHeader   int64 // bytes an answer's head may take; 0 is net/http's default
 
 	mu      sync.Mutex
-	idle    map[string][]*plainConn // by host:port, the most recently used last
+	idle    map[string][]*plainConn // by the URL's host, the most recently used last
 	pruning bool                    // a prune is scheduled
 }
 
@@ -100,8 +100,7 @@ const plainMaxBody = 64 << 10
 
 // RoundTrip implements http.RoundTripper.
 func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	addr, ok := plainAddr(req.URL)
-	if !ok || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" || !smallBody(req) {
+	if !plainURL(req.URL) || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" || !smallBody(req) {
 		return t.next.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -112,12 +111,15 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	pc, reused, err := t.get(ctx, addr)
+	// Connections are kept under the URL's host as written: no address
+	// is formed per request, only when one is dialled.
+	host := req.URL.Host
+	pc, reused, err := t.get(ctx, req.URL)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	resp, written, err := t.exchange(ctx, req, pc, addr)
+	resp, written, err := t.exchange(ctx, req, pc, host)
 	bodiless := req.Body == nil || req.Body == http.NoBody
 	if err != nil && reused && !written && (req.GetBody != nil || bodiless) && ctx.Err() == nil {
 		// The server closed a kept-alive connection just as the request
@@ -133,34 +135,39 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			r2.Body = body
 		}
-		if pc, err = t.dialConn(ctx, addr); err != nil {
+		if pc, err = t.dialConn(ctx, req.URL); err != nil {
 			closeBody(&r2)
 			return nil, err
 		}
-		resp, _, err = t.exchange(ctx, &r2, pc, addr)
+		resp, _, err = t.exchange(ctx, &r2, pc, host)
 	}
 	return resp, err
 }
 
-// plainAddr is the host:port to dial for u, as net/http's Transport
-// forms it (an IPv6 literal keeps one pair of brackets, port 80 when none
-// is given); ok is false for what this transport leaves to next: another
-// scheme, or a host name that would need converting to ASCII first.
-func plainAddr(u *url.URL) (addr string, ok bool) {
-	host := u.Hostname()
-	if u.Scheme != "http" || host == "" {
-		return "", false
+// plainURL says this transport carries u: plain HTTP to a host named in
+// ASCII. Another scheme, or a name net/http would convert to ASCII first
+// (IDNA), is left to next.
+func plainURL(u *url.URL) bool {
+	if u.Scheme != "http" || u.Hostname() == "" {
+		return false
 	}
-	for i := 0; i < len(host); i++ {
-		if host[i] >= utf8.RuneSelf {
-			return "", false
+	for i := 0; i < len(u.Host); i++ {
+		if u.Host[i] >= utf8.RuneSelf {
+			return false
 		}
 	}
+	return true
+}
+
+// dialAddr is the host:port to dial for u, as net/http's Transport forms
+// it: an IPv6 literal keeps one pair of brackets, and port 80 stands in
+// when none is given.
+func dialAddr(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
 		port = "80"
 	}
-	return net.JoinHostPort(host, port), true
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // smallBody says req's body is known to fit in plainMaxBody.
@@ -182,7 +189,7 @@ func closeBody(req *http.Request) {
 // whole request was sent, or that it must not be sent again. The caller
 // reads the body, and pc goes back to the idle list once that is read to
 // its end.
-func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *plainConn, addr string) (*http.Response, bool, error) {
+func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *plainConn, host string) (*http.Response, bool, error) {
 	// The context's end closes the connection, which ends its reads and
 	// writes at once and frees it even when the caller never closes the
 	// body, as net/http's Transport does; the errors read as the
@@ -231,7 +238,7 @@ func (t *plainTransport) exchange(ctx context.Context, req *http.Request, pc *pl
 		return nil, werr == nil, err
 	}
 	pc.readLimit = math.MaxInt64 // the body is the caller's to bound
-	b := &plainBody{rc: resp.Body, pc: pc, t: t, ctx: ctx, addr: addr, stop: stop, reusable: werr == nil && !resp.Close && !req.Close}
+	b := &plainBody{rc: resp.Body, pc: pc, t: t, ctx: ctx, host: host, stop: stop, reusable: werr == nil && !resp.Close && !req.Close}
 	resp.Body = b
 	return resp, true, nil
 }
@@ -250,7 +257,7 @@ type plainBody struct {
 	pc       *plainConn
 	t        *plainTransport
 	ctx      context.Context
-	addr     string
+	host     string // the idle list pc goes back to
 	stop     func() bool
 	reusable bool
 	done     atomic.Bool
@@ -306,38 +313,38 @@ func (b *plainBody) finish(atEOF bool) {
 		return
 	}
 	if b.stop() && atEOF && b.reusable && b.pc.br.Buffered() == 0 {
-		b.t.put(b.addr, b.pc)
+		b.t.put(b.host, b.pc)
 		return
 	}
 	_ = b.pc.c.Close()
 }
 
-// get takes the most recently used live connection to addr, or dials one;
-// reused says the connection served an earlier request.
-func (t *plainTransport) get(ctx context.Context, addr string) (*plainConn, bool, error) {
+// get takes the most recently used live connection to u's host, or dials
+// one; reused says the connection served an earlier request.
+func (t *plainTransport) get(ctx context.Context, u *url.URL) (*plainConn, bool, error) {
 	now := t.now()
 	for {
 		t.mu.Lock()
-		list := t.idle[addr]
+		list := t.idle[u.Host]
 		if len(list) == 0 {
 			t.mu.Unlock()
 			break
 		}
 		pc := list[len(list)-1]
 		list[len(list)-1] = nil
-		t.idle[addr] = list[:len(list)-1]
+		t.idle[u.Host] = list[:len(list)-1]
 		t.mu.Unlock()
 		if now.Sub(pc.idleSince) < t.idleTimeout && connAlive(pc.c) {
 			return pc, true, nil
 		}
 		_ = pc.c.Close()
 	}
-	pc, err := t.dialConn(ctx, addr)
+	pc, err := t.dialConn(ctx, u)
 	return pc, false, err
 }
 
-func (t *plainTransport) dialConn(ctx context.Context, addr string) (*plainConn, error) {
-	c, err := t.dial(ctx, "tcp", addr)
+func (t *plainTransport) dialConn(ctx context.Context, u *url.URL) (*plainConn, error) {
+	c, err := t.dial(ctx, "tcp", dialAddr(u))
 	if err != nil {
 		return nil, err
 	}
@@ -346,13 +353,13 @@ func (t *plainTransport) dialConn(ctx context.Context, addr string) (*plainConn,
 	return pc, nil
 }
 
-// put keeps pc for the next request to addr, unless maxIdle are kept
+// put keeps pc for the next request to host, unless maxIdle are kept
 // already.
-func (t *plainTransport) put(addr string, pc *plainConn) {
+func (t *plainTransport) put(host string, pc *plainConn) {
 	pc.idleSince = t.now()
 	t.mu.Lock()
-	if len(t.idle[addr]) < t.maxIdle {
-		t.idle[addr] = append(t.idle[addr], pc)
+	if len(t.idle[host]) < t.maxIdle {
+		t.idle[host] = append(t.idle[host], pc)
 		pc = nil
 		if !t.pruning {
 			t.pruning = true

@@ -484,7 +484,7 @@ func TestPlainHostileBodilessRequestIsRetried(t *testing.T) {
 		}
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	}}
-	tr := &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
+	tr := d.transport()
 	for i := range 2 {
 		req, _ := http.NewRequest(http.MethodGet, "http://upstream.test/v1/models", nil)
 		resp, err := tr.RoundTrip(req)

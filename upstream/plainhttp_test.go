@@ -323,6 +323,11 @@ func (d *pipeDialer) dial(context.Context, string, string) (net.Conn, error) {
 	return client, nil
 }
 
+// transport is a plain transport whose connections d hands out.
+func (d *pipeDialer) transport() *plainTransport {
+	return &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
+}
+
 // serveRequests reads the requests on c one after another, each body read
 // through, and gives each to answer with its index on the connection,
 // until the client goes or answer returns false.
@@ -356,7 +361,7 @@ func TestPlainTransportRetriesOnceWhenTheWriteFailsOnAKeptConnection(t *testing.
 			return false
 		})
 	}}
-	tr := &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
+	tr := d.transport()
 	for i := range 2 {
 		resp, err := post(t, context.Background(), tr, "http://upstream.test/v1", `{"i":1}`)
 		if err != nil {
@@ -389,7 +394,7 @@ func TestPlainTransportDoesNotRetryAWrittenRequest(t *testing.T) {
 			return true
 		})
 	}}
-	tr := &plainTransport{dial: d.dial, next: http.DefaultTransport, maxIdle: 2, idleTimeout: time.Minute, now: time.Now, idle: map[string][]*plainConn{}}
+	tr := d.transport()
 	resp, err := post(t, context.Background(), tr, "http://upstream.test/v1", "{}")
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +520,11 @@ func TestPlainAddr(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr, ok := plainAddr(u)
+		ok := plainURL(u)
+		addr := ""
+		if ok {
+			addr = dialAddr(u)
+		}
 		if addr != tc.addr || ok != tc.ok {
 			t.Errorf("%s: %q, %v; want %q, %v", tc.url, addr, ok, tc.addr, tc.ok)
 		}
