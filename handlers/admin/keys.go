@@ -27,7 +27,8 @@ import (
 // Admin API (its api_keys and workspaces objects, lists and pagination),
 // with the gateway's extensions: creating keys (the secret answered once,
 // in "value"), and each key's and workspace's models, budgets and rates
-// (README.md, "Runtime keys and workspaces", lists the calls and fields).
+// (docs/keys-and-budgets.md, "Runtime keys and workspaces", lists the calls
+// and fields).
 
 const (
 	keysPath       = adminapi.KeysPath
