@@ -424,7 +424,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			http.Redirect(w, r, policy.UIPath, http.StatusFound)
 			return nil
 		}
-		apiErr.Write(w, handlers.ClientFormat(r))
+		handlers.WriteError(w, r, apiErr)
 		return nil
 	}
 	return a.pass(w, r, next, id)
@@ -433,8 +433,8 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // pass sends an authenticated request on with its identity.
 func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity) error {
 	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
-		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
-			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
+		handlers.WriteError(w, r, &providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
+			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"})
 		return nil
 	}
 	ctx := policy.WithIdentity(r.Context(), id)
