@@ -397,6 +397,13 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		a.identity.ServeHTTP(w, r)
 		return nil
 	}
+	if a.identity == nil && r.URL.Path == identity.StatusPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// The dashboard asks before anyone signs in whether to offer an
+		// identity provider; "none" is an answer, not a missing key.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"enabled":false}`))
+		return nil
+	}
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
 	}

@@ -39,3 +39,33 @@ func TestAuthRootNeedsAKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthSaysNoIdentityProvider: without an oidc block, the dashboard's
+// keyless question "is there an identity provider?" gets 200
+// {"enabled":false}, not a 401 a browser would log as an error, and
+// nothing else under /auth/ opens up.
+func TestAuthSaysNoIdentityProvider(t *testing.T) {
+	auth, err := policy.NewAuth([]policy.Key{{Secret: "sk-test-root-key-1", ID: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Auth{auth: auth, adminPaths: policy.NewPathSet([]string{"/metrics"})}
+	for _, c := range []struct {
+		method, path string
+		want         int
+		body         string
+	}{
+		{"GET", "/auth/oidc/status", http.StatusOK, `{"enabled":false}`},
+		{"POST", "/auth/oidc/status", http.StatusUnauthorized, ""},
+		{"GET", "/auth/oidc/login", http.StatusUnauthorized, ""},
+	} {
+		next := &recordingNext{}
+		w := httptest.NewRecorder()
+		if err := a.ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil), next); err != nil {
+			t.Fatal(err)
+		}
+		if next.called || w.Code != c.want || (c.body != "" && w.Body.String() != c.body) {
+			t.Errorf("%s %s without a key or identity provider: %d %q (next called %v); want %d %s", c.method, c.path, w.Code, w.Body, next.called, c.want, c.body)
+		}
+	}
+}

@@ -498,25 +498,39 @@ async function offerIdP() {
   box.hidden = false;
   const link = $('#idp-signin');
   link.textContent = 'Sign in with ' + st.name;
-  link.href = st.login_url + '?return=' + encodeURIComponent('/ui/' + location.hash);
+  // ?signed-in tells the page it came back from the provider with a session.
+  link.href = st.login_url + '?return=' + encodeURIComponent('/ui/?signed-in' + location.hash);
   link.hidden = !st.ready;
   $('#idp-status').textContent = st.ready ? '' : ('Sign-in with ' + st.name + ' is unavailable: ' + st.error + '. Key sign-in still works.');
 }
 
+// A person's sign-in session is an HttpOnly cookie the page cannot see, so
+// the page remembers that it signed one in (mg-person) and asks /v1/me
+// only then or with a key: a visitor who is not signed in is no error, and
+// gets no 401 (which the browser would log as one).
+function mayBeSignedIn() {
+  return Boolean(key() || localStorage.getItem('mg-person') || new URLSearchParams(location.search).has('signed-in'));
+}
+
 async function start() {
   me = null;
-  try {
-    // Without a key, the session cookie (if any) answers.
-    me = await api('/v1/me');
-  } catch (e) {
-    me = null;
-    if (key()) {
-      sessionStorage.removeItem('mg-key');
-      say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
-    } else if (e.status === 403) {
-      say(e.message, true);
+  if (mayBeSignedIn()) {
+    try {
+      // Without a key, the session cookie (if any) answers.
+      me = await api('/v1/me');
+    } catch (e) {
+      me = null;
+      if (key()) {
+        sessionStorage.removeItem('mg-key');
+        say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
+      } else if (e.status === 403) {
+        say(e.message, true);
+      }
     }
   }
+  if (location.search) history.replaceState(null, '', location.pathname + location.hash);
+  if (me && me.type === 'person') localStorage.setItem('mg-person', '1');
+  else if (!key()) localStorage.removeItem('mg-person');
   if (!me) {
     $('#signin').hidden = false;
     $('#nav').hidden = true;
@@ -541,6 +555,7 @@ $('#signout').addEventListener('click', async () => {
     try { await api('/auth/oidc/logout', { method: 'POST' }); } catch (e) { say(e.message, true); }
   }
   sessionStorage.removeItem('mg-key');
+  localStorage.removeItem('mg-person');
   me = null;
   view.replaceChildren();
   start();
