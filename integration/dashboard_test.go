@@ -392,6 +392,54 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("revoked in the page, the key still gets %d", got)
 	}
 
+	// Keys and workspaces go by their names, not their ids (the overview's
+	// top keys, the keys list's workspace); a long per-person key name and
+	// id still leave the action column in sight at 1280 px; the list shows
+	// usable keys, and a status filter the others.
+	_, _, wbody := g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"platform-team"}`)
+	var ws struct{ ID string }
+	if err := json.Unmarshal(wbody, &ws); err != nil || ws.ID == "" {
+		t.Fatalf("workspace: %v %s", err, wbody)
+	}
+	const longName = "oidc: a-rather-long-person-name@engineering.example-company.com"
+	_, _, lbody := g.do(t, "POST", "/v1/organizations/api_keys", adminKey, `{"name":"`+longName+`","workspace_id":"`+ws.ID+`","models":["echo"]}`)
+	var long struct{ ID, Value string }
+	if err := json.Unmarshal(lbody, &long); err != nil || long.Value == "" {
+		t.Fatalf("key: %v %s", err, lbody)
+	}
+	if got := chatStatus(t, g, long.Value, "echo"); got != 200 {
+		t.Fatalf("the long-named key: %d", got)
+	}
+	var keysText, archivedText, overviewKeys string
+	var actionsInSight bool
+	inSight := `(() => { const b = document.querySelector('button[data-revoke="` + long.ID + `"]'); const s = b.closest('.scroll');
+	  return b.getBoundingClientRect().right <= window.innerWidth && s.scrollWidth <= s.clientWidth; })()`
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#keys"), chromedp.Reload(),
+		chromedp.WaitVisible(`button[data-revoke="`+long.ID+`"]`, chromedp.ByQuery),
+		chromedp.Evaluate(inSight, &actionsInSight), chromedp.Text("#view", &keysText, chromedp.ByID),
+		chromedp.SetValue("#k-filter", "archived", chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById('k-filter').dispatchEvent(new Event('change'))`, nil),
+		chromedp.WaitNotPresent(`button[data-revoke="`+long.ID+`"]`, chromedp.ByQuery),
+		chromedp.Text("#view", &archivedText, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !actionsInSight {
+		t.Errorf("at 1280 px the keys table scrolls sideways or hides %s's Revoke button", long.ID)
+	}
+	if !strings.Contains(keysText, "platform-team") || strings.Contains(keysText, ws.ID) || strings.Contains(keysText, "made-in-the-browser") {
+		t.Errorf("keys list: want workspace platform-team by name, not %s, and the revoked key only under its filter: %q", ws.ID, keysText)
+	}
+	if !strings.Contains(archivedText, "made-in-the-browser") || strings.Contains(archivedText, longName) {
+		t.Errorf("keys list filtered to archived: %q", archivedText)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#overview"), chromedp.Reload(), chromedp.WaitVisible("#top-keys", chromedp.ByID),
+		chromedp.Text("#top-keys", &overviewKeys, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(overviewKeys, longName) || strings.Contains(overviewKeys, long.ID) {
+		t.Errorf("top keys: want %q by name, not %s: %q", longName, long.ID, overviewKeys)
+	}
+
 	// The usage explorer: grouped by key, filtered to a model nobody used.
 	var explored, filtered string
 	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#explorer"), chromedp.Reload(),
