@@ -236,8 +236,9 @@ func intOrDash(n *int64) string {
 	return strconv.FormatInt(*n, 10)
 }
 
-// WriteKeys prints keys as a table.
-func WriteKeys(w io.Writer, keys []Key) error {
+// WriteKeys prints keys as a table, each key's workspace by its name in
+// workspaceNames (id → name) when it is there, else by its id.
+func WriteKeys(w io.Writer, keys []Key, workspaceNames map[string]string) error {
 	sort.SliceStable(keys, func(i, j int) bool { return keys[i].CreatedBy.Type == "config" && keys[j].CreatedBy.Type != "config" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tWORKSPACE\tSTATUS\tMODELS\tBUDGET\tRPM\tFROM")
@@ -254,7 +255,11 @@ func WriteKeys(w io.Writer, keys []Key) error {
 		if k.CreatedBy.Type == "config" {
 			from = "Caddyfile"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, orDash(k.WorkspaceID), k.Status, models, budget, intOrDash(k.RPM), from)
+		ws := orDash(k.WorkspaceID)
+		if k.WorkspaceID != nil && workspaceNames[*k.WorkspaceID] != "" {
+			ws = workspaceNames[*k.WorkspaceID]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, ws, k.Status, models, budget, intOrDash(k.RPM), from)
 	}
 	return tw.Flush()
 }

@@ -45,3 +45,28 @@ func TestFlagsBudgets(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteKeysNamesWorkspaces: `keys list` shows a runtime workspace by
+// its name, not its wrkspc_ id; a workspace it cannot name (archived, or
+// the list unreadable) still shows by id.
+func TestWriteKeysNamesWorkspaces(t *testing.T) {
+	ws, gone := "wrkspc_01abc", "wrkspc_02old"
+	keys := []Key{
+		{ID: "apikey_1", Name: "bob-laptop", WorkspaceID: &ws, Status: "active"},
+		{ID: "apikey_2", Name: "oidc: carol@example.com", WorkspaceID: &gone, Status: "active"},
+		{ID: "apikey_3", Name: "ci", Status: "active"},
+	}
+	var b strings.Builder
+	if err := WriteKeys(&b, keys, map[string]string{ws: "platform"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, want := range []string{"bob-laptop  platform", "oidc: carol@example.com  " + gone, "ci  -"} {
+		if !strings.Contains(strings.Join(strings.Fields(lines[i+1]), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	if strings.Contains(b.String(), ws) {
+		t.Errorf("the named workspace's id is printed:\n%s", b.String())
+	}
+}

@@ -397,6 +397,13 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		a.identity.ServeHTTP(w, r)
 		return nil
 	}
+	if a.identity == nil && r.URL.Path == identity.StatusPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// The dashboard asks before anyone signs in whether to offer an
+		// identity provider; "none" is an answer, not a missing key.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"enabled":false}`))
+		return nil
+	}
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
 	}
@@ -424,7 +431,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			http.Redirect(w, r, policy.UIPath, http.StatusFound)
 			return nil
 		}
-		apiErr.Write(w, handlers.ClientFormat(r))
+		handlers.WriteError(w, r, apiErr)
 		return nil
 	}
 	return a.pass(w, r, next, id)
@@ -433,8 +440,8 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // pass sends an authenticated request on with its identity.
 func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity) error {
 	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
-		(&providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
-			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"}).Write(w, handlers.ClientFormat(r))
+		handlers.WriteError(w, r, &providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
+			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"})
 		return nil
 	}
 	ctx := policy.WithIdentity(r.Context(), id)

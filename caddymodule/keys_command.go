@@ -124,7 +124,15 @@ func keysList() *cobra.Command {
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(keys)
 			}
-			return admincli.WriteKeys(cmd.OutOrStdout(), keys)
+			// Workspaces by name; an id still identifies one when the
+			// list cannot be read.
+			names := map[string]string{}
+			if wss, err := c.ListWorkspaces(ctx); err == nil {
+				for _, ws := range wss {
+					names[ws.ID] = ws.Name
+				}
+			}
+			return admincli.WriteKeys(cmd.OutOrStdout(), keys, names)
 		}}
 }
 

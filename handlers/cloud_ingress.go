@@ -311,12 +311,33 @@ func (b *bedrockWriter) finish() {
 	if b.status < 400 {
 		return
 	}
-	msg := providers.UpstreamError(b.status, b.errBuf).Message
-	body := providers.BedrockError(msg)
-	h := b.w.Header()
+	writeBedrockError(b.w, b.status, providers.UpstreamError(b.status, b.errBuf).Message)
+}
+
+// writeBedrockError answers status in Bedrock's error shape: {"message":…}
+// with the exception named in x-amzn-ErrorType, which the AWS SDKs read.
+func writeBedrockError(w http.ResponseWriter, status int, message string) {
+	body := providers.BedrockError(message)
+	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Amzn-Errortype", providers.BedrockErrorType(b.status))
+	h.Set("X-Amzn-Errortype", providers.BedrockErrorType(status))
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	b.w.WriteHeader(b.status)
-	_, _ = b.w.Write(body)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// bedrockPath reports Bedrock's paths: the runtime's /model/{id}/… and the
+// control plane's, which Claude Code's Bedrock mode calls first through the
+// AWS SDK (GET /inference-profiles, without the gateway key it sends to the
+// runtime) and whose refusal the SDK reads only in Bedrock's shape.
+func bedrockPath(p string) bool {
+	if strings.HasPrefix(p, "/model/") {
+		return true
+	}
+	for _, cp := range [...]string{"/inference-profiles", "/foundation-models"} {
+		if p == cp || strings.HasPrefix(p, cp+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -8,12 +8,14 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -38,12 +40,14 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts headless Chromium and collects console errors and
-// uncaught exceptions of every page.
+// warnings, uncaught exceptions, and the errors the browser itself logs
+// (a request answered 4xx or 5xx, a resource that failed to load) of
+// every page.
 func browser(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
 	// Not t.TempDir: Chromium's helper processes may still write to the
 	// profile for a moment after the browser exits, which would fail the
-	// test's cleanup; the directory is removed best-effort instead.
+	// test's cleanup; the cleanup waits for them instead, then removes it.
 	profile, err := os.MkdirTemp("", "modelgate-chromium-")
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +66,19 @@ func browser(t *testing.T) (context.Context, func() []string) {
 		cancelC()
 		cancelB()
 		cancelA()
-		for i := 0; i < 20 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(100 * time.Millisecond)
+		// Removing the profile while a helper process (crashpad, a
+		// utility process) still runs lets it recreate Default/ in the
+		// system temp directory: wait, bounded, until no process names the
+		// profile, then remove it.
+		deadline := time.Now().Add(15 * time.Second)
+		for len(processesUsing(profile)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := os.RemoveAll(profile); err != nil {
+			t.Errorf("Chromium's profile %s: %v", profile, err)
+		}
+		if left := processesUsing(profile); len(left) > 0 {
+			t.Errorf("Chromium processes %v still use %s after the test", left, profile)
 		}
 	})
 	var mu sync.Mutex
@@ -82,6 +97,12 @@ func browser(t *testing.T) (context.Context, func() []string) {
 			}
 		case *runtime.EventExceptionThrown:
 			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
+		case *cdplog.EventEntryAdded:
+			// What DevTools' console shows in red without a script asking:
+			// "Failed to load resource: … 401" for a fetch answered 401.
+			if e.Entry.Level == cdplog.LevelError {
+				problems = append(problems, "log: "+e.Entry.Text+" "+e.Entry.URL)
+			}
 		}
 	})
 	return ctx, func() []string {
@@ -89,6 +110,19 @@ func browser(t *testing.T) (context.Context, func() []string) {
 		defer mu.Unlock()
 		return append([]string(nil), problems...)
 	}
+}
+
+// processesUsing lists the processes whose command line names dir.
+func processesUsing(dir string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []string
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), dir) {
+			out = append(out, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return out
 }
 
 // unlabelledControls lists the visible form controls that have neither a
@@ -356,6 +390,54 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if got := chatStatus(t, g, secret, "echo"); got != 401 {
 		t.Errorf("revoked in the page, the key still gets %d", got)
+	}
+
+	// Keys and workspaces go by their names, not their ids (the overview's
+	// top keys, the keys list's workspace); a long per-person key name and
+	// id still leave the action column in sight at 1280 px; the list shows
+	// usable keys, and a status filter the others.
+	_, _, wbody := g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"platform-team"}`)
+	var ws struct{ ID string }
+	if err := json.Unmarshal(wbody, &ws); err != nil || ws.ID == "" {
+		t.Fatalf("workspace: %v %s", err, wbody)
+	}
+	const longName = "oidc: a-rather-long-person-name@engineering.example-company.com"
+	_, _, lbody := g.do(t, "POST", "/v1/organizations/api_keys", adminKey, `{"name":"`+longName+`","workspace_id":"`+ws.ID+`","models":["echo"]}`)
+	var long struct{ ID, Value string }
+	if err := json.Unmarshal(lbody, &long); err != nil || long.Value == "" {
+		t.Fatalf("key: %v %s", err, lbody)
+	}
+	if got := chatStatus(t, g, long.Value, "echo"); got != 200 {
+		t.Fatalf("the long-named key: %d", got)
+	}
+	var keysText, archivedText, overviewKeys string
+	var actionsInSight bool
+	inSight := `(() => { const b = document.querySelector('button[data-revoke="` + long.ID + `"]'); const s = b.closest('.scroll');
+	  return b.getBoundingClientRect().right <= window.innerWidth && s.scrollWidth <= s.clientWidth; })()`
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#keys"), chromedp.Reload(),
+		chromedp.WaitVisible(`button[data-revoke="`+long.ID+`"]`, chromedp.ByQuery),
+		chromedp.Evaluate(inSight, &actionsInSight), chromedp.Text("#view", &keysText, chromedp.ByID),
+		chromedp.SetValue("#k-filter", "archived", chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById('k-filter').dispatchEvent(new Event('change'))`, nil),
+		chromedp.WaitNotPresent(`button[data-revoke="`+long.ID+`"]`, chromedp.ByQuery),
+		chromedp.Text("#view", &archivedText, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !actionsInSight {
+		t.Errorf("at 1280 px the keys table scrolls sideways or hides %s's Revoke button", long.ID)
+	}
+	if !strings.Contains(keysText, "platform-team") || strings.Contains(keysText, ws.ID) || strings.Contains(keysText, "made-in-the-browser") {
+		t.Errorf("keys list: want workspace platform-team by name, not %s, and the revoked key only under its filter: %q", ws.ID, keysText)
+	}
+	if !strings.Contains(archivedText, "made-in-the-browser") || strings.Contains(archivedText, longName) {
+		t.Errorf("keys list filtered to archived: %q", archivedText)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#overview"), chromedp.Reload(), chromedp.WaitVisible("#top-keys", chromedp.ByID),
+		chromedp.Text("#top-keys", &overviewKeys, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(overviewKeys, longName) || strings.Contains(overviewKeys, long.ID) {
+		t.Errorf("top keys: want %q by name, not %s: %q", longName, long.ID, overviewKeys)
 	}
 
 	// The usage explorer: grouped by key, filtered to a model nobody used.

@@ -570,7 +570,7 @@ func (b *Budgets) alert(bg budget, kind string, spent int64) {
 }
 
 // budgetRefusal is the 429 no client retries: x-should-retry: false and a
-// retry-after until the budget resets (README.md, "Budgets, rate limits,
+// retry-after until the budget resets (docs/keys-and-budgets.md, "Budgets, rate limits,
 // sessions and alerts").
 func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError {
 	wait := int64(86400)

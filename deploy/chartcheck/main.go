@@ -1,7 +1,8 @@
 // Command chartcheck reads `helm template` output on stdin and decodes
 // every manifest strictly into the official Kubernetes API types (unknown
 // or misspelled fields fail), then checks what the Modelgate chart promises:
-// probes on /health, a PodDisruptionBudget, secrets by reference, a
+// probes on the keyless /health/readiness and /health/liveliness, a
+// PodDisruptionBudget, secrets by reference, a
 // hardened security context. It is its own Go module so the gateway's
 // module never depends on Kubernetes. Usage:
 //
@@ -19,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -135,9 +137,20 @@ func checkDeployment(d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget) er
 		return fmt.Errorf("deployment has %d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/health" {
-			errs = append(errs, fmt.Errorf("the %s probe must GET /health", name))
+	// The kubelet sends no key, so each probe must GET a path the gateway
+	// answers without one (policy.IsPublicPath in the gateway's module);
+	// /health needs an admin key and would answer 401 forever.
+	probes := []struct {
+		name  string
+		probe *corev1.Probe
+		paths []string
+	}{
+		{"readiness", c.ReadinessProbe, []string{"/health/readiness"}},
+		{"liveness", c.LivenessProbe, []string{"/health/liveliness", "/health/liveness"}},
+	}
+	for _, p := range probes {
+		if p.probe == nil || p.probe.HTTPGet == nil || !slices.Contains(p.paths, p.probe.HTTPGet.Path) {
+			errs = append(errs, fmt.Errorf("the %s probe must GET %s, which the gateway answers without a key", p.name, strings.Join(p.paths, " or ")))
 		}
 	}
 	sc := c.SecurityContext

@@ -18,8 +18,8 @@ spec:
         - name: m
           image: m
           envFrom: [{secretRef: {name: s}}]
-          readinessProbe: {httpGet: {path: /health, port: 8080}}
-          livenessProbe: {httpGet: {path: /health, port: 8080}}
+          readinessProbe: {httpGet: {path: /health/readiness, port: 8080}}
+          livenessProbe: {httpGet: {path: /health/liveliness, port: 8080}}
           securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
 `
 
@@ -49,6 +49,16 @@ func TestCheck(t *testing.T) {
 	bad := strings.Replace(goodDeployment, "readinessProbe", "readinesProbe", 1)
 	if _, err := check([]byte(bad+rest), ""); err == nil || !strings.Contains(err.Error(), "readinesProbe") {
 		t.Fatalf("misspelled field: %v", err)
+	}
+	// The kubelet sends no key: a probe on /health (admin-only, 401
+	// without a key) would keep every pod unready and restart it.
+	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+		i := strings.Index(goodDeployment, probe)
+		j := i + strings.Index(goodDeployment[i:], "\n")
+		keyed := goodDeployment[:i] + probe + ": {httpGet: {path: /health, port: 8080}}" + goodDeployment[j:]
+		if _, err := check([]byte(keyed+rest), ""); err == nil || !strings.Contains(err.Error(), "without a key") {
+			t.Fatalf("%s on /health accepted: %v", probe, err)
+		}
 	}
 	noRO := strings.Replace(goodDeployment, "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", 1)
 	if _, err := check([]byte(noRO+rest), ""); err == nil {

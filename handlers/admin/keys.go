@@ -27,7 +27,8 @@ import (
 // Admin API (its api_keys and workspaces objects, lists and pagination),
 // with the gateway's extensions: creating keys (the secret answered once,
 // in "value"), and each key's and workspace's models, budgets and rates
-// (README.md, "Runtime keys and workspaces", lists the calls and fields).
+// (docs/keys-and-budgets.md, "Runtime keys and workspaces", lists the calls
+// and fields).
 
 const (
 	keysPath       = adminapi.KeysPath
@@ -359,6 +360,15 @@ type keyRequest struct {
 	limitsRequest
 }
 
+// changesMoreThanStatus reports whether the request names any field but
+// status.
+func (req *keyRequest) changesMoreThanStatus() bool {
+	l := req.limitsRequest
+	return req.Name != nil || req.WorkspaceID != nil || req.ExpiresAt != nil || req.Models != nil ||
+		l.Budget != nil || l.SoftBudget != nil || l.SessionBudget != nil || l.RPM != nil || l.TPM != nil ||
+		l.MaxParallel != nil || l.MCP != nil
+}
+
 // workspaceRequest is the body of a workspace create or update.
 type workspaceRequest struct {
 	Name *string `json:"name"`
@@ -589,6 +599,11 @@ func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 
 // fillKey applies a create or update request to k.
 func (a *Handler) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) string {
+	if !create && k.Status == "archived" && req.changesMoreThanStatus() {
+		// Archived is final: a budget or limit written on a key nobody can
+		// use would read as if it mattered, and a silent 200 hides that.
+		return "API key " + k.ID + " is archived, which is final: its name, workspace, expiry, models and limits cannot change; create a new key instead"
+	}
 	if req.Name != nil {
 		if strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 255 {
 			return "name: 1 to 255 characters"

@@ -119,9 +119,20 @@ func TestArchivedKeyIsFinal(t *testing.T) {
 	if _, code, _ := identify(auth, secret); code != 401 {
 		t.Errorf("archived key: %d", code)
 	}
-	// Other fields of an archived key may change; it stays archived.
-	if got := mustCreate(t, a, keysPath+"/"+id, `{"rpm":5}`); got["status"] != "archived" {
-		t.Errorf("after an edit: %v", got["status"])
+	// Nor do its other fields change: a budget or limit on a key nobody
+	// can use is refused, saying why, and nothing is written.
+	for _, body := range []string{`{"budget":{"amount":"500","period":"monthly"}}`, `{"rpm":5}`, `{"name":"k2"}`, `{"models":["echo"]}`, `{"status":"archived","rpm":5}`} {
+		rec, _ := adminCall(t, a, http.MethodPost, keysPath+"/"+id, body)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), "archived, which is final") {
+			t.Errorf("edit %s of an archived key: %d %s, want 400 saying it is archived", body, rec.Code, rec.Body)
+		}
+	}
+	if _, got := adminCall(t, a, http.MethodGet, keysPath+"/"+id, ""); got["status"] != "archived" || got["name"] != "k" || got["rpm"] != nil || got["budget"] != nil {
+		t.Errorf("after refused edits: %v", got)
+	}
+	// Archiving it again is a no-op, not an error (a retried revoke).
+	if got := mustCreate(t, a, keysPath+"/"+id, `{"status":"archived"}`); got["status"] != "archived" {
+		t.Errorf("archive again: %v", got["status"])
 	}
 }
 
@@ -133,19 +144,27 @@ func TestConcurrentAdminUpdatesKeepBoth(t *testing.T) {
 	for trial := range 20 {
 		id := mustCreate(t, a, keysPath, `{"name":"race"}`)["id"].(string)
 		var wg sync.WaitGroup
+		var edited int // the rpm edit's status: 200 before the archive, 400 after it
 		for _, body := range []string{`{"status":"archived"}`, `{"rpm":5}`} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if rec, _ := adminCall(t, a, http.MethodPost, keysPath+"/"+id, body); rec.Code != 200 {
+				rec, _ := adminCall(t, a, http.MethodPost, keysPath+"/"+id, body)
+				if body == `{"rpm":5}` {
+					edited = rec.Code
+					if rec.Code == 400 && strings.Contains(rec.Body.String(), "archived") {
+						return
+					}
+				}
+				if rec.Code != 200 {
 					t.Errorf("%s: %d %s", body, rec.Code, rec.Body)
 				}
 			}()
 		}
 		wg.Wait()
 		_, got := adminCall(t, a, http.MethodGet, keysPath+"/"+id, "")
-		if got["status"] != "archived" || got["rpm"] != float64(5) {
-			t.Fatalf("trial %d: status %v rpm %v, want archived and 5", trial, got["status"], got["rpm"])
+		if wantRPM := edited == 200; got["status"] != "archived" || (got["rpm"] == float64(5)) != wantRPM {
+			t.Fatalf("trial %d: status %v rpm %v after the edit's %d, want archived, and rpm 5 only if the edit landed first", trial, got["status"], got["rpm"], edited)
 		}
 	}
 }

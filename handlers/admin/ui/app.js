@@ -59,6 +59,25 @@ function num(n) { return Number(n).toLocaleString('en-US'); }
 function share(f) { return (Math.round(f * 1000) / 10).toFixed(1) + '%'; }
 function say(msg, bad) { status.textContent = msg || ''; status.className = bad ? 'error' : ''; }
 
+// Keys and workspaces by name: reports carry ids (apikey_…, wrkspc_…),
+// people know names (bob-laptop, oidc: bob@…, platform). Read once per
+// view for whoever may list them; anyone else sees ids.
+let names = { keys: {}, workspaces: {} };
+async function loadNames() {
+  names = { keys: {}, workspaces: {} };
+  if (!me || (me.role !== 'admin' && me.role !== 'auditor')) return;
+  try {
+    const [k, w] = await Promise.all([api('/v1/organizations/api_keys?limit=1000'), api('/v1/organizations/workspaces?limit=1000')]);
+    k.data.forEach((x) => { names.keys[x.id] = x.name; });
+    w.data.forEach((x) => { names.workspaces[x.id] = x.name; });
+  } catch (e) { /* names are a convenience: ids still identify */ }
+}
+// named shows what id names, with the id itself on hover.
+function named(kind, id) {
+  const n = id && names[kind][id];
+  return n && n !== id ? el('span', { title: id }, n) : (id || '-');
+}
+
 function monthStart() {
   const d = new Date();
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)).toISOString().replace('.000', '');
@@ -180,7 +199,7 @@ async function overview() {
   }));
   const keyShare = (k) => (keyCache[k] && keyCache[k].input ? share(keyCache[k].read / keyCache[k].input) : '-');
   parts.push(el('h2', {}, 'Top keys'), el('div', { id: 'top-keys' }, table(['Key', 'Spend', 'Cache read share'],
-    Object.entries(keySpend).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => [k, dollars(v), keyShare(k)]), [1, 2])));
+    Object.entries(keySpend).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => [named('keys', k), dollars(v), keyShare(k)]), [1, 2])));
   const sessions = await api(`/v1/organizations/sessions?starting_at=${since}&limit=10`);
   parts.push(el('h2', {}, 'Top sessions'), sessionTable(sessions.data));
   view.replaceChildren(...parts);
@@ -219,7 +238,7 @@ async function keyBudgets() {
 
 function sessionTable(rows) {
   return table(['Session', 'Agent', 'Key', 'Requests', 'Output tokens', 'Cache read share', 'Cost', 'Last request'],
-    rows.map((s) => [s.id, s.agent || '-', s.api_key_id, num(s.requests), num(s.tokens.output),
+    rows.map((s) => [s.id, s.agent || '-', named('keys', s.api_key_id), num(s.requests), num(s.tokens.output),
       s.tokens.uncached_input + s.tokens.cache_creation + s.tokens.cache_read ? share(s.cache_read_share) : '-',
       dollars(s.cost.amount), s.last_request_at.replace('T', ' ').replace('Z', '')]),
     [3, 4, 5, 6]);
@@ -261,14 +280,33 @@ async function keys() {
     } catch (e) { say(e.message, true); }
   });
   const editor = el('div', { id: 'edit-box' });
-  const rows = list.data.map((k) => [k.id, k.name, k.workspace_id || '-', k.status, (k.models || []).join(', ') || 'all',
+  // Per-person keys are minted again at every renewal, so expired ones
+  // pile up: the list shows the usable keys unless asked for others.
+  const shown = list.data.filter((k) => keyFilter === 'all' || keyState(k) === keyFilter);
+  const rows = shown.map((k) => [k.id, k.name, named('workspaces', k.workspace_id), keyState(k), (k.models || []).join(', ') || 'all',
     k.budget ? `${dollars(k.budget.amount)} ${k.budget.period}` : '-', k.rpm || '-',
     k.created_by.type === 'config' ? 'Caddyfile' : (k.status === 'active'
-      ? el('span', {},
+      ? el('span', { class: 'actions' },
         el('button', { type: 'button', class: 'plain', 'data-edit': k.id, onclick: () => editLimits('key', k, editor, keys) }, 'Edit limits'), ' ',
         el('button', { type: 'button', class: 'plain', 'data-revoke': k.id, onclick: () => revoke(k.id) }, 'Revoke'))
       : '-')]);
-  view.replaceChildren(el('h2', {}, 'Keys'), form, out, editor, table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
+  const filter = el('select', { id: 'k-filter', onchange: (ev) => { keyFilter = ev.target.value; keys().catch((e) => say(e.message, true)); } },
+    ['active', 'expired', 'inactive', 'archived', 'all'].map((f) => el('option', { value: f, selected: f === keyFilter }, f)));
+  const count = {};
+  list.data.forEach((k) => { count[keyState(k)] = (count[keyState(k)] || 0) + 1; });
+  view.replaceChildren(el('h2', {}, 'Keys'), form, out, editor,
+    el('div', { class: 'filters' }, el('label', { for: 'k-filter' }, 'Show'), filter,
+      el('span', { id: 'k-count' }, ` ${shown.length} of ${list.data.length} keys (` +
+        ['active', 'expired', 'inactive', 'archived'].map((s) => `${count[s] || 0} ${s}`).join(', ') + ')')),
+    table(['ID', 'Name', 'Workspace', 'Status', 'Models', 'Budget', 'RPM', ''], rows));
+}
+
+// keyFilter is the keys list's status filter, kept while the view redraws.
+let keyFilter = 'active';
+// keyState is a key's status as a person reads it: an active key past its
+// expires_at no longer works, so it is expired.
+function keyState(k) {
+  return k.status === 'active' && k.expires_at && Date.parse(k.expires_at) <= Date.now() ? 'expired' : k.status;
 }
 
 // editLimits opens a form for every limit a key or workspace carries; the same
@@ -388,7 +426,9 @@ async function explorer() {
     rows = [];
     u.data.forEach((b) => b.results.forEach((r) => rows.push([b.starting_at.slice(0, 10), r[g] || '-', r.uncached_input_tokens,
       r.cache_read_input_tokens, r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens, r.output_tokens])));
-    out.replaceChildren(table(['Day', g, 'Uncached input', 'Cache read', 'Cache write', 'Output'], rows.map((r) => r.map((c, i) => (i > 1 ? num(c) : c))), [2, 3, 4, 5]));
+    const kind = { api_key_id: 'keys', workspace_id: 'workspaces' }[g];
+    out.replaceChildren(table(['Day', g, 'Uncached input', 'Cache read', 'Cache write', 'Output'],
+      rows.map((r) => r.map((c, i) => (i > 1 ? num(c) : (i === 1 && kind ? named(kind, c) : c)))), [2, 3, 4, 5]));
   };
   form.addEventListener('submit', (ev) => { ev.preventDefault(); load().catch((e) => say(e.message, true)); });
   view.replaceChildren(el('h2', {}, 'Usage explorer'), form, out);
@@ -478,6 +518,7 @@ async function show() {
   say('Loading…');
   view.replaceChildren();
   try {
+    await loadNames();
     await fn();
     say('');
   } catch (e) {
@@ -498,25 +539,39 @@ async function offerIdP() {
   box.hidden = false;
   const link = $('#idp-signin');
   link.textContent = 'Sign in with ' + st.name;
-  link.href = st.login_url + '?return=' + encodeURIComponent('/ui/' + location.hash);
+  // ?signed-in tells the page it came back from the provider with a session.
+  link.href = st.login_url + '?return=' + encodeURIComponent('/ui/?signed-in' + location.hash);
   link.hidden = !st.ready;
   $('#idp-status').textContent = st.ready ? '' : ('Sign-in with ' + st.name + ' is unavailable: ' + st.error + '. Key sign-in still works.');
 }
 
+// A person's sign-in session is an HttpOnly cookie the page cannot see, so
+// the page remembers that it signed one in (mg-person) and asks /v1/me
+// only then or with a key: a visitor who is not signed in is no error, and
+// gets no 401 (which the browser would log as one).
+function mayBeSignedIn() {
+  return Boolean(key() || localStorage.getItem('mg-person') || new URLSearchParams(location.search).has('signed-in'));
+}
+
 async function start() {
   me = null;
-  try {
-    // Without a key, the session cookie (if any) answers.
-    me = await api('/v1/me');
-  } catch (e) {
-    me = null;
-    if (key()) {
-      sessionStorage.removeItem('mg-key');
-      say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
-    } else if (e.status === 403) {
-      say(e.message, true);
+  if (mayBeSignedIn()) {
+    try {
+      // Without a key, the session cookie (if any) answers.
+      me = await api('/v1/me');
+    } catch (e) {
+      me = null;
+      if (key()) {
+        sessionStorage.removeItem('mg-key');
+        say(e.status === 401 ? 'That key was not accepted.' : e.message, true);
+      } else if (e.status === 403) {
+        say(e.message, true);
+      }
     }
   }
+  if (location.search) history.replaceState(null, '', location.pathname + location.hash);
+  if (me && me.type === 'person') localStorage.setItem('mg-person', '1');
+  else if (!key()) localStorage.removeItem('mg-person');
   if (!me) {
     $('#signin').hidden = false;
     $('#nav').hidden = true;
@@ -541,6 +596,7 @@ $('#signout').addEventListener('click', async () => {
     try { await api('/auth/oidc/logout', { method: 'POST' }); } catch (e) { say(e.message, true); }
   }
   sessionStorage.removeItem('mg-key');
+  localStorage.removeItem('mg-person');
   me = null;
   view.replaceChildren();
   start();
