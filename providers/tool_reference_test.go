@@ -19,7 +19,7 @@ const claudeCodeToolSearchTurn = `{"model":"claude-team-mock","max_tokens":512,
 // TestToolReferenceResultNamesTheTools: a ToolSearch result made of
 // tool_reference blocks reaches every backend the Messages API is
 // translated for as text naming the tools found, never as an empty tool
-// result (clients.md F3).
+// result (the third-party client review, F3).
 func TestToolReferenceResultNamesTheTools(t *testing.T) {
 	const want = "Tool loaded: mcp__modelgate__everything-echo"
 	for _, up := range []Format{FormatOpenAI, FormatOllama, FormatGemini} {
