@@ -346,6 +346,9 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// deleting the record must know whether budget_spend holds it.
 		// Every record written before counted, hence the default.
 		22: `ALTER TABLE usage_records ADD COLUMN report_only SMALLINT NOT NULL DEFAULT 0`,
+		// Retention deletes the spend rows of sessions idle past it
+		// (purgeSessionSpend): found by age, session rows only.
+		23: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
 	}
 }
 
