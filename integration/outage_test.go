@@ -164,7 +164,7 @@ func TestDurableSyncRefusesDuringOutage(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the first request of the outage took %v to be refused", took)
 	}
-	st, h, body = g.do(t, "POST", "/v1/chat/completions", aliceKey, chat)
+	st, _, body = g.do(t, "POST", "/v1/chat/completions", aliceKey, chat)
 	if st != 503 || !strings.Contains(string(body), `"code":"ledger_unavailable"`) {
 		t.Fatalf("the next request of the outage: %d %s", st, body)
 	}
