@@ -310,7 +310,7 @@ func toolReferenceText(blocks []AnthropicBlock) string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString("Tool loaded: ")
+		b.WriteString(toolLoaded)
 		b.WriteString(blocks[i].ToolName)
 	}
 	return b.String()

@@ -24,6 +24,11 @@ import (
 //	call:   {"type":"tool_search_call","call_id":…,"status":"completed","execution":"client","arguments":{"query":…,"limit":…}}
 //	output: {"type":"tool_search_output","call_id":…,"status":"completed","execution":"client","tools":[function or namespace tools]}
 
+// toolLoaded starts the line a chat model reads for each tool a
+// client-side tool search loaded (Codex's tool_search, Claude Code's
+// ToolSearch), in place of the definitions the client hands its API.
+const toolLoaded = "Tool loaded: "
+
 // toolSearchClient is the execution of a tool search the client runs.
 const toolSearchClient = "client"
 
@@ -99,7 +104,7 @@ func toolSearchResult(it *responsesItem, param string) (chatMessage, error) {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString("Tool loaded: ")
+		b.WriteString(toolLoaded)
 		b.WriteString(name)
 	}
 	for _, tool := range it.Tools {
