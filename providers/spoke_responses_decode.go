@@ -299,6 +299,12 @@ func readResponsesItem(r *jsonfast.Reader, i int, it *responsesItem) int {
 		case "output":
 			r.Seen(&m, 1<<9)
 			return readItemContent(r, j, &it.Output.itemContent)
+		case "tools": // a tool_search_output's
+			r.Seen(&m, 1<<13)
+			return readResponsesTools(r, j, &it.Tools)
+		case "execution": // a tool search's
+			r.Seen(&m, 1<<12)
+			return r.Str(j, &it.Execution)
 		case "summary":
 			r.Seen(&m, 1<<10)
 			if r.IsNull(j) {
@@ -325,12 +331,6 @@ func readResponsesItem(r *jsonfast.Reader, i int, it *responsesItem) int {
 		case "encrypted_content":
 			r.Seen(&m, 1<<11)
 			return r.StrPtr(j, &it.EncryptedContent)
-		case "execution":
-			r.Seen(&m, 1<<12)
-			return r.Str(j, &it.Execution)
-		case "tools":
-			r.Seen(&m, 1<<13)
-			return readResponsesTools(r, j, &it.Tools)
 		}
 		return r.Unknown(j, k, "type", "id", "role", "content", "call_id", "name", "namespace", "arguments",
 			"input", "output", "summary", "encrypted_content", "execution", "tools")
