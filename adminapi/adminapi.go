@@ -70,6 +70,10 @@ type Workspace struct {
 	MaxParallel   *int64    `json:"max_parallel"`
 	// MCP is the workspace's MCP allow-list; absent allows every server.
 	MCP []string `json:"mcp,omitempty"`
+	// CountAgentReported: costs its keys' coding agents report (POST
+	// /v1/logs) count against budgets, bounded by list price; false:
+	// reports only.
+	CountAgentReported bool `json:"count_agent_reported"`
 }
 
 // Page is one page of a list, in list order; a client asks for the next

@@ -123,7 +123,8 @@ func apiRequest(lr *logspb.LogRecord, agent string) (APIRequest, string) {
 
 // Record is the ledger record of an agent-reported request: endpoint
 // agent_reported, provider from the model name, no prices (the agent
-// reports its own cost).
+// reports its own cost), report-only (no budget counts it; see
+// Options.Counted).
 func (ev APIRequest) Record(keyID, workspace string, now time.Time) ledger.Record {
 	t := ev.Time
 	// A timestamp the agent got wrong by more than a day is replaced by the
@@ -152,6 +153,7 @@ func (ev APIRequest) Record(keyID, workspace string, now time.Time) ledger.Recor
 		Outcome:         ledger.OutcomeOK,
 		Latency:         max(ev.Duration, 0),
 		CostPicoUSD:     ev.CostPicoUSD,
+		ReportOnly:      true,
 		SessionID:       ev.SessionID,
 		Agent:           ev.Agent,
 		ContextWindow:   ledger.ContextWindowFor(in + cc + cr),

@@ -29,6 +29,16 @@ type Options struct {
 	// session: its agent-reported requests are then dropped, because the
 	// gateway's own records already count them. nil: nothing is dropped.
 	Served func(ctx context.Context, sessionID string) (bool, error)
+	// Counted reports whether the workspace's budgets count the costs its
+	// agents report (an admin's per-workspace choice); nil or false: the
+	// records are reports only (ledger.Record.ReportOnly), because the
+	// cost is the client's own word.
+	Counted func(workspace string) bool
+	// ListPrices are the prices that bound a counted cost: the models
+	// file's prices of the model the event names, or the most expensive
+	// known ones when it names none the gateway knows. nil: a counted
+	// cost is bounded to 0.
+	ListPrices func(model string) ledger.Prices
 	// MaxBody bounds an export's decoded size. Default 8 MiB.
 	MaxBody int64
 	Now     func() time.Time
@@ -126,6 +136,7 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 	res := Result{Rejected: ex.Rejected}
 	served := map[string]bool{}
 	now := rc.o.Now().UTC()
+	counted := rc.o.Counted != nil && rc.o.Counted(workspace)
 	for _, ev := range ex.Requests {
 		dup, seen := served[ev.SessionID]
 		if !seen && rc.seen.has(ev.SessionID) {
@@ -145,12 +156,28 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 			res.Duplicates++
 			continue
 		}
-		if rc.o.Record != nil && !rc.o.Record(ev.Record(keyID, workspace, now)) {
+		rec := ev.Record(keyID, workspace, now)
+		if counted {
+			rc.bound(&rec)
+		}
+		if rc.o.Record != nil && !rc.o.Record(rec) {
 			return res, "the usage ledger's queue is full; retry later", http.StatusServiceUnavailable
 		}
 		res.Recorded++
 	}
 	return res, ex.Reason, http.StatusOK
+}
+
+// bound makes rec count against budgets at no more than its tokens cost
+// at list price: a client may report less than that (a discount the
+// gateway does not know), never more.
+func (rc *Receiver) bound(rec *ledger.Record) {
+	var p ledger.Prices
+	if rc.o.ListPrices != nil {
+		p = rc.o.ListPrices(rec.UpstreamModel)
+	}
+	rec.CostPicoUSD = min(rec.CostPicoUSD, p.Cost(rec))
+	rec.ReportOnly = false
 }
 
 // ServeMetrics answers an OTLP/HTTP metrics export. Metrics are

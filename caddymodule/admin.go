@@ -210,6 +210,18 @@ func (s appStore) Sessions(ctx context.Context, f ledger.Filter, limit, offset i
 	return l.Sessions(ctx, f, limit, offset)
 }
 
+func (s appStore) DeleteAgentReported(ctx context.Context, sel ledger.AgentReportedSelector) (ledger.AgentReportedDeleted, error) {
+	st, err := s.store()
+	if err != nil {
+		return ledger.AgentReportedDeleted{}, err
+	}
+	d, ok := st.(ledger.AgentReportedDeleter)
+	if !ok {
+		return ledger.AgentReportedDeleted{}, errors.New("this ledger store deletes no agent-reported usage")
+	}
+	return d.DeleteAgentReported(ctx, sel)
+}
+
 func (s appStore) ClaudeCodeDay(ctx context.Context, day time.Time, keys []string) ([]ledger.ClaudeCodeRow, error) {
 	st, err := s.store()
 	if err != nil {

@@ -117,6 +117,10 @@ type WorkspaceConfig struct {
 	// keys may use ("server" or "server/tool"); a key gets what both its
 	// own list and its workspace's allow.
 	MCP []string `json:"mcp,omitempty"`
+	// CountAgentReported makes the costs its keys' coding agents report
+	// (POST /v1/logs) count against its budgets, each bounded by its
+	// tokens at list price; without it they are reports only.
+	CountAgentReported bool `json:"count_agent_reported,omitempty"`
 }
 
 // LimitsConfig are budgets in cents and rates. An absent budget is none,
@@ -298,7 +302,7 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 		}
 		workspaces = append(workspaces, ws.Name)
 		l := ws.Limits.ledger(nil)
-		l.MCP = ws.MCP
+		l.MCP, l.CountAgentReported = ws.MCP, ws.CountAgentReported
 		limits[ws.Name] = l
 	}
 	for _, k := range keys {
@@ -544,13 +548,20 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					}
 					continue
 				}
+				if d.Val() == "count_agent_reported" {
+					if d.NextArg() {
+						return d.Err("count_agent_reported: takes no value; leave it out to keep agent-reported costs out of budgets")
+					}
+					ws.CountAgentReported = true
+					continue
+				}
 				if ws.Limits == nil {
 					ws.Limits = &LimitsConfig{}
 				}
 				if ok, err := parseLimit(d, ws.Limits); err != nil {
 					return err
 				} else if !ok {
-					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp)", d.Val())
+					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp, count_agent_reported)", d.Val())
 				}
 			}
 			a.Workspaces = append(a.Workspaces, ws)

@@ -60,12 +60,13 @@ func TestAuthCaddyfile(t *testing.T) {
 				workspace frontend {
 					budget 500 weekly
 					rpm 600
+					count_agent_reported
 				}
 			}`,
 			want: Auth{
 				Keys: []KeyConfig{{Key: "{env.ALICE_KEY}", ID: "alice", Workspace: "frontend", Limits: &LimitsConfig{
 					BudgetCents: ledger.Cents(5000), BudgetPeriod: "monthly", SoftBudgetCents: 4000, SessionBudgetCents: ledger.Cents(250), RPM: 60, TPM: 200000, MaxParallel: 4}}},
-				Workspaces: []WorkspaceConfig{{Name: "frontend", Limits: &LimitsConfig{BudgetCents: ledger.Cents(50000), BudgetPeriod: "weekly", RPM: 600}}},
+				Workspaces: []WorkspaceConfig{{Name: "frontend", Limits: &LimitsConfig{BudgetCents: ledger.Cents(50000), BudgetPeriod: "weekly", RPM: 600}, CountAgentReported: true}},
 			},
 		},
 		{

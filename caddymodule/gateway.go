@@ -141,7 +141,9 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Controls:            g.app.Controls(),
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
-		AgentTelemetry:      agentTelemetry(g.app),
+		// The gateway's prices bound the agent-reported costs a workspace
+		// counts; g.h is set before the first export can arrive.
+		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),
 	})
 	if len(cfg.MCPServers) > 0 {
 		g.mcp = mcp.New(mcp.Options{
@@ -360,8 +362,10 @@ var (
 
 // agentTelemetry receives coding agents' OpenTelemetry export into the
 // ledger under the caller's key (see package agentotel).
-func agentTelemetry(app *App) *agentotel.Receiver {
+func agentTelemetry(app *App, listPrices func(model string) ledger.Prices) *agentotel.Receiver {
 	return agentotel.NewReceiver(agentotel.Options{
+		Counted:    func(ws string) bool { return app.Controls().WorkspaceLimits(ws).CountAgentReported },
+		ListPrices: listPrices,
 		Caller: func(r *http.Request) (string, string, bool) {
 			id := policy.IdentityFrom(r.Context())
 			if id == nil {

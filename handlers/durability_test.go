@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,6 +38,15 @@ func (c *orderingCommitter) Enqueue(ledger.Record) bool {
 	return true
 }
 
+// serveAlice serves one POST of alice's, hdr in pairs, into w.
+func serveAlice(g *Gateway, w http.ResponseWriter, path, body string, hdr []string) {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	g.ServeHTTP(w, req.WithContext(policy.WithIdentity(req.Context(), alice)))
+}
+
 // TestDurableRecordsBeforeTheAnswerEnds: under durability sync the record
 // of a successful request is committed before the client has the end of
 // its answer: no body at all for a JSON answer, and everything but the
@@ -55,13 +66,8 @@ func TestDurableRecordsBeforeTheAnswerEnds(t *testing.T) {
 			g, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) {
 				o.Recorder, o.Durable = c, true
 			})
-			req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
-			for i := 0; i+1 < len(tc.hdr); i += 2 {
-				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
-			}
-			req = req.WithContext(policy.WithIdentity(req.Context(), alice))
 			c.client = httptest.NewRecorder()
-			g.ServeHTTP(c.client, req)
+			serveAlice(g, c.client, tc.path, tc.body, tc.hdr)
 			if c.client.Code != http.StatusOK {
 				t.Fatalf("%d %s", c.client.Code, c.client.Body.String())
 			}
@@ -128,5 +134,64 @@ func TestDurableRefusesWhileLedgerDown(t *testing.T) {
 	})
 	if rec := serve(async, "/v1/chat/completions", chatBody("m", false)); rec.Code != http.StatusOK {
 		t.Fatalf("async while down: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// handingBackCommitter is a ledger whose database fails: every Commit
+// hands its record back (ledger.ErrHandedBack), and what the request then
+// records is enqueued.
+type handingBackCommitter struct {
+	recorder
+	mu     sync.Mutex
+	queued []ledger.Record
+}
+
+func (c *handingBackCommitter) Commit(context.Context, ledger.Record) error {
+	return fmt.Errorf("%w: %w", ledger.ErrHandedBack, errors.New("dial tcp: connection refused"))
+}
+
+func (c *handingBackCommitter) Enqueue(r ledger.Record) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queued = append(c.queued, r)
+	return true
+}
+
+// TestDurableAnswerWithoutItsRecordIsRefused (hostile review N13): the
+// request that meets the outage, its upstream answer in hand, is not
+// answered as a success once the ledger hands its record back: a JSON
+// answer becomes a 503 in the client's family, a stream gets an error
+// event in place of its end; the request is recorded as that refusal,
+// with the usage the upstream reported.
+func TestDurableAnswerWithoutItsRecordIsRefused(t *testing.T) {
+	up := newFakeUpstream(t, "m", nil)
+	for _, tc := range []struct {
+		name, path, body, end string
+		status                int
+		hdr                   []string
+	}{
+		{"openai json", "/v1/chat/completions", chatBody("m", false), "", http.StatusServiceUnavailable, nil},
+		{"openai stream", "/v1/chat/completions", chatBody("m", true), "[DONE]", http.StatusOK, nil},
+		{"anthropic stream", "/v1/messages", `{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "message_stop", http.StatusOK, []string{"Anthropic-Version", "2023-06-01"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &handingBackCommitter{}
+			g, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) {
+				o.Recorder, o.Durable = c, true
+			})
+			rec := httptest.NewRecorder()
+			serveAlice(g, rec, tc.path, tc.body, tc.hdr)
+			body := rec.Body.String()
+			if rec.Code != tc.status || !strings.Contains(body, "ledger_unavailable") && !strings.Contains(body, "usage ledger cannot be written") {
+				t.Fatalf("%d %s: want %d and the ledger's refusal", rec.Code, body, tc.status)
+			}
+			if tc.end != "" && strings.Contains(body, tc.end) {
+				t.Fatalf("the stream's end reached the client unrecorded: %s", body)
+			}
+			if len(c.queued) != 1 || c.queued[0].Status != http.StatusServiceUnavailable || c.queued[0].Outcome != ledger.OutcomeError ||
+				c.queued[0].OutputTokens == 0 {
+				t.Fatalf("recorded %+v, want one refusal (503, error) with the upstream's usage", c.queued)
+			}
+		})
 	}
 }

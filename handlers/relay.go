@@ -100,7 +100,11 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
-	recorded := g.commitRecord(rec)
+	recorded, handedBack := g.commitRecord(rec)
+	if handedBack {
+		ledgerUnavailable().Write(w, cf)
+		return result{committed: true}
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
@@ -111,22 +115,40 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 }
 
 // commitRecord writes rec before the client has the end of its answer,
-// under durability sync, and reports whether it did; otherwise the record
-// is enqueued when the request ends. The wait is bounded and not tied to
-// the client: a client leaving now does not unbill what it was served.
-func (g *Gateway) commitRecord(rec *ledger.Record) bool {
+// under durability sync, and reports whether it did (recorded); otherwise
+// the record is enqueued when the request ends. The wait is bounded and
+// not tied to the client: a client leaving now does not unbill what it
+// was served. handedBack: the database failed the write and the ledger
+// gave the record back (ledger.ErrHandedBack), at its first failed
+// attempt; rec is now the request's refusal (503, its usage kept: the
+// upstream was paid), enqueued when the request ends, and the caller
+// answers ledgerUnavailable instead of the answer's end.
+func (g *Gateway) commitRecord(rec *ledger.Record) (recorded, handedBack bool) {
 	c, ok := g.opts.Recorder.(Committer)
 	if !g.opts.Durable || !ok {
-		return false
+		return false, false
 	}
 	rec.Latency = g.now().Sub(rec.Time)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Commit(ctx, *rec); err != nil {
+	err := c.Commit(ctx, *rec)
+	if err != nil {
 		g.obs.Attempt(Attempt{Alias: rec.Alias, Err: "ledger_commit: " + err.Error()})
 	}
-	// Queued either way: enqueuing again would count the request twice.
-	return true
+	if errors.Is(err, ledger.ErrHandedBack) {
+		rec.Status, rec.Outcome = http.StatusServiceUnavailable, ledger.OutcomeError
+		return false, true
+	}
+	// Otherwise queued either way: enqueuing again would count the
+	// request twice.
+	return true, false
+}
+
+// ledgerUnavailable is the answer of a durable request whose record
+// cannot be written now.
+func ledgerUnavailable() *providers.APIError {
+	return &providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "5", Code: "ledger_unavailable",
+		Message: "this gateway records every request before answering (durability sync) and its usage ledger cannot be written now; retry shortly"}
 }
 
 // relayStream translates and flushes the upstream stream event by event.
@@ -189,12 +211,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		}
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		out = append(out[:0], held...)
-		if f, ok := tr.(providers.StreamFailer); ok {
-			out = f.Fail(out, apiErr)
-		} else {
-			out = apiErr.AppendStreamError(out, cf)
-		}
+		out = appendStreamFailure(append(out[:0], held...), tr, apiErr, cf)
 		_, _ = w.Write(out)
 		_ = rc.Flush()
 		return result{committed: true, class: class}
@@ -288,12 +305,29 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	}
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
-	recorded := g.commitRecord(rec)
+	recorded, handedBack := g.commitRecord(rec)
+	if handedBack {
+		// The client has everything but the end: an error event in its
+		// place tells it the answer is not complete.
+		out = appendStreamFailure(out[:0], tr, ledgerUnavailable(), cf)
+		_, _ = w.Write(out)
+		_ = rc.Flush()
+		return result{committed: true}
+	}
 	if len(out) > 0 {
 		_, _ = w.Write(out)
 		_ = rc.Flush()
 	}
 	return result{committed: true, recorded: recorded}
+}
+
+// appendStreamFailure appends the error event that ends a stream the
+// client already has a start of, in its format.
+func appendStreamFailure(out []byte, tr providers.StreamTranslator, apiErr *providers.APIError, cf providers.Format) []byte {
+	if f, ok := tr.(providers.StreamFailer); ok {
+		return f.Fail(out, apiErr)
+	}
+	return apiErr.AppendStreamError(out, cf)
 }
 
 func asUpstreamStreamError(err error, alias string) *providers.APIError {

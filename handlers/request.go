@@ -46,8 +46,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			// delivering it unrecorded. Nothing is spent, nothing queued,
 			// and the body is not read: a refused request holds no memory.
 			rec.Status, rec.Outcome = http.StatusServiceUnavailable, ledger.OutcomeRefused
-			(&providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "5", Code: "ledger_unavailable",
-				Message: "this gateway records every request before answering (durability sync) and its usage ledger cannot be written now; retry shortly"}).Write(w, cf)
+			ledgerUnavailable().Write(w, cf)
 			rec.Latency = g.now().Sub(start)
 			g.obs.Done(rec)
 			return

@@ -66,9 +66,9 @@ func (r *scriptedRequest) streams(ollama bool) bool {
 	return *r.Stream
 }
 
-// toolResult returns the content of the tool message answering the
-// script's Bash call, if the request carries one. OpenAI's names the call's
-// id; Ollama calls have no id, so its tool message names the tool.
+// toolResult returns the content of the last tool message answering a
+// call of the script's, if the request carries one. OpenAI's names the
+// call's id; Ollama calls have no id, so its tool message names the tool.
 func (r *scriptedRequest) toolResult() (id, content string, ok bool) {
 	for _, m := range r.Messages {
 		if m.Role == "tool" && (strings.HasPrefix(m.ToolCallID, toolCallPrefix) || m.ToolName == "Bash") {
@@ -76,10 +76,10 @@ func (r *scriptedRequest) toolResult() (id, content string, ok bool) {
 			if json.Unmarshal(m.Content, &s) != nil {
 				s = string(m.Content)
 			}
-			return m.ToolCallID, s, true
+			id, content, ok = m.ToolCallID, s, true
 		}
 	}
-	return "", "", false
+	return id, content, ok
 }
 
 type scriptedCall struct {
@@ -98,7 +98,11 @@ type scriptedCall struct {
 type scriptedBackend struct {
 	// pick chooses the tool to call among the offered ones and its
 	// arguments; nil is shellCall.
-	pick  func(tools []string) (name, args string)
+	pick func(tools []string) (name, args string)
+	// more, when set, reports whether a tool's result calls for another
+	// pick (a tool search that loaded the tool to call) rather than the
+	// final answer.
+	more  func(result string) bool
 	mu    sync.Mutex
 	calls []scriptedCall
 	n     int
@@ -129,7 +133,7 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	text, args := "ok", ""
 	tool := "Bash"
-	if _, _, done := req.toolResult(); done {
+	if _, result, done := req.toolResult(); done && (s.more == nil || !s.more(result)) {
 		text = finalReply
 	} else if s.pick != nil {
 		tool, args = s.pick(req.toolNames())

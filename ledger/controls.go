@@ -37,6 +37,11 @@ type Limits struct {
 	// every server. It lives in the same JSON settings column as the
 	// rest, so it needs no migration.
 	MCP []string `json:"mcp,omitempty"`
+	// CountAgentReported (workspaces only): the costs its keys' coding
+	// agents report of requests the gateway did not serve (POST /v1/logs)
+	// count against its budgets, each bounded by its tokens at list
+	// price. Off, they are reports only.
+	CountAgentReported bool `json:"count_agent_reported,omitempty"`
 }
 
 // ControlKey is a runtime key. Only a hash of its secret is kept.

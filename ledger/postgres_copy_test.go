@@ -23,6 +23,7 @@ func migrationCopyTypes() [numRecordColumns]copyType {
 		copyInt8, copyInt8, copyInt8, copyInt8, copyInt8, // prices
 		copyText, copyText, copyText, // session_id, context_window, agent
 		copyInt8, // bytes
+		copyInt2, // report_only
 	}
 }
 

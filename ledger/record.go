@@ -31,6 +31,10 @@ type Record struct {
 	// Bytes is what the request carried both ways when tokens do not
 	// measure it: an MCP tool call's arguments plus its result as JSON.
 	Bytes int64
+	// ReportOnly: the cost is what the client reported of a request the
+	// gateway did not serve (EndpointAgentReported); reports show it, but
+	// no budget counts it, unless the workspace's admin asked for that.
+	ReportOnly bool
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64

@@ -282,6 +282,11 @@ const (
 	tokenRead     = "cache_read_input_tokens"
 	tokenWrite1h  = "cache_creation.ephemeral_1h_input_tokens"
 	tokenWrite5m  = "cache_creation.ephemeral_5m_input_tokens"
+	// costReported is the cost no token price explains: what coding agents
+	// reported of requests the gateway did not serve (agent_reported
+	// records carry no prices). Its own line, cost_type agent_reported,
+	// so a report never passes a client's word off as priced usage.
+	costReported = "agent_reported"
 )
 
 type costKey struct {
@@ -350,11 +355,18 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 			{tokenWrite1h, r.CostCacheWrite1h},
 			{tokenWrite5m, r.CostCacheWrite5m},
 		}
+		priced := int64(0)
 		for order, part := range parts {
 			k := base
 			k.tokenType = opt(true, part.tokenType)
 			k.order = order
 			add(b, k, part.pico)
+			addSat(&priced, part.pico)
+		}
+		if r.CostPicoUSD > priced {
+			k := base
+			k.tokenType, k.order = opt(true, costReported), len(parts)
+			add(b, k, r.CostPicoUSD-priced)
 		}
 	}
 	for i := range out.Data {
@@ -376,6 +388,10 @@ func CostReport(ctx context.Context, s Store, q ReportQuery) (*CostReportPage, e
 				desc := k.display.s + " Usage - " + tokenTypeLabel(k.tokenType.s)
 				res.CostType, res.Description = &tokens, &desc
 				res.Model, res.TokenType = k.model.ptr(), k.tokenType.ptr()
+				if k.tokenType.s == costReported {
+					reported := costReported
+					res.CostType, res.TokenType = &reported, nil
+				}
 				res.ServiceTier, res.ContextWindow = k.tier.ptr(), k.window.ptr()
 			}
 			out.Data[i].Results = append(out.Data[i].Results, res)
@@ -450,6 +466,8 @@ func tokenTypeLabel(t string) string {
 		return "Input Tokens, Cache Hit"
 	case tokenWrite1h, tokenWrite5m:
 		return "Input Tokens, Cache Write"
+	case costReported:
+		return "Agent-Reported Cost"
 	}
 	return "Input Tokens"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -15,7 +16,9 @@ import (
 // the sessions and Claude Code reports, Query) ends at the cutoff.
 type RecordPurger interface {
 	// PurgeRecords deletes the records with Time before before and says
-	// how many went.
+	// how many went. The budget spend of sessions last active before
+	// then goes too: session ids are the client's choice, a fresh one per
+	// run, so their rows would otherwise grow without bound.
 	PurgeRecords(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -49,7 +52,27 @@ func (s *sqlStore) PurgeRecords(ctx context.Context, before time.Time) (int64, e
 		n, _ := res.RowsAffected()
 		total += n
 		if end == cut {
-			return total, nil
+			return total, s.purgeSessionSpend(ctx, cut)
+		}
+	}
+}
+
+// purgeSessionSpend deletes, in chunks, the budget spend rows of sessions
+// not spent in since cut (Unix microseconds). A session idle past the
+// retention has no records left either; were it resumed, its session
+// budget would start again from 0, as a new session's does.
+func (s *sqlStore) purgeSessionSpend(ctx context.Context, cut int64) error {
+	p := s.d.placeholder
+	// A session has one row (period total), so its scope_id names it.
+	q := `DELETE FROM budget_spend WHERE scope = '` + ScopeSession + `' AND updated_us < ` + p(1) + ` AND scope_id IN (
+	SELECT scope_id FROM budget_spend WHERE scope = '` + ScopeSession + `' AND updated_us < ` + p(2) + ` LIMIT ` + strconv.Itoa(purgeChunk) + `)`
+	for {
+		res, err := s.db.ExecContext(ctx, q, cut, cut)
+		if err != nil {
+			return fmt.Errorf("purging session spend: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n < purgeChunk {
+			return nil
 		}
 	}
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -65,6 +66,64 @@ func TestPurgeRecords(t *testing.T) {
 		}
 		if got := rep.Data[3].Results[0].OutputTokens; got != 80 {
 			t.Errorf("the kept day's output tokens: %d, want 80", got)
+		}
+	})
+}
+
+// Retention purges the budget spend of sessions idle past it, and only
+// those: session ids are the client's choice, one per run, so their rows
+// grew without bound (hostile review N10). Key and workspace spend stays.
+func TestPurgeRecordsPurgesIdleSessionSpend(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		db := s.(*sqlStore).db
+		now := time.Now().UTC()
+		var recs []Record
+		for i := range purgeChunk + 3 { // more than one chunk of idle sessions
+			r := sampleRecord(i)
+			r.Time, r.CostPicoUSD, r.SessionID = now, 1, "idle-"+strconv.Itoa(i)
+			recs = append(recs, r)
+		}
+		active := sampleRecord(0)
+		active.Time, active.CostPicoUSD, active.SessionID = now, 1, "active"
+		if err := s.Insert(ctx, append(recs, active)); err != nil {
+			t.Fatal(err)
+		}
+		// The idle sessions were last spent in 40 days ago.
+		old := now.AddDate(0, 0, -40).UnixMicro()
+		if _, err := db.Exec(`UPDATE budget_spend SET updated_us = `+s.(*sqlStore).d.placeholder(1)+` WHERE scope_id LIKE 'alice idle-%'`, old); err != nil {
+			t.Fatal(err)
+		}
+		count := func(scope string) int {
+			var n int
+			if err := db.QueryRow(`SELECT COUNT(*) FROM budget_spend WHERE scope = '` + scope + `'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		keys, workspaces := count(ScopeKey), count(ScopeWorkspace)
+		if n := count(ScopeSession); n != len(recs)+1 {
+			t.Fatalf("%d session rows before the purge, want %d", n, len(recs)+1)
+		}
+		if _, err := s.(RecordPurger).PurgeRecords(ctx, now.AddDate(0, 0, -30)); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(ScopeSession); n != 1 {
+			t.Errorf("%d session rows after the purge, want only the active session's", n)
+		}
+		if count(ScopeKey) != keys || count(ScopeWorkspace) != workspaces {
+			t.Errorf("the purge touched key or workspace spend")
+		}
+		spend, err := s.(SpendStore).CurrentSpend(ctx, now, []string{SessionScopeID("alice", "active")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, sp := range spend {
+			found = found || (sp.Scope == ScopeSession && sp.SpentPico == 1)
+		}
+		if !found {
+			t.Errorf("the active session's spend is gone: %+v", spend)
 		}
 	})
 }

@@ -86,26 +86,31 @@ const rollupSumColumns = `input_tokens, cache_creation_5m, cache_creation_1h, ca
 
 func (s *sqlStore) addRollup(ctx context.Context, tx *sql.Tx, recs []Record) error {
 	for _, table := range rollupTables() {
-		m := make(map[rollupKey]*rollupSums, 8)
-		width := table.width.Microseconds()
-		for i := range recs {
-			r := &recs[i]
-			ts := r.Time.UnixMicro()
-			k := rollupKey{ts - ((ts%width)+width)%width, r.Alias, r.UpstreamModel, r.KeyID, r.Workspace, r.ServiceTier, r.contextWindow()}
-			v := m[k]
-			if v == nil {
-				v = &rollupSums{}
-				m[k] = v
-			}
-			for j, n := range sumsOf(r) {
-				v[j] = plusSat(v[j], n)
-			}
-		}
-		if err := s.upsertRollup(ctx, tx, table.name, m); err != nil {
+		if err := s.upsertRollup(ctx, tx, table.name, rollupOf(recs, table.width)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rollupOf is what recs add to the roll-up rows of buckets width wide.
+func rollupOf(recs []Record, width time.Duration) map[rollupKey]*rollupSums {
+	m := make(map[rollupKey]*rollupSums, 8)
+	w := width.Microseconds()
+	for i := range recs {
+		r := &recs[i]
+		ts := r.Time.UnixMicro()
+		k := rollupKey{ts - ((ts%w)+w)%w, r.Alias, r.UpstreamModel, r.KeyID, r.Workspace, r.ServiceTier, r.contextWindow()}
+		v := m[k]
+		if v == nil {
+			v = &rollupSums{}
+			m[k] = v
+		}
+		for j, n := range sumsOf(r) {
+			v[j] = plusSat(v[j], n)
+		}
+	}
+	return m
 }
 
 // rollupColumns are the roll-up's columns: its key, then its sums.

@@ -83,7 +83,7 @@ func spendOf(recs []Record) map[spendKey]int64 {
 	m := map[spendKey]int64{}
 	for i := range recs {
 		r := &recs[i]
-		if r.CostPicoUSD <= 0 {
+		if r.CostPicoUSD <= 0 || r.ReportOnly {
 			continue
 		}
 		for _, p := range budgetPeriods() {

@@ -48,6 +48,18 @@ func forEachStore(t *testing.T, f func(t *testing.T, s Store)) {
 	}
 }
 
+// appliedMigrations counts the migrations a database gets: the numbers
+// held for other branches are empty and skipped.
+func appliedMigrations() int {
+	n := 0
+	for _, m := range migrations()[1:] {
+		if m != "" {
+			n++
+		}
+	}
+	return n
+}
+
 var t0 = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)
 
 func sampleRecord(i int) Record {
@@ -203,8 +215,8 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != len(migrations())-1 {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, len(migrations())-1)
+	if versions != appliedMigrations() {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, appliedMigrations())
 	}
 }
 
@@ -230,8 +242,8 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err := stores[0].(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != len(migrations())-1 {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, len(migrations())-1)
+	if versions != appliedMigrations() {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, appliedMigrations())
 	}
 	if err := stores[3].Insert(context.Background(), []Record{sampleRecord(0)}); err != nil {
 		t.Fatal(err)

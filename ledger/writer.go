@@ -120,10 +120,20 @@ func (w *Writer) Enqueue(r Record) bool {
 	return w.enqueue(queued{rec: r})
 }
 
+// ErrHandedBack is Commit's answer when the database failed the insert
+// of r's batch: the writer took r out of the batch it retries and gave it
+// back, so it is not stored and will not be; the caller records what its
+// request became instead (a durable request that could not be recorded is
+// not answered as a success). Wrapped with the database's error.
+var ErrHandedBack = errors.New("ledger write failed; the record was handed back")
+
 // Commit queues r and waits until the batch holding it is in the database
 // (durability sync): the writer flushes at once for a waiting record,
 // taking along whatever else is queued, so concurrent requests share one
-// insert (group commit). An error means the record may not be stored.
+// insert (group commit). The wait ends at the first failed attempt, not
+// after the retries an outage brings: then the error wraps ErrHandedBack
+// and r is not stored. Any other error (ctx's) means r is still queued
+// and may be stored later.
 func (w *Writer) Commit(ctx context.Context, r Record) error {
 	done := make(chan error, 1)
 	if !w.enqueue(queued{rec: r, done: done}) {
@@ -198,29 +208,31 @@ func (w *Writer) Stats() WriterStats {
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]Record, 0, w.opts.BatchSize)
-	var waiters []chan error
+	var waiters []waiter
 	t := time.NewTicker(w.opts.FlushInterval)
 	defer t.Stop()
 	flush := func() {
 		if len(batch) > 0 {
-			err := w.write(batch)
+			written, handedBack, err := w.write(batch, waiters)
 			if w.opts.Done != nil {
-				w.opts.Done(batch)
+				w.opts.Done(written)
 			}
 			clear(batch) // drop string references before reuse
 			batch = batch[:0]
-			for _, c := range waiters {
-				c <- err
+			if !handedBack {
+				for _, wt := range waiters {
+					wt.done <- err
+				}
 			}
 			clear(waiters)
 			waiters = waiters[:0]
 		}
 	}
 	add := func(it queued) {
-		batch = append(batch, it.rec)
 		if it.done != nil {
-			waiters = append(waiters, it.done)
+			waiters = append(waiters, waiter{at: len(batch), done: it.done})
 		}
+		batch = append(batch, it.rec)
 		if len(batch) >= w.opts.BatchSize {
 			flush()
 		}
@@ -263,20 +275,35 @@ func (w *Writer) run() {
 // maxRetryBackoff bounds the wait between retries of a failing database.
 const maxRetryBackoff = 5 * time.Second
 
+// waiter is a Commit waiting on the record at index at of the batch.
+type waiter struct {
+	at   int
+	done chan error
+}
+
 // write inserts one batch, retrying with backoff; a batch that still fails
 // is counted and logged rather than dropped unnoticed. When the store says
 // a row's data was refused, the batch is split until the bad rows are
-// alone: the other records are written, and only those are lost.
-func (w *Writer) write(batch []Record) error {
+// alone: the other records are written, and only those are lost. It
+// returns the records it was through with (for WriterOptions.Done) and
+// whether it answered the waiters itself.
+//
+// The first failure for any other reason (the database is down) answers
+// every Commit waiting on the batch at once, with ErrHandedBack, and takes
+// their records out of the batch it retries: a durable request must not
+// hold its answer through an outage's retries and then deliver it
+// unrecorded. The records of requests not waiting stay and are retried.
+func (w *Writer) write(batch []Record, waiters []waiter) ([]Record, bool, error) {
 	backoff := w.opts.RetryBackoff
 	var err error
 	conflicts := 0
+	handedBack := false
 	for attempt := 0; ; attempt++ {
 		err = w.insert(batch)
 		if err == nil {
 			w.written.Add(int64(len(batch)))
 			w.failing.Store(false)
-			return nil
+			return batch, handedBack, nil
 		}
 		if w.conflicted(err) && conflicts < maxConflictRetries {
 			// Another writer held the rows: not an outage, so neither a
@@ -288,13 +315,20 @@ func (w *Writer) write(batch []Record) error {
 		if w.rejectsRow(err) {
 			lost := w.isolate(batch)
 			if lost == 0 {
-				return nil
+				return batch, handedBack, nil
 			}
 			w.writeErrors.Add(int64(lost))
 			w.opts.Logger(fmt.Sprintf("ledger: %d of %d usage records refused by the database and set aside; the rest were written", lost, len(batch)), err)
-			return err
+			return batch, handedBack, err
 		}
 		w.failing.Store(true)
+		if len(waiters) > 0 && !handedBack {
+			batch = handBack(batch, waiters, err)
+			handedBack = true
+			if len(batch) == 0 {
+				return batch, true, err
+			}
+		}
 		if (w.opts.Retries >= 0 && attempt >= w.opts.Retries) || w.abortCtx.Err() != nil {
 			break
 		}
@@ -310,10 +344,27 @@ func (w *Writer) write(batch []Record) error {
 	w.writeErrors.Add(int64(len(batch)))
 	if errors.Is(err, context.Canceled) && w.abortCtx.Err() != nil {
 		w.opts.Logger(fmt.Sprintf("ledger: shutdown deadline passed; %d usage records not written", len(batch)), err)
-		return err
+		return batch, handedBack, err
 	}
 	w.opts.Logger(fmt.Sprintf("ledger: %d usage records not written after %d retries", len(batch), w.opts.Retries), err)
-	return err
+	return batch, handedBack, err
+}
+
+// handBack answers each waiter that its record is handed back, and
+// returns batch without those records, in order.
+func handBack(batch []Record, waiters []waiter, err error) []Record {
+	out := batch[:0]
+	next := 0
+	for i := range batch {
+		if next < len(waiters) && waiters[next].at == i {
+			waiters[next].done <- fmt.Errorf("%w: %w", ErrHandedBack, err)
+			next++
+			continue
+		}
+		out = append(out, batch[i])
+	}
+	clear(batch[len(out):])
+	return out
 }
 
 // insert is one bounded insert attempt.

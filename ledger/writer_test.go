@@ -356,3 +356,44 @@ func TestWriterRetriesConflictsQuietly(t *testing.T) {
 		t.Fatalf("after two lost conflicts: health %v, logs %q; want healthy and quiet", err, logs)
 	}
 }
+
+// TestWriterCommitHandsBackInAnOutage (hostile review N13): a Commit
+// whose batch meets a failing database is answered at the first failed
+// attempt, not after the outage's retries, with ErrHandedBack, and its
+// record is out of the batch (its caller records what the request
+// became); the batch's other records wait out the outage and are written.
+func TestWriterCommitHandsBackInAnOutage(t *testing.T) {
+	s := newFlaky(t)
+	s.failures = 1 << 30 // down until the test says
+	// The first retry comes a second after the first attempt fails.
+	w := NewWriter(s, WriterOptions{FlushInterval: time.Hour, RetryBackoff: time.Second})
+	w.Start()
+	defer w.Close(context.Background())
+	queued, waited := sampleRecord(1), sampleRecord(2)
+	queued.RequestID, waited.RequestID = "queued", "waited"
+	if !w.Enqueue(queued) {
+		t.Fatal("enqueue refused")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := w.Commit(ctx, waited)
+	if took := time.Since(start); took >= time.Second {
+		t.Errorf("Commit answered after %v: it waited for the retries", took)
+	}
+	if !errors.Is(err, ErrHandedBack) || !strings.Contains(err.Error(), "database is locked") {
+		t.Fatalf("Commit during the outage: %v, want ErrHandedBack with the database's error", err)
+	}
+	s.mu.Lock()
+	s.failures = 0
+	s.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); countRecords(t, s) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the queued record was not written after the outage")
+		}
+	}
+	got, err := s.Query(context.Background(), Filter{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)})
+	if err != nil || len(got) != 1 || got[0].RequestID != "queued" {
+		t.Fatalf("stored %+v (%v), want only the queued record: the handed-back one is its caller's", got, err)
+	}
+}

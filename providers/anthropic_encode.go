@@ -147,6 +147,9 @@ func appendAnthropicBlock(dst []byte, b *AnthropicBlock) []byte {
 	if b.IsError {
 		dst = append(dst, `,"is_error":true`...)
 	}
+	if b.ToolName != "" {
+		dst = jsonfast.AppendStringMember(dst, "tool_name", b.ToolName, false)
+	}
 	if b.Thinking != "" {
 		dst = jsonfast.AppendStringMember(dst, "thinking", b.Thinking, false)
 	}

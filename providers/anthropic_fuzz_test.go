@@ -35,6 +35,7 @@ func FuzzOpenAIToAnthropicRequest(f *testing.F) {
 
 func FuzzAnthropicToOpenAIRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+	f.Add([]byte(claudeCodeToolSearchTurn))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := AnthropicToOpenAIRequest(body, "up", false)
 		checkTranslated(t, out, err)

@@ -51,6 +51,9 @@ type AnthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// tool_reference, inside a tool_result: a tool a client-side tool
+	// search (Claude Code's ToolSearch) loaded for the next turn.
+	ToolName string `json:"tool_name,omitempty"`
 	// thinking
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`

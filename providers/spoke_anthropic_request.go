@@ -277,17 +277,43 @@ func imageURL(src *AnthropicSource) string {
 }
 
 // toolResultText flattens a tool_result's content to the text of a tool
-// message; images inside results have no place there and are dropped.
+// message: its text blocks, and each tool_reference (the tools a
+// client-side tool search loaded, whose schemas the client sends in
+// tools) as a line naming the tool, so the model is not answered with
+// nothing. Images inside results have no place there and are dropped.
 func toolResultText(b *AnthropicBlock) (string, error) {
 	inner, err := anthropicBlocks(nil, b.Content, -1)
 	if err != nil {
 		return "", constError("tool_result content must be a string or an array of content blocks")
 	}
 	text := joinText(inner)
+	if refs := toolReferenceText(inner); refs != "" {
+		if text != "" {
+			text += "\n"
+		}
+		text += refs
+	}
 	if b.IsError {
 		text = toolErrorPrefix + text
 	}
 	return text, nil
+}
+
+// toolReferenceText is one "Tool loaded: name" line per tool_reference
+// block, "" when there are none.
+func toolReferenceText(blocks []AnthropicBlock) string {
+	var b strings.Builder
+	for i := range blocks {
+		if blocks[i].Type != "tool_reference" || blocks[i].ToolName == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(toolLoaded)
+		b.WriteString(blocks[i].ToolName)
+	}
+	return b.String()
 }
 
 func appendAssistantTurn(msgs []chatMessage, blocks []AnthropicBlock, i int) ([]chatMessage, error) {

@@ -91,15 +91,7 @@ func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 			return r.StrPtr(i, &q.Instructions)
 		case "tools":
 			seen(3)
-			if r.IsNull(i) {
-				q.Tools = nil
-				return i + len("null")
-			}
-			q.Tools = []ResponsesTool{}
-			return r.Array(i, func(j int) int {
-				q.Tools = append(q.Tools, ResponsesTool{})
-				return readResponsesTool(&r, j, &q.Tools[len(q.Tools)-1])
-			})
+			return readResponsesTools(&r, i, &q.Tools)
 		case "tool_choice":
 			seen(4)
 			return r.Raw(i, &q.ToolChoice)
@@ -226,6 +218,20 @@ func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 	return r.OK()
 }
 
+// readResponsesTools reads a list of tools (a request's, a namespace's, a
+// tool search output's), null as nil.
+func readResponsesTools(r *jsonfast.Reader, i int, dst *[]ResponsesTool) int {
+	if r.IsNull(i) {
+		*dst = nil
+		return i + len("null")
+	}
+	*dst = []ResponsesTool{}
+	return r.Array(i, func(j int) int {
+		*dst = append(*dst, ResponsesTool{})
+		return readResponsesTool(r, j, &(*dst)[len(*dst)-1])
+	})
+}
+
 func readResponsesTool(r *jsonfast.Reader, i int, t *ResponsesTool) int {
 	var m uint32
 	return r.Object(i, func(k []byte, j int) int {
@@ -250,17 +256,12 @@ func readResponsesTool(r *jsonfast.Reader, i int, t *ResponsesTool) int {
 			return r.Raw(j, &t.Format)
 		case "tools":
 			r.Seen(&m, 1<<6)
-			if r.IsNull(j) {
-				t.Tools = nil
-				return j + len("null")
-			}
-			t.Tools = []ResponsesTool{}
-			return r.Array(j, func(j int) int {
-				t.Tools = append(t.Tools, ResponsesTool{})
-				return readResponsesTool(r, j, &t.Tools[len(t.Tools)-1])
-			})
+			return readResponsesTools(r, j, &t.Tools)
+		case "execution":
+			r.Seen(&m, 1<<7)
+			return r.Str(j, &t.Execution)
 		}
-		return r.Unknown(j, k, "type", "name", "description", "parameters", "strict", "format", "tools")
+		return r.Unknown(j, k, "type", "name", "description", "parameters", "strict", "format", "tools", "execution")
 	})
 }
 
@@ -298,6 +299,12 @@ func readResponsesItem(r *jsonfast.Reader, i int, it *responsesItem) int {
 		case "output":
 			r.Seen(&m, 1<<9)
 			return readItemContent(r, j, &it.Output.itemContent)
+		case "tools": // a tool_search_output's
+			r.Seen(&m, 1<<13)
+			return readResponsesTools(r, j, &it.Tools)
+		case "execution": // a tool search's
+			r.Seen(&m, 1<<12)
+			return r.Str(j, &it.Execution)
 		case "summary":
 			r.Seen(&m, 1<<10)
 			if r.IsNull(j) {
@@ -326,7 +333,7 @@ func readResponsesItem(r *jsonfast.Reader, i int, it *responsesItem) int {
 			return r.StrPtr(j, &it.EncryptedContent)
 		}
 		return r.Unknown(j, k, "type", "id", "role", "content", "call_id", "name", "namespace", "arguments",
-			"input", "output", "summary", "encrypted_content")
+			"input", "output", "summary", "encrypted_content", "execution", "tools")
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 // outputItem is one output item being built: a message, a reasoning
 // item, or a (custom) tool call.
 type outputItem struct {
-	kind string // "message", "reasoning", "function_call", "custom_tool_call"
+	kind string // "message", "reasoning", "function_call", "custom_tool_call", "tool_search_call"
 	id   string
 	// text is the message text, the reasoning text, a function call's
 	// arguments or a custom tool call's input.
@@ -126,6 +126,17 @@ func (it *outputItem) appendJSON(dst []byte, final bool) []byte {
 			text = ""
 		}
 		dst = jsonfast.AppendQuoted(dst, text, false)
+	case "tool_search_call":
+		dst = append(dst, `,"status":"`...)
+		dst = append(dst, status...)
+		dst = append(dst, `","call_id":`...)
+		dst = jsonfast.AppendQuoted(dst, it.callID, false)
+		dst = append(dst, `,"execution":"client","arguments":`...)
+		if final {
+			dst = appendToolSearchArguments(dst, text)
+		} else {
+			dst = append(dst, "{}"...)
+		}
 	}
 	return append(dst, '}')
 }
@@ -139,8 +150,11 @@ func (t *ResponsesTurn) toolCallItem(callID, name string) *outputItem {
 		ref = toolRef{kind: toolFunction, name: name}
 	}
 	kind := "function_call"
-	if ref.kind == toolCustom {
+	switch ref.kind {
+	case toolCustom:
 		kind = "custom_tool_call"
+	case toolSearch:
+		kind = "tool_search_call"
 	}
 	it := t.newOutputItem(kind)
 	if callID == "" {

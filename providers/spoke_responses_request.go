@@ -75,12 +75,13 @@ type chatOptions struct {
 }
 
 // hostedItem reports input items only OpenAI's servers can replay; a
-// translated upstream never saw them, so they are left out.
+// translated upstream never saw them, so they are left out (a
+// server-executed tool search's items too: chatMessages).
 func hostedItem(typ string) bool {
 	switch typ {
 	case "web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call",
 		"computer_call", "computer_call_output", "mcp_call", "mcp_list_tools", "mcp_approval_request",
-		"mcp_approval_response", "tool_search_call", "tool_search_output", "compaction", "compaction_trigger",
+		"mcp_approval_response", "compaction", "compaction_trigger",
 		"local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
 		"apply_patch_call_output":
 		return true
@@ -194,17 +195,31 @@ var customToolParameters = json.RawMessage(`{"type":"object","properties":{"inpu
 // chatTools writes the tools as chat functions and maps tool_choice.
 func (t *ResponsesTurn) chatTools() ([]OpenAITool, json.RawMessage, error) {
 	var tools []OpenAITool
+	// offered is kept only once a tool search loaded tools: one loaded
+	// again, or that the client lists too, is offered once.
+	var offered map[string]bool
+	offer := func(f OpenAIFunction) {
+		if offered != nil {
+			if offered[f.Name] {
+				return
+			}
+			offered[f.Name] = true
+		}
+		tools = append(tools, OpenAITool{Type: "function", Function: f})
+	}
 	var fn func(tool ResponsesTool, namespace string)
 	fn = func(tool ResponsesTool, namespace string) {
 		switch tool.Type {
 		case "function", "":
-			tools = append(tools, OpenAITool{Type: "function", Function: OpenAIFunction{
-				Name: chatName(tool.Name, namespace), Description: tool.Description,
-				Parameters: objectSchema(tool.Parameters), Strict: tool.Strict}})
+			offer(OpenAIFunction{Name: chatName(tool.Name, namespace), Description: tool.Description,
+				Parameters: objectSchema(tool.Parameters), Strict: tool.Strict})
+		case "tool_search":
+			if clientToolSearch(&tool) {
+				offer(OpenAIFunction{Name: toolSearchName, Description: tool.Description, Parameters: objectSchema(tool.Parameters)})
+			}
 		case "custom":
-			tools = append(tools, OpenAITool{Type: "function", Function: OpenAIFunction{
-				Name: chatName(tool.Name, namespace), Description: customToolDescription(tool),
-				Parameters: customToolParameters}})
+			offer(OpenAIFunction{Name: chatName(tool.Name, namespace), Description: customToolDescription(tool),
+				Parameters: customToolParameters})
 		case "namespace":
 			for _, sub := range tool.Tools {
 				fn(sub, tool.Name)
@@ -213,6 +228,16 @@ func (t *ResponsesTurn) chatTools() ([]OpenAITool, json.RawMessage, error) {
 	}
 	for _, tool := range t.Req.Tools {
 		fn(tool, "")
+	}
+	if loaded := t.loadedTools(); len(loaded) > 0 {
+		t.indexLoaded(loaded)
+		offered = make(map[string]bool, len(tools)+len(loaded))
+		for _, tool := range tools {
+			offered[tool.Function.Name] = true
+		}
+		for _, tool := range loaded {
+			fn(tool, "")
+		}
 	}
 	choice, keep, err := t.chatToolChoice()
 	if err != nil {
@@ -403,6 +428,25 @@ func (t *ResponsesTurn) chatMessages(thinking bool) ([]chatMessage, error) {
 			m := openAssistant()
 			m.ToolCalls = append(m.ToolCalls, OpenAIToolCall{ID: it.CallID, Type: "function",
 				Function: OpenAIFunctionCall{Name: chatName(it.Name, it.Namespace), Arguments: args}})
+		case "tool_search_call", "tool_search_output":
+			if it.Execution != toolSearchClient {
+				continue // OpenAI's servers ran it; nothing a backend can replay
+			}
+			if typ == "tool_search_call" {
+				call, err := toolSearchCall(it, param)
+				if err != nil {
+					return nil, err
+				}
+				m := openAssistant()
+				m.ToolCalls = append(m.ToolCalls, call)
+				continue
+			}
+			msg, err := toolSearchResult(it, param)
+			if err != nil {
+				return nil, err
+			}
+			assistant = -1
+			msgs = append(msgs, msg)
 		case "function_call_output", "custom_tool_call_output":
 			if it.CallID == "" {
 				return nil, responsesError(param+".call_id", "%s.call_id is required", param)

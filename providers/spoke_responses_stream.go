@@ -190,6 +190,9 @@ func (s *responsesStream) closeItem(dst []byte, it *outputItem) []byte {
 		dst = append(dst, `,"arguments":`...)
 		dst = jsonfast.AppendQuoted(dst, text, false)
 		dst = end(dst)
+	case it.kind == "tool_search_call":
+		// Its arguments are an object, whole in output_item.done; the API
+		// streams no delta events for it.
 	default:
 		// A custom tool's input sits inside JSON arguments: it can only
 		// be read whole, so its one delta comes at the end.

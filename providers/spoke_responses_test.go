@@ -469,8 +469,15 @@ func TestResponsesStreamFailure(t *testing.T) {
 func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"name":"apply_patch","arguments":"{"}}]}}]}`))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"reasoning":"r","refusal":"no"}}]}`), []byte(`{"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":-1}}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"tool_search","arguments":"{\"query\""}}]}}]}`), []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"x"}}]}}]} `))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		turn, err := ParseResponsesRequest([]byte(codexTurn))
+		// A second chunk of odd length runs against Codex's request with
+		// a client tool search instead.
+		body := codexTurn
+		if len(b)%2 == 1 {
+			body = codexSearchFirstTurn
+		}
+		turn, err := ParseResponsesRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,6 +498,8 @@ func FuzzResponsesStream(f *testing.F) {
 // FuzzResponsesRequest: any body is an error or a valid chat request.
 func FuzzResponsesRequest(f *testing.F) {
 	f.Add([]byte(codexTurn))
+	f.Add([]byte(codexSearchFirstTurn))
+	f.Add([]byte(codexSearchSecondTurn))
 	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]},{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`))
 	// Every field the reader knows, so the seed run alone compares the
 	// fast path with encoding/json on all of them.

@@ -60,7 +60,10 @@ type ResponsesReasoning struct {
 // ResponsesTool is one entry of `tools`: a flat function, a custom
 // (freeform) tool, a namespace of functions, or a hosted tool.
 type ResponsesTool struct {
-	Type        string          `json:"type"`
+	Type string `json:"type"`
+	// Execution is where a tool_search runs: "client" (the client runs
+	// it; spoke_responses_tool_search.go) or OpenAI's servers.
+	Execution   string          `json:"execution,omitempty"`
 	Name        string          `json:"name,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
@@ -84,6 +87,10 @@ type responsesItem struct {
 	Output           toolOutputContent      `json:"output"`
 	Summary          []responsesSummaryPart `json:"summary"`
 	EncryptedContent *string                `json:"encrypted_content"`
+	// Execution and Tools are a tool_search_call's or
+	// tool_search_output's: who ran the search, and what it loaded.
+	Execution string          `json:"execution"`
+	Tools     []ResponsesTool `json:"tools"`
 }
 
 // isReference: an item_reference, whose type the spec lets clients leave
@@ -116,6 +123,7 @@ type toolKind uint8
 const (
 	toolFunction toolKind = iota
 	toolCustom
+	toolSearch // a tool search the client runs
 )
 
 // toolRef maps a chat function name back to the Responses tool it came
@@ -396,6 +404,8 @@ func itemPrefix(typ string) string {
 		prefix = "ctc_"
 	case "custom_tool_call_output":
 		prefix = "ctco_"
+	case "tool_search_call":
+		prefix = "tsc_"
 	case "reasoning":
 		prefix = "rs_"
 	}
@@ -505,6 +515,12 @@ func (t *ResponsesTurn) indexTools() error {
 					return responsesError(sp+".type", "a namespace holds function and custom tools, not %q", sub.Type)
 				}
 				if err := add(sp, namespacedName(tool.Name, sub.Name), toolRef{kind: kind, name: sub.Name, namespace: tool.Name}); err != nil {
+					return err
+				}
+			}
+		case "tool_search":
+			if clientToolSearch(&tool) {
+				if err := add(param, toolSearchName, toolRef{kind: toolSearch, name: toolSearchName}); err != nil {
 					return err
 				}
 			}

@@ -371,7 +371,8 @@ func (req *keyRequest) changesMoreThanStatus() bool {
 
 // workspaceRequest is the body of a workspace create or update.
 type workspaceRequest struct {
-	Name *string `json:"name"`
+	Name               *string `json:"name"`
+	CountAgentReported *bool   `json:"count_agent_reported"`
 	limitsRequest
 }
 
@@ -722,6 +723,7 @@ func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 	for _, name := range static {
 		o := adminapi.Workspace{ID: name, Type: "workspace", Name: name, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(limits[name])
+		o.CountAgentReported = limits[name].CountAgentReported
 		out = append(out, o)
 	}
 	_, runtime := a.Controls.Runtime()
@@ -732,7 +734,7 @@ func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 		o := adminapi.Workspace{ID: ws.ID, Type: "workspace", Name: ws.Name, CreatedAt: rfc3339(ws.CreatedAt), ArchivedAt: rfc3339(ws.ArchivedAt),
 			CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(ws.Limits)
-		o.MCP = ws.Limits.MCP
+		o.MCP, o.CountAgentReported = ws.Limits.MCP, ws.Limits.CountAgentReported
 		out = append(out, o)
 	}
 	return out
@@ -793,6 +795,9 @@ func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id strin
 		}
 		if msg := applyLimits(&ws.Limits, &req.limitsRequest); msg != "" {
 			return badRequest(msg)
+		}
+		if req.CountAgentReported != nil {
+			ws.Limits.CountAgentReported = *req.CountAgentReported
 		}
 		ws.UpdatedAt = now
 		return nil

@@ -42,6 +42,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"POST /v1/organizations/workspaces/{id}", a.controls(a.updateWorkspace), true},
 		{"POST /v1/organizations/workspaces/{id}/archive", a.controls(a.archiveWorkspace), false},
 		{"GET /v1/organizations/sessions", requireCaller(a.serveSessions), false},
+		{"DELETE " + SessionsPath + "/{id}/agent_reported", requireCaller(a.deleteAgentReported), false},
 		// A GET pattern takes HEAD too: the reports answer it.
 		{"GET /v1/organizations/usage_report/messages", a.reportCaller(a.report), false},
 		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
@@ -68,6 +69,7 @@ func (a *Handler) routes() *http.ServeMux {
 	sessionsNotAllowed := requireCaller(notAllowed("GET", "GET", false))
 	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath, sessionsNotAllowed)
+	m.HandleFunc(SessionsPath+"/{id}/agent_reported", requireCaller(notAllowed("DELETE", "DELETE", false)))
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -154,4 +155,80 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 		page.NextPage = &next
 	}
 	writeJSON(w, page)
+}
+
+// agentReportedDeleted answers a delete of agent-reported records.
+type agentReportedDeleted struct {
+	Type           string      `json:"type"`
+	SessionID      string      `json:"session_id"`
+	APIKeyID       string      `json:"api_key_id"`
+	DeletedRecords int         `json:"deleted_records"`
+	Cost           sessionCost `json:"cost"`
+	// BudgetCost is the part of Cost budgets counted, now taken back.
+	BudgetCost sessionCost `json:"budget_cost"`
+}
+
+// deleteAgentReported answers DELETE
+// /v1/organizations/sessions/{id}/agent_reported?api_key_id=…[&request_id=…]:
+// an admin takes back what a coding agent reported of a session (every
+// record of it, or the one request_id names), with its roll-up sums and
+// the budget spend it added. The gateway's own records are never touched.
+func (a *Handler) deleteAgentReported(w http.ResponseWriter, r *http.Request) {
+	if id := policy.IdentityFrom(r.Context()); id.Role != policy.RoleAdmin {
+		fail(w, http.StatusForbidden, "deleting agent-reported usage needs the gateway's admin key")
+		return
+	}
+	sel, msg := agentReportedSelector(r)
+	if msg != "" {
+		fail(w, http.StatusBadRequest, msg)
+		return
+	}
+	del, ok := a.Store.(ledger.AgentReportedDeleter) // false for a nil Store too
+	if !ok {
+		fail(w, http.StatusNotFound, "agent-reported usage is kept in the gateway's own ledger, which this llm_admin does not read")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	got, err := del.DeleteAgentReported(ctx, sel)
+	if err != nil {
+		if !errors.Is(err, r.Context().Err()) {
+			fail(w, http.StatusServiceUnavailable, "the usage ledger could not be changed; retry")
+		}
+		return
+	}
+	if got.Records == 0 {
+		fail(w, http.StatusNotFound, "no agent-reported usage of session "+strconv.Quote(sel.SessionID)+" under API key "+strconv.Quote(sel.KeyID)+requestNamed(sel.RequestID))
+		return
+	}
+	a.record(r, "agent_reported.delete", sel.KeyID+" "+sel.SessionID, map[string]string{"request_id": sel.RequestID,
+		"records": strconv.Itoa(got.Records), "cost_pico": strconv.FormatInt(got.CostPico, 10), "budget_cost_pico": strconv.FormatInt(got.CountedPico, 10)})
+	writeJSON(w, agentReportedDeleted{Type: "agent_reported_deleted", SessionID: sel.SessionID, APIKeyID: sel.KeyID, DeletedRecords: got.Records,
+		Cost: sessionCost{Amount: ledger.ShortCents(got.CostPico), Currency: "USD"}, BudgetCost: sessionCost{Amount: ledger.ShortCents(got.CountedPico), Currency: "USD"}})
+}
+
+// agentReportedSelector reads the delete's session, key and request id,
+// or says what is wrong with them.
+func agentReportedSelector(r *http.Request) (ledger.AgentReportedSelector, string) {
+	v, err := ledger.ParseRawQuery(r.URL.RawQuery)
+	if err != nil {
+		return ledger.AgentReportedSelector{}, "query: " + err.Error()
+	}
+	for name := range v {
+		if name != "api_key_id" && name != "request_id" {
+			return ledger.AgentReportedSelector{}, name + ": unknown parameter (known: api_key_id, request_id)"
+		}
+	}
+	sel := ledger.AgentReportedSelector{KeyID: v.Get("api_key_id"), SessionID: r.PathValue("id"), RequestID: v.Get("request_id")}
+	if sel.KeyID == "" {
+		return sel, "api_key_id: required, the key whose agent reported the session (a session id is the client's choice, so it names a session of one key only)"
+	}
+	return sel, ""
+}
+
+func requestNamed(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " with request_id " + strconv.Quote(id)
 }

@@ -1,0 +1,45 @@
+package agentotel
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// An agent's reported cost is a report: no budget counts it unless the
+// workspace's admin asked; then it counts at most its tokens at list
+// price (hostile review N5).
+func TestReportedCostCountsOnlyWhereTurnedOnAndBounded(t *testing.T) {
+	haiku := ledger.Prices{Input: 1_000_000, Output: 5_000_000} // $1 and $5 per million tokens
+	for _, c := range []struct {
+		name        string
+		workspace   string
+		cost        float64
+		wantCost    int64
+		wantReports bool
+	}{
+		// $50 invented for 10 input and 20 output tokens.
+		{"off: reported as sent, report only", "plain", 50, 50_000_000_000_000, true},
+		{"on: an invented cost is clamped to list price", "counted", 50, 10*1_000_000 + 20*5_000_000, false},
+		{"on: a lower reported cost stands", "counted", 0.00000005, 50_000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []ledger.Record
+			rc := NewReceiver(Options{
+				Record:     func(r ledger.Record) bool { got = append(got, r); return true },
+				Counted:    func(ws string) bool { return ws == "counted" },
+				ListPrices: func(model string) ledger.Prices { return map[string]ledger.Prices{"claude-haiku-4-5": haiku}[model] },
+				Now:        func() time.Time { return time.Date(2025, 11, 26, 22, 0, 0, 0, time.UTC) },
+			})
+			res, _, status := rc.Logs(context.Background(), claudeCodeLogsProto("s-1", c.cost), "key-1", c.workspace)
+			if status != 200 || res.Recorded != 1 || len(got) != 1 {
+				t.Fatalf("status %d, result %+v, records %d", status, res, len(got))
+			}
+			if got[0].CostPicoUSD != c.wantCost || got[0].ReportOnly != c.wantReports {
+				t.Fatalf("cost %d report-only %v; want %d, %v", got[0].CostPicoUSD, got[0].ReportOnly, c.wantCost, c.wantReports)
+			}
+		})
+	}
+}
