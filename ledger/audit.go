@@ -22,6 +22,10 @@ type AuditEntry struct {
 	Target string
 	Source string
 	Fields map[string]string
+	// Seq and Hash are the entry's place in the hash chain
+	// (audit_chain.go), set by AppendAudit.
+	Seq  int64
+	Hash string
 }
 
 // AuditFilter selects audit entries. Empty strings and zero times match
@@ -34,7 +38,8 @@ type AuditFilter struct {
 }
 
 // AuditStore keeps the audit log. It only appends: no method changes or
-// removes an entry.
+// removes an entry, and each entry is chained to the one before it
+// (audit_chain.go), so a change made in the database shows.
 type AuditStore interface {
 	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
 	// QueryAudit returns the entries f selects, newest first, at most
@@ -73,11 +78,18 @@ func (s *sqlStore) AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, e
 		}
 		return v
 	}
-	p := s.d.placeholder
-	_, err = s.db.ExecContext(ctx, `INSERT INTO audit_log (id, ts_us, actor, action, target, source, fields) VALUES (`+
-		p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`)`,
-		e.ID, e.Time.UnixMicro(), clean(e.Actor), clean(e.Action), clean(e.Target), clean(e.Source), string(fields))
-	return e, err
+	r := auditRow{id: e.ID, tsUS: e.Time.UnixMicro(), actor: clean(e.Actor), action: clean(e.Action), target: clean(e.Target),
+		source: clean(e.Source), fields: string(fields)}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return e, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.appendAuditRow(ctx, tx, &r); err != nil {
+		return e, err
+	}
+	e.Seq, e.Hash = r.seq, r.hash
+	return e, tx.Commit()
 }
 
 // QueryAudit answers f, newest first.

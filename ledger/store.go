@@ -342,7 +342,46 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// call's arguments and result (its tokens are 0). Records of an
 		// older release, or written by one sharing the database, read 0.
 		13: `ALTER TABLE usage_records ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
+		// Dashboard sessions signed out before their cookie expires
+		// (signout.go), by the digest of the session id: every instance
+		// refuses them, after a restart too. A row is deleted once its
+		// session would have expired anyway.
+		18: `CREATE TABLE signed_out_sessions (
+	id TEXT PRIMARY KEY,
+	expires_us BIGINT NOT NULL
+)`,
+		// People SCIM deleted (scim_tombstones.go): sign-in refuses them as
+		// it refuses a deactivated person, until the IdP provisions the
+		// userName or externalId again.
+		19: `CREATE TABLE scim_tombstones (
+	user_name_key TEXT NOT NULL,
+	external_id TEXT NOT NULL,
+	deleted_us BIGINT NOT NULL
+);
+CREATE INDEX scim_tombstones_name ON scim_tombstones (user_name_key)`,
+		// The audit log's hash chain (audit_chain.go): each row's seq,
+		// the previous row's hash and its own; audit_head holds the last
+		// seq and hash, so a deleted tail shows, and its row lock orders
+		// every append. The rows already logged are chained in id order
+		// by chainAuditTx in this migration's transaction.
+		20: `ALTER TABLE audit_log ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE audit_log ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX audit_log_seq ON audit_log (seq) WHERE seq > 0;
+CREATE TABLE audit_head (
+	id INTEGER PRIMARY KEY,
+	seq BIGINT NOT NULL,
+	hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 	}
+}
+
+// migrationSteps are Go steps that run in a migration's transaction
+// after its statements, for what SQL shared by both databases cannot
+// compute (a SHA-256 per row).
+func migrationSteps() map[int]func(s *sqlStore, ctx context.Context, tx *sql.Tx) error {
+	return map[int]func(*sqlStore, context.Context, *sql.Tx) error{20: (*sqlStore).chainAuditTx}
 }
 
 const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_model, provider,
@@ -373,6 +412,10 @@ type sqlStore struct {
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
+		if steps[v] == "" {
+			// A number kept for a migration another branch adds.
+			continue
+		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}
@@ -410,6 +453,11 @@ func (s *sqlStore) applyMigration(ctx context.Context, v int, text string) error
 	}
 	for _, stmt := range strings.Split(text, ";\n") {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if step := migrationSteps()[v]; step != nil {
+		if err := step(s, ctx, tx); err != nil {
 			return err
 		}
 	}
