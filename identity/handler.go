@@ -63,8 +63,6 @@ type Handler struct {
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
 	healthAt time.Time
-	// signedOut are sessions ended here before their cookie expires.
-	signedOut map[string]time.Time
 }
 
 // New checks cfg and builds the handler. It makes no network call: the
@@ -107,7 +105,7 @@ func New(cfg Config, controls *policy.Controls, audit Auditor) (*Handler, error)
 		audit = AuditFunc(func(context.Context, AuditEvent) {})
 	}
 	return &Handler{cfg: cfg, controls: controls, audit: audit, seal: newSealer(cfg),
-		hc: &http.Client{Timeout: 10 * time.Second}, now: time.Now, signedOut: map[string]time.Time{}}, nil
+		hc: &http.Client{Timeout: 10 * time.Second}, now: time.Now}, nil
 }
 
 // Groups are the handler's group rules.
@@ -570,10 +568,12 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 	return person, idt, nil
 }
 
-// logout ends the dashboard session.
+// logout ends the dashboard session on every instance: its id goes into
+// the ledger with its expiry (policy.Controls.SignOut), which every
+// instance's control poll reads, a restarted one included.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.currentSession(r)
-	if !ok {
+	s, state := h.currentSession(r)
+	if state == sessionNone {
 		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
 		writeJSON(w, http.StatusOK, map[string]any{"signed_out": true})
 		return
@@ -582,15 +582,14 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; read csrf_token from GET /v1/me")
 		return
 	}
-	h.mu.Lock()
-	now := h.now()
-	for id, exp := range h.signedOut {
-		if !now.Before(exp) {
-			delete(h.signedOut, id)
-		}
+	if h.controls == nil || h.controls.SignOut(r.Context(), s.ID, s.Expires) != nil {
+		// The cookie stays: the person can retry, and is not told they
+		// are signed out while the session still works elsewhere.
+		w.Header().Set("Retry-After", "5")
+		fail(w, http.StatusServiceUnavailable, "api_error", "the sign-out could not be recorded in the gateway's ledger database, so the session would still work on other instances; retry")
+		return
 	}
-	h.signedOut[s.ID] = s.Expires
-	h.mu.Unlock()
+	now := h.now()
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
 	h.record(r.Context(), AuditEvent{Time: now.UTC(), Actor: s.Person.ID(), Action: "oidc.signout", Source: source(r)})
 	out := map[string]any{"signed_out": true}
@@ -605,19 +604,34 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) currentSession(r *http.Request) (session, bool) {
+// sessionState is what a request's session cookie is worth.
+type sessionState int
+
+const (
+	sessionNone    sessionState = iota // absent, forged, expired or signed out
+	sessionOK                          // a live session
+	sessionUnknown                     // live, but the sign-outs are not read yet (the ledger is opening)
+)
+
+func (h *Handler) currentSession(r *http.Request) (session, sessionState) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return session{}, false
+		return session{}, sessionNone
 	}
 	var s session
 	if h.seal.open(sessionCookie, c.Value, &s) != nil || !h.now().Before(s.Expires) {
-		return session{}, false
+		return session{}, sessionNone
 	}
-	h.mu.Lock()
-	_, out := h.signedOut[s.ID]
-	h.mu.Unlock()
-	return s, !out
+	if h.controls == nil {
+		return s, sessionOK
+	}
+	switch out, loaded := h.controls.SignedOut(s.ID); {
+	case out:
+		return session{}, sessionNone
+	case !loaded:
+		return s, sessionUnknown
+	}
+	return s, sessionOK
 }
 
 func (h *Handler) csrfOK(r *http.Request, s session) bool {
@@ -641,10 +655,15 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 	if _, err := r.Cookie(sessionCookie); err != nil || !sessionPath(r.URL.Path) {
 		return nil, false
 	}
-	s, ok := h.currentSession(r)
-	if !ok {
+	s, state := h.currentSession(r)
+	switch state {
+	case sessionNone:
 		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
-		fail(w, http.StatusUnauthorized, "authentication_error", "your sign-in session has ended (it lasts as long as the identity provider's ID token); sign in again")
+		fail(w, http.StatusUnauthorized, "authentication_error", "your sign-in session has ended (it lasts as long as the identity provider's ID token, and ends on sign-out); sign in again")
+		return nil, true
+	case sessionUnknown:
+		w.Header().Set("Retry-After", "2")
+		fail(w, http.StatusServiceUnavailable, "api_error", "the gateway is still reading its ledger database, where sign-outs are kept; retry in a moment")
 		return nil, true
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.csrfOK(r, s) {
