@@ -17,7 +17,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -34,6 +34,7 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate login --print-key
   caddy modelgate login --browser
   caddy modelgate env
+  caddy modelgate audit verify --config Caddyfile
 
 login signs a person in with the company's identity provider through the
 gateway (device flow: open the link it prints, enter the code; --browser, or
@@ -46,7 +47,9 @@ Code, Codex, Gemini CLI, opencode and the SDKs need. These need no admin
 key.
 
 --workspace takes a workspace's name or id; --models must name aliases the
-gateway serves. usage lists tokens and spend per day, key and model, free
+gateway serves. audit verify reads the ledger database the Caddyfile names
+(or --ledger) and checks the audit log's hash chain; it needs no gateway
+and no admin key. usage lists tokens and spend per day, key and model, free
 local models included. A new key's secret is printed once. --json prints
 JSON for scripts.
 
@@ -60,7 +63,7 @@ SSL_CERT_FILE=FILE, which Go reads on Linux.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand())
+			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand(), auditCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})
