@@ -433,6 +433,9 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 // DirectoryEntry is what a user directory (SCIM) knows of a person.
 type DirectoryEntry struct {
 	Active bool
+	// Deleted: the directory deleted the person; they are refused as a
+	// deactivated person is.
+	Deleted bool
 	// Groups replace the provider's when not nil.
 	Groups []string
 }
@@ -465,6 +468,9 @@ func (h *Handler) grantFor(ctx context.Context, person Person) (Grant, string) {
 	h.mu.Unlock()
 	if dir != nil {
 		if e, found := dir.Lookup(ctx, person.Email, person.Subject); found {
+			if e.Deleted {
+				return Grant{}, person.ID() + " was deleted from the user directory; ask an admin to provision them again"
+			}
 			if !e.Active {
 				return Grant{}, person.ID() + " is deactivated in the user directory; ask an admin to reactivate them"
 			}

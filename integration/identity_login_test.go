@@ -28,6 +28,16 @@ var devicePrompt = regexp.MustCompile(`open (\S+) and enter the code (\S+)`)
 // pages, as a person would in a browser.
 func cliLogin(t *testing.T, s identitySetup, configHome, user string) string {
 	t.Helper()
+	out, err := cliLoginResult(t, s, configHome, user)
+	if err != nil {
+		t.Fatalf("caddy modelgate login: %v\n%s", err, out)
+	}
+	return out
+}
+
+// cliLoginResult is cliLogin that leaves a failed login to the caller.
+func cliLoginResult(t *testing.T, s identitySetup, configHome, user string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testbin.Path(t), "modelgate", "login", "--gateway", s.g.base)
@@ -64,10 +74,8 @@ func cliLogin(t *testing.T, s identitySetup, configHome, user string) string {
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("caddy modelgate login: %v\n%s", err, out.String())
-	}
-	return out.String()
+	err = cmd.Wait()
+	return out.String(), err
 }
 
 // printKey runs `caddy modelgate login --print-key`, as apiKeyHelper does.

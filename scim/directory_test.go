@@ -48,26 +48,42 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 		return id.ID
 	}
 	ctx := context.Background()
-	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+	if _, found := h.Lookup(ctx, "dana@example.com", ""); found {
 		t.Fatal("found a person SCIM never provisioned")
 	}
 	uid := call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Dana@example.com","externalId":"00u1","active":true}`)
-	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+	if _, found := h.Lookup(ctx, "dana@example.com", ""); found {
 		t.Fatal("a view younger than directoryTTL was read again: the cache does not hold")
 	}
 	later()
-	active, groups, found := h.Lookup(ctx, "dana@example.com", "")
-	if !found || !active || groups != nil {
-		t.Fatalf("after create: active=%v groups=%v found=%v; want active, no group override", active, groups, found)
+	e, found := h.Lookup(ctx, "dana@example.com", "")
+	if !found || !e.Active || e.Groups != nil {
+		t.Fatalf("after create: %+v found=%v; want active, no group override", e, found)
 	}
 	call("POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"engineering","members":[{"value":"`+uid+`"}]}`)
 	later()
-	if _, groups, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(groups, []string{"engineering"}) {
-		t.Fatalf("by subject after group push: groups=%v, want [engineering]", groups)
+	if e, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(e.Groups, []string{"engineering"}) {
+		t.Fatalf("by subject after group push: groups=%v, want [engineering]", e.Groups)
 	}
 	call("PATCH", "/scim/v2/Users/"+uid, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":false}}]}`)
 	later()
-	if active, _, found = h.Lookup(ctx, "dana@example.com", ""); !found || active {
-		t.Fatalf("after deactivation: active=%v found=%v, want found and inactive", active, found)
+	if e, found = h.Lookup(ctx, "dana@example.com", ""); !found || e.Active || e.Deleted {
+		t.Fatalf("after deactivation: %+v found=%v, want found and inactive", e, found)
+	}
+
+	// DELETE leaves a tombstone: the person is still found, and refused,
+	// by userName and by subject.
+	call("DELETE", "/scim/v2/Users/"+uid, "")
+	later()
+	for _, who := range [][2]string{{"DANA@example.com", ""}, {"", "00u1"}} {
+		if e, found = h.Lookup(ctx, who[0], who[1]); !found || e.Active || !e.Deleted {
+			t.Fatalf("after delete, %q: %+v found=%v, want a deleted person", who, e, found)
+		}
+	}
+	// Provisioned again: a new user, active, with no tombstone left.
+	call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"dana@example.com","externalId":"00u1","active":true}`)
+	later()
+	if e, found = h.Lookup(ctx, "", "00u1"); !found || !e.Active || e.Deleted {
+		t.Fatalf("re-created: %+v found=%v, want active", e, found)
 	}
 }

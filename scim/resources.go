@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -141,7 +142,76 @@ func userFrom(in map[string]any) (User, error) {
 	if !ledger.StorableText(u.UserName) || !ledger.StorableText(u.ExternalID) {
 		return u, badRequest("invalidValue", "userName and externalId must be valid UTF-8 text")
 	}
-	return u, nil
+	return u, u.bounded()
+}
+
+// Bounds on what a provider may store: an email is at most 254
+// characters, and no IdP sends names or ids near these; a body within
+// maxBodyBytes could otherwise keep a 70 000-character userName in every
+// instance's directory view.
+const (
+	maxIDLength     = 256  // userName, externalId, an email, a member's id
+	maxTextLength   = 1024 // displayName and the name's parts
+	maxEmails       = 20
+	maxGroupMembers = 50000
+)
+
+// tooLong is the 400 naming the field and its bound.
+func tooLong(field string, n, limit int) error {
+	return badRequest("invalidValue", "%s: at most %d characters (got %d)", field, limit, n)
+}
+
+// bounded checks every string field against its bound.
+func (u User) bounded() error {
+	for _, f := range []struct {
+		name, v string
+		limit   int
+	}{{"userName", u.UserName, maxIDLength}, {"externalId", u.ExternalID, maxIDLength}, {"displayName", u.DisplayName, maxTextLength}} {
+		if n := utf8.RuneCountInString(f.v); n > f.limit {
+			return tooLong(f.name, n, f.limit)
+		}
+	}
+	if u.Name != nil {
+		for name, v := range map[string]string{"name.formatted": u.Name.Formatted, "name.givenName": u.Name.GivenName, "name.familyName": u.Name.FamilyName} {
+			if n := utf8.RuneCountInString(v); n > maxTextLength {
+				return tooLong(name, n, maxTextLength)
+			}
+		}
+	}
+	if len(u.Emails) > maxEmails {
+		return badRequest("invalidValue", "emails: at most %d addresses (got %d)", maxEmails, len(u.Emails))
+	}
+	for _, e := range u.Emails {
+		if n := utf8.RuneCountInString(e.Value); n > maxIDLength {
+			return tooLong("emails.value", n, maxIDLength)
+		}
+		if n := utf8.RuneCountInString(e.Type); n > maxIDLength {
+			return tooLong("emails.type", n, maxIDLength)
+		}
+	}
+	return nil
+}
+
+// bounded checks a group's name and members against their bounds.
+func (g Group) bounded() error {
+	if n := utf8.RuneCountInString(g.DisplayName); n > maxIDLength {
+		return tooLong("displayName", n, maxIDLength)
+	}
+	if n := utf8.RuneCountInString(g.ExternalID); n > maxIDLength {
+		return tooLong("externalId", n, maxIDLength)
+	}
+	if len(g.Members) > maxGroupMembers {
+		return badRequest("invalidValue", "members: at most %d (got %d)", maxGroupMembers, len(g.Members))
+	}
+	for _, m := range g.Members {
+		if n := utf8.RuneCountInString(m.Value); n > maxIDLength {
+			return tooLong("members.value", n, maxIDLength)
+		}
+		if n := utf8.RuneCountInString(m.Display); n > maxTextLength {
+			return tooLong("members.display", n, maxTextLength)
+		}
+	}
+	return nil
 }
 
 func groupFrom(in map[string]any) (Group, error) {
@@ -164,7 +234,7 @@ func groupFrom(in map[string]any) (Group, error) {
 	if g.Members == nil {
 		g.Members = []Member{}
 	}
-	return g, nil
+	return g, g.bounded()
 }
 
 func decodeUser(doc []byte) (User, error) {
