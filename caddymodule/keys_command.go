@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -55,7 +56,9 @@ JSON for scripts.
 
 A gateway whose certificate comes from a private CA or Caddy's ` + "`tls internal`" + `
 is trusted with --ca-cert FILE (its root certificate, PEM), or with
-SSL_CERT_FILE=FILE, which Go reads on Linux.`,
+SSL_CERT_FILE=FILE, which Go reads on Linux. login keeps a copy of the
+--ca-cert it was given, so --print-key renews through it, and env prints
+NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().String("gateway", "http://localhost:4000", "The gateway's base URL")
 			cmd.PersistentFlags().String("ca-cert", "", "PEM file of a CA to trust besides the system's (a private CA, Caddy's tls internal root.crt)")
@@ -251,13 +254,26 @@ func usageCommand() *cobra.Command {
 	return c
 }
 
+// loginClient is the login the flags ask for. --ca-cert is checked now
+// and kept with the login; without it, the stored login's copy is
+// trusted, so renewals reach a gateway on a private CA.
 func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
 	ca, _ := cmd.Flags().GetString("ca-cert")
-	hc, err := admincli.HTTPClient(ca)
-	if err != nil {
-		return nil, err
+	if ca != "" {
+		if _, err := admincli.HTTPClient(ca); err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %v", err)
+		}
+		ca = abs
 	}
-	l := &admincli.Login{HTTP: hc, Prompt: cmd.ErrOrStderr()}
+	l := &admincli.Login{CACert: ca, Prompt: cmd.ErrOrStderr()}
+	stored, _ := l.Load()
+	if stored != nil && l.CACert == "" {
+		l.CACert = stored.CACert
+	}
 	if f := cmd.Flags().Lookup("browser"); f != nil {
 		l.Browser = f.Value.String() == "true"
 	}
@@ -266,8 +282,8 @@ func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
 	}
 	if cmd.Flags().Changed("gateway") {
 		l.Gateway, _ = cmd.Flags().GetString("gateway")
-	} else if s, err := l.Load(); err == nil {
-		l.Gateway = s.Gateway
+	} else if stored != nil {
+		l.Gateway = stored.Gateway
 	}
 	return l, nil
 }

@@ -42,6 +42,11 @@ const (
 	// the next request tries again: an IdP that was down comes back
 	// without a restart.
 	retryDiscovery = 10 * time.Second
+	// retryDeviceFlow is how long a refusal of the device grant is
+	// remembered: the CLI goes straight to the browser meanwhile, and a
+	// client the provider's admin has fixed works again without a restart.
+	retryDeviceFlow = 10 * time.Minute
+	deviceGrant     = "urn:ietf:params:oauth:grant-type:device_code"
 )
 
 // Handler is the relying party. Build it with New.
@@ -56,9 +61,15 @@ type Handler struct {
 	mu        sync.Mutex
 	prov      *oidc.Provider
 	deviceURL string
-	provErr   error
-	provAt    time.Time
-	dir       Directory
+	// deviceRefused is the provider's refusal of the device grant for
+	// this client (an OAuth error from its device endpoint), remembered until
+	// deviceRefusedAt+retryDeviceFlow: the discovery document says only
+	// that the provider has the flow, not that this client may use it.
+	deviceRefused   string
+	deviceRefusedAt time.Time
+	provErr         error
+	provAt          time.Time
+	dir             Directory
 	// health is the last check that the discovered provider still
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
@@ -151,10 +162,15 @@ func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
 	var device string
 	if err == nil {
 		var extra struct {
-			Device string `json:"device_authorization_endpoint"`
+			Device string   `json:"device_authorization_endpoint"`
+			Grants []string `json:"grant_types_supported"`
 		}
 		_ = p.Claims(&extra)
-		device = extra.Device
+		// A provider listing its grants without the device grant has
+		// no device flow, whatever endpoint it names.
+		if extra.Grants == nil || contains(extra.Grants, deviceGrant) {
+			device = extra.Device
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -238,11 +254,29 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		out["error"] = err.Error()
 	} else {
+		refused := h.deviceRefusal()
 		h.mu.Lock()
-		out["device_flow"] = h.deviceURL != ""
+		// true: the provider offers the flow and has not refused it to
+		// this client lately. Providers publish no per-client grants, so
+		// a refusal is known only from a try.
+		out["device_flow"] = h.deviceURL != "" && refused == ""
 		h.mu.Unlock()
+		if refused != "" {
+			out["device_flow_error"] = refused
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// deviceRefusal is the provider's remembered refusal of the device grant,
+// empty when there is none or it is older than retryDeviceFlow.
+func (h *Handler) deviceRefusal() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.deviceRefused != "" && h.now().Sub(h.deviceRefusedAt) >= retryDeviceFlow {
+		h.deviceRefused = ""
+	}
+	return h.deviceRefused
 }
 
 // alive reports whether the provider, discovered earlier, still answers
