@@ -3,40 +3,15 @@ package scim
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/modelgate/modelgate/ledger"
 )
 
 // TestStringsAreBounded: a userName (or any other string) past its bound
 // is refused with 400 invalidValue naming the field and the bound, on
 // create, on PUT and on PATCH, for users and groups; nothing is stored.
 func TestStringsAreBounded(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	const token = "scim-test-token-0123456789"
-	srv := httptest.NewServer(&Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}})
-	defer srv.Close()
-	call := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/scim+json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
-	}
+	_, call := scimServer(t, nil)
 	long := func(n int) string { return strings.Repeat("a", n) }
 	status, created := call("POST", "/scim/v2/Users", `{"userName":"ok@example.com"}`)
 	if status != http.StatusCreated {

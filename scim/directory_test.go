@@ -14,23 +14,21 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 )
 
-// TestLookupFollowsProvisioning: sign-in's view of a person follows what
-// the IdP pushed: unknown until created, groups from pushed groups, and
-// inactive after an Okta-style deactivation.
-func TestLookupFollowsProvisioning(t *testing.T) {
+// scimServer serves a Handler on a fresh SQLite ledger, with the clock
+// now (nil: the real one), and returns it with a function that calls it
+// with the token and reads the JSON answer.
+func scimServer(t *testing.T, now func() time.Time) (*Handler, func(method, path, body string) (int, map[string]any)) {
+	t.Helper()
 	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { _ = store.Close() })
 	const token = "scim-test-token-0123456789"
-	now := time.Unix(1_800_000_000, 0)
-	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: func() time.Time { return now }}
-	// Each step waits out the directory view's lifetime, as sign-in would.
-	later := func() { now = now.Add(directoryTTL) }
+	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: now}
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	call := func(method, path, body string) string {
+	t.Cleanup(srv.Close)
+	return h, func(method, path, body string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -40,12 +38,28 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+}
+
+// TestLookupFollowsProvisioning: sign-in's view of a person follows what
+// the IdP pushed: unknown until created, groups from pushed groups, and
+// inactive after an Okta-style deactivation.
+func TestLookupFollowsProvisioning(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h, do := scimServer(t, func() time.Time { return now })
+	// Each step waits out the directory view's lifetime, as sign-in would.
+	later := func() { now = now.Add(directoryTTL) }
+	call := func(method, path, body string) string {
+		t.Helper()
+		status, out := do(method, path, body)
+		if status >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, status, out)
 		}
-		var id struct{ ID string }
-		_ = json.NewDecoder(resp.Body).Decode(&id)
-		return id.ID
+		id, _ := out["id"].(string)
+		return id
 	}
 	ctx := context.Background()
 	if _, found := h.Lookup(ctx, "dana@example.com", ""); found {

@@ -156,62 +156,48 @@ const (
 	maxGroupMembers = 50000
 )
 
-// tooLong is the 400 naming the field and its bound.
-func tooLong(field string, n, limit int) error {
-	return badRequest("invalidValue", "%s: at most %d characters (got %d)", field, limit, n)
+// text is a string field and its bound, in characters.
+type text struct {
+	field, v string
+	limit    int
+}
+
+// firstTooLong is the 400 for the first field past its bound, or nil.
+func firstTooLong(fields []text) error {
+	for _, f := range fields {
+		if n := utf8.RuneCountInString(f.v); n > f.limit {
+			return badRequest("invalidValue", "%s: at most %d characters (got %d)", f.field, f.limit, n)
+		}
+	}
+	return nil
 }
 
 // bounded checks every string field against its bound.
 func (u User) bounded() error {
-	for _, f := range []struct {
-		name, v string
-		limit   int
-	}{{"userName", u.UserName, maxIDLength}, {"externalId", u.ExternalID, maxIDLength}, {"displayName", u.DisplayName, maxTextLength}} {
-		if n := utf8.RuneCountInString(f.v); n > f.limit {
-			return tooLong(f.name, n, f.limit)
-		}
-	}
-	if u.Name != nil {
-		for name, v := range map[string]string{"name.formatted": u.Name.Formatted, "name.givenName": u.Name.GivenName, "name.familyName": u.Name.FamilyName} {
-			if n := utf8.RuneCountInString(v); n > maxTextLength {
-				return tooLong(name, n, maxTextLength)
-			}
-		}
-	}
 	if len(u.Emails) > maxEmails {
 		return badRequest("invalidValue", "emails: at most %d addresses (got %d)", maxEmails, len(u.Emails))
 	}
-	for _, e := range u.Emails {
-		if n := utf8.RuneCountInString(e.Value); n > maxIDLength {
-			return tooLong("emails.value", n, maxIDLength)
-		}
-		if n := utf8.RuneCountInString(e.Type); n > maxIDLength {
-			return tooLong("emails.type", n, maxIDLength)
-		}
+	fields := []text{{"userName", u.UserName, maxIDLength}, {"externalId", u.ExternalID, maxIDLength}, {"displayName", u.DisplayName, maxTextLength}}
+	if u.Name != nil {
+		fields = append(fields, text{"name.formatted", u.Name.Formatted, maxTextLength}, text{"name.givenName", u.Name.GivenName, maxTextLength},
+			text{"name.familyName", u.Name.FamilyName, maxTextLength})
 	}
-	return nil
+	for _, e := range u.Emails {
+		fields = append(fields, text{"emails.value", e.Value, maxIDLength}, text{"emails.type", e.Type, maxIDLength})
+	}
+	return firstTooLong(fields)
 }
 
 // bounded checks a group's name and members against their bounds.
 func (g Group) bounded() error {
-	if n := utf8.RuneCountInString(g.DisplayName); n > maxIDLength {
-		return tooLong("displayName", n, maxIDLength)
-	}
-	if n := utf8.RuneCountInString(g.ExternalID); n > maxIDLength {
-		return tooLong("externalId", n, maxIDLength)
-	}
 	if len(g.Members) > maxGroupMembers {
 		return badRequest("invalidValue", "members: at most %d (got %d)", maxGroupMembers, len(g.Members))
 	}
+	fields := []text{{"displayName", g.DisplayName, maxIDLength}, {"externalId", g.ExternalID, maxIDLength}}
 	for _, m := range g.Members {
-		if n := utf8.RuneCountInString(m.Value); n > maxIDLength {
-			return tooLong("members.value", n, maxIDLength)
-		}
-		if n := utf8.RuneCountInString(m.Display); n > maxTextLength {
-			return tooLong("members.display", n, maxTextLength)
-		}
+		fields = append(fields, text{"members.value", m.Value, maxIDLength}, text{"members.display", m.Display, maxTextLength})
 	}
-	return nil
+	return firstTooLong(fields)
 }
 
 func groupFrom(in map[string]any) (Group, error) {
