@@ -67,6 +67,9 @@ type Handler struct {
 	// that the provider has the flow, not that this client may use it.
 	deviceRefused   string
 	deviceRefusedAt time.Time
+	// deviceConfirmed: the provider started a device sign-in for this
+	// client since the handler was built.
+	deviceConfirmed bool
 	provErr         error
 	provAt          time.Time
 	dir             Directory
@@ -256,10 +259,12 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	} else {
 		refused := h.deviceRefusal()
 		h.mu.Lock()
-		// true: the provider offers the flow and has not refused it to
-		// this client lately. Providers publish no per-client grants, so
-		// a refusal is known only from a try.
+		// device_flow: the provider offers the flow and has not refused
+		// it to this client lately; device_flow_confirmed: it started
+		// one for this client. Providers publish no per-client grants,
+		// so either is known only from a try.
 		out["device_flow"] = h.deviceURL != "" && refused == ""
+		out["device_flow_confirmed"] = h.deviceConfirmed && refused == ""
 		h.mu.Unlock()
 		if refused != "" {
 			out["device_flow_error"] = refused

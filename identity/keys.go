@@ -115,6 +115,9 @@ func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadGateway, "idp_error", "the identity provider's device authorization answer has no device_code; `caddy modelgate login --browser` signs in without the device flow")
 		return
 	}
+	h.mu.Lock()
+	h.deviceConfirmed = true
+	h.mu.Unlock()
 	if da.Interval <= 0 {
 		da.Interval = 5
 	}

@@ -113,6 +113,9 @@ func TestOIDCLoginDeviceFlow(t *testing.T) {
 	if !strings.Contains(out, "Signed in as bob@example.com (role member)") {
 		t.Errorf("login's last words:\n%s", out)
 	}
+	if m := oidcStatus(t, g); m["device_flow"] != true || m["device_flow_confirmed"] != true {
+		t.Errorf("status after a device sign-in: %v, want the device flow offered and confirmed", m)
+	}
 	file := filepath.Join(home, "modelgate", "login.json")
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("login file %s: %v, mode %v; want 0600", file, err, fi)
@@ -304,6 +307,17 @@ func browserLogin(t *testing.T, s identitySetup, home, user string, args ...stri
 	return printed.String(), handedOver
 }
 
+// oidcStatus is GET /auth/oidc/status of a gateway whose provider is up.
+func oidcStatus(t *testing.T, g *gateway) map[string]any {
+	t.Helper()
+	st, _, body := g.do(t, http.MethodGet, "/auth/oidc/status", "", "")
+	var m map[string]any
+	if st != http.StatusOK || json.Unmarshal(body, &m) != nil || m["ready"] != true {
+		t.Fatalf("status: %d %s", st, body)
+	}
+	return m
+}
+
 // TestOIDCDeviceFlowRefused: with the test IdP's client registered
 // without the device grant (the provider still has the flow), the
 // gateway's device call answers naming the refusal and suggesting
@@ -313,23 +327,15 @@ func browserLogin(t *testing.T, s identitySetup, home, user string, args ...stri
 func TestOIDCDeviceFlowRefused(t *testing.T) {
 	s := startIdentity(t, "", "DEVICE_GRANT=0")
 	g := s.g
-	status := func() map[string]any {
-		t.Helper()
-		st, _, body := g.do(t, http.MethodGet, "/auth/oidc/status", "", "")
-		var m map[string]any
-		if st != http.StatusOK || json.Unmarshal(body, &m) != nil || m["ready"] != true {
-			t.Fatalf("status: %d %s", st, body)
-		}
-		return m
-	}
-	if m := status(); m["device_flow"] != true {
-		t.Errorf("status before any try: %v; the provider advertises the flow, and nothing says this client may not use it yet", m)
+	status := func() map[string]any { return oidcStatus(t, g) }
+	if m := status(); m["device_flow"] != true || m["device_flow_confirmed"] != false {
+		t.Errorf("status before any try: %v; the provider advertises the flow, and no try has said whether this client may use it", m)
 	}
 	st, _, body := g.do(t, http.MethodPost, "/auth/oidc/device", "", "{}")
 	if st != http.StatusNotImplemented || !strings.Contains(string(body), "refused the device flow for client modelgate") || !strings.Contains(string(body), "caddy modelgate login --browser") {
 		t.Errorf("device authorization for a client without the grant: %d %s", st, body)
 	}
-	if m := status(); m["device_flow"] != false || !strings.Contains(fmt.Sprint(m["device_flow_error"]), "refused the device flow") {
+	if m := status(); m["device_flow"] != false || m["device_flow_confirmed"] != false || !strings.Contains(fmt.Sprint(m["device_flow_error"]), "refused the device flow") {
 		t.Errorf("status after the refusal: %v, want device_flow false naming it", m)
 	}
 	home := t.TempDir()
