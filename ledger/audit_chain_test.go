@@ -222,6 +222,21 @@ func TestAuditChainMigration(t *testing.T) {
 	}
 }
 
+// TestAuditChainStepFollowsItsMigration: the Go step that chains the
+// rows already logged runs with the migration that adds the chain, under
+// whatever number that migration has.
+func TestAuditChainStepFollowsItsMigration(t *testing.T) {
+	steps := migrationSteps()
+	if len(steps) != 1 {
+		t.Fatalf("%d migration steps; this test knows one", len(steps))
+	}
+	for v := range steps {
+		if !strings.Contains(migrations()[v], "CREATE TABLE audit_head") {
+			t.Errorf("migration %d, whose step chains the audit log, does not add the chain", v)
+		}
+	}
+}
+
 func rowHash(t *testing.T, d auditDB, seq int64) string {
 	t.Helper()
 	var h string

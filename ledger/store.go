@@ -363,7 +363,8 @@ CREATE INDEX scim_tombstones_name ON scim_tombstones (user_name_key)`,
 		// the previous row's hash and its own; audit_head holds the last
 		// seq and hash, so a deleted tail shows, and its row lock orders
 		// every append. The rows already logged are chained in id order
-		// by chainAuditTx in this migration's transaction.
+		// by chainAuditTx in this migration's transaction (keyed by this
+		// number in migrationSteps: renumber both together).
 		20: `ALTER TABLE audit_log ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE audit_log ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN hash TEXT NOT NULL DEFAULT '';
