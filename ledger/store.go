@@ -350,7 +350,7 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 	id TEXT PRIMARY KEY,
 	expires_us BIGINT NOT NULL
 )`,
-		// People SCIM deleted (scim_tombstones.go): sign-in refuses them as
+		// People SCIM deleted (SCIMStore.DeleteSCIMUser): sign-in refuses them as
 		// it refuses a deactivated person, until the IdP provisions the
 		// userName or externalId again.
 		19: `CREATE TABLE scim_tombstones (
