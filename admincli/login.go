@@ -28,7 +28,13 @@ import (
 // provider refuses.
 type Login struct {
 	Gateway string       // base URL; empty: the one stored by the last login
-	HTTP    *http.Client // default: 30 s timeout
+	HTTP    *http.Client // default: HTTPClient(CACert)
+	// CACert is a PEM file of the CA the gateway's certificate comes from
+	// (a private CA, Caddy's tls internal root), trusted besides the
+	// system's roots. A login copies it beside its file and every later
+	// renewal trusts that copy, so `login --print-key` run by an agent's
+	// apiKeyHelper needs no flag. Empty: the stored login's, if any.
+	CACert string
 	Dir     string       // default: ConfigDir()
 	Prompt  io.Writer    // where the sign-in instructions go (stderr)
 	Now     func() time.Time
@@ -50,6 +56,11 @@ type Stored struct {
 	Role         string    `json:"role"`
 	WorkspaceID  string    `json:"workspace_id,omitempty"`
 	Models       []string  `json:"models"`
+	// CACert is the login's copy of the CA certificate it was given, and
+	// CABundle the system's roots with it appended, for clients that
+	// replace the roots (SSL_CERT_FILE); empty without --ca-cert.
+	CACert   string `json:"ca_cert,omitempty"`
+	CABundle string `json:"ca_bundle,omitempty"`
 }
 
 // ConfigDir is where the login is kept: <os.UserConfigDir()>/modelgate.
@@ -105,11 +116,17 @@ func (l *Login) save(s *Stored) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return writeFile(f, b)
+}
+
+// writeFile replaces path whole with b, readable by its owner only,
+// making its directory (0700) if needed.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(s, "", "  ")
-	tmp, err := os.CreateTemp(filepath.Dir(f), ".login-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".login-*")
 	if err != nil {
 		return err
 	}
@@ -125,7 +142,7 @@ func (l *Login) save(s *Stored) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), f)
+	return os.Rename(tmp.Name(), path)
 }
 
 func (l *Login) post(ctx context.Context, path string, body any) (int, []byte, error) {
@@ -137,7 +154,9 @@ func (l *Login) post(ctx context.Context, path string, body any) (int, []byte, e
 	req.Header.Set("Content-Type", "application/json")
 	hc := l.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		if hc, err = HTTPClient(l.CACert); err != nil {
+			return 0, nil, err
+		}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -149,11 +168,17 @@ func (l *Login) post(ctx context.Context, path string, body any) (int, []byte, e
 }
 
 func answerError(status int, body []byte) error {
-	var e apiError
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return fmt.Errorf("the gateway answered %d: %s", status, e.Error.Message)
+	if m := answerMessage(body); m != "" {
+		return fmt.Errorf("the gateway answered %d: %s", status, m)
 	}
 	return fmt.Errorf("the gateway answered %d", status)
+}
+
+// answerMessage is the message of the gateway's error answer, if any.
+func answerMessage(body []byte) string {
+	var e apiError
+	_ = json.Unmarshal(body, &e)
+	return e.Error.Message
 }
 
 // Run signs in with the device flow and stores the key.
@@ -169,7 +194,11 @@ func (l *Login) Run(ctx context.Context) (*Stored, error) {
 		return nil, err
 	}
 	if status == http.StatusNotImplemented {
-		// The provider has no device flow: a browser on this machine.
+		// The provider has no device flow, or not for this gateway's
+		// client: a browser on this machine.
+		if prompt := l.Prompt; prompt != nil {
+			fmt.Fprintf(prompt, "The device flow is not available: %s\nSigning in with a browser on this machine instead.\n", answerMessage(body))
+		}
 		return l.runBrowser(ctx)
 	}
 	if status != http.StatusOK {
@@ -239,7 +268,50 @@ func (l *Login) store(body []byte) (*Stored, error) {
 	}
 	s := &Stored{Gateway: strings.TrimRight(l.Gateway, "/"), Key: k.Key, KeyID: k.KeyID, ExpiresAt: exp, ObtainedAt: l.now().UTC(),
 		RefreshToken: k.RefreshToken, ID: k.ID, Role: k.Role, WorkspaceID: k.WorkspaceID, Models: k.Models}
+	if err := l.keepCA(s); err != nil {
+		return nil, err
+	}
 	return s, l.save(s)
+}
+
+// keepCA copies the CA certificate the login used beside the login file
+// (unless it is that copy already), with a bundle of the system's roots
+// and it, and names both in s.
+func (l *Login) keepCA(s *Stored) error {
+	if l.CACert == "" {
+		return nil
+	}
+	f, err := l.file()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(f)
+	s.CACert, s.CABundle = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca-bundle.pem")
+	pem, err := os.ReadFile(l.CACert)
+	if err != nil {
+		return fmt.Errorf("--ca-cert: %v", err)
+	}
+	bundle := append(systemRoots(), '\n')
+	bundle = append(bundle, pem...)
+	for path, b := range map[string][]byte{s.CACert: pem, s.CABundle: bundle} {
+		if err := writeFile(path, b); err != nil {
+			return fmt.Errorf("keeping the CA certificate: %v", err)
+		}
+	}
+	return nil
+}
+
+// systemRoots is the system's CA bundle, read from where Go on Linux and
+// the BSDs looks for it; nil where there is none (macOS and Windows
+// clients use the platform's store, and SSL_CERT_FILE then adds the CA).
+func systemRoots() []byte {
+	for _, f := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+		"/etc/pki/tls/cacert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem"} {
+		if b, err := os.ReadFile(f); err == nil {
+			return b
+		}
+	}
+	return nil
 }
 
 // Key returns a valid key, renewed first when it is expired or close to
@@ -258,6 +330,9 @@ func (l *Login) Key(ctx context.Context) (string, error) {
 		return "", errors.New("the key expired and the identity provider gave no refresh token; run `caddy modelgate login` again")
 	}
 	l.Gateway = s.Gateway
+	if l.CACert == "" {
+		l.CACert = s.CACert
+	}
 	status, body, err := l.post(ctx, "/auth/oidc/token", map[string]string{"refresh_token": s.RefreshToken})
 	if err != nil {
 		return "", err
@@ -279,6 +354,15 @@ func Env(s *Stored, self string) string {
 	g := s.Gateway
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Signed in to %s as %s (role %s); this key expires at %s.\n", g, s.ID, s.Role, s.ExpiresAt.Local().Format(time.RFC3339))
+	if s.CACert != "" {
+		// Node (Claude Code, Codex, Gemini CLI, opencode, the JS SDKs)
+		// adds this CA to its own roots; Go and OpenSSL clients on Linux
+		// replace theirs with SSL_CERT_FILE, hence the bundle.
+		fmt.Fprintf(&b, "# The gateway's certificate comes from a private CA, kept with this login: Node clients add it,\n")
+		fmt.Fprintf(&b, "export NODE_EXTRA_CA_CERTS=%s\n", s.CACert)
+		fmt.Fprintf(&b, "# and Go and OpenSSL clients read the system's roots with it from\n")
+		fmt.Fprintf(&b, "export SSL_CERT_FILE=%s\n", s.CABundle)
+	}
 	fmt.Fprintf(&b, "# Claude Code: in ~/.claude/settings.json set \"apiKeyHelper\": \"%s modelgate login --print-key\", and\n", self)
 	fmt.Fprintf(&b, "export ANTHROPIC_BASE_URL=%s\n", g)
 	fmt.Fprintf(&b, "# Codex (env_key = \"MODELGATE_API_KEY\", base_url = \"%s/v1\"), opencode, the OpenAI and AI SDKs\n", g)

@@ -2,7 +2,10 @@
 // workspaces, limits, SCIM changes, sign-ins, config reloads) appended
 // with who did it, to what, what changed, when and from where, into the
 // ledger database's append-only audit_log table, which every instance on
-// the database shares. It never holds a secret: callers pass the names
+// the database shares. Each row is chained to the one before it by hash
+// (ledger.VerifyAudit, `caddy modelgate audit verify`), so a row altered,
+// deleted or inserted in the database shows. It never holds a secret:
+// callers pass the names
 // and values of the fields they changed, and Record drops any field whose
 // name says it is a secret.
 package audit

@@ -128,6 +128,28 @@ type LedgerConfig struct {
 	DSN string `json:"dsn,omitempty"`
 }
 
+// resolve is the store's driver ("sqlite" or "postgres") and its DSN with
+// placeholders replaced; SQLite defaults to Caddy's data directory.
+func (l *LedgerConfig) resolve() (driver, dsn string, err error) {
+	dsn, err = caddy.NewReplacer().ReplaceOrErr(l.DSN, true, true)
+	if err != nil {
+		return "", "", fmt.Errorf("ledger: %v", err)
+	}
+	switch l.Driver {
+	case "", "sqlite":
+		if dsn == "" {
+			dsn = filepath.Join(caddy.AppDataDir(), "modelgate", "ledger.db")
+		}
+		return "sqlite", dsn, nil
+	case "postgres", "postgresql":
+		if dsn == "" {
+			return "", "", errors.New("ledger postgres: a connection string is required, e.g. ledger postgres {env.DATABASE_URL}")
+		}
+		return "postgres", dsn, nil
+	}
+	return "", "", fmt.Errorf("ledger: unknown store %q; use sqlite or postgres", l.Driver)
+}
+
 // CaddyModule returns the Caddy module information.
 func (App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: "modelgate", New: func() caddy.Module { return new(App) }}
@@ -174,26 +196,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Ledger == nil {
 		a.Ledger = &LedgerConfig{Driver: "sqlite"}
 	}
-	repl := caddy.NewReplacer()
-	dsn, err := repl.ReplaceOrErr(a.Ledger.DSN, true, true)
+	driver, dsn, err := a.Ledger.resolve()
 	if err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return err
 	}
-	switch a.Ledger.Driver {
-	case "", "sqlite":
-		a.Ledger.Driver = "sqlite"
-		if dsn == "" {
-			dsn = filepath.Join(caddy.AppDataDir(), "modelgate", "ledger.db")
-		}
-	case "postgres", "postgresql":
-		a.Ledger.Driver = "postgres"
-		if dsn == "" {
-			return errors.New("ledger postgres: a connection string is required, e.g. ledger postgres {env.DATABASE_URL}")
-		}
-	default:
-		return fmt.Errorf("ledger: unknown store %q; use sqlite or postgres", a.Ledger.Driver)
-	}
-	a.dsn = dsn
+	a.Ledger.Driver, a.dsn = driver, dsn
 	a.key = a.Ledger.Driver + "|" + dsn
 	atomic.StoreInt64(&a.holders, 1)
 	limit := a.QueueSize

@@ -724,6 +724,6 @@ var (
 type scimDirectory struct{ h *scim.Handler }
 
 func (d scimDirectory) Lookup(ctx context.Context, email, subject string) (identity.DirectoryEntry, bool) {
-	active, groups, found := d.h.Lookup(ctx, email, subject)
-	return identity.DirectoryEntry{Active: active, Groups: groups}, found
+	e, found := d.h.Lookup(ctx, email, subject)
+	return identity.DirectoryEntry{Active: e.Active, Deleted: e.Deleted, Groups: e.Groups}, found
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -17,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -34,6 +35,7 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate login --print-key
   caddy modelgate login --browser
   caddy modelgate env
+  caddy modelgate audit verify --config Caddyfile
 
 login signs a person in with the company's identity provider through the
 gateway (device flow: open the link it prints, enter the code; --browser, or
@@ -46,13 +48,17 @@ Code, Codex, Gemini CLI, opencode and the SDKs need. These need no admin
 key.
 
 --workspace takes a workspace's name or id; --models must name aliases the
-gateway serves. usage lists tokens and spend per day, key and model, free
+gateway serves. audit verify reads the ledger database the Caddyfile names
+(or --ledger) and checks the audit log's hash chain; it needs no gateway
+and no admin key. usage lists tokens and spend per day, key and model, free
 local models included. A new key's secret is printed once. --json prints
 JSON for scripts.
 
 A gateway whose certificate comes from a private CA or Caddy's ` + "`tls internal`" + `
 is trusted with --ca-cert FILE (its root certificate, PEM), or with
-SSL_CERT_FILE=FILE, which Go reads on Linux.`,
+SSL_CERT_FILE=FILE, which Go reads on Linux. login keeps a copy of the
+--ca-cert it was given, so --print-key renews through it, and env prints
+NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().String("gateway", "http://localhost:4000", "The gateway's base URL")
 			cmd.PersistentFlags().String("ca-cert", "", "PEM file of a CA to trust besides the system's (a private CA, Caddy's tls internal root.crt)")
@@ -60,7 +66,7 @@ SSL_CERT_FILE=FILE, which Go reads on Linux.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand())
+			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand(), auditCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})
@@ -256,13 +262,26 @@ func usageCommand() *cobra.Command {
 	return c
 }
 
+// loginClient is the login the flags ask for. --ca-cert is checked now
+// and kept with the login; without it, the stored login's copy is
+// trusted, so renewals reach a gateway on a private CA.
 func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
 	ca, _ := cmd.Flags().GetString("ca-cert")
-	hc, err := admincli.HTTPClient(ca)
-	if err != nil {
-		return nil, err
+	if ca != "" {
+		if _, err := admincli.HTTPClient(ca); err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %v", err)
+		}
+		ca = abs
 	}
-	l := &admincli.Login{HTTP: hc, Prompt: cmd.ErrOrStderr()}
+	l := &admincli.Login{CACert: ca, Prompt: cmd.ErrOrStderr()}
+	stored, _ := l.Load()
+	if stored != nil && l.CACert == "" {
+		l.CACert = stored.CACert
+	}
 	if f := cmd.Flags().Lookup("browser"); f != nil {
 		l.Browser = f.Value.String() == "true"
 	}
@@ -271,8 +290,8 @@ func loginClient(cmd *cobra.Command) (*admincli.Login, error) {
 	}
 	if cmd.Flags().Changed("gateway") {
 		l.Gateway, _ = cmd.Flags().GetString("gateway")
-	} else if s, err := l.Load(); err == nil {
-		l.Gateway = s.Gateway
+	} else if stored != nil {
+		l.Gateway = stored.Gateway
 	}
 	return l, nil
 }

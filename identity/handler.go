@@ -42,6 +42,11 @@ const (
 	// the next request tries again: an IdP that was down comes back
 	// without a restart.
 	retryDiscovery = 10 * time.Second
+	// retryDeviceFlow is how long a refusal of the device grant is
+	// remembered: the CLI goes straight to the browser meanwhile, and a
+	// client the provider's admin has fixed works again without a restart.
+	retryDeviceFlow = 10 * time.Minute
+	deviceGrant     = "urn:ietf:params:oauth:grant-type:device_code"
 )
 
 // Handler is the relying party. Build it with New.
@@ -56,15 +61,22 @@ type Handler struct {
 	mu        sync.Mutex
 	prov      *oidc.Provider
 	deviceURL string
-	provErr   error
-	provAt    time.Time
-	dir       Directory
+	// deviceRefused is the provider's refusal of the device grant for
+	// this client (an OAuth error from its device endpoint), remembered until
+	// deviceRefusedAt+retryDeviceFlow: the discovery document says only
+	// that the provider has the flow, not that this client may use it.
+	deviceRefused   string
+	deviceRefusedAt time.Time
+	// deviceConfirmed: the provider started a device sign-in for this
+	// client since the handler was built.
+	deviceConfirmed bool
+	provErr         error
+	provAt          time.Time
+	dir             Directory
 	// health is the last check that the discovered provider still
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
 	healthAt time.Time
-	// signedOut are sessions ended here before their cookie expires.
-	signedOut map[string]time.Time
 }
 
 // New checks cfg and builds the handler. It makes no network call: the
@@ -107,7 +119,7 @@ func New(cfg Config, controls *policy.Controls, audit Auditor) (*Handler, error)
 		audit = AuditFunc(func(context.Context, AuditEvent) {})
 	}
 	return &Handler{cfg: cfg, controls: controls, audit: audit, seal: newSealer(cfg),
-		hc: &http.Client{Timeout: 10 * time.Second}, now: time.Now, signedOut: map[string]time.Time{}}, nil
+		hc: &http.Client{Timeout: 10 * time.Second}, now: time.Now}, nil
 }
 
 // Groups are the handler's group rules.
@@ -153,10 +165,15 @@ func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
 	var device string
 	if err == nil {
 		var extra struct {
-			Device string `json:"device_authorization_endpoint"`
+			Device string   `json:"device_authorization_endpoint"`
+			Grants []string `json:"grant_types_supported"`
 		}
 		_ = p.Claims(&extra)
-		device = extra.Device
+		// A provider listing its grants without the device grant has
+		// no device flow, whatever endpoint it names.
+		if extra.Grants == nil || contains(extra.Grants, deviceGrant) {
+			device = extra.Device
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -240,11 +257,31 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		out["error"] = err.Error()
 	} else {
+		refused := h.deviceRefusal()
 		h.mu.Lock()
-		out["device_flow"] = h.deviceURL != ""
+		// device_flow: the provider offers the flow and has not refused
+		// it to this client lately; device_flow_confirmed: it started
+		// one for this client. Providers publish no per-client grants,
+		// so either is known only from a try.
+		out["device_flow"] = h.deviceURL != "" && refused == ""
+		out["device_flow_confirmed"] = h.deviceConfirmed && refused == ""
 		h.mu.Unlock()
+		if refused != "" {
+			out["device_flow_error"] = refused
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// deviceRefusal is the provider's remembered refusal of the device grant,
+// empty when there is none or it is older than retryDeviceFlow.
+func (h *Handler) deviceRefusal() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.deviceRefused != "" && h.now().Sub(h.deviceRefusedAt) >= retryDeviceFlow {
+		h.deviceRefused = ""
+	}
+	return h.deviceRefused
 }
 
 // alive reports whether the provider, discovered earlier, still answers
@@ -348,13 +385,6 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.oauth(p, f.Redirect).AuthCodeURL(f.State, opts...), http.StatusFound)
 }
 
-// session is a signed-in person, kept sealed in the browser.
-type session struct {
-	ID      string    `json:"i"`
-	Person  Person    `json:"p"`
-	Expires time.Time `json:"e"`
-}
-
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, msg string) {
 	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: "anonymous", Action: "oidc.signin_failed", Source: source(r),
 		Fields: map[string]string{"reason": msg}})
@@ -435,6 +465,9 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 // DirectoryEntry is what a user directory (SCIM) knows of a person.
 type DirectoryEntry struct {
 	Active bool
+	// Deleted: the directory deleted the person; they are refused as a
+	// deactivated person is.
+	Deleted bool
 	// Groups replace the provider's when not nil.
 	Groups []string
 }
@@ -467,6 +500,9 @@ func (h *Handler) grantFor(ctx context.Context, person Person) (Grant, string) {
 	h.mu.Unlock()
 	if dir != nil {
 		if e, found := dir.Lookup(ctx, person.Email, person.Subject); found {
+			if e.Deleted {
+				return Grant{}, person.ID() + " was deleted from the user directory; ask an admin to provision them again"
+			}
 			if !e.Active {
 				return Grant{}, person.ID() + " is deactivated in the user directory; ask an admin to reactivate them"
 			}
@@ -568,137 +604,6 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 		person.Groups = []string{}
 	}
 	return person, idt, nil
-}
-
-// logout ends the dashboard session.
-func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.currentSession(r)
-	if !ok {
-		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
-		writeJSON(w, http.StatusOK, map[string]any{"signed_out": true})
-		return
-	}
-	if !h.csrfOK(r, s) {
-		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; read csrf_token from GET /v1/me")
-		return
-	}
-	h.mu.Lock()
-	now := h.now()
-	for id, exp := range h.signedOut {
-		if !now.Before(exp) {
-			delete(h.signedOut, id)
-		}
-	}
-	h.signedOut[s.ID] = s.Expires
-	h.mu.Unlock()
-	http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
-	h.record(r.Context(), AuditEvent{Time: now.UTC(), Actor: s.Person.ID(), Action: "oidc.signout", Source: source(r)})
-	out := map[string]any{"signed_out": true}
-	if p, err := h.provider(r.Context()); err == nil {
-		var extra struct {
-			EndSession string `json:"end_session_endpoint"`
-		}
-		if p.Claims(&extra) == nil && extra.EndSession != "" {
-			out["end_session_endpoint"] = extra.EndSession
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (h *Handler) currentSession(r *http.Request) (session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return session{}, false
-	}
-	var s session
-	if h.seal.open(sessionCookie, c.Value, &s) != nil || !h.now().Before(s.Expires) {
-		return session{}, false
-	}
-	h.mu.Lock()
-	_, out := h.signedOut[s.ID]
-	h.mu.Unlock()
-	return s, !out
-}
-
-func (h *Handler) csrfOK(r *http.Request, s session) bool {
-	got := r.Header.Get("X-CSRF-Token")
-	return got != "" && hmac.Equal([]byte(got), []byte(h.seal.csrf(s.ID)))
-}
-
-// sessionPath reports what a dashboard session may call: the person's
-// own view and the admin API. Model calls need a key.
-func sessionPath(p string) bool {
-	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/")
-}
-
-// Authenticate reads a dashboard session from a request that presented
-// no key. It returns the caller for the admin API, or handled when it
-// answered the request itself (GET /v1/me, a refusal). A request whose
-// cookie is absent, or that is not for the admin API, is left alone
-// (nil, false): llm_auth then asks for a key as before, so a session can
-// never stand in the way of a key.
-func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *policy.Identity, handled bool) {
-	if _, err := r.Cookie(sessionCookie); err != nil || !sessionPath(r.URL.Path) {
-		return nil, false
-	}
-	s, ok := h.currentSession(r)
-	if !ok {
-		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
-		fail(w, http.StatusUnauthorized, "authentication_error", "your sign-in session has ended (it lasts as long as the identity provider's ID token); sign in again")
-		return nil, true
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.csrfOK(r, s) {
-		fail(w, http.StatusForbidden, "permission_error", "X-CSRF-Token: missing or wrong; a signed-in session's "+r.Method+" must carry the csrf_token GET /v1/me answers")
-		return nil, true
-	}
-	grant, refusal := h.grantFor(r.Context(), s.Person)
-	if refusal != "" {
-		fail(w, http.StatusForbidden, "permission_error", refusal)
-		return nil, true
-	}
-	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: grant.Limits,
-		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID())}
-	if grant.Models != nil {
-		id.Models = map[string]struct{}{}
-		for _, m := range grant.Models {
-			id.Models[m] = struct{}{}
-		}
-	}
-	if r.URL.Path == MePath {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", "GET")
-			fail(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" not allowed on /v1/me; use GET")
-			return nil, true
-		}
-		models := grant.Models
-		if models == nil {
-			models = []string{}
-		}
-		var ws *string
-		if grant.Workspace != "" {
-			ws = &grant.Workspace
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": s.Person.ID(), "type": "person", "email": s.Person.Email,
-			"subject": s.Person.Subject, "groups": s.Person.Groups, "role": string(grant.Role), "workspace_id": ws,
-			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339)})
-		return nil, true
-	}
-	return id, false
-}
-
-// ownKeys are the ids of the keys minted for person.
-func (h *Handler) ownKeys(person string) []string {
-	if h.controls == nil {
-		return nil
-	}
-	keys, _ := h.controls.Runtime()
-	var out []string
-	for _, k := range keys {
-		if k.CreatedBy != nil && k.CreatedBy.Type == "oidc" && k.CreatedBy.ID == person {
-			out = append(out, k.ID)
-		}
-	}
-	return out
 }
 
 func digest(s string) string {

@@ -73,6 +73,10 @@ func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotImplemented, "device_flow_unsupported", "the identity provider offers no device authorization endpoint; use `caddy modelgate login --browser`")
 		return
 	}
+	if refused := h.deviceRefusal(); refused != "" {
+		fail(w, http.StatusNotImplemented, "device_flow_unsupported", refused)
+		return
+	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
 	defer cancel()
 	conf := h.oauth(p, "")
@@ -92,10 +96,28 @@ func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadGateway, "idp_error", "device authorization: "+err.Error())
 		return
 	}
-	if da.Error != "" || da.DeviceCode == "" {
-		fail(w, http.StatusBadGateway, "idp_error", "the identity provider refused device authorization: "+da.Error+" "+da.Description)
+	if da.Error != "" {
+		// The provider has the flow but refuses it to this client
+		// (unauthorized_client as RFC 8628 has it; invalid_request or
+		// invalid_client from providers where the client lacks the grant:
+		// Okta's grant types, Entra ID's "Allow public client flows").
+		// Remembered, so the status page stops offering the flow and the
+		// CLI goes straight to the browser.
+		refused := fmt.Sprintf("the identity provider refused the device flow for client %s (%s: %s); run `caddy modelgate login --browser`, "+
+			"or allow the device authorization grant for this client at the provider", h.cfg.ClientID, da.Error, da.Description)
+		h.mu.Lock()
+		h.deviceRefused, h.deviceRefusedAt = refused, h.now()
+		h.mu.Unlock()
+		fail(w, http.StatusNotImplemented, "device_flow_unsupported", refused)
 		return
 	}
+	if da.DeviceCode == "" {
+		fail(w, http.StatusBadGateway, "idp_error", "the identity provider's device authorization answer has no device_code; `caddy modelgate login --browser` signs in without the device flow")
+		return
+	}
+	h.mu.Lock()
+	h.deviceConfirmed = true
+	h.mu.Unlock()
 	if da.Interval <= 0 {
 		da.Interval = 5
 	}
@@ -249,7 +271,7 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 		Error        string `json:"error"`
 		Description  string `json:"error_description"`
 	}
-	v := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {code}}
+	v := url.Values{"grant_type": {deviceGrant}, "device_code": {code}}
 	if err := h.postForm(ctx, conf, conf.Endpoint.TokenURL, v, &body); err != nil {
 		return nil, "", err
 	}

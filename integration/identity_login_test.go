@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +28,16 @@ var devicePrompt = regexp.MustCompile(`open (\S+) and enter the code (\S+)`)
 // device code the CLI prints and signs in on the provider's own device
 // pages, as a person would in a browser.
 func cliLogin(t *testing.T, s identitySetup, configHome, user string) string {
+	t.Helper()
+	out, err := cliLoginResult(t, s, configHome, user)
+	if err != nil {
+		t.Fatalf("caddy modelgate login: %v\n%s", err, out)
+	}
+	return out
+}
+
+// cliLoginResult is cliLogin that leaves a failed login to the caller.
+func cliLoginResult(t *testing.T, s identitySetup, configHome, user string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -64,10 +75,8 @@ func cliLogin(t *testing.T, s identitySetup, configHome, user string) string {
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("caddy modelgate login: %v\n%s", err, out.String())
-	}
-	return out.String()
+	err = cmd.Wait()
+	return out.String(), err
 }
 
 // printKey runs `caddy modelgate login --print-key`, as apiKeyHelper does.
@@ -103,6 +112,9 @@ func TestOIDCLoginDeviceFlow(t *testing.T) {
 	out := cliLogin(t, s, home, "bob")
 	if !strings.Contains(out, "Signed in as bob@example.com (role member)") {
 		t.Errorf("login's last words:\n%s", out)
+	}
+	if m := oidcStatus(t, g); m["device_flow"] != true || m["device_flow_confirmed"] != true {
+		t.Errorf("status after a device sign-in: %v, want the device flow offered and confirmed", m)
 	}
 	file := filepath.Join(home, "modelgate", "login.json")
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
@@ -229,9 +241,29 @@ func TestOIDCLoginBrowserFlow(t *testing.T) {
 	s := startIdentity(t, "")
 	g := s.g
 	home := t.TempDir()
+	out, handedOver := browserLogin(t, s, home, "carol", "--browser")
+	if !strings.Contains(out, "Signed in as carol@example.com (role auditor)") {
+		t.Errorf("login --browser said:\n%s", out)
+	}
+	k := printKey(t, home)
+	if st, body := chat(t, g, k); st != http.StatusOK {
+		t.Errorf("chat with carol's key: %d %s", st, body)
+	}
+	// What the browser's history holds cannot be redeemed without the verifier.
+	st, _, body := g.do(t, http.MethodPost, "/auth/oidc/token", "", `{"cli_code":"`+handedOver+`","code_verifier":"`+strings.Repeat("a", 43)+`"}`)
+	if handedOver == "" || st != http.StatusUnauthorized || !strings.Contains(string(body), "code_verifier") {
+		t.Errorf("redeeming the handed-over code with a wrong verifier: %d %s", st, body)
+	}
+}
+
+// browserLogin runs `caddy modelgate login --no-open` with args, signs
+// user in at the link it prints as a browser on the same machine would,
+// and returns what the CLI printed and the code handed to its listener.
+func browserLogin(t *testing.T, s identitySetup, home, user string, args ...string) (out, handedOver string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testbin.Path(t), "modelgate", "login", "--browser", "--no-open", "--gateway", g.base)
+	cmd := exec.CommandContext(ctx, testbin.Path(t), append([]string{"modelgate", "login", "--no-open", "--gateway", s.g.base}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home, "HOME="+home)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -242,9 +274,9 @@ func TestOIDCLoginBrowserFlow(t *testing.T) {
 	}
 	sc := bufio.NewScanner(stderr)
 	var link string
-	var out bytes.Buffer
+	var printed bytes.Buffer
 	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
+		printed.WriteString(sc.Text() + "\n")
 		if m := browserPrompt.FindStringSubmatch(sc.Text()); m != nil {
 			link = m[1]
 			break
@@ -252,10 +284,9 @@ func TestOIDCLoginBrowserFlow(t *testing.T) {
 	}
 	if link == "" {
 		_ = cmd.Wait()
-		t.Fatalf("login --browser printed no link:\n%s", out.String())
+		t.Fatalf("login printed no browser link:\n%s", printed.String())
 	}
 	b := newBrowserless(t)
-	var handedOver string
 	b.c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
 		if req.URL.Path == "/callback" {
 			handedOver = req.URL.Query().Get("cli_code")
@@ -263,26 +294,57 @@ func TestOIDCLoginBrowserFlow(t *testing.T) {
 		return http.ErrUseLastResponse
 	}
 	b.visit(http.MethodGet, link, nil)
-	b.signIn(s.issuer, "carol")
+	b.signIn(s.issuer, user)
 	if !strings.Contains(b.body, "Signed in to Modelgate") {
 		t.Errorf("the browser's last page (%s, %d): %.300s", b.last, b.status, b.body)
 	}
 	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
+		printed.WriteString(sc.Text() + "\n")
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("login --browser: %v\n%s", err, out.String())
+		t.Fatalf("login %v: %v\n%s", args, err, printed.String())
 	}
-	if !strings.Contains(out.String(), "Signed in as carol@example.com (role auditor)") {
-		t.Errorf("login --browser said:\n%s", out.String())
+	return printed.String(), handedOver
+}
+
+// oidcStatus is GET /auth/oidc/status of a gateway whose provider is up.
+func oidcStatus(t *testing.T, g *gateway) map[string]any {
+	t.Helper()
+	st, _, body := g.do(t, http.MethodGet, "/auth/oidc/status", "", "")
+	var m map[string]any
+	if st != http.StatusOK || json.Unmarshal(body, &m) != nil || m["ready"] != true {
+		t.Fatalf("status: %d %s", st, body)
 	}
-	k := printKey(t, home)
-	if st, body := chat(t, g, k); st != http.StatusOK {
-		t.Errorf("chat with carol's key: %d %s", st, body)
+	return m
+}
+
+// TestOIDCDeviceFlowRefused: with the test IdP's client registered
+// without the device grant (the provider still has the flow), the
+// gateway's device call answers naming the refusal and suggesting
+// `login --browser`, /auth/oidc/status stops claiming device_flow and
+// says why, and `caddy modelgate login` says so and signs in through the
+// browser instead.
+func TestOIDCDeviceFlowRefused(t *testing.T) {
+	s := startIdentity(t, "", "DEVICE_GRANT=0")
+	g := s.g
+	status := func() map[string]any { return oidcStatus(t, g) }
+	if m := status(); m["device_flow"] != true || m["device_flow_confirmed"] != false {
+		t.Errorf("status before any try: %v; the provider advertises the flow, and no try has said whether this client may use it", m)
 	}
-	// What the browser's history holds cannot be redeemed without the verifier.
-	st, _, body := g.do(t, http.MethodPost, "/auth/oidc/token", "", `{"cli_code":"`+handedOver+`","code_verifier":"`+strings.Repeat("a", 43)+`"}`)
-	if handedOver == "" || st != http.StatusUnauthorized || !strings.Contains(string(body), "code_verifier") {
-		t.Errorf("redeeming the handed-over code with a wrong verifier: %d %s", st, body)
+	st, _, body := g.do(t, http.MethodPost, "/auth/oidc/device", "", "{}")
+	if st != http.StatusNotImplemented || !strings.Contains(string(body), "refused the device flow for client modelgate") || !strings.Contains(string(body), "caddy modelgate login --browser") {
+		t.Errorf("device authorization for a client without the grant: %d %s", st, body)
+	}
+	if m := status(); m["device_flow"] != false || m["device_flow_confirmed"] != false || !strings.Contains(fmt.Sprint(m["device_flow_error"]), "refused the device flow") {
+		t.Errorf("status after the refusal: %v, want device_flow false naming it", m)
+	}
+	home := t.TempDir()
+	out, _ := browserLogin(t, s, home, "bob")
+	if !strings.Contains(out, "The device flow is not available") || !strings.Contains(out, "--browser") ||
+		!strings.Contains(out, "Signed in as bob@example.com") {
+		t.Errorf("login against a client without the device grant said:\n%s", out)
+	}
+	if st, body := chat(t, g, printKey(t, home)); st != http.StatusOK {
+		t.Errorf("chat with bob's key: %d %s", st, body)
 	}
 }

@@ -103,6 +103,19 @@ type identitySetup struct {
 // IdP. The gateway starts first: it must not need the IdP to start.
 func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySetup {
 	t.Helper()
+	return startIdentityWith(t, identityOptions{oidcExtra: oidcExtra, idpEnv: idpEnv})
+}
+
+// identityOptions add to startIdentity's gateway and IdP: lines inside
+// the oidc block, lines beside it in llm_auth (e.g. scim_token), the
+// gateway's environment and the IdP's.
+type identityOptions struct {
+	oidcExtra, authExtra string
+	env, idpEnv          []string
+}
+
+func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
+	t.Helper()
 	ports := freePorts(t, 2)
 	gwPort, idpPort := ports[0], ports[1]
 	issuer := fmt.Sprintf("http://127.0.0.1:%d", idpPort)
@@ -125,10 +138,11 @@ func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySet
 		}
 		group auditors {
 			role auditor
-		}`, issuer, idpClientID, oidcExtra)
+		}
+		%s`, issuer, idpClientID, o.oidcExtra, o.authExtra)
 	g := startGateway(t, gatewayConfig{models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n",
-		authExtra: auth, port: gwPort, env: []string{"OIDC_SECRET=" + idpClientSecret}})
-	startIdP(t, idpPort, g.base+"/auth/oidc/callback", idpEnv...)
+		authExtra: auth, port: gwPort, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)})
+	startIdP(t, idpPort, g.base+"/auth/oidc/callback", o.idpEnv...)
 	return identitySetup{g: g, issuer: issuer}
 }
 

@@ -22,6 +22,10 @@ type AuditEntry struct {
 	Target string
 	Source string
 	Fields map[string]string
+	// Seq and Hash are the entry's place in the hash chain
+	// (audit_chain.go), set by AppendAudit.
+	Seq  int64
+	Hash string
 }
 
 // AuditFilter selects audit entries. Empty strings and zero times match
@@ -34,7 +38,8 @@ type AuditFilter struct {
 }
 
 // AuditStore keeps the audit log. It only appends: no method changes or
-// removes an entry.
+// removes an entry, and each entry is chained to the one before it
+// (audit_chain.go), so a change made in the database shows.
 type AuditStore interface {
 	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
 	// QueryAudit returns the entries f selects, newest first, at most
@@ -73,11 +78,18 @@ func (s *sqlStore) AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, e
 		}
 		return v
 	}
-	p := s.d.placeholder
-	_, err = s.db.ExecContext(ctx, `INSERT INTO audit_log (id, ts_us, actor, action, target, source, fields) VALUES (`+
-		p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`)`,
-		e.ID, e.Time.UnixMicro(), clean(e.Actor), clean(e.Action), clean(e.Target), clean(e.Source), string(fields))
-	return e, err
+	r := auditRow{id: e.ID, tsUS: e.Time.UnixMicro(), actor: clean(e.Actor), action: clean(e.Action), target: clean(e.Target),
+		source: clean(e.Source), fields: string(fields)}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return e, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := s.appendAuditRow(ctx, tx, &r); err != nil {
+		return e, err
+	}
+	e.Seq, e.Hash = r.seq, r.hash
+	return e, tx.Commit()
 }
 
 // QueryAudit answers f, newest first.
@@ -162,6 +174,14 @@ type SCIMGroup struct {
 	Updated     time.Time
 }
 
+// SCIMTombstone is a deleted user: their userName (lower-cased) and
+// externalId, and when they were deleted.
+type SCIMTombstone struct {
+	UserName   string
+	ExternalID string
+	Deleted    time.Time
+}
+
 // ErrSCIMConflict is a user whose userName another user already has.
 const ErrSCIMConflict = lookupError("userName is already taken")
 
@@ -176,7 +196,13 @@ type SCIMStore interface {
 	// PutSCIMUser inserts or replaces u; ErrSCIMConflict when another
 	// user has its userName (compared case-insensitively).
 	PutSCIMUser(ctx context.Context, u SCIMUser) error
+	// DeleteSCIMUser removes the user and leaves a tombstone of their
+	// userName and externalId, in one transaction: sign-in refuses the
+	// person until PutSCIMUser stores a user of that userName or
+	// externalId again, which removes the tombstone.
 	DeleteSCIMUser(ctx context.Context, id string) error
+	// SCIMTombstones are the people deleted and not provisioned again.
+	SCIMTombstones(ctx context.Context) ([]SCIMTombstone, error)
 	SCIMGroups(ctx context.Context) ([]SCIMGroup, error)
 	SCIMGroup(ctx context.Context, id string) (SCIMGroup, error)
 	PutSCIMGroup(ctx context.Context, g SCIMGroup) error
@@ -234,6 +260,11 @@ func (s *sqlStore) PutSCIMUser(ctx context.Context, u SCIMUser) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM scim_users WHERE id = `+p(1), u.ID); err != nil {
 		return err
 	}
+	// Provisioned again: the directory speaks for the person once more.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM scim_tombstones WHERE user_name_key = `+p(1)+` OR (external_id <> '' AND external_id = `+p(2)+`)`,
+		key, u.ExternalID); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO scim_users (id, user_name_key, external_id, doc, updated_us) VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`)`,
 		u.ID, key, u.ExternalID, string(u.Doc), micros(u.Updated)); err != nil {
 		return err
@@ -242,8 +273,47 @@ func (s *sqlStore) PutSCIMUser(ctx context.Context, u SCIMUser) error {
 }
 
 func (s *sqlStore) DeleteSCIMUser(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM scim_users WHERE id = `+s.d.placeholder(1), id)
-	return deleted(res, err)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	p := s.d.placeholder
+	var name, external string
+	err = tx.QueryRowContext(ctx, `SELECT user_name_key, external_id FROM scim_users WHERE id = `+p(1)+s.forUpdate(), id).Scan(&name, &external)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrSCIMNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM scim_users WHERE id = `+p(1), id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO scim_tombstones (user_name_key, external_id, deleted_us) VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`)`,
+		name, external, time.Now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) SCIMTombstones(ctx context.Context) ([]SCIMTombstone, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT user_name_key, external_id, deleted_us FROM scim_tombstones ORDER BY deleted_us`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SCIMTombstone
+	for rows.Next() {
+		var ts SCIMTombstone
+		var us int64
+		if err := rows.Scan(&ts.UserName, &ts.ExternalID, &us); err != nil {
+			return nil, err
+		}
+		ts.Deleted = time.UnixMicro(us).UTC()
+		out = append(out, ts)
+	}
+	return out, rows.Err()
 }
 
 func deleted(res sql.Result, err error) error {

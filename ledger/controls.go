@@ -105,6 +105,9 @@ type Controls struct {
 	Version    int64
 	Keys       []ControlKey
 	Workspaces []ControlWorkspace
+	// SignedOut are the digests (SessionDigest) of the dashboard sessions
+	// signed out and not yet expired: all of them, in a partial read too.
+	SignedOut []string
 }
 
 // ControlStore keeps runtime keys and workspaces.
@@ -127,6 +130,9 @@ type ControlStore interface {
 	// the same for a workspace.
 	UpdateKey(ctx context.Context, id string, change func(*ControlKey) error) (ControlKey, error)
 	UpdateWorkspace(ctx context.Context, id string, change func(*ControlWorkspace) error) (ControlWorkspace, error)
+	// SignOut ends a dashboard session on every instance until expires
+	// (signout.go).
+	SignOut(ctx context.Context, sessionID string, expires time.Time) error
 }
 
 // ErrControlNotFound is an update of a key or workspace that is not stored.
@@ -377,6 +383,9 @@ func (s *sqlStore) loadControls(ctx context.Context, keyWhere string, keyArgs []
 		c.Workspaces = append(c.Workspaces, w)
 	}
 	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	if c.SignedOut, err = s.signedOut(ctx, tx); err != nil {
 		return c, err
 	}
 	c.Sort()

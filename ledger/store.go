@@ -342,6 +342,39 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// call's arguments and result (its tokens are 0). Records of an
 		// older release, or written by one sharing the database, read 0.
 		13: `ALTER TABLE usage_records ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
+		// Dashboard sessions signed out before their cookie expires
+		// (signout.go), by the digest of the session id: every instance
+		// refuses them, after a restart too. A row is deleted once its
+		// session would have expired anyway.
+		18: `CREATE TABLE signed_out_sessions (
+	id TEXT PRIMARY KEY,
+	expires_us BIGINT NOT NULL
+)`,
+		// People SCIM deleted (SCIMStore.DeleteSCIMUser): sign-in refuses them as
+		// it refuses a deactivated person, until the IdP provisions the
+		// userName or externalId again.
+		19: `CREATE TABLE scim_tombstones (
+	user_name_key TEXT NOT NULL,
+	external_id TEXT NOT NULL,
+	deleted_us BIGINT NOT NULL
+);
+CREATE INDEX scim_tombstones_name ON scim_tombstones (user_name_key)`,
+		// The audit log's hash chain (audit_chain.go): each row's seq,
+		// the previous row's hash and its own; audit_head holds the last
+		// seq and hash, so a deleted tail shows, and its row lock orders
+		// every append. The rows already logged are chained in id order
+		// by chainAuditTx in this migration's transaction (keyed by this
+		// number in migrationSteps: renumber both together).
+		20: `ALTER TABLE audit_log ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE audit_log ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX audit_log_seq ON audit_log (seq) WHERE seq > 0;
+CREATE TABLE audit_head (
+	id INTEGER PRIMARY KEY,
+	seq BIGINT NOT NULL,
+	hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// An agent-reported cost that no budget counts (Record.ReportOnly):
 		// deleting the record must know whether budget_spend holds it.
 		// Every record written before counted, hence the default.
@@ -350,6 +383,13 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// (purgeSessionSpend): found by age, session rows only.
 		23: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
 	}
+}
+
+// migrationSteps are Go steps that run in a migration's transaction
+// after its statements, for what SQL shared by both databases cannot
+// compute (a SHA-256 per row).
+func migrationSteps() map[int]func(s *sqlStore, ctx context.Context, tx *sql.Tx) error {
+	return map[int]func(*sqlStore, context.Context, *sql.Tx) error{20: (*sqlStore).chainAuditTx}
 }
 
 const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_model, provider,
@@ -420,6 +460,11 @@ func (s *sqlStore) applyMigration(ctx context.Context, v int, text string) error
 	}
 	for _, stmt := range strings.Split(text, ";\n") {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if step := migrationSteps()[v]; step != nil {
+		if err := step(s, ctx, tx); err != nil {
 			return err
 		}
 	}

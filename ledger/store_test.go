@@ -48,18 +48,6 @@ func forEachStore(t *testing.T, f func(t *testing.T, s Store)) {
 	}
 }
 
-// appliedMigrations counts the migrations a database gets: the numbers
-// held for other branches are empty and skipped.
-func appliedMigrations() int {
-	n := 0
-	for _, m := range migrations()[1:] {
-		if m != "" {
-			n++
-		}
-	}
-	return n
-}
-
 var t0 = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)
 
 func sampleRecord(i int) Record {
@@ -215,9 +203,21 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != appliedMigrations() {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, appliedMigrations())
+	if want := migrationCount(); versions != want {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, want)
 	}
+}
+
+// migrationCount is how many migrations there are: the numbers kept
+// empty for other branches' migrations are not applied.
+func migrationCount() int {
+	n := 0
+	for _, m := range migrations() {
+		if m != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Several gateway instances starting at once against one database must
@@ -242,8 +242,8 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err := stores[0].(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != appliedMigrations() {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, appliedMigrations())
+	if want := migrationCount(); versions != want {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, want)
 	}
 	if err := stores[3].Insert(context.Background(), []Record{sampleRecord(0)}); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,9 @@ type controlSnapshot struct {
 	workspaces []ledger.ControlWorkspace
 	// archived are the ids of archived workspaces, whose keys are refused.
 	archived map[string]bool
+	// signedOut are the digests of dashboard sessions signed out on any
+	// instance (ledger.SessionDigest), until they would have expired.
+	signedOut map[string]struct{}
 }
 
 // runtimeKey is a runtime key as authentication sees it.
@@ -249,7 +252,7 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 		return err
 	}
 	s := &controlSnapshot{version: all.Version, keys: all.Keys, workspaces: all.Workspaces,
-		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys)), archived: map[string]bool{}}
+		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys)), archived: map[string]bool{}, signedOut: digestSet(all.SignedOut)}
 	for _, ws := range all.Workspaces {
 		if !ws.ArchivedAt.IsZero() {
 			s.archived[ws.ID] = true
@@ -269,7 +272,7 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 // or is added, in the order a full load gives (created, then id).
 func (s *controlSnapshot) with(ch ledger.Controls) *controlSnapshot {
 	n := &controlSnapshot{version: ch.Version, keys: slices.Clone(s.keys), workspaces: slices.Clone(s.workspaces),
-		byHash: maps.Clone(s.byHash), archived: maps.Clone(s.archived)}
+		byHash: maps.Clone(s.byHash), archived: maps.Clone(s.archived), signedOut: digestSet(ch.SignedOut)}
 	// Every replaced key's old secret goes before any new one is added:
 	// a secret one changed key gave up may be another's now.
 	for _, k := range ch.Keys {
@@ -302,6 +305,33 @@ func (s *controlSnapshot) with(ch ledger.Controls) *controlSnapshot {
 	}
 	(&ledger.Controls{Keys: n.keys, Workspaces: n.workspaces}).Sort()
 	return n
+}
+
+func digestSet(digests []string) map[string]struct{} {
+	set := make(map[string]struct{}, len(digests))
+	for _, d := range digests {
+		set[d] = struct{}{}
+	}
+	return set
+}
+
+// SignOut ends the dashboard session sessionID on every instance until
+// expires: stored in the ledger, it moves the control version, so this
+// instance's snapshot has it at once and every other's at its next poll.
+func (c *Controls) SignOut(ctx context.Context, sessionID string, expires time.Time) error {
+	return c.write(ctx, nil, nil, func(s ledger.ControlStore) error { return s.SignOut(ctx, sessionID, expires) })
+}
+
+// SignedOut reports whether the session sessionID was signed out; loaded
+// is false until the snapshot was first read from the ledger, when no
+// sign-out can be known.
+func (c *Controls) SignedOut(sessionID string) (out, loaded bool) {
+	s := c.snap.Load()
+	if s.version < 0 {
+		return false, false
+	}
+	_, out = s.signedOut[ledger.SessionDigest(sessionID)]
+	return out, true
 }
 
 // secretDigest decodes a stored secret hash; a malformed one matches no

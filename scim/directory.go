@@ -27,37 +27,50 @@ type directoryCache struct {
 }
 
 type directoryEntry struct {
-	active bool
-	groups []string // nil: the IdP pushes no groups, keep the token's
+	active  bool
+	deleted bool     // a tombstone: the IdP deleted the person
+	groups  []string // nil: the IdP pushes no groups, keep the token's
+}
+
+// Entry is what the directory says of a person at sign-in.
+type Entry struct {
+	Active bool
+	// Deleted: the IdP deleted the person (Active is false too).
+	Deleted bool
+	// Groups are the pushed groups' display names; nil when the IdP
+	// pushes none, so the ID token's groups stand.
+	Groups []string
 }
 
 // Lookup finds the provisioned user whose userName matches email or whose
 // externalId matches subject, and the display names of the groups that
 // list them as a member. Sign-in consults it, so a person the IdP has
-// deactivated cannot sign in again and mint a fresh key after SCIM
-// revoked the old ones. found is false when SCIM has not provisioned the
-// person (or the store is not open): sign-in then trusts the ID token.
-func (h *Handler) Lookup(ctx context.Context, email, subject string) (active bool, groups []string, found bool) {
+// deactivated or deleted cannot sign in again and mint a fresh key after
+// SCIM revoked the old ones: a deleted person is found as a tombstone
+// (Deleted, not Active) until the IdP provisions them again. found is
+// false when SCIM has not provisioned the person (or the store is not
+// open): sign-in then trusts the ID token.
+func (h *Handler) Lookup(ctx context.Context, email, subject string) (e Entry, found bool) {
 	c := &h.dir
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := h.now(); c.byName == nil || now.Sub(c.built) >= directoryTTL {
 		if !h.rebuildDirectory(ctx, c) {
-			return false, nil, false
+			return Entry{}, false
 		}
 		c.built = now
 	}
-	var e *directoryEntry
+	var d *directoryEntry
 	if email != "" {
-		e = c.byName[strings.ToLower(email)]
+		d = c.byName[strings.ToLower(email)]
 	}
-	if e == nil && subject != "" {
-		e = c.bySub[subject]
+	if d == nil && subject != "" {
+		d = c.bySub[subject]
 	}
-	if e == nil {
-		return false, nil, false
+	if d == nil {
+		return Entry{}, false
 	}
-	return e.active, e.groups, true
+	return Entry{Active: d.active, Deleted: d.deleted, Groups: d.groups}, true
 }
 
 // rebuildDirectory reads every user and group once; false when the store
@@ -74,9 +87,23 @@ func (h *Handler) rebuildDirectory(ctx context.Context, c *directoryCache) bool 
 	if err != nil {
 		return false
 	}
+	tombs, err := store.SCIMTombstones(ctx)
+	if err != nil {
+		return false
+	}
 	byID := make(map[string]*directoryEntry, len(users))
-	byName := make(map[string]*directoryEntry, len(users))
-	bySub := make(map[string]*directoryEntry, len(users))
+	byName := make(map[string]*directoryEntry, len(users)+len(tombs))
+	bySub := make(map[string]*directoryEntry, len(users)+len(tombs))
+	// Tombstones first: a live user of the same name or subject wins.
+	for _, ts := range tombs {
+		e := &directoryEntry{deleted: true}
+		if ts.UserName != "" {
+			byName[ts.UserName] = e
+		}
+		if ts.ExternalID != "" {
+			bySub[ts.ExternalID] = e
+		}
+	}
 	for _, row := range users {
 		u, err := decodeUser(row.Doc)
 		if err != nil {

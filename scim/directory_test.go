@@ -14,23 +14,21 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 )
 
-// TestLookupFollowsProvisioning: sign-in's view of a person follows what
-// the IdP pushed: unknown until created, groups from pushed groups, and
-// inactive after an Okta-style deactivation.
-func TestLookupFollowsProvisioning(t *testing.T) {
+// scimServer serves a Handler on a fresh SQLite ledger, with the clock
+// now (nil: the real one), and returns it with a function that calls it
+// with the token and reads the JSON answer.
+func scimServer(t *testing.T, now func() time.Time) (*Handler, func(method, path, body string) (int, map[string]any)) {
+	t.Helper()
 	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { _ = store.Close() })
 	const token = "scim-test-token-0123456789"
-	now := time.Unix(1_800_000_000, 0)
-	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: func() time.Time { return now }}
-	// Each step waits out the directory view's lifetime, as sign-in would.
-	later := func() { now = now.Add(directoryTTL) }
+	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: now}
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	call := func(method, path, body string) string {
+	t.Cleanup(srv.Close)
+	return h, func(method, path, body string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -40,34 +38,66 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+}
+
+// TestLookupFollowsProvisioning: sign-in's view of a person follows what
+// the IdP pushed: unknown until created, groups from pushed groups, and
+// inactive after an Okta-style deactivation.
+func TestLookupFollowsProvisioning(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h, do := scimServer(t, func() time.Time { return now })
+	// Each step waits out the directory view's lifetime, as sign-in would.
+	later := func() { now = now.Add(directoryTTL) }
+	call := func(method, path, body string) string {
+		t.Helper()
+		status, out := do(method, path, body)
+		if status >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, status, out)
 		}
-		var id struct{ ID string }
-		_ = json.NewDecoder(resp.Body).Decode(&id)
-		return id.ID
+		id, _ := out["id"].(string)
+		return id
 	}
 	ctx := context.Background()
-	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+	if _, found := h.Lookup(ctx, "dana@example.com", ""); found {
 		t.Fatal("found a person SCIM never provisioned")
 	}
 	uid := call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"Dana@example.com","externalId":"00u1","active":true}`)
-	if _, _, found := h.Lookup(ctx, "dana@example.com", ""); found {
+	if _, found := h.Lookup(ctx, "dana@example.com", ""); found {
 		t.Fatal("a view younger than directoryTTL was read again: the cache does not hold")
 	}
 	later()
-	active, groups, found := h.Lookup(ctx, "dana@example.com", "")
-	if !found || !active || groups != nil {
-		t.Fatalf("after create: active=%v groups=%v found=%v; want active, no group override", active, groups, found)
+	e, found := h.Lookup(ctx, "dana@example.com", "")
+	if !found || !e.Active || e.Groups != nil {
+		t.Fatalf("after create: %+v found=%v; want active, no group override", e, found)
 	}
 	call("POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],"displayName":"engineering","members":[{"value":"`+uid+`"}]}`)
 	later()
-	if _, groups, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(groups, []string{"engineering"}) {
-		t.Fatalf("by subject after group push: groups=%v, want [engineering]", groups)
+	if e, _ = h.Lookup(ctx, "", "00u1"); !slices.Equal(e.Groups, []string{"engineering"}) {
+		t.Fatalf("by subject after group push: groups=%v, want [engineering]", e.Groups)
 	}
 	call("PATCH", "/scim/v2/Users/"+uid, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":false}}]}`)
 	later()
-	if active, _, found = h.Lookup(ctx, "dana@example.com", ""); !found || active {
-		t.Fatalf("after deactivation: active=%v found=%v, want found and inactive", active, found)
+	if e, found = h.Lookup(ctx, "dana@example.com", ""); !found || e.Active || e.Deleted {
+		t.Fatalf("after deactivation: %+v found=%v, want found and inactive", e, found)
+	}
+
+	// DELETE leaves a tombstone: the person is still found, and refused,
+	// by userName and by subject.
+	call("DELETE", "/scim/v2/Users/"+uid, "")
+	later()
+	for _, who := range [][2]string{{"DANA@example.com", ""}, {"", "00u1"}} {
+		if e, found = h.Lookup(ctx, who[0], who[1]); !found || e.Active || !e.Deleted {
+			t.Fatalf("after delete, %q: %+v found=%v, want a deleted person", who, e, found)
+		}
+	}
+	// Provisioned again: a new user, active, with no tombstone left.
+	call("POST", "/scim/v2/Users", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"dana@example.com","externalId":"00u1","active":true}`)
+	later()
+	if e, found = h.Lookup(ctx, "", "00u1"); !found || !e.Active || e.Deleted {
+		t.Fatalf("re-created: %+v found=%v, want active", e, found)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelgate/modelgate/ledger"
 )
@@ -141,7 +142,62 @@ func userFrom(in map[string]any) (User, error) {
 	if !ledger.StorableText(u.UserName) || !ledger.StorableText(u.ExternalID) {
 		return u, badRequest("invalidValue", "userName and externalId must be valid UTF-8 text")
 	}
-	return u, nil
+	return u, u.bounded()
+}
+
+// Bounds on what a provider may store: an email is at most 254
+// characters, and no IdP sends names or ids near these; a body within
+// maxBodyBytes could otherwise keep a 70 000-character userName in every
+// instance's directory view.
+const (
+	maxIDLength     = 256  // userName, externalId, an email, a member's id
+	maxTextLength   = 1024 // displayName and the name's parts
+	maxEmails       = 20
+	maxGroupMembers = 50000
+)
+
+// text is a string field and its bound, in characters.
+type text struct {
+	field, v string
+	limit    int
+}
+
+// firstTooLong is the 400 for the first field past its bound, or nil.
+func firstTooLong(fields []text) error {
+	for _, f := range fields {
+		if n := utf8.RuneCountInString(f.v); n > f.limit {
+			return badRequest("invalidValue", "%s: at most %d characters (got %d)", f.field, f.limit, n)
+		}
+	}
+	return nil
+}
+
+// bounded checks every string field against its bound.
+func (u User) bounded() error {
+	if len(u.Emails) > maxEmails {
+		return badRequest("invalidValue", "emails: at most %d addresses (got %d)", maxEmails, len(u.Emails))
+	}
+	fields := []text{{"userName", u.UserName, maxIDLength}, {"externalId", u.ExternalID, maxIDLength}, {"displayName", u.DisplayName, maxTextLength}}
+	if u.Name != nil {
+		fields = append(fields, text{"name.formatted", u.Name.Formatted, maxTextLength}, text{"name.givenName", u.Name.GivenName, maxTextLength},
+			text{"name.familyName", u.Name.FamilyName, maxTextLength})
+	}
+	for _, e := range u.Emails {
+		fields = append(fields, text{"emails.value", e.Value, maxIDLength}, text{"emails.type", e.Type, maxIDLength})
+	}
+	return firstTooLong(fields)
+}
+
+// bounded checks a group's name and members against their bounds.
+func (g Group) bounded() error {
+	if len(g.Members) > maxGroupMembers {
+		return badRequest("invalidValue", "members: at most %d (got %d)", maxGroupMembers, len(g.Members))
+	}
+	fields := []text{{"displayName", g.DisplayName, maxIDLength}, {"externalId", g.ExternalID, maxIDLength}}
+	for _, m := range g.Members {
+		fields = append(fields, text{"members.value", m.Value, maxIDLength}, text{"members.display", m.Display, maxTextLength})
+	}
+	return firstTooLong(fields)
 }
 
 func groupFrom(in map[string]any) (Group, error) {
@@ -164,7 +220,7 @@ func groupFrom(in map[string]any) (Group, error) {
 	if g.Members == nil {
 		g.Members = []Member{}
 	}
-	return g, nil
+	return g, g.bounded()
 }
 
 func decodeUser(doc []byte) (User, error) {

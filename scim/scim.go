@@ -5,6 +5,14 @@
 // they hold; a change of their groups moves their keys' workspace and
 // limits. Both go through the Keys interface, and every change is
 // recorded in the audit log.
+//
+// A deleted user leaves a tombstone (their userName and externalId), so
+// sign-in refuses them as it refuses a deactivated person, though the
+// provider may still sign them in: without it a person unknown to the
+// directory falls back to the ID token's groups. Creating a user of that
+// userName or externalId again removes the tombstone: the IdP has
+// provisioned the person anew, and they sign in under the new resource's
+// groups with fresh keys (the revoked ones stay revoked).
 package scim
 
 import (

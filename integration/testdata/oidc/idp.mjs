@@ -4,7 +4,10 @@
 // configuration is ours: three users in two groups, one confidential
 // client (code with PKCE, refresh, device flow), the library's own
 // development login and consent pages. ID_TOKEN_TTL and
-// ACCESS_TOKEN_TTL (seconds) shorten tokens for expiry tests; it prints
+// ACCESS_TOKEN_TTL (seconds) shorten tokens for expiry tests;
+// DEVICE_GRANT=0 registers the client without the device grant (the
+// provider keeps the flow, and refuses it to this client with
+// unauthorized_client, as Okta and Entra ID do by default); it prints
 // "ready <issuer>" when it listens.
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
@@ -25,7 +28,8 @@ const provider = new Provider(issuer, {
     client_id: 'modelgate',
     client_secret: 'modelgate-test-secret',
     redirect_uris: (process.env.REDIRECT_URIS || '').split(',').filter(Boolean),
-    grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+    grant_types: ['authorization_code', 'refresh_token',
+      ...(process.env.DEVICE_GRANT === '0' ? [] : ['urn:ietf:params:oauth:grant-type:device_code'])],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',
   }],
