@@ -51,10 +51,13 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (u *upstream) transport(ctx context.Context) sdk.Transport {
-	hc := &http.Client{Transport: headerTransport{u.cfg.Headers, http.DefaultTransport}}
+	// answerGuard turns a call's bad answer into that call's error; the
+	// SDK's own event bound is set above it, so the SDK never meets an
+	// event it would end the session for.
+	hc := &http.Client{Transport: answerGuard{base: headerTransport{u.cfg.Headers, http.DefaultTransport}, max: maxAnswer}}
 	switch u.cfg.Transport {
 	case modellist.MCPTransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}
+		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: 2 * maxAnswer}
 	case modellist.MCPTransportStdio:
 		cmd := exec.CommandContext(ctx, u.cfg.Command, u.cfg.Args...)
 		cmd.Env = os.Environ()
@@ -74,7 +77,7 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 		context.AfterFunc(ctx, func() { _ = pw.Close() })
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
-		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}
+		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
 	}
 }
 
