@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,7 +65,16 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 		o.logger.Error("ledger queue full; an MCP tool call went unrecorded", zap.String("server", c.Server), zap.String("tool", c.Tool))
 	}
 	o.logger.Debug("mcp tool call", zap.String("server", c.Server), zap.String("tool", c.Tool), zap.String("key", c.KeyID),
-		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes))
+		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes), requested(c))
+}
+
+// requested logs the name a client asked for when the ledger has it as
+// "(unknown)": bounded by the gateway, escaped here, debug log only.
+func requested(c mcp.Call) zap.Field {
+	if c.Requested == "" {
+		return zap.Skip()
+	}
+	return zap.String("requested", strconv.QuoteToASCII(c.Requested))
 }
 
 // Upstream logs session changes; err's text comes from the SDK's

@@ -31,8 +31,12 @@ type Observer interface {
 
 // Call is one tools/call as the ledger records it.
 type Call struct {
-	Server    string
-	Tool      string
+	Server string
+	Tool   string
+	// Requested is the name the client sent when Server or Tool is
+	// "(unknown)" (no server has it), cut to 128 bytes: for the debug log
+	// only, never the ledger.
+	Requested string
 	KeyID     string
 	Workspace string
 	Session   string

@@ -31,6 +31,10 @@ type upstream struct {
 	sess  *sdk.ClientSession
 	tools []*sdk.Tool // after allowed_tools/disallowed_tools
 	down  error
+	// known are the names of every tool the server has served since the
+	// gateway started, so a call for one while the server is down is
+	// recorded under its name, and any other name under unknownTool.
+	known map[string]bool
 	// refresh wakes the loop to re-list tools after list_changed.
 	refresh chan struct{}
 }
@@ -178,6 +182,12 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 	}
 	u.mu.Lock()
 	u.sess, u.tools, u.down = cs, tools, nil
+	if u.known == nil {
+		u.known = map[string]bool{}
+	}
+	for _, t := range tools {
+		u.known[t.Name] = true
+	}
 	u.mu.Unlock()
 	u.g.changed()
 	return nil
@@ -189,6 +199,14 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 func validSchema(s any) bool {
 	m, ok := s.(map[string]any)
 	return ok && m["type"] == "object"
+}
+
+// knows reports whether the server has served tool since the gateway
+// started.
+func (u *upstream) knows(tool string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.known[tool]
 }
 
 // current returns the live session and tools, or why there is none.
