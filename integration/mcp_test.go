@@ -151,13 +151,14 @@ mcp_servers:
 		t.Fatalf("stdio server's stderr is not in the debug log:\n%s", log)
 	}
 	var mcpRecs []ledger.Record
-	refused := 0
+	failed := 0
 	for _, r := range g.ledgerRecords(t) {
-		if r.Endpoint == ledger.EndpointMCP && r.Outcome == ledger.OutcomeRefused {
-			// The call to the dead server's unknown tool, refused at the door.
-			refused++
-			if r.Provider != "dead" || r.UpstreamModel != "anything" || r.Status != 403 {
-				t.Fatalf("refused record %+v", r)
+		if r.Endpoint == ledger.EndpointMCP && r.Provider == "dead" {
+			// The call to the dead server, failed at the door: the server
+			// never listed the tool, so its name is not in the ledger.
+			failed++
+			if r.UpstreamModel != "(unknown)" || r.Outcome != ledger.OutcomeError || r.Status != 502 {
+				t.Fatalf("failed record %+v", r)
 			}
 			continue
 		}
@@ -165,8 +166,8 @@ mcp_servers:
 			mcpRecs = append(mcpRecs, r)
 		}
 	}
-	if refused != 1 {
-		t.Fatalf("%d refused mcp records, want 1", refused)
+	if failed != 1 {
+		t.Fatalf("%d mcp records of the dead server, want 1", failed)
 	}
 	if len(mcpRecs) != 3 {
 		t.Fatalf("mcp ledger records %+v", mcpRecs)
