@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
+	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -27,6 +28,21 @@ func mcpAdmit(app *App) func(ctx context.Context, id *policy.Identity) error {
 		}
 		hold.Release(0)
 		return nil
+	}
+}
+
+// mcpNotConnected is the readiness probe's list of MCP servers with no
+// live session; nil (no list) when none is configured. The gateway is
+// built after the handlers, so the func reads it when called.
+func mcpNotConnected(g *Gateway, cfg *modellist.Config) func() []string {
+	if len(cfg.MCPServers) == 0 {
+		return nil
+	}
+	return func() []string {
+		if g.mcp == nil {
+			return nil
+		}
+		return g.mcp.NotConnected()
 	}
 }
 

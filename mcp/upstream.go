@@ -35,6 +35,9 @@ type upstream struct {
 	// gateway started, so a call for one while the server is down is
 	// recorded under its name, and any other name under unknownTool.
 	known map[string]bool
+	// first is closed when the first connection attempt has finished.
+	first     chan struct{}
+	firstOnce sync.Once
 	// refresh wakes the loop to re-list tools after list_changed.
 	refresh chan struct{}
 }
@@ -97,6 +100,7 @@ func (u *upstream) run(ctx context.Context) {
 			return
 		}
 		u.setDown(err)
+		u.attempted()
 		u.g.obs.Upstream(u.cfg.Name, err)
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
@@ -144,6 +148,7 @@ func (u *upstream) session(ctx context.Context) error {
 	if err := u.list(sctx, cs); err != nil {
 		return err
 	}
+	u.attempted()
 	u.g.obs.Upstream(u.cfg.Name, nil)
 	done := make(chan error, 1)
 	go func() { done <- cs.Wait() }()
