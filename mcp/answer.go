@@ -21,8 +21,8 @@ import (
 // call is its own POST, and everything in that POST's answer belongs to
 // it. answerGuard sits under the SDK's HTTP client and checks each call's
 // answer before the SDK reads it; an answer that is malformed, larger
-// than maxAnswer, or a result for another request id becomes a JSON-RPC
-// error answer to that call, so one bad answer fails one call and the
+// than maxAnswer, a result for another request id, or an error status
+// becomes a JSON-RPC error answer to that call, so one bad answer fails one call and the
 // shared session, and every other call on it, goes on.
 
 // maxAnswer bounds one message of an upstream's answer (a JSON body or one
@@ -42,6 +42,13 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if resp.StatusCode/100 != 2 {
+		if isCall && resp.StatusCode != http.StatusNotFound {
+			// The SDK ends the session on most error statuses; for a call
+			// it is that call's failure. (404 is the server saying the
+			// session is gone: that one ends it.)
+			t.statusAnswer(resp, id)
+			return resp, nil
+		}
 		// The SDK reads an error status's body whole to find a JSON-RPC
 		// error in it; that read is bounded here.
 		resp.Body = limitedBody{io.LimitReader(resp.Body, int64(t.max)), resp.Body}
@@ -61,6 +68,28 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, id: id, isCall: isCall, max: t.max}
 	}
 	return resp, nil
+}
+
+// statusAnswer turns a call's error status into a 200 answer with the
+// call's JSON-RPC error: the server's own, when its body is one, else
+// -32603 naming the status.
+func (t answerGuard) statusAnswer(resp *http.Response, id jsonrpc.ID) {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, int64(t.max)))
+	resp.Body.Close()
+	answer := errorAnswer(id, fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+			if own, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: r.Error}); err == nil {
+				answer = own
+			}
+		}
+	}
+	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+	resp.Header = resp.Header.Clone()
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = int64(len(answer))
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
 }
 
 type limitedBody struct {

@@ -28,6 +28,8 @@ var badAnswers = map[string]string{
 	"hugesse":    "an SSE event over the answer bound",
 	"ssegarbage": "an SSE event whose data is not JSON",
 	"ssenofield": "an SSE line that is not a field",
+	"status500":  "HTTP 500 with a plain-text body",
+	"status400":  "HTTP 400 with a JSON-RPC error",
 }
 
 // badAnswerServer is one real Go SDK server with a healthy echo, a slow
@@ -89,6 +91,12 @@ func badAnswerServer(t *testing.T, started chan<- struct{}, release <-chan struc
 		case "ssegarbage":
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(msg.ID)+",\"res\n\n")
+		case "status500":
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		case "status400":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32602,"message":"bad answer from the MCP server, says the server"}}`)
 		case "ssenofield":
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "<html>502 Bad Gateway</html>\n\n")
