@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPOpenSessionRecheckedPerCall: an MCP session stays bound to its
+// key, but each tools/call is admitted with the key as the control
+// snapshot has it now: a key deactivated, a key expired, or a key whose
+// workspace is archived on instance a gets its next call on an open
+// session on instance b refused by the key check (401/403).
+func TestMCPOpenSessionRecheckedPerCall(t *testing.T) {
+	dsn, _, _ := freshSchema(t)
+	probe := probeServer(t)
+	cfg := gatewayConfig{models: fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+mcp_servers:
+  internal:
+    url: %s
+    transport: http
+`, probe.URL), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	status, _, out := a.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"doomed"}`)
+	var ws struct {
+		ID string `json:"id"`
+	}
+	if status != 200 || json.Unmarshal(out, &ws) != nil {
+		t.Fatalf("create workspace: %d %s", status, out)
+	}
+	revoked := createKey(t, a, `{"name":"revoked"}`)
+	expiring := createKey(t, a, `{"name":"expiring","expires_at":"`+time.Now().Add(8*time.Second).UTC().Format(time.RFC3339)+`"}`)
+	archived := createKey(t, a, `{"name":"archived","workspace_id":"`+ws.ID+`"}`)
+
+	sessions := map[string]*sdk.ClientSession{}
+	for name, k := range map[string]createdKey{"revoked": revoked, "expiring": expiring, "archived": archived} {
+		sessions[name] = mcpSessionWith(ctx, t, b, k.Value, "internal-gateway_probe", "internal-other")
+		if got := mcpCallText(ctx, t, sessions[name], "internal-gateway_probe", map[string]any{"word": name}); !strings.Contains(got, name) {
+			t.Fatalf("%s before: %q", name, got)
+		}
+	}
+	if status, _, out := a.do(t, "POST", "/v1/organizations/api_keys/"+revoked.ID, adminKey, `{"status":"inactive"}`); status != 200 {
+		t.Fatalf("deactivate: %d %s", status, out)
+	}
+	if status, _, out := a.do(t, "POST", "/v1/organizations/workspaces/"+ws.ID+"/archive", adminKey, ""); status != 200 {
+		t.Fatalf("archive: %d %s", status, out)
+	}
+	for name, cs := range sessions {
+		refusedCall(ctx, t, cs, name)
+	}
+}
+
+// refusedCall polls (the other instance reads the key table on a timer)
+// until the open session's next call is refused, and checks the refusal
+// came from the gateway's key check.
+func refusedCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, name string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "internal-gateway_probe", Arguments: map[string]any{"word": name}})
+		if err != nil {
+			if !strings.Contains(err.Error(), "Unauthorized") && !strings.Contains(err.Error(), "Forbidden") {
+				t.Fatalf("%s: refused, but not by the key check: %v", name, err)
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: the open session's calls were never refused", name)
+}
