@@ -41,53 +41,74 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	if resp.StatusCode/100 != 2 {
-		if isCall && resp.StatusCode != http.StatusNotFound {
-			// The SDK ends the session on most error statuses; for a call
-			// it is that call's failure. (404 is the server saying the
-			// session is gone: that one ends it.)
-			t.statusAnswer(resp, id)
-			return resp, nil
-		}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	sent, got := r.Header.Get(sessionHeader), resp.Header.Get(sessionHeader)
+	switch {
+	case !isCall && resp.StatusCode/100 != 2:
 		// The SDK reads an error status's body whole to find a JSON-RPC
 		// error in it; that read is bounded here.
 		resp.Body = limitedBody{io.LimitReader(resp.Body, int64(t.max)), resp.Body}
-		return resp, nil
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch {
-	case mt == "application/json" && isCall:
-		data := t.checkJSON(resp.Body, id)
+	case !isCall:
+		if mt == "text/event-stream" {
+			// A stream with no call (the standalone GET stream, or a
+			// resumed one) has nobody to fail: its bad events are dropped.
+			resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, max: t.max}
+		}
+	case resp.StatusCode == http.StatusNotFound && sent != "":
+		// The server saying the session is gone: that one ends it, and
+		// the gateway reconnects.
+	case resp.StatusCode/100 != 2:
+		// The SDK ends the session on most error statuses; for a call it
+		// is that call's failure.
+		t.replace(resp, t.statusAnswer(resp, id))
+	case sent != "" && got != "" && got != sent:
+		t.replace(resp, errorAnswer(id, errors.New("the answer names another session")))
+	case mt == "application/json":
+		data, ok := t.checkJSON(resp.Body, id)
+		if !ok {
+			t.replace(resp, data)
+			break
+		}
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		resp.ContentLength = int64(len(data))
 		resp.Header.Del("Content-Length")
 	case mt == "text/event-stream":
-		// A stream with no call (the standalone GET stream, or a resumed
-		// one) has nobody to fail: its bad events are dropped.
 		resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, id: id, isCall: isCall, max: t.max}
+	default:
+		// The SDK ends the session on an answer of another type (or none,
+		// as a 202 is).
+		t.replace(resp, errorAnswer(id, fmt.Errorf("the answer's type %q is neither JSON nor an event stream", bounded(mt))))
 	}
 	return resp, nil
 }
 
-// statusAnswer turns a call's error status into a 200 answer with the
-// call's JSON-RPC error: the server's own, when its body is one, else
-// -32603 naming the status.
-func (t answerGuard) statusAnswer(resp *http.Response, id jsonrpc.ID) {
+// sessionHeader is Streamable HTTP's session id header.
+const sessionHeader = "Mcp-Session-Id"
+
+// statusAnswer is the call's JSON-RPC error for an error status: the
+// server's own, when the body is one, else -32603 naming the status.
+func (t answerGuard) statusAnswer(resp *http.Response, id jsonrpc.ID) []byte {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, int64(t.max)))
-	resp.Body.Close()
-	answer := errorAnswer(id, fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
 		if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
 			if own, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: r.Error}); err == nil {
-				answer = own
+				return own
 			}
 		}
 	}
+	return errorAnswer(id, fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
+}
+
+// replace makes resp a 200 application/json answer with body answer. The
+// session header goes: a replaced answer says nothing of the session.
+func (t answerGuard) replace(resp *http.Response, answer []byte) {
+	resp.Body.Close()
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
 	resp.Header = resp.Header.Clone()
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Header.Del("Content-Length")
+	resp.Header.Del(sessionHeader)
 	resp.ContentLength = int64(len(answer))
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 }
@@ -127,20 +148,20 @@ func callID(r *http.Request) (jsonrpc.ID, bool) {
 }
 
 // checkJSON reads a call's application/json answer, bounded, and returns
-// it unchanged when it is one JSON-RPC message that answers id (or a
+// it unchanged (ok) when it is one JSON-RPC message that answers id (or a
 // server request, which the SDK handles), or else an error answer to id.
-func (t answerGuard) checkJSON(body io.Reader, id jsonrpc.ID) []byte {
+func (t answerGuard) checkJSON(body io.Reader, id jsonrpc.ID) (_ []byte, ok bool) {
 	data, err := io.ReadAll(io.LimitReader(body, int64(t.max)+1))
 	if err != nil {
-		return errorAnswer(id, fmt.Errorf("the answer broke off: %v", err))
+		return errorAnswer(id, fmt.Errorf("the answer broke off: %v", err)), false
 	}
 	if len(data) > t.max {
-		return errorAnswer(id, fmt.Errorf("the answer is larger than %d bytes", t.max))
+		return errorAnswer(id, fmt.Errorf("the answer is larger than %d bytes", t.max)), false
 	}
 	if err := answers(data, id); err != nil {
-		return errorAnswer(id, err)
+		return errorAnswer(id, err), false
 	}
-	return data
+	return data, true
 }
 
 // answers checks that data is one JSON-RPC message and, when it is an

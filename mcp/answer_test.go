@@ -30,6 +30,9 @@ var badAnswers = map[string]string{
 	"ssenofield": "an SSE line that is not a field",
 	"status500":  "HTTP 500 with a plain-text body",
 	"status400":  "HTTP 400 with a JSON-RPC error",
+	"html":       "an HTML page with status 200",
+	"accepted":   "202 Accepted with no body",
+	"session":    "a good answer naming another session",
 }
 
 // badAnswerServer is one real Go SDK server with a healthy echo, a slow
@@ -97,6 +100,15 @@ func badAnswerServer(t *testing.T, started chan<- struct{}, release <-chan struc
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32602,"message":"bad answer from the MCP server, says the server"}}`)
+		case "html":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html><body>502 Bad Gateway</body></html>")
+		case "accepted":
+			w.WriteHeader(http.StatusAccepted)
+		case "session":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "another-session")
+			_, _ = io.WriteString(w, result("fine"))
 		case "ssenofield":
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "<html>502 Bad Gateway</html>\n\n")
