@@ -33,10 +33,18 @@ const maxAnswer = 16 << 20
 type answerGuard struct {
 	base http.RoundTripper
 	max  int
+	// posts says a POST's answer is its call's (Streamable HTTP); on the
+	// legacy SSE transport a POST is only accepted (202) and every answer
+	// comes on the one GET stream.
+	posts bool
 }
 
 func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
-	id, isCall := callID(r)
+	var id jsonrpc.ID
+	var isCall bool
+	if t.posts {
+		id, isCall = callID(r)
+	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		return resp, err

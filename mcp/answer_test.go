@@ -197,3 +197,33 @@ func TestBadAnswerFailsOneCall(t *testing.T) {
 		t.Fatalf("%d of mallory's calls recorded, want %d: %+v", errs, len(badAnswers), obs.calls)
 	}
 }
+
+// TestLegacySSEServer: a server on the legacy SSE transport (one GET
+// stream for every answer, which the guard reads as a stream with no call)
+// is listed and called through the gateway. The stream lives as long as
+// the session, not as long as the connect's deadline.
+func TestLegacySSEServer(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "legacy"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo:" + in.Text}}}, nil, nil
+	})
+	up := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	g := New(Options{Observer: upLog{t}, Servers: []*modellist.MCPServer{{Name: "legacy", Transport: modellist.MCPTransportSSE, URL: up.URL}}})
+	g.Start()
+	t.Cleanup(g.Close)
+	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"k": {KeyID: "k"}}))
+	t.Cleanup(gw.Close)
+	cs := connect(t, gw.URL+"/mcp", "k")
+	waitTools(t, cs, 1)
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "legacy-echo", Arguments: map[string]any{"text": "old"}})
+	if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != "echo:old" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+type upLog struct{ t *testing.T }
+
+func (upLog) ToolCall(context.Context, Call) {}
+func (o upLog) Upstream(s string, err error) { o.t.Logf("%s: %v", s, err) }
+func (upLog) Stderr(string, string)          {}

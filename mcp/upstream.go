@@ -61,10 +61,10 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 	// answerGuard turns a call's bad answer into that call's error; the
 	// SDK's own event bound is set above it, so the SDK never meets an
 	// event it would end the session for.
-	hc := &http.Client{Transport: answerGuard{base: headerTransport{u.cfg.Headers, http.DefaultTransport}, max: maxAnswer}}
+	guard := answerGuard{base: headerTransport{u.cfg.Headers, http.DefaultTransport}, max: maxAnswer}
 	switch u.cfg.Transport {
 	case modellist.MCPTransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: 2 * maxAnswer}
+		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxEventSize: 2 * maxAnswer}
 	case modellist.MCPTransportStdio:
 		cmd := exec.CommandContext(ctx, u.cfg.Command, u.cfg.Args...)
 		cmd.Env = os.Environ()
@@ -84,7 +84,8 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 		context.AfterFunc(ctx, func() { _ = pw.Close() })
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
-		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
+		guard.posts = true
+		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
 	}
 }
 
@@ -138,13 +139,21 @@ func (u *upstream) session(ctx context.Context) error {
 		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { u.g.listChanged(u.cfg.Name, false) },
 		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { u.g.listChanged(u.cfg.Name, true) },
 	})
-	cctx, ccancel := context.WithTimeout(sctx, u.g.connectTimeout)
+	// Connecting is bounded by connectTimeout, but its context must live
+	// as long as the session: the legacy SSE transport ties its GET stream,
+	// which carries every answer, to it.
+	cctx, ccancel := context.WithCancel(sctx)
+	defer ccancel()
+	timer := time.AfterFunc(u.g.connectTimeout, ccancel)
 	cs, err := client.Connect(cctx, u.transport(sctx), nil)
-	ccancel()
+	inTime := timer.Stop()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer cs.Close()
+	if !inTime {
+		return fmt.Errorf("connect: not done within %s", u.g.connectTimeout)
+	}
 	if err := u.list(sctx, cs); err != nil {
 		return err
 	}
