@@ -114,6 +114,11 @@ mcp_servers:
 	if strings.Join(names, ",") != "internal-echo,local-echo" {
 		t.Fatalf("tools %v; log:\n%s", names, g.stderr.String())
 	}
+	// The keyless readiness probe names the server that is not connected,
+	// and stays ready.
+	if code, _, body := g.do(t, "GET", "/health/readiness", "", ""); code != http.StatusOK || !strings.Contains(string(body), `"mcp_not_connected":["dead"]`) {
+		t.Fatalf("readiness: %d %s", code, body)
+	}
 	for _, tc := range []struct{ tool, want string }{{"internal-echo", "internal:hi"}, {"local-echo", "local:hi"}} {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{"text": "hi"}})
 		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != tc.want {
