@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,7 @@ import (
 // workspace is archived on instance a gets its next call on an open
 // session on instance b refused by the key check (401/403).
 func TestMCPOpenSessionRecheckedPerCall(t *testing.T) {
-	dsn, _, _ := freshSchema(t)
-	probe := probeServer(t)
-	cfg := gatewayConfig{models: fmt.Sprintf(`model_list:
-  - model_name: echo
-    proxy_params:
-      model: echo/echo
-mcp_servers:
-  internal:
-    url: %s
-    transport: http
-`, probe.URL), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	a, b := mcpTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
