@@ -34,9 +34,10 @@ func (g *Gateway) awaitFirst(ctx context.Context, ups []*upstream) {
 		}
 		if timeout == nil {
 			g.mu.Lock()
-			left := time.Until(g.started.Add(g.firstWait))
+			started := g.started
 			g.mu.Unlock()
-			if g.started.IsZero() || left <= 0 {
+			left := time.Until(started.Add(g.firstWait))
+			if started.IsZero() || left <= 0 {
 				return
 			}
 			t := time.NewTimer(left)
