@@ -2,7 +2,12 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +70,62 @@ func refusedCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, name 
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%s: the open session's calls were never refused", name)
+}
+
+// TestMCPMadeUpToolNamesOneRollupRow: 100 calls for random tool names, on
+// a configured server and on none, add at most one usage_rollup row each
+// (tool "(unknown)"), not a row per name; the names are in no row.
+func TestMCPMadeUpToolNamesOneRollupRow(t *testing.T) {
+	probe := probeServer(t)
+	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params:
+      model: echo/echo
+mcp_servers:
+  internal:
+    url: %s
+    transport: http
+`, probe.URL)})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := mcpConnect(ctx, t, g.base+"/mcp", aliceKey)
+	mcpWaitTools(ctx, t, cs, "internal-gateway_probe")
+	for i := range 100 {
+		name := fmt.Sprintf("internal-madeup%d-%x", i, rand.Uint64())
+		if i%2 == 1 {
+			name = fmt.Sprintf("madeup%d-%x", i, rand.Uint64())
+		}
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name}); err == nil {
+			t.Fatalf("%s answered", name)
+		}
+	}
+	cs.Close()
+	if recs := g.ledgerRecords(t); len(recs) < 100 {
+		t.Fatalf("%d records", len(recs))
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(g.dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT alias, upstream_model FROM usage_rollup WHERE alias <> 'echo'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var alias, model string
+		if err := rows.Scan(&alias, &model); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, alias+" "+model)
+	}
+	// One row per form and time bucket: a configured server's unknown
+	// tool, and no server at all.
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if want := []string{"(unknown)/(unknown) (unknown)", "internal/(unknown) (unknown)"}; !slices.Equal(got, want) {
+		t.Fatalf("usage_rollup rows %q, want %q", got, want)
+	}
 }
