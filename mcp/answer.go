@@ -180,7 +180,7 @@ func answers(data []byte, id jsonrpc.ID) error {
 		return errors.New("the answer is not a JSON-RPC message")
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID != id {
-		return fmt.Errorf("the answer is for request id %v, not %v", resp.ID.Raw(), id.Raw())
+		return fmt.Errorf("the answer is for request id %s, not %v", bounded(fmt.Sprint(resp.ID.Raw())), id.Raw())
 	}
 	return nil
 }
