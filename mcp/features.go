@@ -52,8 +52,8 @@ func identityOf(req sdk.Request) *policy.Identity {
 func (g *Gateway) forward(v *view) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if ups := g.waitsFor(v, method, req); len(ups) > 0 {
-				g.awaitFirst(ctx, ups)
+			if !g.settled.Load() {
+				g.awaitFirst(ctx, g.waitsFor(v, method, req))
 			}
 			if r, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" {
 				if err := g.checkListed(ctx, v, r); err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -83,6 +84,9 @@ type Gateway struct {
 	firstWait time.Duration
 	// onWait, when set (tests), is called when a request starts waiting.
 	onWait func()
+	// settled is set once no request needs to wait any more: every first
+	// attempt is over, or the window has passed.
+	settled atomic.Bool
 	wg     sync.WaitGroup
 
 	mu sync.Mutex

@@ -16,9 +16,20 @@ import (
 // list changed.
 const firstAttemptWait = 10 * time.Second
 
-// attempted marks u's first connection attempt finished, connected or not.
+// attempted marks u's first connection attempt finished, connected or not,
+// and the gateway settled once every server's has.
 func (u *upstream) attempted() {
-	u.firstOnce.Do(func() { close(u.first) })
+	u.firstOnce.Do(func() {
+		close(u.first)
+		for _, o := range u.g.ups {
+			select {
+			case <-o.first:
+			default:
+				return
+			}
+		}
+		u.g.settled.Store(true)
+	})
 }
 
 // awaitFirst waits until each of ups has finished its first connection
@@ -38,6 +49,9 @@ func (g *Gateway) awaitFirst(ctx context.Context, ups []*upstream) {
 			g.mu.Unlock()
 			left := time.Until(started.Add(g.firstWait))
 			if started.IsZero() || left <= 0 {
+				if !started.IsZero() {
+					g.settled.Store(true)
+				}
 				return
 			}
 			t := time.NewTimer(left)
