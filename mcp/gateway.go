@@ -87,7 +87,7 @@ type Gateway struct {
 	// settled is set once no request needs to wait any more: every first
 	// attempt is over, or the window has passed.
 	settled atomic.Bool
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 
 	mu sync.Mutex
 	// servers are the SDK servers built so far, one per view (which
