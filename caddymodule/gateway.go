@@ -133,6 +133,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
+		MCPNotConnected:     mcpNotConnected(g, cfg),
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),

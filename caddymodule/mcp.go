@@ -3,12 +3,14 @@ package caddymodule
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
+	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -26,6 +28,21 @@ func mcpAdmit(app *App) func(ctx context.Context, id *policy.Identity) error {
 		}
 		hold.Release(0)
 		return nil
+	}
+}
+
+// mcpNotConnected is the readiness probe's list of MCP servers with no
+// live session; nil (no list) when none is configured. The gateway is
+// built after the handlers, so the func reads it when called.
+func mcpNotConnected(g *Gateway, cfg *modellist.Config) func() []string {
+	if len(cfg.MCPServers) == 0 {
+		return nil
+	}
+	return func() []string {
+		if g.mcp == nil {
+			return nil
+		}
+		return g.mcp.NotConnected()
 	}
 }
 
@@ -64,7 +81,16 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 		o.logger.Error("ledger queue full; an MCP tool call went unrecorded", zap.String("server", c.Server), zap.String("tool", c.Tool))
 	}
 	o.logger.Debug("mcp tool call", zap.String("server", c.Server), zap.String("tool", c.Tool), zap.String("key", c.KeyID),
-		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes))
+		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes), requested(c))
+}
+
+// requested logs the name a client asked for when the ledger has it as
+// "(unknown)": bounded by the gateway, escaped here, debug log only.
+func requested(c mcp.Call) zap.Field {
+	if c.Requested == "" {
+		return zap.Skip()
+	}
+	return zap.String("requested", strconv.QuoteToASCII(c.Requested))
 }
 
 // Upstream logs session changes; err's text comes from the SDK's

@@ -54,6 +54,10 @@ type GatewayOptions struct {
 	Observer Observer // nil: nothing is observed
 	// Ready reports whether the ledger can take writes (readiness probe).
 	Ready func() error
+	// MCPNotConnected names the MCP servers with no live session, for the
+	// readiness probe; nil when no MCP server is configured. They do not
+	// make the instance unready: model traffic does not need them.
+	MCPNotConnected func() []string
 	// Client builds the HTTP client for a deployment; nil (or a nil
 	// result) uses a default client shared per upstream server and TLS
 	// setting. Tests inject clients here.
@@ -479,7 +483,11 @@ func (g *Gateway) serveReadiness(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"status": "ok", "deployments": len(g.byID)})
+	ready := map[string]any{"status": "ok", "deployments": len(g.byID)}
+	if g.opts.MCPNotConnected != nil {
+		ready["mcp_not_connected"] = g.opts.MCPNotConnected()
+	}
+	b, _ := json.Marshal(ready)
 	writeJSON(w, http.StatusOK, b)
 }
 

@@ -55,11 +55,9 @@ func mcpSessionWith(ctx context.Context, t *testing.T, g *gateway, key string, w
 	return nil
 }
 
-// TestMCPAdminAllowList: the admin API's "mcp" allow-list on runtime keys
-// and workspaces, set on one instance over PostgreSQL, governs tools/list
-// and tools/call on the other, and a change refuses the next call of an
-// open session.
-func TestMCPAdminAllowList(t *testing.T) {
+// mcpTwoInstances starts two gateways on one fresh PostgreSQL schema with
+// the probe server as MCP server "internal".
+func mcpTwoInstances(t *testing.T) (a, b *gateway) {
 	dsn, _, _ := freshSchema(t)
 	probe := probeServer(t)
 	cfg := gatewayConfig{models: fmt.Sprintf(`model_list:
@@ -71,7 +69,15 @@ mcp_servers:
     url: %s
     transport: http
 `, probe.URL), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	return startGateway(t, cfg), startGateway(t, cfg)
+}
+
+// TestMCPAdminAllowList: the admin API's "mcp" allow-list on runtime keys
+// and workspaces, set on one instance over PostgreSQL, governs tools/list
+// and tools/call on the other, and a change refuses the next call of an
+// open session.
+func TestMCPAdminAllowList(t *testing.T) {
+	a, b := mcpTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

@@ -114,6 +114,11 @@ mcp_servers:
 	if strings.Join(names, ",") != "internal-echo,local-echo" {
 		t.Fatalf("tools %v; log:\n%s", names, g.stderr.String())
 	}
+	// The keyless readiness probe names the server that is not connected,
+	// and stays ready.
+	if code, _, body := g.do(t, "GET", "/health/readiness", "", ""); code != http.StatusOK || !strings.Contains(string(body), `"mcp_not_connected":["dead"]`) {
+		t.Fatalf("readiness: %d %s", code, body)
+	}
 	for _, tc := range []struct{ tool, want string }{{"internal-echo", "internal:hi"}, {"local-echo", "local:hi"}} {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{"text": "hi"}})
 		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != tc.want {
@@ -151,13 +156,14 @@ mcp_servers:
 		t.Fatalf("stdio server's stderr is not in the debug log:\n%s", log)
 	}
 	var mcpRecs []ledger.Record
-	refused := 0
+	failed := 0
 	for _, r := range g.ledgerRecords(t) {
-		if r.Endpoint == ledger.EndpointMCP && r.Outcome == ledger.OutcomeRefused {
-			// The call to the dead server's unknown tool, refused at the door.
-			refused++
-			if r.Provider != "dead" || r.UpstreamModel != "anything" || r.Status != 403 {
-				t.Fatalf("refused record %+v", r)
+		if r.Endpoint == ledger.EndpointMCP && r.Provider == "dead" {
+			// The call to the dead server, failed at the door: the server
+			// never listed the tool, so its name is not in the ledger.
+			failed++
+			if r.UpstreamModel != "(unknown)" || r.Outcome != ledger.OutcomeError || r.Status != 502 {
+				t.Fatalf("failed record %+v", r)
 			}
 			continue
 		}
@@ -165,8 +171,8 @@ mcp_servers:
 			mcpRecs = append(mcpRecs, r)
 		}
 	}
-	if refused != 1 {
-		t.Fatalf("%d refused mcp records, want 1", refused)
+	if failed != 1 {
+		t.Fatalf("%d mcp records of the dead server, want 1", failed)
 	}
 	if len(mcpRecs) != 3 {
 		t.Fatalf("mcp ledger records %+v", mcpRecs)

@@ -16,7 +16,9 @@ import (
 // BenchmarkToolCall is one tools/call over Streamable HTTP on loopback,
 // from the Go SDK client to a Go SDK server: direct, and through the
 // gateway (auth identity, allow-list, the upstream session, the record).
-// The difference is the gateway's cost per call.
+// The difference is the gateway's cost per call. "session-per-call" is
+// the alternative to one shared upstream session: a fresh session
+// (initialize, initialized, call, DELETE) for each call, direct.
 func BenchmarkToolCall(b *testing.B) {
 	up := upstreamServer(b, "tok")
 	g := New(Options{Servers: []*modellist.MCPServer{{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL, Headers: map[string]string{"Authorization": "Bearer tok"}}}})
@@ -28,10 +30,25 @@ func BenchmarkToolCall(b *testing.B) {
 	for _, c := range []struct{ name, url, key, tool string }{
 		{"direct", up.URL, "tok", "echo"},
 		{"gateway", gw.URL + "/mcp", "k", "internal-echo"},
+		{"session-per-call", up.URL, "tok", "echo"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			if c.name == "session-per-call" {
+				b.ReportAllocs()
+				for b.Loop() {
+					cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.url, HTTPClient: &http.Client{Transport: bearer{c.key}}, DisableStandaloneSSE: true}, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: map[string]any{"text": "hi"}}); err != nil || res.IsError {
+						b.Fatalf("%+v %v", res, err)
+					}
+					cs.Close()
+				}
+				return
+			}
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.url, HTTPClient: &http.Client{Transport: bearer{c.key}}}, nil)
 			if err != nil {
 				b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/policy"
@@ -62,18 +63,18 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, in *sdk.CallToolParamsRaw, ss *sdk.ServerSession, c *Call) (*sdk.CallToolResult, error) {
 	if id == nil || !toolAllowed(g.allowList(id), u.cfg.Name, tool) {
 		c.Outcome = "denied"
-		return nil, fmt.Errorf("tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
 	}
 	if g.opts.Admit != nil {
 		if err := g.opts.Admit(ctx, id); err != nil {
 			c.Outcome = "limited"
-			return nil, err
+			return nil, rpcError(codeLimited, "%v", err)
 		}
 	}
 	cs, _, err := u.current()
 	if err != nil {
 		c.Outcome = "unavailable"
-		return nil, fmt.Errorf("MCP server %q %v; try again later", u.cfg.Name, err)
+		return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q %v; try again later", u.cfg.Name, err)
 	}
 	timeout := g.timeout(u)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -90,10 +91,10 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			c.Outcome = "timeout"
-			return nil, fmt.Errorf("MCP server %q did not answer tool %q within %s", u.cfg.Name, tool, timeout)
+			return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q did not answer tool %q within %s", u.cfg.Name, tool, timeout)
 		}
 		c.Outcome = "error"
-		return nil, fmt.Errorf("MCP server %q, tool %q: %v", u.cfg.Name, tool, err)
+		return nil, upstreamError(fmt.Sprintf("MCP server %q, tool %q", u.cfg.Name, tool), err)
 	}
 	return res, nil
 }

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/policy"
@@ -50,6 +52,9 @@ func identityOf(req sdk.Request) *policy.Identity {
 func (g *Gateway) forward(v *view) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if !g.settled.Load() {
+				g.awaitFirst(ctx, g.waitsFor(v, method, req))
+			}
 			if r, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" {
 				if err := g.checkListed(ctx, v, r); err != nil {
 					return nil, err
@@ -60,7 +65,7 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			}
 			id := identityOf(req)
 			if id == nil {
-				return nil, fmt.Errorf("%s: no caller identity", method)
+				return nil, rpcError(jsonrpc.CodeInvalidRequest, "%s: no caller identity", method)
 			}
 			allow := g.allowList(id)
 			switch r := req.(type) {
@@ -119,7 +124,7 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				return res, nil
 			case *sdk.CompleteRequest:
 				if r.Params == nil || r.Params.Ref == nil {
-					return nil, fmt.Errorf("completion/complete needs params.ref")
+					return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
 				}
 				ref := *r.Params.Ref
 				target, kind := ref.Name, "prompt"
@@ -169,23 +174,29 @@ func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolReque
 		return nil
 	}
 	id := identityOf(r)
-	c := Call{Tool: name, Outcome: "denied", Bytes: int64(len(r.Params.Arguments))}
+	// A name no server has goes to the ledger as unknownTool, so made-up
+	// names cannot grow the roll-ups and reports a row each; the name
+	// itself goes only to the debug log, bounded (Call.Requested).
+	c := Call{Server: unknownTool, Tool: unknownTool, Requested: bounded(name), Outcome: "denied", Bytes: int64(len(r.Params.Arguments))}
 	server, tool := v.single, name
 	if server == "" {
 		server, tool, _ = strings.Cut(name, "-")
 	}
-	// The message names the tool as the client called it.
-	msg := fmt.Sprintf("unknown tool %q: no MCP server offers it here", name)
+	err := rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q: no MCP server offers it here", bounded(name))
 	if u := g.byName[server]; u != nil && tool != "" {
-		c.Server, c.Tool = server, tool
-		_, tools, err := u.current()
+		c.Server = server
+		_, tools, downErr := u.current()
+		if u.knows(tool) {
+			c.Tool, c.Requested = tool, ""
+		}
 		switch {
-		case err != nil:
-			msg = fmt.Sprintf("tool %q: MCP server %q %v; try again later", name, server, err)
+		case downErr != nil:
+			c.Outcome = "unavailable"
+			err = rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q %v; try again later", bounded(name), server, downErr)
 		case slices.ContainsFunc(tools, func(t *sdk.Tool) bool { return t.Name == tool }):
-			msg = fmt.Sprintf("tool %q: tool %q of MCP server %q is not allowed for this key", name, tool, server)
+			err = rpcError(jsonrpc.CodeInvalidParams, "tool %q: tool %q of MCP server %q is not allowed for this key", name, tool, server)
 		default:
-			msg = fmt.Sprintf("unknown tool %q: MCP server %q has no tool %q", name, server, tool)
+			err = rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q: MCP server %q has no tool %q", bounded(name), server, bounded(tool))
 		}
 	}
 	if id != nil {
@@ -195,7 +206,25 @@ func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolReque
 		c.Session = r.Session.ID()
 	}
 	g.obs.ToolCall(ctx, c)
-	return fmt.Errorf("%s", msg)
+	return err
+}
+
+// unknownTool is what the ledger records for a tool (or server) name no
+// configured server has.
+const unknownTool = "(unknown)"
+
+// bounded is a client-chosen name cut to 128 bytes on a rune boundary,
+// for messages and the debug log.
+func bounded(name string) string {
+	const limit = 128
+	if len(name) <= limit {
+		return name
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 // featureUpstreams are the servers whose resources and prompts v shows to
@@ -231,15 +260,15 @@ func (g *Gateway) route(v *view, allow []string, target, kind string) (*upstream
 		var ok bool
 		server, rest, ok = strings.Cut(target, "-")
 		if !ok {
-			return nil, "", fmt.Errorf("%s %q names no MCP server: on /mcp it must start with \"<server>-\"", kind, target)
+			return nil, "", rpcError(jsonrpc.CodeInvalidParams, "%s %q names no MCP server: on /mcp it must start with \"<server>-\"", kind, target)
 		}
 	}
 	u := g.byName[server]
 	if u == nil {
-		return nil, "", fmt.Errorf("%s %q: no MCP server %q is configured", kind, target, server)
+		return nil, "", rpcError(jsonrpc.CodeInvalidParams, "%s %q: no MCP server %q is configured", kind, target, server)
 	}
 	if allow != nil && !containsString(allow, server) {
-		return nil, "", fmt.Errorf("%s %q: this key may not use the %ss of MCP server %q (its allow-list names only some of its tools)", kind, target, kind, server)
+		return nil, "", rpcError(jsonrpc.CodeInvalidParams, "%s %q: this key may not use the %ss of MCP server %q (its allow-list names only some of its tools)", kind, target, kind, server)
 	}
 	return u, rest, nil
 }
@@ -248,7 +277,7 @@ func (g *Gateway) route(v *view, allow []string, target, kind string) (*upstream
 func (u *upstream) featureSession() (*sdk.ClientSession, error) {
 	cs, _, err := u.current()
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q %v; try again later", u.cfg.Name, err)
+		return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q %v; try again later", u.cfg.Name, err)
 	}
 	return cs, nil
 }
@@ -264,13 +293,13 @@ func (g *Gateway) timeout(u *upstream) time.Duration {
 // gateway's deadline that ended the request.
 func (u *upstream) wrap(ctx context.Context, method string, err error) error {
 	if ctx.Err() == context.DeadlineExceeded {
-		return fmt.Errorf("MCP server %q did not answer %s in time", u.cfg.Name, method)
+		return rpcError(jsonrpc.CodeInternalError, "MCP server %q did not answer %s in time", u.cfg.Name, method)
 	}
-	if _, ok := err.(interface{ Unwrap() error }); !ok {
-		// A JSON-RPC error from the server keeps its code and message.
+	if _, ok := err.(*jsonrpc.Error); ok {
+		// A JSON-RPC error from the server passes as the server gave it.
 		return err
 	}
-	return fmt.Errorf("MCP server %q, %s: %w", u.cfg.Name, method, err)
+	return upstreamError(fmt.Sprintf("MCP server %q, %s", u.cfg.Name, method), err)
 }
 
 // listAcross lists one kind of item (method) of every server v shows

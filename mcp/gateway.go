@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -31,8 +32,12 @@ type Observer interface {
 
 // Call is one tools/call as the ledger records it.
 type Call struct {
-	Server    string
-	Tool      string
+	Server string
+	Tool   string
+	// Requested is the name the client sent when Server or Tool is
+	// "(unknown)" (no server has it), cut to 128 bytes: for the debug log
+	// only, never the ledger.
+	Requested string
 	KeyID     string
 	Workspace string
 	Session   string
@@ -73,7 +78,16 @@ type Gateway struct {
 	agg            http.Handler
 	single         map[string]http.Handler
 	cancel         context.CancelFunc
-	wg             sync.WaitGroup
+	// started is when Start ran; requests wait up to firstWait from it for
+	// servers' first connection attempts (awaitFirst).
+	started   time.Time
+	firstWait time.Duration
+	// onWait, when set (tests), is called when a request starts waiting.
+	onWait func()
+	// settled is set once no request needs to wait any more: every first
+	// attempt is over, or the window has passed.
+	settled atomic.Bool
+	wg      sync.WaitGroup
 
 	mu sync.Mutex
 	// servers are the SDK servers built so far, one per view (which
@@ -113,14 +127,14 @@ func New(o Options) *Gateway {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}, progress: map[string]progressTarget{}}
+	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, firstWait: firstAttemptWait, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}, progress: map[string]progressTarget{}}
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
 	hopts := &sdk.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxRequestBody, DisableLocalhostProtection: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	g.agg = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, "") }, hopts))
 	for _, s := range o.Servers {
-		u := &upstream{cfg: s, g: g, down: errors.New("connecting"), refresh: make(chan struct{}, 1)}
+		u := &upstream{cfg: s, g: g, down: errors.New("connecting"), refresh: make(chan struct{}, 1), first: make(chan struct{})}
 		g.ups = append(g.ups, u)
 		g.byName[s.Name] = u
 		g.single[s.Name] = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, s.Name) }, hopts))
@@ -130,7 +144,8 @@ func New(o Options) *Gateway {
 
 // Start opens a session to every server in the background and returns at
 // once: a server that is down does not hold up the gateway, and its calls
-// fail at once until it is back.
+// fail at once until it is back. For firstAttemptWait after Start, a
+// request waits for the servers it needs to finish their first attempt.
 func (g *Gateway) Start() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -139,6 +154,7 @@ func (g *Gateway) Start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
+	g.started = time.Now()
 	for _, u := range g.ups {
 		g.wg.Add(1)
 		go func() {

@@ -147,8 +147,9 @@ func TestGatewayAggregatesAndAllows(t *testing.T) {
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	// The two refused calls are recorded too, with the tool they named.
-	if len(obs.calls) != 3 || obs.calls[1].Tool != "nosuch-tool" || obs.calls[1].Outcome != "denied" ||
+	// The two refused calls are recorded too: the unknown name as "(unknown)", the
+	// real one by name.
+	if len(obs.calls) != 3 || obs.calls[1].Tool != "(unknown)" || obs.calls[1].Requested != "nosuch-tool" || obs.calls[1].Outcome != "denied" ||
 		obs.calls[2].Server != "internal" || obs.calls[2].Tool != "secret" || obs.calls[2].Outcome != "denied" || obs.calls[2].KeyID != "k-echo" {
 		t.Fatalf("refused calls %+v", obs.calls)
 	}

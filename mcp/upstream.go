@@ -31,6 +31,13 @@ type upstream struct {
 	sess  *sdk.ClientSession
 	tools []*sdk.Tool // after allowed_tools/disallowed_tools
 	down  error
+	// known are the names of every tool the server has served since the
+	// gateway started, so a call for one while the server is down is
+	// recorded under its name, and any other name under unknownTool.
+	known map[string]bool
+	// first is closed when the first connection attempt has finished.
+	first     chan struct{}
+	firstOnce sync.Once
 	// refresh wakes the loop to re-list tools after list_changed.
 	refresh chan struct{}
 }
@@ -51,10 +58,13 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (u *upstream) transport(ctx context.Context) sdk.Transport {
-	hc := &http.Client{Transport: headerTransport{u.cfg.Headers, http.DefaultTransport}}
+	// answerGuard turns a call's bad answer into that call's error; the
+	// SDK's own event bound is set above it, so the SDK never meets an
+	// event it would end the session for.
+	guard := answerGuard{base: headerTransport{u.cfg.Headers, http.DefaultTransport}, max: maxAnswer}
 	switch u.cfg.Transport {
 	case modellist.MCPTransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}
+		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxEventSize: 2 * maxAnswer}
 	case modellist.MCPTransportStdio:
 		cmd := exec.CommandContext(ctx, u.cfg.Command, u.cfg.Args...)
 		cmd.Env = os.Environ()
@@ -74,7 +84,8 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 		context.AfterFunc(ctx, func() { _ = pw.Close() })
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
-		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}
+		guard.posts = true
+		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
 	}
 }
 
@@ -90,6 +101,7 @@ func (u *upstream) run(ctx context.Context) {
 			return
 		}
 		u.setDown(err)
+		u.attempted()
 		u.g.obs.Upstream(u.cfg.Name, err)
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
@@ -127,16 +139,25 @@ func (u *upstream) session(ctx context.Context) error {
 		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { u.g.listChanged(u.cfg.Name, false) },
 		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { u.g.listChanged(u.cfg.Name, true) },
 	})
-	cctx, ccancel := context.WithTimeout(sctx, u.g.connectTimeout)
+	// Connecting is bounded by connectTimeout, but its context must live
+	// as long as the session: the legacy SSE transport ties its GET stream,
+	// which carries every answer, to it.
+	cctx, ccancel := context.WithCancel(sctx)
+	defer ccancel()
+	timer := time.AfterFunc(u.g.connectTimeout, ccancel)
 	cs, err := client.Connect(cctx, u.transport(sctx), nil)
-	ccancel()
+	inTime := timer.Stop()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer cs.Close()
+	if !inTime {
+		return fmt.Errorf("connect: not done within %s", u.g.connectTimeout)
+	}
 	if err := u.list(sctx, cs); err != nil {
 		return err
 	}
+	u.attempted()
 	u.g.obs.Upstream(u.cfg.Name, nil)
 	done := make(chan error, 1)
 	go func() { done <- cs.Wait() }()
@@ -175,6 +196,12 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 	}
 	u.mu.Lock()
 	u.sess, u.tools, u.down = cs, tools, nil
+	if u.known == nil {
+		u.known = map[string]bool{}
+	}
+	for _, t := range tools {
+		u.known[t.Name] = true
+	}
 	u.mu.Unlock()
 	u.g.changed()
 	return nil
@@ -186,6 +213,14 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 func validSchema(s any) bool {
 	m, ok := s.(map[string]any)
 	return ok && m["type"] == "object"
+}
+
+// knows reports whether the server has served tool since the gateway
+// started.
+func (u *upstream) knows(tool string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.known[tool]
 }
 
 // current returns the live session and tools, or why there is none.
