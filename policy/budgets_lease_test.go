@@ -214,7 +214,7 @@ func TestIdleBudgetLeaseIsGivenBack(t *testing.T) {
 	if liveReserved(t, dsn, "bob", now()) <= 0 {
 		t.Fatal("B holds no headroom")
 	}
-	clock.Add(int64(time.Minute + leaseSlack))
+	clock.Add(int64(leaseRowsLife))
 	if left := liveReserved(t, dsn, "bob", now()); left != 0 {
 		t.Errorf("a dead instance's lease counts %d pico past its expiry", left)
 	}
