@@ -48,6 +48,16 @@ func (u *boundUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		`"usage":{"prompt_tokens":` + strconv.Itoa(len(body)/4) + `,"completion_tokens":` + strconv.FormatInt(bound*n, 10) + `}}`))
 }
 
+// paidUpstream starts a boundUpstream behind an alias "paid" priced at
+// $0.00001 per input and output token, the hostile review's prices.
+func paidUpstream(t *testing.T) (*boundUpstream, string) {
+	up := &boundUpstream{}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	return up, "model_list:\n" + kindEntry("paid", "openai/fake-paid", srv.URL) +
+		"    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00001\n"
+}
+
 func (u *boundUpstream) got() (int64, int64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -61,11 +71,7 @@ func (u *boundUpstream) got() (int64, int64) {
 // every client format: chat passed through, Responses and Gemini
 // translated to the chat upstream.
 func TestBudgetLowersTheOutputBoundToWhatIsLeft(t *testing.T) {
-	up := &boundUpstream{}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	yaml := "model_list:\n" + kindEntry("paid", "openai/fake-paid", srv.URL) +
-		"    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00001\n"
+	up, yaml := paidUpstream(t)
 	cases := []struct {
 		name, path, body string
 		choices          int64
@@ -113,11 +119,7 @@ func TestBudgetLowersTheOutputBoundToWhatIsLeft(t *testing.T) {
 
 // A request whose worst case fits is sent as its client wrote it.
 func TestBudgetKeepsTheBoundWhenTheWorstCaseFits(t *testing.T) {
-	up := &boundUpstream{}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	yaml := "model_list:\n" + kindEntry("paid", "openai/fake-paid", srv.URL) +
-		"    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00001\n"
+	up, yaml := paidUpstream(t)
 	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = policy.NewBudgets(nil, nil) })
 	id := &policy.Identity{KeyID: "fits", Role: policy.RoleUser, Limits: ledger.Limits{BudgetCents: ledger.Cents(500), BudgetPeriod: "monthly"}}
 	rr := post(g, id, "/v1/chat/completions", `{"model":"paid","max_tokens":1000,"n":2,"messages":[{"role":"user","content":"hi"}]}`)

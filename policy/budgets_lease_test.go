@@ -85,6 +85,26 @@ func (in *leaseInstance) flush() {
 	<-in.done
 }
 
+// twoOnOneBudget is two instances on a fresh schema and a key with a
+// monthly budget of cents.
+func twoOnOneBudget(t *testing.T, keyID string, cents int64, now func() time.Time) (string, *leaseInstance, *leaseInstance, *Identity) {
+	t.Helper()
+	dsn := pgtest.FreshSchema(t)
+	return dsn, openLeaseInstance(t, dsn, now), openLeaseInstance(t, dsn, now),
+		&Identity{KeyID: keyID, Limits: ledger.Limits{BudgetCents: &cents, BudgetPeriod: "monthly"}}
+}
+
+// testClock is a clock the test moves.
+type testClock struct{ atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *testClock) now() time.Time { return time.Unix(0, c.Load()) }
+
 // liveReserved is what live reservation rows count against a budget.
 func liveReserved(t *testing.T, dsn string, keyID string, now time.Time) int64 {
 	t.Helper()
@@ -107,10 +127,7 @@ func liveReserved(t *testing.T, dsn string, keyID string, now time.Time) int64 {
 // waiting requests (the load is steady for well over 100 ms), so most
 // admissions touch no database.
 func TestBudgetLeasesOfTwoInstancesNeverOverAdmit(t *testing.T) {
-	dsn := pgtest.FreshSchema(t)
-	a, b := openLeaseInstance(t, dsn, nil), openLeaseInstance(t, dsn, nil)
-	five := int64(500)
-	id := &Identity{KeyID: "alice", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	dsn, a, b, id := twoOnOneBudget(t, "alice", 500, nil)
 	const cent = int64(1e10)
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -163,13 +180,9 @@ func TestBudgetLeasesOfTwoInstancesNeverOverAdmit(t *testing.T) {
 // from it for a while, so another instance can spend it; a lease's rows
 // of an instance that died stop counting when they expire.
 func TestIdleBudgetLeaseIsGivenBack(t *testing.T) {
-	dsn := pgtest.FreshSchema(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	a, b := openLeaseInstance(t, dsn, now), openLeaseInstance(t, dsn, now)
-	hundred := int64(10000)
-	id := &Identity{KeyID: "bob", Limits: ledger.Limits{BudgetCents: &hundred, BudgetPeriod: "monthly"}}
+	clock := newTestClock()
+	now := clock.now
+	dsn, a, b, id := twoOnOneBudget(t, "bob", 10000, now)
 	const cent = int64(1e10)
 	// A steady cent every 10 ms: a dollar a second, so a top-up asks for
 	// a quarter's headroom beyond its requests.

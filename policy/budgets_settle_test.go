@@ -124,10 +124,7 @@ func sumCosts(w *heldWriter) int64 {
 // what is left, its output bound lowered, and two instances together
 // never reserve past the budget.
 func TestBudgetLeaseLowersTheOutputBound(t *testing.T) {
-	dsn := pgtest.FreshSchema(t)
-	a, b := openLeaseInstance(t, dsn, nil), openLeaseInstance(t, dsn, nil)
-	five := int64(500)
-	id := &Identity{KeyID: "n2", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	_, a, b, id := twoOnOneBudget(t, "n2", 500, nil)
 	// n:128 × max_tokens 1,000,000 at $0.00001: $1,280 worst case.
 	est := Estimate{InputPico: 1e9, TokenPico: 128 * 1e7, Tokens: 1e6}
 	r, refusal := a.b.AdmitEstimate(context.Background(), id, ledger.Limits{}, "", est, time.Minute)
@@ -151,13 +148,9 @@ func TestBudgetLeaseLowersTheOutputBound(t *testing.T) {
 // count for leaseRowsLife past their last renewal, not twice the longest
 // timeout. The refusal meanwhile says the room is reserved, not spent.
 func TestBudgetCrashedInstanceReservationsReturnWithinAMinute(t *testing.T) {
-	dsn := pgtest.FreshSchema(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	a, b := openLeaseInstance(t, dsn, now), openLeaseInstance(t, dsn, now)
-	five := int64(500)
-	id := &Identity{KeyID: "crash", Limits: ledger.Limits{BudgetCents: &five, BudgetPeriod: "monthly"}}
+	clock := newTestClock()
+	now := clock.now
+	dsn, a, b, id := twoOnOneBudget(t, "crash", 500, now)
 	dollar := Estimate{InputPico: 1e12}
 	for range 3 {
 		// Requests whose timeout is 10 minutes: the lease must not

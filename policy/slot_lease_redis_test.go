@@ -2,14 +2,12 @@ package policy
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
 )
 
@@ -44,13 +42,7 @@ func TestSlotOfACrashedInstanceReturnsWithinALease(t *testing.T) {
 	b := NewRateLimits(rb, lease, nil, func(err error) { t.Error(err) })
 	t.Cleanup(b.Flush)
 	id := &Identity{KeyID: "slot" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{MaxParallel: 1}}
-	admit := func(rl *RateLimits) *RateHold {
-		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
-		if refusal != nil {
-			return nil
-		}
-		return hold
-	}
+	admit := func(rl *RateLimits) *RateHold { return admitSlot(rl, id) }
 	if admit(a) == nil {
 		t.Fatal("a refused with the slot free")
 	}
