@@ -62,7 +62,7 @@ type LeaseGrant struct {
 // queue on its advisory lock and read spend and reservations in one
 // snapshot. A lease row whose expiry passed is restarted, not grown.
 const leaseFunction = `CREATE OR REPLACE FUNCTION modelgate_lease_v2(scopes text[], ids text[], periods text[], starts bigint[],
-	limits bigint[], ests bigint[], floors bigint[], tkt bigint, residual bigint, want bigint, now_us bigint, expires_us bigint,
+	limits bigint[], ests bigint[], floors bigint[], tkt bigint, residual bigint, want bigint, now_us bigint, expires_us bigint, own text,
 	OUT admitted int, OUT last_grant bigint, OUT refused int, OUT used bigint, OUT spent bigint, OUT grown bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -143,8 +143,8 @@ BEGIN
 		END IF;
 	END IF;
 	FOR i IN 1 .. n LOOP
-		INSERT INTO budget_reservations AS x (scope, scope_id, period, period_start_us, ticket, pico, expires_us)
-			VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, grown, expires_us)
+		INSERT INTO budget_reservations AS x (scope, scope_id, period, period_start_us, ticket, pico, expires_us, owner)
+			VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, grown, expires_us, own)
 			ON CONFLICT (scope, scope_id, period, period_start_us, ticket) DO UPDATE SET
 				pico = CASE WHEN x.expires_us > now_us THEN x.pico + excluded.pico ELSE excluded.pico END,
 				expires_us = greatest(x.expires_us, excluded.expires_us);
@@ -173,8 +173,8 @@ func (s *sqlStore) TopUpLease(ctx context.Context, holds []BudgetHold, ticket ui
 	}
 	a := arraysOf(holds)
 	var g LeaseGrant
-	err := s.db.QueryRowContext(ctx, `SELECT admitted, last_grant, refused, used, spent, grown FROM modelgate_lease_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9, $10, $11, $12)`,
-		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, floors, int64(ticket), residual, max(want, 0), now.UnixMicro(), expires.UnixMicro()).Scan(
+	err := s.db.QueryRowContext(ctx, `SELECT admitted, last_grant, refused, used, spent, grown FROM modelgate_lease_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9, $10, $11, $12, $13)`,
+		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, floors, int64(ticket), residual, max(want, 0), now.UnixMicro(), expires.UnixMicro(), s.owner).Scan(
 		&g.Admitted, &g.LastPico, &g.Refused, &g.UsedPico, &g.SpentPico, &g.Grown)
 	if err != nil {
 		return LeaseGrant{}, fmt.Errorf("ledger: reserving budget: %w", err)

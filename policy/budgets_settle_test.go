@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,5 +182,53 @@ func TestBudgetCrashedInstanceReservationsReturnWithinAMinute(t *testing.T) {
 	}
 	if _, refusal := b.b.AdmitEstimate(context.Background(), id, ledger.Limits{}, "", dollar, time.Minute); refusal != nil {
 		t.Errorf("a minute after A crashed, B is still refused: %s", refusal.Message)
+	}
+}
+
+// N8, restart: an instance restarted under its instance name releases
+// the lease its previous process held at once (three requests in flight
+// when it was killed); a live process given the same name takes another
+// and keeps its rows.
+func TestBudgetRestartedInstanceReleasesItsLease(t *testing.T) {
+	dsn, a, b, id := twoOnOneBudget(t, "restart", 500, nil)
+	ctx := context.Background()
+	name := "node-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	claim := func(in *leaseInstance, name string) string {
+		t.Helper()
+		got, err := in.store.(ledger.InstanceClaimer).ClaimInstance(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := claim(a, name); got != name {
+		t.Fatalf("claimed %q, want %q", got, name)
+	}
+	dollar := Estimate{InputPico: 1e12}
+	for range 3 {
+		if _, refusal := a.b.AdmitEstimate(ctx, id, ledger.Limits{}, "", dollar, time.Minute); refusal != nil {
+			t.Fatal(refusal.Message)
+		}
+	}
+	// A live process given the same name runs under another: a's rows stay.
+	if got := claim(b, name); got == name {
+		t.Fatal("a second live process took the name of the first")
+	}
+	if left := liveReserved(t, dsn, "restart", time.Now()); left != 3e12 {
+		t.Fatalf("%d pico reserved, want a's $3", left)
+	}
+	// a is killed (its connections go) and restarts under its name.
+	_ = a.store.Close()
+	restarted := openLeaseInstance(t, dsn, nil)
+	if got := claim(restarted, name); got != name {
+		t.Fatalf("restarted under %q, want %q", got, name)
+	}
+	if left := liveReserved(t, dsn, "restart", time.Now()); left != 0 {
+		t.Errorf("%d pico still reserved after the instance restarted", left)
+	}
+	for i := range 5 {
+		if _, refusal := b.b.AdmitEstimate(ctx, id, ledger.Limits{}, "", dollar, time.Minute); refusal != nil {
+			t.Fatalf("request %d after the restart: %s", i, refusal.Message)
+		}
 	}
 }
