@@ -273,6 +273,14 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 			}
 		}
 		l.tight = c.held <= c.drawn
+		if len(l.pending) == 0 {
+			// Ended before the admitted requests can run (they wait for
+			// mu): one that settles at once finds no top-up in flight
+			// and gives its unused estimate back.
+			l.topping = false
+			b.mu.Unlock()
+			return
+		}
 		b.mu.Unlock()
 	}
 }
