@@ -31,7 +31,8 @@ type Budgets struct {
 	now   func() time.Time
 
 	// Alert, when set, is told when spend crosses a budget's soft limit,
-	// 80 % or 100 %, and when a budget first refuses.
+	// 80 % or 100 %, and when a budget refuses a request with its spend
+	// (not its reservations) at the limit.
 	Alert func(BudgetAlert)
 
 	tickets atomic.Uint64 // numbers reservations, for their records
