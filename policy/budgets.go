@@ -320,18 +320,16 @@ type Reservation struct {
 	pico    int64    // what is reserved: the estimate, or what was left
 	est     Estimate // what was asked for
 	ticket  uint64
-	// shared: the reservation is in the database too, until the request's
-	// record is written there.
-	shared bool
 	// lease: the estimate was drawn from this budget lease; leasePico is
 	// what the lease holds for the request (its cost once settled).
 	lease     *leaseTicket
 	leasePico int64
-	// settled is the cost the request was settled at, local where that
-	// cost is counted here until its record is written; done once it was.
-	settled int64
-	local   *localSpend
-	done    bool
+	// local counts the cost the request was settled at here until its
+	// record is written.
+	local *localSpend
+	// shared: the reservation is in the database too, until the request's
+	// record is written there; done: it was settled.
+	shared, done bool
 }
 
 // usedLocked is a budget's spend as this instance knows it.

@@ -59,15 +59,17 @@ func (r *Reservation) Settle(costPico int64) {
 	b := r.b
 	b.mu.Lock()
 	if r.done {
-		delta := costPico - r.settled
-		r.settled = costPico
-		if delta != 0 {
+		var settled int64
+		if r.local != nil {
+			settled = r.local.pico
+		}
+		if delta := costPico - settled; delta != 0 {
 			b.countCostLocked(r, delta)
 		}
 		b.mu.Unlock()
 		return
 	}
-	r.done, r.settled = true, costPico
+	r.done = true
 	for _, k := range r.keys {
 		if b.reserved[k] -= r.pico; b.reserved[k] <= 0 {
 			delete(b.reserved, k)
