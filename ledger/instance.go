@@ -11,8 +11,9 @@ import (
 // directory), so that a restarted instance releases its previous
 // process's rows at once rather than leave them counting until they
 // expire. Only a process that holds the name's lock does: a session-level
-// advisory lock on a connection kept open for the store's life, which
-// PostgreSQL drops when the process dies. Two live processes given the
+// advisory lock on a connection kept open for the store's life (one of
+// the pool's postgresConns, so an instance stays within its share of
+// max_connections), which PostgreSQL drops when the process dies. Two live processes given the
 // same name (a data directory they share) do not release each other's
 // rows: the second runs under a fresh name of its own.
 
