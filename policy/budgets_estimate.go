@@ -28,7 +28,8 @@ type Estimate struct {
 }
 
 // Pico is the request's worst case, saturating at ledger.MaxCost as a
-// record's cost does.
+// record's cost does (an output bound that would pass it is lowered to
+// what MaxCost pays for).
 func (e Estimate) Pico() int64 {
 	in := min(max(e.InputPico, 0), ledger.MaxCost)
 	if e.TokenPico <= 0 || e.Tokens <= 0 {

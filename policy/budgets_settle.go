@@ -8,14 +8,18 @@ import (
 )
 
 // OutputBound is the output bound per choice the request must be sent
-// with when its worst case did not fit in its budgets and the bound was
-// lowered to what the reservation pays for; ok is false when the request
-// runs as its client asked.
+// with when its worst case did not fit in its budgets (or past what one
+// request may cost, ledger.MaxCost) and the bound was lowered to what the
+// reservation pays for; ok is false when the request runs as its client
+// asked.
 func (r *Reservation) OutputBound() (tokens int64, ok bool) {
-	if r == nil || r.pico >= r.est.Pico() {
+	if r == nil {
 		return 0, false
 	}
-	return r.est.tokensFor(r.pico), true
+	if n := r.est.tokensFor(r.pico); n < r.est.Tokens {
+		return n, true
+	}
+	return 0, false
 }
 
 // Ticket numbers the reservation; the request's ledger record carries it,
