@@ -73,6 +73,8 @@ DECLARE
 	m int := coalesce(array_length(ests, 1), 0);
 	s numeric[];
 	u numeric[];
+	sp numeric;
+	rs numeric;
 	r bigint := greatest(residual, 0);
 	room numeric;
 	e bigint;
@@ -89,10 +91,17 @@ BEGIN
 		PERFORM pg_advisory_xact_lock(hashtextextended('modelgate budget ' || scopes[i] || ' ' || ids[i] || ' ' || periods[i] || ' ' || starts[i], 0));
 	END LOOP;
 	FOR i IN 1 .. n LOOP
-		s[i] := coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
-				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0);
-		u[i] := s[i] + coalesce((SELECT sum(x.pico) FROM budget_reservations x WHERE x.scope = scopes[i] AND x.scope_id = ids[i]
-				AND x.period = periods[i] AND x.period_start_us = starts[i] AND x.expires_us > now_us), 0);
+		-- Spend and reservations in one statement, one snapshot: the
+		-- writer moves a cost from the one to the other in a transaction
+		-- that could commit between two reads, and the cost would be in
+		-- neither.
+		SELECT coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0),
+			coalesce((SELECT sum(x.pico) FROM budget_reservations x WHERE x.scope = scopes[i] AND x.scope_id = ids[i]
+				AND x.period = periods[i] AND x.period_start_us = starts[i] AND x.expires_us > now_us), 0)
+		INTO sp, rs;
+		s[i] := sp;
+		u[i] := sp + rs;
 	END LOOP;
 	<<tickets>>
 	FOR j IN 1 .. m LOOP
