@@ -258,6 +258,9 @@ func (a *App) Start() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			store, err = ledger.OpenPostgres(ctx, a.dsn)
+			if err == nil {
+				err = claimInstance(ctx, store)
+			}
 		default:
 			store, err = ledger.OpenSQLite(a.dsn)
 		}

@@ -12,13 +12,14 @@ import (
 )
 
 // A request reserves the output its client allows, not the gateway's
-// default: while one asking for 100k tokens ($100 at $0.001) runs, no other
-// request of a $50 budget starts (reserving 4096 tokens let 12 of 15 in).
+// default: while one asking for 100k tokens ($100 at $0.001, lowered to
+// what the $50 budget pays for) runs, no other request of the budget
+// starts (reserving 4096 tokens let 12 of 15 in).
 func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), "100000") {
+		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), "first") {
 			arrived <- struct{}{}
 			<-release
 		}
@@ -30,7 +31,7 @@ func TestBudgetReservesTheClientsMaxTokens(t *testing.T) {
 	yaml := "model_list:\n" + kindEntry("m", "openai/m", srv.URL) + "    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n"
 	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = policy.NewBudgets(nil, nil) })
 	bob := &policy.Identity{KeyID: "bob", Role: policy.RoleUser, Limits: ledger.Limits{BudgetCents: ledger.Cents(5000)}}
-	big := `{"model":"m","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`
+	big := `{"model":"m","max_tokens":100000,"messages":[{"role":"user","content":"first"}]}`
 	first := make(chan int)
 	go func() { first <- post(g, bob, "/v1/chat/completions", big).Code }()
 	<-arrived

@@ -100,6 +100,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
+	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
 		ledgerUnavailable().Write(w, cf)
@@ -281,6 +282,13 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			held = append(held, out...)
 			continue
 		}
+		if !endWritten && tr.Complete() {
+			// The client is about to have its answer's end and may send
+			// its next request at once: the budget it reserved goes back
+			// first, but for what the answer cost.
+			applyUsage(rec, tr.Usage(), b)
+			settleBudget(x.hold, rec)
+		}
 		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
 			applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
@@ -305,6 +313,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	}
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(r, info)
+	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
 		// The client has everything but the end: an error event in its

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -79,19 +80,30 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}
+	var hold *policy.Reservation
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)
-		hold, refusal := g.opts.Budgets.Admit(r.Context(), id, ws, rec.SessionID, est.pico, est.lease)
+		var refusal *providers.APIError
+		hold, refusal = g.opts.Budgets.AdmitEstimate(r.Context(), id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
 		}
 		rec.Ticket = hold.Ticket()
 		rec.Lease, rec.LeasePico = hold.Lease()
-		defer func() { hold.Settle(rec.CostPicoUSD) }()
+		// Settled once the answer is complete (relay.go); this is for
+		// every other way out, before the record is queued.
+		defer settleBudget(hold, rec)
+		if bound, lowered := hold.OutputBound(); lowered {
+			if body, info, ok = g.lowerOutput(w, cf, rec, start, body, info, bound, hold); !ok {
+				return
+			}
+			est.tokens = info.InputBytes(body) + bound*info.Choices()
+		}
 		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header(), est.tokens)
 		if refusal != nil {
+			settleBudget(hold, rec)
 			g.refuse(w, cf, rec, start, refusal)
 			return
 		}
@@ -100,8 +112,9 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		}()
 	}
 
-	x = &exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span}
+	x = &exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span, hold: hold}
 	recorded := g.dispatch(x)
+	settleBudget(hold, rec)
 
 	if !recorded {
 		rec.Latency = g.now().Sub(start)
@@ -129,7 +142,9 @@ func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger
 // budgets and tpm windows reserve until it settles.
 type requestEstimate struct {
 	tokens int64 // input and output tokens
-	pico   int64 // cost at the dearest deployment the alias could reach
+	// budget is its cost at the dearest deployment the alias could reach
+	// (input and output priced apart, each at its dearest).
+	budget policy.Estimate
 	// lease is how long the request can run, every attempt and fallback
 	// included, and its record take to be written: a shared reservation
 	// that outlives it was left by a crashed instance.
@@ -147,14 +162,54 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 		output = min(output, (1<<62)/c) * c
 	}
 	e := requestEstimate{tokens: input + output, lease: g.leases[alias]}
+	e.budget.Tokens = info.OutputBound(g.opts.DefaultMaxTokens)
+	choices := info.Choices()
 	for _, l := range g.chains[alias] {
 		for _, b := range l.deployments {
-			c := ledger.Prices{Input: b.Prices().Input, Output: b.Prices().Output}.Cost(&ledger.Record{
-				InputTokens: input, OutputTokens: output})
-			e.pico = max(e.pico, c)
+			p := b.Prices()
+			e.budget.InputPico = max(e.budget.InputPico, ledger.Prices{Input: p.Input}.Cost(&ledger.Record{InputTokens: input}))
+			// Prices are bounded (ledger.MaxPrice) and choices by 2^20:
+			// the product fits.
+			e.budget.TokenPico = max(e.budget.TokenPico, ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1})*choices)
 		}
 	}
 	return e
+}
+
+// HeaderMaxTokensLowered names, on an answer, the output bound per choice
+// the gateway sent the upstream instead of the client's, because the
+// request's worst case did not fit in what was left of its budgets.
+const HeaderMaxTokensLowered = "X-Modelgate-Max-Tokens-Lowered"
+
+// lowerOutput sends the request with its output bound lowered to bound,
+// and says so in a header; on failure it has answered the client.
+func (g *Gateway) lowerOutput(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
+	insert := "max_completion_tokens"
+	if cf == providers.FormatAnthropic {
+		insert = "max_tokens"
+	}
+	out, lowered, err := info.WithOutputLimit(body, bound, insert)
+	if err != nil {
+		settleBudget(hold, rec)
+		g.refuse(w, cf, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given a lower output bound: " + err.Error()})
+		return nil, info, false
+	}
+	w.Header().Set(HeaderMaxTokensLowered, strconv.FormatInt(bound, 10))
+	return out, lowered, true
+}
+
+// settleBudget settles the request's budget reservation at the cost its
+// record has now, and puts on the record what its lease still holds for
+// it (what the record's insert takes off the lease). Called once the
+// answer is complete, before its last bytes are written (so a request the
+// client sends next finds the room), and again before the record is
+// queued; a nil hold does nothing.
+func settleBudget(hold *policy.Reservation, rec *ledger.Record) {
+	if hold == nil {
+		return
+	}
+	hold.Settle(rec.CostPicoUSD)
+	rec.Lease, rec.LeasePico = hold.Lease()
 }
 
 // requestParser reads a client's body far enough to route it.
@@ -301,4 +356,6 @@ type exchange struct {
 	span *telemetry.Request
 	// deployment is the id of the deployment last tried, for telemetry.
 	deployment string
+	// hold is the request's budget reservation, nil when none.
+	hold *policy.Reservation
 }

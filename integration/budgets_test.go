@@ -15,7 +15,9 @@ import (
 
 // dearModels prices the OpenAI fake so one request costs over a cent
 // (8 uncached input tokens at $0.0005, 3 cached at no price, 7 output
-// at $0.001: 1.1 cents).
+// at $0.001: 1.1 cents). chatAs's body (59 bytes) is estimated at 2.95
+// cents of input, so a budget admits it while 3.05 cents are left (its
+// input and one output token), its output bound lowered to what is left.
 func dearModels(u *upstreams) string {
 	return strings.Replace(u.modelsYAML(), "      api_key: upstream-openai-secret\n", `      api_key: upstream-openai-secret
     model_info:
@@ -50,7 +52,7 @@ func untilRefused(t *testing.T, g *gateway, key, session string) (http.Header, [
 	}
 }
 
-// TestBudgets: a key's budget admits requests until its spend reaches it,
+// TestBudgets: a key's budget admits requests while their estimates fit,
 // then refuses with the 429 no client retries, in both error families; a
 // reservation keeps concurrent requests from racing past it; a session
 // budget stops one session and not the key's others.
@@ -58,9 +60,11 @@ func TestBudgets(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: dearModels(u)})
 
-	k := createKey(t, g, `{"name":"capped","budget":{"amount":"1","period":"daily"}}`)
-	if status, _, body := chatAs(t, g, k.Value, ""); status != 200 {
+	k := createKey(t, g, `{"name":"capped","budget":{"amount":"5","period":"daily"}}`)
+	if status, h, body := chatAs(t, g, k.Value, ""); status != 200 {
 		t.Fatalf("first request under the budget: %d %s", status, body)
+	} else if n, err := strconv.Atoi(h.Get("X-Modelgate-Max-Tokens-Lowered")); err != nil || n < 1 || n > 25 {
+		t.Errorf("its 4096-token default lowered to the ~20 tokens 5 cents pay for: %q", h.Get("X-Modelgate-Max-Tokens-Lowered"))
 	}
 	h, body := untilRefused(t, g, k.Value, "")
 	if h.Get("X-Should-Retry") != "false" {
@@ -77,7 +81,7 @@ func TestBudgets(t *testing.T) {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error.Type != "insufficient_quota" || e.Error.Code != "budget_exceeded" ||
-		!strings.Contains(e.Error.Message, "api key "+k.ID) || !strings.Contains(e.Error.Message, "$0.01 daily") || !strings.Contains(e.Error.Message, "resets at") {
+		!strings.Contains(e.Error.Message, "api key "+k.ID) || !strings.Contains(e.Error.Message, "$0.05 daily") || !strings.Contains(e.Error.Message, "$0.02 spent") || !strings.Contains(e.Error.Message, "resets at") {
 		t.Errorf("OpenAI-family refusal: %s", body)
 	}
 	// /v1/me shows the key its budget and what it spent.
@@ -91,7 +95,7 @@ func TestBudgets(t *testing.T) {
 		} `json:"budgets"`
 	}
 	if status != 200 || json.Unmarshal(body, &me) != nil || me.ID != k.ID || len(me.Budgets) != 1 || me.Budgets[0].Scope != "api_key" ||
-		me.Budgets[0].Amount != "1" || me.Budgets[0].Spent != "1.1" || me.Budgets[0].ResetsAt == nil || len(me.Models) < 3 {
+		me.Budgets[0].Amount != "5" || me.Budgets[0].Spent != "2.2" || me.Budgets[0].ResetsAt == nil || len(me.Models) < 3 {
 		t.Errorf("/v1/me: %d %s", status, body)
 	}
 	status, _, body = g.do(t, "POST", "/v1/messages", k.Value, `{"model":"oa","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
@@ -101,7 +105,7 @@ func TestBudgets(t *testing.T) {
 
 	// Concurrent requests: the first reserves more than the budget holds,
 	// so no other starts while it runs.
-	k2 := createKey(t, g, `{"name":"racer","budget":{"amount":"1","period":"monthly"}}`)
+	k2 := createKey(t, g, `{"name":"racer","budget":{"amount":"5","period":"monthly"}}`)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	counts := map[int]int{}
@@ -117,11 +121,11 @@ func TestBudgets(t *testing.T) {
 	}
 	wg.Wait()
 	if counts[200] < 1 || counts[200]+counts[429] != 8 || counts[200] > 2 {
-		t.Errorf("8 concurrent requests on a 1-cent budget: %v", counts)
+		t.Errorf("8 concurrent requests on a 5-cent budget: %v", counts)
 	}
 
 	// A session budget refuses the session, not the key.
-	k3 := createKey(t, g, `{"name":"agent","session_budget":"1"}`)
+	k3 := createKey(t, g, `{"name":"agent","session_budget":"5"}`)
 	if status, _, _ := chatAs(t, g, k3.Value, "session-one"); status != 200 {
 		t.Fatalf("first request of a session: %d", status)
 	}
@@ -156,7 +160,7 @@ func TestBudgetsAcrossInstances(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
-	k := createKey(t, a, `{"name":"shared-budget","budget":{"amount":"1","period":"monthly"}}`)
+	k := createKey(t, a, `{"name":"shared-budget","budget":{"amount":"4","period":"monthly"}}`)
 	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
 		t.Fatalf("spend on a: %d %s", status, body)
 	}
@@ -174,6 +178,18 @@ func TestBudgetsAcrossInstances(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("b refused a's spent budget after %v", time.Since(start))
+}
+
+// outputPricedModels prices only the OpenAI fake's output ($0.001 a token,
+// 7 tokens: 0.7 cents a request), so a request fits while a tenth of a
+// cent is left, and the fake, which bills 7 tokens whatever bound it is
+// sent, can carry spend past a budget for its alerts.
+func outputPricedModels(u *upstreams) string {
+	return strings.Replace(u.modelsYAML(), "      api_key: upstream-openai-secret\n", `      api_key: upstream-openai-secret
+    model_info:
+      input_cost_per_token: 0
+      output_cost_per_token: 0.001
+`, 1)
 }
 
 // TestBudgetAlerts: soft, 80 % and 100 % alerts and a session cap reach
@@ -194,7 +210,7 @@ func TestBudgetAlerts(t *testing.T) {
 	t.Cleanup(hook.Close)
 	dsn, _, _ := freshSchema(t)
 	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
+	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
 		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
 	k := createKey(t, a, `{"name":"alerted","budget":{"amount":"2","period":"daily"},"soft_budget":"1"}`)
@@ -206,7 +222,7 @@ func TestBudgetAlerts(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		_, _, me := b.do(t, "GET", "/v1/me", k.Value, "")
-		if strings.Contains(string(me), `"spent":"1.1"`) || time.Now().After(deadline) {
+		if strings.Contains(string(me), `"spent":"0.7"`) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -214,9 +230,21 @@ func TestBudgetAlerts(t *testing.T) {
 	if status, _, body := chatAs(t, b, k.Value, ""); status != 200 {
 		t.Fatalf("second: %d %s", status, body)
 	}
-	untilRefused(t, a, k.Value, "")
+	// a spends past the limit once it has seen b's spend: its third
+	// request is admitted on the 0.6 cents left, and the fake bills 0.7.
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		_, _, me := a.do(t, "GET", "/v1/me", k.Value, "")
+		if strings.Contains(string(me), `"spent":"1.4"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, refusal := untilRefused(t, a, k.Value, "")
+	t.Logf("refused: %s", refusal)
 	s := createKey(t, a, `{"name":"agent","session_budget":"1"}`)
 	chatAs(t, a, s.Value, "sess-42")
+	chatAs(t, a, s.Value, "sess-42") // 1.4 cents: past its cent
 
 	var got []string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -256,7 +284,7 @@ func TestBudgetAlerts(t *testing.T) {
 func TestWorkspaceBudget(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: dearModels(u)})
-	status, _, body := g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"interns","budget":{"amount":"1","period":"weekly"}}`)
+	status, _, body := g.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"interns","budget":{"amount":"5","period":"weekly"}}`)
 	var ws struct {
 		ID string `json:"id"`
 	}
@@ -380,5 +408,64 @@ func TestBudgetReservationCoversStoredHistory(t *testing.T) {
 	})
 	if statuses[200] > 3 || statuses[429] < 7 {
 		t.Fatalf("10 concurrent turns on a 4,000-byte stored history, $5 budget: %v; want at most 3 admitted", statuses)
+	}
+}
+
+// TestBudgetBackToBackNearTheLimit (newcomer B1): on PostgreSQL, requests
+// sent one after another, each as soon as the one before returned,
+// alternating between two instances, are all admitted until real spend
+// reaches the budget: a finished request holds only its cost, at once,
+// not its estimate until the ledger writer's batch lands. No "budget
+// reached" alert comes before spend reaches the budget. Each request is
+// estimated at 2 cents (20 output tokens at $0.001) and billed 0.7.
+func TestBudgetBackToBackNearTheLimit(t *testing.T) {
+	var mu sync.Mutex
+	var posts []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			Text string `json:"text"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		posts = append(posts, m.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{})
+	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
+		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	k := createKey(t, a, `{"name":"newcomer","budget":{"amount":"5","period":"monthly"}}`)
+	waitForKey(t, b, k.Value)
+	body := `{"model":"oa","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`
+	admitted := 0
+	for i := range 12 {
+		g := []*gateway{a, b}[i%2]
+		status, _, out := g.do(t, "POST", "/v1/chat/completions", k.Value, body)
+		if status == http.StatusTooManyRequests {
+			if admitted < 8 {
+				t.Fatalf("request %d refused at %.1f cents spent of 5: %s", i+1, 0.7*float64(admitted), out)
+			}
+			break
+		}
+		if status != 200 {
+			t.Fatalf("request %d: %d %s", i+1, status, out)
+		}
+		admitted++
+		if admitted < 8 {
+			mu.Lock()
+			for _, p := range posts {
+				if strings.Contains(p, "Budget reached") {
+					t.Errorf("after %d requests (%.1f cents of 5): %s", admitted, 0.7*float64(admitted), p)
+				}
+			}
+			mu.Unlock()
+		}
+	}
+	// Seven requests leave 0.1 cents, the eighth's input and one token:
+	// it is admitted with its bound lowered, and the fake bills it 0.7.
+	if admitted != 8 {
+		t.Errorf("%d requests admitted, want 8", admitted)
 	}
 }

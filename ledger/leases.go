@@ -26,14 +26,15 @@ type LeaseReserver interface {
 	// TopUpLease admits ests in order against holds (sorted by the
 	// caller), as ReserveMany would, on lease ticket, which holds residual
 	// unused headroom this instance has not drawn: a request is admitted
-	// while spend plus live reservations minus residual is below every
-	// limit, first from residual, then by growing the lease. When every
-	// request was admitted and every budget has room for at least four
-	// times want, the lease grows by want more. It returns how many were
-	// admitted, the 1-based hold that refused the next (and what that hold
-	// had used, as Reserve), and by how much the lease's rows grew. Rows
-	// expire at expires unless renewed.
-	TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests []int64, residual, want int64, now, expires time.Time) (admitted, refused int, usedPico, grown int64, err error)
+	// while spend plus live reservations minus residual plus its estimate
+	// is at most every limit, first from residual, then by growing the
+	// lease. A request whose estimate does not fit but whose floor (the
+	// least it can run on; floors[j] <= ests[j]) does is admitted on what
+	// is left, LastPico saying how much; it is then the last admitted.
+	// When every request was admitted and every budget has room for at
+	// least four times want, the lease grows by want more. Rows expire at
+	// expires unless renewed.
+	TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests, floors []int64, residual, want int64, now, expires time.Time) (LeaseGrant, error)
 	// RenewLeases moves the expiry of the tickets' live rows to expires.
 	RenewLeases(ctx context.Context, tickets []uint64, now, expires time.Time) error
 	// ShrinkLease gives back pico of ticket's headroom; with pico < 0 it
@@ -41,50 +42,92 @@ type LeaseReserver interface {
 	ShrinkLease(ctx context.Context, ticket uint64, pico int64) error
 }
 
+// LeaseGrant is what one top-up of a lease admitted.
+type LeaseGrant struct {
+	// Admitted is how many of the estimates were admitted, in order;
+	// LastPico what the last of them was granted (its estimate, or less
+	// down to its floor when only that fitted).
+	Admitted int
+	LastPico int64
+	// Refused is the 1-based hold that refused the next request: it had
+	// UsedPico spent and reserved, SpentPico of it spent.
+	Refused             int
+	UsedPico, SpentPico int64
+	// Grown is by how much the lease's rows grew.
+	Grown int64
+}
+
 // leaseFunction is installed on PostgreSQL at open, beside the
 // reservation functions, under the same rule: admissions on a budget
 // queue on its advisory lock and read spend and reservations in one
 // snapshot. A lease row whose expiry passed is restarted, not grown.
-const leaseFunction = `CREATE OR REPLACE FUNCTION modelgate_lease_v1(scopes text[], ids text[], periods text[], starts bigint[],
-	limits bigint[], ests bigint[], tkt bigint, residual bigint, want bigint, now_us bigint, expires_us bigint,
-	OUT admitted int, OUT refused int, OUT used bigint, OUT grown bigint)
+const leaseFunction = `CREATE OR REPLACE FUNCTION modelgate_lease_v2(scopes text[], ids text[], periods text[], starts bigint[],
+	limits bigint[], ests bigint[], floors bigint[], tkt bigint, residual bigint, want bigint, now_us bigint, expires_us bigint, own text,
+	OUT admitted int, OUT last_grant bigint, OUT refused int, OUT used bigint, OUT spent bigint, OUT grown bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
 	i int;
 	j int;
+	k int;
 	n int := coalesce(array_length(scopes, 1), 0);
 	m int := coalesce(array_length(ests, 1), 0);
+	s numeric[];
 	u numeric[];
+	sp numeric;
+	rs numeric;
 	r bigint := greatest(residual, 0);
 	room numeric;
 	e bigint;
+	f bigint;
 BEGIN
 	PERFORM set_config('synchronous_commit', 'off', true);
 	admitted := 0;
+	last_grant := 0;
 	refused := 0;
 	used := 0;
+	spent := 0;
 	grown := 0;
 	FOR i IN 1 .. n LOOP
 		PERFORM pg_advisory_xact_lock(hashtextextended('modelgate budget ' || scopes[i] || ' ' || ids[i] || ' ' || periods[i] || ' ' || starts[i], 0));
 	END LOOP;
 	FOR i IN 1 .. n LOOP
-		u[i] := coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
-				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0)
-			+ coalesce((SELECT sum(x.pico) FROM budget_reservations x WHERE x.scope = scopes[i] AND x.scope_id = ids[i]
-				AND x.period = periods[i] AND x.period_start_us = starts[i] AND x.expires_us > now_us), 0);
+		-- Spend and reservations in one statement, one snapshot: the
+		-- writer moves a cost from the one to the other in a transaction
+		-- that could commit between two reads, and the cost would be in
+		-- neither.
+		SELECT coalesce((SELECT b.spent_pico FROM budget_spend b WHERE b.scope = scopes[i] AND b.scope_id = ids[i]
+				AND b.period = periods[i] AND b.period_start_us = starts[i]), 0),
+			coalesce((SELECT sum(x.pico) FROM budget_reservations x WHERE x.scope = scopes[i] AND x.scope_id = ids[i]
+				AND x.period = periods[i] AND x.period_start_us = starts[i] AND x.expires_us > now_us), 0)
+		INTO sp, rs;
+		s[i] := sp;
+		u[i] := sp + rs;
 	END LOOP;
 	<<tickets>>
 	FOR j IN 1 .. m LOOP
+		-- The room left on the tightest budget. The lease's undrawn
+		-- headroom backs no request: serial reservations would not count
+		-- it. The request's own worst case must fit in it, or at least
+		-- its floor (its output bound is then lowered to what is left).
+		room := NULL;
+		k := 0;
 		FOR i IN 1 .. n LOOP
-			-- The lease's undrawn headroom backs no request: serial
-			-- reservations would not count it.
-			IF u[i] - r >= limits[i] THEN
-				refused := i;
-				used := least(u[i] - r, 9223372036854775807)::bigint;
-				EXIT tickets;
+			IF room IS NULL OR limits[i] - (u[i] - r) < room THEN
+				room := limits[i] - (u[i] - r);
+				k := i;
 			END IF;
 		END LOOP;
 		e := greatest(ests[j], 0);
+		f := least(greatest(floors[j], 0), e);
+		IF room < greatest(f, 1) THEN
+			refused := k;
+			used := least(greatest(u[k] - r, 0), 9223372036854775807)::bigint;
+			spent := least(s[k], 9223372036854775807)::bigint;
+			EXIT tickets;
+		END IF;
+		IF room < e THEN
+			e := room::bigint;
+		END IF;
 		IF e <= r THEN
 			r := r - e;
 		ELSE
@@ -95,6 +138,7 @@ BEGIN
 			r := 0;
 		END IF;
 		admitted := j;
+		last_grant := e;
 	END LOOP;
 	IF refused = 0 AND want > r THEN
 		room := NULL;
@@ -108,8 +152,8 @@ BEGIN
 		END IF;
 	END IF;
 	FOR i IN 1 .. n LOOP
-		INSERT INTO budget_reservations AS x (scope, scope_id, period, period_start_us, ticket, pico, expires_us)
-			VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, grown, expires_us)
+		INSERT INTO budget_reservations AS x (scope, scope_id, period, period_start_us, ticket, pico, expires_us, owner)
+			VALUES (scopes[i], ids[i], periods[i], starts[i], tkt, grown, expires_us, own)
 			ON CONFLICT (scope, scope_id, period, period_start_us, ticket) DO UPDATE SET
 				pico = CASE WHEN x.expires_us > now_us THEN x.pico + excluded.pico ELSE excluded.pico END,
 				expires_us = greatest(x.expires_us, excluded.expires_us);
@@ -132,19 +176,19 @@ const lockLeaseRows = `WITH l AS (SELECT x.scope, x.scope_id, x.period, x.period
 const leaseRowIs = `budget_reservations.scope = l.scope AND budget_reservations.scope_id = l.scope_id AND budget_reservations.period = l.period
 	AND budget_reservations.period_start_us = l.period_start_us AND budget_reservations.ticket = l.ticket`
 
-func (s *sqlStore) TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests []int64, residual, want int64, now, expires time.Time) (int, int, int64, int64, error) {
+func (s *sqlStore) TopUpLease(ctx context.Context, holds []BudgetHold, ticket uint64, ests, floors []int64, residual, want int64, now, expires time.Time) (LeaseGrant, error) {
 	if !s.d.sharedReservations {
-		return 0, 0, 0, 0, ErrNotShared
+		return LeaseGrant{}, ErrNotShared
 	}
 	a := arraysOf(holds)
-	var admitted, refused int
-	var used, grown int64
-	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used, grown FROM modelgate_lease_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7, $8, $9, $10, $11)`,
-		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, int64(ticket), residual, max(want, 0), now.UnixMicro(), expires.UnixMicro()).Scan(&admitted, &refused, &used, &grown)
+	var g LeaseGrant
+	err := s.db.QueryRowContext(ctx, `SELECT admitted, last_grant, refused, used, spent, grown FROM modelgate_lease_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9, $10, $11, $12, $13)`,
+		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, floors, int64(ticket), residual, max(want, 0), now.UnixMicro(), expires.UnixMicro(), s.owner).Scan(
+		&g.Admitted, &g.LastPico, &g.Refused, &g.UsedPico, &g.SpentPico, &g.Grown)
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
+		return LeaseGrant{}, fmt.Errorf("ledger: reserving budget: %w", err)
 	}
-	return admitted, refused, used, grown, nil
+	return g, nil
 }
 
 func (s *sqlStore) RenewLeases(ctx context.Context, tickets []uint64, now, expires time.Time) error {

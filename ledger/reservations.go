@@ -33,10 +33,11 @@ type BudgetReserver interface {
 	// SharesReservations reports whether Reserve works on this store.
 	SharesReservations() bool
 	// Reserve locks holds in the order given (callers sort them, so that
-	// no two admissions wait on each other), and, if every one has room (spend plus live reservations
-	// below its limit), reserves pico against each under ticket until
-	// expires. Otherwise it reserves nothing and returns the 1-based index
-	// of the first hold without room and what that hold has used.
+	// no two admissions wait on each other), and, if every one has room
+	// for pico (spend plus live reservations plus pico at most its limit),
+	// reserves pico against each under ticket until expires. Otherwise it
+	// reserves nothing and returns the 1-based index of the first hold
+	// without room and what that hold has used.
 	Reserve(ctx context.Context, holds []BudgetHold, ticket uint64, pico int64, now, expires time.Time) (refused int, usedPico int64, err error)
 	// SweepReservations deletes reservations expired before now.
 	SweepReservations(ctx context.Context, now time.Time) error
@@ -57,8 +58,8 @@ type BatchReserver interface {
 	// do, in one transaction: the first admitted tickets reserve their
 	// pico against every hold; at the first ticket a hold has no room for,
 	// it stops, and that ticket and every later one are refused with
-	// refused and usedPico as Reserve would give them (spend only grows
-	// within the batch, so a later ticket would be refused too).
+	// refused and usedPico as Reserve would give them (a later, smaller
+	// ticket waits for the next batch rather than overtake it).
 	ReserveMany(ctx context.Context, holds []BudgetHold, tickets []BudgetTicket, now time.Time) (admitted, refused int, usedPico int64, err error)
 }
 
@@ -71,7 +72,7 @@ type BatchReserver interface {
 // could otherwise show a cost neither as spend nor as reservation. The
 // name carries a version so that instances of two releases can share a
 // database during an upgrade; a new body gets a new name.
-const reserveFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_v2(scopes text[], ids text[], periods text[], starts bigint[],
+const reserveFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_v3(scopes text[], ids text[], periods text[], starts bigint[],
 	limits bigint[], est bigint, tkt bigint, now_us bigint, expires_us bigint, OUT refused int, OUT used bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -96,7 +97,8 @@ BEGIN
 			+ coalesce((SELECT sum(r.pico) FROM budget_reservations r WHERE r.scope = scopes[i] AND r.scope_id = ids[i]
 				AND r.period = periods[i] AND r.period_start_us = starts[i] AND r.expires_us > now_us), 0)
 		INTO u;
-		IF u >= limits[i] THEN
+		-- The request's own worst case counts: admitted only if it fits.
+		IF u + greatest(est, 0) > limits[i] THEN
 			refused := i;
 			used := least(u, 9223372036854775807)::bigint;
 			RETURN;
@@ -111,13 +113,13 @@ BEGIN
 END
 $fn$`
 
-// reserveManyFunction is modelgate_reserve_v2 for a batch of requests on
+// reserveManyFunction is modelgate_reserve_v3 for a batch of requests on
 // the same budgets: the locks are taken once, spend and reservations read
 // once, and each ticket is then admitted in order while every budget has
 // room, its estimate added to what the next one sees, exactly as the
 // same calls one after another would. One round trip and one lock
 // acquisition serve every request that queued while the last batch ran.
-const reserveManyFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_many_v1(scopes text[], ids text[], periods text[], starts bigint[],
+const reserveManyFunction = `CREATE OR REPLACE FUNCTION modelgate_reserve_many_v2(scopes text[], ids text[], periods text[], starts bigint[],
 	limits bigint[], ests bigint[], tkts bigint[], now_us bigint, expires_us bigint[], OUT admitted int, OUT refused int, OUT used bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -142,7 +144,7 @@ BEGIN
 	END LOOP;
 	FOR j IN 1 .. m LOOP
 		FOR i IN 1 .. n LOOP
-			IF u[i] >= limits[i] THEN
+			IF u[i] + greatest(ests[j], 0) > limits[i] THEN
 				refused := i;
 				used := least(u[i], 9223372036854775807)::bigint;
 				RETURN;
@@ -206,7 +208,7 @@ func (s *sqlStore) Reserve(ctx context.Context, holds []BudgetHold, ticket uint6
 	a := arraysOf(holds)
 	var refused int
 	var used int64
-	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
+	err := s.db.QueryRowContext(ctx, `SELECT refused, used FROM modelgate_reserve_v3($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6, $7, $8, $9)`,
 		a.scopes, a.ids, a.periods, a.starts, a.limits, max(pico, 0), int64(ticket), now.UnixMicro(), expires.UnixMicro()).Scan(&refused, &used)
 	if err != nil {
 		return 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)
@@ -226,7 +228,7 @@ func (s *sqlStore) ReserveMany(ctx context.Context, holds []BudgetHold, tickets 
 	}
 	var admitted, refused int
 	var used int64
-	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used FROM modelgate_reserve_many_v1($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9::bigint[])`,
+	err := s.db.QueryRowContext(ctx, `SELECT admitted, refused, used FROM modelgate_reserve_many_v2($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8, $9::bigint[])`,
 		a.scopes, a.ids, a.periods, a.starts, a.limits, ests, tkts, now.UnixMicro(), expires).Scan(&admitted, &refused, &used)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("ledger: reserving budget: %w", err)

@@ -9,9 +9,10 @@ import (
 )
 
 // A batch admits what the same reservations one after another would: a
-// $5 budget with $1.50 already reserved, $1 tickets → the first four
-// (1.5, 2.5, 3.5, 4.5 are below 5), the fifth and later refused with the
-// first budget's use; each admitted ticket has its own reservation.
+// $5 budget with $1.50 already reserved, $1 tickets → the first three
+// (2.5, 3.5, 4.5 are at most 5 with each ticket's own $1 counted), the
+// fourth and later refused with the first budget's use; each admitted
+// ticket has its own reservation.
 func TestReserveManyAdmitsAsOneAfterAnother(t *testing.T) {
 	a, _, _ := openPostgresPair(t)
 	br := a.(BatchReserver)
@@ -28,16 +29,16 @@ func TestReserveManyAdmitsAsOneAfterAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if admitted != 4 || refused != 1 || used != 5.5e12 {
-		t.Fatalf("admitted %d, refused %d, used %d; want 4, 1, 5.5e12", admitted, refused, used)
+	if admitted != 3 || refused != 1 || used != 4.5e12 {
+		t.Fatalf("admitted %d, refused %d, used %d; want 3, 1, 4.5e12", admitted, refused, used)
 	}
 	// The reservations are the admitted tickets', against both budgets.
 	refusedNext, usedNext, err := a.Reserve(context.Background(), holds, 99, 1e12, now, now.Add(time.Minute))
-	if err != nil || refusedNext != 1 || usedNext != 5.5e12 {
-		t.Errorf("after the batch: refused %d, used %d, %v; want 1, 5.5e12", refusedNext, usedNext, err)
+	if err != nil || refusedNext != 1 || usedNext != 4.5e12 {
+		t.Errorf("after the batch: refused %d, used %d, %v; want 1, 4.5e12", refusedNext, usedNext, err)
 	}
 	// A workspace budget that is spent refuses at its index.
-	wsHolds := []BudgetHold{monthlyHold(ScopeKey, "bob", 100e12, now), monthlyHold(ScopeWorkspace, "w", 5.5e12, now)}
+	wsHolds := []BudgetHold{monthlyHold(ScopeKey, "bob", 100e12, now), monthlyHold(ScopeWorkspace, "w", 5e12, now)}
 	if admitted, refused, _, err := br.ReserveMany(context.Background(), wsHolds, tickets[:1], now); err != nil || admitted != 0 || refused != 2 {
 		t.Errorf("spent workspace: admitted %d, refused %d, %v; want 0, 2", admitted, refused, err)
 	}

@@ -88,15 +88,15 @@ func TestRecordEndsItsReservation(t *testing.T) {
 	if err := store.Insert(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	// $0.20 spent + $1 reserved: $1.80 of room, so one more $1 fits and
-	// the next (at $2.20 used) still fits; the one after does not.
-	for i, want := range []int{0, 0, 1} {
+	// $0.20 spent + $1 reserved: $1.80 of room, so one more $1 fits; the
+	// next does not (its own $1 on $2.20 used is past $3).
+	for i, want := range []int{0, 1} {
 		refused, used, err := rs.Reserve(ctx, holds, uint64(20+i), 1e12, now, now.Add(time.Minute))
 		if err != nil || refused != want {
 			t.Fatalf("after settling, reservation %d: refused %d (used %d), %v; want %d", i, refused, used, err, want)
 		}
-		if want == 1 && used != 32e11 {
-			t.Fatalf("used %d, want $3.20 (0.20 spent + 3 reserved)", used)
+		if want == 1 && used != 22e11 {
+			t.Fatalf("used %d, want $2.20 (0.20 spent + 2 reserved)", used)
 		}
 	}
 }

@@ -342,6 +342,10 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// call's arguments and result (its tokens are 0). Records of an
 		// older release, or written by one sharing the database, read 0.
 		13: `ALTER TABLE usage_records ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
+		// The instance that holds a budget lease's rows (ledger/leases.go),
+		// so that it releases them when it restarts. Rows of an older
+		// release read '' and only expire.
+		14: `ALTER TABLE budget_reservations ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
 		// Dashboard sessions signed out before their cookie expires
 		// (signout.go), by the digest of the session id: every instance
 		// refuses them, after a restart too. A row is deleted once its
@@ -414,6 +418,10 @@ type sqlStore struct {
 	// copyTypes are usage_records' column types as PostgreSQL's COPY
 	// sends them, read from the table at open.
 	copyTypes [numRecordColumns]copyType
+	// owner names this process's budget lease rows; claim holds the
+	// connection whose lock says the name is taken (ledger/instance.go).
+	owner string
+	claim *sql.Conn
 }
 
 // migrate brings the schema to the latest version.
@@ -790,6 +798,9 @@ func (s *sqlStore) RejectsRow(err error) bool {
 }
 
 func (s *sqlStore) Close() error {
+	if s.claim != nil {
+		_ = s.claim.Close()
+	}
 	if s.insertOne != nil {
 		_ = s.insertOne.Close()
 		_ = s.insertMany.Close()

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -32,7 +31,8 @@ type Budgets struct {
 	now   func() time.Time
 
 	// Alert, when set, is told when spend crosses a budget's soft limit,
-	// 80 % or 100 %, and when a budget first refuses.
+	// 80 % or 100 %, and when a budget refuses a request with its spend
+	// (not its reservations) at the limit.
 	Alert func(BudgetAlert)
 
 	tickets atomic.Uint64 // numbers reservations, for their records
@@ -317,13 +317,19 @@ type Reservation struct {
 	b       *Budgets
 	keys    []budgetKey
 	budgets []budget
-	pico    int64
+	pico    int64    // what is reserved: the estimate, or what was left
+	est     Estimate // what was asked for
 	ticket  uint64
+	// lease: the estimate was drawn from this budget lease; leasePico is
+	// what the lease holds for the request (its cost once settled).
+	lease     *leaseTicket
+	leasePico int64
+	// local counts the cost the request was settled at here until its
+	// record is written.
+	local *localSpend
 	// shared: the reservation is in the database too, until the request's
-	// record is written there.
-	shared bool
-	// lease: the estimate was drawn from this budget lease.
-	lease *leaseTicket
+	// record is written there; done: it was settled.
+	shared, done bool
 }
 
 // usedLocked is a budget's spend as this instance knows it.
@@ -341,19 +347,28 @@ func (b *Budgets) addLocal(l *localSpend, sign int64) {
 	}
 }
 
-// Admit checks every budget that applies and reserves estimatePico
-// against each until the request settles, or for lease at most; a budget
-// without room refuses the request. With a store that shares
+// Admit is AdmitEstimate for an estimate whose output bound cannot be
+// lowered: it is admitted whole or refused.
+func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, session string, estimatePico int64, lease time.Duration) (*Reservation, *providers.APIError) {
+	return b.AdmitEstimate(ctx, id, ws, session, Estimate{InputPico: estimatePico}, lease)
+}
+
+// AdmitEstimate checks every budget that applies and reserves the
+// request's estimate against each until the request settles, or for lease
+// at most: the whole worst case when it fits, else what is left when that
+// covers the estimate's floor (the reservation's OutputBound is then the
+// lowered bound the request must be sent with); a budget without room for
+// even the floor refuses the request. With a store that shares
 // reservations (PostgreSQL) the reservation is made there, so that every
 // instance sees it before the upstream call; while that store fails, this
 // process's own count decides, as with one instance.
-func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, session string, estimatePico int64, lease time.Duration) (*Reservation, *providers.APIError) {
+func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Limits, session string, est Estimate, lease time.Duration) (*Reservation, *providers.APIError) {
 	if b == nil || id == nil {
 		return nil, nil
 	}
 	now := b.now()
 	list := applicable(id, ws, session, now)
-	if len(list) == 0 || estimatePico <= 0 {
+	if len(list) == 0 || est.Pico() <= 0 {
 		// A request estimated at nothing (a free local model) costs no
 		// budget, so a spent one does not refuse it, nor does it need a
 		// reservation.
@@ -368,11 +383,12 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 			b.sessions[bg.key.id] = now
 		}
 	}
-	if refusal := b.refusalLocked(list, now); refusal != nil {
+	grant, refusal := b.grantLocked(list, est, now)
+	if refusal != nil {
 		b.mu.Unlock()
 		return nil, refusal
 	}
-	r := &Reservation{b: b, pico: estimatePico, budgets: list, ticket: b.tickets.Add(1)}
+	r := &Reservation{b: b, pico: grant, est: est, budgets: list, ticket: b.tickets.Add(1)}
 	rs := b.reserver()
 	shared := rs != nil && now.UnixNano() >= b.sharedDownUntil.Load()
 	lr, leased := rs.(ledger.LeaseReserver)
@@ -380,8 +396,8 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 	if shared && leased {
 		// The common case: the lease this instance holds has the room.
 		key = budgetsKey(list)
-		if c := b.drawLocked(key, r.ticket, estimatePico, now, lease); c != nil {
-			r.lease, r.shared = c, true
+		if c := b.drawLocked(key, r.ticket, grant, now); c != nil {
+			r.lease, r.leasePico, r.shared = c, grant, true
 			b.addReservedLocked(r, list)
 			b.mu.Unlock()
 			return r, nil
@@ -390,23 +406,30 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 	b.mu.Unlock()
 	if shared {
 		rctx, cancel := context.WithTimeout(ctx, sharedReserveTimeout)
-		var refused int
-		var used int64
+		var g ledger.LeaseGrant
 		var err error
 		if leased {
-			r.lease, refused, used, err = b.admitLease(rctx, lr, key, list, r.ticket, estimatePico, now, lease)
+			r.lease, g, err = b.admitLease(rctx, lr, key, list, r.ticket, grant, min(est.floor(), grant), now)
+			if err == nil && g.Refused == 0 {
+				r.pico, r.leasePico = g.LastPico, g.LastPico
+			}
 		} else {
-			refused, used, err = b.reserveShared(rctx, rs, holdsOf(list), r.ticket, estimatePico, now, now.Add(lease))
+			g.Refused, g.UsedPico, err = b.reserveShared(rctx, rs, holdsOf(list), r.ticket, grant, now, now.Add(lease))
+			g.SpentPico = -1
 		}
 		timedOut := rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
 		cancel()
 		switch {
-		case err == nil && refused > 0 && refused <= len(list):
-			bg := list[refused-1]
+		case err == nil && g.Refused > 0 && g.Refused <= len(list):
+			bg := list[g.Refused-1]
 			b.mu.Lock()
-			b.alert(bg, "100", used)
-			b.mu.Unlock()
-			return nil, budgetRefusal(bg, used, now)
+			defer b.mu.Unlock()
+			spent := g.SpentPico
+			if spent < 0 { // the store did not say: this instance's count
+				spent = b.usedLocked(bg.key) - b.reserved[bg.key]
+			}
+			spent, reserved := b.splitShared(bg.key, g.UsedPico, spent)
+			return nil, b.refuseLocked(bg, spent, reserved, est.floor(), now)
 		case err == nil:
 			r.shared = true
 		case ctx.Err() != nil:
@@ -431,9 +454,11 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 	defer b.mu.Unlock()
 	if !r.shared {
 		// Checked again: other requests may have reserved meanwhile.
-		if refusal := b.refusalLocked(list, now); refusal != nil {
+		again, refusal := b.grantLocked(list, est, now)
+		if refusal != nil {
 			return nil, refusal
 		}
+		r.pico = min(r.pico, again)
 	}
 	b.addReservedLocked(r, list)
 	return r, nil
@@ -468,88 +493,8 @@ func budgetsKey(list []budget) string {
 	return string(b)
 }
 
-// refusalLocked is the refusal of the first budget this instance knows to
-// be spent, or nil; the caller holds mu.
-func (b *Budgets) refusalLocked(list []budget, now time.Time) *providers.APIError {
-	for _, bg := range list {
-		if used := b.usedLocked(bg.key); used >= bg.limitPico {
-			b.alert(bg, "100", used-b.reserved[bg.key])
-			return budgetRefusal(bg, used, now)
-		}
-	}
-	return nil
-}
-
 func compareBudgetKeys(a, b budgetKey) int {
 	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.id, b.id), strings.Compare(a.period, b.period), cmp.Compare(a.start, b.start))
-}
-
-// Ticket numbers the reservation; the request's ledger record carries it,
-// so that the writer's report of the record ends the local count.
-func (r *Reservation) Ticket() uint64 {
-	if r == nil {
-		return 0
-	}
-	return r.ticket
-}
-
-// Lease is the budget lease the request's estimate was drawn from, and
-// the estimate; the request's record carries them, so that its insert
-// takes the estimate off the lease. 0: none.
-func (r *Reservation) Lease() (uint64, int64) {
-	if r == nil || r.lease == nil {
-		return 0, 0
-	}
-	return r.lease.ticket, r.pico
-}
-
-// Settle replaces the reservation with the request's real cost.
-func (r *Reservation) Settle(costPico int64) {
-	if r == nil {
-		return
-	}
-	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, k := range r.keys {
-		if b.reserved[k] -= r.pico; b.reserved[k] <= 0 {
-			delete(b.reserved, k)
-		}
-	}
-	written, done := b.early[r.ticket]
-	delete(b.early, r.ticket)
-	if costPico <= 0 {
-		return
-	}
-	l := &localSpend{keys: r.keys, pico: costPico, at: b.now(), ticket: r.ticket, written: written}
-	b.local = append(b.local, l)
-	b.addLocal(l, 1)
-	if !done {
-		b.unwritten[r.ticket] = l
-	}
-	if b.Alert == nil {
-		return
-	}
-	for _, bg := range r.budgets {
-		after := b.usedLocked(bg.key) - b.reserved[bg.key]
-		before := after - costPico
-		crossed := func(at int64) bool { return at > 0 && before < at && after >= at }
-		if bg.key.scope == ledger.ScopeSession {
-			if crossed(bg.limitPico) {
-				b.alert(bg, "session", after)
-			}
-			continue
-		}
-		if crossed(bg.limitPico / 5 * 4) {
-			b.alert(bg, "80", after)
-		}
-		if crossed(bg.limitPico) {
-			b.alert(bg, "100", after)
-		}
-		if crossed(bg.softPico) {
-			b.alert(bg, "soft", after)
-		}
-	}
 }
 
 // alert hands a crossed threshold to the alerter; the caller holds mu.
@@ -567,28 +512,6 @@ func (b *Budgets) alert(bg budget, kind string, spent int64) {
 	scope, id := bg.key.scope, bg.key.id
 	b.Alert(BudgetAlert{Kind: kind, Scope: scope, ScopeID: id, Label: bg.label(), Period: bg.key.period,
 		PeriodStart: time.UnixMicro(bg.key.start).UTC(), SpentPico: spent, LimitPico: limit, Resets: bg.resets})
-}
-
-// budgetRefusal is the 429 no client retries: x-should-retry: false and a
-// retry-after until the budget resets (docs/keys-and-budgets.md, "Budgets, rate limits,
-// sessions and alerts").
-func budgetRefusal(bg budget, usedPico int64, now time.Time) *providers.APIError {
-	wait := int64(86400)
-	reset := "never (a total budget)"
-	if !bg.resets.IsZero() {
-		wait = int64(bg.resets.Sub(now).Seconds()) + 1
-		reset = bg.resets.UTC().Format(time.RFC3339)
-	}
-	wait = min(max(wait, 61), 86400)
-	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
-		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true,
-		Message: fmt.Sprintf("budget exceeded for %s: %s %s budget, %s spent; it resets at %s",
-			bg.label(), dollars(bg.limitPico), bg.key.period, dollars(usedPico), reset)}
-}
-
-func dollars(pico int64) string {
-	cents := pico / 1e10
-	return fmt.Sprintf("$%d.%02d", cents/100, cents%100)
 }
 
 // BudgetStatus is one budget as /v1/me shows it.

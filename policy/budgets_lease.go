@@ -20,8 +20,10 @@ import (
 // request's estimate stays drawn until the ledger writer reports its
 // record written, whose insert took the estimate off the lease's rows in
 // the transaction that added its cost to budget_spend. Headroom unused
-// for leaseIdle is given back; the rows of an instance that dies stop
-// counting when they expire, as reservations do.
+// for leaseIdle is given back. The rows live leaseRowsLife past their
+// last renewal, which the instance makes every few seconds while it
+// lives, so those of an instance that dies stop counting within
+// leaseRowsLife, however long the requests it served could run.
 
 // leaseWindow is how much of its recent spending rate a lease asks for
 // beyond the requests waiting.
@@ -31,9 +33,12 @@ const leaseWindow = 250 * time.Millisecond
 // headroom.
 const leaseIdle = 1500 * time.Millisecond
 
-// leaseSlack is how far past the longest request lease drawn a lease's
-// rows are kept alive; a renewal moves them on when half of it is left.
-const leaseSlack = 30 * time.Second
+// leaseRowsLife is how long a lease's rows count past their last renewal;
+// a renewal moves them on once leaseRenew of it has passed.
+const (
+	leaseRowsLife = 40 * time.Second
+	leaseRenew    = 5 * time.Second
+)
 
 // leaseTicket is one lease's rows as this instance knows them.
 type leaseTicket struct {
@@ -43,6 +48,7 @@ type leaseTicket struct {
 	// expires: the rows stop counting then unless renewed.
 	expires time.Time
 	retired bool // replaced by a new ticket; ends when nothing is drawn
+	lease   *budgetLease
 }
 
 // budgetLease is the lease on one set of budgets.
@@ -50,9 +56,11 @@ type budgetLease struct {
 	key     string
 	holds   []ledger.BudgetHold
 	cur     *leaseTicket
-	dur     time.Duration // the longest request lease drawn
 	pending []*leaseWaiter
 	topping bool // a top-up is in flight: requests queue behind it
+	// tight: the last top-up left the lease no spare headroom (near a
+	// limit), so a settled request's unused estimate goes back at once.
+	tight bool
 	// lastDraw, and the spending rate (pico/s) measured from rateStart.
 	lastDraw  time.Time
 	rateStart time.Time
@@ -61,17 +69,15 @@ type budgetLease struct {
 }
 
 type leaseWaiter struct {
-	pico  int64
-	lease time.Duration
-	done  chan leaseResult
-	sent  bool
+	pico, floor int64 // the estimate, and the least it may be admitted on
+	done        chan leaseResult
+	sent        bool
 }
 
 type leaseResult struct {
-	t       *leaseTicket
-	refused int
-	used    int64
-	err     error
+	t   *leaseTicket
+	g   ledger.LeaseGrant // Refused and what that hold used; LastPico: what was drawn
+	err error
 }
 
 // leaseDraw is one admitted request's estimate, until its record is
@@ -109,14 +115,15 @@ func holdsOf(list []budget) []ledger.BudgetHold {
 }
 
 // drawLocked admits pico from the lease on list when it has the room and
-// lives long enough, with no top-up in flight; the caller holds mu.
-func (b *Budgets) drawLocked(key string, ticket uint64, pico int64, now time.Time, lease time.Duration) *leaseTicket {
+// its rows are not about to lapse, with no top-up in flight; the caller
+// holds mu.
+func (b *Budgets) drawLocked(key string, ticket uint64, pico int64, now time.Time) *leaseTicket {
 	l := b.leases.m[key]
 	if l == nil || l.topping || len(l.pending) > 0 {
 		return nil
 	}
 	c := l.cur
-	if c.held-c.drawn < pico || now.Add(lease).After(c.expires) {
+	if c.held-c.drawn < pico || now.Add(leaseMargin).After(c.expires) {
 		return nil
 	}
 	b.noteDrawLocked(l, c, ticket, pico, now)
@@ -134,9 +141,10 @@ func (b *Budgets) noteDrawLocked(l *budgetLease, c *leaseTicket, ticket uint64, 
 }
 
 // admitLease queues a request the lease could not admit at once for the
-// next top-up of the lease, and waits for it.
-func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key string, list []budget, ticket uint64, pico int64, now time.Time, lease time.Duration) (*leaseTicket, int, int64, error) {
-	w := &leaseWaiter{pico: pico, lease: lease, done: make(chan leaseResult, 1)}
+// next top-up of the lease, and waits for it: it is admitted on pico, or
+// on what is left down to floor (the grant's LastPico).
+func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key string, list []budget, ticket uint64, pico, floor int64, now time.Time) (*leaseTicket, ledger.LeaseGrant, error) {
+	w := &leaseWaiter{pico: pico, floor: floor, done: make(chan leaseResult, 1)}
 	b.mu.Lock()
 	L := &b.leases
 	l := L.m[key]
@@ -145,15 +153,15 @@ func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key s
 			L.m, L.byTicket = map[string]*budgetLease{}, map[uint64]*leaseTicket{}
 		}
 		l = &budgetLease{key: key, holds: holdsOf(list), rateStart: now}
-		l.cur = &leaseTicket{ticket: b.tickets.Add(1)}
+		l.cur = &leaseTicket{ticket: b.tickets.Add(1), lease: l}
 		L.m[key] = l
 		L.byTicket[l.cur.ticket] = l.cur
 	}
 	// Another request may have topped the lease up meanwhile.
 	if !l.topping && len(l.pending) == 0 {
-		if c := b.drawLocked(key, ticket, pico, now, lease); c != nil {
+		if c := b.drawLocked(key, ticket, pico, now); c != nil {
 			b.mu.Unlock()
-			return c, 0, 0, nil
+			return c, ledger.LeaseGrant{Admitted: 1, LastPico: pico}, nil
 		}
 	}
 	l.pending = append(l.pending, w)
@@ -170,7 +178,7 @@ func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key s
 		if !w.sent {
 			l.pending = slices.DeleteFunc(l.pending, func(p *leaseWaiter) bool { return p == w })
 			b.mu.Unlock()
-			return nil, 0, 0, ctx.Err()
+			return nil, ledger.LeaseGrant{}, ctx.Err()
 		}
 		b.mu.Unlock()
 		// In a top-up already: if it admits the request, the request
@@ -183,10 +191,10 @@ func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key s
 		if b.leases.draws == nil {
 			b.leases.draws = map[uint64]leaseDraw{}
 		}
-		b.leases.draws[ticket] = leaseDraw{t: res.t, pico: pico, at: now}
+		b.leases.draws[ticket] = leaseDraw{t: res.t, pico: res.g.LastPico, at: now}
 		b.mu.Unlock()
 	}
-	return res.t, res.refused, res.used, res.err
+	return res.t, res.g, res.err
 }
 
 // leaseMargin: a lease whose rows expire sooner than this is replaced by
@@ -213,12 +221,10 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 		if c.held > 0 && now.Add(leaseMargin).After(c.expires) {
 			c = b.renewTicketLocked(l)
 		}
-		ests := make([]int64, len(batch))
-		dur := l.dur
+		ests, floors := make([]int64, len(batch)), make([]int64, len(batch))
 		for i, w := range batch {
 			w.sent = true
-			ests[i] = w.pico
-			dur = max(dur, w.lease)
+			ests[i], floors[i] = w.pico, w.floor
 		}
 		if el := now.Sub(l.rateStart); el >= 20*time.Millisecond {
 			l.rate = (l.rate + float64(l.ratePico)/el.Seconds()) / 2
@@ -226,7 +232,7 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 		}
 		want := int64(l.rate * leaseWindow.Seconds())
 		residual := c.held - c.drawn
-		expires := now.Add(dur + leaseSlack)
+		expires := now.Add(leaseRowsLife)
 		if c.expires.After(expires) {
 			expires = c.expires
 		}
@@ -234,7 +240,7 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 
 		b.LeaseTopUps.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), sharedReserveTimeout)
-		admitted, refused, used, grown, err := lr.TopUpLease(ctx, l.holds, c.ticket, ests, residual, want, now, expires)
+		g, err := lr.TopUpLease(ctx, l.holds, c.ticket, ests, floors, residual, want, now, expires)
 		if err != nil && ctx.Err() != nil {
 			err = context.DeadlineExceeded
 		}
@@ -244,24 +250,36 @@ func (b *Budgets) topUp(lr ledger.LeaseReserver, l *budgetLease) {
 		if err != nil {
 			// The rows may or may not have grown: the ticket is trusted
 			// no more (its rows expire; a drawn-out one is deleted).
-			admitted = 0
+			g.Admitted = 0
 			if l.cur == c {
 				b.renewTicketLocked(l)
 			}
 		} else {
-			c.held += grown
+			c.held += g.Grown
 			c.expires = expires
-			l.dur = dur
 		}
 		for i, w := range batch {
-			if i < admitted {
-				c.drawn += w.pico
+			if i < g.Admitted {
+				drawn := w.pico
+				if i == g.Admitted-1 {
+					drawn = g.LastPico // all that was left, when not w.pico
+				}
+				c.drawn += drawn
 				l.lastDraw = now
-				l.ratePico += w.pico
-				w.done <- leaseResult{t: c}
+				l.ratePico += drawn
+				w.done <- leaseResult{t: c, g: ledger.LeaseGrant{Admitted: 1, LastPico: drawn}}
 			} else {
-				w.done <- leaseResult{refused: refused, used: used, err: err}
+				w.done <- leaseResult{g: g, err: err}
 			}
+		}
+		l.tight = c.held <= c.drawn
+		if len(l.pending) == 0 {
+			// Ended before the admitted requests can run (they wait for
+			// mu): one that settles at once finds no top-up in flight
+			// and gives its unused estimate back.
+			l.topping = false
+			b.mu.Unlock()
+			return
 		}
 		b.mu.Unlock()
 	}
@@ -276,7 +294,7 @@ func (b *Budgets) renewTicketLocked(l *budgetLease) *leaseTicket {
 	if old.drawn <= 0 {
 		delete(b.leases.byTicket, old.ticket)
 	}
-	l.cur = &leaseTicket{ticket: b.tickets.Add(1)}
+	l.cur = &leaseTicket{ticket: b.tickets.Add(1), lease: l}
 	b.leases.byTicket[l.cur.ticket] = l.cur
 	return l.cur
 }
@@ -338,12 +356,10 @@ func (b *Budgets) maintainLeases(ctx context.Context) error {
 				c.held = c.drawn
 			}
 		}
-		if c.held > 0 && c.expires.Sub(now) < l.dur+leaseSlack/2 {
+		if c.held > 0 && c.expires.Sub(now) < leaseRowsLife-leaseRenew {
 			renew = append(renew, c)
 			renewTickets = append(renewTickets, c.ticket)
-			if e := now.Add(l.dur + leaseSlack); e.After(latest) {
-				latest = e
-			}
+			latest = now.Add(leaseRowsLife)
 		}
 	}
 	if now.Sub(L.lastPrune) >= sweepEvery {

@@ -133,3 +133,23 @@ func TestApplicableAllocations(t *testing.T) {
 		t.Errorf("three budgets: %v allocations, %d budgets", n, len(got))
 	}
 }
+
+// A worst case past what one request may cost (ledger.MaxCost, the most
+// a record counts) is lowered to what that pays for even when the budget
+// could hold it: the record would count no more, so the budget could
+// not either.
+func TestBudgetLowersAWorstCasePastMaxCost(t *testing.T) {
+	b := NewBudgets(nil, nil)
+	million := int64(1e8) // $1,000,000
+	id := &Identity{KeyID: "rich", Limits: ledger.Limits{BudgetCents: &million, BudgetPeriod: "monthly"}}
+	est := Estimate{InputPico: 1e9, TokenPico: 128 * 1e8, Tokens: 1e9}
+	r, refusal := b.AdmitEstimate(context.Background(), id, ledger.Limits{}, "", est, time.Minute)
+	if refusal != nil {
+		t.Fatal(refusal.Message)
+	}
+	bound, lowered := r.OutputBound()
+	if !lowered || est.InputPico+bound*est.TokenPico > ledger.MaxCost {
+		t.Errorf("bound %d (lowered %v): up to %d pico, past MaxCost %d", bound, lowered, est.InputPico+bound*est.TokenPico, int64(ledger.MaxCost))
+	}
+	r.Settle(0)
+}

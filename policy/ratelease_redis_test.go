@@ -135,19 +135,22 @@ func TestIdleChunkGoesBack(t *testing.T) {
 	}
 }
 
+// admitSlot admits one request of id on rl: its hold, nil when refused.
+func admitSlot(rl *RateLimits, id *Identity) *RateHold {
+	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+	if refusal != nil {
+		return nil
+	}
+	return hold
+}
+
 // TestHotScopeSlotsLingerThenGoBack: a scope admitting many requests a
 // second keeps its freed slots for its next request, and gives them back
 // within slotLinger once no request comes, so another instance gets them.
 func TestHotScopeSlotsLingerThenGoBack(t *testing.T) {
 	a, b := twoInstances(t)
 	id := &Identity{KeyID: "hot" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{MaxParallel: 1}}
-	admit := func(rl *RateLimits) *RateHold {
-		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
-		if refusal != nil {
-			return nil
-		}
-		return hold
-	}
+	admit := func(rl *RateLimits) *RateHold { return admitSlot(rl, id) }
 	for i := range hotAdmissions + 1 {
 		hold := admit(a)
 		if hold == nil {

@@ -56,9 +56,10 @@ type RateCounter interface {
 }
 
 // DefaultSlotLease is how long a max_parallel slot outlives the last sign
-// of its request: the longest a non-streaming upstream call may take by
-// default. A running request renews its lease every half lease.
-const DefaultSlotLease = 10 * time.Minute
+// of its request. A running request renews its lease every half lease
+// however long it runs, so the lease bounds only how long the slots of an
+// instance that crashed stay taken: well within a minute.
+const DefaultSlotLease = 30 * time.Second
 
 // LocalRates is the per-process RateCounter. Its leases expire like the
 // shared counter's, so both keep one meaning; within one process a

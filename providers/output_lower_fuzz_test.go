@@ -1,0 +1,77 @@
+package providers
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// FuzzWithOutputLimit: lowering a request's output bound changes only the
+// bound, to n, in the member its format reads (every copy of it), and
+// leaves valid JSON whose other members are unchanged; the parsed request
+// reads the new bound.
+func FuzzWithOutputLimit(f *testing.F) {
+	f.Add([]byte(`{"model":"a","max_tokens":1000000,"n":128,"messages":[]}`), int64(3905), uint8(0))
+	f.Add([]byte(`{"model":"a","messages":[],"max_completion_tokens":5,"max_tokens":7}`), int64(2), uint8(0))
+	f.Add([]byte(` { "model":"a" , "messages":[ ] } `), int64(20), uint8(0))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"maxOutputTokens":100000,"candidateCount":4}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":null}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), int64(9), uint8(1))
+	f.Add([]byte(`{"model":"a","input":"hi","max_output_tokens":1000000}`), int64(9), uint8(2))
+	f.Add([]byte(`{"model":"a","input":[{"role":"user","content":"hi"}]}`), int64(9), uint8(2))
+	f.Fuzz(func(t *testing.T, body []byte, n int64, format uint8) {
+		n = max(n, 1)
+		var info RequestInfo
+		var err error
+		gemini, responses := format%3 == 1, format%3 == 2
+		switch {
+		case gemini:
+			info, err = ParseGeminiRequest(body, "m", false)
+		case responses:
+			var turn *ResponsesTurn
+			if turn, err = ParseResponsesRequest(body); err == nil {
+				info = turn.Info()
+			}
+		default:
+			info, err = PeekRequest(body)
+		}
+		if err != nil {
+			return
+		}
+		out, lowered, err := info.WithOutputLimit(body, n, "max_completion_tokens")
+		if err != nil {
+			return
+		}
+		var before, after map[string]json.RawMessage
+		if json.Unmarshal(body, &before) != nil {
+			return
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("invalid JSON %q: %v", out, err)
+		}
+		if lowered.OutputLimit() != n {
+			t.Fatalf("parsed bound %d, want %d", lowered.OutputLimit(), n)
+		}
+		bounds := []string{"max_tokens", "max_completion_tokens"}
+		if gemini {
+			bounds = []string{"generationConfig"}
+		}
+		if responses {
+			bounds = []string{"max_output_tokens"}
+		}
+		for _, k := range bounds {
+			delete(before, k)
+			delete(after, k)
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("other members changed:\n%s\n%s", body, out)
+		}
+		if !gemini {
+			return
+		}
+		reparsed, err := ParseGeminiRequest(out, "m", false)
+		if err != nil || reparsed.OutputLimit() != n {
+			t.Fatalf("reparsed %q: bound %d, %v", out, reparsed.OutputLimit(), err)
+		}
+	})
+}
