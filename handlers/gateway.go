@@ -45,6 +45,10 @@ type GatewayOptions struct {
 	// MaxConcurrentPerKey bounds the chat and messages requests one key
 	// may have in progress; more get 429 with Retry-After. 0: no limit.
 	MaxConcurrentPerKey int
+	// WebSocketLifetime bounds how long one Responses WebSocket stays
+	// open; at its end the connection is closed once its turn in progress
+	// has finished. Default DefaultWebSocketLifetime.
+	WebSocketLifetime time.Duration
 	// MaxBackgroundPerKey bounds the background Responses one key may have
 	// running on one instance; 0 is DefaultMaxBackgroundPerKey.
 	MaxBackgroundPerKey int
@@ -160,6 +164,9 @@ func NewGateway(o GatewayOptions) *Gateway {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
+	}
+	if o.WebSocketLifetime <= 0 {
+		o.WebSocketLifetime = DefaultWebSocketLifetime
 	}
 	g := &Gateway{
 		opts:     o,

@@ -1,0 +1,167 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// flipResolver is a resolver whose answer a test changes, closing its
+// Changed channel as the control snapshot does.
+type flipResolver struct {
+	mu      sync.Mutex
+	refusal *providers.APIError
+	changed chan struct{}
+	calls   int
+}
+
+func newFlipResolver() *flipResolver { return &flipResolver{changed: make(chan struct{})} }
+
+func (f *flipResolver) Identify(secret string) (*policy.Identity, *providers.APIError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if secret != "sk-ws-test-key" {
+		return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
+	}
+	if f.refusal != nil {
+		return nil, f.refusal
+	}
+	return alice, nil
+}
+
+func (f *flipResolver) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+func (f *flipResolver) refuse(e *providers.APIError) {
+	f.mu.Lock()
+	f.refusal = e
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// wsGateway serves g behind a stand-in for llm_auth that attaches res.
+func wsGateway(t *testing.T, g *Gateway, res policy.Resolver) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := policy.WithResolver(policy.WithIdentity(r.Context(), alice), res)
+		g.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/responses"
+}
+
+func dialWS(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer sk-ws-test-key"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// wsTurnDone sends one turn and reads to its last event's type.
+func wsTurnDone(t *testing.T, c *websocket.Conn, body string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(body)); err != nil {
+		return "", err
+	}
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case strings.Contains(string(b), `"type":"response.completed"`):
+			return "response.completed", nil
+		case strings.HasPrefix(string(b), `{"error"`) || strings.Contains(string(b), `"type":"error"`):
+			return string(b), nil
+		}
+	}
+}
+
+// closeOf reads until the connection is closed and returns its close
+// status; it fails after within.
+func closeOf(t *testing.T, c *websocket.Conn, within time.Duration) (websocket.CloseError, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for {
+		if _, _, err := c.Read(ctx); err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				t.Fatalf("not closed by the gateway within %v: %v", within, err)
+			}
+			return ce, time.Since(start)
+		}
+	}
+}
+
+const echoTurn = `{"type":"response.create","model":"offline","store":false,"input":"hi"}`
+
+const echoModels = "model_list:\n  - model_name: offline\n    proxy_params:\n      model: echo/echo\n"
+
+// TestWebSocketTurnsReidentify: each turn identifies the key again through
+// the resolver that admitted the upgrade, and a change the resolver
+// announces that refuses the key closes the connection with 1008 at once,
+// with the refusal as an error event and as the close reason.
+func TestWebSocketTurnsReidentify(t *testing.T) {
+	g, _ := testGateway(t, echoModels, nil)
+	res := newFlipResolver()
+	c := dialWS(t, wsGateway(t, g, res))
+	for i := 0; i < 2; i++ {
+		if got, err := wsTurnDone(t, c, echoTurn); err != nil || got != "response.completed" {
+			t.Fatalf("turn %d: %q %v", i, got, err)
+		}
+	}
+	res.mu.Lock()
+	calls := res.calls
+	res.mu.Unlock()
+	// One identification when the watcher starts, one per turn.
+	if calls < 3 {
+		t.Errorf("the key was identified %d times over two turns, want once per turn and by the watcher", calls)
+	}
+	res.refuse(&providers.APIError{Status: http.StatusUnauthorized, Message: "API key alice is archived, which is final"})
+	ce, took := closeOf(t, c, 2*time.Second)
+	if ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "archived") {
+		t.Errorf("closed with %d %q, want 1008 naming the archive", ce.Code, ce.Reason)
+	}
+	t.Logf("closed %v after the change", took)
+}
+
+// TestWebSocketLifetime: a connection is closed (1000, naming the
+// lifetime) when it has been open for WebSocketLifetime.
+func TestWebSocketLifetime(t *testing.T) {
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) { o.WebSocketLifetime = 300 * time.Millisecond })
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	if got, err := wsTurnDone(t, c, echoTurn); err != nil || got != "response.completed" {
+		t.Fatalf("turn: %q %v", got, err)
+	}
+	ce, took := closeOf(t, c, 3*time.Second)
+	if ce.Code != websocket.StatusNormalClosure || !strings.Contains(ce.Reason, "maximum lifetime") {
+		t.Errorf("closed with %d %q, want 1000 naming the lifetime", ce.Code, ce.Reason)
+	}
+	if took > 2*time.Second {
+		t.Errorf("closed after %v, the lifetime is 300ms", took)
+	}
+}
