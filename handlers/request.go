@@ -213,6 +213,11 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	if err != nil {
 		return fail(asAPIError(err))
 	}
+	if cf == providers.FormatResponses {
+		if apiErr := g.holdWorkingSet(r.Context(), req, info.InputBytes(req.body)); apiErr != nil {
+			return fail(apiErr)
+		}
+	}
 	alias, ok := g.models.Resolve(info.Model)
 	if !ok {
 		return fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
