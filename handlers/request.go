@@ -62,7 +62,10 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	body, info, alias := req.body, req.info, req.alias
 	if t, ok := info.Turn.(*providers.ResponsesTurn); ok && t.Background() && backgroundRun(r) == nil {
 		// Answered at once; the run is its own request, recorded once.
-		g.startBackground(w, r, body, t)
+		if follow := g.startBackground(w, r, body, t); follow != nil {
+			g.releaseRequest(req)
+			follow()
+		}
 		return
 	}
 	span.Model(alias, info.Stream, info.MaxTokens())
@@ -236,6 +239,10 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 // releaseRequest returns the body buffer to the pool unless one huge
 // request grew it.
 func (g *Gateway) releaseRequest(req *clientRequest) {
+	if req.buf == nil {
+		// Given back already (a background create that follows its run).
+		return
+	}
 	if cap(*req.buf) <= maxPooledBody {
 		*req.buf = (*req.buf)[:0]
 		g.bodyPool.Put(req.buf)

@@ -115,20 +115,25 @@ func (g *Gateway) maxBackground() int {
 	return DefaultMaxBackgroundPerKey
 }
 
-// startBackground answers a background request with its queued Response
-// and starts serving it detached from the client.
-func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) {
+// startBackground starts serving a background request detached from the
+// client and answers it with its queued Response. With stream: true it
+// returns follow instead, which streams the run's events from its
+// creation (response.created names the id), as OpenAI does; the run goes
+// on if the client leaves, and GET ?stream=true&starting_after= resumes.
+// The caller gives the request's body memory back before following, which
+// lasts as long as the run.
+func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) (follow func()) {
 	cf := providers.FormatResponses
 	rs := g.responseStore()
 	if rs == nil {
 		(&providers.APIError{Status: http.StatusBadRequest, Param: "background",
 			Message: "background responses are kept in the gateway's responses store, and this gateway has no ledger database; send the request without background"}).Write(w, cf)
-		return
+		return nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object"}).Write(w, cf)
-		return
+		return nil
 	}
 	fields["stream"] = json.RawMessage("true")
 	delete(fields, "stream_options")
@@ -145,7 +150,7 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 		rcancel()
 		(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
 			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())}).Write(w, cf)
-		return
+		return nil
 	}
 	queued := t.QueuedObject()
 	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
@@ -156,7 +161,7 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 		g.states.bg.finish(run)
 		rcancel()
 		stateUnavailable(err).Write(w, cf)
-		return
+		return nil
 	}
 
 	ir := r.Clone(rctx)
@@ -168,7 +173,20 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 	ir.Header.Set("Accept", "text/event-stream")
 	go g.runBackground(run, ir, rs)
 
+	if t.Req.Stream {
+		return func() {
+			if !replayRun(w, r, run, -1) {
+				// Its events outgrew what a run keeps: the stored row.
+				ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+				defer cancel()
+				if stored, err := rs.GetResponse(ctx, key, run.id); err == nil {
+					replayResponse(w, stored.Response, -1)
+				}
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, queued)
+	return nil
 }
 
 // runBackground serves a background response to its end and leaves its
