@@ -39,6 +39,17 @@ const DefaultMaxBackgroundPerKey = 8
 // stored row for a cancel from another instance.
 const backgroundPoll = time.Second
 
+// backgroundLease is how long a background response's stored row stays
+// claimed by the instance running it without a renewal; that instance
+// renews it every backgroundRenew. A row whose lease lapsed was left by an
+// instance that stopped (crashed, killed, lost its database): the next
+// instance to read it marks it failed, so pollers end within
+// backgroundLease of the crash.
+const (
+	backgroundLease = 15 * time.Second
+	backgroundRenew = 5 * time.Second
+)
+
 // maxBackgroundEvents bounds the event bytes one running background
 // response keeps for live replay; past it, a replay reads the stored row.
 const maxBackgroundEvents = 16 << 20
@@ -155,7 +166,7 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 	queued := t.QueuedObject()
 	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
 	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: key, Model: t.Alias, Created: time.Unix(t.Created, 0),
-		Response: queued})
+		Response: queued, LeaseUntil: g.now().Add(backgroundLease)})
 	cancel()
 	if err != nil {
 		g.states.bg.finish(run)
@@ -196,6 +207,8 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 	defer g.states.bg.finish(run)
 	defer run.cancel()
 	go g.watchCancel(run, rs)
+	// It runs from now: every instance polling it says so, not queued.
+	g.markInProgress(run, rs)
 
 	bw := &bgWriter{g: g, run: run, rs: rs, header: http.Header{}}
 	g.responses(bw, r)
@@ -231,21 +244,46 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 		cur["error"] = bw.failure()
 	}
 	b, _ := json.Marshal(cur)
-	stored.Response = b
+	stored.Response, stored.LeaseUntil = b, time.Time{}
 	if err := rs.PutResponse(ctx, stored); err != nil {
 		g.obs.Attempt(Attempt{Alias: stored.Model, Err: "response_store: " + err.Error()})
 	}
 }
 
+// markInProgress moves run's stored row from queued to in_progress.
+func (g *Gateway) markInProgress(run *bgRun, rs ledger.ResponseStore) {
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	stored, err := rs.GetResponse(ctx, run.key, run.id)
+	if err != nil || storedStatus(stored.Response) != "queued" {
+		return
+	}
+	var cur map[string]json.RawMessage
+	if json.Unmarshal(stored.Response, &cur) != nil {
+		return
+	}
+	cur["status"] = json.RawMessage(`"in_progress"`)
+	stored.Response, _ = json.Marshal(cur)
+	stored.LeaseUntil = g.now().Add(backgroundLease)
+	_ = rs.PutResponse(ctx, stored)
+}
+
 // watchCancel stops run when another instance marked its stored row
-// cancelled.
+// cancelled, and renews the row's lease while the run goes on.
 func (g *Gateway) watchCancel(run *bgRun, rs ledger.ResponseStore) {
 	tick := time.NewTicker(backgroundPoll)
 	defer tick.Stop()
+	renew := time.NewTicker(backgroundRenew)
+	defer renew.Stop()
 	for {
 		select {
 		case <-run.done:
 			return
+		case <-renew.C:
+			ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+			_ = rs.RenewResponse(ctx, run.key, run.id, g.now().Add(backgroundLease))
+			cancel()
+			continue
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
@@ -256,6 +294,39 @@ func (g *Gateway) watchCancel(run *bgRun, rs ledger.ResponseStore) {
 			return
 		}
 	}
+}
+
+// settleLapsed is stored as it is now: a background response still
+// queued or in_progress whose lease lapsed was left by an instance that
+// stopped, and is marked failed here (once, whichever instance reads it
+// first), so that pollers end.
+func (g *Gateway) settleLapsed(ctx context.Context, rs ledger.ResponseStore, stored ledger.StoredResponse) ledger.StoredResponse {
+	if stored.LeaseUntil.IsZero() || !g.now().After(stored.LeaseUntil) || g.states.bg.get(stored.KeyID, stored.ID) != nil {
+		return stored
+	}
+	if s := storedStatus(stored.Response); s != "queued" && s != "in_progress" {
+		return stored
+	}
+	var cur map[string]json.RawMessage
+	if json.Unmarshal(stored.Response, &cur) != nil {
+		return stored
+	}
+	cur["status"] = json.RawMessage(`"failed"`)
+	cur["error"] = json.RawMessage(`{"code":"server_error","message":"the gateway instance running this background response stopped before it finished; create the response again"}`)
+	b, _ := json.Marshal(cur)
+	done, err := rs.ReplaceLapsed(ctx, stored.KeyID, stored.ID, stored.LeaseUntil, b)
+	switch {
+	case err != nil:
+		return stored
+	case !done:
+		// Renewed, finished or failed by another reader meanwhile.
+		if now, err := rs.GetResponse(ctx, stored.KeyID, stored.ID); err == nil {
+			return now
+		}
+		return stored
+	}
+	stored.Response, stored.LeaseUntil = b, time.Time{}
+	return stored
 }
 
 // stop cancels the run's upstream call.
@@ -285,7 +356,6 @@ type bgWriter struct {
 	status  int
 	body    bytes.Buffer
 	pending []byte
-	started bool
 }
 
 func (b *bgWriter) Header() http.Header { return b.header }
@@ -325,8 +395,7 @@ func (b *bgWriter) Write(p []byte) (int, error) {
 // kept as they are written.
 func (b *bgWriter) FlushError() error { return nil }
 
-// event keeps one event's data and, on the first, marks the stored row
-// in_progress.
+// event keeps one event's data for replay.
 func (b *bgWriter) event(data []byte) {
 	run := b.run
 	run.mu.Lock()
@@ -339,30 +408,6 @@ func (b *bgWriter) event(data []byte) {
 	close(run.changed)
 	run.changed = make(chan struct{})
 	run.mu.Unlock()
-	if b.started {
-		return
-	}
-	b.started = true
-	var ev struct {
-		Type     string          `json:"type"`
-		Response json.RawMessage `json:"response"`
-	}
-	if json.Unmarshal(data, &ev) != nil || ev.Type != "response.created" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
-	defer cancel()
-	stored, err := b.rs.GetResponse(ctx, run.key, run.id)
-	if err != nil || storedStatus(stored.Response) != "queued" {
-		return
-	}
-	var cur map[string]json.RawMessage
-	if json.Unmarshal(stored.Response, &cur) != nil {
-		return
-	}
-	cur["status"] = json.RawMessage(`"in_progress"`)
-	stored.Response, _ = json.Marshal(cur)
-	_ = b.rs.PutResponse(ctx, stored)
 }
 
 // failure is the error object of a background response that did not

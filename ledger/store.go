@@ -342,6 +342,12 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// call's arguments and result (its tokens are 0). Records of an
 		// older release, or written by one sharing the database, read 0.
 		13: `ALTER TABLE usage_records ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
+		// A background response's lease: the instance running it renews
+		// it; once it lapses, the run's instance is gone and any instance
+		// marks the response failed (responses.go). 0: no lease (a row
+		// that was never a running background response, or one from an
+		// older release).
+		16: `ALTER TABLE responses ADD COLUMN lease_until_us BIGINT NOT NULL DEFAULT 0`,
 	}
 }
 
@@ -373,6 +379,11 @@ type sqlStore struct {
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
+		if steps[v] == "" {
+			// A number not used (yet): numbers are handed out before
+			// branches meet.
+			continue
+		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}

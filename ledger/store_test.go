@@ -203,9 +203,21 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != len(migrations())-1 {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, len(migrations())-1)
+	if versions != usedMigrations() {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, usedMigrations())
 	}
+}
+
+// usedMigrations counts the migration numbers in use: a number handed out
+// to a branch not merged yet is empty and applies nothing.
+func usedMigrations() int {
+	n := 0
+	for _, m := range migrations()[1:] {
+		if m != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Several gateway instances starting at once against one database must
@@ -230,8 +242,8 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err := stores[0].(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != len(migrations())-1 {
-		t.Fatalf("schema_migrations has %d rows, want %d", versions, len(migrations())-1)
+	if versions != usedMigrations() {
+		t.Fatalf("schema_migrations has %d rows, want %d", versions, usedMigrations())
 	}
 	if err := stores[3].Insert(context.Background(), []Record{sampleRecord(0)}); err != nil {
 		t.Fatal(err)
