@@ -109,13 +109,21 @@ func (m *bodyMemory) stats() (used, peak int64, waiting int) {
 // counting only the body let six concurrent 30 MB inputs take 1.8 GB.
 const responsesWorkingSet = 12
 
+// wsTurnCopies is how many times its size a WebSocket message is held
+// while its turn is built from it (the frame's fields, its input items,
+// the connection's history joined to them, the turn's body), besides the
+// message itself.
+const wsTurnCopies = 5
+
 // holdWorkingSet counts a Responses request's working set, responsesWorkingSet
 // times its input, against the body memory, on top of the body
 // it already holds; one request never needs more than the whole body
 // memory, so the largest input is served, alone. A request that finds no
 // room within the gateway's wait gets 503 body_memory_full.
 func (g *Gateway) holdWorkingSet(ctx context.Context, req *clientRequest, input int64) *providers.APIError {
-	want := g.bodyMem.max
+	// A WebSocket turn's message holds its own share while the turn runs
+	// (wsCarrierHeld): together they stay within the bound.
+	want := g.bodyMem.max - wsCarrierHeld(ctx)
 	if input < want/responsesWorkingSet {
 		want = input * responsesWorkingSet
 	}

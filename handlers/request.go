@@ -212,6 +212,13 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
 	}
+	if cf == providers.FormatResponses {
+		// Parsing is most of the working set: it is held before, for
+		// the body, and after, for the stored history the input grew by.
+		if apiErr := g.holdWorkingSet(r.Context(), req, int64(len(req.body))); apiErr != nil {
+			return fail(apiErr)
+		}
+	}
 	info, err := g.parsers[cf](r, id, req.body)
 	if err != nil {
 		return fail(asAPIError(err))

@@ -30,13 +30,21 @@ import (
 // previous_response_id plus only the new items, even with store: false,
 // and the connection supplies the history as OpenAI's does.
 
-// wsTransportKey marks a request's context as a turn carried by a WebSocket.
+// wsTransportKey marks a request's context as a turn carried by a
+// WebSocket; its value is the body memory the message holds.
 type wsTransportKey struct{}
 
 // viaWebSocket reports whether r is a turn carried by a WebSocket.
 func viaWebSocket(r *http.Request) bool {
-	v, _ := r.Context().Value(wsTransportKey{}).(bool)
-	return v
+	_, ok := r.Context().Value(wsTransportKey{}).(int64)
+	return ok
+}
+
+// wsCarrierHeld is the body memory the WebSocket message a turn came in
+// holds while the turn runs; 0 for an HTTP request.
+func wsCarrierHeld(ctx context.Context) int64 {
+	n, _ := ctx.Value(wsTransportKey{}).(int64)
+	return n
 }
 
 // isWebSocketUpgrade reports whether r asks to switch to a WebSocket.
@@ -77,7 +85,7 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 		if req == nil {
 			continue
 		}
-		open := conn.serveMessage(ctx, r, req.body)
+		open := conn.serveMessage(ctx, r, req.body, req.held)
 		g.releaseRequest(req)
 		if !open {
 			return
@@ -101,6 +109,13 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
 	apiErr := g.readBounded(ctx, rd, minBodyBuffer, "", req)
 	if apiErr == nil {
+		// The copies a turn is built from count too, until it ends.
+		extra := wsTurnCopies * int64(len(req.body))
+		if !g.bodyMem.acquire(ctx, extra, g.now().Add(g.opts.BodyMemoryWait)) {
+			g.releaseRequest(req)
+			return nil, g.wsError(ctx, c, http.StatusServiceUnavailable, "server_error", g.memoryFull) == nil
+		}
+		req.held += extra
 		return req, true
 	}
 	g.releaseRequest(req)
@@ -122,7 +137,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 
 // serveMessage answers one message; it reports whether the connection is
 // still open.
-func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []byte) bool {
+func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []byte, held int64) bool {
 	g, c := conn.g, conn.c
 	var head struct {
 		Type string `json:"type"`
@@ -132,7 +147,7 @@ func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []b
 	}
 	switch head.Type {
 	case "response.create":
-		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, true))
+		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held))
 		defer cancel()
 		if !conn.beginTurn(cancel) {
 			return false
