@@ -55,7 +55,7 @@ func (f *flipResolver) refuse(e *providers.APIError) {
 }
 
 // wsGateway serves g behind a stand-in for llm_auth that attaches res.
-func wsGateway(t *testing.T, g *Gateway, res policy.Resolver) string {
+func wsGateway(t testing.TB, g *Gateway, res policy.Resolver) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := policy.WithResolver(policy.WithIdentity(r.Context(), alice), res)
