@@ -211,7 +211,13 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 	g.markInProgress(run, rs)
 
 	bw := &bgWriter{g: g, run: run, rs: rs, header: http.Header{}}
-	g.responses(bw, r)
+	// Its start is admitted as the key stands now, not as it stood at
+	// the create.
+	if id, refusal := callerOf(r).identify(); refusal != nil {
+		refusal.Write(bw, providers.FormatResponses)
+	} else {
+		g.responses(bw, r.WithContext(policy.WithIdentity(r.Context(), id)))
+	}
 
 	// The turn stored its Response itself if it completed; anything else
 	// (cancelled, failed, an error answer) is written here.

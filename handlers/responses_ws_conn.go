@@ -10,7 +10,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -31,48 +30,12 @@ import (
 // how long anything a turn does not re-check could outlive a change.
 const DefaultWebSocketLifetime = time.Hour
 
-// wsCaller is who presented what on a WebSocket's upgrade.
-type wsCaller struct {
-	// res identifies the key again; nil when no llm_auth admitted the
-	// upgrade (a gateway with insecure_no_auth, or a test), when fixed is
-	// the caller for the connection's life.
-	res    policy.Resolver
-	secret string
-	fixed  *policy.Identity
-}
-
-// callerOf is the caller of the upgrade request r.
-func callerOf(r *http.Request) wsCaller {
-	res := policy.ResolverFrom(r.Context())
-	if res == nil {
-		return wsCaller{fixed: policy.IdentityFrom(r.Context())}
-	}
-	return wsCaller{res: res, secret: PresentedKey(r)}
-}
-
-// identify is the caller as an HTTP request presenting the same key would
-// be admitted now, or its refusal.
-func (w wsCaller) identify() (*policy.Identity, *providers.APIError) {
-	if w.res == nil {
-		return w.fixed, nil
-	}
-	return w.res.Identify(w.secret)
-}
-
-// changed is closed when the keys in force may have changed.
-func (w wsCaller) changed() <-chan struct{} {
-	if w.res == nil {
-		return nil
-	}
-	return w.res.Changed()
-}
-
 // wsConn is one Responses WebSocket connection: who is on it, whether a
 // turn is being served, and its memory of its last turn.
 type wsConn struct {
 	g      *Gateway
 	c      *websocket.Conn
-	caller wsCaller
+	caller caller
 
 	mu sync.Mutex
 	// cancelTurn cancels the turn being served; nil between turns. The

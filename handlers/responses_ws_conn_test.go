@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -163,5 +166,53 @@ func TestWebSocketLifetime(t *testing.T) {
 	}
 	if took > 2*time.Second {
 		t.Errorf("closed after %v, the lifetime is 300ms", took)
+	}
+}
+
+// TestBackgroundStartReidentifies: a background response's run is
+// admitted as its key stands when the run starts, through the resolver
+// that admitted the create: a key refused by then leaves the response
+// failed with the refusal, and nothing goes upstream.
+func TestBackgroundStartReidentifies(t *testing.T) {
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rs := store.(ledger.ResponseStore)
+	g, obs := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return rs }
+	})
+	res := newFlipResolver()
+	res.refuse(&providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key", Message: "API key alice is archived, which is final"})
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(`{"model":"offline","background":true,"input":"hi"}`))
+	req.Header.Set("Authorization", "Bearer sk-ws-test-key")
+	req = req.WithContext(policy.WithResolver(policy.WithIdentity(req.Context(), alice), res))
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req)
+	var created struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &created); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body.String())
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		stored, err := rs.GetResponse(context.Background(), "alice", created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := storedStatus(stored.Response); s == "failed" {
+			if !strings.Contains(string(stored.Response), "archived") {
+				t.Errorf("failed without the refusal: %s", stored.Response)
+			}
+			break
+		} else if s != "queued" && s != "in_progress" || time.Now().After(deadline) {
+			t.Fatalf("the run of a refused key reads %s: %s", s, stored.Response)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, a := range obs.Attempts() {
+		t.Errorf("an attempt went upstream: %+v", a)
 	}
 }
