@@ -60,9 +60,12 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 		// Codex offers permessage-deflate; its events compress well. An
 		// inflated message is bounded as a decoded body is: the read
 		// limit counts inflated bytes, and readBounded takes them from
-		// the body memory as they arrive. The inflater's window is the
-		// 32 KiB permessage-deflate allows.
-		CompressionMode: websocket.CompressionContextTakeover,
+		// the body memory as they arrive. Without context takeover the
+		// compressor (1.2 MB) and inflater (40 KB) are pooled and held
+		// only while a message is written or read; with it, every open
+		// connection, idle or not, would keep its own compressor outside
+		// any bound.
+		CompressionMode: websocket.CompressionNoContextTakeover,
 	})
 	if err != nil {
 		// Accept has answered the client already.
