@@ -216,3 +216,36 @@ func TestBackgroundStartReidentifies(t *testing.T) {
 		t.Errorf("an attempt went upstream: %+v", a)
 	}
 }
+
+// expiringResolver identifies alice with an expiry and refuses her once it
+// has passed, as policy.Auth does a runtime key; it never announces a
+// change.
+type expiringResolver struct{ expires time.Time }
+
+func (e expiringResolver) Identify(string) (*policy.Identity, *providers.APIError) {
+	if !time.Now().Before(e.expires) {
+		return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "API key alice expired at " + e.expires.Format(time.RFC3339)}
+	}
+	id := *alice
+	id.Expires = e.expires
+	return &id, nil
+}
+
+func (expiringResolver) Changed() <-chan struct{} { return nil }
+
+// TestWebSocketKeyExpires: a connection whose key expires is closed with
+// 1008 at the expiry, with no change to the key store to announce it.
+func TestWebSocketKeyExpires(t *testing.T) {
+	g, _ := testGateway(t, echoModels, nil)
+	c := dialWS(t, wsGateway(t, g, expiringResolver{expires: time.Now().Add(400 * time.Millisecond)}))
+	if got, err := wsTurnDone(t, c, echoTurn); err != nil || got != "response.completed" {
+		t.Fatalf("turn before the expiry: %q %v", got, err)
+	}
+	ce, took := closeOf(t, c, 3*time.Second)
+	if ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "expired") {
+		t.Errorf("closed with %d %q, want 1008 naming the expiry", ce.Code, ce.Reason)
+	}
+	if took > 2*time.Second {
+		t.Errorf("closed %v after the turn, the key expired 400ms after the dial", took)
+	}
+}
