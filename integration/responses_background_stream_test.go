@@ -12,7 +12,7 @@ import (
 
 // TestResponsesBackgroundStreamCreate: responses.create({background:
 // true, stream: true}) answers the run's events from its creation, as
-// OpenAI does (clients.md F2: it answered one JSON object, and the SDK
+// OpenAI does (a client review found it answered one JSON object, and the SDK
 // saw no event and no error). response.created names the id; the client
 // leaves after a few events, the run goes on to completed, and a
 // retrieve-stream with starting_after resumes right after the last event
