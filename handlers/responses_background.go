@@ -310,16 +310,18 @@ func (g *Gateway) settleLapsed(ctx context.Context, rs ledger.ResponseStore, sto
 	if stored.LeaseUntil.IsZero() || !g.now().After(stored.LeaseUntil) || g.states.bg.get(stored.KeyID, stored.ID) != nil {
 		return stored
 	}
-	if s := storedStatus(stored.Response); s != "queued" && s != "in_progress" {
-		return stored
+	b := stored.Response
+	if s := storedStatus(stored.Response); s == "queued" || s == "in_progress" {
+		var cur map[string]json.RawMessage
+		if json.Unmarshal(stored.Response, &cur) != nil {
+			return stored
+		}
+		cur["status"] = json.RawMessage(`"failed"`)
+		cur["error"] = json.RawMessage(`{"code":"server_error","message":"the gateway instance running this background response stopped before it finished; create the response again"}`)
+		b, _ = json.Marshal(cur)
 	}
-	var cur map[string]json.RawMessage
-	if json.Unmarshal(stored.Response, &cur) != nil {
-		return stored
-	}
-	cur["status"] = json.RawMessage(`"failed"`)
-	cur["error"] = json.RawMessage(`{"code":"server_error","message":"the gateway instance running this background response stopped before it finished; create the response again"}`)
-	b, _ := json.Marshal(cur)
+	// A finished one (cancelled from another instance while its own was
+	// gone) only loses the lease, so the sweep does not find it again.
 	done, err := rs.ReplaceLapsed(ctx, stored.KeyID, stored.ID, stored.LeaseUntil, b)
 	switch {
 	case err != nil:
@@ -334,6 +336,37 @@ func (g *Gateway) settleLapsed(ctx context.Context, rs ledger.ResponseStore, sto
 	stored.Response, stored.LeaseUntil = b, time.Time{}
 	return stored
 }
+
+// sweepLapsed marks failed, every backgroundLease, the background
+// responses whose instance stopped and that no one has read since, so
+// that the store says what became of them; until ctx ends.
+func (g *Gateway) sweepLapsed(ctx context.Context) { g.sweepLapsedEvery(ctx, backgroundLease) }
+
+func (g *Gateway) sweepLapsedEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rs := g.responseStore()
+		if rs == nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, stateTimeout)
+		lapsed, _ := rs.LapsedResponses(sctx, g.now(), maxSweep)
+		for _, stored := range lapsed {
+			g.settleLapsed(sctx, rs, stored)
+		}
+		cancel()
+	}
+}
+
+// maxSweep bounds the responses one sweep settles; the next takes the
+// rest.
+const maxSweep = 100
 
 // stop cancels the run's upstream call.
 func (run *bgRun) stop() {

@@ -250,3 +250,53 @@ func TestWebSocketKeyExpires(t *testing.T) {
 	}
 	wantClose(t, c, websocket.StatusPolicyViolation, "expired")
 }
+
+// TestSweepLapsedBackground: the sweep marks failed a background response
+// whose instance stopped renewing its lease and that no one reads, and
+// drops the lease of one that finished meanwhile; a response under a live
+// lease is left alone.
+func TestSweepLapsedBackground(t *testing.T) {
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rs := store.(ledger.ResponseStore)
+	now := time.Now()
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return rs }
+		o.Now = func() time.Time { return now }
+	})
+	ctx := context.Background()
+	put := func(id, status string, lease time.Time) {
+		if err := rs.PutResponse(ctx, ledger.StoredResponse{ID: id, KeyID: "alice", Created: now,
+			Response: json.RawMessage(`{"id":"` + id + `","status":"` + status + `"}`), LeaseUntil: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("resp_dead", "in_progress", now.Add(-time.Second))
+	put("resp_cancelled", "cancelled", now.Add(-time.Second))
+	put("resp_live", "in_progress", now.Add(time.Minute))
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go g.sweepLapsedEvery(sctx, 10*time.Millisecond)
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		lapsed, err := rs.LapsedResponses(ctx, now, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lapsed) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still lapsed after the sweep: %+v", lapsed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, want := range map[string]string{"resp_dead": "failed", "resp_cancelled": "cancelled", "resp_live": "in_progress"} {
+		got, err := rs.GetResponse(ctx, "alice", id)
+		if err != nil || storedStatus(got.Response) != want {
+			t.Errorf("%s: %s (%v), want %s", id, got.Response, err, want)
+		}
+	}
+}

@@ -55,6 +55,10 @@ type ResponseStore interface {
 	// its lease, only if its lease is still lease (no renewal came in
 	// between); it reports whether it did.
 	ReplaceLapsed(ctx context.Context, keyID, id string, lease time.Time, response json.RawMessage) (bool, error)
+	// LapsedResponses are up to limit responses whose lease lapsed before
+	// t, oldest lease first, with their ID, KeyID, Response and
+	// LeaseUntil.
+	LapsedResponses(ctx context.Context, t time.Time, limit int) ([]StoredResponse, error)
 }
 
 // ErrResponseNotFound says there is no such response or item for this key.
@@ -167,6 +171,28 @@ WHERE id = `+p(2)+` AND key_id = `+p(3)+` AND lease_until_us = `+p(4), string(re
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+func (s *sqlStore) LapsedResponses(ctx context.Context, t time.Time, limit int) ([]StoredResponse, error) {
+	p := s.d.placeholder
+	rows, err := s.db.QueryContext(ctx, `SELECT id, key_id, response, lease_until_us FROM responses
+WHERE lease_until_us > 0 AND lease_until_us < `+p(1)+` ORDER BY lease_until_us LIMIT `+p(2), t.UnixMicro(), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredResponse
+	for rows.Next() {
+		var r StoredResponse
+		var response string
+		var lease int64
+		if err := rows.Scan(&r.ID, &r.KeyID, &response, &lease); err != nil {
+			return nil, err
+		}
+		r.Response, r.LeaseUntil = json.RawMessage(response), time.UnixMicro(lease).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {

@@ -195,5 +195,20 @@ func TestResponseLease(t *testing.T) {
 		if done, _ := rs.ReplaceLapsed(ctx, "alice", "resp_lease", l2, failed); done {
 			t.Error("replaced twice")
 		}
+		// The sweep finds lapsed leases only, oldest first.
+		for i, lease := range []time.Time{t0.Add(3 * time.Second), t0.Add(time.Second), t0.Add(time.Hour)} {
+			if err := rs.PutResponse(ctx, StoredResponse{ID: fmt.Sprintf("resp_l%d", i), KeyID: "bob", Created: t0,
+				Response: json.RawMessage(`{"status":"in_progress"}`), LeaseUntil: lease}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lapsed, err := rs.LapsedResponses(ctx, t0.Add(time.Minute), 10)
+		if err != nil || len(lapsed) != 2 || lapsed[0].ID != "resp_l1" || lapsed[1].ID != "resp_l0" || lapsed[0].KeyID != "bob" ||
+			!lapsed[0].LeaseUntil.Equal(t0.Add(time.Second)) || string(lapsed[0].Response) != `{"status":"in_progress"}` {
+			t.Errorf("lapsed: %+v %v", lapsed, err)
+		}
+		if lapsed, _ := rs.LapsedResponses(ctx, t0.Add(time.Minute), 1); len(lapsed) != 1 {
+			t.Errorf("limit 1 gave %d", len(lapsed))
+		}
 	})
 }

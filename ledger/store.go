@@ -348,6 +348,8 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// that was never a running background response, or one from an
 		// older release).
 		16: `ALTER TABLE responses ADD COLUMN lease_until_us BIGINT NOT NULL DEFAULT 0`,
+		// The sweep for lapsed leases reads only the rows that hold one.
+		17: `CREATE INDEX responses_lease ON responses (lease_until_us) WHERE lease_until_us > 0`,
 	}
 }
 
