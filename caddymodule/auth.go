@@ -425,7 +425,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			return nil
 		}
 		if id != nil {
-			return a.pass(w, r, next, id)
+			return a.pass(w, r, next, id, nil)
 		}
 	}
 	id, apiErr := a.auth.Identify(presented)
@@ -438,17 +438,23 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		handlers.WriteError(w, r, apiErr)
 		return nil
 	}
-	return a.pass(w, r, next, id)
+	return a.pass(w, r, next, id, a.auth)
 }
 
-// pass sends an authenticated request on with its identity.
-func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity) error {
+// pass sends an authenticated request on with its identity and, for a
+// key, the resolver that found it: what is served on the request later
+// (a WebSocket's turns) identifies the key again through it, the same
+// path as this request.
+func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity, res policy.Resolver) error {
 	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
 		handlers.WriteError(w, r, &providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
 			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"})
 		return nil
 	}
 	ctx := policy.WithIdentity(r.Context(), id)
+	if res != nil {
+		ctx = policy.WithResolver(ctx, res)
+	}
 	caddyhttp.SetVar(ctx, "llm.key_id", id.KeyID)
 	caddyhttp.SetVar(ctx, "llm.workspace", id.Workspace)
 	caddyhttp.SetVar(ctx, "llm.role", string(id.Role))

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -143,6 +144,8 @@ func TestGatewayCaddyfile(t *testing.T) {
 		{name: "bad size", input: "llm_gateway {\nmax_request_body lots\n}", wantErr: "max_request_body"},
 		{name: "body memory", input: "llm_gateway {\nmodels m.yaml\nmax_body_memory 512MiB\n}", want: Gateway{Models: "m.yaml", MaxBodyMemory: 512 << 20}},
 		{name: "bad body memory", input: "llm_gateway {\nmax_body_memory plenty\n}", wantErr: "max_body_memory"},
+		{name: "websocket lifetime", input: "llm_gateway {\nmodels m.yaml\nwebsocket_lifetime 30m\n}", want: Gateway{Models: "m.yaml", WebSocketLifetime: caddy.Duration(30 * time.Minute)}},
+		{name: "bad websocket lifetime", input: "llm_gateway {\nwebsocket_lifetime 0s\n}", wantErr: "websocket_lifetime: want a positive duration"},
 		{name: "bad tokens", input: "llm_gateway {\ndefault_max_tokens -1\n}", wantErr: "default_max_tokens"},
 		{name: "bad timeout", input: "llm_gateway {\ntimeout soon\n}", wantErr: "timeout"},
 		{name: "per-key concurrency", input: "llm_gateway {\nmodels m.yaml\nmax_concurrent_per_key 8\n}", want: Gateway{Models: "m.yaml", MaxConcurrentPerKey: 8}},

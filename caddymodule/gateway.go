@@ -57,6 +57,11 @@ type Gateway struct {
 	// MaxConcurrentPerKey bounds the chat/messages requests one key may
 	// have in progress; more get 429 with Retry-After: 1. 0: no limit.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
+	// WebSocketLifetime bounds how long a Responses WebSocket stays open;
+	// at its end the connection is closed (1000, with the reason) once
+	// its turn in progress finishes, and the client opens a new one.
+	// Default 1h.
+	WebSocketLifetime caddy.Duration `json:"websocket_lifetime,omitempty"`
 	// InsecureNoAuth serves requests that no llm_auth authenticated, as
 	// an anonymous user. Without it such requests get 401, so forgetting
 	// llm_auth never opens the gateway.
@@ -129,6 +134,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		DefaultMaxTokens:    g.DefaultMaxTokens,
 		Timeout:             time.Duration(g.Timeout),
 		MaxConcurrentPerKey: g.MaxConcurrentPerKey,
+		WebSocketLifetime:   time.Duration(g.WebSocketLifetime),
 		States:              st.(deploymentStates).States,
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
@@ -257,6 +263,22 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	return g, g.UnmarshalCaddyfile(h.Dispenser)
 }
 
+// positiveDuration reads the option d is at: one positive duration.
+func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	opt := d.Val()
+	if !d.NextArg() {
+		return 0, d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(d.Val())
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: want a positive duration such as 1h, got %q", opt, d.Val())
+	}
+	if d.NextArg() {
+		return 0, d.ArgErr()
+	}
+	return caddy.Duration(dur), nil
+}
+
 // UnmarshalCaddyfile parses:
 //
 //	llm_gateway {
@@ -266,6 +288,7 @@ func parseGateway(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		default_max_tokens <n>
 //		timeout <duration>
 //		max_concurrent_per_key <n>
+//		websocket_lifetime <duration>
 //		insecure_no_auth
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -335,6 +358,12 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_concurrent_per_key: want a positive whole number, got %q", s)
 			}
 			g.MaxConcurrentPerKey = n
+		case "websocket_lifetime":
+			dur, err := positiveDuration(d)
+			if err != nil {
+				return err
+			}
+			g.WebSocketLifetime = dur
 		case "insecure_no_auth":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -346,7 +375,7 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			g.AnswerAllPaths = true
 		default:
-			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, max_body_memory, default_max_tokens, timeout, max_concurrent_per_key, insecure_no_auth, answer_all_paths)", d.Val())
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, max_body_memory, default_max_tokens, timeout, max_concurrent_per_key, websocket_lifetime, insecure_no_auth, answer_all_paths)", d.Val())
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package handlers
 import (
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -70,9 +71,22 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 		return &providers.APIError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_content_encoding",
 			Message: "Content-Encoding " + enc + " is not supported; send the body plain or as gzip, deflate or zstd"}
 	}
+	return g.readBounded(r.Context(), src, want, enc, req)
+}
+
+// readBounded reads src to its end into req's buffer under
+// max_request_body, taking every buffer it allocates from the gateway's
+// body memory first. want is the first buffer's size; enc names src's
+// encoding in errors. An HTTP body and a WebSocket message are read by it
+// alike.
+func (g *Gateway) readBounded(ctx context.Context, src io.Reader, want int64, enc string, req *clientRequest) *providers.APIError {
+	limit := g.opts.MaxRequestBody
+	tooLarge := func() *providers.APIError {
+		return &providers.APIError{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large", Message: g.tooLarge}
+	}
 	deadline := g.now().Add(g.opts.BodyMemoryWait)
 	grow := func(b []byte, size int64) ([]byte, *providers.APIError) {
-		if !g.bodyMem.acquire(r.Context(), size, deadline) {
+		if !g.bodyMem.acquire(ctx, size, deadline) {
 			return b, &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
 				Message: g.memoryFull}
 		}
@@ -84,7 +98,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 	// The pooled buffer is memory this request holds too.
 	b := (*req.buf)[:0]
 	if c := int64(cap(b)); c > 0 {
-		if !g.bodyMem.acquire(r.Context(), c, deadline) {
+		if !g.bodyMem.acquire(ctx, c, deadline) {
 			return &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
 				Message: g.memoryFull}
 		}

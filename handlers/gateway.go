@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -45,6 +46,10 @@ type GatewayOptions struct {
 	// MaxConcurrentPerKey bounds the chat and messages requests one key
 	// may have in progress; more get 429 with Retry-After. 0: no limit.
 	MaxConcurrentPerKey int
+	// WebSocketLifetime bounds how long one Responses WebSocket stays
+	// open; at its end the connection is closed once its turn in progress
+	// has finished. Default DefaultWebSocketLifetime.
+	WebSocketLifetime time.Duration
 	// MaxBackgroundPerKey bounds the background Responses one key may have
 	// running on one instance; 0 is DefaultMaxBackgroundPerKey.
 	MaxBackgroundPerKey int
@@ -101,11 +106,14 @@ type GatewayOptions struct {
 // Gateway serves the chat, messages, models, token-count and health
 // endpoints for one loaded model list.
 type Gateway struct {
-	opts     GatewayOptions
-	models   *modellist.Config
-	backends map[string][]*upstream.Deployment // alias → deployments
-	chains   map[string][]aliasLink            // alias → itself, then its fallbacks
-	selector upstream.Selector                 // the routing strategy
+	opts GatewayOptions
+	// stopSweep ends the sweep for background responses whose instance
+	// stopped (sweepLapsed); nil without a responses store.
+	stopSweep context.CancelFunc
+	models    *modellist.Config
+	backends  map[string][]*upstream.Deployment // alias → deployments
+	chains    map[string][]aliasLink            // alias → itself, then its fallbacks
+	selector  upstream.Selector                 // the routing strategy
 	// affinity pins sessions to deployments; nil when
 	// router_settings.session_affinity is off.
 	affinity *upstream.Affinity
@@ -164,6 +172,9 @@ func NewGateway(o GatewayOptions) *Gateway {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
+	}
+	if o.WebSocketLifetime <= 0 {
+		o.WebSocketLifetime = DefaultWebSocketLifetime
 	}
 	g := &Gateway{
 		opts:     o,
@@ -238,6 +249,11 @@ func NewGateway(o GatewayOptions) *Gateway {
 	g.readerPool.New = func() any { return bufio.NewReaderSize(nil, 4<<10) }
 	g.outPool.New = func() any { b := make([]byte, 0, 1<<10); return &b }
 	g.zstdPool.New = func() any { return newZstdDecoder(o.MaxRequestBody) }
+	if o.Responses != nil {
+		var ctx context.Context
+		ctx, g.stopSweep = context.WithCancel(context.Background())
+		go g.sweepLapsed(ctx)
+	}
 	return g
 }
 
@@ -250,6 +266,9 @@ func MinBodyMemory(maxRequestBody int64) int64 {
 
 // Close releases idle upstream connections.
 func (g *Gateway) Close() {
+	if g.stopSweep != nil {
+		g.stopSweep()
+	}
 	seen := map[*http.Client]bool{}
 	for _, b := range g.byID {
 		if !seen[b.Client()] {

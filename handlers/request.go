@@ -62,7 +62,10 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	body, info, alias := req.body, req.info, req.alias
 	if t, ok := info.Turn.(*providers.ResponsesTurn); ok && t.Background() && backgroundRun(r) == nil {
 		// Answered at once; the run is its own request, recorded once.
-		g.startBackground(w, r, body, t)
+		if follow := g.startBackground(w, r, body, t); follow != nil {
+			g.releaseRequest(req)
+			follow()
+		}
 		return
 	}
 	span.Model(alias, info.Stream, info.MaxTokens())
@@ -263,9 +266,21 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
 	}
+	if cf == providers.FormatResponses {
+		// Parsing is most of the working set: it is held before, for
+		// the body, and after, for the stored history the input grew by.
+		if apiErr := g.holdWorkingSet(r.Context(), req, int64(len(req.body))); apiErr != nil {
+			return fail(apiErr)
+		}
+	}
 	info, err := g.parsers[cf](r, id, req.body)
 	if err != nil {
 		return fail(asAPIError(err))
+	}
+	if cf == providers.FormatResponses {
+		if apiErr := g.holdWorkingSet(r.Context(), req, info.InputBytes(req.body)); apiErr != nil {
+			return fail(apiErr)
+		}
 	}
 	alias, ok := g.models.Resolve(info.Model)
 	if !ok {
@@ -285,6 +300,10 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 // releaseRequest returns the body buffer to the pool unless one huge
 // request grew it.
 func (g *Gateway) releaseRequest(req *clientRequest) {
+	if req.buf == nil {
+		// Given back already (a background create that follows its run).
+		return
+	}
 	if cap(*req.buf) <= maxPooledBody {
 		*req.buf = (*req.buf)[:0]
 		g.bodyPool.Put(req.buf)

@@ -39,6 +39,17 @@ const DefaultMaxBackgroundPerKey = 8
 // stored row for a cancel from another instance.
 const backgroundPoll = time.Second
 
+// backgroundLease is how long a background response's stored row stays
+// claimed by the instance running it without a renewal; that instance
+// renews it every backgroundRenew. A row whose lease lapsed was left by an
+// instance that stopped (crashed, killed, lost its database): the next
+// instance to read it marks it failed, so pollers end within
+// backgroundLease of the crash.
+const (
+	backgroundLease = 15 * time.Second
+	backgroundRenew = 5 * time.Second
+)
+
 // maxBackgroundEvents bounds the event bytes one running background
 // response keeps for live replay; past it, a replay reads the stored row.
 const maxBackgroundEvents = 16 << 20
@@ -115,20 +126,25 @@ func (g *Gateway) maxBackground() int {
 	return DefaultMaxBackgroundPerKey
 }
 
-// startBackground answers a background request with its queued Response
-// and starts serving it detached from the client.
-func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) {
+// startBackground starts serving a background request detached from the
+// client and answers it with its queued Response. With stream: true it
+// returns follow instead, which streams the run's events from its
+// creation (response.created names the id), as OpenAI does; the run goes
+// on if the client leaves, and GET ?stream=true&starting_after= resumes.
+// The caller gives the request's body memory back before following, which
+// lasts as long as the run.
+func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) (follow func()) {
 	cf := providers.FormatResponses
 	rs := g.responseStore()
 	if rs == nil {
 		(&providers.APIError{Status: http.StatusBadRequest, Param: "background",
 			Message: "background responses are kept in the gateway's responses store, and this gateway has no ledger database; send the request without background"}).Write(w, cf)
-		return
+		return nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object"}).Write(w, cf)
-		return
+		return nil
 	}
 	fields["stream"] = json.RawMessage("true")
 	delete(fields, "stream_options")
@@ -145,18 +161,18 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 		rcancel()
 		(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
 			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())}).Write(w, cf)
-		return
+		return nil
 	}
 	queued := t.QueuedObject()
 	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
 	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: key, Model: t.Alias, Created: time.Unix(t.Created, 0),
-		Response: queued})
+		Response: queued, LeaseUntil: g.now().Add(backgroundLease)})
 	cancel()
 	if err != nil {
 		g.states.bg.finish(run)
 		rcancel()
 		stateUnavailable(err).Write(w, cf)
-		return
+		return nil
 	}
 
 	ir := r.Clone(rctx)
@@ -168,7 +184,20 @@ func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body [
 	ir.Header.Set("Accept", "text/event-stream")
 	go g.runBackground(run, ir, rs)
 
+	if t.Req.Stream {
+		return func() {
+			if !replayRun(w, r, run, -1) {
+				// Its events outgrew what a run keeps: the stored row.
+				ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+				defer cancel()
+				if stored, err := rs.GetResponse(ctx, key, run.id); err == nil {
+					replayResponse(w, stored.Response, -1)
+				}
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, queued)
+	return nil
 }
 
 // runBackground serves a background response to its end and leaves its
@@ -178,9 +207,17 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 	defer g.states.bg.finish(run)
 	defer run.cancel()
 	go g.watchCancel(run, rs)
+	// It runs from now: every instance polling it says so, not queued.
+	g.markInProgress(run, rs)
 
 	bw := &bgWriter{g: g, run: run, rs: rs, header: http.Header{}}
-	g.responses(bw, r)
+	// Its start is admitted as the key stands now, not as it stood at
+	// the create.
+	if id, refusal := callerOf(r).identify(); refusal != nil {
+		refusal.Write(bw, providers.FormatResponses)
+	} else {
+		g.responses(bw, r.WithContext(policy.WithIdentity(r.Context(), id)))
+	}
 
 	// The turn stored its Response itself if it completed; anything else
 	// (cancelled, failed, an error answer) is written here.
@@ -213,21 +250,46 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 		cur["error"] = bw.failure()
 	}
 	b, _ := json.Marshal(cur)
-	stored.Response = b
+	stored.Response, stored.LeaseUntil = b, time.Time{}
 	if err := rs.PutResponse(ctx, stored); err != nil {
 		g.obs.Attempt(Attempt{Alias: stored.Model, Err: "response_store: " + err.Error()})
 	}
 }
 
+// markInProgress moves run's stored row from queued to in_progress.
+func (g *Gateway) markInProgress(run *bgRun, rs ledger.ResponseStore) {
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	stored, err := rs.GetResponse(ctx, run.key, run.id)
+	if err != nil || storedStatus(stored.Response) != "queued" {
+		return
+	}
+	var cur map[string]json.RawMessage
+	if json.Unmarshal(stored.Response, &cur) != nil {
+		return
+	}
+	cur["status"] = json.RawMessage(`"in_progress"`)
+	stored.Response, _ = json.Marshal(cur)
+	stored.LeaseUntil = g.now().Add(backgroundLease)
+	_ = rs.PutResponse(ctx, stored)
+}
+
 // watchCancel stops run when another instance marked its stored row
-// cancelled.
+// cancelled, and renews the row's lease while the run goes on.
 func (g *Gateway) watchCancel(run *bgRun, rs ledger.ResponseStore) {
 	tick := time.NewTicker(backgroundPoll)
 	defer tick.Stop()
+	renew := time.NewTicker(backgroundRenew)
+	defer renew.Stop()
 	for {
 		select {
 		case <-run.done:
 			return
+		case <-renew.C:
+			ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+			_ = rs.RenewResponse(ctx, run.key, run.id, g.now().Add(backgroundLease))
+			cancel()
+			continue
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
@@ -239,6 +301,72 @@ func (g *Gateway) watchCancel(run *bgRun, rs ledger.ResponseStore) {
 		}
 	}
 }
+
+// settleLapsed is stored as it is now: a background response still
+// queued or in_progress whose lease lapsed was left by an instance that
+// stopped, and is marked failed here (once, whichever instance reads it
+// first), so that pollers end.
+func (g *Gateway) settleLapsed(ctx context.Context, rs ledger.ResponseStore, stored ledger.StoredResponse) ledger.StoredResponse {
+	if stored.LeaseUntil.IsZero() || !g.now().After(stored.LeaseUntil) || g.states.bg.get(stored.KeyID, stored.ID) != nil {
+		return stored
+	}
+	b := stored.Response
+	if s := storedStatus(stored.Response); s == "queued" || s == "in_progress" {
+		var cur map[string]json.RawMessage
+		if json.Unmarshal(stored.Response, &cur) != nil {
+			return stored
+		}
+		cur["status"] = json.RawMessage(`"failed"`)
+		cur["error"] = json.RawMessage(`{"code":"server_error","message":"the gateway instance running this background response stopped before it finished; create the response again"}`)
+		b, _ = json.Marshal(cur)
+	}
+	// A finished one (cancelled from another instance while its own was
+	// gone) only loses the lease, so the sweep does not find it again.
+	done, err := rs.ReplaceLapsed(ctx, stored.KeyID, stored.ID, stored.LeaseUntil, b)
+	switch {
+	case err != nil:
+		return stored
+	case !done:
+		// Renewed, finished or failed by another reader meanwhile.
+		if now, err := rs.GetResponse(ctx, stored.KeyID, stored.ID); err == nil {
+			return now
+		}
+		return stored
+	}
+	stored.Response, stored.LeaseUntil = b, time.Time{}
+	return stored
+}
+
+// sweepLapsed marks failed, every backgroundLease, the background
+// responses whose instance stopped and that no one has read since, so
+// that the store says what became of them; until ctx ends.
+func (g *Gateway) sweepLapsed(ctx context.Context) { g.sweepLapsedEvery(ctx, backgroundLease) }
+
+func (g *Gateway) sweepLapsedEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rs := g.responseStore()
+		if rs == nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, stateTimeout)
+		lapsed, _ := rs.LapsedResponses(sctx, g.now(), maxSweep)
+		for _, stored := range lapsed {
+			g.settleLapsed(sctx, rs, stored)
+		}
+		cancel()
+	}
+}
+
+// maxSweep bounds the responses one sweep settles; the next takes the
+// rest.
+const maxSweep = 100
 
 // stop cancels the run's upstream call.
 func (run *bgRun) stop() {
@@ -267,7 +395,6 @@ type bgWriter struct {
 	status  int
 	body    bytes.Buffer
 	pending []byte
-	started bool
 }
 
 func (b *bgWriter) Header() http.Header { return b.header }
@@ -307,8 +434,7 @@ func (b *bgWriter) Write(p []byte) (int, error) {
 // kept as they are written.
 func (b *bgWriter) FlushError() error { return nil }
 
-// event keeps one event's data and, on the first, marks the stored row
-// in_progress.
+// event keeps one event's data for replay.
 func (b *bgWriter) event(data []byte) {
 	run := b.run
 	run.mu.Lock()
@@ -321,30 +447,6 @@ func (b *bgWriter) event(data []byte) {
 	close(run.changed)
 	run.changed = make(chan struct{})
 	run.mu.Unlock()
-	if b.started {
-		return
-	}
-	b.started = true
-	var ev struct {
-		Type     string          `json:"type"`
-		Response json.RawMessage `json:"response"`
-	}
-	if json.Unmarshal(data, &ev) != nil || ev.Type != "response.created" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
-	defer cancel()
-	stored, err := b.rs.GetResponse(ctx, run.key, run.id)
-	if err != nil || storedStatus(stored.Response) != "queued" {
-		return
-	}
-	var cur map[string]json.RawMessage
-	if json.Unmarshal(stored.Response, &cur) != nil {
-		return
-	}
-	cur["status"] = json.RawMessage(`"in_progress"`)
-	stored.Response, _ = json.Marshal(cur)
-	_ = b.rs.PutResponse(ctx, stored)
 }
 
 // failure is the error object of a background response that did not

@@ -181,6 +181,7 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		stateUnavailable(err).Write(w, cf)
 		return
 	}
+	stored = g.settleLapsed(ctx, rs, stored)
 	if sub == "cancel" {
 		g.cancelBackground(w, r, rs, stored)
 		return

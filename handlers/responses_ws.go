@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/coder/websocket"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 // Responses over a WebSocket is the transport Codex prefers when its
@@ -28,13 +30,21 @@ import (
 // previous_response_id plus only the new items, even with store: false,
 // and the connection supplies the history as OpenAI's does.
 
-// wsTransportKey marks a request's context as a turn carried by a WebSocket.
+// wsTransportKey marks a request's context as a turn carried by a
+// WebSocket; its value is the body memory the message holds.
 type wsTransportKey struct{}
 
 // viaWebSocket reports whether r is a turn carried by a WebSocket.
 func viaWebSocket(r *http.Request) bool {
-	v, _ := r.Context().Value(wsTransportKey{}).(bool)
-	return v
+	_, ok := r.Context().Value(wsTransportKey{}).(int64)
+	return ok
+}
+
+// wsCarrierHeld is the body memory the WebSocket message a turn came in
+// holds while the turn runs; 0 for an HTTP request.
+func wsCarrierHeld(ctx context.Context) int64 {
+	n, _ := ctx.Value(wsTransportKey{}).(int64)
+	return n
 }
 
 // isWebSocketUpgrade reports whether r asks to switch to a WebSocket.
@@ -43,59 +53,116 @@ func isWebSocketUpgrade(r *http.Request) bool {
 		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
 }
 
-// wsConn is one Responses WebSocket connection's memory of its last turn.
-type wsConn struct {
-	lastID    string
-	lastItems []json.RawMessage // the last turn's whole input, then its output
-}
-
 // serveResponsesWebSocket serves one Responses WebSocket connection until
-// the client closes it.
+// the client closes it, its key is refused or its lifetime ends.
 func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		// Codex offers permessage-deflate; its events compress well.
-		CompressionMode: websocket.CompressionContextTakeover,
+		// Codex offers permessage-deflate; its events compress well. An
+		// inflated message is bounded as a decoded body is: the read
+		// limit counts inflated bytes, and readBounded takes them from
+		// the body memory as they arrive. Without context takeover the
+		// compressor (1.2 MB) and inflater (40 KB) are pooled and held
+		// only while a message is written or read; with it, every open
+		// connection, idle or not, would keep its own compressor outside
+		// any bound.
+		CompressionMode: websocket.CompressionNoContextTakeover,
 	})
 	if err != nil {
 		// Accept has answered the client already.
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(g.maxBody())
-	ctx := r.Context()
-	conn := &wsConn{}
+	// One byte past the body limit reaches readBounded, which answers
+	// 413 for it; the library closes with 1009 only past that.
+	c.SetReadLimit(g.maxBody() + 1)
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	conn := &wsConn{g: g, c: c, caller: callerOf(r)}
+	defer conn.forget()
+	go conn.watch(ctx, g.opts.WebSocketLifetime)
 	for {
-		typ, data, err := c.Read(ctx)
-		if err != nil {
+		req, ok := conn.readMessage(ctx)
+		if !ok {
 			return
 		}
-		if typ != websocket.MessageText {
-			_ = c.Close(websocket.StatusUnsupportedData, "send each request as a JSON text frame")
-			return
-		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(data, &head); err != nil {
-			if g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "each frame must be a JSON object: "+err.Error()) != nil {
-				return
-			}
+		if req == nil {
 			continue
 		}
-		switch head.Type {
-		case "response.create":
-			if !g.wsTurn(ctx, c, r, conn, data) {
-				return
-			}
-		case "response.processed":
-			// Codex acknowledges a finished turn; nothing to do.
-		default:
-			if g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error",
-				"unknown frame type "+strconv.Quote(head.Type)+"; send {\"type\":\"response.create\", ...the Responses request body}") != nil {
-				return
-			}
+		open := conn.serveMessage(ctx, r, req.body, req.held)
+		g.releaseRequest(req)
+		if !open {
+			return
 		}
 	}
+}
+
+// readMessage reads one text frame into body memory, as an HTTP body is
+// read. It returns nil and true for a message answered with an error
+// event, and false when the connection is done.
+func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
+	g, c := conn.g, conn.c
+	typ, rd, err := c.Reader(ctx)
+	if err != nil {
+		return nil, false
+	}
+	if typ != websocket.MessageText {
+		conn.close(websocket.StatusUnsupportedData, "send each request as a JSON text frame")
+		return nil, false
+	}
+	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	apiErr := g.readBounded(ctx, rd, minBodyBuffer, "", req)
+	if apiErr == nil {
+		// The copies a turn is built from count too, until it ends.
+		extra := wsTurnCopies * int64(len(req.body))
+		if !g.bodyMem.acquire(ctx, extra, g.now().Add(g.opts.BodyMemoryWait)) {
+			g.releaseRequest(req)
+			return nil, g.wsError(ctx, c, http.StatusServiceUnavailable, "server_error", g.memoryFull) == nil
+		}
+		req.held += extra
+		return req, true
+	}
+	g.releaseRequest(req)
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled), apiErr.Status == http.StatusBadRequest:
+		// The connection failed while the message came.
+		return nil, false
+	case apiErr.Status == http.StatusRequestEntityTooLarge:
+		conn.close(websocket.StatusMessageTooBig, "message larger than max_request_body ("+strconv.FormatInt(g.maxBody(), 10)+" bytes, inflated)")
+		return nil, false
+	}
+	// No body memory: the rest of the message is skipped, not kept, and
+	// the client told to send it again, as an HTTP client is with 503.
+	if _, err := io.Copy(io.Discard, rd); err != nil {
+		return nil, false
+	}
+	return nil, g.wsError(ctx, c, apiErr.Status, "server_error", apiErr.Message) == nil
+}
+
+// serveMessage answers one message; it reports whether the connection is
+// still open.
+func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []byte, held int64) bool {
+	g, c := conn.g, conn.c
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "each frame must be a JSON object: "+err.Error()) == nil
+	}
+	switch head.Type {
+	case "response.create":
+		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held))
+		defer cancel()
+		if !conn.beginTurn(cancel) {
+			return false
+		}
+		ok := g.wsTurn(ctx, tctx, conn, up, data)
+		return conn.endTurn() && ok
+	case "response.processed":
+		// Codex acknowledges a finished turn; nothing to do.
+		return true
+	}
+	return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error",
+		"unknown frame type "+strconv.Quote(head.Type)+"; send {\"type\":\"response.create\", ...the Responses request body}") == nil
 }
 
 // maxBody is the largest request body the gateway reads.
@@ -114,9 +181,17 @@ func (g *Gateway) wsError(ctx context.Context, c *websocket.Conn, status int, ty
 	return c.Write(ctx, websocket.MessageText, b)
 }
 
-// wsTurn serves one response.create frame through the HTTP path and sends
-// its events back. It reports whether the connection is still usable.
-func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Request, conn *wsConn, data []byte) bool {
+// wsTurn serves one response.create frame through the HTTP path, as the
+// key is admitted now, and sends its events back on ctx, the
+// connection's; tctx is the turn's. It reports whether the connection is
+// still usable.
+func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, up *http.Request, data []byte) bool {
+	c := conn.c
+	id, refusal := conn.caller.identify()
+	if refusal != nil {
+		conn.refuse(ctx, refusal)
+		return false
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return g.wsError(ctx, c, http.StatusBadRequest, "invalid_request_error", "response.create: "+err.Error()) == nil
@@ -133,6 +208,9 @@ func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Reques
 	if raw, ok := fields["previous_response_id"]; ok {
 		var prev string
 		if json.Unmarshal(raw, &prev) == nil && prev != "" && prev == conn.lastID {
+			if conn.lastLost != nil {
+				return g.wsError(ctx, c, conn.lastLost.Status, "invalid_request_error", conn.lastLost.Message) == nil
+			}
 			// The connection holds this history; a store: false turn is
 			// in no store.
 			delete(fields, "previous_response_id")
@@ -142,7 +220,7 @@ func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Reques
 	if raw, ok := fields["generate"]; ok {
 		delete(fields, "generate")
 		if string(raw) == "false" {
-			return g.wsWarmup(ctx, c, conn, fields, input)
+			return g.wsWarmup(ctx, conn, fields, input)
 		}
 	}
 	if input != nil {
@@ -150,9 +228,9 @@ func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Reques
 	}
 	body, _ := json.Marshal(fields)
 
-	tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, true))
+	tctx, cancel := context.WithCancel(tctx)
 	defer cancel()
-	r := up.Clone(tctx)
+	r := up.Clone(policy.WithIdentity(tctx, id))
 	r.Method = http.MethodPost
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -188,8 +266,7 @@ func (g *Gateway) wsTurn(ctx context.Context, c *websocket.Conn, up *http.Reques
 			} `json:"response"`
 		}
 		if json.Unmarshal(ew.completed, &done) == nil && done.Response.ID != "" {
-			conn.lastID = done.Response.ID
-			conn.lastItems = append(input, done.Response.Output...)
+			conn.remember(done.Response.ID, append(input, done.Response.Output...))
 		}
 	}
 	return ew.werr == nil
@@ -306,7 +383,8 @@ func (e *wsEventWriter) flushEvents(final bool) {
 // prewarm of a new connection: the input is remembered as a finished,
 // empty response the next turn continues with previous_response_id.
 // Nothing goes upstream, so nothing is spent or recorded.
-func (g *Gateway) wsWarmup(ctx context.Context, c *websocket.Conn, conn *wsConn, fields map[string]json.RawMessage, input []json.RawMessage) bool {
+func (g *Gateway) wsWarmup(ctx context.Context, conn *wsConn, fields map[string]json.RawMessage, input []json.RawMessage) bool {
+	c := conn.c
 	var model string
 	_ = json.Unmarshal(fields["model"], &model)
 	id := "resp_" + strings.ToLower(rand.Text())
@@ -322,6 +400,6 @@ func (g *Gateway) wsWarmup(ctx context.Context, c *websocket.Conn, conn *wsConn,
 			return false
 		}
 	}
-	conn.lastID, conn.lastItems = id, input
+	conn.remember(id, input)
 	return true
 }

@@ -40,6 +40,17 @@ func runCodex(t *testing.T, codex, base, alias, dir, prompt string) string {
 // runCodexConfig is runCodex with the given config.toml.
 func runCodexConfig(t *testing.T, codex, config, dir, prompt string) string {
 	t.Helper()
+	last, err := codexExec(t, codex, config, dir, prompt, aliceKey)
+	if err != nil {
+		t.Fatalf("codex exec: %v", err)
+	}
+	return last
+}
+
+// codexExec runs `codex exec` with key as its provider key and returns its
+// last message, or the error it exited with.
+func codexExec(t *testing.T, codex, config, dir, prompt, key string) (string, error) {
+	t.Helper()
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,7 +61,7 @@ func runCodexConfig(t *testing.T, codex, config, dir, prompt string) string {
 	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--ephemeral",
 		"--dangerously-bypass-approvals-and-sandbox", "--color", "never", "-o", last, prompt)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "MODELGATE_API_KEY=" + aliceKey}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "MODELGATE_API_KEY=" + key}
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -59,13 +70,13 @@ func runCodexConfig(t *testing.T, codex, config, dir, prompt string) string {
 	t.Logf("codex stdout: %s", stdout.String())
 	t.Logf("codex stderr: %s", stderr.String())
 	if err != nil {
-		t.Fatalf("codex exec: %v", err)
+		return "", fmt.Errorf("%v; stderr: %s", err, stderr.String())
 	}
 	out, err := os.ReadFile(last)
 	if err != nil {
 		t.Fatalf("codex wrote no last message: %v", err)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 // TestCodexThroughGateway runs the real Codex CLI through the real gateway

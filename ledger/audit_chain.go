@@ -80,7 +80,7 @@ func (s *sqlStore) appendAuditRow(ctx context.Context, tx *sql.Tx, r *auditRow) 
 	return err
 }
 
-// chainAuditTx is migration 20's step: the rows logged before the chain
+// chainAuditTx is migration 19's step: the rows logged before the chain
 // existed are chained in id order (their time order), a thousand at a
 // time, and the head set to the last.
 func (s *sqlStore) chainAuditTx(ctx context.Context, tx *sql.Tx) error {

@@ -223,7 +223,7 @@ func TestAuditChainMigration(t *testing.T) {
 }
 
 // TestAuditChainUpgrade: a ledger of the release before the chain (its
-// audit rows written, migration 20 not applied) is chained when the new
+// audit rows written, migration 19 not applied) is chained when the new
 // release opens it, and verifies.
 func TestAuditChainUpgrade(t *testing.T) {
 	for name, open := range openAuditDBs(t) {

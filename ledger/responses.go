@@ -24,6 +24,9 @@ type StoredResponse struct {
 	Input, Output json.RawMessage
 	// Response is the whole response object as the client got it.
 	Response json.RawMessage
+	// LeaseUntil is when a running background response's lease lapses
+	// unless the instance running it renews it; zero: no lease.
+	LeaseUntil time.Time
 }
 
 // ResponseStore keeps Responses API state in the ledger database, so that
@@ -45,6 +48,17 @@ type ResponseStore interface {
 	// PurgeResponses deletes the responses and conversations created
 	// before t and says how many went.
 	PurgeResponses(ctx context.Context, before time.Time) (int64, error)
+	// RenewResponse moves the lease of a running background response to
+	// until.
+	RenewResponse(ctx context.Context, keyID, id string, until time.Time) error
+	// ReplaceLapsed replaces the Response of id with response and drops
+	// its lease, only if its lease is still lease (no renewal came in
+	// between); it reports whether it did.
+	ReplaceLapsed(ctx context.Context, keyID, id string, lease time.Time, response json.RawMessage) (bool, error)
+	// LapsedResponses are up to limit responses whose lease lapsed before
+	// t, oldest lease first, with their ID, KeyID, Response and
+	// LeaseUntil.
+	LapsedResponses(ctx context.Context, t time.Time, limit int) ([]StoredResponse, error)
 }
 
 // ErrResponseNotFound says there is no such response or item for this key.
@@ -83,11 +97,12 @@ func (s *sqlStore) PutResponse(ctx context.Context, r StoredResponse) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO responses (id, key_id, previous_id, model, created_us, input, output, response)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO responses (id, key_id, previous_id, model, created_us, input, output, response, lease_until_us)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`)
 ON CONFLICT (id) DO UPDATE SET previous_id = excluded.previous_id, model = excluded.model, input = excluded.input,
-	output = excluded.output, response = excluded.response WHERE responses.key_id = excluded.key_id`,
-		r.ID, r.KeyID, r.PreviousID, r.Model, created, string(orEmptyList(r.Input)), string(orEmptyList(r.Output)), string(r.Response)); err != nil {
+	output = excluded.output, response = excluded.response, lease_until_us = excluded.lease_until_us WHERE responses.key_id = excluded.key_id`,
+		r.ID, r.KeyID, r.PreviousID, r.Model, created, string(orEmptyList(r.Input)), string(orEmptyList(r.Output)), string(r.Response),
+		leaseMicros(r.LeaseUntil)); err != nil {
 		return err
 	}
 	// An item replayed in a later turn (Codex resends ids) belongs to the
@@ -118,15 +133,66 @@ func orEmptyList(b json.RawMessage) json.RawMessage {
 
 func (s *sqlStore) GetResponse(ctx context.Context, keyID, id string) (StoredResponse, error) {
 	r := StoredResponse{ID: id, KeyID: keyID}
-	var created int64
+	var created, lease int64
 	var input, output, response string
-	if err := s.keyScopedRow(ctx, "responses", "previous_id, model, created_us, input, output, response", keyID, id, ErrResponseNotFound,
-		&r.PreviousID, &r.Model, &created, &input, &output, &response); err != nil {
+	if err := s.keyScopedRow(ctx, "responses", "previous_id, model, created_us, input, output, response, lease_until_us", keyID, id, ErrResponseNotFound,
+		&r.PreviousID, &r.Model, &created, &input, &output, &response, &lease); err != nil {
 		return r, err
 	}
 	r.Created = time.UnixMicro(created).UTC()
+	if lease != 0 {
+		r.LeaseUntil = time.UnixMicro(lease).UTC()
+	}
 	r.Input, r.Output, r.Response = json.RawMessage(input), json.RawMessage(output), json.RawMessage(response)
 	return r, nil
+}
+
+// leaseMicros is a lease as stored: 0 for none.
+func leaseMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func (s *sqlStore) RenewResponse(ctx context.Context, keyID, id string, until time.Time) error {
+	p := s.d.placeholder
+	_, err := s.db.ExecContext(ctx, `UPDATE responses SET lease_until_us = `+p(1)+` WHERE id = `+p(2)+` AND key_id = `+p(3),
+		leaseMicros(until), id, keyID)
+	return err
+}
+
+func (s *sqlStore) ReplaceLapsed(ctx context.Context, keyID, id string, lease time.Time, response json.RawMessage) (bool, error) {
+	p := s.d.placeholder
+	res, err := s.db.ExecContext(ctx, `UPDATE responses SET response = `+p(1)+`, lease_until_us = 0
+WHERE id = `+p(2)+` AND key_id = `+p(3)+` AND lease_until_us = `+p(4), string(response), id, keyID, leaseMicros(lease))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (s *sqlStore) LapsedResponses(ctx context.Context, t time.Time, limit int) ([]StoredResponse, error) {
+	p := s.d.placeholder
+	rows, err := s.db.QueryContext(ctx, `SELECT id, key_id, response, lease_until_us FROM responses
+WHERE lease_until_us > 0 AND lease_until_us < `+p(1)+` ORDER BY lease_until_us LIMIT `+p(2), t.UnixMicro(), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredResponse
+	for rows.Next() {
+		var r StoredResponse
+		var response string
+		var lease int64
+		if err := rows.Scan(&r.ID, &r.KeyID, &response, &lease); err != nil {
+			return nil, err
+		}
+		r.Response, r.LeaseUntil = json.RawMessage(response), time.UnixMicro(lease).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 func (s *sqlStore) DeleteResponse(ctx context.Context, keyID, id string) error {

@@ -158,3 +158,57 @@ func TestResponseStoreReplace(t *testing.T) {
 		}
 	})
 }
+
+// TestResponseLease: a background response's lease is stored, renewed by
+// its instance, and a lapsed one is replaced only while nobody renewed it
+// since it was read; replacing drops the lease. Another key renews
+// nothing.
+func TestResponseLease(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		rs := s.(ResponseStore)
+		ctx := context.Background()
+		l1 := t0.Add(15 * time.Second)
+		if err := rs.PutResponse(ctx, StoredResponse{ID: "resp_lease", KeyID: "alice", Model: "coder", Created: t0,
+			Response: json.RawMessage(`{"status":"in_progress"}`), LeaseUntil: l1}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rs.GetResponse(ctx, "alice", "resp_lease")
+		if err != nil || !got.LeaseUntil.Equal(l1) {
+			t.Fatalf("lease read back %v (%v), want %v", got.LeaseUntil, err, l1)
+		}
+		l2 := l1.Add(5 * time.Second)
+		if err := rs.RenewResponse(ctx, "alice", "resp_lease", l2); err != nil {
+			t.Fatal(err)
+		}
+		_ = rs.RenewResponse(ctx, "bob", "resp_lease", l2.Add(time.Hour))
+		failed := json.RawMessage(`{"status":"failed"}`)
+		if done, err := rs.ReplaceLapsed(ctx, "alice", "resp_lease", l1, failed); err != nil || done {
+			t.Fatalf("replaced under a lease renewed since it was read: %v %v", done, err)
+		}
+		if done, err := rs.ReplaceLapsed(ctx, "alice", "resp_lease", l2, failed); err != nil || !done {
+			t.Fatalf("the lapsed lease was not replaced: %v %v", done, err)
+		}
+		got, err = rs.GetResponse(ctx, "alice", "resp_lease")
+		if err != nil || string(got.Response) != string(failed) || !got.LeaseUntil.IsZero() {
+			t.Fatalf("after replace: %s lease %v (%v)", got.Response, got.LeaseUntil, err)
+		}
+		if done, _ := rs.ReplaceLapsed(ctx, "alice", "resp_lease", l2, failed); done {
+			t.Error("replaced twice")
+		}
+		// The sweep finds lapsed leases only, oldest first.
+		for i, lease := range []time.Time{t0.Add(3 * time.Second), t0.Add(time.Second), t0.Add(time.Hour)} {
+			if err := rs.PutResponse(ctx, StoredResponse{ID: fmt.Sprintf("resp_l%d", i), KeyID: "bob", Created: t0,
+				Response: json.RawMessage(`{"status":"in_progress"}`), LeaseUntil: lease}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lapsed, err := rs.LapsedResponses(ctx, t0.Add(time.Minute), 10)
+		if err != nil || len(lapsed) != 2 || lapsed[0].ID != "resp_l1" || lapsed[1].ID != "resp_l0" || lapsed[0].KeyID != "bob" ||
+			!lapsed[0].LeaseUntil.Equal(t0.Add(time.Second)) || string(lapsed[0].Response) != `{"status":"in_progress"}` {
+			t.Errorf("lapsed: %+v %v", lapsed, err)
+		}
+		if lapsed, _ := rs.LapsedResponses(ctx, t0.Add(time.Minute), 1); len(lapsed) != 1 {
+			t.Errorf("limit 1 gave %d", len(lapsed))
+		}
+	})
+}

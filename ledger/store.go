@@ -346,18 +346,26 @@ CREATE INDEX conversation_items_item ON conversation_items (conversation_id, ite
 		// so that it releases them when it restarts. Rows of an older
 		// release read '' and only expire.
 		14: `ALTER TABLE budget_reservations ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
+		// A background response's lease: the instance running it renews
+		// it; once it lapses, the run's instance is gone and any instance
+		// marks the response failed (responses.go). 0: no lease (a row
+		// that was never a running background response, or one from an
+		// older release).
+		15: `ALTER TABLE responses ADD COLUMN lease_until_us BIGINT NOT NULL DEFAULT 0`,
+		// The sweep for lapsed leases reads only the rows that hold one.
+		16: `CREATE INDEX responses_lease ON responses (lease_until_us) WHERE lease_until_us > 0`,
 		// Dashboard sessions signed out before their cookie expires
 		// (signout.go), by the digest of the session id: every instance
 		// refuses them, after a restart too. A row is deleted once its
 		// session would have expired anyway.
-		18: `CREATE TABLE signed_out_sessions (
+		17: `CREATE TABLE signed_out_sessions (
 	id TEXT PRIMARY KEY,
 	expires_us BIGINT NOT NULL
 )`,
 		// People SCIM deleted (SCIMStore.DeleteSCIMUser): sign-in refuses them as
 		// it refuses a deactivated person, until the IdP provisions the
 		// userName or externalId again.
-		19: `CREATE TABLE scim_tombstones (
+		18: `CREATE TABLE scim_tombstones (
 	user_name_key TEXT NOT NULL,
 	external_id TEXT NOT NULL,
 	deleted_us BIGINT NOT NULL
@@ -369,7 +377,7 @@ CREATE INDEX scim_tombstones_name ON scim_tombstones (user_name_key)`,
 		// every append. The rows already logged are chained in id order
 		// by chainAuditTx in this migration's transaction (keyed by this
 		// number in migrationSteps: renumber both together).
-		20: `ALTER TABLE audit_log ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+		19: `ALTER TABLE audit_log ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE audit_log ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN hash TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX audit_log_seq ON audit_log (seq) WHERE seq > 0;
@@ -382,10 +390,10 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// An agent-reported cost that no budget counts (Record.ReportOnly):
 		// deleting the record must know whether budget_spend holds it.
 		// Every record written before counted, hence the default.
-		22: `ALTER TABLE usage_records ADD COLUMN report_only SMALLINT NOT NULL DEFAULT 0`,
+		20: `ALTER TABLE usage_records ADD COLUMN report_only SMALLINT NOT NULL DEFAULT 0`,
 		// Retention deletes the spend rows of sessions idle past it
 		// (purgeSessionSpend): found by age, session rows only.
-		23: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
+		21: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
 	}
 }
 
@@ -393,7 +401,7 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 // after its statements, for what SQL shared by both databases cannot
 // compute (a SHA-256 per row).
 func migrationSteps() map[int]func(s *sqlStore, ctx context.Context, tx *sql.Tx) error {
-	return map[int]func(*sqlStore, context.Context, *sql.Tx) error{20: (*sqlStore).chainAuditTx}
+	return map[int]func(*sqlStore, context.Context, *sql.Tx) error{19: (*sqlStore).chainAuditTx}
 }
 
 const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_model, provider,
@@ -428,9 +436,6 @@ type sqlStore struct {
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
-		if steps[v] == "" {
-			continue // a number held for another branch's migration
-		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}

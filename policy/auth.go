@@ -43,6 +43,10 @@ type Auth struct {
 // WithRuntime makes the keys in c's snapshot valid too.
 func (a *Auth) WithRuntime(c *Controls) { a.runtime = c }
 
+// Changed is closed when the runtime keys or workspaces change; nil
+// without runtime keys (the Caddyfile's keys change only with a reload).
+func (a *Auth) Changed() <-chan struct{} { return a.runtime.Changed() }
+
 // Identities are the Caddyfile's keys, for listing.
 func (a *Auth) Identities() []*Identity {
 	out := make([]*Identity, len(a.keys))

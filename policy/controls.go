@@ -54,6 +54,9 @@ type controlSnapshot struct {
 	// signedOut are the digests of dashboard sessions signed out on any
 	// instance (ledger.SessionDigest), until they would have expired.
 	signedOut map[string]struct{}
+	// replaced is closed when a newer snapshot takes this one's place:
+	// what was admitted on this one (an open connection) looks again.
+	replaced chan struct{}
 }
 
 // runtimeKey is a runtime key as authentication sees it.
@@ -69,7 +72,7 @@ func NewControls(now func() time.Time) *Controls {
 		now = time.Now
 	}
 	c := &Controls{now: now, opened: make(chan struct{}), OpenWait: 10 * time.Second}
-	c.snap.Store(&controlSnapshot{version: -1})
+	c.snap.Store(&controlSnapshot{version: -1, replaced: make(chan struct{})})
 	c.static.Store(&staticControls{})
 	return c
 }
@@ -169,7 +172,7 @@ func (c *Controls) applyLocked(ctx context.Context, keyIDs, wsIDs []string) erro
 	if ch.Version != old.version+1 || len(ch.Keys) != len(keyIDs) || len(ch.Workspaces) != len(wsIDs) {
 		return c.refreshLocked(ctx, true)
 	}
-	c.snap.Store(old.with(ch))
+	c.replace(old.with(ch))
 	return nil
 }
 
@@ -252,7 +255,7 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 		return err
 	}
 	s := &controlSnapshot{version: all.Version, keys: all.Keys, workspaces: all.Workspaces,
-		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys)), archived: map[string]bool{}, signedOut: digestSet(all.SignedOut)}
+		byHash: make(map[[sha256.Size]byte]*runtimeKey, len(all.Keys)), archived: map[string]bool{}, replaced: make(chan struct{}), signedOut: digestSet(all.SignedOut)}
 	for _, ws := range all.Workspaces {
 		if !ws.ArchivedAt.IsZero() {
 			s.archived[ws.ID] = true
@@ -263,8 +266,25 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 			s.byHash[h] = newRuntimeKey(k)
 		}
 	}
-	c.snap.Store(s)
+	c.replace(s)
 	return nil
+}
+
+// replace makes s the snapshot served on and tells whoever watched the
+// old one. The caller holds c.mu, so snapshots are replaced one at a time.
+func (c *Controls) replace(s *controlSnapshot) {
+	close(c.snap.Swap(s).replaced)
+}
+
+// Changed is closed when the runtime keys or workspaces in force change
+// (on this instance's own write, or at the poll that sees another's), so a
+// connection admitted once can look at its key again without a database
+// query of its own.
+func (c *Controls) Changed() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.snap.Load().replaced
 }
 
 // with is the snapshot after ch, the rows of one change read back at the
@@ -272,7 +292,7 @@ func (c *Controls) refreshLocked(ctx context.Context, force bool) error {
 // or is added, in the order a full load gives (created, then id).
 func (s *controlSnapshot) with(ch ledger.Controls) *controlSnapshot {
 	n := &controlSnapshot{version: ch.Version, keys: slices.Clone(s.keys), workspaces: slices.Clone(s.workspaces),
-		byHash: maps.Clone(s.byHash), archived: maps.Clone(s.archived), signedOut: digestSet(ch.SignedOut)}
+		byHash: maps.Clone(s.byHash), archived: maps.Clone(s.archived), replaced: make(chan struct{}), signedOut: digestSet(ch.SignedOut)}
 	// Every replaced key's old secret goes before any new one is added:
 	// a secret one changed key gave up may be another's now.
 	for _, k := range ch.Keys {
@@ -343,7 +363,8 @@ func secretDigest(hexHash string) (h [sha256.Size]byte, ok bool) {
 
 // newRuntimeKey is key k as authentication sees it.
 func newRuntimeKey(k ledger.ControlKey) *runtimeKey {
-	id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true, MCP: k.Limits.MCP}
+	id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true, MCP: k.Limits.MCP,
+		Expires: k.ExpiresAt}
 	if len(k.Limits.Models) > 0 {
 		id.Models = make(map[string]struct{}, len(k.Limits.Models))
 		for _, m := range k.Limits.Models {

@@ -8,8 +8,10 @@ package policy
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // Role is what a key may do.
@@ -45,6 +47,8 @@ type Identity struct {
 	// the ids of the keys minted for them, whose usage is theirs.
 	Person  string
 	OwnKeys []string
+	// Expires is when a runtime key stops being valid; zero: never.
+	Expires time.Time
 }
 
 // ReadsAll reports a caller who may read every key's reports and
@@ -76,4 +80,31 @@ func WithIdentity(ctx context.Context, id *Identity) context.Context {
 func IdentityFrom(ctx context.Context) *Identity {
 	id, _ := ctx.Value(identityKey{}).(*Identity)
 	return id
+}
+
+// Resolver authenticates a presented key against the keys in force now.
+// A request that outlives its admission (each turn on a WebSocket) asks it
+// again, so the key's status, expiry, workspace, models and limits are
+// those of the current snapshot, not of the moment the connection opened.
+type Resolver interface {
+	// Identify is the caller whose key secret is, or the refusal an HTTP
+	// request presenting it would get now.
+	Identify(secret string) (*Identity, *providers.APIError)
+	// Changed is closed when the keys or workspaces in force may have
+	// changed; nil when they never change.
+	Changed() <-chan struct{}
+}
+
+type resolverKey struct{}
+
+// WithResolver returns ctx carrying the resolver that admitted the
+// request, for what is served on it later.
+func WithResolver(ctx context.Context, r Resolver) context.Context {
+	return context.WithValue(ctx, resolverKey{}, r)
+}
+
+// ResolverFrom returns the resolver attached by the auth handler, or nil.
+func ResolverFrom(ctx context.Context) Resolver {
+	r, _ := ctx.Value(resolverKey{}).(Resolver)
+	return r
 }
