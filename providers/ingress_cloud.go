@@ -126,11 +126,23 @@ type BedrockStreamFramer struct {
 	pending []byte
 	enc     *eventstream.Encoder
 	payload []byte
+	// named: each SSE event is an event of its own name with its data as
+	// the payload (ConverseStream), not a base64 chunk.
+	named bool
 }
 
-// NewBedrockStreamFramer returns a framer with no pending bytes.
+// NewBedrockStreamFramer returns a framer for InvokeModelWithResponseStream.
 func NewBedrockStreamFramer() *BedrockStreamFramer {
 	return &BedrockStreamFramer{enc: eventstream.NewEncoder()}
+}
+
+// NewConverseStreamFramer returns a framer for ConverseStream: each SSE
+// event the Converse stream translator writes (`event: messageStart`,
+// `data: {"role":"assistant"}`) becomes the event-stream message of that
+// :event-type with the data as its payload, and an event named for an
+// exception (throttlingException) an exception message.
+func NewConverseStreamFramer() *BedrockStreamFramer {
+	return &BedrockStreamFramer{enc: eventstream.NewEncoder(), named: true}
 }
 
 // Write frames every whole SSE event in p (and what came before) to dst.
@@ -165,6 +177,17 @@ func (f *BedrockStreamFramer) frame(dst *bytes.Buffer, ev []byte) error {
 	msg := eventstream.Message{Headers: eventstream.Headers{
 		{Name: ":content-type", Value: eventstream.StringValue("application/json")},
 	}}
+	if f.named {
+		kind, header := "event", ":event-type"
+		if bytes.HasSuffix(name, []byte("Exception")) {
+			kind, header = "exception", ":exception-type"
+		}
+		msg.Headers = append(msg.Headers,
+			eventstream.Header{Name: header, Value: eventstream.StringValue(string(name))},
+			eventstream.Header{Name: ":message-type", Value: eventstream.StringValue(kind)})
+		msg.Payload = data
+		return f.enc.Encode(dst, msg)
+	}
 	if string(name) == "error" {
 		e := inBandError(data)
 		msg.Headers = append(msg.Headers,

@@ -8,7 +8,7 @@ set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${NODE_SDKS_DIR:-"$root/.cache/node-sdks"}
-pkgs=${NODE_SDKS_PACKAGES:-"openai@7.57.0 @anthropic-ai/sdk@1.14.0 @google/genai@3.3.0"}
+pkgs=${NODE_SDKS_PACKAGES:-"openai@7.57.0 @anthropic-ai/sdk@1.14.0 @google/genai@3.3.0 @aws-sdk/client-bedrock-runtime@3.1164.0"}
 
 if [ ! -f "$dir/.installed" ] || [ "$(cat "$dir/.installed")" != "$pkgs" ]; then
 	command -v npm >/dev/null 2>&1 || { echo "node-sdks.sh: npm not found" >&2; exit 1; }
