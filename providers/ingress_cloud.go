@@ -102,7 +102,9 @@ func BedrockError(message string) []byte {
 // BedrockErrorType names Bedrock's exception for an HTTP status.
 func BedrockErrorType(status int) string {
 	switch {
-	case status == 400 || status == 413 || status == 422:
+	case status == 400 || status == 405 || status == 413 || status == 422:
+		// A wrong method is the caller's mistake too, not a server fault
+		// for the SDK to retry.
 		return "ValidationException"
 	case status == 401 || status == 403:
 		return "AccessDeniedException"
