@@ -46,6 +46,20 @@ type aiSDKResult struct {
 // backend and to Anthropic: generateText, and generateText and streamText
 // with a tool the SDK executes.
 func TestAISDKThroughGateway(t *testing.T) {
+	runAISDK(t, "openai")
+}
+
+// TestAISDKBedrockThroughGateway runs the AI SDK's Amazon Bedrock provider
+// (@ai-sdk/amazon-bedrock: Converse and ConverseStream, the gateway key as
+// its Bedrock API key, its baseURL the gateway) through the gateway to a
+// chat backend and to Anthropic, with the same steps as
+// TestAISDKThroughGateway.
+func TestAISDKBedrockThroughGateway(t *testing.T) {
+	runAISDK(t, "bedrock")
+}
+
+// runAISDK runs testdata/aisdk.mjs with the AI SDK provider named.
+func runAISDK(t *testing.T, provider string) {
 	dir, node := testbin.AISDK(t)
 	script, err := os.ReadFile(filepath.Join("testdata", "aisdk.mjs"))
 	if err != nil {
@@ -64,7 +78,7 @@ func TestAISDKThroughGateway(t *testing.T) {
 			cmd := exec.CommandContext(ctx, node, run)
 			cmd.Dir = dir
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=" + alias}
+				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=" + alias, "MODELGATE_PROVIDER=" + provider}
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {

@@ -1,9 +1,11 @@
 #!/bin/sh
-# Installs the official Node SDKs (npm openai, @anthropic-ai/sdk and
-# @google/genai, pinned) into .cache/node-sdks under the repository root,
-# once, and prints that directory on the last stdout line. Their end-to-end
-# test runs integration/testdata/node_sdks.mjs there; scripts/compat.sh
-# installs the latest instead (NODE_SDKS_PACKAGES, NODE_SDKS_DIR).
+# Installs the official Node SDKs (npm openai, @anthropic-ai/sdk,
+# @google/genai and @aws-sdk/client-bedrock-runtime, pinned) into
+# .cache/node-sdks under the repository root, once, and prints that
+# directory on the last stdout line. Their end-to-end tests run
+# integration/testdata/node_sdks.mjs and bedrock_converse.mjs there;
+# scripts/compat.sh installs the latest instead (NODE_SDKS_PACKAGES,
+# NODE_SDKS_DIR).
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
