@@ -40,6 +40,23 @@ type converseRequest struct {
 	RequestMetadata                   map[string]string   `json:"requestMetadata"`
 	PerformanceConfig                 json.RawMessage     `json:"performanceConfig"`
 	ServiceTier                       json.RawMessage     `json:"serviceTier"`
+	OutputConfig                      *converseOutputConf `json:"outputConfig"`
+}
+
+// converseOutputConf is OutputConfig: structured output, whose JSON
+// schema comes as a string, and a reasoning effort.
+type converseOutputConf struct {
+	TextFormat *struct {
+		Type      string `json:"type"`
+		Structure struct {
+			JSONSchema *struct {
+				Schema      string `json:"schema"`
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			} `json:"jsonSchema"`
+		} `json:"structure"`
+	} `json:"textFormat"`
+	Effort string `json:"effort"`
 }
 
 type converseMessage struct {
@@ -174,6 +191,12 @@ func (r *converseRequest) check() error {
 	if isSet(r.GuardrailConfig) {
 		return BadRequest("guardrailConfig", "Bedrock Guardrails run on AWS and not through this gateway; leave guardrailConfig out")
 	}
+	if oc := r.OutputConfig; oc != nil && oc.TextFormat != nil {
+		js := oc.TextFormat.Structure.JSONSchema
+		if oc.TextFormat.Type != "json_schema" || js == nil || !json.Valid([]byte(js.Schema)) {
+			return BadRequest("outputConfig.textFormat", `textFormat takes {"type":"json_schema","structure":{"jsonSchema":{"schema":"<a JSON schema, as a string>"}}}`)
+		}
+	}
 	if c := r.InferenceConfig; c != nil && c.MaxTokens != nil && *c.MaxTokens < 1 {
 		return BadRequest("inferenceConfig.maxTokens", "inferenceConfig.maxTokens must be at least 1")
 	}
@@ -267,6 +290,23 @@ func (t *ConverseTurn) buildChat(model string, stream bool, o chatOptions) (*cha
 		}
 	}
 	out.ReasoningEffort = converseEffort(r.AdditionalModelRequestFields, o)
+	if oc := r.OutputConfig; oc != nil {
+		if oc.Effort != "" {
+			out.ReasoningEffort = strings.ToLower(oc.Effort)
+		}
+		if tf := oc.TextFormat; tf != nil {
+			js := tf.Structure.JSONSchema
+			name := js.Name
+			if name == "" {
+				name = "response"
+			}
+			spec := map[string]any{"name": name, "schema": json.RawMessage(js.Schema)}
+			if js.Description != "" {
+				spec["description"] = js.Description
+			}
+			out.ResponseFormat, _ = json.Marshal(map[string]any{"type": "json_schema", "json_schema": spec})
+		}
+	}
 	return &out, nil
 }
 

@@ -68,18 +68,23 @@ func TestConverseRequestToChat(t *testing.T) {
 	if _, chat := converseChat(t, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{}}}}],"toolChoice":{"any":{}}},"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":4000}}}`, chatOptions{}); jsonOf(chat["tool_choice"]) != `"required"` || chat["reasoning_effort"] != "medium" {
 		t.Errorf("any and thinking: %v", chat)
 	}
+	_, chat = converseChat(t, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"outputConfig":{"effort":"High","textFormat":{"type":"json_schema","structure":{"jsonSchema":{"schema":"{\"type\":\"object\"}","name":"city"}}}}}`, chatOptions{})
+	if jsonOf(chat["response_format"]) != `{"json_schema":{"name":"city","schema":{"type":"object"}},"type":"json_schema"}` || chat["reasoning_effort"] != "high" {
+		t.Errorf("outputConfig: %v", chat)
+	}
 }
 
 func TestConverseRequestRefusals(t *testing.T) {
 	for body, param := range map[string]string{
 		`[]`: "",
 		`{}`: "messages",
-		`{"messages":[{"role":"system","content":[{"text":"x"}]}]}`:                                                                 "messages.0.role",
-		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"guardrailConfig":{"guardrailIdentifier":"g"}}`:                     "guardrailConfig",
-		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"maxTokens":0}}`:                                 "inferenceConfig.maxTokens",
-		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"inputSchema":{"json":{}}}}]}}`: "toolConfig.tools.0.toolSpec.name",
-		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"messages2":1,"promptVariables":{"a":{"text":"b"}}}`:                "promptVariables",
-		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"maxTokens":"many"}}`:                            "inferenceConfig.maxTokens",
+		`{"messages":[{"role":"system","content":[{"text":"x"}]}]}`:                                                                                              "messages.0.role",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"guardrailConfig":{"guardrailIdentifier":"g"}}`:                                                  "guardrailConfig",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"maxTokens":0}}`:                                                              "inferenceConfig.maxTokens",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"inputSchema":{"json":{}}}}]}}`:                              "toolConfig.tools.0.toolSpec.name",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"messages2":1,"promptVariables":{"a":{"text":"b"}}}`:                                             "promptVariables",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"outputConfig":{"textFormat":{"type":"json_schema","structure":{"jsonSchema":{"schema":"{"}}}}}`: "outputConfig.textFormat",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"maxTokens":"many"}}`:                                                         "inferenceConfig.maxTokens",
 	} {
 		_, err := ParseConverseRequest([]byte(body), "m", false)
 		e, ok := err.(*APIError)
