@@ -1,16 +1,10 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
@@ -26,37 +20,20 @@ import (
 // The ledger names every call bedrock_converse.
 func TestBedrockConverseThroughGateway(t *testing.T) {
 	dir, node := testbin.NodeSDKs(t)
-	script, err := os.ReadFile(filepath.Join("testdata", "bedrock_converse.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "modelgate-bedrock-converse-test.mjs")
-	if err := os.WriteFile(run, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	run := installScript(t, dir, "bedrock_converse.mjs")
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
 	aliases := []string{"oa", "claude", "llama"}
 	for _, alias := range aliases {
 		t.Run(alias, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, run)
-			cmd.Dir = dir
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=" + alias}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
-			}
+			out := runNode(t, dir, node, run, "MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL="+alias)
 			var res struct {
 				Text, StopReason, ToolCall, ToolStop, StreamToolCall, StreamToolStop, Final, SigV4Text, Missing string
 				Events                                                                                          []string
 				Usage, StreamUsage                                                                              struct{ InputTokens, OutputTokens, TotalTokens int64 }
 			}
-			if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
-				t.Fatalf("script output: %v: %s", err, stdout.String())
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("script output: %v: %s", err, out)
 			}
 			if res.Text != fakes.DefaultReply || res.StopReason != "end_turn" || res.SigV4Text != fakes.DefaultReply {
 				t.Errorf("text turn: %q (%s), signed: %q", res.Text, res.StopReason, res.SigV4Text)

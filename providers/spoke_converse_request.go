@@ -228,10 +228,7 @@ func isSet(raw json.RawMessage) bool {
 // toChat writes the turn as a chat completions request.
 func (t *ConverseTurn) toChat(model string, stream bool, o chatOptions) ([]byte, error) {
 	out, err := t.buildChat(model, stream, o)
-	if err != nil {
-		return nil, err
-	}
-	return appendChatRequest(make([]byte, 0, t.size+512), out), nil
+	return encodeChat(out, err, t.size)
 }
 
 func (t *ConverseTurn) buildChat(model string, stream bool, o chatOptions) (*chatRequest, error) {
@@ -461,14 +458,7 @@ func (t *ConverseTurn) chatMessages(o chatOptions) ([]chatMessage, error) {
 				return nil, BadRequest(at(j, ".toolUse"), "toolUse blocks belong in an assistant message")
 			}
 		}
-		parts = append(extra, parts...)
-		switch {
-		case len(parts) == 0:
-		case len(parts) == 1 && parts[0].Type == "text":
-			out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
-		default:
-			out = append(out, chatMessage{Role: "user", Content: parts})
-		}
+		out = appendUserMessage(out, append(extra, parts...))
 	}
 	return out, nil
 }

@@ -19,11 +19,8 @@ func (converseSpoke) fromChat(chat []byte, info RequestInfo) ([]byte, Usage, err
 		return nil, Usage{}, ErrNotJSONObject
 	}
 	var a chatAnswer
-	if !readChatAnswer(chat, &a) {
-		a = chatAnswer{}
-		if err := json.Unmarshal(chat, &a); err != nil {
-			return nil, Usage{}, err
-		}
+	if err := readChatChunk(chat, &a); err != nil {
+		return nil, Usage{}, err
 	}
 	usage := a.ledgerUsage()
 	var blocks []converseOutBlock
@@ -159,17 +156,10 @@ func (t *ConverseTurn) encode(blocks []converseOutBlock, stop string, u Usage) (
 	return json.Marshal(r)
 }
 
-// converseStopFromChat is the stopReason for a chat finish_reason.
+// converseStopFromChat is the stopReason for a chat finish_reason:
+// Anthropic's word for it, but for a refusal.
 func converseStopFromChat(finish string) string {
-	switch finish {
-	case "length":
-		return "max_tokens"
-	case "tool_calls", "function_call":
-		return "tool_use"
-	case "content_filter":
-		return "content_filtered"
-	}
-	return "end_turn"
+	return converseStopFromAnthropic(stopFromFinish(finish))
 }
 
 // converseStopFromAnthropic is the stopReason for an Anthropic

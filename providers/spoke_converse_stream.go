@@ -107,12 +107,8 @@ func (s *converseStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		return dst, nil
 	}
 	c := &s.chunk
-	*c = chatAnswer{Choices: c.Choices[:0]}
-	if !readChatAnswer(ev.Data, c) {
-		*c = chatAnswer{}
-		if err := json.Unmarshal(ev.Data, c); err != nil {
-			return dst, err
-		}
+	if err := readChatChunk(ev.Data, c); err != nil {
+		return dst, err
 	}
 	if c.Usage != nil {
 		s.usage = c.ledgerUsage()

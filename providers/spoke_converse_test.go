@@ -32,14 +32,7 @@ func converseChat(t *testing.T, body string, o chatOptions) (RequestInfo, map[st
 		t.Fatal(err)
 	}
 	out, err := info.converse().toChat("m", true, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(out, &m); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return info, m
+	return info, chatJSON(t, out, err)
 }
 
 func TestConverseRequestToChat(t *testing.T) {
@@ -254,9 +247,7 @@ data: [DONE]
 		`event messageStop {"stopReason":"tool_use"}`,
 		`event metadata {"inputTokens":12,"outputTokens":5,"totalTokens":17}`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameEvents(t, got, want)
 }
 
 func TestConverseStreamFromAnthropic(t *testing.T) {
@@ -304,9 +295,7 @@ data: {"type":"message_stop"}
 		`event messageStop {"stopReason":"max_tokens"}`,
 		`event metadata {"inputTokens":9,"outputTokens":4,"totalTokens":13}`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameEvents(t, got, want)
 }
 
 func TestConverseErrors(t *testing.T) {
@@ -370,4 +359,11 @@ func FuzzConverseStream(f *testing.F) {
 		}
 		frameConverse(t, string(s.Finish(out)))
 	})
+}
+
+func sameEvents(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
