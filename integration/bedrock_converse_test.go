@@ -16,8 +16,10 @@ import (
 // endpoint the gateway's URL, testdata/bedrock_converse.mjs) on a chat
 // completions upstream, an Anthropic upstream and Ollama: text, a tool
 // call whole and streamed, the tool result's answer streamed, bearer and
-// SigV4 authentication, and a missing model's error as the SDK raises it.
-// The ledger names every call bedrock_converse.
+// SigV4 authentication, and a missing model's error as the SDK raises it;
+// then LangChain's ChatBedrockConverse on the same client (text, a tool
+// call, the answer to its result streamed). The ledger names every call
+// bedrock_converse.
 func TestBedrockConverseThroughGateway(t *testing.T) {
 	dir, node := testbin.NodeSDKs(t)
 	run := installScript(t, dir, "bedrock_converse.mjs")
@@ -29,6 +31,7 @@ func TestBedrockConverseThroughGateway(t *testing.T) {
 			out := runNode(t, dir, node, run, "MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL="+alias)
 			var res struct {
 				Text, StopReason, ToolCall, ToolStop, StreamToolCall, StreamToolStop, Final, SigV4Text, Missing string
+				LCText, LCToolCall, LCFinal                                                                     string
 				Events                                                                                          []string
 				Usage, StreamUsage                                                                              struct{ InputTokens, OutputTokens, TotalTokens int64 }
 			}
@@ -61,6 +64,10 @@ func TestBedrockConverseThroughGateway(t *testing.T) {
 			if res.Missing != "ResourceNotFoundException 404" {
 				t.Errorf("missing model: %q", res.Missing)
 			}
+			if res.LCText != fakes.DefaultReply || res.LCFinal != fakes.DefaultReply ||
+				!strings.HasPrefix(res.LCToolCall, fakes.WeatherToolName+" {") || !strings.Contains(res.LCToolCall, "Oslo") {
+				t.Errorf("LangChain: text %q, tool call %q, final %q", res.LCText, res.LCToolCall, res.LCFinal)
+			}
 		})
 	}
 	// The echo backend, by hand: the request's text comes back.
@@ -80,8 +87,8 @@ func TestBedrockConverseThroughGateway(t *testing.T) {
 		}
 	}
 	for _, alias := range aliases {
-		if n[alias] != 5 {
-			t.Errorf("%s: %d bedrock_converse records, want 5", alias, n[alias])
+		if n[alias] != 8 {
+			t.Errorf("%s: %d bedrock_converse records, want 8 (5 from the AWS SDK, 3 from LangChain)", alias, n[alias])
 		}
 	}
 	if n["echo"] != 1 {

@@ -14,7 +14,7 @@ import (
 // ConverseTurn is one Bedrock Converse or ConverseStream request parsed
 // once. Like a Gemini turn it reaches every upstream through the chat hub:
 // it is written as a chat request, and the answer comes back as chat and is
-// turned into Converse's output (docs/wire-formats.md, "Bedrock Converse").
+// turned into Converse's output (docs/wire-formats.md §8).
 type ConverseTurn struct {
 	req converseRequest
 	// Alias is the model the request resolved to.

@@ -134,7 +134,7 @@ if wanted sdks; then
 		sdks=$(pinned_install node-sdks.sh) || sdks=""
 		aisdk=$(pinned_install ai-sdk.sh) || aisdk=""
 	else
-		sdks=$(latest node-sdks openai @anthropic-ai/sdk @google/genai @aws-sdk/client-bedrock-runtime) || sdks=""
+		sdks=$(latest node-sdks openai @anthropic-ai/sdk @google/genai @aws-sdk/client-bedrock-runtime @langchain/aws @langchain/core) || sdks=""
 		aisdk=$(latest ai-sdk ai @ai-sdk/openai @ai-sdk/amazon-bedrock zod) || aisdk=""
 	fi
 	if [ -n "$sdks" ]; then
@@ -147,6 +147,7 @@ if wanted sdks; then
 		log=$(run TestBedrockConverseThroughGateway "MODELGATE_NODE_SDKS_DIR=$sdks")
 		r=$(result "$log" TestBedrockConverseThroughGateway oa)
 		row "@aws-sdk/client-bedrock-runtime (Converse)" "$(version "$sdks" @aws-sdk/client-bedrock-runtime)" "$r" "$r"
+		row "LangChain ChatBedrockConverse" "@langchain/aws $(version "$sdks" @langchain/aws)" "$r" "$r"
 	else
 		row "openai, @anthropic-ai/sdk, @google/genai" "install failed" "-" "-"
 	fi

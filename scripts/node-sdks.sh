@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the official Node SDKs (npm openai, @anthropic-ai/sdk,
-# @google/genai and @aws-sdk/client-bedrock-runtime, pinned) into
+# @google/genai and @aws-sdk/client-bedrock-runtime, with LangChain's
+# @langchain/aws on the last, pinned) into
 # .cache/node-sdks under the repository root, once, and prints that
 # directory on the last stdout line. Their end-to-end tests run
 # integration/testdata/node_sdks.mjs and bedrock_converse.mjs there;
@@ -10,7 +11,7 @@ set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${NODE_SDKS_DIR:-"$root/.cache/node-sdks"}
-pkgs=${NODE_SDKS_PACKAGES:-"openai@7.57.0 @anthropic-ai/sdk@1.14.0 @google/genai@3.3.0 @aws-sdk/client-bedrock-runtime@3.1164.0"}
+pkgs=${NODE_SDKS_PACKAGES:-"openai@7.57.0 @anthropic-ai/sdk@1.14.0 @google/genai@3.3.0 @aws-sdk/client-bedrock-runtime@3.1164.0 @langchain/aws@1.4.5 @langchain/core@1.4.0"}
 
 if [ ! -f "$dir/.installed" ] || [ "$(cat "$dir/.installed")" != "$pkgs" ]; then
 	command -v npm >/dev/null 2>&1 || { echo "node-sdks.sh: npm not found" >&2; exit 1; }

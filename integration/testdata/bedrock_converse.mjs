@@ -4,7 +4,9 @@
 // the same tool turn streamed; the round trip's last turn (the script's
 // toolResult) streamed with ConverseStream; a Converse turn signed with
 // SigV4 and fake credentials, the gateway key in x-api-key; and a model the
-// gateway does not serve. Prints one JSON object.
+// gateway does not serve. Then LangChain's ChatBedrockConverse on the same
+// client: a text turn, a tool call, the answer to its result streamed.
+// Prints one JSON object.
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 
 const base = process.env.MODELGATE_BASE;
@@ -68,4 +70,18 @@ try {
 } catch (e) {
   out.missing = e.name + ' ' + (e.$metadata?.httpStatusCode ?? '');
 }
+// LangChain's ChatBedrockConverse, handed the client.
+const { ChatBedrockConverse } = await import('@langchain/aws');
+const { HumanMessage, ToolMessage } = await import('@langchain/core/messages');
+const lcText = (content) => (typeof content === 'string' ? content : content.map((c) => c.text ?? '').join(''));
+const lc = new ChatBedrockConverse({ model: modelId, region: 'us-east-1', client });
+out.lcText = lcText((await lc.invoke('Say hello')).content);
+const lcTools = lc.bindTools([{ type: 'function', function: { name: 'get_weather', description: 'Get the weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]);
+const lcAsk = new HumanMessage("What's the weather in Oslo?");
+const lcCall = await lcTools.invoke([lcAsk]);
+out.lcToolCall = lcCall.tool_calls[0].name + ' ' + JSON.stringify(lcCall.tool_calls[0].args);
+out.lcFinal = '';
+for await (const chunk of await lcTools.stream([lcAsk, lcCall,
+  new ToolMessage({ tool_call_id: lcCall.tool_calls[0].id, content: '12°C and clear in Oslo' })])) out.lcFinal += lcText(chunk.content);
 console.log(JSON.stringify(out));
