@@ -17,7 +17,7 @@ import (
 // model id mapped to an alias, served by the one request path: the answer
 // in Converse's shape, the stream as AWS event-stream events, fallbacks
 // taken, the key's model list and refusals in Bedrock's error shape, and
-// bedrock_converse records.
+// bedrock_converse records; CountTokens of a Converse request.
 func TestConverseIngress(t *testing.T) {
 	broken := newFakeUpstream(t, "broken", statusAnswer(http.StatusInternalServerError, ""))
 	up := newFakeUpstream(t, "chat", nil)
@@ -80,6 +80,16 @@ func TestConverseIngress(t *testing.T) {
 		if r.Endpoint != ledger.EndpointBedrockConverse || r.Alias != "coder" || r.Outcome != ledger.OutcomeOK || r.Stream != (i == 1) {
 			t.Errorf("record %+v", r)
 		}
+	}
+
+	// CountTokens takes a Converse request too, and counts it for free.
+	rr = post(g, alice, "/model/"+id+"/count-tokens", `{"input":{"converse":{"messages":[{"role":"user","content":[{"text":"how many tokens is this?"}]}],"system":[{"text":"be brief"}]}}}`)
+	var n struct{ InputTokens int }
+	if rr.Code != 200 || json.Unmarshal(rr.Body.Bytes(), &n) != nil || n.InputTokens < 5 {
+		t.Errorf("count-tokens: %d %s", rr.Code, rr.Body)
+	}
+	if len(obs.Records()) != 2 {
+		t.Errorf("counting made records: %d", len(obs.Records()))
 	}
 
 	for _, c := range []struct {

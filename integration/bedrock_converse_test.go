@@ -32,6 +32,7 @@ func TestBedrockConverseThroughGateway(t *testing.T) {
 			var res struct {
 				Text, StopReason, ToolCall, ToolStop, StreamToolCall, StreamToolStop, Final, SigV4Text, Missing string
 				LCText, LCToolCall, LCFinal                                                                     string
+				CountTokens                                                                                     int
 				Events                                                                                          []string
 				Usage, StreamUsage                                                                              struct{ InputTokens, OutputTokens, TotalTokens int64 }
 			}
@@ -60,6 +61,9 @@ func TestBedrockConverseThroughGateway(t *testing.T) {
 			}
 			if res.StreamUsage.OutputTokens == 0 {
 				t.Errorf("stream usage %+v", res.StreamUsage)
+			}
+			if res.CountTokens < 1 {
+				t.Errorf("CountTokens: %d", res.CountTokens)
 			}
 			if res.Missing != "ResourceNotFoundException 404" {
 				t.Errorf("missing model: %q", res.Missing)

@@ -218,19 +218,31 @@ func lowerFirst(s string) string {
 }
 
 // CountFromBedrock is the count_tokens body for a Bedrock CountTokens
-// body, {"input":{"invokeModel":{"body":<base64 InvokeModel body>}}}: the
+// body: {"input":{"invokeModel":{"body":<base64 InvokeModel body>}}}, the
 // InvokeModel body as MessagesFromCloud makes it, without max_tokens,
-// which count_tokens does not take.
+// which count_tokens does not take; or {"input":{"converse":<a Converse
+// request's messages, system and toolConfig>}}, the request as the
+// Converse spoke writes it for Anthropic.
 func CountFromBedrock(body []byte, model string) ([]byte, []string, error) {
 	var env struct {
 		Input struct {
 			InvokeModel *struct {
 				Body []byte `json:"body"`
 			} `json:"invokeModel"`
+			Converse json.RawMessage `json:"converse"`
 		} `json:"input"`
 	}
-	if json.Unmarshal(body, &env) != nil || env.Input.InvokeModel == nil || len(env.Input.InvokeModel.Body) == 0 {
-		return nil, nil, BadRequest("input", `CountTokens takes {"input":{"invokeModel":{"body":<the InvokeModel body, base64>}}}`)
+	if json.Unmarshal(body, &env) == nil && len(env.Input.Converse) > 0 && env.Input.InvokeModel == nil {
+		info, err := ParseConverseRequest(env.Input.Converse, model, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		info.SetAlias(model)
+		out, err := info.CountBody(nil)
+		return out, nil, err
+	}
+	if env.Input.InvokeModel == nil || len(env.Input.InvokeModel.Body) == 0 {
+		return nil, nil, BadRequest("input", `CountTokens takes {"input":{"invokeModel":{"body":<the InvokeModel body, base64>}}} or {"input":{"converse":{"messages":[…]}}}`)
 	}
 	noStream := false
 	out, betas, err := MessagesFromCloud(env.Input.InvokeModel.Body, model, &noStream)

@@ -2,12 +2,12 @@
 // (@aws-sdk/client-bedrock-runtime), its endpoint set to the gateway: a
 // Converse text turn; a Converse tool turn (the fake asks for get_weather);
 // the same tool turn streamed; the round trip's last turn (the script's
-// toolResult) streamed with ConverseStream; a Converse turn signed with
-// SigV4 and fake credentials, the gateway key in x-api-key; and a model the
-// gateway does not serve. Then LangChain's ChatBedrockConverse on the same
+// toolResult) streamed with ConverseStream; CountTokens of a Converse
+// request; a Converse turn signed with SigV4 and fake credentials, the
+// gateway key in x-api-key; and a model the gateway does not serve. Then LangChain's ChatBedrockConverse on the same
 // client: a text turn, a tool call, the answer to its result streamed.
 // Prints one JSON object.
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, CountTokensCommand } from '@aws-sdk/client-bedrock-runtime';
 
 const base = process.env.MODELGATE_BASE;
 const apiKey = process.env.MODELGATE_API_KEY;
@@ -55,6 +55,10 @@ for await (const ev of final.stream) {
   if (ev.contentBlockDelta?.delta?.text) out.final += ev.contentBlockDelta.delta.text;
   if (ev.metadata) out.streamUsage = ev.metadata.usage;
 }
+
+// CountTokens of a Converse request: free, no record.
+out.countTokens = (await client.send(new CountTokensCommand({ modelId,
+  input: { converse: { messages: [{ role: 'user', content: [{ text: 'How many tokens is this?' }] }] } } }))).inputTokens;
 
 // SigV4 with fake credentials, the gateway key in x-api-key.
 const sigv4 = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: base,
