@@ -367,3 +367,23 @@ func sameEvents(t *testing.T, got, want []string) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// FuzzCountFromBedrock: whatever CountTokens body comes, the answer is a
+// count_tokens body for the model or an error, never a panic.
+func FuzzCountFromBedrock(f *testing.F) {
+	f.Add([]byte(`{"input":{"converse":` + converseToolTurn + `}}`))
+	f.Add([]byte(`{"input":{"invokeModel":{"body":"eyJtYXhfdG9rZW5zIjoxLCJtZXNzYWdlcyI6W119"}}}`))
+	f.Add([]byte(`{"input":{"converse":{"messages":[{"role":"assistant","content":[{"toolUse":{"toolUseId":"a","name":"f","input":1}}]}]}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, _, err := CountFromBedrock(body, "m")
+		if err != nil {
+			return // answered as a 400 (asAPIError)
+		}
+		var m struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(out, &m) != nil || m.Model != "m" {
+			t.Fatalf("count body %s", out)
+		}
+	})
+}
