@@ -1,15 +1,9 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
@@ -22,32 +16,15 @@ import (
 // (testdata/node_sdks.mjs).
 func TestNodeSDKsThroughGateway(t *testing.T) {
 	dir, node := testbin.NodeSDKs(t)
-	script, err := os.ReadFile(filepath.Join("testdata", "node_sdks.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "modelgate-node-sdks-test.mjs")
-	if err := os.WriteFile(run, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	run := installScript(t, dir, "node_sdks.mjs")
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
 	for _, sdk := range []string{"openai", "anthropic", "genai"} {
 		t.Run(sdk, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, run)
-			cmd.Dir = dir
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MODELGATE_SDK=" + sdk,
-				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=oa"}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
-			}
+			out := runNode(t, dir, node, run, "MODELGATE_SDK="+sdk, "MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL=oa")
 			var res struct{ Text, ToolCall, Final string }
-			if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
-				t.Fatalf("script output: %v: %s", err, stdout.String())
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("script output: %v: %s", err, out)
 			}
 			if res.Text != fakes.DefaultReply {
 				t.Errorf("text turn: %q", res.Text)
