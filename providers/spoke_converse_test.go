@@ -387,3 +387,37 @@ func FuzzCountFromBedrock(f *testing.F) {
 		}
 	})
 }
+
+// TestConverseToGemini: a Gemini upstream, through the hub both ways: the
+// tool declared as a function declaration, its call back as toolUse,
+// whole and streamed.
+func TestConverseToGemini(t *testing.T) {
+	info, _ := ParseConverseRequest([]byte(converseToolTurn), "claude", false)
+	r, err := NewRoute(FormatConverse, FormatGemini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _, err := r.Request(nil, info, "gemini-x", RouteOptions{})
+	if err != nil || !bytes.Contains(body, []byte(`"functionDeclarations":[{"name":"get_weather"`)) || !bytes.Contains(body, []byte(`"maxOutputTokens":256`)) {
+		t.Fatalf("gemini request (%v): %s", err, body)
+	}
+	answer := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Checking."},{"functionCall":{"name":"get_weather","args":{"city":"Oslo"}}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":3,"totalTokenCount":8},"modelVersion":"gemini-x"}`
+	out, usage, err := r.Response([]byte(answer), info)
+	if err != nil || usage.InputTokens != 5 || usage.OutputTokens != 3 {
+		t.Fatalf("response (%v): %+v", err, usage)
+	}
+	var got converseResponse
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	c := got.Output.Message.Content
+	if len(c) != 2 || *c[0].Text != "Checking." || c[1].ToolUse == nil || c[1].ToolUse.Name != "get_weather" || string(c[1].ToolUse.Input) != `{"city":"Oslo"}` || got.StopReason != "tool_use" {
+		t.Errorf("converse answer %s", out)
+	}
+	info, _ = ParseConverseRequest([]byte(converseToolTurn), "claude", true)
+	events := metadataLess(frameConverse(t, runStream(t, "data: "+answer+"\n\n", r.Stream("gemini-x", info, false))))
+	if len(events) < 6 || !strings.HasPrefix(events[3], `event contentBlockStart {"contentBlockIndex":1,"start":{"toolUse":`) ||
+		events[len(events)-2] != `event messageStop {"stopReason":"tool_use"}` || events[len(events)-1] != `event metadata {"inputTokens":5,"outputTokens":3,"totalTokens":8}` {
+		t.Errorf("stream:\n%s", strings.Join(events, "\n"))
+	}
+}
