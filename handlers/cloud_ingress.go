@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -53,22 +54,20 @@ func (g *Gateway) cloudAlias(id string) (string, bool) {
 // serveBedrock answers POST /model/{id}/invoke and
 // /model/{id}/invoke-with-response-stream.
 func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
-	bw := &bedrockWriter{w: w}
-	defer bw.finish()
-	esc := strings.TrimPrefix(r.URL.EscapedPath(), "/model/")
-	i := strings.LastIndexByte(esc, '/')
-	var action, id string
-	if i > 0 {
-		action = esc[i+1:]
-		id, _ = url.PathUnescape(esc[:i])
+	id, action := bedrockOperation(r)
+	if action == "converse" || action == "converse-stream" {
+		g.serveConverse(w, r, action == "converse-stream")
+		return
 	}
+	bw := &bedrockWriter{w: w, newFramer: providers.NewBedrockStreamFramer}
+	defer bw.finish()
 	var stream bool
 	switch action {
 	case "invoke", "count-tokens":
 	case "invoke-with-response-stream":
 		stream = true
 	default:
-		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke, /model/{id}/invoke-with-response-stream and /model/{id}/count-tokens", action)}).Write(bw, providers.FormatAnthropic)
+		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke, /model/{id}/invoke-with-response-stream, /model/{id}/converse, /model/{id}/converse-stream and /model/{id}/count-tokens", action)}).Write(bw, providers.FormatAnthropic)
 		return
 	}
 	bw.stream = stream
@@ -82,6 +81,46 @@ func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.serveCloudMessages(bw, r, id, &stream, ledger.EndpointBedrockInvoke)
+}
+
+// bedrockOperation splits a Bedrock runtime path, /model/{id}/{action},
+// into its model id (unescaped: an ARN's slashes come escaped) and action.
+func bedrockOperation(r *http.Request) (id, action string) {
+	esc := strings.TrimPrefix(r.URL.EscapedPath(), "/model/")
+	i := strings.LastIndexByte(esc, '/')
+	if i <= 0 {
+		return "", ""
+	}
+	id, _ = url.PathUnescape(esc[:i])
+	return id, esc[i+1:]
+}
+
+// serveConverse answers Converse and ConverseStream (POST
+// /model/{id}/converse and /converse-stream). Converse is a client format
+// of its own (providers.FormatConverse: its parser, spoke, errors and
+// ledger endpoint), served by the same path as every other; all this
+// adapter adds is a stream's AWS event-stream framing.
+func (g *Gateway) serveConverse(w http.ResponseWriter, r *http.Request, stream bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		(&providers.APIError{Status: http.StatusMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use POST"}).Write(w, providers.FormatConverse)
+		return
+	}
+	if stream {
+		w = &bedrockWriter{w: w, stream: true, newFramer: providers.NewConverseStreamFramer, keepErrors: true}
+	}
+	g.serveChat(w, r, providers.FormatConverse)
+}
+
+// parseConverse reads a Converse body for the alias its URL's model id
+// maps to (cloudAlias); an id that maps to none is left as it is, for
+// readRequest to refuse.
+func (g *Gateway) parseConverse(r *http.Request, _ *policy.Identity, body []byte) (providers.RequestInfo, error) {
+	id, action := bedrockOperation(r)
+	if alias, ok := g.cloudAlias(id); ok {
+		id = alias
+	}
+	return providers.FormatConverse.Parser()(body, id, action)
 }
 
 // serveBedrockCount answers Bedrock's CountTokens (POST
@@ -242,17 +281,20 @@ func messagesRequest(r *http.Request, body []byte, betas []string, endpoint ledg
 	return m
 }
 
-// bedrockWriter turns the Messages answer written to it into Bedrock's:
-// a success as it is (InvokeModel's body is the Messages response), a
-// stream framed as an AWS event stream, an error as {"message":…} with
-// the exception named in x-amzn-ErrorType.
+// bedrockWriter turns the answer written to it into Bedrock's: a success
+// as it is (InvokeModel's body is the Messages response), a stream framed
+// as an AWS event stream by the framer newFramer makes, an error as
+// {"message":…} with the exception named in x-amzn-ErrorType, unless
+// keepErrors says it was written in that shape already (Converse's).
 type bedrockWriter struct {
-	w      http.ResponseWriter
-	stream bool
-	status int
-	errBuf []byte
-	framer *providers.BedrockStreamFramer
-	out    bytes.Buffer
+	w          http.ResponseWriter
+	stream     bool
+	newFramer  func() *providers.BedrockStreamFramer
+	keepErrors bool
+	status     int
+	errBuf     []byte
+	framer     *providers.BedrockStreamFramer
+	out        bytes.Buffer
 }
 
 func (b *bedrockWriter) Header() http.Header { return b.w.Header() }
@@ -263,13 +305,13 @@ func (b *bedrockWriter) WriteHeader(status int) {
 	}
 	b.status = status
 	h := b.w.Header()
-	if status >= 400 {
+	if status >= 400 && !b.keepErrors {
 		return // written by finish, once the body is whole
 	}
 	if b.stream && status == http.StatusOK {
 		h.Del("Content-Length")
 		h.Set("Content-Type", "application/vnd.amazon.eventstream")
-		b.framer = providers.NewBedrockStreamFramer()
+		b.framer = b.newFramer()
 	}
 	b.w.WriteHeader(status)
 }
@@ -279,7 +321,7 @@ func (b *bedrockWriter) Write(p []byte) (int, error) {
 		b.WriteHeader(http.StatusOK)
 	}
 	switch {
-	case b.status >= 400:
+	case b.status >= 400 && !b.keepErrors:
 		b.errBuf = append(b.errBuf, p...)
 		return len(p), nil
 	case b.framer != nil:
@@ -298,7 +340,7 @@ func (b *bedrockWriter) Write(p []byte) (int, error) {
 // Flush passes a stream's flushes on, so each event reaches the client
 // when the upstream's does.
 func (b *bedrockWriter) Flush() {
-	if b.status < 400 {
+	if b.status < 400 || b.keepErrors {
 		_ = http.NewResponseController(b.w).Flush()
 	}
 }
@@ -308,7 +350,7 @@ func (b *bedrockWriter) Unwrap() http.ResponseWriter { return b.w }
 
 // finish writes a buffered error in Bedrock's shape.
 func (b *bedrockWriter) finish() {
-	if b.status < 400 {
+	if b.status < 400 || b.keepErrors {
 		return
 	}
 	writeBedrockError(b.w, b.status, providers.UpstreamError(b.status, b.errBuf).Message)

@@ -12,7 +12,7 @@ import (
 func TestLedgerEndpointLabelsAreKnown(t *testing.T) {
 	known := map[ledger.Endpoint]bool{
 		ledger.EndpointChatCompletions: true, ledger.EndpointMessages: true, ledger.EndpointResponses: true,
-		ledger.EndpointGenerateContent: true, ledger.EndpointEmbeddings: true,
+		ledger.EndpointGenerateContent: true, ledger.EndpointEmbeddings: true, ledger.EndpointBedrockConverse: true,
 	}
 	for _, f := range providers.ClientFormats() {
 		if e := ledger.Endpoint(f.LedgerEndpoint()); !known[e] {

@@ -220,7 +220,8 @@ type requestParser func(r *http.Request, id *policy.Identity, body []byte) (prov
 
 // buildParsers chooses, once, how each client format's body is read: the
 // format's own parser, given the model and action of a Gemini URL, except
-// that a Responses request also has its stored history resolved.
+// that a Responses request also has its stored history resolved and a
+// Converse request's model is its URL's, mapped to an alias.
 func (g *Gateway) buildParsers() {
 	for _, f := range providers.ClientFormats() {
 		parse := f.Parser()
@@ -230,6 +231,7 @@ func (g *Gateway) buildParsers() {
 		}
 	}
 	g.parsers[providers.FormatResponses] = g.readResponsesRequest
+	g.parsers[providers.FormatConverse] = g.parseConverse
 }
 
 // clientRequest is a chat or count_tokens body read, parsed as far as the

@@ -1,15 +1,9 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
@@ -46,33 +40,30 @@ type aiSDKResult struct {
 // backend and to Anthropic: generateText, and generateText and streamText
 // with a tool the SDK executes.
 func TestAISDKThroughGateway(t *testing.T) {
+	runAISDK(t, "openai")
+}
+
+// TestAISDKBedrockThroughGateway runs the AI SDK's Amazon Bedrock provider
+// (@ai-sdk/amazon-bedrock: Converse and ConverseStream, the gateway key as
+// its Bedrock API key, its baseURL the gateway) through the gateway to a
+// chat backend and to Anthropic, with the same steps as
+// TestAISDKThroughGateway.
+func TestAISDKBedrockThroughGateway(t *testing.T) {
+	runAISDK(t, "bedrock")
+}
+
+// runAISDK runs testdata/aisdk.mjs with the AI SDK provider named.
+func runAISDK(t *testing.T, provider string) {
 	dir, node := testbin.AISDK(t)
-	script, err := os.ReadFile(filepath.Join("testdata", "aisdk.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "modelgate-aisdk-test.mjs")
-	if err := os.WriteFile(run, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	run := installScript(t, dir, "aisdk.mjs")
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
 	for _, alias := range []string{"oa", "claude"} {
 		t.Run(alias, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, run)
-			cmd.Dir = dir
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-				"MODELGATE_BASE=" + g.base, "MODELGATE_API_KEY=" + aliceKey, "MODELGATE_MODEL=" + alias}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
-			}
+			out := runNode(t, dir, node, run, "MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL="+alias, "MODELGATE_PROVIDER="+provider)
 			var res aiSDKResult
-			if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
-				t.Fatalf("script output: %v: %s", err, stdout.String())
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("script output: %v: %s", err, out)
 			}
 			if res.Generate.Text != fakes.DefaultReply || res.Generate.FinishReason != "stop" || res.Generate.Usage.InputTokens == 0 {
 				t.Errorf("generateText: %+v", res.Generate)

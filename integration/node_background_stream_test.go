@@ -1,16 +1,10 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
@@ -49,23 +43,5 @@ func TestNodeSDKBackgroundStream(t *testing.T) {
 func runNodeScript(t *testing.T, name string, env ...string) []byte {
 	t.Helper()
 	dir, node := testbin.NodeSDKs(t)
-	script, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "modelgate-test-"+name)
-	if err := os.WriteFile(run, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, run)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node %s: %v\n%s\n%s", name, err, stdout.String(), stderr.String())
-	}
-	return bytes.TrimSpace(stdout.Bytes())
+	return runNode(t, dir, node, installScript(t, dir, name), env...)
 }

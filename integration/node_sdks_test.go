@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
 )
 
 // TestNodeSDKsThroughGateway runs the official Node SDKs (openai,
@@ -14,15 +15,16 @@ import (
 // and a tool loop where the SDK's caller answers the backend's tool call
 // (testdata/node_sdks.mjs).
 func TestNodeSDKsThroughGateway(t *testing.T) {
+	dir, node := testbin.NodeSDKs(t)
+	run := installScript(t, dir, "node_sdks.mjs")
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
 	for _, sdk := range []string{"openai", "anthropic", "genai"} {
 		t.Run(sdk, func(t *testing.T) {
-			stdout := runNodeScript(t, "node_sdks.mjs", "MODELGATE_SDK="+sdk,
-				"MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL=oa")
+			out := runNode(t, dir, node, run, "MODELGATE_SDK="+sdk, "MODELGATE_BASE="+g.base, "MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODEL=oa")
 			var res struct{ Text, ToolCall, Final string }
-			if err := json.Unmarshal(stdout, &res); err != nil {
-				t.Fatalf("script output: %v: %s", err, stdout)
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("script output: %v: %s", err, out)
 			}
 			if res.Text != fakes.DefaultReply {
 				t.Errorf("text turn: %q", res.Text)

@@ -68,6 +68,7 @@ const (
 	EndpointEmbeddings      Endpoint = "embeddings"       // OpenAI /v1/embeddings and Gemini embedContent
 	// Claude Code's Bedrock and Vertex modes pointed at the gateway.
 	EndpointBedrockInvoke    Endpoint = "bedrock_invoke"     // Bedrock /model/{id}/invoke and invoke-with-response-stream
+	EndpointBedrockConverse  Endpoint = "bedrock_converse"   // Bedrock /model/{id}/converse and converse-stream (AWS SDK Converse, LangChain, the AI SDK)
 	EndpointVertexRawPredict Endpoint = "vertex_raw_predict" // Vertex …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
 	EndpointMCP              Endpoint = "mcp"                // an MCP tools/call: Provider is the server, UpstreamModel the tool
 	// EndpointAgentReported marks a request the gateway did not serve,

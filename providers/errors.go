@@ -160,6 +160,9 @@ func (e *APIError) Body(f Format) []byte {
 	if f == FormatGemini {
 		return e.geminiErrorJSON()
 	}
+	if f == FormatConverse {
+		return BedrockError(e.Message)
+	}
 	if f == FormatAnthropic {
 		d := anthropicErrorDetail{Type: AnthropicType(e.Status), Message: e.Message}
 		if e.NoRetry && e.Code != "" {
@@ -198,6 +201,11 @@ func (e *APIError) AppendStreamError(dst []byte, f Format) []byte {
 		// Google's own in-stream error: a bare object, no data: prefix.
 		return append(append(dst, e.Body(f)...), '\n')
 	}
+	if f == FormatConverse {
+		// Named for the exception it is; the event-stream framer makes it
+		// an exception message.
+		return AppendSSE(dst, converseStreamException(e.Status), e.Body(f))
+	}
 	return AppendSSE(dst, "", e.Body(f))
 }
 
@@ -210,6 +218,10 @@ func (e *APIError) Write(w http.ResponseWriter, f Format) {
 	}
 	if e.NoRetry {
 		h.Set("X-Should-Retry", "false")
+	}
+	if f.ErrorFamily() == FormatConverse {
+		// The AWS SDKs name the error they raise by this header.
+		h.Set("X-Amzn-Errortype", BedrockErrorType(e.Status))
 	}
 	body := e.Body(f)
 	h.Set("Content-Length", strconv.Itoa(len(body)))

@@ -24,17 +24,22 @@ const (
 	// FormatGeminiEmbed is Gemini's embedContent and batchEmbedContents
 	// (a client format only; errors in Google's family).
 	FormatGeminiEmbed
+	// FormatConverse is Amazon Bedrock's Converse and ConverseStream
+	// (JSON; streams as AWS event-stream messages, one per event; errors
+	// as {"message"} with the exception in x-amzn-ErrorType). A client
+	// format only: its model is in the URL, /model/{modelId}/converse.
+	FormatConverse
 )
 
 // FormatCount is how many formats there are: a table indexed by Format
 // (a backend's routes, a gateway's parsers) has this many entries.
-const FormatCount = int(FormatGeminiEmbed) + 1
+const FormatCount = int(FormatConverse) + 1
 
 // ClientFormats are the formats clients speak, each with a route to every
 // upstream format: what a backend builds its routes for. Ollama is an
 // upstream format only.
 func ClientFormats() []Format {
-	return []Format{FormatOpenAI, FormatAnthropic, FormatResponses, FormatGemini, FormatEmbeddings, FormatGeminiEmbed}
+	return []Format{FormatOpenAI, FormatAnthropic, FormatResponses, FormatGemini, FormatEmbeddings, FormatGeminiEmbed, FormatConverse}
 }
 
 // ErrorFamily is the format whose error shape a client of f reads.
@@ -64,6 +69,8 @@ func (f Format) String() string {
 		return "embeddings"
 	case FormatGeminiEmbed:
 		return "gemini embeddings"
+	case FormatConverse:
+		return "converse"
 	}
 	return "unknown"
 }
@@ -84,6 +91,8 @@ func (f Format) LedgerEndpoint() string {
 		return "generate_content"
 	case FormatEmbeddings, FormatGeminiEmbed:
 		return "embeddings"
+	case FormatConverse:
+		return "bedrock_converse"
 	}
 	return "chat_completions"
 }
@@ -144,13 +153,15 @@ func (f Format) SessionInMetadata() bool {
 }
 
 // A RequestParser reads a client's request body far enough to route it.
-// model and action are the Gemini URL's (models/{model}:{action}); the
-// other formats name their model in the body and ignore them.
+// model and action are the URL's, for the formats whose body names no
+// model: Gemini's (models/{model}:{action}) and Converse's
+// (/model/{modelId}/{action}, the model id already mapped to an alias);
+// the other formats name their model in the body and ignore them.
 type RequestParser func(body []byte, model, action string) (RequestInfo, error)
 
 // Parser is how a request body of f is read: chat and Messages bodies are
-// only peeked (PeekRequest); Responses, Gemini and embeddings requests are
-// parsed whole into their Turn.
+// only peeked (PeekRequest); Responses, Gemini, embeddings and Converse
+// requests are parsed whole into their Turn.
 func (f Format) Parser() RequestParser {
 	switch f {
 	case FormatResponses:
@@ -161,6 +172,8 @@ func (f Format) Parser() RequestParser {
 		return parseEmbeddings
 	case FormatGeminiEmbed:
 		return parseGeminiEmbed
+	case FormatConverse:
+		return parseConverse
 	}
 	return peek
 }
@@ -185,4 +198,8 @@ func parseEmbeddings(body []byte, _, _ string) (RequestInfo, error) {
 
 func parseGeminiEmbed(body []byte, model, action string) (RequestInfo, error) {
 	return ParseGeminiEmbedRequest(body, model, action == "batchEmbedContents")
+}
+
+func parseConverse(body []byte, model, action string) (RequestInfo, error) {
+	return ParseConverseRequest(body, model, action == "converse-stream")
 }

@@ -1,6 +1,10 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import (
+	"encoding/json"
+
+	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+)
 
 // chatAnswer is a chat completion, or one chunk of its stream, as the hub
 // reads it: whole answers carry each choice's message, chunks its delta,
@@ -46,6 +50,17 @@ func derefString(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// readChatChunk reads raw into c, reusing c.Choices' storage: the fast
+// reader, or encoding/json where it gives up.
+func readChatChunk(raw []byte, c *chatAnswer) error {
+	*c = chatAnswer{Choices: c.Choices[:0]}
+	if readChatAnswer(raw, c) {
+		return nil
+	}
+	*c = chatAnswer{}
+	return json.Unmarshal(raw, c)
 }
 
 // readChatAnswer is the fast path for chatAnswer: one walk after

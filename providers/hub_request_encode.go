@@ -2,6 +2,15 @@ package providers
 
 import "github.com/modelgate/modelgate/providers/internal/jsonfast"
 
+// encodeChat is a spoke's built chat request as bytes, in a buffer about
+// the size of the client's request (size), which the hub request is.
+func encodeChat(r *chatRequest, err error, size int) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return appendChatRequest(make([]byte, 0, size+512), r), nil
+}
+
 // appendChatRequest writes the hub's chat request exactly as json.Marshal
 // would (FuzzResponsesRequest pins it), without reflection.
 func appendChatRequest(dst []byte, r *chatRequest) []byte {

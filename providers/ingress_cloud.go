@@ -102,7 +102,9 @@ func BedrockError(message string) []byte {
 // BedrockErrorType names Bedrock's exception for an HTTP status.
 func BedrockErrorType(status int) string {
 	switch {
-	case status == 400 || status == 413 || status == 422:
+	case status == 400 || status == 405 || status == 413 || status == 422:
+		// A wrong method is the caller's mistake too, not a server fault
+		// for the SDK to retry.
 		return "ValidationException"
 	case status == 401 || status == 403:
 		return "AccessDeniedException"
@@ -126,11 +128,23 @@ type BedrockStreamFramer struct {
 	pending []byte
 	enc     *eventstream.Encoder
 	payload []byte
+	// named: each SSE event is an event of its own name with its data as
+	// the payload (ConverseStream), not a base64 chunk.
+	named bool
 }
 
-// NewBedrockStreamFramer returns a framer with no pending bytes.
+// NewBedrockStreamFramer returns a framer for InvokeModelWithResponseStream.
 func NewBedrockStreamFramer() *BedrockStreamFramer {
 	return &BedrockStreamFramer{enc: eventstream.NewEncoder()}
+}
+
+// NewConverseStreamFramer returns a framer for ConverseStream: each SSE
+// event the Converse stream translator writes (`event: messageStart`,
+// `data: {"role":"assistant"}`) becomes the event-stream message of that
+// :event-type with the data as its payload, and an event named for an
+// exception (throttlingException) an exception message.
+func NewConverseStreamFramer() *BedrockStreamFramer {
+	return &BedrockStreamFramer{enc: eventstream.NewEncoder(), named: true}
 }
 
 // Write frames every whole SSE event in p (and what came before) to dst.
@@ -165,6 +179,17 @@ func (f *BedrockStreamFramer) frame(dst *bytes.Buffer, ev []byte) error {
 	msg := eventstream.Message{Headers: eventstream.Headers{
 		{Name: ":content-type", Value: eventstream.StringValue("application/json")},
 	}}
+	if f.named {
+		kind, header := "event", ":event-type"
+		if bytes.HasSuffix(name, []byte("Exception")) {
+			kind, header = "exception", ":exception-type"
+		}
+		msg.Headers = append(msg.Headers,
+			eventstream.Header{Name: header, Value: eventstream.StringValue(string(name))},
+			eventstream.Header{Name: ":message-type", Value: eventstream.StringValue(kind)})
+		msg.Payload = data
+		return f.enc.Encode(dst, msg)
+	}
 	if string(name) == "error" {
 		e := inBandError(data)
 		msg.Headers = append(msg.Headers,
@@ -193,19 +218,31 @@ func lowerFirst(s string) string {
 }
 
 // CountFromBedrock is the count_tokens body for a Bedrock CountTokens
-// body, {"input":{"invokeModel":{"body":<base64 InvokeModel body>}}}: the
+// body: {"input":{"invokeModel":{"body":<base64 InvokeModel body>}}}, the
 // InvokeModel body as MessagesFromCloud makes it, without max_tokens,
-// which count_tokens does not take.
+// which count_tokens does not take; or {"input":{"converse":<a Converse
+// request's messages, system and toolConfig>}}, the request as the
+// Converse spoke writes it for Anthropic.
 func CountFromBedrock(body []byte, model string) ([]byte, []string, error) {
 	var env struct {
 		Input struct {
 			InvokeModel *struct {
 				Body []byte `json:"body"`
 			} `json:"invokeModel"`
+			Converse json.RawMessage `json:"converse"`
 		} `json:"input"`
 	}
-	if json.Unmarshal(body, &env) != nil || env.Input.InvokeModel == nil || len(env.Input.InvokeModel.Body) == 0 {
-		return nil, nil, BadRequest("input", `CountTokens takes {"input":{"invokeModel":{"body":<the InvokeModel body, base64>}}}`)
+	if json.Unmarshal(body, &env) == nil && len(env.Input.Converse) > 0 && env.Input.InvokeModel == nil {
+		info, err := ParseConverseRequest(env.Input.Converse, model, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		info.SetAlias(model)
+		out, err := info.CountBody(nil)
+		return out, nil, err
+	}
+	if env.Input.InvokeModel == nil || len(env.Input.InvokeModel.Body) == 0 {
+		return nil, nil, BadRequest("input", `CountTokens takes {"input":{"invokeModel":{"body":<the InvokeModel body, base64>}}} or {"input":{"converse":{"messages":[…]}}}`)
 	}
 	noStream := false
 	out, betas, err := MessagesFromCloud(env.Input.InvokeModel.Body, model, &noStream)

@@ -13,7 +13,7 @@ type RequestInfo struct {
 	Stream       bool
 	IncludeUsage bool
 	// Turn is the request parsed whole, for the formats that are not
-	// peeked: a *ResponsesTurn, *GeminiTurn or *EmbedTurn, which the routes
+	// peeked: a *ResponsesTurn, *GeminiTurn, *ConverseTurn or *EmbedTurn, which the routes
 	// from those clients translate from and record the answer on. Chat
 	// and Messages requests have none.
 	Turn Turn

@@ -127,6 +127,8 @@ func NewRoute(client, upstream Format) (Route, error) {
 		return hubRoute(client, upstream, responsesSpoke{})
 	case client == FormatGemini:
 		return hubRoute(client, upstream, geminiSpoke{})
+	case client == FormatConverse:
+		return hubRoute(client, upstream, converseSpoke{})
 	default:
 		return Route{}, fmt.Errorf("no route from %s clients to %s upstreams", client, upstream)
 	}

@@ -82,11 +82,7 @@ type geminiChatAudio struct {
 // toChat writes the turn as a chat completions request.
 func (t *GeminiTurn) toChat(model string, stream bool, o chatOptions) ([]byte, error) {
 	out, err := t.buildChat(model, stream, o)
-	if err != nil {
-		return nil, err
-	}
-	// The hub request is about the size of the client's.
-	return appendChatRequest(make([]byte, 0, t.size+512), out), nil
+	return encodeChat(out, err, t.size)
 }
 
 // buildChat maps the turn onto the chat request's fields.
@@ -291,16 +287,21 @@ func (t *GeminiTurn) chatMessages(o chatOptions) ([]chatMessage, error) {
 				return nil, BadRequest(at(j, ".functionCall"), "function calls belong in a model turn")
 			}
 		}
-		parts = append(extra, parts...)
-		switch {
-		case len(parts) == 0:
-		case len(parts) == 1 && parts[0].Type == "text":
-			out = append(out, chatMessage{Role: "user", Content: parts[0].Text})
-		default:
-			out = append(out, chatMessage{Role: "user", Content: parts})
-		}
+		out = appendUserMessage(out, append(extra, parts...))
 	}
 	return out, nil
+}
+
+// appendUserMessage appends a user message of parts, if any: its content a
+// string when it is one text part, else the list.
+func appendUserMessage(out []chatMessage, parts []chatPart) []chatMessage {
+	switch {
+	case len(parts) == 0:
+		return out
+	case len(parts) == 1 && parts[0].Type == "text":
+		return append(out, chatMessage{Role: "user", Content: parts[0].Text})
+	}
+	return append(out, chatMessage{Role: "user", Content: parts})
 }
 
 // functionResponseText is a tool message's content: the output alone

@@ -3,7 +3,6 @@ package providers
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"strings"
 
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
@@ -83,12 +82,8 @@ func (s *geminiStream) Translate(dst []byte, ev Event) ([]byte, error) {
 		return dst, nil
 	}
 	c := &s.chunk
-	*c = chatAnswer{Choices: c.Choices[:0]}
-	if !readChatAnswer(ev.Data, c) {
-		*c = chatAnswer{}
-		if err := json.Unmarshal(ev.Data, c); err != nil {
-			return dst, err
-		}
+	if err := readChatChunk(ev.Data, c); err != nil {
+		return dst, err
 	}
 	if c.Usage != nil {
 		s.usage = c.Usage

@@ -43,6 +43,12 @@ func geminiChat(t *testing.T, body string, o chatOptions) (RequestInfo, map[stri
 		t.Fatal(err)
 	}
 	out, err := info.gemini().toChat("upstream-model", true, o)
+	return info, chatJSON(t, out, err)
+}
+
+// chatJSON is a spoke's chat request, decoded.
+func chatJSON(t *testing.T, out []byte, err error) map[string]any {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +56,7 @@ func geminiChat(t *testing.T, body string, o chatOptions) (RequestInfo, map[stri
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	return info, m
+	return m
 }
 
 func jsonOf(v any) string {

@@ -77,6 +77,11 @@ func (info RequestInfo) gemini() *GeminiTurn {
 	return t
 }
 
+func (info RequestInfo) converse() *ConverseTurn {
+	t, _ := info.Turn.(*ConverseTurn)
+	return t
+}
+
 func (info RequestInfo) embed() *EmbedTurn {
 	t, _ := info.Turn.(*EmbedTurn)
 	return t
@@ -128,6 +133,29 @@ func (t *GeminiTurn) limits() turnLimits {
 func (t *GeminiTurn) sessionKey() string { return "" }
 
 // SetAlias implements Turn.
+func (t *ConverseTurn) SetAlias(alias string) { t.Alias = alias }
+
+// CountBody implements Turn: the request for its alias, as count_tokens
+// counts it.
+func (t *ConverseTurn) CountBody() ([]byte, error) {
+	chat, err := t.toChat(t.Alias, false, chatOptions{Anthropic: true})
+	if err != nil {
+		return nil, err
+	}
+	return countBodyFromChat(chat, t.Alias)
+}
+
+func (t *ConverseTurn) limits() turnLimits {
+	l := turnLimits{choices: 1}
+	if c := t.req.InferenceConfig; c != nil && c.MaxTokens != nil && *c.MaxTokens > 0 {
+		l.output = *c.MaxTokens
+	}
+	return l
+}
+
+func (t *ConverseTurn) sessionKey() string { return "" }
+
+// SetAlias implements Turn.
 func (t *EmbedTurn) SetAlias(alias string) { t.Alias = alias }
 
 // CountBody implements Turn: embeddings have no free count.
@@ -143,4 +171,5 @@ var (
 	_ Turn = (*ResponsesTurn)(nil)
 	_ Turn = (*GeminiTurn)(nil)
 	_ Turn = (*EmbedTurn)(nil)
+	_ Turn = (*ConverseTurn)(nil)
 )

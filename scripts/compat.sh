@@ -125,16 +125,17 @@ agent gemini-cli "Gemini CLI" @google/gemini-cli gemini gemini-cli.sh MODELGATE_
 agent opencode "opencode" opencode-ai opencode opencode.sh MODELGATE_OPENCODE_BIN TestOpencodeThroughGateway echo shell-tool
 agent qwen-code "Qwen Code" @qwen-code/qwen-code qwen qwen-code.sh MODELGATE_QWEN_BIN TestQwenCodeThroughGateway echo shell-tool
 
-# The SDKs: one install each for the three official Node SDKs and the AI
-# SDK; every subtest does the text turn and the tool loop.
+# The SDKs: one install each for the official Node SDKs (the AWS SDK's
+# Bedrock Runtime among them) and the AI SDK (its OpenAI and Bedrock
+# providers); every subtest does the text turn and the tool loop.
 if wanted sdks; then
 	echo "SDKs: installing" >&2
 	if [ "$pinned" = 1 ]; then
 		sdks=$(pinned_install node-sdks.sh) || sdks=""
 		aisdk=$(pinned_install ai-sdk.sh) || aisdk=""
 	else
-		sdks=$(latest node-sdks openai @anthropic-ai/sdk @google/genai) || sdks=""
-		aisdk=$(latest ai-sdk ai @ai-sdk/openai zod) || aisdk=""
+		sdks=$(latest node-sdks openai @anthropic-ai/sdk @google/genai @aws-sdk/client-bedrock-runtime @langchain/aws @langchain/core) || sdks=""
+		aisdk=$(latest ai-sdk ai @ai-sdk/openai @ai-sdk/amazon-bedrock zod) || aisdk=""
 	fi
 	if [ -n "$sdks" ]; then
 		log=$(run TestNodeSDKsThroughGateway "MODELGATE_NODE_SDKS_DIR=$sdks")
@@ -143,6 +144,10 @@ if wanted sdks; then
 			r=$(result "$log" TestNodeSDKsThroughGateway "$1")
 			row "$2 (Node)" "$(version "$sdks" "$2")" "$r" "$r"
 		done
+		log=$(run TestBedrockConverseThroughGateway "MODELGATE_NODE_SDKS_DIR=$sdks")
+		r=$(result "$log" TestBedrockConverseThroughGateway oa)
+		row "@aws-sdk/client-bedrock-runtime (Converse)" "$(version "$sdks" @aws-sdk/client-bedrock-runtime)" "$r" "$r"
+		row "LangChain ChatBedrockConverse" "@langchain/aws $(version "$sdks" @langchain/aws)" "$r" "$r"
 	else
 		row "openai, @anthropic-ai/sdk, @google/genai" "install failed" "-" "-"
 	fi
@@ -150,6 +155,9 @@ if wanted sdks; then
 		log=$(run TestAISDKThroughGateway "MODELGATE_AISDK_DIR=$aisdk")
 		r=$(result "$log" TestAISDKThroughGateway oa)
 		row "AI SDK (ai + @ai-sdk/openai)" "ai $(version "$aisdk" ai), @ai-sdk/openai $(version "$aisdk" @ai-sdk/openai)" "$r" "$r"
+		log=$(run TestAISDKBedrockThroughGateway "MODELGATE_AISDK_DIR=$aisdk")
+		r=$(result "$log" TestAISDKBedrockThroughGateway oa)
+		row "AI SDK (ai + @ai-sdk/amazon-bedrock)" "ai $(version "$aisdk" ai), @ai-sdk/amazon-bedrock $(version "$aisdk" @ai-sdk/amazon-bedrock)" "$r" "$r"
 	else
 		row "AI SDK" "install failed" "-" "-"
 	fi

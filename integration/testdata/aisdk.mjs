@@ -1,12 +1,20 @@
-// Drives the gateway with the Vercel AI SDK's default OpenAI provider,
-// which speaks the Responses API with store left at its default (so later
-// steps refer to earlier items by id). Prints one JSON object.
+// Drives the gateway with a Vercel AI SDK provider (MODELGATE_PROVIDER):
+// openai, the default OpenAI provider, which speaks the Responses API with
+// store left at its default (so later steps refer to earlier items by id);
+// or bedrock, the Amazon Bedrock provider, which speaks Converse and
+// ConverseStream, the gateway key as its Bedrock API key. Prints one JSON
+// object.
 import { createOpenAI } from '@ai-sdk/openai';
+import { createAmazonBedrock } from '@ai-sdk/amazon-bedrock';
 import { generateText, streamText, tool, stepCountIs } from 'ai';
 import { z } from 'zod';
 
-const openai = createOpenAI({ baseURL: process.env.MODELGATE_BASE + '/v1', apiKey: process.env.MODELGATE_API_KEY });
-const model = openai(process.env.MODELGATE_MODEL);
+const base = process.env.MODELGATE_BASE;
+const apiKey = process.env.MODELGATE_API_KEY;
+const provider = process.env.MODELGATE_PROVIDER === 'bedrock'
+  ? createAmazonBedrock({ baseURL: base, apiKey, region: 'us-east-1' })
+  : createOpenAI({ baseURL: base + '/v1', apiKey });
+const model = provider(process.env.MODELGATE_MODEL);
 const weather = tool({
   description: 'Get the weather for a city',
   inputSchema: z.object({ city: z.string() }),
