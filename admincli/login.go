@@ -35,9 +35,9 @@ type Login struct {
 	// renewal trusts that copy, so `login --print-key` run by an agent's
 	// apiKeyHelper needs no flag. Empty: the stored login's, if any.
 	CACert string
-	Dir     string       // default: ConfigDir()
-	Prompt  io.Writer    // where the sign-in instructions go (stderr)
-	Now     func() time.Time
+	Dir    string    // default: ConfigDir()
+	Prompt io.Writer // where the sign-in instructions go (stderr)
+	Now    func() time.Time
 	// Browser signs in through a browser and a loopback listener instead
 	// of the device flow (used anyway when the provider has no device
 	// flow); NoOpen only prints the link instead of opening a browser.
