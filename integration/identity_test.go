@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // The client the test IdP (integration/testdata/oidc/idp.mjs) registers.
@@ -30,6 +32,7 @@ const (
 // scripts/oidc-provider.sh installs when npm is there.
 func oidcProviderDir(t *testing.T) string {
 	t.Helper()
+	testlane.FullOnly(t, "the oidc-provider OpenID provider (npm)")
 	if d := os.Getenv("MODELGATE_TEST_OIDC_PROVIDER"); d != "" {
 		return d
 	}
