@@ -106,8 +106,7 @@ type identitySetup struct {
 // IdP. The gateway starts first: it must not need the IdP to start.
 func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySetup {
 	t.Helper()
-	ports := freePorts(t, 2)
-	gwPort, idpPort := ports[0], ports[1]
+	idpPort := freePort(t)
 	issuer := fmt.Sprintf("http://127.0.0.1:%d", idpPort)
 	auth := fmt.Sprintf(`oidc {
 			issuer %s
@@ -130,7 +129,7 @@ func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySet
 			role auditor
 		}`, issuer, idpClientID, oidcExtra)
 	g := startGateway(t, gatewayConfig{models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n",
-		authExtra: auth, port: gwPort, env: []string{"OIDC_SECRET=" + idpClientSecret}})
+		authExtra: auth, env: []string{"OIDC_SECRET=" + idpClientSecret}})
 	startIdP(t, idpPort, g.base+"/auth/oidc/callback", idpEnv...)
 	return identitySetup{g: g, issuer: issuer}
 }
