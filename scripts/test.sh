@@ -2,7 +2,7 @@
 # The README's test command, in two lanes:
 #
 #   scripts/test.sh          # the full command; CI runs exactly this (.ci/run)
-#   scripts/test.sh --quick  # the quick lane, a few minutes with a warm build cache
+#   scripts/test.sh --quick  # the quick lane: about a minute with a warm build cache
 #
 # Both run gofmt and go vet, build ./cmd/caddy once into .cache/bin/caddy
 # (the tests run that binary: MODELGATE_TEST_BINARY), and print at the end,
@@ -10,8 +10,8 @@
 #
 # The quick lane then runs `go test -short ./...`: every package's tests
 # and the integration tests on the binary, leaving to the full command the
-# ones that need npm, apt, PostgreSQL or Redis, or run for many seconds
-# (each says so when skipped; internal/testlane). It installs nothing.
+# ones that need npm, apt, PostgreSQL, Redis or Jaeger (each says so when
+# skipped; internal/testlane). It installs nothing.
 #
 # The full command sets up what every test needs (PostgreSQL and Redis on
 # loopback, Chromium from apt, the agent CLIs and SDKs from npm, Jaeger and
@@ -112,8 +112,8 @@ export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
 
 if [ -n "$QUICK" ]; then
 	step "go test -short (the quick lane)"
-	# PostgreSQL, Redis, npm clients, Chromium and the long hostile
-	# tests are the full command's: -short skips them, naming why.
+	# The tests needing PostgreSQL, Redis, Jaeger, npm clients or
+	# Chromium are the full command's: -short skips them, naming why.
 	go test -short -count=1 -timeout 10m ./...
 	step "quick lane passed (the full command: ./scripts/test.sh)"
 	exit 0
