@@ -56,20 +56,30 @@ func startEchoGateway(t *testing.T, bin string) *echoGateway {
 	if err := os.WriteFile(modelsPath, []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// The gateway serves a socket this test holds (fd 3 in the child), so
+	// its port is never free for another test to take between being
+	// chosen and being served, as it would be after listening on :0 and
+	// closing.
+	l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	t.Cleanup(func() { l.Close() })
+	sock, err := l.File()
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	g := &echoGateway{base: "http://" + addr, ledger: filepath.Join(dir, "ledger.db"), log: &lockedBuffer{}}
-	g.cmd = exec.Command(bin, "gateway", "--config", modelsPath, "--listen", addr,
+	g := &echoGateway{base: "http://" + l.Addr().String(), ledger: filepath.Join(dir, "ledger.db"), log: &lockedBuffer{}}
+	g.cmd = exec.Command(bin, "gateway", "--config", modelsPath, "--listen", "fd/3",
 		"--key-env", "MODELGATE_E2E_KEY", "--ledger", "sqlite:"+g.ledger)
 	g.cmd.Env = append(os.Environ(), "MODELGATE_E2E_KEY="+gatewayKey, "HOME="+dir,
 		"XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
-	if err := g.cmd.Start(); err != nil {
+	g.cmd.ExtraFiles = []*os.File{sock}
+	err = g.cmd.Start()
+	sock.Close() // the gateway has its own copy
+	if err != nil {
 		t.Fatal(err)
 	}
 	g.done = make(chan struct{})

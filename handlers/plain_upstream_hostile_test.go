@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -167,6 +168,7 @@ func serveGateway(t *testing.T, g *Gateway) *httptest.Server {
 // and writes the rest of its stream late.
 func TestPlainUpstreamStallMidStream(t *testing.T) {
 	var up *plainUp
+	wroteLate := make(chan string, 3) // stalled handlers that have written their late part
 	up = newPlainUp(t, func(w http.ResponseWriter, r *http.Request, m string, stream bool) {
 		if strings.HasPrefix(m, "stall") {
 			streamStart(w, m+"|a")
@@ -179,6 +181,7 @@ func TestPlainUpstreamStallMidStream(t *testing.T) {
 			// should still be reading.
 			streamChunk(w, m+"|late", false)
 			streamChunk(w, "", true)
+			wroteLate <- m
 			return
 		}
 		answer(w, m, stream)
@@ -208,8 +211,9 @@ func TestPlainUpstreamStallMidStream(t *testing.T) {
 			}
 		}
 	}
-	// Let the stalled handlers write late; a fresh round must not see it.
-	time.Sleep(500 * time.Millisecond)
+	// Once every stalled handler has written late, a fresh round must
+	// not see it.
+	testwait.Receive(t, "every stalled handler wrote late", wroteLate, 3)
 	for j, stream := range []bool{false, true} {
 		m := fmt.Sprintf("after-%d", j)
 		rec := post(g, alice, "/v1/chat/completions", markedBody("m", m, stream))
@@ -224,9 +228,12 @@ func TestPlainUpstreamStallMidStream(t *testing.T) {
 func TestPlainUpstreamTimeoutBeforeHeaders(t *testing.T) {
 	var slowMode atomic.Bool
 	slowMode.Store(true)
+	var slowStarted, slowDone atomic.Int64 // slow-mode answers begun and returned
 	var slow *plainUp
 	slow = newPlainUp(t, func(w http.ResponseWriter, r *http.Request, m string, stream bool) {
 		if slowMode.Load() {
+			slowStarted.Add(1)
+			defer slowDone.Add(1)
 			select {
 			case <-r.Context().Done():
 				slow.ended <- m
@@ -287,8 +294,12 @@ func TestPlainUpstreamTimeoutBeforeHeaders(t *testing.T) {
 		rec := post(g, alice, "/v1/chat/completions", markedBody("s", m, stream))
 		checkOwn(t, rec.Code, rec.Body.String(), "slow:"+m, stream)
 	}
-	// Late answers written to the dropped connections reach nobody.
-	time.Sleep(1100 * time.Millisecond)
+	// Late answers written to the dropped connections reach nobody: once
+	// every slow-mode answer has returned (written late or seen its
+	// connection close), nothing more can come.
+	if !testwait.Until(func() bool { return slowDone.Load() == slowStarted.Load() }) {
+		t.Fatalf("%d of %d slow-mode answers never returned", slowStarted.Load()-slowDone.Load(), slowStarted.Load())
+	}
 	for i, stream := range []bool{true, false} {
 		m := fmt.Sprintf("rec2-%d", i)
 		rec := post(g, alice, "/v1/chat/completions", markedBody("s", m, stream))
@@ -301,6 +312,7 @@ func TestPlainUpstreamTimeoutBeforeHeaders(t *testing.T) {
 // goroutines nor connections over many such departures.
 func TestPlainUpstreamClientDisconnectMidStream(t *testing.T) {
 	var up *plainUp
+	arrived := make(chan string, 1) // an early request the upstream holds, unanswered
 	up = newPlainUp(t, func(w http.ResponseWriter, r *http.Request, m string, stream bool) {
 		if strings.HasPrefix(m, "leave") {
 			streamStart(w, m+"|a")
@@ -308,6 +320,7 @@ func TestPlainUpstreamClientDisconnectMidStream(t *testing.T) {
 			return
 		}
 		if strings.HasPrefix(m, "early") {
+			arrived <- m
 			up.hold(r, m)
 			return
 		}
@@ -350,7 +363,14 @@ func TestPlainUpstreamClientDisconnectMidStream(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(markedBody("m", m, i%2 == 0)))
-		go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+		go func() {
+			// The client leaves once the upstream holds its request.
+			select {
+			case <-arrived:
+			case <-time.After(testwait.Bound): // waitEnded below fails
+			}
+			cancel()
+		}()
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 			t.Fatalf("%s: an answer to a client that left", m)

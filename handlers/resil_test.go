@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -277,8 +278,8 @@ func TestOneProbeAtATime(t *testing.T) {
 	clk.Advance(11 * time.Second)
 	probe := make(chan int)
 	go func() { probe <- post(g, alice, "/v1/chat/completions", chatBody("m", false)).Code }()
-	for up.hits.Load() < 2 {
-		time.Sleep(time.Millisecond)
+	if !testwait.Until(func() bool { return up.hits.Load() >= 2 }) {
+		t.Fatalf("the upstream saw %d requests, never 2", up.hits.Load())
 	}
 	if rec := post(g, alice, "/v1/chat/completions", chatBody("m", false)); rec.Code != 503 {
 		t.Errorf("second request during the probe: %d, want 503", rec.Code)
@@ -454,8 +455,8 @@ func TestLimits(t *testing.T) {
 		g, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) { o.MaxConcurrentPerKey = 1 })
 		first := make(chan int)
 		go func() { first <- post(g, alice, "/v1/chat/completions", chatBody("m", false)).Code }()
-		for up.hits.Load() < 1 {
-			time.Sleep(time.Millisecond)
+		if !testwait.Until(func() bool { return up.hits.Load() >= 1 }) {
+			t.Fatalf("the upstream saw %d requests, never 1", up.hits.Load())
 		}
 		rec := post(g, alice, "/v1/chat/completions", chatBody("m", false))
 		if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" {
@@ -465,8 +466,8 @@ func TestLimits(t *testing.T) {
 		go func() {
 			other <- post(g, &policy.Identity{KeyID: "bob", Role: policy.RoleUser}, "/v1/chat/completions", chatBody("m", false)).Code
 		}()
-		for up.hits.Load() < 2 {
-			time.Sleep(time.Millisecond)
+		if !testwait.Until(func() bool { return up.hits.Load() >= 2 }) {
+			t.Fatalf("the upstream saw %d requests, never 2", up.hits.Load())
 		}
 		close(release)
 		if c1, c2 := <-first, <-other; c1 != 200 || c2 != 200 {
@@ -544,12 +545,12 @@ func TestLeastBusyRequests(t *testing.T) {
 	g, _ := testGateway(t, "model_list:\n"+entry("m", a.srv.URL)+entry("m", b.srv.URL)+"router_settings:\n  routing_strategy: least-busy\n", nil)
 	done := make(chan int, 2)
 	go func() { done <- post(g, alice, "/v1/chat/completions", chatBody("m", false)).Code }()
-	for a.hits.Load()+b.hits.Load() < 1 {
-		time.Sleep(time.Millisecond)
+	if !testwait.Until(func() bool { return a.hits.Load()+b.hits.Load() >= 1 }) {
+		t.Fatalf("the upstream saw %d requests, never 1", a.hits.Load()+b.hits.Load())
 	}
 	go func() { done <- post(g, alice, "/v1/chat/completions", chatBody("m", false)).Code }()
-	for a.hits.Load()+b.hits.Load() < 2 {
-		time.Sleep(time.Millisecond)
+	if !testwait.Until(func() bool { return a.hits.Load()+b.hits.Load() >= 2 }) {
+		t.Fatalf("the upstream saw %d requests, never 2", a.hits.Load()+b.hits.Load())
 	}
 	close(release)
 	<-done

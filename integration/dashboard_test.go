@@ -21,12 +21,14 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
 )
 
 // chromium finds Debian's chromium, which the test command installs.
 func chromium(t *testing.T) string {
 	t.Helper()
+	testlane.FullOnly(t, "Chromium (apt)")
 	for _, name := range []string{os.Getenv("MODELGATE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue

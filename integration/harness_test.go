@@ -84,6 +84,10 @@ type gateway struct {
 	stderr  *syncBuffer
 	adminAt string
 	done    chan struct{} // closed when the process has exited
+	// site is the socket caddy serves, closed once the process has
+	// stopped so that the port refuses connections as a stopped server's
+	// does
+	site *net.TCPListener
 }
 
 type syncBuffer struct {
@@ -103,30 +107,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	return freePorts(t, 1)[0]
-}
-
-// freePorts is n distinct free ports. Each listener stays open until all
-// are picked: picked one at a time, two can be the same port (the kernel
-// hands a closed one out again), and Caddy, binding with SO_REUSEPORT,
-// then serves its admin API and a site on one port, each answering the
-// other's requests.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports
-}
-
 // gatewayConfig is what a test needs in its Caddyfile.
 type gatewayConfig struct {
 	models      string
@@ -138,23 +118,18 @@ type gatewayConfig struct {
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
-	port        int    // the site's port; default a free one
 }
 
 // startGateway writes the Caddyfile and models file and starts caddy run.
+// The site is served on a socket the test holds (fd 3: listenLoopback), so
+// its port cannot be taken; the admin API listens on a port from freePort,
+// and if someone else bound that one first the gateway is started again
+// on another.
 func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	t.Helper()
 	dir := c.dir
 	if dir == "" {
 		dir = t.TempDir()
-	}
-	ports := freePorts(t, 3)
-	port, adminPort := c.port, ports[0]
-	if adminPort == port {
-		adminPort = ports[1] // a restart test's fixed site port was free again
-	}
-	if port == 0 {
-		port = ports[2]
 	}
 	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(c.models), 0o600); err != nil {
 		t.Fatal(err)
@@ -167,15 +142,20 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	if c.ledgerLine != "" {
 		ledgerLine = c.ledgerLine
 	}
-	site := fmt.Sprintf("http://127.0.0.1:%d", port)
+	siteLn := listenLoopback(t)
+	site := fmt.Sprintf("http://127.0.0.1:%d", portOf(siteLn))
 	base := site
 	if c.tls {
-		site = fmt.Sprintf("https://localhost:%d", port)
+		site = fmt.Sprintf("https://localhost:%d", portOf(siteLn))
 		base = site
-		c.globalExtra += "\n\tskip_install_trust\n\tlocal_certs\n\tauto_https disable_redirects"
+		// HTTP/3 would need a UDP socket as well (fdgram); the tests speak
+		// HTTP/1.1 and HTTP/2.
+		c.globalExtra += "\n\tskip_install_trust\n\tlocal_certs\n\tauto_https disable_redirects\n\tservers {\n\t\tprotocols h1 h2\n\t}"
 		c.siteExtra += "\n\ttls internal"
 	}
-	caddyfile := fmt.Sprintf(`{
+	for attempt := 1; ; attempt++ {
+		adminPort := freePort(t)
+		caddyfile := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
 	modelgate {
@@ -185,6 +165,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 }
 
 %s {
+	bind fd/3
 	%s
 	llm_auth {
 		key {env.ALICE_KEY} {
@@ -205,12 +186,27 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
+	`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
+		g, err := launchGateway(t, c, dir, base, siteLn, adminPort, caddyfile)
+		if err == nil {
+			return g
+		}
+		if !strings.Contains(g.stderr.String(), "address already in use") || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("admin port %d was taken; starting again on another", adminPort)
+	}
+}
+
+// launchGateway starts caddy on caddyfile and waits until it is ready; the
+// error, with the gateway's log, says why it never was.
+func launchGateway(t *testing.T, c gatewayConfig, dir, base string, siteLn *net.TCPListener, adminPort int, caddyfile string) (*gateway, error) {
+	t.Helper()
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{base: base, dir: dir, stderr: &syncBuffer{}, adminAt: fmt.Sprintf("127.0.0.1:%d", adminPort)}
+	g := &gateway{base: base, dir: dir, stderr: &syncBuffer{}, adminAt: fmt.Sprintf("127.0.0.1:%d", adminPort), site: siteLn}
 	g.cmd = exec.Command(testbin.Path(t), "run", "--config", cfPath, "--adapter", "caddyfile")
 	g.cmd.Env = append(os.Environ(),
 		"ALICE_KEY="+aliceKey, "BOB_KEY="+bobKey, "ADMIN_KEY="+adminKey,
@@ -218,7 +214,11 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	g.cmd.Env = append(g.cmd.Env, c.env...)
 	g.cmd.Stderr = g.stderr
 	g.cmd.Stdout = g.stderr
-	if err := g.cmd.Start(); err != nil {
+	siteFile := listenerFile(t, siteLn)
+	g.cmd.ExtraFiles = []*os.File{siteFile} // fd 3 in caddy: `bind fd/3`
+	err := g.cmd.Start()
+	siteFile.Close() // caddy has its own copy
+	if err != nil {
 		t.Fatal(err)
 	}
 	g.done = make(chan struct{})
@@ -233,15 +233,15 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return g
+				return g, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not become ready; its log:\n%s", g.stderr.String())
+			return g, fmt.Errorf("gateway did not become ready; its log:\n%s", g.stderr.String())
 		}
 		select {
 		case <-g.done:
-			t.Fatalf("gateway exited; its log:\n%s", g.stderr.String())
+			return g, fmt.Errorf("gateway exited; its log:\n%s", g.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -249,6 +249,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 
 // stop asks caddy to shut down gracefully (flushing the ledger) and waits.
 func (g *gateway) stop(t *testing.T) {
+	defer g.site.Close()
 	select {
 	case <-g.done:
 		return

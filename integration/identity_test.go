@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // The client the test IdP (integration/testdata/oidc/idp.mjs) registers.
@@ -30,6 +32,7 @@ const (
 // scripts/oidc-provider.sh installs when npm is there.
 func oidcProviderDir(t *testing.T) string {
 	t.Helper()
+	testlane.FullOnly(t, "the oidc-provider OpenID provider (npm)")
 	if d := os.Getenv("MODELGATE_TEST_OIDC_PROVIDER"); d != "" {
 		return d
 	}
@@ -116,8 +119,7 @@ type identityOptions struct {
 
 func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
 	t.Helper()
-	ports := freePorts(t, 2)
-	gwPort, idpPort := ports[0], ports[1]
+	idpPort := freePort(t)
 	issuer := fmt.Sprintf("http://127.0.0.1:%d", idpPort)
 	auth := fmt.Sprintf(`oidc {
 			issuer %s
@@ -141,7 +143,7 @@ func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
 		}
 		%s`, issuer, idpClientID, o.oidcExtra, o.authExtra)
 	g := startGateway(t, gatewayConfig{models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n",
-		authExtra: auth, port: gwPort, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)})
+		authExtra: auth, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)})
 	startIdP(t, idpPort, g.base+"/auth/oidc/callback", o.idpEnv...)
 	return identitySetup{g: g, issuer: issuer}
 }

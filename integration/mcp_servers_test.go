@@ -19,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -27,6 +28,7 @@ import (
 // MODELGATE_TEST_MCP_FILESYSTEM.
 func mcpServerBin(t *testing.T, env string) string {
 	t.Helper()
+	testlane.FullOnly(t, "the reference MCP servers (npm)")
 	p := os.Getenv(env)
 	if p == "" {
 		t.Skipf("%s is not set; run scripts/mcp-servers.sh (scripts/test.sh does) to install the reference MCP servers", env)

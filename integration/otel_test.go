@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // jaeger is a Jaeger all-in-one (v2) on loopback with in-memory storage.
@@ -31,6 +32,7 @@ type jaeger struct {
 // installs it) on free loopback ports.
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
+	testlane.FullOnly(t, "Jaeger (scripts/jaeger.sh builds it)")
 	bin := os.Getenv("MODELGATE_TEST_JAEGER")
 	if bin == "" {
 		if os.Getenv("CI") == "true" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,9 @@ func (r *tcpRelay) up(t *testing.T) {
 	t.Helper()
 	addr := r.addr
 	if addr == "" {
-		addr = "127.0.0.1:0"
+		// Not :0: the relay goes down and comes up again on its port, and
+		// in between the kernel could hand an ephemeral port to anyone.
+		addr = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // TestTwoGatewaysShareAPostgresLedger runs two gateway processes on one
@@ -112,6 +113,7 @@ func TestReadinessFollowsLedgerWrites(t *testing.T) {
 // and the schema's name. Without MODELGATE_TEST_POSTGRES the test skips.
 func freshSchema(t *testing.T) (*url.URL, *pgx.Conn, string) {
 	t.Helper()
+	testlane.FullOnly(t, "PostgreSQL (MODELGATE_TEST_POSTGRES)")
 	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("MODELGATE_TEST_POSTGRES unset: scripts/test.sh starts PostgreSQL on loopback and sets it")

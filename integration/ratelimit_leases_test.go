@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // openStream starts a streamed chat request and returns once its answer
@@ -61,10 +61,7 @@ func redisCLI(t *testing.T, redisURL string, args ...string) string {
 // sharedLimits starts two gateways on one PostgreSQL and one Redis.
 func sharedLimits(t *testing.T, u *upstreams, limitsBlock string) (redisURL string, a, b *gateway) {
 	t.Helper()
-	redisURL = os.Getenv("MODELGATE_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("MODELGATE_TEST_REDIS unset: scripts/redis.sh starts one")
-	}
+	redisURL = testlane.RedisURL(t)
 	dsn, _, _ := freshSchema(t)
 	cfg := gatewayConfig{models: u.modelsYAML(), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\tlimits redis {env.REDIS_URL}" + limitsBlock,
 		env: []string{"REDIS_URL=" + redisURL, "DATABASE_URL=" + dsn.String()}}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // TestRateLimits: a key's rpm refuses the request over it with a retry
@@ -65,10 +65,7 @@ func TestRateLimits(t *testing.T) {
 // TestRateLimitsSharedThroughRedis: two instances on one Redis count one
 // rpm between them; with Redis gone both keep serving on their own counts.
 func TestRateLimitsSharedThroughRedis(t *testing.T) {
-	redisURL := os.Getenv("MODELGATE_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("MODELGATE_TEST_REDIS unset: scripts/redis.sh starts one")
-	}
+	redisURL := testlane.RedisURL(t)
 	if s := time.Now().Second(); s > 50 {
 		time.Sleep(time.Duration(61-s) * time.Second)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -223,12 +222,7 @@ model_aliases:`, u.openai.URL), 1)
 // recorded as cancelled long before the stream would have ended.
 func TestFaultsThroughCaddy(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{Chunks: 20, Gap: 150 * time.Millisecond})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := l.Addr().String()
-	l.Close()
+	down := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens here
 	models := u.modelsYAML() + `router_settings:
   fallbacks:
     - local: [echo]

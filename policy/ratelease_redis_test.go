@@ -3,12 +3,12 @@ package policy
 import (
 	"context"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
@@ -17,10 +17,7 @@ import (
 // twoInstances is two RateLimits on one Redis, as two gateways are.
 func twoInstances(t *testing.T) (a, b *RateLimits) {
 	t.Helper()
-	u := os.Getenv("MODELGATE_TEST_REDIS")
-	if u == "" {
-		t.Skip("MODELGATE_TEST_REDIS unset: run `eval export $(scripts/redis.sh | tail -n1)` to test the Redis counter")
-	}
+	u := testlane.RedisURL(t)
 	var rls [2]*RateLimits
 	for i := range rls {
 		r, err := ratecount.Open(context.Background(), u)

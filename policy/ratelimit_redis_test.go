@@ -3,11 +3,11 @@ package policy
 import (
 	"context"
 	"net/http"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
@@ -17,10 +17,7 @@ import (
 // reservation in Redis gives both back when it ends (in one round trip),
 // so the next request gets the slot and sees the real token count.
 func TestRedisReleaseSettlesInOneStep(t *testing.T) {
-	u := os.Getenv("MODELGATE_TEST_REDIS")
-	if u == "" {
-		t.Skip("MODELGATE_TEST_REDIS unset: run `eval export $(scripts/redis.sh | tail -n1)` to test the Redis counter")
-	}
+	u := testlane.RedisURL(t)
 	r, err := ratecount.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)

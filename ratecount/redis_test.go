@@ -2,21 +2,19 @@ package ratecount
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 func testRedis(t *testing.T) *Redis {
 	t.Helper()
-	u := os.Getenv("MODELGATE_TEST_REDIS")
-	if u == "" {
-		t.Skip("MODELGATE_TEST_REDIS unset: run `eval export $(scripts/redis.sh | tail -n1)` to test the Redis counter")
-	}
+	u := testlane.RedisURL(t)
 	r, err := Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,65 @@
 #!/usr/bin/env bash
-# The README's test command: sets up what the tests need (PostgreSQL and
-# Redis on loopback, Chromium from apt, Claude Code, Codex, Gemini CLI and
-# the AI SDK from npm, the caddy binary, and the same binary through
-# xcaddy), then runs formatting and static checks, every test, bounded
-# fuzzing and brief benchmarks. PostgreSQL and Redis run on free ports
-# (unless MODELGATE_PG_PORT / MODELGATE_REDIS_PORT, or MODELGATE_TEST_POSTGRES /
-# MODELGATE_TEST_REDIS, are given) and are stopped when the script ends.
-# CI runs exactly this (.ci/run).
+# The README's test command, in two lanes:
+#
+#   scripts/test.sh          # the full command; CI runs exactly this (.ci/run)
+#   scripts/test.sh --quick  # the quick lane: about a minute with a warm build cache
+#
+# Both run gofmt and go vet, build ./cmd/caddy once into .cache/bin/caddy
+# (the tests run that binary: MODELGATE_TEST_BINARY), and print at the end,
+# even on failure, how long each step took.
+#
+# The quick lane then runs `go test -short ./...`: every package's tests
+# and the integration tests on the binary, leaving to the full command the
+# ones that need npm, apt, PostgreSQL, Redis or Jaeger (each says so when
+# skipped; internal/testlane). It installs nothing.
+#
+# The full command sets up what every test needs (PostgreSQL and Redis on
+# loopback, Chromium from apt, the agent CLIs and SDKs from npm, Jaeger and
+# helm, the same binary through xcaddy), then runs staticcheck, the
+# deployment kit's checks, a reproducible-build check, every test with
+# brief benchmarks, and bounded fuzzing. PostgreSQL and Redis run on free
+# ports (unless MODELGATE_PG_PORT / MODELGATE_REDIS_PORT, or
+# MODELGATE_TEST_POSTGRES / MODELGATE_TEST_REDIS, are given) and are stopped
+# when the script ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+QUICK=""
+case "${1:-}" in
+"") ;;
+--quick) QUICK=1 ;;
+*) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 mkdir -p .cache/bin
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall-clock time, printed by the exit trap: "seconds<TAB>name".
+STEP_TIMES=()
+STEP=""
+clock() { local t; t=$(date +%s.%N); echo "${t%.N}"; } # %N is GNU; whole seconds elsewhere
+since() { awk -v a="$1" -v b="$(clock)" 'BEGIN { printf "%.1f", b - a }'; }
+RUN_START=$(clock)
+STEP_START=$RUN_START
+end_step() { # end_step [mark]
+	if [ -n "$STEP" ]; then STEP_TIMES+=("$(since "$STEP_START")	$STEP${1:-}"); fi
+	STEP=""
+}
+step() {
+	end_step
+	STEP=$*
+	STEP_START=$(clock)
+	printf '\n==> %s\n' "$*"
+}
+timings() { # timings <exit status>
+	if [ "$1" -ne 0 ]; then end_step "   <- FAILED (exit $1)"; else end_step; fi
+	printf '\n==> where the time went (wall clock, seconds)\n'
+	local s
+	for s in ${STEP_TIMES[@]+"${STEP_TIMES[@]}"}; do
+		printf '%8s  %s\n' "${s%%	*}" "${s#*	}"
+	done
+	printf '%8s  %s\n' "$(since "$RUN_START")" "total"
+}
 
 # free_port prints a loopback port nothing listens on.
 free_port() {
@@ -34,6 +79,8 @@ free_port() {
 STARTED_PG=""
 STARTED_REDIS=""
 cleanup() {
+	local rc=$?
+	timings "$rc"
 	for pid in ${JAEGER_BUILD:-} ${HELM_BUILD:-}; do kill "$pid" 2>/dev/null || true; done
 	if [ -n "$STARTED_PG" ]; then
 		bash scripts/postgres.sh "$ROOT/.cache/pg" stop >/dev/null 2>&1 || true
@@ -47,21 +94,30 @@ trap cleanup EXIT
 step "go $(go version | cut -d' ' -f3)"
 go mod download
 
-# Jaeger and helm are Go programs built from the module proxy (minutes of
-# CPU on 2 cores the first time). They build in the background while the
-# network-bound installs below run; their steps wait for them.
-mkdir -p .cache
-bash scripts/jaeger.sh >.cache/jaeger-build.log 2>&1 &
-JAEGER_BUILD=$!
-bash scripts/helm.sh >.cache/helm-build.log 2>&1 &
-HELM_BUILD=$!
-
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))
 if [ -n "$unformatted" ]; then echo "not gofmt-clean:"; echo "$unformatted"; exit 1; fi
 
 step "go vet"
 go vet ./...
+
+step "build ./cmd/caddy"
+# Without -trimpath, so it links the packages go vet has just compiled and
+# go test compiles alike; the tests run this binary and never build their
+# own (internal/testbin). The release check and xcaddy below build with
+# -trimpath, as releases are, and share those compiles with each other.
+go build -o .cache/bin/caddy ./cmd/caddy
+export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
+.cache/bin/caddy list-modules | grep -E '^(modelgate|http\.handlers\.llm_)'
+
+if [ -n "$QUICK" ]; then
+	step "go test -short (the quick lane)"
+	# The tests needing PostgreSQL, Redis, Jaeger, npm clients or
+	# Chromium are the full command's: -short skips them, naming why.
+	go test -short -count=1 -timeout 10m ./...
+	step "quick lane passed (the full command: ./scripts/test.sh)"
+	exit 0
+fi
 
 step "staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
@@ -70,6 +126,15 @@ fi
 # The default checks plus ST1020-ST1022: a doc comment starts with the
 # name of what it documents, so a rename cannot leave it behind.
 "$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" -checks inherit,ST1020,ST1021,ST1022 ./...
+
+# Jaeger and helm are Go programs built from the module proxy (minutes of
+# CPU on 2 cores the first time). They build in the background from here,
+# after go vet, the binary and staticcheck have had the CPU to themselves,
+# while the network-bound installs below run; their steps wait for them.
+bash scripts/jaeger.sh >.cache/jaeger-build.log 2>&1 &
+JAEGER_BUILD=$!
+bash scripts/helm.sh >.cache/helm-build.log 2>&1 &
+HELM_BUILD=$!
 
 step "PostgreSQL on loopback"
 if [ -z "${MODELGATE_TEST_POSTGRES:-}" ]; then
@@ -238,11 +303,6 @@ if [ -z "${MODELGATE_TEST_JAEGER:-}" ]; then
 	fi
 fi
 
-step "build ./cmd/caddy"
-go build -trimpath -o .cache/bin/caddy ./cmd/caddy
-export MODELGATE_TEST_BINARY="$ROOT/.cache/bin/caddy"
-.cache/bin/caddy list-modules | grep -E '^(modelgate|http\.handlers\.llm_)' 
-
 step "xcaddy build from this checkout (bounded)"
 # The README's xcaddy line, as a user runs it from a clone: Caddy at the
 # version go.mod pins, Modelgate replaced by this directory. It reuses the
@@ -330,26 +390,37 @@ else
 		"scripts/release.sh runs it and refuses to release without it"
 fi
 
-step "go test"
-go test -count=1 -timeout 20m ./...
+step "go test, with brief benchmarks"
+# One run links each package's test binary once for its tests and its
+# benchmarks (a separate -bench run would link every one again).
+go test -count=1 -timeout 20m -bench=. -benchtime=100x -benchmem ./...
 
 step "fuzz (bounded)"
-# A count, not a duration: Go 1.26's fuzz coordinator can report a
-# spurious "context deadline exceeded" when a duration budget expires
-# (golang/go#75804); a count has no deadline to race.
+# Each package with fuzz targets is compiled, instrumented, once
+# (go test -c -fuzz), and that binary fuzzes each of its targets in turn
+# from the package's directory (its testdata/fuzz corpus), with the fuzz
+# cache go test itself would use. A count, not a duration: Go 1.26's fuzz
+# coordinator can report a spurious "context deadline exceeded" when a
+# duration budget expires (golang/go#75804); a count has no deadline to race.
 FUZZTIME=${FUZZTIME:-20000x}
+FUZZCACHE="$(go env GOCACHE)/fuzz"
+mkdir -p .cache/fuzz
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
-	for fz in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+	# (|| true: a package without tests or fuzz targets makes grep fail,
+	# which pipefail and set -e would turn into the script's failure)
+	targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
+	[ -n "$targets" ] || continue
+	bin="$ROOT/.cache/fuzz/$(tr / _ <<<"$pkg").test"
+	go test -c -fuzz=. -o "$bin" "$pkg"
+	for fz in $targets; do
 		echo "--- $pkg $fz"
-		if ! out=$(go test -run='^$' -fuzz="^${fz}\$" -fuzztime="$FUZZTIME" -timeout 5m "$pkg" 2>&1); then
+		if ! out=$(cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${fz}\$" -test.fuzztime="$FUZZTIME" \
+			-test.fuzzcachedir="$FUZZCACHE/$pkg" -test.timeout=5m 2>&1); then
 			echo "$out"
 			exit 1
 		fi
 	done
 done
-
-step "benchmarks (brief)"
-go test -run='^$' -bench=. -benchtime=100x -benchmem ./... | grep -E '^(Benchmark|ok|FAIL|---)' 
 
 step "all checks passed"

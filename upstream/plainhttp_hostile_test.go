@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgate/modelgate/internal/testwait"
 )
 
 // scriptedServer accepts connections on 127.0.0.1 and hands each to
@@ -434,7 +436,7 @@ func TestPlainHostileNothingLeaks(t *testing.T) {
 		_, _ = post(t, context.Background(), tr, refused, "{}")
 	}
 	tr.CloseIdleConnections()
-	time.Sleep(300 * time.Millisecond)
+	testwait.Until(func() bool { return fds() <= fd0 && runtime.NumGoroutine()-g0 <= 2 })
 	if d := fds() - fd0; d > 0 {
 		t.Errorf("%d descriptors more than before", d)
 	}
@@ -467,7 +469,7 @@ func TestPlainHostileCancelFreesAnUnclosedBody(t *testing.T) {
 		}
 		cancel()
 	}
-	time.Sleep(200 * time.Millisecond)
+	testwait.Until(func() bool { return fds() <= fd0 })
 	if d := fds() - fd0; d > 0 {
 		t.Errorf("%d descriptors more than before", d)
 	}

@@ -12,12 +12,15 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 // DSN is the test server's DSN; without one the test is skipped, naming
 // the script that starts a server.
 func DSN(t testing.TB) string {
 	t.Helper()
+	testlane.FullOnly(t, "PostgreSQL (MODELGATE_TEST_POSTGRES)")
 	dsn := os.Getenv("MODELGATE_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("MODELGATE_TEST_POSTGRES unset: run `eval export $(scripts/postgres.sh | tail -n1)` to test against PostgreSQL")

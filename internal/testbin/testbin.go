@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelgate/modelgate/internal/testlane"
 )
 
 var (
@@ -61,6 +63,7 @@ func (b *buildFailure) Error() string { return b.err.Error() + "\n" + b.out }
 // skips the test, saying why, only when none of these can work.
 func ClaudeCode(t testing.TB) string {
 	t.Helper()
+	testlane.FullOnly(t, "the real Claude Code CLI (npm)")
 	if p := os.Getenv("MODELGATE_CLAUDE_BIN"); p != "" {
 		return p
 	}
@@ -111,6 +114,7 @@ func QwenCode(t testing.TB) string {
 // already under .cache; with none of these the test is skipped.
 func npmTool(t testing.TB, name, envVar, cacheGlob, bin, script string) string {
 	t.Helper()
+	testlane.FullOnly(t, "the real "+name+" CLI (npm)")
 	if p := os.Getenv(envVar); p != "" {
 		return p
 	}
@@ -135,6 +139,7 @@ func npmTool(t testing.TB, name, envVar, cacheGlob, bin, script string) string {
 // the node binary to run scripts there with.
 func NodeSDKs(t testing.TB) (dir, node string) {
 	t.Helper()
+	testlane.FullOnly(t, "the official Node SDKs (npm)")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("Node SDK end-to-end test skipped: node is not installed")
@@ -157,6 +162,7 @@ func NodeSDKs(t testing.TB) (dir, node string) {
 // node binary to run scripts there with.
 func AISDK(t testing.TB) (dir, node string) {
 	t.Helper()
+	testlane.FullOnly(t, "the Vercel AI SDK (npm)")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("AI SDK end-to-end test skipped: node is not installed")
@@ -180,6 +186,7 @@ func AISDK(t testing.TB) (dir, node string) {
 // there with.
 func OpenAIAgents(t testing.TB) (dir, node string) {
 	t.Helper()
+	testlane.FullOnly(t, "the OpenAI Agents SDK (npm)")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("OpenAI Agents SDK end-to-end test skipped: node is not installed")
