@@ -31,9 +31,10 @@ type upstream struct {
 	sess  *sdk.ClientSession
 	tools []*sdk.Tool // after allowed_tools/disallowed_tools
 	down  error
-	// known are the names of every tool the server has served since the
-	// gateway started, so a call for one while the server is down is
-	// recorded under its name, and any other name under unknownTool.
+	// known are the names of every tool the server has listed since the
+	// gateway started (allowed_tools' exclusions too), so a refused call
+	// for one, or one while the server is down, is recorded under its
+	// name, and any other name under unknownTool.
 	known map[string]bool
 	// first is closed when the first connection attempt has finished.
 	first     chan struct{}
@@ -183,11 +184,16 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 	lctx, cancel := context.WithTimeout(ctx, u.g.connectTimeout)
 	defer cancel()
 	var tools []*sdk.Tool
+	// listed is every name the server offers, those allowed_tools leaves
+	// out too: a call to one is refused under its real name, which the
+	// server (not the client) chose.
+	var listed []string
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Tools != nil {
 		for t, err := range cs.Tools(lctx, nil) {
 			if err != nil {
 				return fmt.Errorf("tools/list: %w", err)
 			}
+			listed = append(listed, t.Name)
 			if !u.cfg.ToolAllowed(t.Name) || !validSchema(t.InputSchema) {
 				continue
 			}
@@ -199,8 +205,8 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 	if u.known == nil {
 		u.known = map[string]bool{}
 	}
-	for _, t := range tools {
-		u.known[t.Name] = true
+	for _, name := range listed {
+		u.known[name] = true
 	}
 	u.mu.Unlock()
 	u.g.changed()
