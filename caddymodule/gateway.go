@@ -49,7 +49,9 @@ type Gateway struct {
 	// default limit); at least 2 × max_request_body + 2 MiB.
 	MaxBodyMemory int64 `json:"max_body_memory,omitempty"`
 	// DefaultMaxTokens is sent to Anthropic backends when an OpenAI
-	// client gives no limit. Default 4096.
+	// client gives no limit, and to any backend for a request under a
+	// budget that gives none and whose model sets no max_output_tokens.
+	// Default 4096.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
 	// Timeout bounds a whole upstream request when neither the model
 	// entry nor router_settings sets one. Default 10m.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,11 +16,13 @@ import (
 )
 
 // boundUpstream is an OpenAI chat upstream that bills what it was allowed
-// to: completion_tokens = (max_completion_tokens or max_tokens, else 1000)
-// × n, as the hostile review's fake did. It keeps the last bound it got.
+// to: completion_tokens = (max_completion_tokens or max_tokens, else
+// unbounded, else 1000) × n, as the hostile review's fake did. It keeps
+// the last bound it got.
 type boundUpstream struct {
-	mu       sync.Mutex
-	bound, n int64
+	mu        sync.Mutex
+	bound, n  int64
+	unbounded int64
 }
 
 func (u *boundUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +33,7 @@ func (u *boundUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	_ = json.Unmarshal(body, &req)
-	bound, n := int64(1000), int64(1)
+	bound, n := cmp.Or(u.unbounded, 1000), int64(1)
 	if req.MaxTokens != nil {
 		bound = *req.MaxTokens
 	}

@@ -38,7 +38,9 @@ type GatewayOptions struct {
 	// Default 1 s.
 	BodyMemoryWait time.Duration
 	// DefaultMaxTokens is sent to Anthropic when an OpenAI client gave no
-	// limit (Anthropic requires one). Default 4096.
+	// limit (Anthropic requires one), and to any upstream for a request
+	// under a budget that gave none, unless the alias's deployments set
+	// model_info.max_output_tokens (serveChat). Default 4096.
 	DefaultMaxTokens int64
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
@@ -117,9 +119,9 @@ type Gateway struct {
 	// affinity pins sessions to deployments; nil when
 	// router_settings.session_affinity is off.
 	affinity *upstream.Affinity
-	// leases: alias → how long a budget reservation of its requests is
-	// held at most (see estimate), fixed with the chains.
-	leases map[string]time.Duration
+	// bounds: alias → what its chain fixes for budgets (see estimate),
+	// fixed with the chains.
+	bounds map[string]aliasBounds
 	paths  map[string]http.HandlerFunc
 	// parsers reads a request body of each client format (indexed by
 	// providers.Format), chosen once in buildParsers.
@@ -217,7 +219,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.affinity = g.states.affinity
 	}
 	g.chains = make(map[string][]aliasLink, len(g.backends))
-	g.leases = make(map[string]time.Duration, len(g.backends))
+	g.bounds = make(map[string]aliasBounds, len(g.backends))
 	for _, alias := range o.Models.Aliases() {
 		var chain []aliasLink
 		for _, a := range append([]string{alias}, o.Models.FallbacksFor(alias)...) {
@@ -226,15 +228,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 			}
 		}
 		g.chains[alias] = chain
-		var longest time.Duration
-		for _, l := range chain {
-			for _, b := range l.deployments {
-				longest = max(longest, b.Timeout())
-			}
-		}
-		// A retry and a fallback may each take as long, then the writer's
-		// batch; past that the request is gone.
-		g.leases[alias] = 2*longest + time.Minute
+		g.bounds[alias] = boundsOf(chain)
 	}
 	g.buildParsers()
 	g.buildPaths()

@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,8 +99,16 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		// Settled once the answer is complete (relay.go); this is for
 		// every other way out, before the record is queued.
 		defer settleBudget(hold, rec)
-		if bound, lowered := hold.OutputBound(); lowered {
-			if body, info, ok = g.lowerOutput(w, cf, rec, start, body, info, bound, hold); !ok {
+		bound, lowered := hold.OutputBound()
+		// A budgeted request without an output bound is sent the one its
+		// estimate assumed: unbounded, one long answer could cost far
+		// more than it reserved (where output costs nothing it cannot).
+		added := hold != nil && est.budget.Tokens > 0 && est.budget.TokenPico > 0 && info.OutputLimit() == 0
+		if added && !lowered {
+			bound = est.budget.Tokens
+		}
+		if lowered || added {
+			if body, info, ok = g.boundOutput(w, cf, rec, start, body, info, bound, lowered, added, hold); !ok {
 				return
 			}
 			est.tokens = info.InputBytes(body) + bound*info.Choices()
@@ -164,8 +173,12 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	if c := info.Choices(); output > 0 && c > 1 {
 		output = min(output, (1<<62)/c) * c
 	}
-	e := requestEstimate{tokens: input + output, lease: g.leases[alias]}
-	e.budget.Tokens = info.OutputBound(g.opts.DefaultMaxTokens)
+	bounds := g.bounds[alias]
+	e := requestEstimate{tokens: input + output, lease: bounds.lease}
+	// A budgeted request without a bound is sent this one (serveChat),
+	// so its estimate assumes it; the tpm estimate above keeps the
+	// default until then, as for a request no budget applies to.
+	e.budget.Tokens = info.OutputBound(cmp.Or(bounds.maxOutput, g.opts.DefaultMaxTokens))
 	choices := info.Choices()
 	for _, l := range g.chains[alias] {
 		for _, b := range l.deployments {
@@ -180,25 +193,66 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 }
 
 // HeaderMaxTokensLowered names, on an answer, the output bound per choice
-// the gateway sent the upstream instead of the client's, because the
-// request's worst case did not fit in what was left of its budgets.
+// the gateway sent the upstream instead of the client's (or the one it
+// would have added), because the request's worst case did not fit in
+// what was left of its budgets.
 const HeaderMaxTokensLowered = "X-Modelgate-Max-Tokens-Lowered"
 
-// lowerOutput sends the request with its output bound lowered to bound,
-// and says so in a header; on failure it has answered the client.
-func (g *Gateway) lowerOutput(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
+// HeaderMaxTokensAdded names, on an answer, the output bound per choice
+// the gateway sent the upstream for a request under a budget whose
+// client set none: the alias's model_info.max_output_tokens, else
+// default_max_tokens, or less when HeaderMaxTokensLowered says so too.
+const HeaderMaxTokensAdded = "X-Modelgate-Max-Tokens-Added"
+
+// boundOutput sends the request with its output bound set to bound,
+// lowered from the client's or added where it set none, and says which
+// in headers; on failure it has answered the client.
+func (g *Gateway) boundOutput(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, lowered, added bool, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
 	insert := "max_completion_tokens"
 	if cf == providers.FormatAnthropic {
 		insert = "max_tokens"
 	}
-	out, lowered, err := info.WithOutputLimit(body, bound, insert)
+	out, bounded, err := info.WithOutputLimit(body, bound, insert)
 	if err != nil {
 		settleBudget(hold, rec)
-		g.refuse(w, cf, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given a lower output bound: " + err.Error()})
+		g.refuse(w, cf, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given an output bound: " + err.Error()})
 		return nil, info, false
 	}
-	w.Header().Set(HeaderMaxTokensLowered, strconv.FormatInt(bound, 10))
-	return out, lowered, true
+	n := strconv.FormatInt(bound, 10)
+	if lowered {
+		w.Header().Set(HeaderMaxTokensLowered, n)
+	}
+	if added {
+		w.Header().Set(HeaderMaxTokensAdded, n)
+	}
+	return out, bounded, true
+}
+
+// aliasBounds is what an alias's chain (itself, then its fallbacks)
+// fixes for the budgets of its requests.
+type aliasBounds struct {
+	// lease is how long a budget reservation is held at most.
+	lease time.Duration
+	// maxOutput is the smallest model_info.max_output_tokens among the
+	// deployments the chain may reach; 0: none sets one.
+	maxOutput int64
+}
+
+func boundsOf(chain []aliasLink) aliasBounds {
+	var longest time.Duration
+	var b aliasBounds
+	for _, l := range chain {
+		for _, d := range l.deployments {
+			longest = max(longest, d.Timeout())
+			if n := d.Entry().Info.MaxOutputTokens; n > 0 && (b.maxOutput == 0 || n < b.maxOutput) {
+				b.maxOutput = n
+			}
+		}
+	}
+	// A retry and a fallback may each take as long, then the writer's
+	// batch; past that the request is gone.
+	b.lease = 2*longest + time.Minute
+	return b
 }
 
 // settleBudget settles the request's budget reservation at the cost its

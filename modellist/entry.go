@@ -505,6 +505,11 @@ func isToken(s string) bool {
 	return true
 }
 
+// maxOutputTokens is the largest model_info.max_output_tokens: upstreams
+// read an output bound as a 32-bit integer (Gemini's maxOutputTokens is
+// int32), so a larger one would only be refused there.
+const maxOutputTokens = 1<<31 - 1
+
 func (p *parser) info(d *Deployment, n *yaml.Node, w where) {
 	fs, ok := p.mapping(n, w, infoFields(), strings.Join(infoFields(), ", "))
 	if !ok {
@@ -529,5 +534,8 @@ func (p *parser) info(d *Deployment, n *yaml.Node, w where) {
 	}
 	if f, ok := fs["max_input_tokens"]; ok {
 		d.Info.MaxInputTokens, _ = p.count(f.val, w.sub("max_input_tokens"), 1<<62)
+	}
+	if f, ok := fs["max_output_tokens"]; ok {
+		d.Info.MaxOutputTokens, _ = p.count(f.val, w.sub("max_output_tokens"), maxOutputTokens)
 	}
 }

@@ -132,6 +132,9 @@ type ModelInfo struct {
 	// (LiteLLM's cache_creation_input_token_cost_above_1hr).
 	CacheCreation1hInputTokenCost *int64
 	MaxInputTokens                int64 // 0 = unset
+	// MaxOutputTokens is the output bound a budgeted request that sets
+	// none is sent with (default_max_tokens otherwise); 0 = unset.
+	MaxOutputTokens int64
 }
 
 // Routing strategies accepted in router_settings.routing_strategy.
