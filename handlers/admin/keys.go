@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +30,6 @@ import (
 const (
 	keysPath       = adminapi.KeysPath
 	workspacesPath = adminapi.WorkspacesPath
-	// RuntimeKeyPrefix starts every secret the gateway mints.
-	RuntimeKeyPrefix = "sk-mg-"
 )
 
 func rfc3339(t time.Time) *string {
@@ -559,12 +554,6 @@ func (a *Handler) knownWorkspace(id string) bool {
 	return false
 }
 
-func newSecret() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return RuntimeKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	var req keyRequest
 	if msg := readStrict(r, &req); msg != "" {
@@ -579,21 +568,19 @@ func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	now := a.Controls.Now().UTC()
-	secret := newSecret()
-	sum := sha256.Sum256([]byte(secret))
-	k := ledger.ControlKey{ID: "apikey_" + strings.ToLower(rand.Text()), Name: *req.Name, SecretHash: hex.EncodeToString(sum[:]),
-		Hint: secret[:len(RuntimeKeyPrefix)+4] + "..." + secret[len(secret)-4:], Status: "active", CreatedAt: now, UpdatedAt: now}
-	if msg := a.fillKey(&k, &req, true); msg != "" {
+	draft := ledger.ControlKey{Status: "active"}
+	if msg := a.fillKey(&draft, &req, true); msg != "" {
 		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	if err := a.Controls.PutKey(r.Context(), k); err != nil {
+	k, secret, err := a.Controls.MintKey(r.Context(), policy.NewKey{Name: draft.Name, Workspace: draft.WorkspaceID,
+		ExpiresAt: draft.ExpiresAt, Limits: draft.Limits})
+	if err != nil {
 		fail(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return
 	}
 	a.record(r, "key.create", k.ID, changed(nil, keyFields(k)))
-	o := runtimeKeyObject(k, now)
+	o := runtimeKeyObject(k, k.CreatedAt)
 	o.Value = secret
 	writeJSON(w, o)
 }
