@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -579,7 +580,7 @@ func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return
 	}
-	a.record(r, "key.create", k.ID, changed(nil, keyFields(k)))
+	a.record(r, "key.create", k.ID, audit.Diff(nil, keyFields(k)))
 	o := runtimeKeyObject(k, k.CreatedAt)
 	o.Value = secret
 	writeJSON(w, o)
@@ -700,7 +701,7 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 	if after := keyFields(k); after["status"] != before["status"] && after["status"] != "active" {
 		action = "key.revoke" // inactive or archived: the key no longer works
 	}
-	a.record(r, action, k.ID, changed(before, keyFields(k)))
+	a.record(r, action, k.ID, audit.Diff(before, keyFields(k)))
 	writeJSON(w, runtimeKeyObject(k, a.Controls.Now()))
 }
 
@@ -814,6 +815,6 @@ func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id strin
 		updateFailed(w, err, "workspace", id)
 		return
 	}
-	a.record(r, action, id, changed(before, after))
+	a.record(r, action, id, audit.Diff(before, after))
 	a.writeWorkspace(w, id)
 }
