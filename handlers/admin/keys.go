@@ -18,6 +18,7 @@ import (
 	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -418,7 +419,7 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 		if json.Unmarshal(*raw, &s) != nil {
 			return name + `: must be an amount in cents as a decimal string, e.g. "5000", or null for none`
 		}
-		n, err := ledger.ParseCents(s)
+		n, err := money.ParseCents(s)
 		if err != nil {
 			return name + ": " + err.Error()
 		}
@@ -453,7 +454,7 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 			if dec.Decode(&b) != nil {
 				return `budget: must be {"amount": "<cents>", "period": "daily|weekly|monthly|total"} or null`
 			}
-			n, err := ledger.ParseCents(b.Amount)
+			n, err := money.ParseCents(b.Amount)
 			if err != nil {
 				return "budget.amount: " + err.Error() + `; "0" admits no paid use, and budget null removes the budget`
 			}
