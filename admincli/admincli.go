@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/adminapi"
-	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 )
 
 // Client talks to one gateway's admin API with an admin key.
@@ -183,7 +183,7 @@ func (f Flags) Fields() (map[string]any, error) {
 	case !ok:
 		return nil, errors.New("--budget: want <dollars>:<period>, e.g. 50:monthly (period daily, weekly, monthly or total), or none")
 	default:
-		c, err := ledger.ParseDollars(amount)
+		c, err := money.ParseDollars(amount)
 		if err != nil {
 			return nil, fmt.Errorf("--budget: %v", err)
 		}
@@ -195,7 +195,7 @@ func (f Flags) Fields() (map[string]any, error) {
 		case v == "none":
 			m[flag] = nil
 		default:
-			c, err := ledger.ParseDollars(v)
+			c, err := money.ParseDollars(v)
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %v", strings.ReplaceAll(flag, "_", "-"), err)
 			}
@@ -219,7 +219,7 @@ func centsToDollars(c string) string {
 	if err != nil {
 		return c
 	}
-	return fmt.Sprintf("$%d.%02d", n/100, n%100)
+	return money.Dollars(n)
 }
 
 func orDash(s *string) string {

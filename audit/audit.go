@@ -85,6 +85,24 @@ func (l *Log) Record(ctx context.Context, e Event) {
 	}
 }
 
+// Diff is what changed from before to after, as an Event's Fields: each
+// field whose value differs, at its new value, and each field after lacks
+// as "". A creation is Diff(nil, after), a deletion Diff(before, nil).
+func Diff(before, after map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range after {
+		if before[k] != v {
+			out[k] = v
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out[k] = ""
+		}
+	}
+	return out
+}
+
 // Entry is e as the ledger stores it, with secret-looking fields left out.
 func Entry(e Event) ledger.AuditEntry {
 	fields := make(map[string]string, len(e.Fields))

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -41,4 +42,20 @@ func TestRecordDropsSecretsAndAppends(t *testing.T) {
 	(&Log{}).Record(context.Background(), Event{Action: "x"})
 	var nilLog *Log
 	nilLog.Record(context.Background(), Event{Action: "x"})
+}
+
+// TestDiff: a changed field at its new value, a removed one as "", an
+// unchanged one left out; a creation lists every field.
+func TestDiff(t *testing.T) {
+	before := map[string]string{"name": "a", "rpm": "5", "models": "echo"}
+	after := map[string]string{"name": "b", "rpm": "5", "tpm": "100"}
+	if got, want := Diff(before, after), map[string]string{"name": "b", "tpm": "100", "models": ""}; !maps.Equal(got, want) {
+		t.Errorf("Diff = %v, want %v", got, want)
+	}
+	if got := Diff(nil, after); !maps.Equal(got, after) {
+		t.Errorf("Diff(nil, after) = %v, want %v", got, after)
+	}
+	if got := Diff(before, before); got == nil || len(got) != 0 {
+		t.Errorf("Diff of no change = %#v, want an empty map", got)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/scim"
@@ -150,8 +151,8 @@ func (l *LimitsConfig) validate() error {
 		return nil
 	}
 	for name, c := range map[string]*int64{"budget_cents": l.BudgetCents, "soft_budget_cents": &l.SoftBudgetCents, "session_budget_cents": l.SessionBudgetCents} {
-		if c != nil && (*c < 0 || *c > ledger.MaxBudgetCents) {
-			return fmt.Errorf("%s: %d is not from 0 to %d cents ($%d)", name, *c, ledger.MaxBudgetCents, ledger.MaxBudgetCents/100)
+		if c != nil && (*c < 0 || *c > money.MaxBudgetCents) {
+			return fmt.Errorf("%s: %d is not from 0 to %d cents ($%d)", name, *c, money.MaxBudgetCents, money.MaxBudgetCents/100)
 		}
 	}
 	return nil
@@ -165,7 +166,7 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		if !d.NextArg() {
 			return 0, d.Errf("%s: give an amount in US dollars, e.g. %s 50", opt, opt)
 		}
-		c, perr := ledger.ParseDollars(d.Val())
+		c, perr := money.ParseDollars(d.Val())
 		if perr != nil {
 			return 0, d.Errf("%s: %v", opt, perr)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 )
 
 func TestAuthCaddyfile(t *testing.T) {
@@ -78,7 +79,7 @@ func TestAuthCaddyfile(t *testing.T) {
 				BudgetCents: ledger.Cents(0), BudgetPeriod: "monthly", SessionBudgetCents: ledger.Cents(0)}}}},
 		},
 		{name: "budget largest", input: "llm_auth {\nkey {env.A} {\nbudget 1000000 total\n}\n}",
-			want: Auth{Keys: []KeyConfig{{Key: "{env.A}", Limits: &LimitsConfig{BudgetCents: ledger.Cents(ledger.MaxBudgetCents), BudgetPeriod: "total"}}}}},
+			want: Auth{Keys: []KeyConfig{{Key: "{env.A}", Limits: &LimitsConfig{BudgetCents: ledger.Cents(money.MaxBudgetCents), BudgetPeriod: "total"}}}}},
 		{name: "budget NaN", input: "llm_auth {\nkey {env.A} {\nbudget NaN monthly\n}\n}", wantErr: "budget: "},
 		{name: "budget Inf", input: "llm_auth {\nworkspace w {\nbudget +Inf monthly\n}\n}", wantErr: "budget: "},
 		{name: "budget negative", input: "llm_auth {\nkey {env.A} {\nbudget -5 monthly\n}\n}", wantErr: "budget: "},

@@ -3,8 +3,6 @@ package identity
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -604,11 +602,6 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 		person.Groups = []string{}
 	}
 	return person, idt, nil
-}
-
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 // record sends e to the auditor.

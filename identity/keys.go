@@ -2,8 +2,6 @@ package identity
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +17,8 @@ import (
 
 	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 )
-
-// keyPrefix starts every runtime key's secret, the admin API's included.
-const keyPrefix = "sk-mg-"
 
 // tokenRequest is what `caddy modelgate login` posts to TokenPath: the
 // device code it is waiting on, or the refresh token it holds.
@@ -298,15 +294,10 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 
 // mint stores a new key for person in the runtime key store.
 func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (adminapi.PersonKey, error) {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	secret := keyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	now := h.controls.Now().UTC()
-	k := ledger.ControlKey{ID: "apikey_" + strings.ToLower(rand.Text()), Name: "oidc: " + person.ID(), WorkspaceID: grant.Workspace,
-		SecretHash: digest(secret), Hint: secret[:len(keyPrefix)+4] + "..." + secret[len(secret)-4:], Status: "active",
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(h.cfg.KeyTTL), Limits: grant.Limits,
-		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject}}
-	if err := h.controls.PutKey(ctx, k); err != nil {
+	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: "oidc: " + person.ID(), Workspace: grant.Workspace,
+		ExpiresAt: h.controls.Now().UTC().Add(h.cfg.KeyTTL), Limits: grant.Limits,
+		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject}})
+	if err != nil {
 		return adminapi.PersonKey{}, err
 	}
 	models := grant.Models

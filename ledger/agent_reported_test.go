@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgate/modelgate/money"
 )
 
 // Agent-reported records are counted apart in the sessions report, and
@@ -144,7 +146,7 @@ func TestCostReportShowsAgentReportedCost(t *testing.T) {
 		served.InputTokens, served.CacheCreation5m, served.CacheCreation1h, served.CacheReadTokens, served.OutputTokens = 100, 0, 0, 0, 0
 		served.CostPicoUSD = served.Prices.Cost(&served)
 		reported := sampleRecord(2)
-		reported.Endpoint, reported.ReportOnly, reported.CostPicoUSD, reported.Prices = EndpointAgentReported, true, 3*picoPerCent, Prices{}
+		reported.Endpoint, reported.ReportOnly, reported.CostPicoUSD, reported.Prices = EndpointAgentReported, true, 3*money.PicoPerCent, Prices{}
 		if err := s.Insert(context.Background(), []Record{served, reported}); err != nil {
 			t.Fatal(err)
 		}

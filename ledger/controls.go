@@ -20,7 +20,7 @@ import (
 // change came between (policy.Controls).
 
 // Limits are what a key or workspace may spend and how fast it may call.
-// Amounts are in cents, at most MaxBudgetCents. A nil budget is none; a
+// Amounts are in cents, at most money.MaxBudgetCents. A nil budget is none; a
 // budget of 0 admits no paid use (rows stored before budgets could be 0
 // never wrote a zero, so they read the same). Zero soft budget and rates
 // mean no limit.

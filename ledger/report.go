@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgate/modelgate/money"
 )
 
 // UsageReportPage is the JSON body of GET /v1/organizations/usage_report/messages.
@@ -423,16 +425,13 @@ func addSat(sum *int64, n int64) {
 	*sum += n
 }
 
-// picoPerCent is 1e-12 USD units in one cent.
-const picoPerCent = 10_000_000_000
-
 // ShortCents renders picodollars as cents rounded down to three decimals,
 // without trailing zeros ("1234", "12.5"): the short form of the session
 // and budget views, where formatCents's exactness would be noise. A
 // negative amount is shown as 0.
 func ShortCents(pico int64) string {
 	pico = max(pico, 0)
-	whole, frac := pico/picoPerCent, (pico%picoPerCent)/1e7
+	whole, frac := pico/money.PicoPerCent, (pico%money.PicoPerCent)/1e7
 	if frac == 0 {
 		return strconv.FormatInt(whole, 10)
 	}
@@ -446,12 +445,12 @@ func formatCents(pico int64) string {
 	if neg {
 		pico = -pico
 	}
-	frac := strconv.FormatInt(pico%picoPerCent+picoPerCent, 10)[1:] // zero-padded to 10 digits
+	frac := strconv.FormatInt(pico%money.PicoPerCent+money.PicoPerCent, 10)[1:] // zero-padded to 10 digits
 	frac = strings.TrimRight(frac, "0")
 	if frac == "" {
 		frac = "0"
 	}
-	s := strconv.FormatInt(pico/picoPerCent, 10) + "." + frac
+	s := strconv.FormatInt(pico/money.PicoPerCent, 10) + "." + frac
 	if neg {
 		s = "-" + s
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgate/modelgate/money"
 )
 
 var sonnet = anthropicPrices(3*mtok, 15*mtok)
@@ -289,9 +291,9 @@ func TestFormatCents(t *testing.T) {
 		{0, "0.0"},
 		{4_200_000 * 3 * mtok, "1260.0"}, // the spec's 4.2M input tokens at $3/MTok
 		{1, "0.0000000001"},
-		{picoPerCent, "1.0"},
+		{money.PicoPerCent, "1.0"},
 		{123_789_120_000_000, "12378.912"},
-		{-5 * picoPerCent / 2, "-2.5"},
+		{-5 * money.PicoPerCent / 2, "-2.5"},
 	}
 	for _, tt := range tests {
 		if got := formatCents(tt.pico); got != tt.want {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -307,7 +308,7 @@ func appendBudget(out []budget, id *Identity, session string, now time.Time, sco
 	}
 	// Every entry point bounds amounts; the clamp keeps a row stored
 	// before the bound from overflowing into a negative limit.
-	limit, soft := min(max(*cents, 0), ledger.MaxBudgetCents), min(max(softCents, 0), ledger.MaxBudgetCents)
+	limit, soft := min(max(*cents, 0), money.MaxBudgetCents), min(max(softCents, 0), money.MaxBudgetCents)
 	return append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
 		limitPico: limit * 1e10, softPico: soft * 1e10, resets: ledger.PeriodEnd(period, now), keyID: id.KeyID, session: session})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -117,15 +118,13 @@ func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.
 		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true, Message: m.String()}
 }
 
-func dollars(pico int64) string {
-	cents := max(pico, 0) / 1e10
-	return fmt.Sprintf("$%d.%02d", cents/100, cents%100)
-}
+// dollars is pico rounded down to the cent; a negative amount is $0.00.
+func dollars(pico int64) string { return money.Dollars(max(pico, 0) / money.PicoPerCent) }
 
 // dollarsUp is dollars rounded up to the cent: a need of $0.001 is not
 // "$0.00".
 func dollarsUp(pico int64) string {
-	return dollars(min(max(pico, 0), ledger.MaxCost) + 1e10 - 1)
+	return dollars(min(max(pico, 0), ledger.MaxCost) + money.PicoPerCent - 1)
 }
 
 // splitShared splits what a shared store reported a budget has used into

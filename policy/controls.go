@@ -3,9 +3,11 @@ package policy
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -357,8 +359,15 @@ func (c *Controls) SignedOut(sessionID string) (out, loaded bool) {
 // secretDigest decodes a stored secret hash; a malformed one matches no
 // key.
 func secretDigest(hexHash string) (h [sha256.Size]byte, ok bool) {
-	ok = len(hexHash) == 2*sha256.Size && decodeHex(h[:], hexHash)
-	return h, ok
+	// Lower case only: the minter writes it so, and a stored hash in
+	// another case is not one the gateway wrote.
+	if len(hexHash) != 2*sha256.Size || strings.ToLower(hexHash) != hexHash {
+		return h, false
+	}
+	var src [2 * sha256.Size]byte // []byte(hexHash) would allocate once per key per snapshot
+	copy(src[:], hexHash)
+	_, err := hex.Decode(h[:], src[:])
+	return h, err == nil
 }
 
 // newRuntimeKey is key k as authentication sees it.
@@ -385,26 +394,4 @@ func (c *Controls) lookup(d [sha256.Size]byte) *runtimeKey {
 // Poll refreshes every interval until ctx ends, reporting failures.
 func (c *Controls) Poll(ctx context.Context, interval time.Duration, failed func(error)) {
 	poll(ctx, interval, c.Refresh, failed)
-}
-
-func decodeHex(dst []byte, s string) bool {
-	for i := 0; i < len(dst); i++ {
-		hi, ok1 := hexVal(s[2*i])
-		lo, ok2 := hexVal(s[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-func hexVal(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
 }

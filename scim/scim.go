@@ -439,7 +439,7 @@ func (c *call) update(users bool, id string, change func(map[string]any) error) 
 		if err := c.putUser(u); err != nil {
 			return err
 		}
-		fields := changedFields(old.fields(), u.fields())
+		fields := audit.Diff(old.fields(), u.fields())
 		action := "scim.user.update"
 		if old.Active && !u.Active {
 			action = "scim.user.deactivate"
@@ -618,19 +618,4 @@ func memberList(ms []Member) string {
 		ids = append(ids, m.Value)
 	}
 	return strings.Join(ids, ",")
-}
-
-func changedFields(before, after map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range after {
-		if before[k] != v {
-			out[k] = v
-		}
-	}
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			out[k] = ""
-		}
-	}
-	return out
 }

@@ -63,23 +63,6 @@ func workspaceFields(ws ledger.ControlWorkspace) map[string]string {
 	return m
 }
 
-// changed are the fields whose value differs between before and after;
-// a removed field reads as "".
-func changed(before, after map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range after {
-		if before[k] != v {
-			out[k] = v
-		}
-	}
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			out[k] = ""
-		}
-	}
-	return out
-}
-
 // auditEventObject is an audit entry as the API answers it.
 type auditEventObject struct {
 	ID         string            `json:"id"`

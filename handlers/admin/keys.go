@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +16,9 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -33,8 +32,6 @@ import (
 const (
 	keysPath       = adminapi.KeysPath
 	workspacesPath = adminapi.WorkspacesPath
-	// RuntimeKeyPrefix starts every secret the gateway mints.
-	RuntimeKeyPrefix = "sk-mg-"
 )
 
 func rfc3339(t time.Time) *string {
@@ -422,7 +419,7 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 		if json.Unmarshal(*raw, &s) != nil {
 			return name + `: must be an amount in cents as a decimal string, e.g. "5000", or null for none`
 		}
-		n, err := ledger.ParseCents(s)
+		n, err := money.ParseCents(s)
 		if err != nil {
 			return name + ": " + err.Error()
 		}
@@ -457,7 +454,7 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 			if dec.Decode(&b) != nil {
 				return `budget: must be {"amount": "<cents>", "period": "daily|weekly|monthly|total"} or null`
 			}
-			n, err := ledger.ParseCents(b.Amount)
+			n, err := money.ParseCents(b.Amount)
 			if err != nil {
 				return "budget.amount: " + err.Error() + `; "0" admits no paid use, and budget null removes the budget`
 			}
@@ -559,12 +556,6 @@ func (a *Handler) knownWorkspace(id string) bool {
 	return false
 }
 
-func newSecret() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return RuntimeKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	var req keyRequest
 	if msg := readStrict(r, &req); msg != "" {
@@ -579,21 +570,19 @@ func (a *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	now := a.Controls.Now().UTC()
-	secret := newSecret()
-	sum := sha256.Sum256([]byte(secret))
-	k := ledger.ControlKey{ID: "apikey_" + strings.ToLower(rand.Text()), Name: *req.Name, SecretHash: hex.EncodeToString(sum[:]),
-		Hint: secret[:len(RuntimeKeyPrefix)+4] + "..." + secret[len(secret)-4:], Status: "active", CreatedAt: now, UpdatedAt: now}
-	if msg := a.fillKey(&k, &req, true); msg != "" {
+	draft := ledger.ControlKey{Status: "active"}
+	if msg := a.fillKey(&draft, &req, true); msg != "" {
 		fail(w, http.StatusBadRequest, msg)
 		return
 	}
-	if err := a.Controls.PutKey(r.Context(), k); err != nil {
+	k, secret, err := a.Controls.MintKey(r.Context(), policy.NewKey{Name: draft.Name, Workspace: draft.WorkspaceID,
+		ExpiresAt: draft.ExpiresAt, Limits: draft.Limits})
+	if err != nil {
 		fail(w, http.StatusServiceUnavailable, "the key could not be stored; retry")
 		return
 	}
-	a.record(r, "key.create", k.ID, changed(nil, keyFields(k)))
-	o := runtimeKeyObject(k, now)
+	a.record(r, "key.create", k.ID, audit.Diff(nil, keyFields(k)))
+	o := runtimeKeyObject(k, k.CreatedAt)
 	o.Value = secret
 	writeJSON(w, o)
 }
@@ -713,7 +702,7 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 	if after := keyFields(k); after["status"] != before["status"] && after["status"] != "active" {
 		action = "key.revoke" // inactive or archived: the key no longer works
 	}
-	a.record(r, action, k.ID, changed(before, keyFields(k)))
+	a.record(r, action, k.ID, audit.Diff(before, keyFields(k)))
 	writeJSON(w, runtimeKeyObject(k, a.Controls.Now()))
 }
 
@@ -827,6 +816,6 @@ func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id strin
 		updateFailed(w, err, "workspace", id)
 		return
 	}
-	a.record(r, action, id, changed(before, after))
+	a.record(r, action, id, audit.Diff(before, after))
 	a.writeWorkspace(w, id)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -287,7 +288,7 @@ func FuzzApplyLimits(f *testing.F) {
 			return
 		}
 		for _, c := range []*int64{l.BudgetCents, l.SessionBudgetCents, &l.SoftBudgetCents} {
-			if c != nil && (*c < 0 || *c > ledger.MaxBudgetCents) {
+			if c != nil && (*c < 0 || *c > money.MaxBudgetCents) {
 				t.Fatalf("accepted %d cents from %q / %q", *c, budget, other)
 			}
 		}
