@@ -295,7 +295,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("keyboard navigation: %v", err)
 	}
 	// With MODELGATE_SCREENSHOTS=<dir>, every admin view is saved as a PNG
-	// (docs/screenshots holds the README's).
+	// (docs/screenshots holds docs/dashboard.md's).
 	if dir := os.Getenv("MODELGATE_SCREENSHOTS"); dir != "" {
 		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
 			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}, {"audit", "#view table"}} {
