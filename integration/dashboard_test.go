@@ -267,8 +267,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The echo alias costs nothing and still has its row, with its 3
 	// requests and its tokens.
 	echoRow := fmt.Sprintf("echo\t3\t%s\t%s\t$0.00", thousands(echoIn), thousands(echoOut))
-	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa\t") {
-		t.Errorf("models used: %q, want a row %q and one for oa", byModel, echoRow)
+	// oa names the upstream model that answered it (newcomer review P6).
+	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa → fake-gpt\t") {
+		t.Errorf("models used: %q, want a row %q and one for oa → fake-gpt", byModel, echoRow)
 	}
 	if spend != want {
 		t.Errorf("the page shows %s spent this month, the cost report %s", spend, want)
