@@ -182,6 +182,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			c, _ := a.Store().(ledger.AlertClaimer)
 			return c
 		}, func(err error) { logger.Warn("a budget alert was not posted", zap.Error(err)) })
+		a.alerter.Names = a.controls.RuntimeName
 		a.budgets.Alert = a.alerter.Notify
 		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
 	}

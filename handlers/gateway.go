@@ -350,7 +350,7 @@ func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
 		p = p[:200] + "…"
 	}
 	(&providers.APIError{Status: http.StatusNotFound, Code: "unknown_url",
-		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and the gateway's README for its endpoints", r.Method, p)}).Write(w, ClientFormat(r))
+		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and docs/team-gateway.md (\"Endpoints\") for its endpoints", r.Method, p)}).Write(w, ClientFormat(r))
 }
 
 // buildPaths wraps every endpoint once, at build time: method check and

@@ -48,6 +48,10 @@ func TestUnservedAPIPathsAre404(t *testing.T) {
 		if rec.Code != http.StatusNotFound || !strings.Contains(body, tc.family) || !strings.Contains(body, tc.method+" "+tc.path) {
 			t.Errorf("%s %s: %d %s, want a 404 naming method and path", tc.method, tc.path, rec.Code, body)
 		}
+		// The page that lists the endpoints, not the README they left.
+		if !strings.Contains(body, `docs/team-gateway.md (\"Endpoints\")`) {
+			t.Errorf("%s %s: %s, want it to point at docs/team-gateway.md's Endpoints", tc.method, tc.path, body)
+		}
 	}
 	// A known path with the wrong method is a 405.
 	if rec := get(g, alice, "GET", "/v1/chat/completions"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "POST" {

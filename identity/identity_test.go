@@ -171,3 +171,34 @@ func TestDirectory(t *testing.T) {
 		t.Errorf("a person the directory does not know keeps the provider's groups: %+v %q", g, refusal)
 	}
 }
+
+// TestMeModels: /v1/me says null (every alias) for a person no rule
+// limits to models, not [] (which read as "nothing allowed"), and the
+// union of the aliases otherwise.
+func TestMeModels(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		groups Groups
+		want   string
+	}{
+		{"no rules", nil, `"models":null`},
+		{"a rule without models", Groups{{Name: "eng", Workspace: "eng"}}, `"models":null`},
+		{"rules with models", Groups{{Name: "eng", Models: []string{"claude", "coder"}}}, `"models":["claude","coder"]`},
+	} {
+		h, err := New(Config{Issuer: "https://idp.example.com", ClientID: "gw", ClientSecret: "s3cret", Groups: tc.groups}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := h.seal.seal(sessionCookie, session{ID: "sid-1", Person: Person{Subject: "u1", Email: "u1@example.com", Groups: []string{"eng"}},
+			Expires: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, MePath, nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: sealed})
+		w := httptest.NewRecorder()
+		if _, handled := h.Authenticate(w, r); !handled || w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("%s: GET /v1/me: %d %s, want %s", tc.name, w.Code, w.Body, tc.want)
+		}
+	}
+}

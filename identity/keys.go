@@ -300,10 +300,8 @@ func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (adminap
 	if err != nil {
 		return adminapi.PersonKey{}, err
 	}
+	// No models list allows every alias: null, as /v1/me says.
 	models := grant.Models
-	if models == nil {
-		models = []string{}
-	}
 	return adminapi.PersonKey{Key: secret, KeyID: k.ID, ExpiresAt: k.ExpiresAt.Format(time.RFC3339), ID: person.ID(), Email: person.Email, Subject: person.Subject,
 		Groups: person.Groups, Role: string(grant.Role), WorkspaceID: grant.Workspace, Models: models}, nil
 }

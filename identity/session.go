@@ -141,10 +141,9 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 			fail(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" not allowed on /v1/me; use GET")
 			return nil, true
 		}
+		// A grant without a models list allows every alias: null, not []
+		// (which read as "nothing allowed").
 		models := grant.Models
-		if models == nil {
-			models = []string{}
-		}
 		var ws *string
 		if grant.Workspace != "" {
 			ws = &grant.Workspace

@@ -14,8 +14,8 @@ import (
 )
 
 // TestClaudeCodeOnBedrockAndVertex runs the real Claude Code through the
-// real gateway to a Bedrock alias and a Vertex alias, configured as the
-// README says: its /v1/messages calls are signed for Bedrock (the fake
+// real gateway to a Bedrock alias and a Vertex alias, configured as
+// docs/claude-code.md says: its /v1/messages calls are signed for Bedrock (the fake
 // recomputes SigV4 and frames the stream as an AWS event stream) and
 // carry a service-account token for Vertex (the fake checks it on every
 // call); Claude Code's betas reach Bedrock in the body.

@@ -15,7 +15,7 @@ import (
 	"github.com/modelgate/modelgate/internal/testbin"
 )
 
-// codexCatalogFor is what the README tells users to run: Codex's own
+// codexCatalogFor is what docs/codex.md tells users to run: Codex's own
 // bundled catalog entry of a model (the first with apply_patch_tool_type
 // set and neither responses lite nor a tool_mode), renamed to the gateway alias, as a model_catalog_json file.
 func codexCatalogFor(t *testing.T, codex, alias string) string {
@@ -78,7 +78,7 @@ func runCodexStderr(t *testing.T, codex, config, prompt string) string {
 
 // TestCodexModelCatalog: real Codex on a gateway alias it does not know
 // warns that its metadata is missing and offers no apply_patch tool; with
-// model_catalog_json naming the alias (built as the README says) it
+// model_catalog_json naming the alias (built as docs/codex.md says) it
 // warns of nothing and sends apply_patch among its tools.
 func TestCodexModelCatalog(t *testing.T) {
 	codex := testbin.Codex(t)

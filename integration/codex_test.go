@@ -16,8 +16,8 @@ import (
 	"github.com/modelgate/modelgate/internal/testbin"
 )
 
-// codexConfig is ~/.codex/config.toml exactly as the README tells users to
-// write it.
+// codexConfig is ~/.codex/config.toml exactly as docs/clients.md tells
+// users to write it.
 func codexConfig(base, alias string) string {
 	return fmt.Sprintf(`model = %q
 model_provider = "modelgate"
@@ -80,7 +80,7 @@ func codexExec(t *testing.T, codex, config, dir, prompt, key string) (string, er
 }
 
 // TestCodexThroughGateway runs the real Codex CLI through the real gateway
-// on the Responses API, configured as the README says: a turn answered by
+// on the Responses API, configured as docs/clients.md says: a turn answered by
 // echo/, a tool round trip through a chat-completions-only backend where
 // Codex's shell tool really runs, and a turn on Anthropic. The ledger holds
 // every turn with Codex's session id.
@@ -172,7 +172,7 @@ func TestCodexThroughGateway(t *testing.T) {
 }
 
 // TestCodexOverWebSocket runs the real Codex CLI with its provider's
-// supports_websockets on, as the README shows: a tool loop through a
+// supports_websockets on, as docs/codex.md shows: a tool loop through a
 // chat-completions-only backend, where Codex's shell tool really runs.
 // Codex falls back to HTTP silently when a WebSocket fails, so the ledger
 // must say every turn came over the WebSocket, and the backend must have

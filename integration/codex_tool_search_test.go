@@ -10,7 +10,7 @@ import (
 )
 
 // TestCodexToolSearchReachesMCPTools (the third-party client review, F1):
-// Codex 0.171 with the README's model catalog defers its MCP tools behind
+// Codex 0.171 with docs/codex.md's model catalog defers its MCP tools behind
 // a client-executed tool_search. Through a translated (chat) backend the
 // model is offered tool_search, searches, is offered the tool the search
 // loaded, calls it, and Codex runs it through the gateway's MCP server.

@@ -269,8 +269,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The echo alias costs nothing and still has its row, with its 3
 	// requests and its tokens.
 	echoRow := fmt.Sprintf("echo\t3\t%s\t%s\t$0.00", thousands(echoIn), thousands(echoOut))
-	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa\t") {
-		t.Errorf("models used: %q, want a row %q and one for oa", byModel, echoRow)
+	// oa names the upstream model that answered it (newcomer review P6).
+	if !strings.Contains(byModel, echoRow) || !strings.Contains(byModel, "oa → fake-gpt\t") {
+		t.Errorf("models used: %q, want a row %q and one for oa → fake-gpt", byModel, echoRow)
 	}
 	if spend != want {
 		t.Errorf("the page shows %s spent this month, the cost report %s", spend, want)
@@ -297,7 +298,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("keyboard navigation: %v", err)
 	}
 	// With MODELGATE_SCREENSHOTS=<dir>, every admin view is saved as a PNG
-	// (docs/screenshots holds the README's).
+	// (docs/screenshots holds docs/dashboard.md's).
 	if dir := os.Getenv("MODELGATE_SCREENSHOTS"); dir != "" {
 		for _, v := range []struct{ hash, ready string }{{"overview", "#total-spend"}, {"keys", "#create-key"}, {"workspaces", "#create-workspace"},
 			{"sessions", "#view table"}, {"deployments", "#view table"}, {"explorer", "#explore-out table"}, {"audit", "#view table"}} {

@@ -15,8 +15,8 @@ import (
 	"github.com/modelgate/modelgate/internal/testbin"
 )
 
-// geminiSettings is ~/.gemini/settings.json as the README tells users to
-// write it: the API-key auth type (without it the CLI refuses a custom
+// geminiSettings is ~/.gemini/settings.json as docs/clients.md tells users
+// to write it: the API-key auth type (without it the CLI refuses a custom
 // base URL) and no usage statistics or telemetry, which would call Google.
 const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`
 
@@ -56,7 +56,7 @@ func runGeminiCLISettings(t *testing.T, gemini, settings, base, alias, dir, prom
 }
 
 // TestGeminiCLIThroughGateway runs the real Gemini CLI through the real
-// gateway on Gemini's native API, configured as the README says: a turn
+// gateway on Gemini's native API, configured as docs/clients.md says: a turn
 // answered by echo/, and a turn on a chat-completions-only backend that
 // asks for the CLI's shell tool, which really runs, and then answers with
 // text. The ledger holds every turn.

@@ -108,13 +108,13 @@ func checkProbeRoundTrip(t *testing.T, g *gateway, script *scriptedBackend, agen
 
 // TestMCPClaudeCode: Claude Code with the gateway as both its model
 // backend and its MCP server (an http server in --mcp-config with the
-// key as a bearer header, as the README says) calls
+// key as a bearer header, as docs/mcp.md says) calls
 // mcp__gw__internal-gateway_probe and hands the answer back to the model.
 func TestMCPClaudeCode(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
 	g, script := mcpClientGateway(t)
 	dir := t.TempDir()
-	// The README's command writes the server into the project's
+	// docs/mcp.md's command writes the server into the project's
 	// .mcp.json; the run reads exactly that file (--strict-mcp-config, so
 	// no approval prompt and nothing else of the machine's).
 	add := exec.Command(claude, "mcp", "add", "--transport", "http", "--scope", "project", "gw", g.base+"/mcp",
@@ -141,7 +141,7 @@ func TestMCPClaudeCode(t *testing.T) {
 }
 
 // TestMCPCodex: Codex with the gateway as its model provider and an MCP
-// server ([mcp_servers.gw] url and bearer_token_env_var, as the README
+// server ([mcp_servers.gw] url and bearer_token_env_var, as docs/mcp.md
 // says) calls the probe tool and hands the answer back to the model.
 func TestMCPCodex(t *testing.T) {
 	codex := testbin.Codex(t)
@@ -160,11 +160,11 @@ bearer_token_env_var = "MODELGATE_API_KEY"
 
 // TestMCPGeminiCLI: Gemini CLI with the gateway as its Gemini API and an
 // MCP server (mcpServers.gw with httpUrl and headers in settings.json, as
-// the README says) calls the probe tool and hands the answer back.
+// docs/mcp.md says) calls the probe tool and hands the answer back.
 func TestMCPGeminiCLI(t *testing.T) {
 	gemini := testbin.GeminiCLI(t)
 	g, script := mcpClientGateway(t)
-	// The key comes from the environment, as the README shows.
+	// The key comes from the environment, as docs/mcp.md shows.
 	t.Setenv("MODELGATE_KEY", aliceKey)
 	settings := strings.TrimSuffix(geminiSettings, "}") + fmt.Sprintf(`,"mcpServers":{"gw":{"httpUrl":"%s/mcp","headers":{"Authorization":"Bearer $MODELGATE_KEY"}}}}`, g.base)
 	got := runGeminiCLISettings(t, gemini, settings, g.base, "coder", t.TempDir(), "Call the gateway probe tool with the word kiwi, then say done.")

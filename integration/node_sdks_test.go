@@ -11,7 +11,7 @@ import (
 
 // TestNodeSDKsThroughGateway runs the official Node SDKs (openai,
 // @anthropic-ai/sdk, @google/genai) through the gateway, each with the base
-// URL the README gives it, to a chat-completions-only backend: a text turn,
+// URL docs/clients.md gives it, to a chat-completions-only backend: a text turn,
 // and a tool loop where the SDK's caller answers the backend's tool call
 // (testdata/node_sdks.mjs).
 func TestNodeSDKsThroughGateway(t *testing.T) {

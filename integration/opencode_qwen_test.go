@@ -72,7 +72,7 @@ func checkShellTurn(t *testing.T, dir, got string, script *scriptedBackend) {
 	}
 }
 
-// opencodeConfig is the opencode.json the README shows: the gateway as an
+// opencodeConfig is the opencode.json docs/clients.md shows: the gateway as an
 // OpenAI-compatible provider at …/v1, the key from the environment.
 const opencodeConfig = `{
   "provider": {
@@ -90,7 +90,7 @@ const opencodeConfig = `{
 }`
 
 // TestOpencodeThroughGateway runs the real opencode (`opencode run`)
-// through the gateway as the README configures it: an echo turn, and a
+// through the gateway as docs/clients.md configures it: an echo turn, and a
 // tool loop on a chat-completions-only backend where opencode's bash tool
 // really runs.
 func TestOpencodeThroughGateway(t *testing.T) {

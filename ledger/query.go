@@ -85,7 +85,7 @@ func usageWidth(s string) (widthLimits, bool) {
 }
 
 func usageGroups() []string {
-	return []string{"model", "api_key_id", "workspace_id", "service_tier", "context_window"}
+	return []string{"model", "api_key_id", "workspace_id", "service_tier", "context_window", "upstream_model"}
 }
 
 // costGroups: api_key_id is the gateway's extension (spend per key).

@@ -55,6 +55,11 @@ type UsageResult struct {
 	// prompt from it; a share near 0 with large cache writes is a cache
 	// written and lost, billed at the write premium every turn.
 	CacheReadShare float64 `json:"cache_read_share"`
+	// UpstreamModel is the gateway's extension, with group_by[]=upstream_model
+	// only: the backend's model that answered the alias (model), which a
+	// fallback makes another alias's. Anthropic's report has no such
+	// dimension; left out when not grouped by it.
+	UpstreamModel *string `json:"upstream_model,omitempty"`
 }
 
 // CacheReadShare is read over the whole input (uncached, cache writes and
@@ -153,6 +158,8 @@ func (q *ReportQuery) usageDims() []Dimension {
 			dims = append(dims, DimServiceTier)
 		case "context_window":
 			dims = append(dims, DimContextWindow)
+		case "upstream_model":
+			dims = append(dims, DimUpstreamModel)
 		}
 	}
 	return dims
@@ -164,7 +171,7 @@ func priorityTiers() []string { return []string{"priority", "priority_on_demand"
 // usageKey identifies a result within a bucket; a nil pointer is a null
 // (ungrouped, or unknown) dimension.
 type usageKey struct {
-	model, key, workspace, tier, window optString
+	model, key, workspace, tier, window, upstream optString
 }
 
 // optString is a comparable nullable string for map keys.
@@ -221,8 +228,8 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 		return nil, err
 	}
 	groups := make([]map[usageKey]*UsageResult, p.n)
-	gModel, gKey, gWS, gTier, gWin := q.grouped("model"), q.grouped("api_key_id"),
-		q.grouped("workspace_id"), q.grouped("service_tier"), q.grouped("context_window")
+	gModel, gKey, gWS, gTier, gWin, gUp := q.grouped("model"), q.grouped("api_key_id"),
+		q.grouped("workspace_id"), q.grouped("service_tier"), q.grouped("context_window"), q.grouped("upstream_model")
 	for i := range rows {
 		r := &rows[i]
 		if r.InputTokens == 0 && r.OutputTokens == 0 && r.CacheReadTokens == 0 &&
@@ -239,6 +246,7 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 			workspace: opt(gWS, r.Workspace),
 			tier:      opt(gTier, tierOf(r.ServiceTier)),
 			window:    opt(gWin, r.ContextWindow),
+			upstream:  opt(gUp, r.UpstreamModel),
 		}
 		if groups[b] == nil {
 			groups[b] = make(map[usageKey]*UsageResult)
@@ -246,7 +254,7 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 		res := groups[b][k]
 		if res == nil {
 			res = &UsageResult{Model: k.model.ptr(), APIKeyID: k.key.ptr(), WorkspaceID: k.workspace.ptr(),
-				ServiceTier: k.tier.ptr(), ContextWindow: k.window.ptr()}
+				ServiceTier: k.tier.ptr(), ContextWindow: k.window.ptr(), UpstreamModel: k.upstream.ptr()}
 			groups[b][k] = res
 		}
 		addSat(&res.UncachedInputTokens, r.InputTokens)
@@ -266,7 +274,7 @@ func UsageReport(ctx context.Context, s Store, q ReportQuery) (*UsageReportPage,
 		}
 		slices.SortFunc(keys, func(a, b usageKey) int {
 			return cmp.Or(a.model.compare(b.model), a.key.compare(b.key), a.workspace.compare(b.workspace),
-				a.tier.compare(b.tier), a.window.compare(b.window))
+				a.tier.compare(b.tier), a.window.compare(b.window), a.upstream.compare(b.upstream))
 		})
 		for _, k := range keys {
 			res := groups[i][k]

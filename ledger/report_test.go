@@ -354,3 +354,42 @@ func BenchmarkUsageReport(b *testing.B) {
 		}
 	}
 }
+
+func TestUsageReportByUpstreamModel(t *testing.T) { forEachStore(t, testUsageReportByUpstreamModel) }
+
+// testUsageReportByUpstreamModel: group_by[]=upstream_model splits an
+// alias by the backend model that answered it, so requests a fallback
+// answered (claude answered by echo, at $0) show as such; without it the
+// field is left out, as Anthropic's report has no such dimension.
+func testUsageReportByUpstreamModel(t *testing.T, s Store) {
+	recs := []Record{
+		{Time: t0, RequestID: "r1", KeyID: "alice", Alias: "claude", UpstreamModel: "claude-sonnet-4-5-20250929", Provider: "anthropic",
+			Status: 200, Outcome: "ok", InputTokens: 100, OutputTokens: 10},
+		{Time: t0.Add(time.Hour), RequestID: "r2", KeyID: "alice", Alias: "claude", UpstreamModel: "echo", Provider: "echo",
+			Status: 200, Outcome: "ok", InputTokens: 7, OutputTokens: 3},
+		{Time: t0.Add(2 * time.Hour), RequestID: "r3", KeyID: "alice", Alias: "claude", UpstreamModel: "echo", Provider: "echo",
+			Status: 200, Outcome: "ok", InputTokens: 5, OutputTokens: 2},
+	}
+	if err := s.Insert(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	const span = "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z"
+	p := usage(t, s, span+"&group_by[]=model&group_by[]=upstream_model")
+	var got []string
+	for _, r := range p.Data[0].Results {
+		if r.Model == nil || r.UpstreamModel == nil {
+			t.Fatalf("a grouped result without model or upstream_model: %+v", r)
+		}
+		got = append(got, fmt.Sprintf("%s→%s=%d,%d×%d", *r.Model, *r.UpstreamModel, r.UncachedInputTokens, r.OutputTokens, r.Requests))
+	}
+	if want := "claude→claude-sonnet-4-5-20250929=100,10×1; claude→echo=12,5×2"; strings.Join(got, "; ") != want {
+		t.Errorf("by model and upstream model:\n got %q\nwant %q", strings.Join(got, "; "), want)
+	}
+	body, err := json.Marshal(usage(t, s, span+"&group_by[]=model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(body), "upstream_model") {
+		t.Errorf("upstream_model shown without group_by[]=upstream_model: %s", body)
+	}
+}

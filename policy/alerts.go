@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -20,6 +21,10 @@ type Alerter struct {
 	claim  func() ledger.AlertClaimer
 	queue  chan BudgetAlert
 	failed func(error)
+	// Names, when set, is the name of a runtime key or workspace by id
+	// ("" when unknown): an alert says "bob-laptop (apikey_…)", as people
+	// know their keys by name, not by the id the budgets count under.
+	Names func(id string) string
 }
 
 // NewAlerter posts to url; claim returns the store that dedupes alerts.
@@ -64,6 +69,7 @@ func (a *Alerter) post(ctx context.Context, al BudgetAlert) {
 			return
 		}
 	}
+	al.Label = namedIDs(al.Label, a.Names)
 	if err := webhook.Post(ctx, a.client, a.url, AlertText(al)); err != nil {
 		a.report(err)
 	}
@@ -73,6 +79,47 @@ func (a *Alerter) report(err error) {
 	if a.failed != nil {
 		a.failed(err)
 	}
+}
+
+// namedIDs puts the name of every runtime id in label before it, the id
+// in parentheses: "api key apikey_x" becomes "api key bob-laptop
+// (apikey_x)". Every label an alert carries (a key's, a workspace's, a
+// session's, a cache watch's) names its key or workspace by id, so this
+// one rewrite names them all. Runtime ids start with the prefixes the
+// admin API and sign-in mint them with; a Caddyfile key or workspace is
+// named by its name already.
+func namedIDs(label string, names func(id string) string) string {
+	if names == nil {
+		return label
+	}
+	var b strings.Builder
+	for rest := label; rest != ""; {
+		i := -1
+		for _, p := range [...]string{"apikey_", "wrkspc_"} {
+			if j := strings.Index(rest, p); j >= 0 && (i < 0 || j < i) {
+				i = j
+			}
+		}
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		end := i + strings.IndexFunc(rest[i:]+" ", func(r rune) bool { return !isIDRune(r) })
+		id := rest[i:end]
+		b.WriteString(rest[:i])
+		if name := names(id); name != "" && name != id {
+			b.WriteString(name + " (" + id + ")")
+		} else {
+			b.WriteString(id)
+		}
+		rest = rest[end:]
+	}
+	return b.String()
+}
+
+// isIDRune: ids are a prefix and lower-case base32 (rand.Text).
+func isIDRune(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
 }
 
 // dollarsFine shows small amounts to the tenth of a cent: cache writes of

@@ -131,6 +131,23 @@ func (c *Controls) Runtime() ([]ledger.ControlKey, []ledger.ControlWorkspace) {
 	return s.keys, s.workspaces
 }
 
+// RuntimeName is the name of the runtime key or workspace id in the
+// snapshot this instance serves on, or "" when it has none.
+func (c *Controls) RuntimeName(id string) string {
+	s := c.snap.Load()
+	for _, k := range s.keys {
+		if k.ID == id {
+			return k.Name
+		}
+	}
+	for _, w := range s.workspaces {
+		if w.ID == id {
+			return w.Name
+		}
+	}
+	return ""
+}
+
 // errNoStore is a write before the ledger is open.
 var errNoStore = errors.New("the key store is not open")
 

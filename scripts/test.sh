@@ -304,7 +304,7 @@ if [ -z "${MODELGATE_TEST_JAEGER:-}" ]; then
 fi
 
 step "xcaddy build from this checkout (bounded)"
-# The README's xcaddy line, as a user runs it from a clone: Caddy at the
+# docs/deploying.md's xcaddy line ("Build"), as a user runs it from a clone: Caddy at the
 # version go.mod pins, Modelgate replaced by this directory. It reuses the
 # Go build cache; the first build takes minutes on 2 cores.
 XCADDY_VERSION=v0.4.5

@@ -349,11 +349,12 @@ type limitsRequest struct {
 // keyRequest is the body of a key create or update; every field is
 // optional on update.
 type keyRequest struct {
-	Name        *string   `json:"name"`
-	Status      *string   `json:"status"`
-	WorkspaceID *string   `json:"workspace_id"`
-	ExpiresAt   *string   `json:"expires_at"`
-	Models      *[]string `json:"models"`
+	Name        *string `json:"name"`
+	Status      *string `json:"status"`
+	WorkspaceID *string `json:"workspace_id"`
+	ExpiresAt   *string `json:"expires_at"`
+	// Models is raw so that null (every alias) differs from absent.
+	Models json.RawMessage `json:"models"`
 	limitsRequest
 }
 
@@ -515,6 +516,25 @@ func mcpField(raw json.RawMessage, dst *[]string) string {
 	return ""
 }
 
+// modelsField reads a key's alias allow-list; null or [] removes it
+// (every alias allowed).
+func modelsField(raw json.RawMessage, dst *[]string) string {
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		return `models: must be a list of aliases, e.g. ["claude", "coder"], or null to allow every alias`
+	}
+	for i, m := range list {
+		if msg := storableField(fmt.Sprintf("models[%d]", i), m); msg != "" {
+			return msg
+		}
+	}
+	*dst = nil
+	if len(list) > 0 {
+		*dst = list
+	}
+	return ""
+}
+
 // given is a raw field, nil when the request left it out.
 func given(raw json.RawMessage) *json.RawMessage {
 	if raw == nil {
@@ -634,8 +654,10 @@ func (a *Handler) fillKey(k *ledger.ControlKey, req *keyRequest, create bool) st
 			k.ExpiresAt = t.UTC()
 		}
 	}
-	if req.Models != nil {
-		k.Limits.Models = append([]string(nil), (*req.Models)...)
+	if raw := given(req.Models); raw != nil {
+		if msg := modelsField(*raw, &k.Limits.Models); msg != "" {
+			return msg
+		}
 	}
 	return applyLimits(&k.Limits, &req.limitsRequest)
 }

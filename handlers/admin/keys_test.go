@@ -297,3 +297,65 @@ func FuzzApplyLimits(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyModelsNullRemoves: "models": null on an update removes the
+// allow-list (every alias), as the keys API documents for null; a body
+// without models leaves it; a non-list is a 400 naming the field.
+func TestKeyModelsNullRemoves(t *testing.T) {
+	a, auth := controlsAdmin(t)
+	k := mustCreate(t, a, keysPath, `{"name":"narrow","models":["echo"]}`)
+	id, secret := k["id"].(string), k["value"].(string)
+	allowed := func() map[string]struct{} {
+		ident, _, msg := identify(auth, secret)
+		if ident == nil {
+			t.Fatalf("the key stopped working: %s", msg)
+		}
+		return ident.Models
+	}
+	if _, ok := allowed()["echo"]; !ok {
+		t.Fatalf("created with models [echo], allows %v", allowed())
+	}
+	mustCreate(t, a, keysPath+"/"+id, `{"rpm":5}`)
+	if _, ok := allowed()["echo"]; !ok {
+		t.Errorf("an update without models changed them: %v", allowed())
+	}
+	got := mustCreate(t, a, keysPath+"/"+id, `{"models":null}`)
+	if m, _ := got["models"].([]any); len(m) != 0 {
+		t.Errorf("after null the key shows models %v", got["models"])
+	}
+	if m := allowed(); m != nil {
+		t.Errorf("after null the key allows only %v, want every alias", m)
+	}
+	for _, body := range []string{`{"models":"echo"}`, `{"models":[1]}`, `{"models":{}}`} {
+		rec, m := adminCall(t, a, http.MethodPost, keysPath+"/"+id, body)
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); rec.Code != 400 || !strings.HasPrefix(msg, "models:") {
+			t.Errorf("%s: %d %q, want 400 naming models", body, rec.Code, msg)
+		}
+	}
+}
+
+// FuzzModelsField: an accepted models field is nil (every alias) or a
+// non-empty list of text the ledger can store.
+func FuzzModelsField(f *testing.F) {
+	for _, s := range []string{`null`, `[]`, `["echo","claude"]`, `"echo"`, `[1]`, `["a\u0000b"]`, `{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := []string{"before"}
+		if modelsField(json.RawMessage(raw), &got) != "" {
+			if len(got) != 1 || got[0] != "before" {
+				t.Fatalf("a refused %q changed the list to %q", raw, got)
+			}
+			return
+		}
+		if got != nil && len(got) == 0 {
+			t.Fatalf("%q accepted as an empty non-nil list", raw)
+		}
+		for _, m := range got {
+			if !ledger.StorableText(m) {
+				t.Fatalf("%q accepted unstorable %q", raw, m)
+			}
+		}
+	})
+}

@@ -170,10 +170,17 @@ async function overview() {
   parts.push(stacked('Tokens per day by type', usage.data.map((b) => b.starting_at), tokens, num));
   // Every model used, free local ones included: the spend chart cannot
   // show a model whose cost is $0, so tokens stand beside cost here.
-  const perModel = await api(`/v1/organizations/usage_report/messages?starting_at=${since}&group_by[]=model&limit=31`);
+  // Each alias names the upstream models that answered it (upstream_model,
+  // the gateway's extension): an alias a fallback answered at $0 reads
+  // "claude → echo", not as a free Claude. A proxied report lacks the
+  // dimension, so the plain one stands in.
+  const perModelURL = `/v1/organizations/usage_report/messages?starting_at=${since}&group_by[]=model&limit=31`;
+  const perModel = await api(perModelURL + '&group_by[]=upstream_model').catch(() => api(perModelURL));
   const models = {};
+  const upstreams = {};
   perModel.data.forEach((b) => b.results.forEach((r) => {
     const m = models[r.model || 'other'] = models[r.model || 'other'] || { requests: 0, input: 0, output: 0 };
+    if (r.upstream_model && r.upstream_model !== r.model) (upstreams[r.model || 'other'] = upstreams[r.model || 'other'] || new Set()).add(r.upstream_model);
     m.requests += r.requests || 0;
     m.input += r.uncached_input_tokens + r.cache_read_input_tokens + r.cache_creation.ephemeral_5m_input_tokens + r.cache_creation.ephemeral_1h_input_tokens;
     m.output += r.output_tokens;
@@ -182,7 +189,7 @@ async function overview() {
   const modelCost = (m) => (byModel[m] || []).reduce((s, v) => s + (v || 0), 0);
   parts.push(el('h2', {}, 'Models used'), el('div', { id: 'by-model' }, table(['Model', 'Requests', 'Input tokens', 'Output tokens', 'Spend'],
     Object.keys(models).sort((a, b) => modelCost(b) - modelCost(a) || (models[b].input + models[b].output) - (models[a].input + models[a].output))
-      .map((m) => [m, num(models[m].requests), num(models[m].input), num(models[m].output), dollars(modelCost(m))]), [1, 2, 3, 4])));
+      .map((m) => [upstreams[m] ? m + ' → ' + [...upstreams[m]].sort().join(', ') : m, num(models[m].requests), num(models[m].input), num(models[m].output), dollars(modelCost(m))]), [1, 2, 3, 4])));
   if (me.role === 'admin') parts.push(await keyBudgets());
   const byKey = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=api_key_id&limit=31`);
   const keySpend = {};
