@@ -55,7 +55,8 @@ type mcpObserver struct {
 }
 
 func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
-	o.metrics.mcpCalls.WithLabelValues(c.Server, c.Outcome).Inc()
+	o.metrics.mcpCalls.WithLabelValues(c.Server, string(c.Outcome)).Inc()
+	outcome, status := c.Outcome.Ledger()
 	rec := ledger.Record{
 		Time:          time.Now().Add(-c.Duration).UTC(),
 		KeyID:         c.KeyID,
@@ -64,24 +65,17 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 		Provider:      c.Server,
 		UpstreamModel: c.Tool,
 		Endpoint:      ledger.EndpointMCP,
-		Status:        http.StatusOK,
-		Outcome:       ledger.OutcomeOK,
+		Status:        status,
+		Outcome:       outcome,
 		Latency:       c.Duration,
 		SessionID:     c.Session,
 		Bytes:         c.Bytes,
-	}
-	switch c.Outcome {
-	case "ok", "tool_error":
-	case "denied", "limited":
-		rec.Outcome, rec.Status = ledger.OutcomeRefused, http.StatusForbidden
-	default:
-		rec.Outcome, rec.Status = ledger.OutcomeError, http.StatusBadGateway
 	}
 	if !o.app.Enqueue(rec) {
 		o.logger.Error("ledger queue full; an MCP tool call went unrecorded", zap.String("server", c.Server), zap.String("tool", c.Tool))
 	}
 	o.logger.Debug("mcp tool call", zap.String("server", c.Server), zap.String("tool", c.Tool), zap.String("key", c.KeyID),
-		zap.String("outcome", c.Outcome), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes), requested(c))
+		zap.String("outcome", string(c.Outcome)), zap.Duration("duration", c.Duration), zap.Int64("bytes", c.Bytes), requested(c))
 }
 
 // requested logs the name a client asked for when the ledger has it as

@@ -546,7 +546,7 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
-	rec.Endpoint = ledger.Endpoint(cf.LedgerEndpoint())
+	rec.Endpoint = ledgerEndpoints[cf]
 	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {
 		rec.Endpoint = e
 	}

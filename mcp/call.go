@@ -25,7 +25,7 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 		if req.Extra != nil && req.Extra.TokenInfo != nil {
 			id, _ = req.Extra.TokenInfo.Extra["identity"].(*policy.Identity)
 		}
-		c := Call{Server: u.cfg.Name, Tool: tool, Outcome: "ok"}
+		c := Call{Server: u.cfg.Name, Tool: tool, Outcome: OutcomeOK}
 		if req.Session != nil {
 			c.Session = req.Session.ID()
 		}
@@ -46,14 +46,14 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 			if b, merr := json.Marshal(res); merr == nil {
 				c.Bytes += int64(len(b))
 			}
-			if res.IsError && c.Outcome == "ok" {
-				c.Outcome = "tool_error"
+			if res.IsError && c.Outcome == OutcomeOK {
+				c.Outcome = OutcomeToolError
 			}
 		}
-		if c.Outcome == "ok" {
+		if c.Outcome == OutcomeOK {
 			span.End("")
 		} else {
-			span.End(c.Outcome)
+			span.End(string(c.Outcome))
 		}
 		g.obs.ToolCall(ctx, c)
 		return res, err
@@ -62,18 +62,18 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 
 func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy.Identity, args json.RawMessage, in *sdk.CallToolParamsRaw, ss *sdk.ServerSession, c *Call) (*sdk.CallToolResult, error) {
 	if id == nil || !toolAllowed(g.allowList(id), u.cfg.Name, tool) {
-		c.Outcome = "denied"
+		c.Outcome = OutcomeDenied
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q of MCP server %q is not allowed for this key", tool, u.cfg.Name)
 	}
 	if g.opts.Admit != nil {
 		if err := g.opts.Admit(ctx, id); err != nil {
-			c.Outcome = "limited"
+			c.Outcome = OutcomeLimited
 			return nil, rpcError(codeLimited, "%v", err)
 		}
 	}
 	cs, _, err := u.current()
 	if err != nil {
-		c.Outcome = "unavailable"
+		c.Outcome = OutcomeUnavailable
 		return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q %v; try again later", u.cfg.Name, err)
 	}
 	timeout := g.timeout(u)
@@ -90,10 +90,10 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			c.Outcome = "timeout"
+			c.Outcome = OutcomeTimeout
 			return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q did not answer tool %q within %s", u.cfg.Name, tool, timeout)
 		}
-		c.Outcome = "error"
+		c.Outcome = OutcomeError
 		return nil, upstreamError(fmt.Sprintf("MCP server %q, tool %q", u.cfg.Name, tool), err)
 	}
 	return res, nil

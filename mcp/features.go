@@ -177,7 +177,7 @@ func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolReque
 	// A name no server has goes to the ledger as unknownTool, so made-up
 	// names cannot grow the roll-ups and reports a row each; the name
 	// itself goes only to the debug log, bounded (Call.Requested).
-	c := Call{Server: unknownTool, Tool: unknownTool, Requested: bounded(name), Outcome: "denied", Bytes: int64(len(r.Params.Arguments))}
+	c := Call{Server: unknownTool, Tool: unknownTool, Requested: bounded(name), Outcome: OutcomeDenied, Bytes: int64(len(r.Params.Arguments))}
 	server, tool := v.single, name
 	if server == "" {
 		server, tool, _ = strings.Cut(name, "-")
@@ -191,7 +191,7 @@ func (g *Gateway) checkListed(ctx context.Context, v *view, r *sdk.CallToolReque
 		}
 		switch {
 		case downErr != nil:
-			c.Outcome = "unavailable"
+			c.Outcome = OutcomeUnavailable
 			err = rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q %v; try again later", bounded(name), server, downErr)
 		case slices.ContainsFunc(tools, func(t *sdk.Tool) bool { return t.Name == tool }):
 			err = rpcError(jsonrpc.CodeInvalidParams, "tool %q: tool %q of MCP server %q is not allowed for this key", name, tool, server)

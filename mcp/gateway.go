@@ -42,9 +42,7 @@ type Call struct {
 	Workspace string
 	Session   string
 	Duration  time.Duration
-	// Outcome is "ok", "tool_error" (the tool answered isError),
-	// "denied", "unavailable", "timeout" or "error".
-	Outcome string
+	Outcome   Outcome
 	// Bytes is the size of the arguments plus the result as JSON.
 	Bytes int64
 }

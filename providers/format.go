@@ -79,24 +79,6 @@ func (f Format) String() string {
 // on at request time. Each is a property of the client's format, decided
 // here once, so handlers ask the format instead.
 
-// LedgerEndpoint is the usage record's endpoint label for a request from a
-// client of f.
-func (f Format) LedgerEndpoint() string {
-	switch f {
-	case FormatAnthropic:
-		return "messages"
-	case FormatResponses:
-		return "responses"
-	case FormatGemini:
-		return "generate_content"
-	case FormatEmbeddings, FormatGeminiEmbed:
-		return "embeddings"
-	case FormatConverse:
-		return "bedrock_converse"
-	}
-	return "chat_completions"
-}
-
 // RateLimitHeaders names a family of rate-limit response headers.
 type RateLimitHeaders struct {
 	RequestsLimit, RequestsRemaining, RequestsReset string

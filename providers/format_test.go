@@ -165,16 +165,10 @@ func TestOutputBound(t *testing.T) {
 	}
 }
 
-// The per-format answers handlers ask for: the ledger's endpoint labels
-// (report dimensions, so they must not drift), the rate-limit header
-// family and the count and models shapes.
+// The per-format answers handlers ask for: the rate-limit header family
+// and the count and models shapes. (The ledger's endpoint labels are the
+// door's table: handlers' TestLedgerEndpointLabelsAreKnown.)
 func TestFormatAnswers(t *testing.T) {
-	for f, want := range map[Format]string{FormatOpenAI: "chat_completions", FormatAnthropic: "messages", FormatResponses: "responses",
-		FormatGemini: "generate_content", FormatEmbeddings: "embeddings", FormatGeminiEmbed: "embeddings"} {
-		if got := f.LedgerEndpoint(); got != want {
-			t.Errorf("%v endpoint %q, want %q", f, got, want)
-		}
-	}
 	if h := FormatAnthropic.RateLimitHeaders(); h.TokensLimit != "Anthropic-Ratelimit-Tokens-Limit" || !h.ResetAt {
 		t.Errorf("anthropic rate headers %+v", h)
 	}

@@ -30,18 +30,12 @@ import (
 )
 
 // cloud is what bedrock/ and vertex_ai/ endpoints share: the Messages
-// format at an address that depends on the model, credentials per request,
-// and a free count of their own.
+// format at an address that depends on the model, credentials per request
+// (so no fixed ones), credentials that go stale, and a free count of their
+// own. Neither has embeddings or a native Responses API.
 type cloud struct{}
 
 func (cloud) format() providers.Format { return providers.FormatAnthropic }
-func (cloud) nativeResponses() bool    { return false }
-func (cloud) embeddings() bool         { return false }
-
-// credentials adds nothing: credentials are added per request (a
-// signature, a token), and the version travels in the body.
-func (cloud) credentials(http.Header) {}
-func (cloud) counter() tokenCounter   { return cloudCount{} }
 
 func (cloud) credentialsRefused(status int, message string) bool {
 	return credentialsRejected(status, message)
@@ -146,6 +140,8 @@ func (e *bedrockEndpoint) prepare(_ providers.Format, body []byte, client *http.
 	return e.model + "/invoke", out, err
 }
 
+func (e *bedrockEndpoint) counter() tokenCounter { return cloudCount{e} }
+
 func (e *bedrockEndpoint) prepareCount(body []byte, client http.Header) (string, []byte, error) {
 	out, err := providers.BedrockCountBody(body, providers.BedrockBetas(client.Values("Anthropic-Beta")))
 	return e.model + "/count-tokens", out, err
@@ -193,8 +189,6 @@ func (e *bedrockEndpoint) parseError(status int, h http.Header, body []byte) *pr
 }
 
 func (e *bedrockEndpoint) secrets() []string { return e.static }
-
-func (e *bedrockEndpoint) close() {}
 
 // vertexEndpoint authenticates rawPredict calls with an OAuth token from a
 // service account.
@@ -313,6 +307,8 @@ func (e *vertexEndpoint) prepare(_ providers.Format, body []byte, _ *http.Reques
 	return e.models + e.model + ":rawPredict", out, err
 }
 
+func (e *vertexEndpoint) counter() tokenCounter { return cloudCount{e} }
+
 func (e *vertexEndpoint) prepareCount(body []byte, _ http.Header) (string, []byte, error) {
 	out, err := providers.VertexCountBody(body, e.name)
 	return e.models + "count-tokens:rawPredict", out, err
@@ -374,7 +370,12 @@ func (e *vertexEndpoint) secrets() []string {
 	return []string{e.key, e.token}
 }
 
-func (e *vertexEndpoint) close() { e.transport.CloseIdleConnections() }
+// Close drops the token endpoint's idle connections, which are the
+// endpoint's own.
+func (e *vertexEndpoint) Close() error {
+	e.transport.CloseIdleConnections()
+	return nil
+}
 
 // ParseError reads the deployment's error answer into the client's
 // error, in the deployment's dialect (a cloud names its exception or

@@ -152,11 +152,10 @@ func (c geminiCount) count(ctx context.Context, b *Deployment, req countRequest)
 
 // cloudCount asks Bedrock's CountTokens or Vertex's count-tokens for the
 // count, free on both.
-type cloudCount struct{}
+type cloudCount struct{ cc cloudCounter }
 
-func (cloudCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
-	cc := b.ep.(cloudCounter)
-	url, out, err := cc.prepareCount(req.body, req.client.Header)
+func (c cloudCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
+	url, out, err := c.cc.prepareCount(req.body, req.client.Header)
 	if err != nil {
 		return CountResult{}, asAPIError(err)
 	}
@@ -168,7 +167,7 @@ func (cloudCount) count(ctx context.Context, b *Deployment, req countRequest) (C
 		}
 		return CountResult{}, &providers.APIError{Status: http.StatusBadGateway, Message: "building upstream request failed"}
 	}
-	return b.relayCount(up, cc.countResult, false)
+	return b.relayCount(up, c.cc.countResult, false)
 }
 
 // relayCount sends a provider's free token count request and reads the
@@ -187,8 +186,8 @@ func (b *Deployment) relayCount(req *http.Request, read func([]byte) (int, error
 		}
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, errLimit))
 		apiErr := upstreamCountError(b, resp, raw)
-		if b.ep.credentialsRefused(resp.StatusCode, apiErr.Message) {
-			b.ep.rejected() // the next count gets fresh credentials
+		if b.renewer != nil && b.renewer.credentialsRefused(resp.StatusCode, apiErr.Message) {
+			b.renewer.rejected() // the next count gets fresh credentials
 		}
 		return CountResult{}, apiErr
 	}

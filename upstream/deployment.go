@@ -31,8 +31,14 @@ type Deployment struct {
 	policy policy
 	// ep is the upstream as the deployment's kind addresses it: URLs,
 	// credentials, count strategy, stream framing.
-	ep     endpoint
-	header http.Header // credentials, defaults and extra_headers, cloned per request
+	ep endpoint
+	// What only some endpoints do, asked of ep once in New: nil (false)
+	// when its kind does not.
+	renewer    credentialRenewer
+	holder     secretHolder
+	closer     io.Closer
+	embeddings bool
+	header     http.Header // credentials, defaults and extra_headers, cloned per request
 	// routes holds the translation for each client format (indexed by
 	// providers.Format): built once, so no request switches on formats.
 	routes  [providers.FormatCount]providers.Route
@@ -68,10 +74,17 @@ func New(d *modellist.Deployment, o Options) *Deployment {
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.ep)
+	b.renewer, _ = b.ep.(credentialRenewer)
+	b.holder, _ = b.ep.(secretHolder)
+	b.closer, _ = b.ep.(io.Closer)
+	var native bool
+	if x, ok := b.ep.(extraEndpoints); ok {
+		b.embeddings, native = x.embeddings(), x.nativeResponses()
+	}
 	upstream := b.ep.format()
 	for _, cf := range providers.ClientFormats() {
 		up := upstream
-		if cf == providers.FormatResponses && b.ep.nativeResponses() {
+		if cf == providers.FormatResponses && native {
 			up = providers.FormatResponses
 		}
 		rt, err := providers.NewRoute(cf, up)
@@ -92,7 +105,9 @@ func upstreamHeader(d *modellist.Deployment, ep endpoint) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "modelgate")
-	ep.credentials(h)
+	if c, ok := ep.(fixedCredentials); ok {
+		c.credentials(h)
+	}
 	for k, v := range d.ExtraHeaders {
 		h.Set(k, v)
 	}
@@ -291,7 +306,7 @@ func (b *Deployment) StreamTimeout() time.Duration { return b.gap }
 func (b *Deployment) Prices() ledger.Prices { return b.prices }
 
 // Embeddings reports whether the upstream has an embeddings endpoint.
-func (b *Deployment) Embeddings() bool { return b.ep.embeddings() }
+func (b *Deployment) Embeddings() bool { return b.embeddings }
 
 // Admit decides whether a request may use the deployment now, counting
 // it against the rate window when it may; probe reports that the caller
@@ -312,11 +327,15 @@ func (b *Deployment) Failure(now time.Time, down bool) bool {
 // deployment's credentials are wrong or stale rather than the request:
 // another deployment may serve it.
 func (b *Deployment) CredentialsRefused(status int, message string) bool {
-	return b.ep.credentialsRefused(status, message)
+	return b.renewer != nil && b.renewer.credentialsRefused(status, message)
 }
 
 // Close releases what the endpoint holds beyond the shared client.
-func (b *Deployment) Close() { b.ep.close() }
+func (b *Deployment) Close() {
+	if b.closer != nil {
+		_ = b.closer.Close() // closing idle connections fails never
+	}
+}
 
 // MaxAnswer bounds a non-streaming upstream answer held in memory for
 // translation or usage reading.

@@ -17,19 +17,14 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// endpoint is one deployment's upstream as its kind addresses it. The
-// routes (providers.Route) translate bodies; the endpoint does the rest.
+// endpoint is one deployment's upstream as its kind addresses it: what
+// every kind must do. The routes (providers.Route) translate bodies; the
+// endpoint does the rest. What only some kinds do is an optional
+// interface below, which New asks of the endpoint once and keeps on the
+// Deployment, as Caddy's reverse proxy asks its transport.
 type endpoint interface {
 	// format is the wire format the upstream speaks.
 	format() providers.Format
-	// nativeResponses reports that Responses requests go untranslated to
-	// the server's own /responses.
-	nativeResponses() bool
-	// embeddings reports whether the upstream has an embeddings endpoint.
-	embeddings() bool
-	// credentials sets the fixed credentials in h, the header every
-	// request carries; a cloud signs each request in authorize instead.
-	credentials(h http.Header)
 	// prepare names the URL a request of client format cf goes to and
 	// the body to post there: a cloud rewrites the Messages body into its
 	// dialect. client is the caller's request (its query and betas).
@@ -48,6 +43,31 @@ type endpoint interface {
 	// parseError reads an error answer into an APIError, in the
 	// upstream's dialect; the caller removes secrets.
 	parseError(status int, h http.Header, body []byte) *providers.APIError
+}
+
+// fixedCredentials is an endpoint whose credentials are the same on every
+// request: a key in a header. A cloud signs each request in authorize
+// instead.
+type fixedCredentials interface {
+	// credentials sets the fixed credentials in h, the header every
+	// request carries.
+	credentials(h http.Header)
+}
+
+// extraEndpoints is an endpoint that may serve more than chat: an
+// embeddings endpoint, or Responses requests untranslated at the
+// server's own /responses. An endpoint without it has neither.
+type extraEndpoints interface {
+	// embeddings reports whether the upstream has an embeddings endpoint.
+	embeddings() bool
+	// nativeResponses reports that Responses requests go untranslated to
+	// the server's own /responses.
+	nativeResponses() bool
+}
+
+// credentialRenewer is an endpoint whose credentials can go stale (a
+// cloud's token, rotated keys) and be fetched again.
+type credentialRenewer interface {
 	// credentialsRefused reports whether an error answer means the
 	// deployment's credentials are wrong or stale rather than the request.
 	credentialsRefused(status int, message string) bool
@@ -55,11 +75,17 @@ type endpoint interface {
 	// the next request gets fresh ones instead of the cached ones. It
 	// reports whether fresh ones may differ.
 	rejected() bool
-	// secrets are what upstream text must never carry back beyond the
-	// entry's own (secretsOf): a cloud's key pair, private key, token.
-	secrets() []string
-	close()
 }
+
+// secretHolder is an endpoint holding secrets beyond the entry's own
+// (secretsOf) that upstream text must never carry back: a cloud's key
+// pair, private key, token of the moment.
+type secretHolder interface {
+	secrets() []string
+}
+
+// An endpoint holding resources of its own beyond the shared client (a
+// token endpoint's connections) is an io.Closer.
 
 const (
 	echoURL      = "http://echo.modelgate.invalid/v1/chat/completions"
@@ -248,8 +274,3 @@ func (e *httpEndpoint) parseError(status int, _ http.Header, body []byte) *provi
 	}
 	return apiErr
 }
-
-func (e *httpEndpoint) credentialsRefused(int, string) bool { return false }
-func (e *httpEndpoint) rejected() bool                      { return false }
-func (e *httpEndpoint) secrets() []string                   { return nil }
-func (e *httpEndpoint) close()                              {}

@@ -58,16 +58,17 @@ func TestEndpointPerKind(t *testing.T) {
 			got := want{url(providers.FormatOpenAI, false), url(providers.FormatOpenAI, true), url(providers.FormatEmbeddings, false),
 				url(providers.FormatResponses, false), tc.want.header, "", e.counter()}
 			h := http.Header{}
-			e.credentials(h)
+			e.(fixedCredentials).credentials(h)
 			got.value = h.Get(tc.want.header)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("endpoint\n got %+v\nwant %+v", got, tc.want)
 			}
-			if e.embeddings() != (tc.want.embed != "") {
-				t.Errorf("embeddings() = %v with embeddings URL %q", e.embeddings(), tc.want.embed)
+			x := e.(extraEndpoints)
+			if x.embeddings() != (tc.want.embed != "") {
+				t.Errorf("embeddings() = %v with embeddings URL %q", x.embeddings(), tc.want.embed)
 			}
-			if e.nativeResponses() != tc.d.ResponsesNative {
-				t.Errorf("nativeResponses() = %v", e.nativeResponses())
+			if x.nativeResponses() != tc.d.ResponsesNative {
+				t.Errorf("nativeResponses() = %v", x.nativeResponses())
 			}
 		})
 	}
@@ -110,5 +111,36 @@ func TestAnthropicPassThrough(t *testing.T) {
 	}
 	if req.Header.Get("X-Api-Key") != "sk-ant-0123456789" {
 		t.Errorf("the deployment's key is missing")
+	}
+}
+
+// What only some kinds do is asked of the endpoint once, in New: a
+// cloud's credentials go stale and are renewed, its secrets are redacted,
+// and Vertex's token connections are closed; the kinds reached with a
+// fixed key do none of that, and only they have embeddings.
+func TestEndpointCapabilities(t *testing.T) {
+	const base = "http://up.test"
+	for _, tc := range []struct {
+		name                          string
+		d                             modellist.Deployment
+		renews, holds, closes, embeds bool
+	}{
+		{"openai", modellist.Deployment{Provider: "openai", Kind: modellist.KindOpenAI, APIBase: base, APIKey: "sk-1"}, false, false, false, true},
+		{"anthropic", modellist.Deployment{Provider: "anthropic", Kind: modellist.KindAnthropic, APIBase: base, APIKey: "sk-ant"}, false, false, false, false},
+		{"bedrock", modellist.Deployment{Provider: "bedrock", Kind: modellist.KindBedrock, APIBase: base, Model: "m",
+			AWS: &modellist.AWSAccount{Region: "us-east-1", AccessKeyID: "AKIAEXAMPLEKEY01", SecretAccessKey: "secret-access-key-0123"}}, true, true, false, false},
+		{"vertex", modellist.Deployment{Provider: "vertex_ai", Kind: modellist.KindVertex, APIBase: base, Model: "m",
+			Vertex: &modellist.VertexAccount{Project: "p", Location: "global", ADC: true}}, true, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(&tc.d, Options{Client: http.DefaultClient, State: &State{}})
+			if got := [4]bool{b.renewer != nil, b.holder != nil, b.closer != nil, b.Embeddings()}; got != [4]bool{tc.renews, tc.holds, tc.closes, tc.embeds} {
+				t.Errorf("renews, holds secrets, closes, embeds = %v", got)
+			}
+			if got := b.CredentialsRefused(http.StatusUnauthorized, ""); got != tc.renews {
+				t.Errorf("CredentialsRefused(401) = %v", got)
+			}
+			b.Close()
+		})
 	}
 }

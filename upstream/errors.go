@@ -70,14 +70,14 @@ func TransportError(ctx context.Context, err error, alias string, timeout time.D
 // one stale token does not fail a client's request. Any other answer is
 // returned as it came.
 func (b *Deployment) RenewCredentials(ctx context.Context, cf providers.Format, r *http.Request, body []byte, stream bool, resp *http.Response) (*http.Response, error) {
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+	if b.renewer == nil || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return resp, nil
 	}
 	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(errBody))
 	msg := b.ParseError(resp.StatusCode, resp.Header, errBody).Message
-	if !b.ep.credentialsRefused(resp.StatusCode, msg) || !b.ep.rejected() {
+	if !b.renewer.credentialsRefused(resp.StatusCode, msg) || !b.renewer.rejected() {
 		return resp, nil
 	}
 	req, err := b.NewRequest(ctx, cf, r, body, stream)

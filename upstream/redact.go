@@ -83,7 +83,10 @@ func (b *Deployment) scrub(t string) string {
 // allSecrets adds a cloud deployment's to the fixed list: its key pair or
 // private key, and the access token of the moment, which changes.
 func (b *Deployment) allSecrets() []string {
-	more := b.ep.secrets()
+	if b.holder == nil {
+		return b.secrets
+	}
+	more := b.holder.secrets()
 	if len(more) == 0 {
 		return b.secrets
 	}
