@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,18 +195,7 @@ func outputPricedModels(u *upstreams) string {
 // the team chat webhook once each, though two instances on one database
 // saw the crossings and a refusal saw the budget again.
 func TestBudgetAlerts(t *testing.T) {
-	var mu sync.Mutex
-	var posts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			Text string `json:"text"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		posts = append(posts, m.Text)
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
+	hook := startChatSink(t)
 	dsn, _, _ := freshSchema(t)
 	u := startUpstreams(t, fakes.Options{})
 	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
@@ -248,18 +236,16 @@ func TestBudgetAlerts(t *testing.T) {
 
 	var got []string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		got = append(got[:0], posts...)
-		mu.Unlock()
+		got = hook.Posts()
 		if len(got) >= 4 {
 			break
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
-	mu.Lock()
-	got = append(got[:0], posts...)
-	mu.Unlock()
-	want := []string{"Soft budget reached — api key " + k.ID, "80% of budget — api key " + k.ID, "Budget reached — api key " + k.ID, "Session cap reached — session sess-42 of key " + s.ID}
+	got = hook.Posts()
+	// Alerts name a runtime key by its name, its id beside it.
+	named, agent := "alerted ("+k.ID+")", "agent ("+s.ID+")"
+	want := []string{"Soft budget reached — api key " + named, "80% of budget — api key " + named, "Budget reached — api key " + named, "Session cap reached — session sess-42 of key " + agent}
 	if len(got) != len(want) {
 		t.Fatalf("posts %q, want one each of %q", got, want)
 	}
@@ -419,18 +405,7 @@ func TestBudgetReservationCoversStoredHistory(t *testing.T) {
 // reached" alert comes before spend reaches the budget. Each request is
 // estimated at 2 cents (20 output tokens at $0.001) and billed 0.7.
 func TestBudgetBackToBackNearTheLimit(t *testing.T) {
-	var mu sync.Mutex
-	var posts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			Text string `json:"text"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		posts = append(posts, m.Text)
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
+	hook := startChatSink(t)
 	dsn, _, _ := freshSchema(t)
 	u := startUpstreams(t, fakes.Options{})
 	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
@@ -454,13 +429,11 @@ func TestBudgetBackToBackNearTheLimit(t *testing.T) {
 		}
 		admitted++
 		if admitted < 8 {
-			mu.Lock()
-			for _, p := range posts {
+			for _, p := range hook.Posts() {
 				if strings.Contains(p, "Budget reached") {
 					t.Errorf("after %d requests (%.1f cents of 5): %s", admitted, 0.7*float64(admitted), p)
 				}
 			}
-			mu.Unlock()
 		}
 	}
 	// Seven requests leave 0.1 cents, the eighth's input and one token:

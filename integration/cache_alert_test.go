@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,18 +40,7 @@ func cacheAnthropic(t *testing.T, works bool) *httptest.Server {
 // session and what its writes cost; a session whose cache works, on the
 // same gateway, gets none.
 func TestUnreadCacheAlert(t *testing.T) {
-	var mu sync.Mutex
-	var posts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			Text string `json:"text"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		posts = append(posts, m.Text)
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
+	hook := startChatSink(t)
 	broken, works := cacheAnthropic(t, false), cacheAnthropic(t, true)
 	models := fmt.Sprintf("model_list:\n"+
 		"  - model_name: broken\n    proxy_params: {model: anthropic/claude-sonnet-4-5, api_base: %s, api_key: k}\n"+
@@ -75,17 +62,13 @@ func TestUnreadCacheAlert(t *testing.T) {
 	}
 	var got []string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		got = append(got[:0], posts...)
-		mu.Unlock()
+		got = hook.Posts()
 		if len(got) > 0 {
 			break
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // a repeat, or the working session's, would arrive now
-	mu.Lock()
-	got = append(got[:0], posts...)
-	mu.Unlock()
+	got = hook.Posts()
 	if len(got) != 1 {
 		t.Fatalf("posts %q, want one alert", got)
 	}
