@@ -161,3 +161,22 @@ func TestConversationRoutesWithoutLedger(t *testing.T) {
 		t.Errorf("no ledger, unknown path: %d", rec.Code)
 	}
 }
+
+// TestConversationRoutesUncleanPaths: a path ServeMux would redirect to
+// its cleaned form, or one whose escaped slash ServeMux would take into an
+// id, names no conversation: it is the gateway's 404, never a redirect.
+func TestConversationRoutesUncleanPaths(t *testing.T) {
+	g := conversationGateway(t)
+	for _, p := range []string{
+		"/v1/conversations//items",
+		"/v1/conversations/conv_x/items/.",
+		"/v1/conversations/conv_x/../conv_y",
+		"/v1/conversations/conv_x%2Fitems",
+		"/v1/conversations/conv_x/items/msg_1%2F",
+	} {
+		rec := send(g, alice, "GET", p, "")
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"code":"unknown_url"`) {
+			t.Errorf("GET %s: %d %s, want the gateway's 404", p, rec.Code, rec.Body)
+		}
+	}
+}
