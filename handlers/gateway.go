@@ -403,7 +403,14 @@ func (g *Gateway) buildPaths() {
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)
-	g.conversations = g.guard(g.serveConversations)
+	conversations := g.conversationRoutes()
+	g.conversations = g.guard(func(w http.ResponseWriter, r *http.Request) {
+		if !routableConversationPath(r.URL) {
+			g.serveNotFound(w, r)
+			return
+		}
+		conversations.ServeHTTP(w, r)
+	})
 	g.notFound = g.guard(g.serveNotFound)
 	g.gemini = g.guard(g.serveGemini)
 	g.geminiModels = g.guard(g.only(http.MethodGet, g.serveGeminiModels))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -82,7 +83,7 @@ func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveUI(w, r)
 	case policy.IsBrowserRoot(r):
 		http.Redirect(w, r, policy.UIPath, http.StatusFound)
-	case !canonical(r.URL.EscapedPath()):
+	case !route.Canonical(r.URL.EscapedPath()):
 		// ServeMux would redirect to the cleaned path; no endpoint of
 		// this API is named with dot segments or doubled slashes. Under
 		// the keys and workspaces, only a caller who may manage them

@@ -2,8 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"path"
-	"strings"
 
 	"github.com/modelgate/modelgate/providers"
 )
@@ -107,17 +105,4 @@ func noEndpoint(w http.ResponseWriter, r *http.Request) {
 // quote the path whole.
 func noControlsEndpoint(w http.ResponseWriter, r *http.Request) {
 	fail(w, http.StatusNotFound, "no endpoint for "+r.Method+" "+r.URL.Path+" on this gateway")
-}
-
-// canonical reports whether p (escaped) is what ServeMux would route as
-// it is: no dot segments, no doubled slashes.
-func canonical(p string) bool {
-	if p == "" || p[0] != '/' {
-		return false
-	}
-	c := path.Clean(p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c == p
 }
