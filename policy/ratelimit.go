@@ -284,9 +284,10 @@ func (s *rateScope) label() string {
 
 // Admit takes the request against the key's and the workspace's limits,
 // reserving reserve tokens (its bounded estimate) in each tpm window. It
-// decides and renders nothing: the decision is what the caller's
-// rate-limit headers show (the refusing window's on a refusal, else the
-// key's), which the door writes in the client's own header names.
+// renders nothing: the decision is what the caller's rate-limit headers
+// show (the refusing scope's windows on a refusal, else the key's, or the
+// workspace's when the key has no limits), which the door writes in the
+// client format's own header names.
 func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, reserve int64) (*RateHold, RateDecision, *apierror.Error) {
 	if rl == nil || id == nil {
 		return nil, RateDecision{}, nil
