@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +15,9 @@ import (
 // and on the refusal (OpenAI's x-ratelimit-* with a wait in seconds,
 // Anthropic's anthropic-ratelimit-* with the window's end as a time).
 func TestRateHeadersInTheClientsFamily(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`))
-	}))
-	defer srv.Close()
+	up := newFakeUpstream(t, "up", nil)
 	now := time.Date(2030, 1, 2, 3, 4, 10, 0, time.UTC)
-	g, _ := testGateway(t, "model_list:\n"+kindEntry("m", "openai/m", srv.URL), func(o *GatewayOptions) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", up.srv.URL), func(o *GatewayOptions) {
 		o.Rates = policy.NewRateLimits(nil, 0, func() time.Time { return now }, nil)
 	})
 	bob := &policy.Identity{KeyID: "bob", Role: policy.RoleUser, Limits: ledger.Limits{RPM: 2, TPM: 100000}}
