@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -12,17 +11,17 @@ import (
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // mcpAdmit counts each MCP tool call against the key's and its
 // workspace's rpm, the same windows model requests take from, so an agent
 // cannot spend its rate twice. The call holds no parallel slot past its
-// admission: max_parallel bounds model requests, whose cost it caps.
+// admission: max_parallel bounds model requests, whose cost it caps. An
+// MCP answer carries no rate-limit headers, so the decision goes unshown.
 func mcpAdmit(app *App) func(ctx context.Context, id *policy.Identity) error {
 	return func(ctx context.Context, id *policy.Identity) error {
 		ws := app.Controls().WorkspaceLimits(id.Workspace)
-		hold, refusal := app.Rates().Admit(ctx, id, ws, providers.FormatOpenAI, http.Header{}, 0)
+		hold, _, refusal := app.Rates().Admit(ctx, id, ws, 0)
 		if refusal != nil {
 			return refusal
 		}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -359,10 +360,10 @@ func (b *bedrockWriter) finish() {
 // writeBedrockError answers status in Bedrock's error shape: {"message":…}
 // with the exception named in x-amzn-ErrorType, which the AWS SDKs read.
 func writeBedrockError(w http.ResponseWriter, status int, message string) {
-	body := providers.BedrockError(message)
+	body := apierror.BedrockBody(message)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Amzn-Errortype", providers.BedrockErrorType(status))
+	h.Set("X-Amzn-Errortype", apierror.BedrockErrorType(status))
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -113,7 +113,8 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			}
 			est.tokens = info.InputBytes(body) + bound*info.Choices()
 		}
-		rate, refusal := g.opts.Rates.Admit(r.Context(), id, ws, cf, w.Header(), est.tokens)
+		rate, decision, refusal := g.opts.Rates.Admit(r.Context(), id, ws, est.tokens)
+		setRateHeaders(w.Header(), cf, decision)
 		if refusal != nil {
 			settleBudget(hold, rec)
 			g.refuse(w, cf, rec, start, refusal)

@@ -17,8 +17,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/policy"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Paths the handler answers; the redirect URI to register is the site's
@@ -202,7 +202,7 @@ func (h *Handler) redirectURL(r *http.Request) string {
 // fail answers in Anthropic's error shape, as the rest of the admin
 // surface does.
 func fail(w http.ResponseWriter, status int, code, msg string) {
-	(&providers.APIError{Status: status, Code: code, Message: msg}).Write(w, providers.FormatAnthropic)
+	(&apierror.Error{Status: status, Code: code, Message: msg}).Write(w, apierror.Anthropic)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

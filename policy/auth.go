@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Key is one configured client key. Secret is never logged or echoed.
@@ -110,9 +110,9 @@ func NewAuth(keys []Key) (*Auth, error) {
 // Identify returns the caller whose key secret is (the key the request
 // presented, "" for none), or an error in no particular format (the
 // caller renders it in the client's family).
-func (a *Auth) Identify(secret string) (*Identity, *providers.APIError) {
+func (a *Auth) Identify(secret string) (*Identity, *apierror.Error) {
 	if secret == "" {
-		return nil, &providers.APIError{Status: http.StatusUnauthorized,
+		return nil, &apierror.Error{Status: http.StatusUnauthorized,
 			Message: "missing API key: send Authorization: Bearer <key>, x-api-key: <key> or (Gemini API) x-goog-api-key: <key>"}
 	}
 	d := sha256.Sum256([]byte(secret))
@@ -128,26 +128,26 @@ func (a *Auth) Identify(secret string) (*Identity, *providers.APIError) {
 	if rk := a.runtime.lookup(d); rk != nil {
 		switch {
 		case rk.status == "archived":
-			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+			return nil, &apierror.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 				Message: "API key " + rk.id.KeyID + " is archived, which is final; ask an admin for a new key"}
 		case rk.status != "active":
-			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+			return nil, &apierror.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 				Message: "API key " + rk.id.KeyID + " is " + rk.status + "; ask an admin to reactivate it or to issue a new one"}
 		case !rk.expires.IsZero() && !a.runtime.now().Before(rk.expires):
-			return nil, &providers.APIError{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+			return nil, &apierror.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 				Message: "API key " + rk.id.KeyID + " expired at " + rk.expires.Format(time.RFC3339)}
 		}
 		return a.checkWorkspace(rk.id)
 	}
-	return nil, &providers.APIError{Status: http.StatusUnauthorized, Message: "invalid API key"}
+	return nil, &apierror.Error{Status: http.StatusUnauthorized, Message: "invalid API key"}
 }
 
 // checkWorkspace refuses a key whose workspace is archived: archiving a
 // workspace is how an admin stops a team's use, so its keys stop with it
 // (on every instance at the next poll of the key store, within 2 s).
-func (a *Auth) checkWorkspace(id *Identity) (*Identity, *providers.APIError) {
+func (a *Auth) checkWorkspace(id *Identity) (*Identity, *apierror.Error) {
 	if a.runtime.archivedWorkspace(id.Workspace) {
-		return nil, &providers.APIError{Status: http.StatusForbidden, Code: "workspace_archived", NoRetry: true,
+		return nil, &apierror.Error{Status: http.StatusForbidden, Code: "workspace_archived", NoRetry: true,
 			Message: "API key " + id.KeyID + " belongs to workspace " + id.Workspace + ", which is archived; ask an admin for a key in an active workspace"}
 	}
 	return id, nil

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/money"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Budgets admits a request only while every budget that applies to it (its
@@ -350,7 +350,7 @@ func (b *Budgets) addLocal(l *localSpend, sign int64) {
 
 // Admit is AdmitEstimate for an estimate whose output bound cannot be
 // lowered: it is admitted whole or refused.
-func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, session string, estimatePico int64, lease time.Duration) (*Reservation, *providers.APIError) {
+func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, session string, estimatePico int64, lease time.Duration) (*Reservation, *apierror.Error) {
 	return b.AdmitEstimate(ctx, id, ws, session, Estimate{InputPico: estimatePico}, lease)
 }
 
@@ -363,7 +363,7 @@ func (b *Budgets) Admit(ctx context.Context, id *Identity, ws ledger.Limits, ses
 // reservations (PostgreSQL) the reservation is made there, so that every
 // instance sees it before the upstream call; while that store fails, this
 // process's own count decides, as with one instance.
-func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Limits, session string, est Estimate, lease time.Duration) (*Reservation, *providers.APIError) {
+func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Limits, session string, est Estimate, lease time.Duration) (*Reservation, *apierror.Error) {
 	if b == nil || id == nil {
 		return nil, nil
 	}
@@ -435,13 +435,13 @@ func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Lim
 			r.shared = true
 		case ctx.Err() != nil:
 			// The client left; nothing was reserved for it.
-			return nil, &providers.APIError{Status: 499, Message: "client closed the request"}
+			return nil, &apierror.Error{Status: 499, Message: "client closed the request"}
 		case timedOut || !ledger.Unreachable(err):
 			// The database answers, slowly or with an error: admitting on
 			// this process's count now is how N instances would each
 			// spend a budget, so the request waits for a better moment.
 			b.SharedFailures.Add(1)
-			return nil, &providers.APIError{Status: http.StatusServiceUnavailable, RetryAfter: "1", Code: "budget_check_unavailable",
+			return nil, &apierror.Error{Status: http.StatusServiceUnavailable, RetryAfter: "1", Code: "budget_check_unavailable",
 				Message: "the budget this request is charged to could not be checked (the ledger database is slow or refused the reservation); retry"}
 		default:
 			// The database cannot be reached: count here for a while, as

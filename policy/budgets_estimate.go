@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/money"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Estimate bounds a request's cost before it runs: its input at the
@@ -65,7 +65,7 @@ func (e Estimate) tokensFor(pico int64) int64 {
 // worst case when it fits in every one, else what the tightest one has
 // left if that covers est's floor. Otherwise it refuses, naming the
 // tightest budget's spend and reservations. The caller holds mu.
-func (b *Budgets) grantLocked(list []budget, est Estimate, now time.Time) (int64, *providers.APIError) {
+func (b *Budgets) grantLocked(list []budget, est Estimate, now time.Time) (int64, *apierror.Error) {
 	grant, tight := est.Pico(), -1
 	for i, bg := range list {
 		if room := bg.limitPico - b.usedLocked(bg.key); room < grant {
@@ -85,7 +85,7 @@ func (b *Budgets) grantLocked(list []budget, est Estimate, now time.Time) (int64
 // The 100 % alert goes only once spend itself reached the limit: a budget
 // held by reservations is not spent, and the alert is sent once a period.
 // The caller holds mu.
-func (b *Budgets) refuseLocked(bg budget, spent, reserved, need int64, now time.Time) *providers.APIError {
+func (b *Budgets) refuseLocked(bg budget, spent, reserved, need int64, now time.Time) *apierror.Error {
 	if spent >= bg.limitPico {
 		b.alert(bg, "100", spent)
 	}
@@ -96,7 +96,7 @@ func (b *Budgets) refuseLocked(bg budget, spent, reserved, need int64, now time.
 // retry-after until the budget resets (docs/keys-and-budgets.md, "Budgets, rate limits,
 // sessions and alerts"). It names what is spent apart from what requests
 // in progress hold, and what this request needed at least.
-func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.Time) *providers.APIError {
+func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.Time) *apierror.Error {
 	wait := int64(86400)
 	reset := "never (a total budget)"
 	if !bg.resets.IsZero() {
@@ -114,7 +114,7 @@ func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.
 	}
 	m.WriteString("; it resets at ")
 	m.WriteString(reset)
-	return &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
+	return &apierror.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
 		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true, Message: m.String()}
 }
 

@@ -10,8 +10,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Role is what a key may do.
@@ -89,7 +89,7 @@ func IdentityFrom(ctx context.Context) *Identity {
 type Resolver interface {
 	// Identify is the caller whose key secret is, or the refusal an HTTP
 	// request presenting it would get now.
-	Identify(secret string) (*Identity, *providers.APIError)
+	Identify(secret string) (*Identity, *apierror.Error)
 	// Changed is closed when the keys or workspaces in force may have
 	// changed; nil when they never change.
 	Changed() <-chan struct{}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
 )
 
@@ -61,7 +59,7 @@ func TestChunksNeverPassALimitAcrossInstances(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for j := range 4 {
-						hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, reserve)
+						hold, _, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, reserve)
 						if refusal != nil {
 							continue
 						}
@@ -102,7 +100,7 @@ func TestIdleChunkGoesBack(t *testing.T) {
 	const rpm, burst = 64, 21
 	id := &Identity{KeyID: "idle" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{RPM: rpm}}
 	admit := func(rl *RateLimits) bool {
-		hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+		hold, _, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, 0)
 		hold.Release(0)
 		return refusal == nil
 	}
@@ -134,7 +132,7 @@ func TestIdleChunkGoesBack(t *testing.T) {
 
 // admitSlot admits one request of id on rl: its hold, nil when refused.
 func admitSlot(rl *RateLimits, id *Identity) *RateHold {
-	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 0)
+	hold, _, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, 0)
 	if refusal != nil {
 		return nil
 	}

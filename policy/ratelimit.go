@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // Rate limits per key and per workspace: requests and tokens per minute
@@ -283,12 +283,14 @@ func (s *rateScope) label() string {
 }
 
 // Admit takes the request against the key's and the workspace's limits,
-// reserving reserve tokens (its bounded estimate) in each tpm window and
-// setting the caller's rate-limit headers on h; a refusal is an
-// *APIError.
-func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, cf providers.Format, h http.Header, reserve int64) (*RateHold, *providers.APIError) {
+// reserving reserve tokens (its bounded estimate) in each tpm window. It
+// renders nothing: the decision is what the caller's rate-limit headers
+// show (the refusing scope's windows on a refusal, else the key's, or the
+// workspace's when the key has no limits), which the door writes in the
+// client format's own header names.
+func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, reserve int64) (*RateHold, RateDecision, *apierror.Error) {
 	if rl == nil || id == nil {
-		return nil, nil
+		return nil, RateDecision{}, nil
 	}
 	var scopes []rateScope
 	if l := id.Limits; l.RPM > 0 || l.TPM > 0 || l.MaxParallel > 0 {
@@ -298,7 +300,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})
 	}
 	if len(scopes) == 0 {
-		return nil, nil
+		return nil, RateDecision{}, nil
 	}
 	reserve = max(0, reserve)
 	now := rl.now()
@@ -331,7 +333,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			}
 			if !ok {
 				hold.Release(0)
-				return nil, rateRefusal(s, "requests in progress", s.par, 1)
+				return nil, RateDecision{}, rateRefusal(s, "requests in progress", s.par, 1)
 			}
 			s.slots, s.held = c, true
 			sharedOK = sharedOK || c == rl.shared
@@ -370,8 +372,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			if s.rpm == 0 || reqs < s.rpm {
 				what, limit = "tokens per minute", s.tpm
 			}
-			setRateHeaders(h, s, cf, now)
-			return nil, rateRefusal(s, what, limit, max(1, s.resetAt-now.Unix()))
+			return nil, s.decision(now), rateRefusal(s, what, limit, max(1, s.resetAt-now.Unix()))
 		}
 		s.counts, s.took, s.reserved = c, true, r
 	}
@@ -389,8 +390,7 @@ func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits,
 			break
 		}
 	}
-	setRateHeaders(h, &scopes[0], cf, now)
-	return hold, nil
+	return hold, scopes[0].decision(now), nil
 }
 
 // renewLeases extends the request's slots by a lease, then again every
@@ -556,58 +556,24 @@ func (rl *RateLimits) retryLater(ops []rateOp) {
 	}()
 }
 
-// setRateHeaders writes the caller's family of rate-limit headers for the
-// most specific scope. Every request with limits pays for it, so the
-// values share one string and one slice (two allocations, not twelve);
-// the names are canonical already, so they are set as they are.
-func setRateHeaders(h http.Header, s *rateScope, cf providers.Format, now time.Time) {
-	if s.rpm == 0 && s.tpm == 0 {
-		return
-	}
-	names := cf.RateLimitHeaders()
-	var buf [160]byte
-	b := buf[:0]
-	var ends [5]int // limit, remaining, wait; then the tokens' limit and remaining
-	if names.ResetAt {
-		b = time.Unix(s.resetAt, 0).UTC().AppendFormat(b, time.RFC3339)
-	} else {
-		b = append(strconv.AppendInt(b, max(0, s.resetAt-now.Unix()), 10), 's')
-	}
-	ends[0] = len(b)
-	b = strconv.AppendInt(b, s.rpm, 10)
-	ends[1] = len(b)
-	b = strconv.AppendInt(b, max(0, s.rpm-s.reqs), 10)
-	ends[2] = len(b)
-	b = strconv.AppendInt(b, s.tpm, 10)
-	ends[3] = len(b)
-	b = strconv.AppendInt(b, max(0, s.tpm-s.tokens), 10)
-	ends[4] = len(b)
-	all := string(b)
-	wait, rpm, rpmLeft, tpm, tpmLeft := all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]], all[ends[2]:ends[3]], all[ends[3]:ends[4]]
-	vals := make([]string, 0, 6)
-	set := func(name, v string) {
-		vals = append(vals, v)
-		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	if s.rpm > 0 {
-		set(names.RequestsLimit, rpm)
-		set(names.RequestsRemaining, rpmLeft)
-		set(names.RequestsReset, wait)
-	}
-	if s.tpm > 0 {
-		set(names.TokensLimit, tpm)
-		set(names.TokensRemaining, tpmLeft)
-		set(names.TokensReset, wait)
+// decision is what the caller is told of the scope's rpm and tpm windows
+// as of now.
+func (s *rateScope) decision(now time.Time) RateDecision {
+	return RateDecision{
+		Requests: RateWindow{Limit: s.rpm, Remaining: max(0, s.rpm-s.reqs)},
+		Tokens:   RateWindow{Limit: s.tpm, Remaining: max(0, s.tpm-s.tokens)},
+		ResetAt:  s.resetAt,
+		ResetIn:  max(0, s.resetAt-now.Unix()),
 	}
 }
 
 // rateRefusal is a 429 a client may retry after the window (≤ 60 s).
-func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *providers.APIError {
+func rateRefusal(s *rateScope, what string, limit, waitSeconds int64) *apierror.Error {
 	typ := "requests"
 	if what == "tokens per minute" {
 		typ = "tokens"
 	}
-	return &providers.APIError{Status: http.StatusTooManyRequests, Type: typ, Code: "rate_limit_exceeded",
+	return &apierror.Error{Status: http.StatusTooManyRequests, Type: typ, Code: "rate_limit_exceeded",
 		RetryAfter: strconv.FormatInt(min(max(waitSeconds, 1), 60), 10),
 		Message:    fmt.Sprintf("rate limit for %s: %d %s; retry in %d s", s.label(), limit, what, min(max(waitSeconds, 1), 60))}
 }

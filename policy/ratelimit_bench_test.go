@@ -2,14 +2,12 @@ package policy
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
 )
 
@@ -18,11 +16,10 @@ import (
 func BenchmarkRateAdmitRelease(b *testing.B) {
 	id := &Identity{KeyID: "bench", Limits: ledger.Limits{RPM: 1 << 40, TPM: 1 << 50, MaxParallel: 1 << 20}}
 	run := func(b *testing.B, rl *RateLimits) {
-		h := http.Header{}
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
-			hold, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, h, 1000)
+			hold, _, refusal := rl.Admit(ctx, id, ledger.Limits{}, 1000)
 			if refusal != nil {
 				b.Fatal(refusal)
 			}
@@ -43,11 +40,10 @@ func BenchmarkRateAdmitRelease(b *testing.B) {
 		id := *id
 		id.KeyID = "bench" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		rl := NewRateLimits(r, 0, nil, func(err error) { b.Fatal(err) })
-		h := http.Header{}
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
-			hold, refusal := rl.Admit(ctx, &id, ledger.Limits{}, providers.FormatOpenAI, h, 1000)
+			hold, _, refusal := rl.Admit(ctx, &id, ledger.Limits{}, 1000)
 			if refusal != nil {
 				b.Fatal(refusal)
 			}

@@ -2,14 +2,12 @@ package policy
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/ratecount"
 )
 
@@ -27,16 +25,16 @@ func TestRedisReleaseSettlesInOneStep(t *testing.T) {
 	t.Cleanup(rl.Flush) // before r.Close: slots an instance holds go back
 	id := &Identity{KeyID: "end" + strconv.FormatInt(time.Now().UnixNano(), 36), Limits: ledger.Limits{TPM: 1000, MaxParallel: 1}}
 	ctx := context.Background()
-	hold, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 900)
+	hold, _, refusal := rl.Admit(ctx, id, ledger.Limits{}, 900)
 	if refusal != nil {
 		t.Fatal(refusal.Message)
 	}
-	if _, refusal := rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 10); refusal == nil {
+	if _, _, refusal := rl.Admit(ctx, id, ledger.Limits{}, 10); refusal == nil {
 		t.Fatal("a second request got the only slot")
 	}
 	hold.Release(100)
 	// The slot is back and 100 of the 900 reserved tokens count: 900 fit.
-	hold, refusal = rl.Admit(ctx, id, ledger.Limits{}, providers.FormatOpenAI, http.Header{}, 900)
+	hold, _, refusal = rl.Admit(ctx, id, ledger.Limits{}, 900)
 	if refusal != nil {
 		t.Fatalf("after the release: %s", refusal.Message)
 	}

@@ -3,16 +3,15 @@ package policy
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/internal/testclock"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // newFakeClock is a clock early in a minute, so a test's requests share
@@ -21,10 +20,8 @@ func newFakeClock() *testclock.Clock {
 	return testclock.New(time.Date(2030, 1, 2, 3, 4, 1, 0, time.UTC))
 }
 
-func admit(rl *RateLimits, id *Identity, reserve int64) (*RateHold, http.Header, *providers.APIError) {
-	h := http.Header{}
-	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{}, providers.FormatOpenAI, h, reserve)
-	return hold, h, refusal
+func admit(rl *RateLimits, id *Identity, reserve int64) (*RateHold, RateDecision, *apierror.Error) {
+	return rl.Admit(context.Background(), id, ledger.Limits{}, reserve)
 }
 
 // TestTPMReservesEachRequestsEstimate: concurrent requests each reserve
@@ -56,16 +53,16 @@ func TestTPMReservesEachRequestsEstimate(t *testing.T) {
 	}
 	// Each settles to its real use: 100 tokens each leaves 9800.
 	holds.Range(func(k, _ any) bool { k.(*RateHold).Release(100); return true })
-	hold, h, refusal := admit(rl, id, 5000)
-	if refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "4800" {
-		t.Fatalf("after settling: %v remaining %q", refusal, h.Get("X-Ratelimit-Remaining-Tokens"))
+	hold, d, refusal := admit(rl, id, 5000)
+	if refusal != nil || d.Tokens.Remaining != 4800 {
+		t.Fatalf("after settling: %v remaining %d", refusal, d.Tokens.Remaining)
 	}
 	if _, _, refusal := admit(rl, id, 4801); refusal == nil {
 		t.Error("a reservation past the tpm admitted")
 	}
 	hold.Release(0)
-	if _, h, refusal := admit(rl, id, 9800); refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "0" {
-		t.Errorf("a request that used nothing settles to nothing: %v %q", refusal, h.Get("X-Ratelimit-Remaining-Tokens"))
+	if _, d, refusal := admit(rl, id, 9800); refusal != nil || d.Tokens.Remaining != 0 {
+		t.Errorf("a request that used nothing settles to nothing: %v %d", refusal, d.Tokens.Remaining)
 	}
 }
 
@@ -113,10 +110,10 @@ func TestTPMSettlesInTheWindowItReservedIn(t *testing.T) {
 		t.Fatal(refusal)
 	}
 	old.Release(9000)
-	_, h, refusal := admit(rl, id, 1000)
-	if refusal != nil || h.Get("X-Ratelimit-Remaining-Tokens") != "5000" || h.Get("X-Ratelimit-Remaining-Requests") != "1" {
-		t.Errorf("the new window after the old one settled: %v tokens %q requests %q", refusal,
-			h.Get("X-Ratelimit-Remaining-Tokens"), h.Get("X-Ratelimit-Remaining-Requests"))
+	_, d, refusal := admit(rl, id, 1000)
+	if refusal != nil || d.Tokens.Remaining != 5000 || d.Requests.Remaining != 1 {
+		t.Errorf("the new window after the old one settled: %v tokens %d requests %d", refusal,
+			d.Tokens.Remaining, d.Requests.Remaining)
 	}
 }
 
@@ -279,7 +276,7 @@ func TestStalledReleaseDoesNotWaitTwice(t *testing.T) {
 	shared := &stallingCounter{LocalRates: NewLocalRates()}
 	rl := NewRateLimits(shared, time.Hour, nil, nil)
 	id := &Identity{KeyID: "k", Workspace: "w", Limits: ledger.Limits{MaxParallel: 1, TPM: 1000}}
-	hold, refusal := rl.Admit(context.Background(), id, ledger.Limits{MaxParallel: 1, TPM: 1000}, providers.FormatOpenAI, http.Header{}, 500)
+	hold, _, refusal := rl.Admit(context.Background(), id, ledger.Limits{MaxParallel: 1, TPM: 1000}, 500)
 	if refusal != nil {
 		t.Fatal(refusal)
 	}
@@ -312,5 +309,25 @@ func TestLocalRenewAfterReleaseHoldsNothing(t *testing.T) {
 	_ = l.Renew(ctx, "key:k", "only", time.Minute)
 	if a, _ := l.Acquire(ctx, "key:k", "next", 1, time.Minute); !a {
 		t.Fatal("the one slot after a release and a late renewal is still taken")
+	}
+}
+
+// TestRateDecisionOfScope: the decision shows what the scope's windows
+// hold as the headers did when policy wrote them: the limits, what is
+// left (never below 0), the window's end and the whole seconds to it.
+func TestRateDecisionOfScope(t *testing.T) {
+	now := time.Unix(1_760_000_030, 0)
+	s := rateScope{rpm: 10, tpm: 1000, reqs: 12, tokens: 400, resetAt: 1_760_000_040}
+	want := RateDecision{Requests: RateWindow{Limit: 10, Remaining: 0}, Tokens: RateWindow{Limit: 1000, Remaining: 600},
+		ResetAt: 1_760_000_040, ResetIn: 10}
+	if got := s.decision(now); got != want || !got.Shown() {
+		t.Fatalf("decision %+v, want %+v", got, want)
+	}
+	s.resetAt = now.Unix() - 5
+	if got := s.decision(now).ResetIn; got != 0 {
+		t.Errorf("a window already over resets in %d s, want 0", got)
+	}
+	if (&rateScope{par: 3}).decision(now).Shown() {
+		t.Error("a scope with only max_parallel shows rate headers")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/apierror"
 )
 
 const echoURL = "http://echo.internal/v1/chat/completions"
@@ -209,7 +211,7 @@ func TestEchoErrors(t *testing.T) {
 			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 				t.Fatal(err)
 			}
-			if e.Error.Message == "" || e.Error.Type != OpenAIType(tt.status) {
+			if e.Error.Message == "" || e.Error.Type != apierror.OpenAIType(tt.status) {
 				t.Errorf("error %+v", e.Error)
 			}
 			if (tt.param == nil) != (e.Error.Param == nil) || (tt.param != nil && *tt.param != *e.Error.Param) {

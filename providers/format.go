@@ -1,6 +1,10 @@
 package providers
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/modelgate/modelgate/apierror"
+)
 
 // Format is a wire format spoken by a client or an upstream.
 type Format uint8
@@ -42,15 +46,18 @@ func ClientFormats() []Format {
 	return []Format{FormatOpenAI, FormatAnthropic, FormatResponses, FormatGemini, FormatEmbeddings, FormatGeminiEmbed, FormatConverse}
 }
 
-// ErrorFamily is the format whose error shape a client of f reads.
-func (f Format) ErrorFamily() Format {
+// ErrorFamily is the error shape a client of f reads: what makes a
+// Format an apierror.Audience.
+func (f Format) ErrorFamily() apierror.Family {
 	switch f {
-	case FormatGeminiEmbed:
-		return FormatGemini
-	case FormatEmbeddings, FormatResponses:
-		return FormatOpenAI
+	case FormatAnthropic:
+		return apierror.Anthropic
+	case FormatGemini, FormatGeminiEmbed:
+		return apierror.Gemini
+	case FormatConverse:
+		return apierror.Bedrock
 	}
-	return f
+	return apierror.OpenAI
 }
 
 func (f Format) String() string {

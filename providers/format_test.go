@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/apierror"
 )
 
 // Every client format has a route to every upstream format, and fits a
@@ -208,6 +210,25 @@ func TestRateLimitHeaderNamesAreCanonical(t *testing.T) {
 			if c := http.CanonicalHeaderKey(name); c != name {
 				t.Errorf("%v: %q is not canonical (%q)", f, name, c)
 			}
+		}
+	}
+}
+
+// TestFormatErrorFamily: each client format is written errors in the
+// family its clients read (Responses and embeddings clients read OpenAI's,
+// Gemini's embedContent Google's, Converse Bedrock's).
+func TestFormatErrorFamily(t *testing.T) {
+	want := map[Format]apierror.Family{
+		FormatOpenAI: apierror.OpenAI, FormatAnthropic: apierror.Anthropic, FormatOllama: apierror.OpenAI,
+		FormatResponses: apierror.OpenAI, FormatGemini: apierror.Gemini, FormatEmbeddings: apierror.OpenAI,
+		FormatGeminiEmbed: apierror.Gemini, FormatConverse: apierror.Bedrock,
+	}
+	if len(want) != FormatCount {
+		t.Fatalf("%d formats named, %d exist", len(want), FormatCount)
+	}
+	for f, fam := range want {
+		if got := f.ErrorFamily(); got != fam {
+			t.Errorf("%v: error family %d, want %d", f, got, fam)
 		}
 	}
 }

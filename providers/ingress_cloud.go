@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
@@ -90,36 +91,6 @@ func CloudModelNames(id string) []string {
 	return out
 }
 
-// BedrockError is Bedrock's error body, {"message":…}; the exception's
-// name goes in the x-amzn-ErrorType header (BedrockErrorType).
-func BedrockError(message string) []byte {
-	b, _ := json.Marshal(struct {
-		Message string `json:"message"`
-	}{message})
-	return b
-}
-
-// BedrockErrorType names Bedrock's exception for an HTTP status.
-func BedrockErrorType(status int) string {
-	switch {
-	case status == 400 || status == 405 || status == 413 || status == 422:
-		// A wrong method is the caller's mistake too, not a server fault
-		// for the SDK to retry.
-		return "ValidationException"
-	case status == 401 || status == 403:
-		return "AccessDeniedException"
-	case status == 404:
-		return "ResourceNotFoundException"
-	case status == 408:
-		return "ModelTimeoutException"
-	case status == 429:
-		return "ThrottlingException"
-	case status == 503 || status == 529:
-		return "ServiceUnavailableException"
-	}
-	return "InternalServerException"
-}
-
 // BedrockStreamFramer turns a Messages SSE stream into the AWS event
 // stream Bedrock's InvokeModelWithResponseStream answers with: each event's
 // JSON, base64, in a "chunk" event's {"bytes":…}; an error event becomes an
@@ -194,8 +165,8 @@ func (f *BedrockStreamFramer) frame(dst *bytes.Buffer, ev []byte) error {
 		e := inBandError(data)
 		msg.Headers = append(msg.Headers,
 			eventstream.Header{Name: ":message-type", Value: eventstream.StringValue("exception")},
-			eventstream.Header{Name: ":exception-type", Value: eventstream.StringValue(lowerFirst(BedrockErrorType(e.Status)))})
-		msg.Payload = BedrockError(e.Message)
+			eventstream.Header{Name: ":exception-type", Value: eventstream.StringValue(lowerFirst(apierror.BedrockErrorType(e.Status)))})
+		msg.Payload = apierror.BedrockBody(e.Message)
 		return f.enc.Encode(dst, msg)
 	}
 	msg.Headers = append(msg.Headers,

@@ -173,20 +173,3 @@ func converseStopFromAnthropic(reason string) string {
 	}
 	return "end_turn"
 }
-
-// converseStreamException is the ConverseStream exception event for an
-// error of the given status: the union's members are internalServer,
-// modelStreamError, validation, throttling and serviceUnavailable.
-func converseStreamException(status int) string {
-	switch {
-	case status == 400 || status == 413 || status == 422:
-		return "validationException"
-	case status == 429:
-		return "throttlingException"
-	case status == 503 || status == 529:
-		return "serviceUnavailableException"
-	case status == 500:
-		return "internalServerException"
-	}
-	return "modelStreamErrorException"
-}

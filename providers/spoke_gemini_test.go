@@ -295,24 +295,6 @@ func TestGeminiStreamFromChatChunks(t *testing.T) {
 	}
 }
 
-func TestGeminiErrorShape(t *testing.T) {
-	for _, tc := range []struct {
-		e    APIError
-		want string
-	}{
-		{APIError{Status: 400, Message: "bad"}, `{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}`},
-		{APIError{Status: 429, Message: "slow down", RetryAfter: "21"},
-			`{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"21s"}]}}`},
-		{APIError{Status: 429, Message: "budget spent", NoRetry: true, RetryAfter: "3600"},
-			`{"error":{"code":429,"message":"budget spent","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"description":"budget spent","quotaId":"GatewayBudgetPerDay"}]}]}}`},
-		{APIError{Status: 502, Message: "down"}, `{"error":{"code":502,"message":"down","status":"UNAVAILABLE"}}`},
-	} {
-		if got := string(tc.e.Body(FormatGemini)); got != tc.want {
-			t.Errorf("got  %s\nwant %s", got, tc.want)
-		}
-	}
-}
-
 func FuzzGeminiRequest(f *testing.F) {
 	f.Add([]byte(geminiCLITurn))
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a"}}]},{"parts":[{"functionResponse":{"name":"a","response":null}}]}]}`))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
@@ -366,7 +367,7 @@ func failureCode(e *APIError) string {
 	case e.Status >= 500:
 		return "server_error"
 	}
-	return OpenAIType(e.Status)
+	return apierror.OpenAIType(e.Status)
 }
 
 // finalize sets what the handler stores and records once the answer is

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
@@ -413,7 +414,7 @@ func (s *responsesStream) Fail(dst []byte, e *APIError) []byte {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"error":{"type":`...)
-	dst = jsonfast.AppendQuoted(dst, OpenAIType(e.Status), false)
+	dst = jsonfast.AppendQuoted(dst, apierror.OpenAIType(e.Status), false)
 	dst = append(dst, `,"code":`...)
 	dst = jsonfast.AppendQuoted(dst, code, false)
 	dst = append(dst, `,"message":`...)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -270,7 +271,7 @@ func (e *httpEndpoint) parseError(status int, _ http.Header, body []byte) *provi
 	apiErr := providers.UpstreamError(status, body)
 	if e.up == providers.FormatAnthropic && providers.IsAnthropicError(body) {
 		// Same family: a Messages client gets the upstream's own answer.
-		apiErr.Raw, apiErr.RawFamily = append([]byte(nil), body...), providers.FormatAnthropic
+		apiErr.Raw, apiErr.RawFamily = append([]byte(nil), body...), apierror.Anthropic
 	}
 	return apiErr
 }

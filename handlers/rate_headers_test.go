@@ -1,4 +1,4 @@
-package policy
+package handlers
 
 import (
 	"math"
@@ -10,11 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
+// rateScope is what policy's rate scope knew of a window when it wrote
+// the headers itself.
+type rateScope struct{ rpm, tpm, reqs, tokens, resetAt int64 }
+
+// decide is policy's rateScope.decision (pinned there by
+// TestRateDecisionOfScope) over the test's scope.
+func decide(s *rateScope, now time.Time) policy.RateDecision {
+	return policy.RateDecision{
+		Requests: policy.RateWindow{Limit: s.rpm, Remaining: max(0, s.rpm-s.reqs)},
+		Tokens:   policy.RateWindow{Limit: s.tpm, Remaining: max(0, s.tpm-s.tokens)},
+		ResetAt:  s.resetAt,
+		ResetIn:  max(0, s.resetAt-now.Unix()),
+	}
+}
+
 // setRateHeadersBefore is setRateHeaders as it was before the one-string
-// rewrite (87a729f).
+// rewrite (87a729f), when policy wrote the headers.
 func setRateHeadersBefore(h http.Header, s *rateScope, cf providers.Format, now time.Time) {
 	if s.rpm == 0 && s.tpm == 0 {
 		return
@@ -37,7 +53,8 @@ func setRateHeadersBefore(h http.Header, s *rateScope, cf providers.Format, now 
 }
 
 // TestRateHeadersAsBefore: both families, edge values, a second
-// call on the same map, and headers already there, give what h.Set gave.
+// call on the same map, and headers already there, give what h.Set gave
+// when policy wrote them.
 func TestRateHeadersAsBefore(t *testing.T) {
 	for _, cf := range providers.ClientFormats() {
 		names := cf.RateLimitHeaders()
@@ -74,7 +91,7 @@ func TestRateHeadersAsBefore(t *testing.T) {
 			h.Set("Content-Type", "application/json")
 		}
 		for i := range scopes {
-			setRateHeaders(got, &scopes[i], cf, now)
+			setRateHeaders(got, cf, decide(&scopes[i], now))
 			setRateHeadersBefore(want, &scopes[i], cf, now)
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -88,5 +105,22 @@ func TestRateHeadersAsBefore(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("after Add:\n got %v\nwant %v", got, want)
 		}
+	}
+}
+
+// BenchmarkRateHeaders: the door's half of a rate admission that used to
+// happen inside policy.Admit, which keeps its two allocations (one string,
+// one slice) per request with limits.
+func BenchmarkRateHeaders(b *testing.B) {
+	d := policy.RateDecision{Requests: policy.RateWindow{Limit: 600, Remaining: 599},
+		Tokens: policy.RateWindow{Limit: 1 << 20, Remaining: 1 << 19}, ResetAt: 1_760_000_040, ResetIn: 12}
+	for _, cf := range []providers.Format{providers.FormatOpenAI, providers.FormatAnthropic} {
+		b.Run(cf.String(), func(b *testing.B) {
+			h := http.Header{}
+			b.ReportAllocs()
+			for b.Loop() {
+				setRateHeaders(h, cf, d)
+			}
+		})
 	}
 }
