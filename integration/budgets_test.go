@@ -441,4 +441,37 @@ func TestBudgetBackToBackNearTheLimit(t *testing.T) {
 	if admitted != 8 {
 		t.Errorf("%d requests admitted, want 8", admitted)
 	}
+	// Hostile D5 (b): 80 % was passed by whichever instance had not read
+	// the other's last costs; the refresh that reads them alerts, once
+	// across both, as does 100 %, passed by the eighth request's bill.
+	wantOnce(t, hook, "80% of budget — api key newcomer", "Budget reached — api key newcomer")
+}
+
+// wantOnce waits up to 5 seconds (a record's write plus two spend
+// refreshes) for one post containing each of parts, then checks that no
+// second came while the other instance refreshed.
+func wantOnce(t *testing.T, hook *chatSink, parts ...string) {
+	t.Helper()
+	count := func(part string) int {
+		n := 0
+		for _, p := range hook.Posts() {
+			if strings.Contains(p, part) {
+				n++
+			}
+		}
+		return n
+	}
+	start := time.Now()
+	for _, part := range parts {
+		for end := start.Add(5 * time.Second); count(part) == 0 && time.Now().Before(end); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%q posted %v after the last request", part, time.Since(start))
+	}
+	time.Sleep(1500 * time.Millisecond) // both instances refreshed past it: a duplicate would be here
+	for _, part := range parts {
+		if n := count(part); n != 1 {
+			t.Errorf("%d posts contain %q; want 1: %q", n, part, hook.Posts())
+		}
+	}
 }
