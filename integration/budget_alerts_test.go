@@ -7,6 +7,18 @@ import (
 	"github.com/modelgate/modelgate/internal/fakes"
 )
 
+// alertingGateways is two instances on one fresh PostgreSQL schema,
+// priced by models, posting budget alerts to one chat sink.
+func alertingGateways(t *testing.T, models func(*upstreams) string) (*chatSink, *gateway, *gateway) {
+	t.Helper()
+	hook := startChatSink(t)
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{})
+	cfg := gatewayConfig{models: models(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
+		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
+	return hook, startGateway(t, cfg), startGateway(t, cfg)
+}
+
 // TestBudgetReachedWhenLoweredRequestsAreRefused (hostile D5 a): every
 // request's output bound is lowered to what is left, and the upstream
 // bills less input than the estimate counts (8 tokens, not the body's 59
@@ -16,12 +28,7 @@ import (
 // gets one "Budget reached", which says what was spent and why no
 // request fits, and no 80 % alert.
 func TestBudgetReachedWhenLoweredRequestsAreRefused(t *testing.T) {
-	hook := startChatSink(t)
-	dsn, _, _ := freshSchema(t)
-	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
-		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	hook, a, b := alertingGateways(t, dearModels)
 	k := createKey(t, a, `{"name":"lowered","budget":{"amount":"10","period":"monthly"}}`)
 	waitForKey(t, b, k.Value)
 	admitted, refused := 0, 0

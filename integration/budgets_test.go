@@ -195,12 +195,7 @@ func outputPricedModels(u *upstreams) string {
 // the team chat webhook once each, though two instances on one database
 // saw the crossings and a refusal saw the budget again.
 func TestBudgetAlerts(t *testing.T) {
-	hook := startChatSink(t)
-	dsn, _, _ := freshSchema(t)
-	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
-		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	hook, a, b := alertingGateways(t, outputPricedModels)
 	k := createKey(t, a, `{"name":"alerted","budget":{"amount":"2","period":"daily"},"soft_budget":"1"}`)
 	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
 		t.Fatalf("first: %d %s", status, body)
@@ -405,12 +400,7 @@ func TestBudgetReservationCoversStoredHistory(t *testing.T) {
 // reached" alert comes before spend reaches the budget. Each request is
 // estimated at 2 cents (20 output tokens at $0.001) and billed 0.7.
 func TestBudgetBackToBackNearTheLimit(t *testing.T) {
-	hook := startChatSink(t)
-	dsn, _, _ := freshSchema(t)
-	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
-		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	hook, a, b := alertingGateways(t, outputPricedModels)
 	k := createKey(t, a, `{"name":"newcomer","budget":{"amount":"5","period":"monthly"}}`)
 	waitForKey(t, b, k.Value)
 	body := `{"model":"oa","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`
