@@ -78,9 +78,10 @@ func (b *Budgets) checkLocked(w *budgetWatch, spent int64) {
 // with spent spent: it is reached when spend alone, without what other
 // requests hold, leaves less than that (the request would be refused with
 // nothing reserved); otherwise the refusal is remembered, for the refresh
-// that finds the reservations became spend. The caller holds mu.
+// that finds the reservations became spend. A request needing more than
+// the whole budget says nothing of its spend. The caller holds mu.
 func (b *Budgets) refusedLocked(bg budget, spent, need int64, now time.Time) {
-	if b.Alert == nil {
+	if b.Alert == nil || spent < bg.limitPico && need > bg.limitPico {
 		return
 	}
 	w := b.watchLocked(bg, now)

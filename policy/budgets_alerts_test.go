@@ -208,3 +208,47 @@ func TestBudgetAlertOfADeadInstanceIsPosted(t *testing.T) {
 		t.Errorf("%d 80%% alerts from the instance that lived; want 1: %q", n, sink.all())
 	}
 }
+
+// On one instance: a request past the whole budget is refused without an
+// alert; requests lowered to what is left leave $0.99 spent of $1, and
+// the next one, needing two cents, is refused with one "Budget reached"
+// that says why, however often it is refused.
+func TestBudgetReachedByARefusalOnSpendAlone(t *testing.T) {
+	b := NewBudgets(nil, nil)
+	var got []BudgetAlert
+	b.Alert = func(a BudgetAlert) { got = append(got, a) }
+	dollar := int64(100)
+	id := &Identity{KeyID: "one", Limits: ledger.Limits{BudgetCents: &dollar, BudgetPeriod: "daily"}}
+	admit := func(est Estimate) *Reservation {
+		r, _ := b.AdmitEstimate(context.Background(), id, ledger.Limits{}, "", est, time.Minute)
+		return r
+	}
+	if admit(Estimate{InputPico: 2e12}) != nil || len(got) != 0 {
+		t.Fatalf("a $2 input on a $1 budget: alerts %+v", got)
+	}
+	// A cent of input estimated (a quarter billed), and a cent a token.
+	est := Estimate{InputPico: 1e10, TokenPico: 1e10, Tokens: 1000}
+	for _, tokens := range []int64{50, 48} {
+		r := admit(est)
+		if r == nil {
+			t.Fatal("refused with room left")
+		}
+		if bound, _ := r.OutputBound(); bound < tokens {
+			t.Fatalf("bound %d, want at least %d", bound, tokens)
+		}
+		r.Settle(25e8 + tokens*est.TokenPico)
+	}
+	// 98.5 cents spent; 2 cents needed.
+	for range 3 {
+		if admit(est) != nil {
+			t.Fatal("admitted past the limit")
+		}
+	}
+	if len(got) != 2 || got[0].Kind != "80" || got[1].Kind != "100" {
+		t.Fatalf("alerts %+v; want 80 %% and one 100 %%", got)
+	}
+	want := "🚫 Budget reached — api key one: $0.98 of $1.00 daily spent, less left than a request needs ($0.02 at least)"
+	if text := AlertText(got[len(got)-1]); !strings.HasPrefix(text, want) || !strings.HasSuffix(text, "; requests needing more than is left are refused") {
+		t.Errorf("alert %q, want it to start %q", text, want)
+	}
+}
