@@ -195,12 +195,7 @@ func outputPricedModels(u *upstreams) string {
 // the team chat webhook once each, though two instances on one database
 // saw the crossings and a refusal saw the budget again.
 func TestBudgetAlerts(t *testing.T) {
-	hook := startChatSink(t)
-	dsn, _, _ := freshSchema(t)
-	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
-		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	hook, a, b := alertingGateways(t, outputPricedModels)
 	k := createKey(t, a, `{"name":"alerted","budget":{"amount":"2","period":"daily"},"soft_budget":"1"}`)
 	if status, _, body := chatAs(t, a, k.Value, ""); status != 200 {
 		t.Fatalf("first: %d %s", status, body)
@@ -405,12 +400,7 @@ func TestBudgetReservationCoversStoredHistory(t *testing.T) {
 // reached" alert comes before spend reaches the budget. Each request is
 // estimated at 2 cents (20 output tokens at $0.001) and billed 0.7.
 func TestBudgetBackToBackNearTheLimit(t *testing.T) {
-	hook := startChatSink(t)
-	dsn, _, _ := freshSchema(t)
-	u := startUpstreams(t, fakes.Options{})
-	cfg := gatewayConfig{models: outputPricedModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\talerts_webhook {env.HOOK}",
-		env: []string{"DATABASE_URL=" + dsn.String(), "HOOK=" + hook.URL + "/services/T/B/secret"}}
-	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	hook, a, b := alertingGateways(t, outputPricedModels)
 	k := createKey(t, a, `{"name":"newcomer","budget":{"amount":"5","period":"monthly"}}`)
 	waitForKey(t, b, k.Value)
 	body := `{"model":"oa","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`
@@ -440,5 +430,38 @@ func TestBudgetBackToBackNearTheLimit(t *testing.T) {
 	// it is admitted with its bound lowered, and the fake bills it 0.7.
 	if admitted != 8 {
 		t.Errorf("%d requests admitted, want 8", admitted)
+	}
+	// Hostile D5 (b): 80 % was passed by whichever instance had not read
+	// the other's last costs; the refresh that reads them alerts, once
+	// across both, as does 100 %, passed by the eighth request's bill.
+	wantOnce(t, hook, "80% of budget — api key newcomer", "Budget reached — api key newcomer")
+}
+
+// wantOnce waits up to 5 seconds (a record's write plus two spend
+// refreshes) for one post containing each of parts, then checks that no
+// second came while the other instance refreshed.
+func wantOnce(t *testing.T, hook *chatSink, parts ...string) {
+	t.Helper()
+	count := func(part string) int {
+		n := 0
+		for _, p := range hook.Posts() {
+			if strings.Contains(p, part) {
+				n++
+			}
+		}
+		return n
+	}
+	start := time.Now()
+	for _, part := range parts {
+		for end := start.Add(5 * time.Second); count(part) == 0 && time.Now().Before(end); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%q posted %v after the last request", part, time.Since(start))
+	}
+	time.Sleep(1500 * time.Millisecond) // both instances refreshed past it: a duplicate would be here
+	for _, part := range parts {
+		if n := count(part); n != 1 {
+			t.Errorf("%d posts contain %q; want 1: %q", n, part, hook.Posts())
+		}
 	}
 }

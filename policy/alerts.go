@@ -137,6 +137,14 @@ func AlertText(al BudgetAlert) string {
 		resets = ", resets " + al.Resets.UTC().Format("2006-01-02 15:04") + " UTC"
 	}
 	amounts := dollars(al.SpentPico) + " of " + dollars(al.LimitPico)
+	// A refusal reaches a budget before its spend does when what is left
+	// pays for less than a request needs: say so, or "$0.99 of $1.00"
+	// reads as not reached.
+	short, refused := "", "further requests"
+	if al.NeedPico > 0 && al.SpentPico < al.LimitPico {
+		short = ", less left than a request needs (" + dollarsUp(al.NeedPico) + " at least)"
+		refused = "requests needing more than is left"
+	}
 	switch al.Kind {
 	case "soft":
 		return "⚠️ Soft budget reached — " + label + ": " + amounts + " soft budget (" + al.Period + ")" + resets
@@ -146,7 +154,7 @@ func AlertText(al BudgetAlert) string {
 		return fmt.Sprintf("🧊 Prompt cache written but never read — %s: %d cache writes and no cache read in its last %d requests, %s of cache writes since; "+
 			"its prompt prefix changes every turn or its requests land where the cache is not", label, al.Writes, al.Window, dollarsFine(al.SpentPico))
 	case "session":
-		return "🛑 Session cap reached — " + label + ": " + amounts + "; further requests of this session are refused"
+		return "🛑 Session cap reached — " + label + ": " + amounts + " spent" + short + "; " + refused + " of this session are refused"
 	}
-	return "🚫 Budget reached — " + label + ": " + amounts + " " + al.Period + resets + "; further requests are refused"
+	return "🚫 Budget reached — " + label + ": " + amounts + " " + al.Period + " spent" + short + resets + "; " + refused + " are refused"
 }

@@ -31,9 +31,10 @@ type Budgets struct {
 	store func() ledger.SpendStore // nil result: no database yet
 	now   func() time.Time
 
-	// Alert, when set, is told when spend crosses a budget's soft limit,
-	// 80 % or 100 %, and when a budget refuses a request with its spend
-	// (not its reservations) at the limit.
+	// Alert, when set, is told once a period when a budget's spend, this
+	// instance's or another's, reaches its soft limit, 80 % or 100 %, and
+	// when a budget refuses a request it could not pay for out of its
+	// spend alone (budgets_alerts.go).
 	Alert func(BudgetAlert)
 
 	tickets atomic.Uint64 // numbers reservations, for their records
@@ -62,6 +63,9 @@ type Budgets struct {
 	// reads (clients choose session ids, so there may be millions).
 	sessions map[string]time.Time
 	leases   budgetLeases // budget headroom held in the database (budgets_lease.go)
+	// watch are the budgets requests here were charged to or refused by
+	// lately, with the alerts handed on for them (budgets_alerts.go).
+	watch map[budgetKey]*budgetWatch
 }
 
 type budgetKey struct {
@@ -176,6 +180,10 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 			delete(b.early, t) // its request never settled a cost
 		}
 	}
+	if b.Alert != nil {
+		// What other instances spent moved the budgets too.
+		b.checkWatchedLocked(now)
+	}
 	b.mu.Unlock()
 	return nil
 }
@@ -264,7 +272,11 @@ type BudgetAlert struct {
 	PeriodStart time.Time
 	SpentPico   int64
 	LimitPico   int64 // the budget (the soft limit for "soft")
-	Resets      time.Time
+	// NeedPico: a "100" or "session" alert sent by a refusal while spend
+	// is under the limit carries what the refused request needed at least
+	// (its input and one output token per choice), more than is left.
+	NeedPico int64
+	Resets   time.Time
 	// Writes and Window: for AlertCacheUnread, the cache writes among the
 	// session's last Window requests (none of which read the cache);
 	// SpentPico is then what its cache writes cost since its last read.
@@ -496,23 +508,6 @@ func budgetsKey(list []budget) string {
 
 func compareBudgetKeys(a, b budgetKey) int {
 	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.id, b.id), strings.Compare(a.period, b.period), cmp.Compare(a.start, b.start))
-}
-
-// alert hands a crossed threshold to the alerter; the caller holds mu.
-func (b *Budgets) alert(bg budget, kind string, spent int64) {
-	if b.Alert == nil {
-		return
-	}
-	if bg.key.scope == ledger.ScopeSession {
-		kind = "session"
-	}
-	limit := bg.limitPico
-	if kind == "soft" {
-		limit = bg.softPico
-	}
-	scope, id := bg.key.scope, bg.key.id
-	b.Alert(BudgetAlert{Kind: kind, Scope: scope, ScopeID: id, Label: bg.label(), Period: bg.key.period,
-		PeriodStart: time.UnixMicro(bg.key.start).UTC(), SpentPico: spent, LimitPico: limit, Resets: bg.resets})
 }
 
 // BudgetStatus is one budget as /v1/me shows it.

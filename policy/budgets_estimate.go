@@ -80,15 +80,13 @@ func (b *Budgets) grantLocked(list []budget, est Estimate, now time.Time) (int64
 	return 0, b.refuseLocked(bg, b.usedLocked(bg.key)-reserved, reserved, est.floor(), now)
 }
 
-// refuseLocked is the refusal of a request budget bg has no room for,
-// which spent spent and has reserved reserved for requests in progress.
-// The 100 % alert goes only once spend itself reached the limit: a budget
-// held by reservations is not spent, and the alert is sent once a period.
-// The caller holds mu.
+// refuseLocked is the refusal of a request needing at least need that
+// budget bg has no room for, which spent spent and holds reserved for
+// requests in progress or not yet recorded. The 100 % alert goes when
+// spend alone leaves less than need, not when reservations caused the
+// refusal (they may be given back). The caller holds mu.
 func (b *Budgets) refuseLocked(bg budget, spent, reserved, need int64, now time.Time) *apierror.Error {
-	if spent >= bg.limitPico {
-		b.alert(bg, "100", spent)
-	}
+	b.refusedLocked(bg, spent, need, now)
 	return budgetRefusal(bg, spent, reserved, need, now)
 }
 
@@ -107,7 +105,9 @@ func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.
 	var m strings.Builder
 	fmt.Fprintf(&m, "budget exceeded for %s: %s %s budget, %s spent", bg.label(), dollars(bg.limitPico), bg.key.period, dollars(spentPico))
 	if reservedPico > 0 {
-		fmt.Fprintf(&m, ", %s reserved by requests in progress", dollars(reservedPico))
+		// With PostgreSQL this counts what other instances settled but
+		// have not recorded yet (it stays on their leases until then).
+		fmt.Fprintf(&m, ", %s held for requests in progress or not yet recorded", dollars(reservedPico))
 	}
 	if spentPico+reservedPico < bg.limitPico && needPico > 0 {
 		fmt.Fprintf(&m, ", and this request needs at least %s (its input and one output token)", dollarsUp(needPico))

@@ -3,8 +3,6 @@ package policy
 import (
 	"context"
 	"time"
-
-	"github.com/modelgate/modelgate/ledger"
 )
 
 // OutputBound is the output bound per choice the request must be sent
@@ -125,7 +123,8 @@ func (b *Budgets) settleDrawLocked(r *Reservation, cost int64) (int64, uint64) {
 }
 
 // countCostLocked counts delta more of r's cost here until its record is
-// written, and alerts on the thresholds it crosses; the caller holds mu.
+// written, and alerts on the thresholds its budgets reached; the caller
+// holds mu.
 func (b *Budgets) countCostLocked(r *Reservation, delta int64) {
 	if l := r.local; l != nil && l.written.IsZero() {
 		b.addLocal(l, -1)
@@ -145,24 +144,8 @@ func (b *Budgets) countCostLocked(r *Reservation, delta int64) {
 	if b.Alert == nil || delta <= 0 {
 		return
 	}
+	now := b.now()
 	for _, bg := range r.budgets {
-		after := b.usedLocked(bg.key) - b.reserved[bg.key]
-		before := after - delta
-		crossed := func(at int64) bool { return at > 0 && before < at && after >= at }
-		if bg.key.scope == ledger.ScopeSession {
-			if crossed(bg.limitPico) {
-				b.alert(bg, "session", after)
-			}
-			continue
-		}
-		if crossed(bg.limitPico / 5 * 4) {
-			b.alert(bg, "80", after)
-		}
-		if crossed(bg.limitPico) {
-			b.alert(bg, "100", after)
-		}
-		if crossed(bg.softPico) {
-			b.alert(bg, "soft", after)
-		}
+		b.checkLocked(b.watchLocked(bg, now), b.usedLocked(bg.key)-b.reserved[bg.key])
 	}
 }

@@ -82,7 +82,7 @@ func TestBudgetBackToBackRequestsOnPostgres(t *testing.T) {
 			}
 			// Spent here, or settled on the other instance and still on
 			// its lease until its records land.
-			if !strings.Contains(msg, "spent") || !strings.Contains(msg, "reserved by requests in progress") {
+			if !strings.Contains(msg, "spent") || !strings.Contains(msg, "held for requests in progress or not yet recorded") {
 				t.Errorf("refusal: %s", msg)
 			}
 			break
@@ -138,7 +138,7 @@ func TestBudgetLeaseLowersTheOutputBound(t *testing.T) {
 	}
 	// While it runs, the other instance has no room even for an input.
 	if _, refusal := b.b.AdmitEstimate(context.Background(), id, ledger.Limits{}, "", est, time.Minute); refusal == nil ||
-		!strings.Contains(refusal.Message, "reserved by requests in progress") || !strings.Contains(refusal.Message, "$0.00 spent") {
+		!strings.Contains(refusal.Message, "held for requests in progress or not yet recorded") || !strings.Contains(refusal.Message, "$0.00 spent") {
 		t.Fatalf("second instance: %v", refusal)
 	}
 	r.Settle(0)
@@ -166,7 +166,7 @@ func TestBudgetCrashedInstanceReservationsReturnWithinAMinute(t *testing.T) {
 		if (refusal == nil) != (i < 2) {
 			t.Fatalf("request %d on B: %v", i, refusal)
 		}
-		if refusal != nil && (!strings.Contains(refusal.Message, "$0.00 spent") || !strings.Contains(refusal.Message, "$5.00 reserved by requests in progress")) {
+		if refusal != nil && (!strings.Contains(refusal.Message, "$0.00 spent") || !strings.Contains(refusal.Message, "$5.00 held for requests in progress or not yet recorded")) {
 			t.Errorf("refusal: %s", refusal.Message)
 		}
 	}
