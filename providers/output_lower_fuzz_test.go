@@ -22,12 +22,17 @@ func FuzzWithOutputLimit(f *testing.F) {
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), int64(9), uint8(1))
 	f.Add([]byte(`{"model":"a","input":"hi","max_output_tokens":1000000}`), int64(9), uint8(2))
 	f.Add([]byte(`{"model":"a","input":[{"role":"user","content":"hi"}]}`), int64(9), uint8(2))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000}}`), int64(9), uint8(3))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`), int64(9), uint8(3))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":null}`), int64(9), uint8(3))
 	f.Fuzz(func(t *testing.T, body []byte, n int64, format uint8) {
 		n = max(n, 1)
 		var info RequestInfo
 		var err error
-		gemini, responses := format%3 == 1, format%3 == 2
+		gemini, responses, converse := format%4 == 1, format%4 == 2, format%4 == 3
 		switch {
+		case converse:
+			info, err = ParseConverseRequest(body, "m", false)
 		case gemini:
 			info, err = ParseGeminiRequest(body, "m", false)
 		case responses:
@@ -59,6 +64,9 @@ func FuzzWithOutputLimit(f *testing.F) {
 		if gemini {
 			bounds = []string{"generationConfig"}
 		}
+		if converse {
+			bounds = []string{"inferenceConfig"}
+		}
 		if responses {
 			bounds = []string{"max_output_tokens"}
 		}
@@ -74,10 +82,15 @@ func FuzzWithOutputLimit(f *testing.F) {
 		if !reflect.DeepEqual(before, after) {
 			t.Fatalf("other members changed:\n%s\n%s", body, out)
 		}
-		if !gemini {
+		var reparsed RequestInfo
+		switch {
+		case converse:
+			reparsed, err = ParseConverseRequest(out, "m", false)
+		case gemini:
+			reparsed, err = ParseGeminiRequest(out, "m", false)
+		default:
 			return
 		}
-		reparsed, err := ParseGeminiRequest(out, "m", false)
 		if err != nil || reparsed.OutputLimit() != n {
 			t.Fatalf("reparsed %q: bound %d, %v", out, reparsed.OutputLimit(), err)
 		}
