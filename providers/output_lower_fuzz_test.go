@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,10 @@ func FuzzWithOutputLimit(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000}}`), int64(9), uint8(3))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`), int64(9), uint8(3))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":null}`), int64(9), uint8(3))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generation_config":{"max_output_tokens":65536,"candidate_count":8}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":null,"generation_config":{"max_output_tokens":65536}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generation_config":{"temperature":1}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"max_output_tokens":65536}}`), int64(9), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, n int64, format uint8) {
 		n = max(n, 1)
 		var info RequestInfo
@@ -62,7 +67,7 @@ func FuzzWithOutputLimit(f *testing.F) {
 		}
 		bounds := []string{"max_tokens", "max_completion_tokens"}
 		if gemini {
-			bounds = []string{"generationConfig"}
+			bounds = geminiConfigNames
 		}
 		if converse {
 			bounds = []string{"inferenceConfig"}
@@ -89,6 +94,29 @@ func FuzzWithOutputLimit(f *testing.F) {
 		case gemini:
 			reparsed, err = ParseGeminiRequest(out, "m", false)
 		default:
+			return
+		}
+		if gemini && err != nil && strings.Contains(err.Error(), "given twice") {
+			// The client named the config or the bound under both
+			// spellings, one of them null (nothing to encoding/json): the
+			// splice gave each the bound, whichever Google reads.
+			var top map[string]json.RawMessage
+			_ = json.Unmarshal(out, &top)
+			for _, k := range geminiConfigNames {
+				for name, v := range top {
+					if strings.EqualFold(name, k) {
+						var g map[string]json.RawMessage
+						if json.Unmarshal(v, &g) != nil {
+							t.Fatalf("%s is not an object after the splice: %s", name, out)
+						}
+						for m, b := range g {
+							if slices.ContainsFunc(geminiBoundNames, func(s string) bool { return strings.EqualFold(s, m) }) && string(b) != strconv.FormatInt(n, 10) {
+								t.Fatalf("%s.%s is %s after the splice, want %d: %s", name, m, b, n, out)
+							}
+						}
+					}
+				}
+			}
 			return
 		}
 		if err != nil || reparsed.OutputLimit() != n {

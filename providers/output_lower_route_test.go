@@ -11,14 +11,17 @@ import (
 // and one asking for none. A format missing here fails
 // TestOutputLimitReachesEveryUpstream: a new client format must say how
 // budgets bound its output before it ships.
-var boundSamples = map[Format][2]string{
+var boundSamples = map[Format][]string{
 	FormatOpenAI: {`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":1000000}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
 	FormatAnthropic: {`{"model":"m","max_tokens":1000000,"messages":[{"role":"user","content":"hi"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
 	FormatResponses: {`{"model":"m","input":"hi","max_output_tokens":1000000}`, `{"model":"m","input":"hi"}`},
 	FormatGemini: {`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":1000000,"temperature":0.5}}`,
-		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
+		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,
+		// Google reads the proto field names too (hostile2 D3).
+		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generation_config":{"max_output_tokens":1000000}}`,
+		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"max_output_tokens":1000000}}`},
 	FormatConverse: {`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000,"temperature":0.5}}`,
 		`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`},
 }
