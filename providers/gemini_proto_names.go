@@ -48,6 +48,9 @@ func twinList[S ~[]E, E any](json *S, proto *S, path, jsonName, protoName string
 // unify folds every proto-named member of the request into its
 // JSON-named field; an error names a field given under both.
 func (q *geminiRequest) unify() error {
+	if q.GeminiRequestProtoNames == nil {
+		q.GeminiRequestProtoNames = &GeminiRequestProtoNames{}
+	}
 	err := firstErr(
 		twin(&q.SystemInstruction, &q.SystemInstructionSnake, "", "systemInstruction", "system_instruction"),
 		twin(&q.ToolConfig, &q.ToolConfigSnake, "", "toolConfig", "tool_config"),
@@ -60,6 +63,7 @@ func (q *geminiRequest) unify() error {
 	if err != nil {
 		return err
 	}
+	q.GeminiRequestProtoNames = nil
 	if q.GenerateContentRequest != nil {
 		if err := q.GenerateContentRequest.unify(); err != nil {
 			return err
@@ -98,6 +102,9 @@ func (q *geminiRequest) unify() error {
 
 func (g *geminiGenConfig) unify() error {
 	const at = "generationConfig."
+	if g.GeminiGenConfigProtoNames == nil {
+		g.GeminiGenConfigProtoNames = &GeminiGenConfigProtoNames{}
+	}
 	err := firstErr(
 		twin(&g.TopP, &g.TopPSnake, at, "topP", "top_p"),
 		twin(&g.TopK, &g.TopKSnake, at, "topK", "top_k"),
@@ -111,6 +118,7 @@ func (g *geminiGenConfig) unify() error {
 		twinList(&g.ResponseJSONSchema, &g.ResponseJSONSchemaSnake, at, "responseJsonSchema", "response_json_schema"),
 		twin(&g.ThinkingConfig, &g.ThinkingConfigSnake, at, "thinkingConfig", "thinking_config"),
 	)
+	g.GeminiGenConfigProtoNames = nil
 	if err != nil || g.ThinkingConfig == nil {
 		return err
 	}
@@ -132,6 +140,9 @@ func (c *geminiContent) unify(at string) error {
 }
 
 func (p *geminiPart) unify(at string) error {
+	if p.GeminiPartProtoNames == nil {
+		return p.unifyInner(at)
+	}
 	err := firstErr(
 		twin(&p.ThoughtSignature, &p.ThoughtSignatureSnake, at, "thoughtSignature", "thought_signature"),
 		twin(&p.InlineData, &p.InlineDataSnake, at, "inlineData", "inline_data"),
@@ -144,6 +155,12 @@ func (p *geminiPart) unify(at string) error {
 	if err != nil {
 		return err
 	}
+	p.GeminiPartProtoNames = nil
+	return p.unifyInner(at)
+}
+
+// unifyInner unifies the members of a part's members.
+func (p *geminiPart) unifyInner(at string) error {
 	if b := p.InlineData; b != nil {
 		if err := twin(&b.MimeType, &b.MimeTypeSnake, at+"inlineData.", "mimeType", "mime_type"); err != nil {
 			return err

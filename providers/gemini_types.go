@@ -19,7 +19,15 @@ type geminiRequest struct {
 	GenerateContentRequest *geminiRequest `json:"generateContentRequest,omitempty"`
 	Model                  string         `json:"model,omitempty"`
 	// The proto field names, which Google's parser reads as well as the
-	// JSON names (geminiRequest.unify folds them in).
+	// JSON names (geminiRequest.unify folds them in); a pointer, allocated
+	// only when a request names one.
+	*GeminiRequestProtoNames
+}
+
+// GeminiRequestProtoNames is a Gemini request's members under their proto
+// field names (exported only because encoding/json allocates an embedded
+// pointer to an exported struct alone).
+type GeminiRequestProtoNames struct {
 	SystemInstructionSnake      *geminiContent    `json:"system_instruction,omitempty"`
 	ToolConfigSnake             *geminiToolConfig `json:"tool_config,omitempty"`
 	GenerationConfigSnake       *geminiGenConfig  `json:"generation_config,omitempty"`
@@ -44,7 +52,15 @@ type geminiPart struct {
 	FunctionResponse    *geminiFunctionResult `json:"functionResponse,omitempty"`
 	ExecutableCode      json.RawMessage       `json:"executableCode,omitempty"`
 	CodeExecutionResult json.RawMessage       `json:"codeExecutionResult,omitempty"`
+	// A pointer: parts are many, and the proto names rare (encoding/json
+	// allocates it when one is sent).
+	*GeminiPartProtoNames
+}
 
+// GeminiPartProtoNames is a Gemini part's members under their proto field
+// names. It is exported only because encoding/json allocates an embedded
+// pointer to an exported struct alone; the gateway reads it nowhere else.
+type GeminiPartProtoNames struct {
 	ThoughtSignatureSnake    string                `json:"thought_signature,omitempty"`
 	InlineDataSnake          *geminiBlob           `json:"inline_data,omitempty"`
 	FileDataSnake            *geminiFileData       `json:"file_data,omitempty"`
@@ -132,7 +148,12 @@ type geminiGenConfig struct {
 	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
 	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
 	ThinkingConfig     *geminiThinking `json:"thinkingConfig,omitempty"`
+	*GeminiGenConfigProtoNames
+}
 
+// GeminiGenConfigProtoNames is a generation config's members under their
+// proto field names (exported as GeminiRequestProtoNames is).
+type GeminiGenConfigProtoNames struct {
 	TopPSnake               *float64        `json:"top_p,omitempty"`
 	TopKSnake               *float64        `json:"top_k,omitempty"`
 	MaxOutputTokensSnake    *int64          `json:"max_output_tokens,omitempty"`
