@@ -26,11 +26,13 @@ func longUpstream(t *testing.T, extra string) (*boundUpstream, string) {
 }
 
 // unboundedRequests send no output bound, in each client format: chat
-// passed through, Responses and Gemini translated to the chat upstream.
+// passed through, Responses, Gemini and Converse translated to the chat
+// upstream.
 var unboundedRequests = []struct{ name, path, body string }{
 	{"chat", "/v1/chat/completions", `{"model":"paid","messages":[{"role":"user","content":"hi"}]}`},
 	{"responses", "/v1/responses", `{"model":"paid","input":"hi"}`},
 	{"gemini", "/v1beta/models/paid:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
+	{"converse", "/model/paid/converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`},
 }
 
 // Issue 34: a budgeted request that sets no output bound was estimated at

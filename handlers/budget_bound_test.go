@@ -71,8 +71,8 @@ func (u *boundUpstream) got() (int64, int64) {
 // $0.00001 a token ($1,280 worst case) spent 225× the budget. Its output
 // bound is now lowered to what the $5 pays for, the upstream is sent that
 // bound, the answer says so, and the spend stays within the budget, in
-// every client format: chat passed through, Responses and Gemini
-// translated to the chat upstream.
+// every client format: chat passed through, Responses, Gemini and
+// Converse translated to the chat upstream.
 func TestBudgetLowersTheOutputBoundToWhatIsLeft(t *testing.T) {
 	up, yaml := paidUpstream(t)
 	cases := []struct {
@@ -83,6 +83,10 @@ func TestBudgetLowersTheOutputBoundToWhatIsLeft(t *testing.T) {
 		{"chat-unbounded", "/v1/chat/completions", `{"model":"paid","messages":[{"role":"user","content":"hi"}]}`, 1},
 		{"responses", "/v1/responses", `{"model":"paid","max_output_tokens":1000000,"input":"hi"}`, 1},
 		{"gemini", "/v1beta/models/paid:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":1000000,"candidateCount":4}}`, 4},
+		// D1: Converse's inferenceConfig.maxTokens was never lowered (nor
+		// added), though the header said it was.
+		{"converse", "/model/paid/converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000}}`, 1},
+		{"converse-unbounded", "/model/paid/converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,11 +209,7 @@ const HeaderMaxTokensAdded = "X-Modelgate-Max-Tokens-Added"
 // lowered from the client's or added where it set none, and says which
 // in headers; on failure it has answered the client.
 func (g *Gateway) boundOutput(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, lowered, added bool, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
-	insert := "max_completion_tokens"
-	if cf == providers.FormatAnthropic {
-		insert = "max_tokens"
-	}
-	out, bounded, err := info.WithOutputLimit(body, bound, insert)
+	out, bounded, err := info.WithOutputLimit(body, bound, cf.BoundMember())
 	if err != nil {
 		settleBudget(hold, rec)
 		g.refuse(w, cf, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given an output bound: " + err.Error()})

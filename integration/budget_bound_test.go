@@ -34,6 +34,8 @@ func TestBudgetedRequestsAreSentAnOutputBound(t *testing.T) {
 	requests := []struct{ name, path, body string }{
 		{"gemini", "/v1beta/models/gem:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
 		{"responses", "/v1/responses", `{"model":"gem","input":"hi","store":false}`},
+		// hostile2 D1: Converse's bound was never added (nor lowered).
+		{"converse", "/model/gem/converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`},
 	}
 	for _, tc := range requests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +45,25 @@ func TestBudgetedRequestsAreSentAnOutputBound(t *testing.T) {
 			}
 			if sent := string(rec.Last().Body); !strings.Contains(sent, `"maxOutputTokens":2000`) {
 				t.Errorf("upstream was sent %s; want maxOutputTokens 2000", sent)
+			}
+		})
+	}
+	// A bound past the budget is lowered, and the upstream is sent the
+	// lowered one: Converse's inferenceConfig.maxTokens (hostile2 D1) and
+	// Gemini's under its proto field name, passed through (D3).
+	for _, tc := range []struct{ name, path, body, member string }{
+		{"converse lowered", "/model/gem/converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":100000000}}`, `"maxOutputTokens":`},
+		{"gemini snake_case lowered", "/v1beta/models/gem:generateContent",
+			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generation_config":{"max_output_tokens":100000000}}`, `"max_output_tokens":`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, h, body := g.do(t, "POST", tc.path, capped.Value, tc.body)
+			lowered := h.Get("X-Modelgate-Max-Tokens-Lowered")
+			if status != 200 || lowered == "" {
+				t.Fatalf("%d lowered %q: %s", status, lowered, body)
+			}
+			if sent := string(rec.Last().Body); !strings.Contains(sent, tc.member+lowered) || strings.Contains(sent, "100000000") {
+				t.Errorf("upstream was sent %s; want %s%s", sent, tc.member, lowered)
 			}
 		})
 	}

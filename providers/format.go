@@ -141,6 +141,17 @@ func (f Format) SessionInMetadata() bool {
 	return f == FormatAnthropic
 }
 
+// BoundMember is the member a request body of f that sets no output bound
+// is given one as (RequestInfo.WithOutputLimit's insert): Messages'
+// max_tokens, chat's max_completion_tokens. The formats parsed whole know
+// their own.
+func (f Format) BoundMember() string {
+	if f == FormatAnthropic {
+		return "max_tokens"
+	}
+	return "max_completion_tokens"
+}
+
 // A RequestParser reads a client's request body far enough to route it.
 // model and action are the URL's, for the formats whose body names no
 // model: Gemini's (models/{model}:{action}) and Converse's

@@ -18,6 +18,23 @@ type geminiRequest struct {
 	// countTokens may wrap the request.
 	GenerateContentRequest *geminiRequest `json:"generateContentRequest,omitempty"`
 	Model                  string         `json:"model,omitempty"`
+	// The proto field names, which Google's parser reads as well as the
+	// JSON names (geminiRequest.unify folds them in); a pointer, allocated
+	// only when a request names one.
+	*GeminiRequestProtoNames
+}
+
+// GeminiRequestProtoNames is a Gemini request's members under their proto
+// field names (exported only because encoding/json allocates an embedded
+// pointer to an exported struct alone).
+type GeminiRequestProtoNames struct {
+	SystemInstructionSnake      *geminiContent    `json:"system_instruction,omitempty"`
+	ToolConfigSnake             *geminiToolConfig `json:"tool_config,omitempty"`
+	GenerationConfigSnake       *geminiGenConfig  `json:"generation_config,omitempty"`
+	SafetySettingsSnake         json.RawMessage   `json:"safety_settings,omitempty"`
+	CachedContentSnake          string            `json:"cached_content,omitempty"`
+	ServiceTierSnake            string            `json:"service_tier,omitempty"`
+	GenerateContentRequestSnake *geminiRequest    `json:"generate_content_request,omitempty"`
 }
 
 type geminiContent struct {
@@ -35,16 +52,35 @@ type geminiPart struct {
 	FunctionResponse    *geminiFunctionResult `json:"functionResponse,omitempty"`
 	ExecutableCode      json.RawMessage       `json:"executableCode,omitempty"`
 	CodeExecutionResult json.RawMessage       `json:"codeExecutionResult,omitempty"`
+	// A pointer: parts are many, and the proto names rare (encoding/json
+	// allocates it when one is sent).
+	*GeminiPartProtoNames
+}
+
+// GeminiPartProtoNames is a Gemini part's members under their proto field
+// names. It is exported only because encoding/json allocates an embedded
+// pointer to an exported struct alone; the gateway reads it nowhere else.
+type GeminiPartProtoNames struct {
+	ThoughtSignatureSnake    string                `json:"thought_signature,omitempty"`
+	InlineDataSnake          *geminiBlob           `json:"inline_data,omitempty"`
+	FileDataSnake            *geminiFileData       `json:"file_data,omitempty"`
+	FunctionCallSnake        *geminiFunctionCall   `json:"function_call,omitempty"`
+	FunctionResponseSnake    *geminiFunctionResult `json:"function_response,omitempty"`
+	ExecutableCodeSnake      json.RawMessage       `json:"executable_code,omitempty"`
+	CodeExecutionResultSnake json.RawMessage       `json:"code_execution_result,omitempty"`
 }
 
 type geminiBlob struct {
-	MimeType string `json:"mimeType"`
-	Data     string `json:"data"`
+	MimeType      string `json:"mimeType"`
+	Data          string `json:"data"`
+	MimeTypeSnake string `json:"mime_type,omitempty"`
 }
 
 type geminiFileData struct {
-	MimeType string `json:"mimeType,omitempty"`
-	FileURI  string `json:"fileUri"`
+	MimeType      string `json:"mimeType,omitempty"`
+	FileURI       string `json:"fileUri"`
+	MimeTypeSnake string `json:"mime_type,omitempty"`
+	FileURISnake  string `json:"file_uri,omitempty"`
 }
 
 type geminiFunctionCall struct {
@@ -68,6 +104,14 @@ type geminiTool struct {
 	GoogleMaps            json.RawMessage      `json:"googleMaps,omitempty"`
 	FileSearch            json.RawMessage      `json:"fileSearch,omitempty"`
 	GoogleSearchRetrieval json.RawMessage      `json:"googleSearchRetrieval,omitempty"`
+
+	FunctionDeclarationsSnake  []geminiFunctionDecl `json:"function_declarations,omitempty"`
+	GoogleSearchSnake          json.RawMessage      `json:"google_search,omitempty"`
+	CodeExecutionSnake         json.RawMessage      `json:"code_execution,omitempty"`
+	URLContextSnake            json.RawMessage      `json:"url_context,omitempty"`
+	GoogleMapsSnake            json.RawMessage      `json:"google_maps,omitempty"`
+	FileSearchSnake            json.RawMessage      `json:"file_search,omitempty"`
+	GoogleSearchRetrievalSnake json.RawMessage      `json:"google_search_retrieval,omitempty"`
 }
 
 type geminiFunctionDecl struct {
@@ -75,13 +119,19 @@ type geminiFunctionDecl struct {
 	Description          string          `json:"description,omitempty"`
 	Parameters           json.RawMessage `json:"parameters,omitempty"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+
+	ParametersJSONSchemaSnake json.RawMessage `json:"parameters_json_schema,omitempty"`
 }
 
 type geminiToolConfig struct {
-	FunctionCallingConfig *struct {
-		Mode                 string   `json:"mode"`
-		AllowedFunctionNames []string `json:"allowedFunctionNames"`
-	} `json:"functionCallingConfig"`
+	FunctionCallingConfig      *geminiFunctionCalling `json:"functionCallingConfig"`
+	FunctionCallingConfigSnake *geminiFunctionCalling `json:"function_calling_config,omitempty"`
+}
+
+type geminiFunctionCalling struct {
+	Mode                      string   `json:"mode"`
+	AllowedFunctionNames      []string `json:"allowedFunctionNames"`
+	AllowedFunctionNamesSnake []string `json:"allowed_function_names,omitempty"`
 }
 
 type geminiGenConfig struct {
@@ -97,11 +147,34 @@ type geminiGenConfig struct {
 	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
 	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
 	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
-	ThinkingConfig     *struct {
-		IncludeThoughts bool   `json:"includeThoughts"`
-		ThinkingBudget  *int64 `json:"thinkingBudget"`
-		ThinkingLevel   string `json:"thinkingLevel"`
-	} `json:"thinkingConfig,omitempty"`
+	ThinkingConfig     *geminiThinking `json:"thinkingConfig,omitempty"`
+	*GeminiGenConfigProtoNames
+}
+
+// GeminiGenConfigProtoNames is a generation config's members under their
+// proto field names (exported as GeminiRequestProtoNames is).
+type GeminiGenConfigProtoNames struct {
+	TopPSnake               *float64        `json:"top_p,omitempty"`
+	TopKSnake               *float64        `json:"top_k,omitempty"`
+	MaxOutputTokensSnake    *int64          `json:"max_output_tokens,omitempty"`
+	StopSequencesSnake      []string        `json:"stop_sequences,omitempty"`
+	CandidateCountSnake     *int64          `json:"candidate_count,omitempty"`
+	PresencePenaltySnake    *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenaltySnake   *float64        `json:"frequency_penalty,omitempty"`
+	ResponseMimeTypeSnake   string          `json:"response_mime_type,omitempty"`
+	ResponseSchemaSnake     json.RawMessage `json:"response_schema,omitempty"`
+	ResponseJSONSchemaSnake json.RawMessage `json:"response_json_schema,omitempty"`
+	ThinkingConfigSnake     *geminiThinking `json:"thinking_config,omitempty"`
+}
+
+type geminiThinking struct {
+	IncludeThoughts bool   `json:"includeThoughts"`
+	ThinkingBudget  *int64 `json:"thinkingBudget"`
+	ThinkingLevel   string `json:"thinkingLevel"`
+
+	IncludeThoughtsSnake bool   `json:"include_thoughts,omitempty"`
+	ThinkingBudgetSnake  *int64 `json:"thinking_budget,omitempty"`
+	ThinkingLevelSnake   string `json:"thinking_level,omitempty"`
 }
 
 // geminiResponse is a GenerateContentResponse, whole or one stream chunk.

@@ -10,11 +10,13 @@ import (
 // per choice: the body with the bound its client format uses set to n
 // (chat's max_tokens and max_completion_tokens, whichever it sent, else
 // insert; Messages' max_tokens; Responses' max_output_tokens; Gemini's
-// generationConfig.maxOutputTokens), and the parsed turn set alike, so
-// that every route sends the upstream n: same-format pass-through sends
-// the body, translations read the turn or the body. insert names the
-// member a chat or Messages body without a bound gets. Budgets lower a
-// request's bound when its worst case does not fit what is left of them.
+// generationConfig.maxOutputTokens; Converse's inferenceConfig.maxTokens),
+// and the parsed turn set alike, so that every route sends the upstream
+// n: same-format pass-through sends the body, translations read the turn
+// or the body. insert names the member a chat or Messages body without a
+// bound gets. Budgets lower a request's bound when its worst case does not
+// fit what is left of them. A request whose format has no bound to set
+// (embeddings) is ErrNoOutputBound: the caller must not say it bounded it.
 func (info RequestInfo) WithOutputLimit(body []byte, n int64, insert string) ([]byte, RequestInfo, error) {
 	n = max(n, 1)
 	switch t := info.Turn.(type) {
@@ -39,44 +41,87 @@ func (info RequestInfo) WithOutputLimit(body []byte, n int64, insert string) ([]
 		t.Req.MaxOutputTokens = &n
 		return out, info, nil
 	case *GeminiTurn:
-		out, err := t.limitOutput(body, n)
-		return out, info, err
+		out, err := setNestedBound(body, n, geminiConfigNames, geminiBoundNames)
+		if err != nil {
+			return nil, info, err
+		}
+		if t.req.GenerationConfig == nil {
+			t.req.GenerationConfig = &geminiGenConfig{}
+		}
+		t.req.GenerationConfig.MaxOutputTokens = &n
+		return out, info, nil
+	case *ConverseTurn:
+		// Every route of a Converse client translates the turn (toChat);
+		// the body is set too so that it says what was sent.
+		out, err := setNestedBound(body, n, []string{"inferenceConfig"}, []string{"maxTokens"})
+		if err != nil {
+			return nil, info, err
+		}
+		if t.req.InferenceConfig == nil {
+			t.req.InferenceConfig = &converseInference{}
+		}
+		t.req.InferenceConfig.MaxTokens = &n
+		return out, info, nil
 	}
-	return body, info, nil // no output to bound (embeddings)
+	return nil, info, ErrNoOutputBound
 }
 
-func (t *GeminiTurn) limitOutput(body []byte, n int64) ([]byte, error) {
-	g, ok, err := jsonfast.FindMember(body, 0, "generationConfig")
+// ErrNoOutputBound is WithOutputLimit's answer for a request whose format
+// has no output bound the gateway can set (embeddings produce no output).
+var ErrNoOutputBound = errors.New("this request format has no output bound the gateway can set")
+
+// geminiConfigNames and geminiBoundNames are the spellings Google's
+// proto-JSON parser reads for generationConfig and its maxOutputTokens:
+// the JSON name and the proto field name.
+var (
+	geminiConfigNames = []string{"generationConfig", "generation_config"}
+	geminiBoundNames  = []string{"maxOutputTokens", "max_output_tokens"}
+)
+
+// setNestedBound sets the bound members (any spelling in names) of every
+// top-level config object (any spelling in configs) to n, inserting
+// names[0] into one that has none, replacing a null config with one that
+// holds the bound, and inserting configs[0] when there is none: whichever
+// copy an upstream's parser reads, it reads n.
+func setNestedBound(body []byte, n int64, configs, names []string) ([]byte, error) {
+	var spans [4]jsonfast.Span
+	found := spans[:0]
+	_, err := jsonfast.EachMember(body, 0, func(k []byte, v jsonfast.Span) {
+		for _, c := range configs {
+			if jsonfast.KeyIs(k, c) {
+				found = append(found, v)
+				return
+			}
+		}
+	})
 	if err != nil {
 		return nil, errNotObject
 	}
-	var out []byte
-	switch {
-	case !ok || g.IsNull(body):
-		repl := jsonfast.AppendInt([]byte(`{"maxOutputTokens":`), n)
-		repl = append(repl, '}')
-		if ok {
-			out = jsonfast.Splice(body, g, repl)
-		} else {
-			out, err = insertRaw(body, 0, "generationConfig", repl)
+	repl := jsonfast.AppendJSONString([]byte{'{'}, names[0])
+	repl = append(jsonfast.AppendInt(append(repl, ':'), n), '}')
+	if len(found) == 0 {
+		return insertRaw(body, 0, configs[0], repl)
+	}
+	// Last first: a change leaves the spans before it where they were.
+	for i := len(found) - 1; i >= 0; i-- {
+		g := found[i]
+		switch {
+		case g.IsNull(body):
+			body = jsonfast.Splice(body, g, repl)
+		case body[g.Start] != '{':
+			return nil, BadRequest(configs[0], configs[0]+" must be an object")
+		default:
+			out, ok, err := setMembers(body, g.Start, n, names...)
+			if err == nil && !ok {
+				out, err = insertMember(body, g.Start, names[0], n)
+			}
+			if err != nil {
+				return nil, err
+			}
+			body = out
 		}
-	case body[g.Start] != '{':
-		return nil, BadRequest("generationConfig", "generationConfig must be an object")
-	default:
-		var found bool
-		out, found, err = setMembers(body, g.Start, n, "maxOutputTokens")
-		if err == nil && !found {
-			out, err = insertMember(body, g.Start, "maxOutputTokens", n)
-		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if t.req.GenerationConfig == nil {
-		t.req.GenerationConfig = &geminiGenConfig{}
-	}
-	t.req.GenerationConfig.MaxOutputTokens = &n
-	return out, nil
+	return body, nil
 }
 
 var errNotObject = errors.New("request body is not a json object")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,12 +23,21 @@ func FuzzWithOutputLimit(f *testing.F) {
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), int64(9), uint8(1))
 	f.Add([]byte(`{"model":"a","input":"hi","max_output_tokens":1000000}`), int64(9), uint8(2))
 	f.Add([]byte(`{"model":"a","input":[{"role":"user","content":"hi"}]}`), int64(9), uint8(2))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000}}`), int64(9), uint8(3))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`), int64(9), uint8(3))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":null}`), int64(9), uint8(3))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generation_config":{"max_output_tokens":65536,"candidate_count":8}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":null,"generation_config":{"max_output_tokens":65536}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generation_config":{"temperature":1}}`), int64(9), uint8(1))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"max_output_tokens":65536}}`), int64(9), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, n int64, format uint8) {
 		n = max(n, 1)
 		var info RequestInfo
 		var err error
-		gemini, responses := format%3 == 1, format%3 == 2
+		gemini, responses, converse := format%4 == 1, format%4 == 2, format%4 == 3
 		switch {
+		case converse:
+			info, err = ParseConverseRequest(body, "m", false)
 		case gemini:
 			info, err = ParseGeminiRequest(body, "m", false)
 		case responses:
@@ -57,7 +67,10 @@ func FuzzWithOutputLimit(f *testing.F) {
 		}
 		bounds := []string{"max_tokens", "max_completion_tokens"}
 		if gemini {
-			bounds = []string{"generationConfig"}
+			bounds = geminiConfigNames
+		}
+		if converse {
+			bounds = []string{"inferenceConfig"}
 		}
 		if responses {
 			bounds = []string{"max_output_tokens"}
@@ -74,10 +87,38 @@ func FuzzWithOutputLimit(f *testing.F) {
 		if !reflect.DeepEqual(before, after) {
 			t.Fatalf("other members changed:\n%s\n%s", body, out)
 		}
-		if !gemini {
+		var reparsed RequestInfo
+		switch {
+		case converse:
+			reparsed, err = ParseConverseRequest(out, "m", false)
+		case gemini:
+			reparsed, err = ParseGeminiRequest(out, "m", false)
+		default:
 			return
 		}
-		reparsed, err := ParseGeminiRequest(out, "m", false)
+		if gemini && err != nil && strings.Contains(err.Error(), "given twice") {
+			// The client named the config or the bound under both
+			// spellings, one of them null (nothing to encoding/json): the
+			// splice gave each the bound, whichever Google reads.
+			var top map[string]json.RawMessage
+			_ = json.Unmarshal(out, &top)
+			for _, k := range geminiConfigNames {
+				for name, v := range top {
+					if strings.EqualFold(name, k) {
+						var g map[string]json.RawMessage
+						if json.Unmarshal(v, &g) != nil {
+							t.Fatalf("%s is not an object after the splice: %s", name, out)
+						}
+						for m, b := range g {
+							if slices.ContainsFunc(geminiBoundNames, func(s string) bool { return strings.EqualFold(s, m) }) && string(b) != strconv.FormatInt(n, 10) {
+								t.Fatalf("%s.%s is %s after the splice, want %d: %s", name, m, b, n, out)
+							}
+						}
+					}
+				}
+			}
+			return
+		}
 		if err != nil || reparsed.OutputLimit() != n {
 			t.Fatalf("reparsed %q: bound %d, %v", out, reparsed.OutputLimit(), err)
 		}

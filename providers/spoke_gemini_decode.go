@@ -8,7 +8,9 @@ import "github.com/modelgate/modelgate/providers/internal/jsonfast"
 // CPU. Anything it does not read exactly as encoding/json would (a
 // duplicate or case-folded key, a wrong type) sends the caller to
 // json.Unmarshal, whose results and errors it must equal
-// (FuzzGeminiRequestFastPath).
+// (FuzzGeminiRequestFastPath). A proto field name (max_output_tokens for
+// maxOutputTokens), which Google reads too, is one of those: the fast path
+// reads only the JSON names, and encoding/json's twin fields take it.
 
 // readGeminiRequest fills q from body; false: use encoding/json instead.
 func readGeminiRequest(body []byte, q *geminiRequest) bool {
@@ -52,7 +54,9 @@ func readGeminiRequestAt(r *jsonfast.Reader, i int, q *geminiRequest) int {
 		// generateContentRequest (countTokens' wrapper) is rare enough
 		// to leave to encoding/json.
 		return r.Unknown(j, k, "contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
-			"safetySettings", "cachedContent", "serviceTier", "model", "generateContentRequest")
+			"safetySettings", "cachedContent", "serviceTier", "model", "generateContentRequest",
+			"system_instruction", "tool_config", "generation_config", "safety_settings", "cached_content", "service_tier",
+			"generate_content_request")
 	})
 }
 
@@ -104,7 +108,7 @@ func readGeminiPart(r *jsonfast.Reader, i int, p *geminiPart) int {
 					r.Seen(&m, 1<<1)
 					return r.Str(e, &p.FileData.FileURI)
 				}
-				return r.Unknown(e, k, "mimeType", "fileUri")
+				return r.Unknown(e, k, "mimeType", "fileUri", "mime_type", "file_uri")
 			})
 		case "functionCall":
 			r.Seen(&mask, 1<<5)
@@ -120,7 +124,8 @@ func readGeminiPart(r *jsonfast.Reader, i int, p *geminiPart) int {
 			return r.Raw(j, &p.CodeExecutionResult)
 		}
 		return r.Unknown(j, k, "text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall",
-			"functionResponse", "executableCode", "codeExecutionResult")
+			"functionResponse", "executableCode", "codeExecutionResult", "thought_signature", "inline_data", "file_data",
+			"function_call", "function_response", "executable_code", "code_execution_result")
 	})
 }
 
@@ -135,7 +140,7 @@ func readGeminiBlob(r *jsonfast.Reader, i int, b *geminiBlob) int {
 			r.Seen(&mask, 1<<1)
 			return r.Str(j, &b.Data)
 		}
-		return r.Unknown(j, k, "mimeType", "data")
+		return r.Unknown(j, k, "mimeType", "data", "mime_type")
 	})
 }
 
@@ -205,7 +210,8 @@ func readGeminiTool(r *jsonfast.Reader, i int, t *geminiTool) int {
 			return r.Raw(j, &t.GoogleSearchRetrieval)
 		}
 		return r.Unknown(j, k, "functionDeclarations", "googleSearch", "codeExecution", "urlContext", "googleMaps",
-			"fileSearch", "googleSearchRetrieval")
+			"fileSearch", "googleSearchRetrieval", "function_declarations", "google_search", "code_execution", "url_context",
+			"google_maps", "file_search", "google_search_retrieval")
 	})
 }
 
@@ -226,7 +232,7 @@ func readGeminiFunctionDecl(r *jsonfast.Reader, i int, d *geminiFunctionDecl) in
 			r.Seen(&mask, 1<<3)
 			return r.Raw(j, &d.ParametersJSONSchema)
 		}
-		return r.Unknown(j, k, "name", "description", "parameters", "parametersJsonSchema")
+		return r.Unknown(j, k, "name", "description", "parameters", "parametersJsonSchema", "parameters_json_schema")
 	})
 }
 
@@ -234,17 +240,14 @@ func readGeminiToolConfig(r *jsonfast.Reader, i int, c *geminiToolConfig) int {
 	var mask uint32
 	return r.Object(i, func(k []byte, j int) int {
 		if string(k) != "functionCallingConfig" {
-			return r.Unknown(j, k, "functionCallingConfig")
+			return r.Unknown(j, k, "functionCallingConfig", "function_calling_config")
 		}
 		r.Seen(&mask, 1<<0)
 		if r.IsNull(j) {
 			c.FunctionCallingConfig = nil
 			return j + len("null")
 		}
-		f := &struct {
-			Mode                 string   `json:"mode"`
-			AllowedFunctionNames []string `json:"allowedFunctionNames"`
-		}{}
+		f := &geminiFunctionCalling{}
 		c.FunctionCallingConfig = f
 		var m uint32
 		return r.Object(j, func(k []byte, e int) int {
@@ -256,7 +259,7 @@ func readGeminiToolConfig(r *jsonfast.Reader, i int, c *geminiToolConfig) int {
 				r.Seen(&m, 1<<1)
 				return jsonfast.ListOf(r, e, &f.AllowedFunctionNames, r.Str)
 			}
-			return r.Unknown(e, k, "mode", "allowedFunctionNames")
+			return r.Unknown(e, k, "mode", "allowedFunctionNames", "allowed_function_names")
 		})
 	})
 }
@@ -307,11 +310,7 @@ func readGeminiGenConfig(r *jsonfast.Reader, i int, g *geminiGenConfig) int {
 				g.ThinkingConfig = nil
 				return j + len("null")
 			}
-			tc := &struct {
-				IncludeThoughts bool   `json:"includeThoughts"`
-				ThinkingBudget  *int64 `json:"thinkingBudget"`
-				ThinkingLevel   string `json:"thinkingLevel"`
-			}{}
+			tc := &geminiThinking{}
 			g.ThinkingConfig = tc
 			var m uint32
 			return r.Object(j, func(k []byte, e int) int {
@@ -326,11 +325,12 @@ func readGeminiGenConfig(r *jsonfast.Reader, i int, g *geminiGenConfig) int {
 					r.Seen(&m, 1<<2)
 					return r.Str(e, &tc.ThinkingLevel)
 				}
-				return r.Unknown(e, k, "includeThoughts", "thinkingBudget", "thinkingLevel")
+				return r.Unknown(e, k, "includeThoughts", "thinkingBudget", "thinkingLevel", "include_thoughts", "thinking_budget", "thinking_level")
 			})
 		}
 		return r.Unknown(j, k, "temperature", "topP", "topK", "maxOutputTokens", "stopSequences", "candidateCount",
 			"presencePenalty", "frequencyPenalty", "seed", "responseMimeType", "responseSchema", "responseJsonSchema",
-			"thinkingConfig")
+			"thinkingConfig", "top_p", "top_k", "max_output_tokens", "stop_sequences", "candidate_count", "presence_penalty",
+			"frequency_penalty", "response_mime_type", "response_schema", "response_json_schema", "thinking_config")
 	})
 }

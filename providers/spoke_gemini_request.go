@@ -45,6 +45,11 @@ func ParseGeminiRequest(body []byte, model string, stream bool) (RequestInfo, er
 			}
 			return RequestInfo{}, decodeError(err)
 		}
+		// Only encoding/json reads proto field names (the fast path
+		// leaves them to it): fold them into the JSON names.
+		if err := t.req.unify(); err != nil {
+			return RequestInfo{}, err
+		}
 	}
 	if inner := t.req.GenerateContentRequest; inner != nil {
 		t.req = *inner

@@ -299,6 +299,8 @@ func FuzzGeminiRequest(f *testing.F) {
 	f.Add([]byte(geminiCLITurn))
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a"}}]},{"parts":[{"functionResponse":{"name":"a","response":null}}]}]}`))
 	f.Add([]byte(`{"generateContentRequest":{"contents":[{"parts":[{"text":"x"}]}]}}`))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"system_instruction":{"parts":[{"text":"s"}]},"generation_config":{"max_output_tokens":7,"candidate_count":2,"stop_sequences":["a"]},"tools":[{"function_declarations":[{"name":"f"}]}]}`))
+	f.Add([]byte(`{"generate_content_request":{"contents":[{"parts":[{"function_call":{"name":"a"}}]}],"generation_config":{"max_output_tokens":7}}}`))
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"<b>&"},{"inlineData":{"mimeType":"audio/wav","data":"UklG"}}]}],"generationConfig":{"stopSequences":["a","<"],"seed":7,"candidateCount":2,"presencePenalty":0.5,"frequencyPenalty":1e-7}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		info, err := ParseGeminiRequest(body, "m", true)
@@ -400,6 +402,8 @@ func FuzzGeminiRequestFastPath(f *testing.F) {
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"x","Text":"y"}]}]}`))
 	f.Add([]byte(`{"contents":null,"tools":null,"toolConfig":null,"generationConfig":null,"systemInstruction":null}`))
 	f.Add([]byte(`{"contents":[{"parts":[{"text":5}]}],"generationConfig":{"maxOutputTokens":1.5}}`))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x","inline_data":{"mime_type":"a/b","data":"AA"}}]}],"generation_config":{"max_output_tokens":65536,"candidate_count":8}}`))
+	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"maxOutputTokens":5,"max_output_tokens":9,"thinking_config":{"thinking_budget":1}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var fast geminiRequest
 		if !json.Valid(body) || !readGeminiRequest(body, &fast) {

@@ -186,11 +186,7 @@ func OpenAIToGeminiRequest(body []byte, model string) ([]byte, error) {
 		}
 	}
 	if e := in.ReasoningEffort; e != "" && e != "none" {
-		tc := &struct {
-			IncludeThoughts bool   `json:"includeThoughts"`
-			ThinkingBudget  *int64 `json:"thinkingBudget"`
-			ThinkingLevel   string `json:"thinkingLevel"`
-		}{IncludeThoughts: true}
+		tc := &geminiThinking{IncludeThoughts: true}
 		// Gemini 3 takes a level, 2.5 a budget; both at once is a 400.
 		if strings.HasPrefix(model, "gemini-2") {
 			b := map[string]int64{"minimal": 512, "low": 1024, "medium": 8192, "high": 24576}[e]
@@ -225,10 +221,7 @@ func geminiToolConfigFor(choice json.RawMessage) (*geminiToolConfig, error) {
 		return nil, nil
 	}
 	tc := &geminiToolConfig{}
-	tc.FunctionCallingConfig = &struct {
-		Mode                 string   `json:"mode"`
-		AllowedFunctionNames []string `json:"allowedFunctionNames"`
-	}{}
+	tc.FunctionCallingConfig = &geminiFunctionCalling{}
 	var s string
 	if json.Unmarshal(choice, &s) == nil {
 		switch s {
