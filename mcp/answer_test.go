@@ -227,3 +227,4 @@ type upLog struct{ t *testing.T }
 func (upLog) ToolCall(context.Context, Call) {}
 func (o upLog) Upstream(s string, err error) { o.t.Logf("%s: %v", s, err) }
 func (upLog) Stderr(string, string)          {}
+func (upLog) Ignored(string, string)         {}
