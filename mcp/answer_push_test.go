@@ -34,12 +34,21 @@ func (o ignoredObs) Ignored(_, why string) {
 // pushServer is badAnswerServer's echo and slow tools behind a handler
 // that serves the standalone GET stream itself: once push is closed it
 // writes there a response carrying the upstream id of the slow call in
-// flight, as a server answering one key's call from another's would.
+// flight, as a server answering one key's call from another's would. An
+// echo of "resume" is answered the legitimate way a response may come on
+// a GET: its POST stream sends one event and breaks off, and the GET
+// resuming from that event carries the answer.
 func pushServer(t *testing.T, started chan<- struct{}, release <-chan struct{}, push <-chan struct{}) (*httptest.Server, <-chan struct{}) {
 	up := badAnswerServer(t, started, release)
 	slowID := make(chan json.RawMessage, 1)
 	listening := make(chan struct{}, 1)
+	resumeID := make(chan json.RawMessage, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") == "ev-resume-1" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: ev-resume-2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", <-resumeID)
+			return
+		}
 		if r.Method == http.MethodGet {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
@@ -63,11 +72,20 @@ func pushServer(t *testing.T, started chan<- struct{}, release <-chan struct{}, 
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Params struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(body, &msg) == nil && msg.Params.Name == "slow" {
 			slowID <- msg.ID
+		}
+		if msg.Params.Name == "echo" && msg.Params.Arguments.Text == "resume" {
+			resumeID <- msg.ID
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: ev-resume-1\nretry: 10\n\n")
+			return
 		}
 		proxy := r.Clone(r.Context())
 		proxy.Body = io.NopCloser(bytes.NewReader(body))
@@ -169,5 +187,11 @@ func TestStandaloneStreamResponseDropped(t *testing.T) {
 	res, err := mallory.CallTool(ctx, &sdk.CallToolParams{Name: "hostile-echo", Arguments: map[string]any{"text": "after"}})
 	if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != "echo:after" {
 		t.Fatalf("a call after the drop: %+v %v", res, err)
+	}
+	// A GET resuming a call's broken-off stream is that call's: its
+	// answer there is delivered.
+	res, err = mallory.CallTool(ctx, &sdk.CallToolParams{Name: "hostile-echo", Arguments: map[string]any{"text": "resume"}})
+	if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != "resumed" {
+		t.Fatalf("a call answered on its resumed stream: %+v %v", res, err)
 	}
 }
