@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,19 +66,7 @@ func TestMCPSessionReload(t *testing.T) {
 		}
 	}
 
-	cfPath := filepath.Join(g.dir, "Caddyfile")
-	cf, err := os.ReadFile(cfPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rotated = "sk-test-bob-rotated-0123456789"
-	edited := strings.Replace(string(cf), "key {env.BOB_KEY} {", "key "+rotated+" {", 1)
-	if edited == string(cf) {
-		t.Fatal("the Caddyfile did not take the edit")
-	}
-	if err := os.WriteFile(cfPath, []byte(edited), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rotated := g.rotateBob(t)
 	before := calls.Load()
 	g.reload(t)
 

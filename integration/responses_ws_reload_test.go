@@ -32,20 +32,7 @@ func TestResponsesWebSocketReload(t *testing.T) {
 		}
 	}
 
-	cfPath := filepath.Join(g.dir, "Caddyfile")
-	cf, err := os.ReadFile(cfPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rotated = "sk-test-bob-rotated-0123456789"
-	edited := strings.Replace(string(cf), "key {env.BOB_KEY} {", "key "+rotated+" {", 1)
-	edited = strings.Replace(edited, "id alice\n", "id alice\n\t\t\tbudget 0 monthly\n\t\t\tmodels echo\n", 1)
-	if edited == string(cf) || strings.Count(edited, rotated) != 1 || !strings.Contains(edited, "budget 0 monthly") {
-		t.Fatalf("the Caddyfile did not take the edit:\n%s", edited)
-	}
-	if err := os.WriteFile(cfPath, []byte(edited), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rotated := g.rotateBob(t, "id alice\n", "id alice\n\t\t\tbudget 0 monthly\n\t\t\tmodels echo\n")
 	before := upstreamCalls()
 	g.reload(t)
 
@@ -80,4 +67,31 @@ func TestResponsesWebSocketReload(t *testing.T) {
 	if n := upstreamCalls() - before; n != 1 {
 		t.Errorf("%d upstream calls after the reload, want 1 (bob's turn under his new secret)", n)
 	}
+}
+
+// rotateBob rewrites the gateway's Caddyfile, for a reload, with bob's key
+// given a new literal secret, which it returns, and each old text of
+// replace (pairs) replaced by its new one.
+func (g *gateway) rotateBob(t *testing.T, replace ...string) string {
+	t.Helper()
+	const rotated = "sk-test-bob-rotated-0123456789"
+	cfPath := filepath.Join(g.dir, "Caddyfile")
+	cf, err := os.ReadFile(cfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(cf), "key {env.BOB_KEY} {", "key "+rotated+" {", 1)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(edited, replace[i]) {
+			t.Fatalf("the Caddyfile has no %q:\n%s", replace[i], edited)
+		}
+		edited = strings.Replace(edited, replace[i], replace[i+1], 1)
+	}
+	if !strings.Contains(edited, rotated) {
+		t.Fatalf("the Caddyfile names no {env.BOB_KEY}:\n%s", edited)
+	}
+	if err := os.WriteFile(cfPath, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rotated
 }

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/modelgate/modelgate/modellist"
-	"github.com/modelgate/modelgate/policy"
 )
 
 // ignoredObs records what the gateway dropped from an upstream.
@@ -130,15 +127,7 @@ func TestStandaloneStreamResponseDropped(t *testing.T) {
 		}
 	})
 	obs := ignoredObs{recObs: &recObs{}, ignored: make(chan string, 16)}
-	g := New(Options{Observer: obs, Timeout: 20 * time.Second, Servers: []*modellist.MCPServer{
-		{Name: "hostile", Transport: modellist.MCPTransportHTTP, URL: up.URL},
-	}})
-	g.Start()
-	t.Cleanup(g.Close)
-	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"mallory": {KeyID: "k-mallory"}, "bob": {KeyID: "k-bob"}}))
-	t.Cleanup(gw.Close)
-	mallory, bob := connect(t, gw.URL+"/mcp", "mallory"), connect(t, gw.URL+"/mcp", "bob")
-	waitTools(t, bob, 2+len(badAnswers))
+	mallory, bob := hostileSessions(t, up.URL, obs)
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):
