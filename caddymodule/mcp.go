@@ -96,6 +96,10 @@ func (o *mcpObserver) Upstream(server string, err error) {
 	o.logger.Info("mcp server connected", zap.String("server", server))
 }
 
+func (o *mcpObserver) Ignored(server, why string) {
+	o.logger.Debug("mcp server message dropped", zap.String("server", server), zap.String("why", why))
+}
+
 func (o *mcpObserver) Stderr(server, line string) {
 	o.logger.Debug("mcp server stderr", zap.String("server", server), zap.String("line", line))
 }

@@ -112,10 +112,16 @@ type Gateway struct {
 	// stopSweep ends the sweep for background responses whose instance
 	// stopped (sweepLapsed); nil without a responses store.
 	stopSweep context.CancelFunc
-	models    *modellist.Config
-	backends  map[string][]*upstream.Deployment // alias → deployments
-	chains    map[string][]aliasLink            // alias → itself, then its fallbacks
-	selector  upstream.Selector                 // the routing strategy
+	// retired is closed by Close, when the config that built this
+	// gateway is replaced: the Responses WebSockets it admitted close
+	// (1012) instead of serving on under a config no request is admitted
+	// by any more.
+	retired    chan struct{}
+	retireOnce sync.Once
+	models     *modellist.Config
+	backends   map[string][]*upstream.Deployment // alias → deployments
+	chains     map[string][]aliasLink            // alias → itself, then its fallbacks
+	selector   upstream.Selector                 // the routing strategy
 	// affinity pins sessions to deployments; nil when
 	// router_settings.session_affinity is off.
 	affinity *upstream.Affinity
@@ -187,6 +193,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		obs:      o.Observer,
 		counter:  o.Counter,
 		now:      o.Now,
+		retired:  make(chan struct{}),
 	}
 	if g.states == nil {
 		g.states = NewStates()
@@ -258,8 +265,13 @@ func MinBodyMemory(maxRequestBody int64) int64 {
 	return 2*maxRequestBody + 2*maxPooledBody
 }
 
-// Close releases idle upstream connections.
+// Close releases idle upstream connections and closes the Responses
+// WebSockets served under this gateway's config (each once its turn in
+// progress ends, as an HTTP request in flight ends under its config).
+// Caddy calls it when a reload replaces the config; Caddy's server
+// shutdown does not close a hijacked connection.
 func (g *Gateway) Close() {
+	g.retireOnce.Do(func() { close(g.retired) })
 	if g.stopSweep != nil {
 		g.stopSweep()
 	}

@@ -23,6 +23,13 @@ import (
 // or archived, or a workspace archived, on any instance closes the
 // connections of every instance within about a second, with no database
 // query per turn or per connection.
+//
+// Caddyfile keys, their budgets and models, and the models file change
+// only by a config reload, which builds a new llm_auth and llm_gateway;
+// the resolver and gateway a connection was admitted by keep answering
+// as the old config did. So when Caddy cleans the old gateway up, each of
+// its connections is closed with 1012 (Service Restart) as soon as its
+// turn in progress ends, and the client reconnects under the new config.
 
 // DefaultWebSocketLifetime is how long a Responses WebSocket stays open
 // when GatewayOptions.WebSocketLifetime is 0. Codex opens a new
@@ -43,8 +50,12 @@ type wsConn struct {
 	// write on a cancelled context drops the connection without a close
 	// frame.
 	cancelTurn context.CancelFunc
-	retired    bool // the lifetime ended: close when the turn in progress ends
-	closed     bool
+	// retired: the lifetime ended or the config was replaced; close with
+	// retireCode and retireReason when the turn in progress ends.
+	retired      bool
+	retireCode   websocket.StatusCode
+	retireReason string
+	closed       bool
 
 	lastID    string
 	lastItems []json.RawMessage // the last turn's whole input, then its output
@@ -86,8 +97,8 @@ func (conn *wsConn) forget() {
 }
 
 // watch closes the connection when its key is refused (revoked, archived,
-// expired, its workspace archived) or its lifetime ends; it returns when
-// ctx ends.
+// expired, its workspace archived), its lifetime ends or its gateway's
+// config is replaced; it returns when ctx ends.
 func (conn *wsConn) watch(ctx context.Context, lifetime time.Duration) {
 	life := time.NewTimer(lifetime)
 	defer life.Stop()
@@ -113,7 +124,10 @@ func (conn *wsConn) watch(ctx context.Context, lifetime time.Duration) {
 		case <-changed:
 		case <-expiry:
 		case <-life.C:
-			conn.retire(lifetime)
+			conn.retire(websocket.StatusNormalClosure, "connection open for its maximum lifetime ("+lifetime.String()+"); open a new one")
+			return
+		case <-conn.g.retired:
+			conn.retire(websocket.StatusServiceRestart, "the gateway's configuration was reloaded; open a new connection")
 			return
 		}
 	}
@@ -138,28 +152,26 @@ func (conn *wsConn) endTurn() bool {
 	conn.cancelTurn = nil
 	open := !conn.closed
 	retire := conn.retired && !conn.closed
+	code, reason := conn.retireCode, conn.retireReason
 	conn.mu.Unlock()
 	if retire {
-		conn.close(websocket.StatusNormalClosure, conn.lifetimeReason())
+		conn.close(code, reason)
 		return false
 	}
 	return open
 }
 
-// retire ends the connection at its lifetime: at once when idle, else
-// when its turn ends.
-func (conn *wsConn) retire(lifetime time.Duration) {
+// retire ends the connection with code and reason: at once when idle,
+// else when its turn ends, so a turn is never cut by the lifetime or a
+// reload, as an HTTP request in flight is not.
+func (conn *wsConn) retire(code websocket.StatusCode, reason string) {
 	conn.mu.Lock()
-	conn.retired = true
+	conn.retired, conn.retireCode, conn.retireReason = true, code, reason
 	idle := conn.cancelTurn == nil
 	conn.mu.Unlock()
 	if idle {
-		conn.close(websocket.StatusNormalClosure, conn.lifetimeReason())
+		conn.close(code, reason)
 	}
-}
-
-func (conn *wsConn) lifetimeReason() string {
-	return "connection open for its maximum lifetime (" + conn.g.opts.WebSocketLifetime.String() + "); open a new one"
 }
 
 // refuse tells the client why its key is refused, as the error event an

@@ -300,3 +300,57 @@ func TestSweepLapsedBackground(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketClosedOnReload: when the gateway that admitted a
+// connection is closed (Caddy cleans it up after a reload replaced its
+// config), an idle connection is closed at once with 1012 naming the
+// reload, and one opened on it afterwards too: neither serves a turn
+// under the old config (hostile re-test D4).
+func TestWebSocketClosedOnReload(t *testing.T) {
+	g, _ := testGateway(t, echoModels, nil)
+	url := wsGateway(t, g, newFlipResolver())
+	c := dialWS(t, url)
+	if got, err := wsTurnDone(t, c, echoTurn); err != nil || got != "response.completed" {
+		t.Fatalf("turn before the reload: %q %v", got, err)
+	}
+	g.Close()
+	wantClose(t, c, websocket.StatusServiceRestart, "reloaded")
+	late := dialWS(t, url)
+	wantClose(t, late, websocket.StatusServiceRestart, "reloaded")
+}
+
+// TestWebSocketReloadFinishesTurn: a turn in progress when the gateway is
+// closed runs to its end, as an HTTP request in flight across a reload
+// does, and the connection is closed with 1012 right after it.
+func TestWebSocketReloadFinishesTurn(t *testing.T) {
+	base, arrived, open := gatedUpstream(t)
+	g, _ := testGateway(t, "model_list:\n"+entry("slow", base), nil)
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"slow","store":false,"input":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); arrived() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn never reached the upstream")
+		}
+	}
+	g.Close()
+	open()
+	completed := false
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart {
+				t.Fatalf("ended with %v, want a 1012 close", err)
+			}
+			break
+		}
+		completed = completed || strings.Contains(string(b), `"type":"response.completed"`)
+	}
+	if !completed {
+		t.Error("the turn in progress at the reload did not complete before the close")
+	}
+}

@@ -24,6 +24,13 @@ import (
 // than maxAnswer, a result for another request id, or an error status
 // becomes a JSON-RPC error answer to that call, so one bad answer fails one call and the
 // shared session, and every other call on it, goes on.
+//
+// The standalone GET stream belongs to no call, and the transport allows
+// only requests and notifications on it: the SDK would hand a response
+// there to whichever call has its id, so a server could answer one key's
+// call from another key's tool. Such responses are dropped. A GET that
+// resumes a call's stream (Last-Event-ID naming an event of it) is that
+// call's again and is checked as its POST was.
 
 // maxAnswer bounds one message of an upstream's answer (a JSON body or one
 // SSE event), the same 16 MiB as the SDK's own event bound and the model
@@ -37,13 +44,20 @@ type answerGuard struct {
 	// legacy SSE transport a POST is only accepted (202) and every answer
 	// comes on the one GET stream.
 	posts bool
+	// streams maps the event ids of calls' streams to their calls, for
+	// a resumed stream; nil on the legacy SSE transport.
+	streams *callStreams
 }
 
 func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	var id jsonrpc.ID
-	var isCall bool
+	var isCall, standalone bool
 	if t.posts {
 		id, isCall = callID(r)
+		if r.Method == http.MethodGet {
+			id, isCall = t.streams.resumes(r.Header.Get(lastEventIDHeader))
+			standalone = !isCall
+		}
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
@@ -58,9 +72,12 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = limitedBody{io.LimitReader(resp.Body, int64(t.max)), resp.Body}
 	case !isCall:
 		if mt == "text/event-stream" {
-			// A stream with no call (the standalone GET stream, or a
-			// resumed one) has nobody to fail: its bad events are dropped.
-			resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, max: t.max}
+			// A stream with no call (the standalone GET stream, or the
+			// legacy transport's one stream) has nobody to fail: its bad
+			// events are dropped, and so are the standalone stream's
+			// responses.
+			resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, max: t.max,
+				standalone: standalone, streams: t.streams}
 		}
 	case resp.StatusCode == http.StatusNotFound && sent != "":
 		// The server saying the session is gone: that one ends it, and
@@ -82,7 +99,7 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.ContentLength = int64(len(data))
 		resp.Header.Del("Content-Length")
 	case mt == "text/event-stream":
-		resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, id: id, isCall: isCall, max: t.max}
+		resp.Body = &sseGuard{src: bufio.NewReaderSize(resp.Body, 4<<10), body: resp.Body, id: id, isCall: isCall, max: t.max, streams: t.streams}
 	default:
 		// The SDK ends the session on an answer of another type (or none,
 		// as a 202 is).
@@ -91,8 +108,12 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// sessionHeader is Streamable HTTP's session id header.
-const sessionHeader = "Mcp-Session-Id"
+// sessionHeader is Streamable HTTP's session id header; lastEventIDHeader
+// names the last event a resumed stream's client saw.
+const (
+	sessionHeader     = "Mcp-Session-Id"
+	lastEventIDHeader = "Last-Event-ID"
+)
 
 // statusAnswer is the call's JSON-RPC error for an error status: the
 // server's own, when the body is one, else -32603 naming the status.
@@ -185,6 +206,15 @@ func answers(data []byte, id jsonrpc.ID) error {
 	return nil
 }
 
+// decoded is data as a JSON-RPC message, or nil.
+func decoded(data []byte) jsonrpc.Message {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return nil
+	}
+	return msg
+}
+
 // errorAnswer is the JSON-RPC error answer to id that stands for a broken
 // one: -32603, the server failed to answer, as the client sees it.
 func errorAnswer(id jsonrpc.ID, why error) []byte {
@@ -206,6 +236,9 @@ type sseGuard struct {
 	id     jsonrpc.ID
 	isCall bool
 	max    int
+	// standalone: the standalone GET stream, where responses are dropped.
+	standalone bool
+	streams    *callStreams // nil on the legacy SSE transport
 
 	out  bytes.Buffer // encoded events not yet read
 	done bool         // nothing more comes from src
@@ -331,17 +364,24 @@ func (s *sseGuard) endEvent() {
 		return
 	}
 	if s.hasData && s.data.Len() > 0 && (s.name == "" || s.name == "message") {
-		bad := answers(s.data.Bytes(), s.id)
-		if bad != nil && !s.isCall {
-			// No call to compare ids with: only undecodable events are bad.
-			if _, err := jsonrpc.DecodeMessage(s.data.Bytes()); err == nil {
-				bad = nil
+		if s.standalone {
+			if resp, ok := decoded(s.data.Bytes()).(*jsonrpc.Response); ok {
+				s.streams.dropped(resp.ID)
+				return
 			}
+		}
+		bad := answers(s.data.Bytes(), s.id)
+		if bad != nil && !s.isCall && decoded(s.data.Bytes()) != nil {
+			// No call to compare ids with: only undecodable events are bad.
+			bad = nil
 		}
 		if bad != nil {
 			s.fail(bad)
 			return
 		}
+	}
+	if s.isCall && s.evID != "" {
+		s.streams.add(s.evID, s.id)
 	}
 	if s.name == "" && s.evID == "" && s.retry == "" && !s.hasData {
 		return

@@ -12,17 +12,20 @@ import (
 // FuzzSSEGuard: whatever a server streams, what the guard passes on is
 // events the SDK reads without ending the session: every line a field,
 // every message event one JSON-RPC message that, on a call's stream, is
-// not an answer to another id; and a call's stream ends at its first bad
-// event.
+// not an answer to another id, and on the standalone GET stream no answer
+// at all; and a call's stream ends at its first bad event.
 func FuzzSSEGuard(f *testing.F) {
-	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), true)
-	f.Add([]byte("id: 3\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\r\n\r\n"), false)
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\ndata: {\"jsonrpc\":\n\n"), true)
-	f.Add([]byte("<html>\n\n: comment\nevent: ping\ndata: x\n\n"), false)
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\n"+"data: \"id\":1,\"result\":{}}"), true)
+	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), true, false)
+	f.Add([]byte("id: 3\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\r\n\r\n"), false, true)
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\ndata: {\"jsonrpc\":\n\n"), true, false)
+	f.Add([]byte("<html>\n\n: comment\nevent: ping\ndata: x\n\n"), false, true)
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\n"+"data: \"id\":1,\"result\":{}}"), true, false)
+	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n\n"), false, true)
 	id, _ := jsonrpc.MakeID(float64(1))
-	f.Fuzz(func(t *testing.T, in []byte, isCall bool) {
-		g := &sseGuard{src: bufio.NewReaderSize(bytes.NewReader(in), 16), body: io.NopCloser(nil), id: id, isCall: isCall, max: 256}
+	f.Fuzz(func(t *testing.T, in []byte, isCall, standalone bool) {
+		standalone = standalone && !isCall
+		g := &sseGuard{src: bufio.NewReaderSize(bytes.NewReader(in), 16), body: io.NopCloser(nil), id: id, isCall: isCall, max: 256,
+			standalone: standalone, streams: newCallStreams(func(string) {})}
 		out, err := io.ReadAll(g)
 		if err != nil {
 			t.Fatal(err)
@@ -56,6 +59,9 @@ func FuzzSSEGuard(f *testing.F) {
 			}
 			if r, ok := msg.(*jsonrpc.Response); ok && isCall && r.ID != id {
 				t.Fatalf("an answer to id %v passed on for call %v", r.ID.Raw(), id.Raw())
+			}
+			if _, ok := msg.(*jsonrpc.Response); ok && standalone {
+				t.Fatalf("an answer passed on on the standalone stream: %q", ev)
 			}
 		}
 	})

@@ -131,15 +131,7 @@ func TestBadAnswerFailsOneCall(t *testing.T) {
 	free := func() { freed.Do(func() { close(release) }) }
 	t.Cleanup(free)
 	obs := &recObs{}
-	g := New(Options{Observer: obs, Timeout: 20 * time.Second, Servers: []*modellist.MCPServer{
-		{Name: "hostile", Transport: modellist.MCPTransportHTTP, URL: up.URL},
-	}})
-	g.Start()
-	t.Cleanup(g.Close)
-	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"mallory": {KeyID: "k-mallory"}, "bob": {KeyID: "k-bob"}}))
-	t.Cleanup(gw.Close)
-	mallory, bob := connect(t, gw.URL+"/mcp", "mallory"), connect(t, gw.URL+"/mcp", "bob")
-	waitTools(t, bob, 2+len(badAnswers))
+	mallory, bob := hostileSessions(t, up.URL, obs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -227,3 +219,20 @@ type upLog struct{ t *testing.T }
 func (upLog) ToolCall(context.Context, Call) {}
 func (o upLog) Upstream(s string, err error) { o.t.Logf("%s: %v", s, err) }
 func (upLog) Stderr(string, string)          {}
+func (upLog) Ignored(string, string)         {}
+
+// hostileSessions serves a gateway whose one server "hostile" is at url
+// and returns mallory's and bob's sessions on it, once bob sees its tools.
+func hostileSessions(t *testing.T, url string, obs Observer) (mallory, bob *sdk.ClientSession) {
+	t.Helper()
+	g := New(Options{Observer: obs, Timeout: 20 * time.Second, Servers: []*modellist.MCPServer{
+		{Name: "hostile", Transport: modellist.MCPTransportHTTP, URL: url},
+	}})
+	g.Start()
+	t.Cleanup(g.Close)
+	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"mallory": {KeyID: "k-mallory"}, "bob": {KeyID: "k-bob"}}))
+	t.Cleanup(gw.Close)
+	mallory, bob = connect(t, gw.URL+"/mcp", "mallory"), connect(t, gw.URL+"/mcp", "bob")
+	waitTools(t, bob, 2+len(badAnswers))
+	return mallory, bob
+}

@@ -28,6 +28,10 @@ type Observer interface {
 	ToolCall(ctx context.Context, c Call)
 	Upstream(server string, err error)
 	Stderr(server, line string)
+	// Ignored is a message from the server the gateway dropped (a
+	// response on the standalone GET stream), for the debug log; a few
+	// per connection at most.
+	Ignored(server, why string)
 }
 
 // Call is one tools/call as the ledger records it.
@@ -115,6 +119,7 @@ type nopObserver struct{}
 func (nopObserver) ToolCall(context.Context, Call) {}
 func (nopObserver) Upstream(string, error)         {}
 func (nopObserver) Stderr(string, string)          {}
+func (nopObserver) Ignored(string, string)         {}
 
 // New builds the gateway; Start connects it. Building starts nothing, so
 // `caddy validate` starts no stdio process.

@@ -53,6 +53,7 @@ func (o *recObs) ToolCall(_ context.Context, c Call) {
 }
 func (o *recObs) Upstream(string, error) {}
 func (o *recObs) Stderr(string, string)  {}
+func (o *recObs) Ignored(string, string) {}
 
 // withID stands in for llm_auth: it attaches the identity for the bearer.
 func withID(h http.Handler, ids map[string]*policy.Identity) http.Handler {

@@ -86,6 +86,7 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
 		guard.posts = true
+		guard.streams = newCallStreams(func(why string) { u.g.obs.Ignored(u.cfg.Name, why) })
 		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
 	}
 }
