@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // boundUpstream is an OpenAI chat upstream that bills what it was allowed
@@ -135,5 +136,25 @@ func TestBudgetKeepsTheBoundWhenTheWorstCaseFits(t *testing.T) {
 	}
 	if bound, n := up.got(); bound != 1000 || n != 2 {
 		t.Errorf("upstream got %d × %d, want 1000 × 2", bound, n)
+	}
+}
+
+// An alias's estimate takes its input at the dearest input price and its
+// output at the dearest output price of the deployments it may reach,
+// each apart, though no one deployment has both: a request routed to
+// either stays within what it reserved.
+func TestBudgetEstimatePricesInputAndOutputAtTheirDearest(t *testing.T) {
+	yaml := "model_list:\n" +
+		kindEntry("mixed", "openai/a", "http://127.0.0.1:1") +
+		"    model_info:\n      input_cost_per_token: 0.00003\n      output_cost_per_token: 0.00001\n" +
+		kindEntry("mixed", "openai/b", "http://127.0.0.1:1") +
+		"    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00005\n"
+	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.DefaultMaxTokens = 100 })
+	body := []byte(`{"model":"mixed"}`)
+	e := g.estimate("mixed", body, providers.RequestInfo{})
+	// $0.00003 and $0.00005 a token, in picodollars.
+	in, out := int64(len(body))*30_000_000, int64(50_000_000)
+	if e.budget.InputPico != in || e.budget.TokenPico != out || e.budget.Tokens != 100 {
+		t.Fatalf("estimate %+v, want input %d, a token %d, 100 tokens", e.budget, in, out)
 	}
 }

@@ -180,16 +180,10 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	// so its estimate assumes it; the tpm estimate above keeps the
 	// default until then, as for a request no budget applies to.
 	e.budget.Tokens = info.OutputBound(cmp.Or(bounds.maxOutput, g.opts.DefaultMaxTokens))
-	choices := info.Choices()
-	for _, l := range g.chains[alias] {
-		for _, b := range l.deployments {
-			p := b.Prices()
-			e.budget.InputPico = max(e.budget.InputPico, ledger.Prices{Input: p.Input}.Cost(&ledger.Record{InputTokens: input}))
-			// Prices are bounded (ledger.MaxPrice) and choices by 2^20:
-			// the product fits.
-			e.budget.TokenPico = max(e.budget.TokenPico, ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1})*choices)
-		}
-	}
+	e.budget.InputPico = ledger.Prices{Input: bounds.inputPrice}.Cost(&ledger.Record{InputTokens: input})
+	// Prices are bounded (ledger.MaxPrice) and choices by 2^20: the
+	// product fits.
+	e.budget.TokenPico = bounds.tokenPico * info.Choices()
 	return e
 }
 
@@ -233,6 +227,11 @@ type aliasBounds struct {
 	// maxOutput is the smallest model_info.max_output_tokens among the
 	// deployments the chain may reach; 0: none sets one.
 	maxOutput int64
+	// inputPrice and tokenPico are the dearest input price and cost of
+	// one output token among those deployments, each apart: a cost grows
+	// with its price, so these give estimate the dearest deployment's
+	// cost without a walk of the chain per request.
+	inputPrice, tokenPico int64
 }
 
 func boundsOf(chain []aliasLink) aliasBounds {
@@ -241,6 +240,9 @@ func boundsOf(chain []aliasLink) aliasBounds {
 	for _, l := range chain {
 		for _, d := range l.deployments {
 			longest = max(longest, d.Timeout())
+			p := d.Prices()
+			b.inputPrice = max(b.inputPrice, p.Input)
+			b.tokenPico = max(b.tokenPico, ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1}))
 			if n := d.Entry().Info.MaxOutputTokens; n > 0 && (b.maxOutput == 0 || n < b.maxOutput) {
 				b.maxOutput = n
 			}
