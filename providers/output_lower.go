@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
@@ -24,6 +25,9 @@ func (info RequestInfo) WithOutputLimit(body []byte, n int64, insert string) ([]
 		out, found, err := setMembers(body, 0, n, "max_tokens", "max_completion_tokens")
 		if err == nil && !found {
 			out, err = insertMember(body, 0, insert, n)
+		}
+		if err == nil {
+			out, err = fitThinking(out, n)
 		}
 		if err != nil {
 			return nil, info, err
@@ -172,4 +176,35 @@ func insertRaw(body []byte, obj int, name string, value []byte) ([]byte, error) 
 		ins = append(ins, ',')
 	}
 	return jsonfast.Splice(body, jsonfast.Span{Start: open + 1, End: open + 1}, ins), nil
+}
+
+// minThinkingBudget is the smallest thinking budget_tokens Anthropic takes.
+const minThinkingBudget = 1024
+
+// fitThinking keeps a Messages request's thinking budget below its
+// lowered max_tokens: Anthropic refuses budget_tokens >= max_tokens with a
+// 400, which would turn a budget's shorter answer (Claude Code sends a
+// thinking budget) into no answer. The budget becomes n-1, or thinking is
+// turned off when that is under Anthropic's minimum. Only the last
+// "thinking" member counts, as decoders keep the last of duplicates.
+func fitThinking(body []byte, n int64) ([]byte, error) {
+	th, ok, err := jsonfast.FindMember(body, 0, "thinking")
+	if err != nil {
+		return nil, errNotObject
+	}
+	if !ok || body[th.Start] != '{' {
+		return body, nil
+	}
+	var t struct {
+		Type   string `json:"type"`
+		Budget int64  `json:"budget_tokens"`
+	}
+	if json.Unmarshal(body[th.Start:th.End], &t) != nil || t.Type != "enabled" || t.Budget < n {
+		return body, nil
+	}
+	if n-1 >= minThinkingBudget {
+		out, _, err := setMembers(body, th.Start, n-1, "budget_tokens")
+		return out, err
+	}
+	return jsonfast.Splice(body, th, []byte(`{"type":"disabled"}`)), nil
 }

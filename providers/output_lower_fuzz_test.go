@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -22,6 +23,8 @@ func FuzzWithOutputLimit(f *testing.F) {
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":null}`), int64(9), uint8(1))
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"x"}]}]}`), int64(9), uint8(1))
 	f.Add([]byte(`{"model":"a","input":"hi","max_output_tokens":1000000}`), int64(9), uint8(2))
+	f.Add([]byte(`{"model":"a","max_tokens":32000,"thinking":{"type":"enabled","budget_tokens":31999},"messages":[]}`), int64(5000), uint8(0))
+	f.Add([]byte(`{"model":"a","max_tokens":32000,"thinking":{"type":"enabled","budget_tokens":31999},"messages":[]}`), int64(900), uint8(0))
 	f.Add([]byte(`{"model":"a","input":[{"role":"user","content":"hi"}]}`), int64(9), uint8(2))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":1000000}}`), int64(9), uint8(3))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`), int64(9), uint8(3))
@@ -74,6 +77,18 @@ func FuzzWithOutputLimit(f *testing.F) {
 		}
 		if responses {
 			bounds = []string{"max_output_tokens"}
+		}
+		// A Messages thinking budget may change only to fit under n.
+		if bt, at := before["thinking"], after["thinking"]; !gemini && !responses && !bytes.Equal(bt, at) {
+			var th struct {
+				Type   string `json:"type"`
+				Budget int64  `json:"budget_tokens"`
+			}
+			if json.Unmarshal(at, &th) != nil || !(th.Type == "disabled" || th.Budget == n-1 && n-1 >= minThinkingBudget) {
+				t.Fatalf("thinking %s became %s for a bound of %d", bt, at, n)
+			}
+			delete(before, "thinking")
+			delete(after, "thinking")
 		}
 		// encoding/json matches member names case-insensitively, so the
 		// parser (and the splice) may read the bound from "generAtionConfig".
