@@ -193,22 +193,8 @@ func TestAgentReportedDeleteStaysWithinItsKey(t *testing.T) {
 		if err != nil || len(recs) != 1 || recs[0].KeyID != "bob" {
 			t.Fatalf("records left: %+v, %v; want bob's only", recs, err)
 		}
-		if got := spendOfKey(t, s, now, "bob"); got != 5_000 {
+		if got := spendOfScope(t, s, now, ScopeKey, "bob", "daily"); got != 5_000 {
 			t.Fatalf("bob's key spend %d after alice's delete, want 5000", got)
 		}
 	})
-}
-
-func spendOfKey(t *testing.T, s Store, now time.Time, key string) int64 {
-	t.Helper()
-	rows, err := s.(SpendStore).CurrentSpend(context.Background(), now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if r.Scope == ScopeKey && r.ScopeID == key && r.Period == "daily" {
-			return r.SpentPico
-		}
-	}
-	return 0
 }
