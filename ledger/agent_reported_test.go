@@ -165,3 +165,36 @@ func TestCostReportShowsAgentReportedCost(t *testing.T) {
 		}
 	})
 }
+
+// A session id is the client's choice, so two keys may report under the
+// same one: a delete names the key, and takes back only that key's
+// records, not another key's that share the session id or request id.
+func TestAgentReportedDeleteStaysWithinItsKey(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		alice := sampleRecord(1)
+		alice.Time, alice.SessionID, alice.Endpoint, alice.RequestID = now, "shared", EndpointAgentReported, "req_same"
+		alice.CostPicoUSD, alice.ReportOnly = 3_000, false
+		bob := alice
+		bob.KeyID, bob.CostPicoUSD = "bob", 5_000
+		if err := s.Insert(ctx, []Record{alice, bob}); err != nil {
+			t.Fatal(err)
+		}
+		del := s.(AgentReportedDeleter)
+		if got, err := del.DeleteAgentReported(ctx, AgentReportedSelector{KeyID: "carol", SessionID: "shared", RequestID: "req_same"}); err != nil || got.Records != 0 {
+			t.Fatalf("delete under a key that reported nothing: %+v, %v", got, err)
+		}
+		got, err := del.DeleteAgentReported(ctx, AgentReportedSelector{KeyID: "alice", SessionID: "shared"})
+		if err != nil || got != (AgentReportedDeleted{Records: 1, CostPico: 3_000, CountedPico: 3_000}) {
+			t.Fatalf("delete alice's: %+v, %v", got, err)
+		}
+		recs, err := s.Query(ctx, Filter{From: now.Add(-time.Hour), To: now.Add(time.Hour)})
+		if err != nil || len(recs) != 1 || recs[0].KeyID != "bob" {
+			t.Fatalf("records left: %+v, %v; want bob's only", recs, err)
+		}
+		if got := spendOfScope(t, s, now, ScopeKey, "bob", "daily"); got != 5_000 {
+			t.Fatalf("bob's key spend %d after alice's delete, want 5000", got)
+		}
+	})
+}

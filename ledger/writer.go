@@ -68,6 +68,10 @@ type Writer struct {
 	// failed for a reason other than a row's data) and cleared by the
 	// next insert that succeeds; readiness reports it.
 	failing atomic.Bool
+	// retrying is set while write waits out an outage between attempts:
+	// a Commit then would wait in the queue behind the retries, so it is
+	// handed back instead of queued.
+	retrying atomic.Bool
 }
 
 // NewWriter returns a writer into s; call Start, then Close to flush.
@@ -131,10 +135,14 @@ var ErrHandedBack = errors.New("ledger write failed; the record was handed back"
 // (durability sync): the writer flushes at once for a waiting record,
 // taking along whatever else is queued, so concurrent requests share one
 // insert (group commit). The wait ends at the first failed attempt, not
-// after the retries an outage brings: then the error wraps ErrHandedBack
-// and r is not stored. Any other error (ctx's) means r is still queued
+// after the retries an outage brings, and a Commit made while the writer
+// retries an earlier batch is not queued at all: then the error wraps
+// ErrHandedBack and r is not stored. Any other error (ctx's) means r is still queued
 // and may be stored later.
 func (w *Writer) Commit(ctx context.Context, r Record) error {
+	if w.retrying.Load() {
+		return fmt.Errorf("%w: %w", ErrHandedBack, ErrLedgerUnhealthy)
+	}
 	done := make(chan error, 1)
 	if !w.enqueue(queued{rec: r, done: done}) {
 		return ErrNotQueued
@@ -298,6 +306,7 @@ func (w *Writer) write(batch []Record, waiters []waiter) ([]Record, bool, error)
 	var err error
 	conflicts := 0
 	handedBack := false
+	defer w.retrying.Store(false)
 	for attempt := 0; ; attempt++ {
 		err = w.insert(batch)
 		if err == nil {
@@ -335,6 +344,7 @@ func (w *Writer) write(batch []Record, waiters []waiter) ([]Record, bool, error)
 		if w.opts.Retries < 0 && (attempt == 0 || attempt%20 == 0) {
 			w.opts.Logger(fmt.Sprintf("ledger: writing %d usage records failed; retrying until the database answers, new records wait in the queue", len(batch)), err)
 		}
+		w.retrying.Store(true)
 		select {
 		case <-time.After(backoff):
 		case <-w.abortCtx.Done():

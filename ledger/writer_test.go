@@ -397,3 +397,40 @@ func TestWriterCommitHandsBackInAnOutage(t *testing.T) {
 		t.Fatalf("stored %+v (%v), want only the queued record: the handed-back one is its caller's", got, err)
 	}
 }
+
+// TestWriterCommitDuringRetriesHandsBack: a Commit that arrives while the
+// writer is retrying an earlier batch through an outage (hung or refusing
+// database) is handed back at once; it used to wait in the queue behind
+// the retries until its caller's deadline, whose error the gateway reads
+// as "queued", answering a durable request unrecorded.
+func TestWriterCommitDuringRetriesHandsBack(t *testing.T) {
+	s := newFlaky(t)
+	s.block = true // every insert hangs until its timeout
+	w := NewWriter(s, WriterOptions{FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond,
+		RetryBackoff: time.Hour, Retries: -1})
+	w.Start()
+	defer func() {
+		// The retries never end on their own: cut them short.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = w.Close(ctx)
+	}()
+	if !w.Enqueue(sampleRecord(1)) {
+		t.Fatal("enqueue refused")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !w.failing.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first insert never failed")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := w.Commit(ctx, sampleRecord(2))
+	if !errors.Is(err, ErrHandedBack) {
+		t.Fatalf("Commit during the retries = %v after %v, want ErrHandedBack", err, time.Since(start))
+	}
+	if st := w.Stats(); st.QueueDepth != 0 {
+		t.Errorf("Stats %+v: the handed-back record is still queued", st)
+	}
+}

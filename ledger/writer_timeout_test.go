@@ -40,8 +40,8 @@ func TestWriterHungDatabaseIsUnhealthy(t *testing.T) {
 	go func() { done <- w.Commit(context.Background(), sampleRecord(0)) }()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Commit = %v, want the write timeout", err)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrHandedBack) {
+			t.Fatalf("Commit = %v, want the write timeout, handed back", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Commit still waiting on a locked table")
