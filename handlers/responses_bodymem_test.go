@@ -226,3 +226,68 @@ func heapObjects() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// TestConverseWorkingSetCounted: a Converse body is parsed whole, as a
+// Responses one is, and counts its working set against max_body_memory:
+// three concurrent gzipped bodies that inflate to 3 MiB of content blocks
+// each, on 48 MiB of body memory, are one served and two refused with 503
+// body_memory_full, rather than each decoding ~40 times its size outside
+// the bound.
+func TestConverseWorkingSetCounted(t *testing.T) {
+	base, arrived, open := gatedUpstream(t)
+	g, _ := testGateway(t, "model_list:\n"+entry("paid", base), func(o *GatewayOptions) {
+		o.MaxRequestBody = 4 << 20
+		o.BodyMemory = 48 << 20
+		o.BodyMemoryWait = 100 * time.Millisecond
+	})
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestCompression)
+	zw.Write([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}`))
+	zw.Write(bytes.Repeat([]byte(`,{}`), 1<<20))
+	zw.Write([]byte(`]}],"inferenceConfig":{"maxTokens":10}}`))
+	zw.Close()
+	body := zb.Bytes()
+	codes := make(chan *httptest.ResponseRecorder, 3)
+	for range 3 {
+		go func() {
+			req := httptest.NewRequest(http.MethodPost, "/model/paid/converse", bytes.NewReader(body))
+			req.Header.Set("Content-Encoding", "gzip")
+			req = req.WithContext(policy.WithIdentity(req.Context(), alice))
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(rec, req)
+			codes <- rec
+		}()
+	}
+	var refused []*httptest.ResponseRecorder
+	deadline := time.After(3 * time.Second)
+wait:
+	for len(refused) < 2 {
+		select {
+		case rec := <-codes:
+			refused = append(refused, rec)
+		case <-deadline:
+			break wait
+		}
+	}
+	for until := time.Now().Add(3 * time.Second); arrived() == 0 && time.Now().Before(until); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if arrived() != 1 {
+		t.Errorf("%d requests reached the upstream, want 1", arrived())
+	}
+	open()
+	for _, rec := range refused {
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("X-Amzn-Errortype") == "" {
+			t.Errorf("an overlapping request: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
+		}
+	}
+	if len(refused) != 2 {
+		t.Errorf("%d requests refused, want 2", len(refused))
+	}
+	if rec := <-codes; rec.Code != http.StatusOK {
+		t.Errorf("the request that had room: %d %s", rec.Code, rec.Body.String())
+	}
+	if used, peak, _ := g.bodyMem.stats(); used != 0 || peak > 48<<20 {
+		t.Errorf("body memory after the requests: %d held, peak %d, want 0 and at most %d", used, peak, 48<<20)
+	}
+}
