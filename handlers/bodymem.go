@@ -115,9 +115,9 @@ const responsesWorkingSet = 12
 // message itself.
 const wsTurnCopies = 5
 
-// holdWorkingSet counts a Responses request's working set, responsesWorkingSet
-// times its input, against the body memory, on top of the body
-// it already holds; one request never needs more than the whole body
+// holdWorkingSet counts the working set of a request parsed whole
+// (Responses, Converse), responsesWorkingSet times its input, against the
+// body memory, on top of the body it already holds; one request never needs more than the whole body
 // memory, so the largest input is served, alone. A request that finds no
 // room within the gateway's wait gets 503 body_memory_full.
 func (g *Gateway) holdWorkingSet(ctx context.Context, req *clientRequest, input int64) *providers.APIError {

@@ -321,9 +321,12 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 		return fail(&providers.APIError{Status: http.StatusBadRequest, Code: "json_too_deep",
 			Message: fmt.Sprintf("request body nests JSON deeper than %d levels", maxJSONDepth)})
 	}
-	if cf == providers.FormatResponses {
-		// Parsing is most of the working set: it is held before, for
-		// the body, and after, for the stored history the input grew by.
+	// A Responses or Converse body is parsed whole, into many small
+	// values (an empty Converse content block, 3 bytes, decodes into
+	// 120): parsing is most of the working set, held before for the
+	// body and, for Responses, after for the stored history the input
+	// grew by.
+	if cf == providers.FormatResponses || cf == providers.FormatConverse {
 		if apiErr := g.holdWorkingSet(r.Context(), req, int64(len(req.body))); apiErr != nil {
 			return fail(apiErr)
 		}

@@ -66,11 +66,21 @@ func TestResponsesWorkingSetCounted(t *testing.T) {
 		o.BodyMemory = 48 << 20
 		o.BodyMemoryWait = 100 * time.Millisecond
 	})
-	body := gzipResponses("paid", 3<<20)
+	oneServedOfThree(t, g, arrived, open, "/v1/responses", gzipResponses("paid", 3<<20), func(rec *httptest.ResponseRecorder) bool {
+		return strings.Contains(rec.Body.String(), "body_memory_full")
+	})
+}
+
+// oneServedOfThree sends path three concurrent gzipped bodies on g (48
+// MiB of body memory) and checks that one reaches the gated upstream and
+// is served while the others are refused, each as refusedOK says, and
+// that all body memory is given back at the end.
+func oneServedOfThree(t *testing.T, g *Gateway, arrived func() int, open func(), path string, body []byte, refusedOK func(*httptest.ResponseRecorder) bool) {
+	t.Helper()
 	codes := make(chan *httptest.ResponseRecorder, 3)
 	for range 3 {
 		go func() {
-			req := httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(body))
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Encoding", "gzip")
 			req = req.WithContext(policy.WithIdentity(req.Context(), alice))
 			rec := httptest.NewRecorder()
@@ -100,8 +110,8 @@ wait:
 	}
 	open()
 	for _, rec := range refused {
-		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "body_memory_full") {
-			t.Errorf("an overlapping request: %d %s", rec.Code, rec.Body.String())
+		if rec.Code != http.StatusServiceUnavailable || !refusedOK(rec) {
+			t.Errorf("an overlapping request: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
 		}
 	}
 	if len(refused) != 2 {
@@ -225,4 +235,28 @@ func heapObjects() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// TestConverseWorkingSetCounted: a Converse body is parsed whole, as a
+// Responses one is, and counts its working set against max_body_memory:
+// three concurrent gzipped bodies that inflate to 3 MiB of content blocks
+// each, on 48 MiB of body memory, are one served and two refused with 503
+// body_memory_full, rather than each decoding ~40 times its size outside
+// the bound.
+func TestConverseWorkingSetCounted(t *testing.T) {
+	base, arrived, open := gatedUpstream(t)
+	g, _ := testGateway(t, "model_list:\n"+entry("paid", base), func(o *GatewayOptions) {
+		o.MaxRequestBody = 4 << 20
+		o.BodyMemory = 48 << 20
+		o.BodyMemoryWait = 100 * time.Millisecond
+	})
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestCompression)
+	zw.Write([]byte(`{"messages":[{"role":"user","content":[{"text":"hi"}`))
+	zw.Write(bytes.Repeat([]byte(`,{}`), 1<<20))
+	zw.Write([]byte(`]}],"inferenceConfig":{"maxTokens":10}}`))
+	zw.Close()
+	oneServedOfThree(t, g, arrived, open, "/model/paid/converse", zb.Bytes(), func(rec *httptest.ResponseRecorder) bool {
+		return rec.Header().Get("X-Amzn-Errortype") != ""
+	})
 }

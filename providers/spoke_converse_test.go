@@ -78,6 +78,11 @@ func TestConverseRequestRefusals(t *testing.T) {
 		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"messages2":1,"promptVariables":{"a":{"text":"b"}}}`:                                             "promptVariables",
 		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"outputConfig":{"textFormat":{"type":"json_schema","structure":{"jsonSchema":{"schema":"{"}}}}}`: "outputConfig.textFormat",
 		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"maxTokens":"many"}}`:                                                         "inferenceConfig.maxTokens",
+		// Wrong types are named where they are.
+		`{"messages":"x"}`: "messages",
+		`{"messages":[{"role":"user","content":{}}]}`:                                       "messages.content",
+		`{"messages":[{"role":"user","content":[{"text":5}]}]}`:                             "messages.content.text",
+		`{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":{}}}`: "toolConfig.tools",
 	} {
 		_, err := ParseConverseRequest([]byte(body), "m", false)
 		e, ok := err.(*APIError)
