@@ -31,7 +31,7 @@ import (
 // and the connection supplies the history as OpenAI's does.
 
 // wsTransportKey marks a request's context as a turn carried by a
-// WebSocket; its value is the body memory the message holds.
+// WebSocket; its value is the body memory the connection holds (wsCarrierHeld).
 type wsTransportKey struct{}
 
 // viaWebSocket reports whether r is a turn carried by a WebSocket.
@@ -40,8 +40,9 @@ func viaWebSocket(r *http.Request) bool {
 	return ok
 }
 
-// wsCarrierHeld is the body memory the WebSocket message a turn came in
-// holds while the turn runs; 0 for an HTTP request.
+// wsCarrierHeld is the body memory the WebSocket connection a turn came
+// in holds while the turn runs (its message and its kept history); 0 for
+// an HTTP request.
 func wsCarrierHeld(ctx context.Context) int64 {
 	n, _ := ctx.Value(wsTransportKey{}).(int64)
 	return n
@@ -150,7 +151,10 @@ func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []b
 	}
 	switch head.Type {
 	case "response.create":
-		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held))
+		// The turn's working set is bounded beside all this connection
+		// holds while it runs: the message and the history kept from the
+		// last turn, which only this connection can give back.
+		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held+conn.lastHeld))
 		defer cancel()
 		if !conn.beginTurn(cancel) {
 			return false

@@ -354,3 +354,51 @@ func TestWebSocketReloadFinishesTurn(t *testing.T) {
 		t.Error("the turn in progress at the reload did not complete before the close")
 	}
 }
+
+// TestWebSocketKeptHistoryContinues: a conversation the connection kept
+// (here 3 MiB of a 4 MiB max_request_body) continues with
+// previous_response_id on a gateway with no other traffic, as the same
+// input sent whole over HTTP is served alone: the working-set bound
+// leaves room for what the connection itself holds, the kept history
+// included, instead of waiting for memory only this connection can free.
+func TestWebSocketKeptHistoryContinues(t *testing.T) {
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.MaxRequestBody = 4 << 20
+		o.BodyMemory = 8 * o.MaxRequestBody
+		o.BodyMemoryWait = 100 * time.Millisecond
+	})
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	warm, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false, "generate": false,
+		"input": strings.Repeat("x", 3<<20)})
+	if err := c.Write(ctx, websocket.MessageText, warm); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for id == "" {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
+			t.Fatalf("warmup: %.300s", b)
+		}
+		if ev.Type == "response.completed" {
+			id = ev.Response.ID
+		}
+	}
+	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
+	if got, err := wsTurnDone(t, c, next); err != nil || got != "response.completed" {
+		t.Fatalf("continuing the kept conversation: %.300s %v", got, err)
+	}
+	if used, _, _ := g.bodyMem.stats(); used > g.bodyMem.max {
+		t.Errorf("body memory used %d, over its bound %d", used, g.bodyMem.max)
+	}
+}
