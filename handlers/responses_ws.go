@@ -13,7 +13,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // Responses over a WebSocket is the transport Codex prefers when its
@@ -117,7 +119,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 		extra := wsTurnCopies * int64(len(req.body))
 		if !g.bodyMem.acquire(ctx, extra, g.now().Add(g.opts.BodyMemoryWait)) {
 			g.releaseRequest(req)
-			return nil, g.wsError(ctx, c, http.StatusServiceUnavailable, "server_error", g.memoryFull) == nil
+			return nil, g.wsAPIError(ctx, c, &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", Message: g.memoryFull}) == nil
 		}
 		req.held += extra
 		return req, true
@@ -136,7 +138,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 	if _, err := io.Copy(io.Discard, rd); err != nil {
 		return nil, false
 	}
-	return nil, g.wsError(ctx, c, apiErr.Status, "server_error", apiErr.Message) == nil
+	return nil, g.wsAPIError(ctx, c, apiErr) == nil
 }
 
 // serveMessage answers one message; it reports whether the connection is
@@ -185,6 +187,18 @@ func (g *Gateway) wsError(ctx context.Context, c *websocket.Conn, status int, ty
 	return c.Write(ctx, websocket.MessageText, b)
 }
 
+// wsAPIError sends e as the error event its HTTP answer would be: the
+// OpenAI type of its status and its code, which a client branches on
+// (body_memory_full is retried, request_too_large is not).
+func (g *Gateway) wsAPIError(ctx context.Context, c *websocket.Conn, e *providers.APIError) error {
+	detail := map[string]any{"type": apierror.OpenAIType(e.Status), "message": e.Message}
+	if e.Code != "" {
+		detail["code"] = e.Code
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "status": e.Status, "error": detail})
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
 // wsTurn serves one response.create frame through the HTTP path, as the
 // key is admitted now, and sends its events back on ctx, the
 // connection's; tctx is the turn's. It reports whether the connection is
@@ -213,7 +227,7 @@ func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, up *http.Reque
 		var prev string
 		if json.Unmarshal(raw, &prev) == nil && prev != "" && prev == conn.lastID {
 			if conn.lastLost != nil {
-				return g.wsError(ctx, c, conn.lastLost.Status, "invalid_request_error", conn.lastLost.Message) == nil
+				return g.wsAPIError(ctx, c, conn.lastLost) == nil
 			}
 			// The connection holds this history; a store: false turn is
 			// in no store.

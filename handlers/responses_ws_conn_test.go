@@ -402,3 +402,54 @@ func TestWebSocketKeptHistoryContinues(t *testing.T) {
 		t.Errorf("body memory used %d, over its bound %d", used, g.bodyMem.max)
 	}
 }
+
+// TestWebSocketLostHistoryError: a conversation the connection could not
+// keep (with its echoed output, larger than max_request_body) is refused
+// to its continuation as its HTTP answer would be: 413 with the code
+// request_too_large, which a client branches on.
+func TestWebSocketLostHistoryError(t *testing.T) {
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) { o.MaxRequestBody = 1 << 20 })
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	c.SetReadLimit(16 << 20) // the echoed events carry the input
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false,
+		"input": strings.Repeat("x", 700<<10)})
+	if err := c.Write(ctx, websocket.MessageText, first); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for id == "" {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
+			t.Fatalf("first turn: %.300s", b)
+		}
+		if ev.Type == "response.completed" {
+			id = ev.Response.ID
+		}
+	}
+	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
+	got, err := wsTurnDone(t, c, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Status int `json:"status"`
+		Error  struct {
+			Type, Code string
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(got), &ev) != nil || ev.Status != http.StatusRequestEntityTooLarge ||
+		ev.Error.Code != "request_too_large" || ev.Error.Type != "invalid_request_error" {
+		t.Errorf("continuing a conversation the connection did not keep: %.300s, want 413 request_too_large", got)
+	}
+}
