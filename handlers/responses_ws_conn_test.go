@@ -453,3 +453,41 @@ func TestWebSocketLostHistoryError(t *testing.T) {
 		t.Errorf("continuing a conversation the connection did not keep: %.300s, want 413 request_too_large", got)
 	}
 }
+
+// TestWebSocketOtherKeysPreviousResponse: a turn on a WebSocket that
+// continues another key's stored response is refused as over HTTP (400 previous_response_not_found), and
+// nothing of that response reaches the caller or the backend.
+func TestWebSocketOtherKeysPreviousResponse(t *testing.T) {
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rs := store.(ledger.ResponseStore)
+	if err := rs.PutResponse(context.Background(), ledger.StoredResponse{ID: "resp_bobs", KeyID: "bob", Model: "offline",
+		Created: time.Now(), Input: json.RawMessage(`[{"type":"message","role":"user","content":"BOB-SECRET"}]`),
+		Response: json.RawMessage(`{"id":"resp_bobs","object":"response","status":"completed","output":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return rs }
+	})
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	c.SetReadLimit(1 << 20)
+	got, err := wsTurnDone(t, c, `{"type":"response.create","model":"offline","previous_response_id":"resp_bobs","input":"and?"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == "response.completed" || strings.Contains(got, "BOB-SECRET") || !strings.Contains(got, `"code":"previous_response_not_found"`) {
+		t.Errorf("alice continuing bob's response over a WebSocket: %.300s, want previous_response_not_found", got)
+	}
+	// The same continuation of her own stored response is served.
+	if err := rs.PutResponse(context.Background(), ledger.StoredResponse{ID: "resp_alices", KeyID: "alice", Model: "offline",
+		Created: time.Now(), Input: json.RawMessage(`[{"type":"message","role":"user","content":"hi"}]`),
+		Response: json.RawMessage(`{"id":"resp_alices","object":"response","status":"completed","output":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := wsTurnDone(t, c, `{"type":"response.create","model":"offline","previous_response_id":"resp_alices","input":"and?"}`); err != nil || got != "response.completed" {
+		t.Errorf("alice continuing her own response: %.300s %v", got, err)
+	}
+}
