@@ -368,32 +368,9 @@ func TestWebSocketKeptHistoryContinues(t *testing.T) {
 		o.BodyMemoryWait = 100 * time.Millisecond
 	})
 	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	warm, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false, "generate": false,
 		"input": strings.Repeat("x", 3<<20)})
-	if err := c.Write(ctx, websocket.MessageText, warm); err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	for id == "" {
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev struct {
-			Type     string `json:"type"`
-			Response struct {
-				ID string `json:"id"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
-			t.Fatalf("warmup: %.300s", b)
-		}
-		if ev.Type == "response.completed" {
-			id = ev.Response.ID
-		}
-	}
+	id := wsCompletedID(t, c, warm)
 	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
 	if got, err := wsTurnDone(t, c, next); err != nil || got != "response.completed" {
 		t.Fatalf("continuing the kept conversation: %.300s %v", got, err)
@@ -411,32 +388,9 @@ func TestWebSocketLostHistoryError(t *testing.T) {
 	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) { o.MaxRequestBody = 1 << 20 })
 	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
 	c.SetReadLimit(16 << 20) // the echoed events carry the input
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	first, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false,
 		"input": strings.Repeat("x", 700<<10)})
-	if err := c.Write(ctx, websocket.MessageText, first); err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	for id == "" {
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev struct {
-			Type     string `json:"type"`
-			Response struct {
-				ID string `json:"id"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
-			t.Fatalf("first turn: %.300s", b)
-		}
-		if ev.Type == "response.completed" {
-			id = ev.Response.ID
-		}
-	}
+	id := wsCompletedID(t, c, first)
 	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
 	got, err := wsTurnDone(t, c, next)
 	if err != nil {
@@ -489,5 +443,34 @@ func TestWebSocketOtherKeysPreviousResponse(t *testing.T) {
 	}
 	if got, err := wsTurnDone(t, c, `{"type":"response.create","model":"offline","previous_response_id":"resp_alices","input":"and?"}`); err != nil || got != "response.completed" {
 		t.Errorf("alice continuing her own response: %.300s %v", got, err)
+	}
+}
+
+// wsCompletedID sends one turn and returns the id of its completed
+// response; an error event fails the test.
+func wsCompletedID(t *testing.T, c *websocket.Conn, turn []byte) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, turn); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
+			t.Fatalf("turn: %.300s", b)
+		}
+		if ev.Type == "response.completed" {
+			return ev.Response.ID
+		}
 	}
 }
