@@ -181,12 +181,7 @@ func wantClose(t *testing.T, c *websocket.Conn, code websocket.StatusCode, want 
 // that admitted the create: a key refused by then leaves the response
 // failed with the refusal, and nothing goes upstream.
 func TestBackgroundStartReidentifies(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs := store.(ledger.ResponseStore)
+	rs := sqliteResponses(t)
 	g, obs := testGateway(t, echoModels, func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return rs }
 	})
@@ -256,12 +251,7 @@ func TestWebSocketKeyExpires(t *testing.T) {
 // drops the lease of one that finished meanwhile; a response under a live
 // lease is left alone.
 func TestSweepLapsedBackground(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs := store.(ledger.ResponseStore)
+	rs := sqliteResponses(t)
 	now := time.Now()
 	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return rs }
@@ -409,15 +399,11 @@ func TestWebSocketLostHistoryError(t *testing.T) {
 }
 
 // TestWebSocketOtherKeysPreviousResponse: a turn on a WebSocket that
-// continues another key's stored response is refused as over HTTP (400 previous_response_not_found), and
-// nothing of that response reaches the caller or the backend.
+// continues another key's stored response is refused as over HTTP (400
+// previous_response_not_found), and nothing of that response reaches the
+// caller or the backend.
 func TestWebSocketOtherKeysPreviousResponse(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs := store.(ledger.ResponseStore)
+	rs := sqliteResponses(t)
 	if err := rs.PutResponse(context.Background(), ledger.StoredResponse{ID: "resp_bobs", KeyID: "bob", Model: "offline",
 		Created: time.Now(), Input: json.RawMessage(`[{"type":"message","role":"user","content":"BOB-SECRET"}]`),
 		Response: json.RawMessage(`{"id":"resp_bobs","object":"response","status":"completed","output":[]}`)}); err != nil {
@@ -473,4 +459,16 @@ func wsCompletedID(t *testing.T, c *websocket.Conn, turn []byte) string {
 			return ev.Response.ID
 		}
 	}
+}
+
+// sqliteResponses is a responses store in a new SQLite ledger, closed
+// when the test ends.
+func sqliteResponses(t *testing.T) ledger.ResponseStore {
+	t.Helper()
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store.(ledger.ResponseStore)
 }
