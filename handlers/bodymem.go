@@ -121,8 +121,8 @@ const wsTurnCopies = 5
 // memory, so the largest input is served, alone. A request that finds no
 // room within the gateway's wait gets 503 body_memory_full.
 func (g *Gateway) holdWorkingSet(ctx context.Context, req *clientRequest, input int64) *providers.APIError {
-	// A WebSocket turn's message holds its own share while the turn runs
-	// (wsCarrierHeld): together they stay within the bound.
+	// A WebSocket turn's connection holds its own share while the turn
+	// runs (wsCarrierHeld): together they stay within the bound.
 	want := g.bodyMem.max - wsCarrierHeld(ctx)
 	if input < want/responsesWorkingSet {
 		want = input * responsesWorkingSet

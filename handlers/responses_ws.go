@@ -13,7 +13,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // Responses over a WebSocket is the transport Codex prefers when its
@@ -31,7 +33,7 @@ import (
 // and the connection supplies the history as OpenAI's does.
 
 // wsTransportKey marks a request's context as a turn carried by a
-// WebSocket; its value is the body memory the message holds.
+// WebSocket; its value is the body memory the connection holds (wsCarrierHeld).
 type wsTransportKey struct{}
 
 // viaWebSocket reports whether r is a turn carried by a WebSocket.
@@ -40,8 +42,9 @@ func viaWebSocket(r *http.Request) bool {
 	return ok
 }
 
-// wsCarrierHeld is the body memory the WebSocket message a turn came in
-// holds while the turn runs; 0 for an HTTP request.
+// wsCarrierHeld is the body memory the WebSocket connection a turn came
+// in holds while the turn runs (its message and its kept history); 0 for
+// an HTTP request.
 func wsCarrierHeld(ctx context.Context) int64 {
 	n, _ := ctx.Value(wsTransportKey{}).(int64)
 	return n
@@ -116,7 +119,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 		extra := wsTurnCopies * int64(len(req.body))
 		if !g.bodyMem.acquire(ctx, extra, g.now().Add(g.opts.BodyMemoryWait)) {
 			g.releaseRequest(req)
-			return nil, g.wsError(ctx, c, http.StatusServiceUnavailable, "server_error", g.memoryFull) == nil
+			return nil, g.wsAPIError(ctx, c, &providers.APIError{Status: http.StatusServiceUnavailable, Code: "body_memory_full", Message: g.memoryFull}) == nil
 		}
 		req.held += extra
 		return req, true
@@ -135,7 +138,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 	if _, err := io.Copy(io.Discard, rd); err != nil {
 		return nil, false
 	}
-	return nil, g.wsError(ctx, c, apiErr.Status, "server_error", apiErr.Message) == nil
+	return nil, g.wsAPIError(ctx, c, apiErr) == nil
 }
 
 // serveMessage answers one message; it reports whether the connection is
@@ -150,7 +153,10 @@ func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []b
 	}
 	switch head.Type {
 	case "response.create":
-		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held))
+		// The turn's working set is bounded beside all this connection
+		// holds while it runs: the message and the history kept from the
+		// last turn, which only this connection can give back.
+		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held+conn.lastHeld))
 		defer cancel()
 		if !conn.beginTurn(cancel) {
 			return false
@@ -178,6 +184,18 @@ func (g *Gateway) maxBody() int64 {
 func (g *Gateway) wsError(ctx context.Context, c *websocket.Conn, status int, typ, msg string) error {
 	b, _ := json.Marshal(map[string]any{"type": "error", "status": status,
 		"error": map[string]any{"type": typ, "message": msg}})
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+// wsAPIError sends e as the error event its HTTP answer would be: the
+// OpenAI type of its status and its code, which a client branches on
+// (body_memory_full is retried, request_too_large is not).
+func (g *Gateway) wsAPIError(ctx context.Context, c *websocket.Conn, e *providers.APIError) error {
+	detail := map[string]any{"type": apierror.OpenAIType(e.Status), "message": e.Message}
+	if e.Code != "" {
+		detail["code"] = e.Code
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "status": e.Status, "error": detail})
 	return c.Write(ctx, websocket.MessageText, b)
 }
 
@@ -209,7 +227,7 @@ func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, up *http.Reque
 		var prev string
 		if json.Unmarshal(raw, &prev) == nil && prev != "" && prev == conn.lastID {
 			if conn.lastLost != nil {
-				return g.wsError(ctx, c, conn.lastLost.Status, "invalid_request_error", conn.lastLost.Message) == nil
+				return g.wsAPIError(ctx, c, conn.lastLost) == nil
 			}
 			// The connection holds this history; a store: false turn is
 			// in no store.

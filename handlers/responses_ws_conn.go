@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -110,27 +111,40 @@ func (conn *wsConn) watch(ctx context.Context, lifetime time.Duration) {
 			conn.refuse(ctx, refusal)
 			return
 		}
-		var expiry <-chan time.Time
-		if id != nil && !id.Expires.IsZero() {
-			if d := time.Until(id.Expires); d > 0 {
-				t := time.NewTimer(d)
-				expiry = t.C
-				defer t.Stop()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-expiry:
-		case <-life.C:
-			conn.retire(websocket.StatusNormalClosure, "connection open for its maximum lifetime ("+lifetime.String()+"); open a new one")
-			return
-		case <-conn.g.retired:
-			conn.retire(websocket.StatusServiceRestart, "the gateway's configuration was reloaded; open a new connection")
+		if !conn.waitChange(ctx, id, changed, life.C, lifetime) {
 			return
 		}
 	}
+}
+
+// waitChange waits for what makes the watcher look at the key again: a
+// change of the keys in force or id's expiry (true), or for the end of
+// the connection, its lifetime or its config (false). Its expiry timer is
+// stopped here, once per wake, not deferred to the watcher's end: the
+// watcher wakes on every control change on any instance for as long as
+// the connection lives.
+func (conn *wsConn) waitChange(ctx context.Context, id *policy.Identity, changed <-chan struct{}, life <-chan time.Time, lifetime time.Duration) bool {
+	var expiry <-chan time.Time
+	if id != nil && !id.Expires.IsZero() {
+		if d := time.Until(id.Expires); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			expiry = t.C
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-expiry:
+	case <-life:
+		conn.retire(websocket.StatusNormalClosure, "connection open for its maximum lifetime ("+lifetime.String()+"); open a new one")
+		return false
+	case <-conn.g.retired:
+		conn.retire(websocket.StatusServiceRestart, "the gateway's configuration was reloaded; open a new connection")
+		return false
+	}
+	return true
 }
 
 // beginTurn marks a turn in progress, cancelled by cancel when the

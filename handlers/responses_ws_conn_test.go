@@ -181,12 +181,7 @@ func wantClose(t *testing.T, c *websocket.Conn, code websocket.StatusCode, want 
 // that admitted the create: a key refused by then leaves the response
 // failed with the refusal, and nothing goes upstream.
 func TestBackgroundStartReidentifies(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs := store.(ledger.ResponseStore)
+	rs := sqliteResponses(t)
 	g, obs := testGateway(t, echoModels, func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return rs }
 	})
@@ -256,12 +251,7 @@ func TestWebSocketKeyExpires(t *testing.T) {
 // drops the lease of one that finished meanwhile; a response under a live
 // lease is left alone.
 func TestSweepLapsedBackground(t *testing.T) {
-	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs := store.(ledger.ResponseStore)
+	rs := sqliteResponses(t)
 	now := time.Now()
 	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return rs }
@@ -353,4 +343,132 @@ func TestWebSocketReloadFinishesTurn(t *testing.T) {
 	if !completed {
 		t.Error("the turn in progress at the reload did not complete before the close")
 	}
+}
+
+// TestWebSocketKeptHistoryContinues: a conversation the connection kept
+// (here 3 MiB of a 4 MiB max_request_body) continues with
+// previous_response_id on a gateway with no other traffic, as the same
+// input sent whole over HTTP is served alone: the working-set bound
+// leaves room for what the connection itself holds, the kept history
+// included, instead of waiting for memory only this connection can free.
+func TestWebSocketKeptHistoryContinues(t *testing.T) {
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.MaxRequestBody = 4 << 20
+		o.BodyMemory = 8 * o.MaxRequestBody
+		o.BodyMemoryWait = 100 * time.Millisecond
+	})
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	warm, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false, "generate": false,
+		"input": strings.Repeat("x", 3<<20)})
+	id := wsCompletedID(t, c, warm)
+	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
+	if got, err := wsTurnDone(t, c, next); err != nil || got != "response.completed" {
+		t.Fatalf("continuing the kept conversation: %.300s %v", got, err)
+	}
+	if used, _, _ := g.bodyMem.stats(); used > g.bodyMem.max {
+		t.Errorf("body memory used %d, over its bound %d", used, g.bodyMem.max)
+	}
+}
+
+// TestWebSocketLostHistoryError: a conversation the connection could not
+// keep (with its echoed output, larger than max_request_body) is refused
+// to its continuation as its HTTP answer would be: 413 with the code
+// request_too_large, which a client branches on.
+func TestWebSocketLostHistoryError(t *testing.T) {
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) { o.MaxRequestBody = 1 << 20 })
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	c.SetReadLimit(16 << 20) // the echoed events carry the input
+	first, _ := json.Marshal(map[string]any{"type": "response.create", "model": "offline", "store": false,
+		"input": strings.Repeat("x", 700<<10)})
+	id := wsCompletedID(t, c, first)
+	next := `{"type":"response.create","model":"offline","store":false,"previous_response_id":"` + id + `","input":"and?"}`
+	got, err := wsTurnDone(t, c, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Status int `json:"status"`
+		Error  struct {
+			Type, Code string
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(got), &ev) != nil || ev.Status != http.StatusRequestEntityTooLarge ||
+		ev.Error.Code != "request_too_large" || ev.Error.Type != "invalid_request_error" {
+		t.Errorf("continuing a conversation the connection did not keep: %.300s, want 413 request_too_large", got)
+	}
+}
+
+// TestWebSocketOtherKeysPreviousResponse: a turn on a WebSocket that
+// continues another key's stored response is refused as over HTTP (400
+// previous_response_not_found), and nothing of that response reaches the
+// caller or the backend.
+func TestWebSocketOtherKeysPreviousResponse(t *testing.T) {
+	rs := sqliteResponses(t)
+	if err := rs.PutResponse(context.Background(), ledger.StoredResponse{ID: "resp_bobs", KeyID: "bob", Model: "offline",
+		Created: time.Now(), Input: json.RawMessage(`[{"type":"message","role":"user","content":"BOB-SECRET"}]`),
+		Response: json.RawMessage(`{"id":"resp_bobs","object":"response","status":"completed","output":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := testGateway(t, echoModels, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return rs }
+	})
+	c := dialWS(t, wsGateway(t, g, newFlipResolver()))
+	c.SetReadLimit(1 << 20)
+	got, err := wsTurnDone(t, c, `{"type":"response.create","model":"offline","previous_response_id":"resp_bobs","input":"and?"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == "response.completed" || strings.Contains(got, "BOB-SECRET") || !strings.Contains(got, `"code":"previous_response_not_found"`) {
+		t.Errorf("alice continuing bob's response over a WebSocket: %.300s, want previous_response_not_found", got)
+	}
+	// The same continuation of her own stored response is served.
+	if err := rs.PutResponse(context.Background(), ledger.StoredResponse{ID: "resp_alices", KeyID: "alice", Model: "offline",
+		Created: time.Now(), Input: json.RawMessage(`[{"type":"message","role":"user","content":"hi"}]`),
+		Response: json.RawMessage(`{"id":"resp_alices","object":"response","status":"completed","output":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := wsTurnDone(t, c, `{"type":"response.create","model":"offline","previous_response_id":"resp_alices","input":"and?"}`); err != nil || got != "response.completed" {
+		t.Errorf("alice continuing her own response: %.300s %v", got, err)
+	}
+}
+
+// wsCompletedID sends one turn and returns the id of its completed
+// response; an error event fails the test.
+func wsCompletedID(t *testing.T, c *websocket.Conn, turn []byte) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, turn); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(b, &ev) != nil || ev.Type == "error" {
+			t.Fatalf("turn: %.300s", b)
+		}
+		if ev.Type == "response.completed" {
+			return ev.Response.ID
+		}
+	}
+}
+
+// sqliteResponses is a responses store in a new SQLite ledger, closed
+// when the test ends.
+func sqliteResponses(t *testing.T) ledger.ResponseStore {
+	t.Helper()
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store.(ledger.ResponseStore)
 }
