@@ -260,3 +260,36 @@ func TestConverseWorkingSetCounted(t *testing.T) {
 		return rec.Header().Get("X-Amzn-Errortype") != ""
 	})
 }
+
+// TestCompactBodyBounded: /v1/responses/compact reads its body as every
+// other endpoint does: a gzipped body is decoded (and compacts), one that
+// inflates past max_request_body is a 413 that reaches no upstream, and
+// no body memory stays held.
+func TestCompactBodyBounded(t *testing.T) {
+	base, arrived, open := gatedUpstream(t)
+	open()
+	g, _ := testGateway(t, "model_list:\n"+entry("paid", base, "responses_api: translate"), func(o *GatewayOptions) {
+		o.MaxRequestBody = 1 << 20
+	})
+	post := func(body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/v1/responses/compact", bytes.NewReader(body))
+		req.Header.Set("Content-Encoding", "gzip")
+		req = req.WithContext(policy.WithIdentity(req.Context(), &policy.Identity{KeyID: "k"}))
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := post(gzipResponses("paid", 1000)); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "compaction") {
+		t.Fatalf("gzipped compact: %d %s", rec.Code, rec.Body)
+	}
+	before := arrived()
+	if rec := post(gzipResponses("paid", 3<<20)); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("compact inflating past the limit: %d %s", rec.Code, rec.Body)
+	}
+	if arrived() != before {
+		t.Fatal("a compact past the body limit reached the upstream")
+	}
+	if held, _, _ := g.bodyMem.stats(); held != 0 {
+		t.Fatalf("body memory still held after compact: %d", held)
+	}
+}

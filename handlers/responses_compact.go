@@ -30,13 +30,16 @@ const compactPrefix = "Summary of the conversation so far (compacted by the gate
 // user message item that any backend can take back as input.
 func (g *Gateway) serveCompact(w http.ResponseWriter, r *http.Request) {
 	cf := providers.FormatResponses
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody()))
-	if err != nil {
-		(&providers.APIError{Status: http.StatusRequestEntityTooLarge, Message: "request body too large or unreadable: " + err.Error()}).Write(w, cf)
+	// The outer body is read like every other: bounded, decoded, and
+	// counted in body memory until the inner request is built from it.
+	outer := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+	defer g.releaseRequest(outer)
+	if apiErr := g.readBody(w, r, outer); apiErr != nil {
+		apiErr.Write(w, cf)
 		return
 	}
 	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(outer.body, &req); err != nil {
 		(&providers.APIError{Status: http.StatusBadRequest, Message: "the body must be a JSON object: " + err.Error()}).Write(w, cf)
 		return
 	}
@@ -58,7 +61,10 @@ func (g *Gateway) serveCompact(w http.ResponseWriter, r *http.Request) {
 		inner["previous_response_id"] = p
 	}
 	ib, _ := json.Marshal(inner)
+	g.releaseRequest(outer)
 	ir := r.Clone(r.Context())
+	// The inner body is plain JSON, whatever the outer one's encoding.
+	ir.Header.Del("Content-Encoding")
 	ir.Body, ir.ContentLength, ir.GetBody = io.NopCloser(bytes.NewReader(ib)), int64(len(ib)), nil
 	rw := &bufferWriter{header: http.Header{}}
 	g.responses(rw, ir)
