@@ -201,18 +201,14 @@ func answers(data []byte, id jsonrpc.ID) error {
 		return errors.New("the answer is not a JSON-RPC message")
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID != id {
-		return fmt.Errorf("the answer is for request id %s, not %v", bounded(fmt.Sprint(resp.ID.Raw())), id.Raw())
+		return wrongID(resp.ID, id)
 	}
 	return nil
 }
 
-// decoded is data as a JSON-RPC message, or nil.
-func decoded(data []byte) jsonrpc.Message {
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return nil
-	}
-	return msg
+// wrongID is the fault of an answer for request id got in a call of id want.
+func wrongID(got, want jsonrpc.ID) error {
+	return fmt.Errorf("the answer is for request id %s, not %v", bounded(fmt.Sprint(got.Raw())), want.Raw())
 }
 
 // errorAnswer is the JSON-RPC error answer to id that stands for a broken
@@ -364,20 +360,23 @@ func (s *sseGuard) endEvent() {
 		return
 	}
 	if s.hasData && s.data.Len() > 0 && (s.name == "" || s.name == "message") {
-		if s.standalone {
-			if resp, ok := decoded(s.data.Bytes()).(*jsonrpc.Response); ok {
+		// Decoded once: the check, the standalone drop and the id
+		// comparison all read the same message.
+		msg, err := jsonrpc.DecodeMessage(s.data.Bytes())
+		if err != nil {
+			s.fail(errors.New("the answer is not a JSON-RPC message"))
+			return
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			if s.standalone {
 				s.streams.dropped(resp.ID)
 				return
 			}
-		}
-		bad := answers(s.data.Bytes(), s.id)
-		if bad != nil && !s.isCall && decoded(s.data.Bytes()) != nil {
 			// No call to compare ids with: only undecodable events are bad.
-			bad = nil
-		}
-		if bad != nil {
-			s.fail(bad)
-			return
+			if s.isCall && resp.ID != s.id {
+				s.fail(wrongID(resp.ID, s.id))
+				return
+			}
 		}
 	}
 	if s.isCall && s.evID != "" {
