@@ -275,8 +275,8 @@ func (l *Login) store(body []byte) (*Stored, error) {
 }
 
 // keepCA copies the CA certificate the login used beside the login file
-// (unless it is that copy already), with a bundle of the system's roots
-// and it, and names both in s.
+// (a renewal, which uses that copy, rewrites it in place), with a bundle
+// of the system's roots and it, and names both in s.
 func (l *Login) keepCA(s *Stored) error {
 	if l.CACert == "" {
 		return nil

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,14 +46,9 @@ database's writers cannot reach (a log, a ticket) and pass it back with
 			if err != nil {
 				return err
 			}
-			var a *ledger.AuditAnchor
-			if anchor != "" {
-				seq, hash, ok := strings.Cut(anchor, ":")
-				n, err := strconv.ParseInt(seq, 10, 64)
-				if !ok || err != nil || n < 1 || len(hash) != 64 {
-					return errors.New("--anchor: want <seq>:<hash> as a verify printed it, e.g. 1042:9f86d081…")
-				}
-				a = &ledger.AuditAnchor{Seq: n, Hash: hash}
+			a, err := parseAnchor(anchor)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := cliContext()
 			defer cancel()
@@ -81,6 +77,23 @@ database's writers cannot reach (a log, a ticket) and pass it back with
 	verify.Flags().StringVar(&anchor, "anchor", "", "A head printed by an earlier verify, <seq>:<hash>, that the chain must still hold")
 	audit.AddCommand(verify)
 	return audit
+}
+
+// parseAnchor reads --anchor, <seq>:<hash>; nil when it is empty. The
+// hash is compared as verify prints it, lower-case hex, so one copied in
+// another case, or mistyped, is refused here rather than reported as a
+// rewritten chain.
+func parseAnchor(anchor string) (*ledger.AuditAnchor, error) {
+	if anchor == "" {
+		return nil, nil
+	}
+	seq, hash, ok := strings.Cut(strings.TrimSpace(anchor), ":")
+	hash = strings.ToLower(hash)
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if _, hexErr := hex.DecodeString(hash); !ok || err != nil || n < 1 || len(hash) != 64 || hexErr != nil {
+		return nil, errors.New("--anchor: want <seq>:<hash> as a verify printed it, e.g. 1042:9f86d081…")
+	}
+	return &ledger.AuditAnchor{Seq: n, Hash: hash}, nil
 }
 
 // auditLedger is the database verify reads: --ledger, else the

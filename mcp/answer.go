@@ -89,7 +89,7 @@ func (t answerGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	case sent != "" && got != "" && got != sent:
 		t.replace(resp, errorAnswer(id, errors.New("the answer names another session")))
 	case mt == "application/json":
-		data, ok := t.checkJSON(resp.Body, id)
+		data, ok := t.checkJSON(resp.Body, resp.ContentLength, id)
 		if !ok {
 			t.replace(resp, data)
 			break
@@ -179,8 +179,17 @@ func callID(r *http.Request) (jsonrpc.ID, bool) {
 // checkJSON reads a call's application/json answer, bounded, and returns
 // it unchanged (ok) when it is one JSON-RPC message that answers id (or a
 // server request, which the SDK handles), or else an error answer to id.
-func (t answerGuard) checkJSON(body io.Reader, id jsonrpc.ID) (_ []byte, ok bool) {
-	data, err := io.ReadAll(io.LimitReader(body, int64(t.max)+1))
+// size is the body's Content-Length (-1 unknown): a body of known size
+// is read into one buffer of that size rather than a doubling one, up to
+// 1 MiB, so a server that claims a large body and sends none costs no
+// more than one that sends it.
+func (t answerGuard) checkJSON(body io.Reader, size int64, id jsonrpc.ID) (_ []byte, ok bool) {
+	var buf bytes.Buffer
+	if size > 0 && size <= int64(t.max) {
+		buf.Grow(int(min(size, 1<<20)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(body, int64(t.max)+1))
+	data := buf.Bytes()
 	if err != nil {
 		return errorAnswer(id, fmt.Errorf("the answer broke off: %v", err)), false
 	}
@@ -201,18 +210,14 @@ func answers(data []byte, id jsonrpc.ID) error {
 		return errors.New("the answer is not a JSON-RPC message")
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID != id {
-		return fmt.Errorf("the answer is for request id %s, not %v", bounded(fmt.Sprint(resp.ID.Raw())), id.Raw())
+		return wrongID(resp.ID, id)
 	}
 	return nil
 }
 
-// decoded is data as a JSON-RPC message, or nil.
-func decoded(data []byte) jsonrpc.Message {
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return nil
-	}
-	return msg
+// wrongID is the fault of an answer for request id got in a call of id want.
+func wrongID(got, want jsonrpc.ID) error {
+	return fmt.Errorf("the answer is for request id %s, not %v", bounded(fmt.Sprint(got.Raw())), want.Raw())
 }
 
 // errorAnswer is the JSON-RPC error answer to id that stands for a broken
@@ -364,20 +369,23 @@ func (s *sseGuard) endEvent() {
 		return
 	}
 	if s.hasData && s.data.Len() > 0 && (s.name == "" || s.name == "message") {
-		if s.standalone {
-			if resp, ok := decoded(s.data.Bytes()).(*jsonrpc.Response); ok {
+		// Decoded once: the check, the standalone drop and the id
+		// comparison all read the same message.
+		msg, err := jsonrpc.DecodeMessage(s.data.Bytes())
+		if err != nil {
+			s.fail(errors.New("the answer is not a JSON-RPC message"))
+			return
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			if s.standalone {
 				s.streams.dropped(resp.ID)
 				return
 			}
-		}
-		bad := answers(s.data.Bytes(), s.id)
-		if bad != nil && !s.isCall && decoded(s.data.Bytes()) != nil {
 			// No call to compare ids with: only undecodable events are bad.
-			bad = nil
-		}
-		if bad != nil {
-			s.fail(bad)
-			return
+			if s.isCall && resp.ID != s.id {
+				s.fail(wrongID(resp.ID, s.id))
+				return
+			}
 		}
 	}
 	if s.isCall && s.evID != "" {

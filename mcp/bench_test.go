@@ -1,12 +1,16 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/modellist"
@@ -67,6 +71,38 @@ func BenchmarkToolCall(b *testing.B) {
 				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: args})
 				if err != nil || res.IsError {
 					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAnswerCheck is answerGuard's check of one call's JSON answer
+// (read, bounded, and decoded once more than the SDK does), beside the
+// SDK's own decode of it: the guard's cost per call by answer size.
+func BenchmarkAnswerCheck(b *testing.B) {
+	id, err := jsonrpc.MakeID(float64(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := answerGuard{max: maxAnswer}
+	for _, n := range []int{100, 64 << 10, 1 << 20} {
+		body := []byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", n) + `"}]}}`)
+		b.Run(fmt.Sprintf("guard-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := g.checkJSON(bytes.NewReader(body), int64(len(body)), id); !ok {
+					b.Fatal("a good answer was refused")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("sdk-decode-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := jsonrpc.DecodeMessage(body); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -27,7 +27,12 @@ const (
 	// maxStreamIDs bounds the event ids remembered: enough for every
 	// call in flight on a connection to resume its stream.
 	maxStreamIDs = 1024
-	maxDropLogs  = 10
+	// maxStreamIDLen bounds one remembered event id: an SSE event may be
+	// 16 MiB, and a server's ids that long would make the map hold
+	// maxStreamIDs of them. Real servers' ids are short; a stream of
+	// longer ids just cannot be resumed as its call's.
+	maxStreamIDLen = 256
+	maxDropLogs    = 10
 )
 
 func newCallStreams(log func(why string)) *callStreams {
@@ -36,7 +41,7 @@ func newCallStreams(log func(why string)) *callStreams {
 
 // add records that event evID was sent on call's stream.
 func (c *callStreams) add(evID string, call jsonrpc.ID) {
-	if c == nil {
+	if c == nil || len(evID) > maxStreamIDLen {
 		return
 	}
 	c.mu.Lock()

@@ -60,12 +60,19 @@ func (h *Handler) Lookup(ctx context.Context, email, subject string) (e Entry, f
 		}
 		c.built = now
 	}
-	var d *directoryEntry
+	var d, sub *directoryEntry
 	if email != "" {
 		d = c.byName[strings.ToLower(email)]
 	}
-	if d == nil && subject != "" {
-		d = c.bySub[subject]
+	if subject != "" {
+		sub = c.bySub[subject]
+	}
+	// The subject is the IdP's fixed id for the person, the email a claim
+	// that may change (or be set by the person): a subject the directory
+	// deleted or deactivated is refused even when the email names another,
+	// live, user.
+	if d == nil || (sub != nil && !sub.active) {
+		d = sub
 	}
 	if d == nil {
 		return Entry{}, false

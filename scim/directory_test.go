@@ -101,3 +101,39 @@ func TestLookupFollowsProvisioning(t *testing.T) {
 		t.Fatalf("re-created: %+v found=%v, want active", e, found)
 	}
 }
+
+// TestLookupSubjectRefusalWins: a person SCIM deleted or deactivated
+// (found by their ID token's subject) whose email claim names another,
+// live, user is refused, not let in as that user.
+func TestLookupSubjectRefusalWins(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h, do := scimServer(t, func() time.Time { return now })
+	create := func(body string) string {
+		t.Helper()
+		status, out := do("POST", "/scim/v2/Users", body)
+		if status != http.StatusCreated {
+			t.Fatalf("create: %d %v", status, out)
+		}
+		id, _ := out["id"].(string)
+		return id
+	}
+	create(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"eve@example.com","externalId":"00u2","active":true}`)
+	mallory := create(`{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"mallory@example.com","externalId":"00u3","active":true}`)
+	ctx := context.Background()
+	for _, step := range []struct{ method, body, want string }{
+		{"PATCH", `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":false}}]}`, "inactive"},
+		{"DELETE", "", "deleted"},
+	} {
+		if status, out := do(step.method, "/scim/v2/Users/"+mallory, step.body); status >= 300 {
+			t.Fatalf("%s: %d %v", step.method, status, out)
+		}
+		now = now.Add(directoryTTL)
+		e, found := h.Lookup(ctx, "eve@example.com", "00u3")
+		if !found || e.Active || (step.want == "deleted") != e.Deleted {
+			t.Fatalf("%s subject, another user's email: %+v found=%v; want refused as %s", step.want, e, found, step.want)
+		}
+	}
+	if e, found := h.Lookup(ctx, "eve@example.com", "00u2"); !found || !e.Active {
+		t.Fatalf("eve herself: %+v found=%v; want active", e, found)
+	}
+}
