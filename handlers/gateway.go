@@ -40,7 +40,7 @@ type GatewayOptions struct {
 	// DefaultMaxTokens is sent to Anthropic when an OpenAI client gave no
 	// limit (Anthropic requires one), and to any upstream for a request
 	// under a budget that gave none, unless the alias's deployments set
-	// model_info.max_output_tokens (serveChat). Default 4096.
+	// model_info.max_output_tokens (serve). Default 4096.
 	DefaultMaxTokens int64
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
@@ -369,11 +369,11 @@ func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
 // panic guard included, nothing of it depends on the request.
 func (g *Gateway) buildPaths() {
 	chat := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatOpenAI)
+		g.serveHTTP(w, r, providers.FormatOpenAI)
 	}))
 	models := g.guard(g.only(http.MethodGet, g.serveModels))
 	g.responses = g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatResponses)
+		g.serveHTTP(w, r, providers.FormatResponses)
 	}))
 	responses := func(w http.ResponseWriter, r *http.Request) {
 		if isWebSocketUpgrade(r) {
@@ -384,13 +384,13 @@ func (g *Gateway) buildPaths() {
 	}
 	live := g.guard(g.serveLiveness)
 	embeddings := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatEmbeddings)
+		g.serveHTTP(w, r, providers.FormatEmbeddings)
 	}))
 	g.paths = map[string]http.HandlerFunc{
 		"/chat/completions":    chat,
 		"/v1/chat/completions": chat,
 		"/v1/messages": g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-			g.serveChat(w, r, providers.FormatAnthropic)
+			g.serveHTTP(w, r, providers.FormatAnthropic)
 		})),
 		"/v1/messages/count_tokens":  g.guard(g.only(http.MethodPost, g.serveCountTokens)),
 		"/v1/responses":              responses,
@@ -558,20 +558,14 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// newRecord starts the ledger record of a request with what every record
+// newRecord starts the ledger record of a call with what every record
 // shares.
-func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf providers.Format) *ledger.Record {
+func newRecord(c *Call, id *policy.Identity, start time.Time) *ledger.Record {
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
-	rec.Endpoint = ledgerEndpoints[cf]
-	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {
-		rec.Endpoint = e
-	}
-	if viaWebSocket(r) {
-		rec.Endpoint = ledger.EndpointResponsesWebSocket
-	}
+	rec.Endpoint = c.recordEndpoint()
 	return rec
 }
 

@@ -15,25 +15,31 @@ func (g *Gateway) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tw := &trackingWriter{ResponseWriter: w}
 		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			msg := fmt.Sprint(v)
-			if len(msg) > 200 {
-				msg = msg[:200]
-			}
-			g.obs.Attempt(Attempt{Err: "panic: " + msg})
-			if !tw.wrote {
-				(&providers.APIError{Status: http.StatusInternalServerError,
-					Message: "the gateway failed while handling this request; the fault is logged"}).Write(tw, ClientFormat(r))
+			if v := recover(); v != nil {
+				e := g.panicked(v)
+				if !tw.wrote {
+					e.Write(tw, ClientFormat(r))
+				}
 			}
 		}()
 		h(tw, r)
 	}
+}
+
+// panicked logs the recovered panic v as an attempt, with Err "panic:
+// ...", and is the 500 the client gets; http.ErrAbortHandler, net/http's
+// own way to drop a connection, panics on.
+func (g *Gateway) panicked(v any) *providers.APIError {
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	msg := fmt.Sprint(v)
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	g.obs.Attempt(Attempt{Err: "panic: " + msg})
+	return &providers.APIError{Status: http.StatusInternalServerError,
+		Message: "the gateway failed while handling this request; the fault is logged"}
 }
 
 // trackingWriter notes whether the response was started.

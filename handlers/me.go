@@ -46,7 +46,7 @@ func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
 
 // sessionOf is the session a request's headers name.
 func sessionOf(r *http.Request) string {
-	id, _ := resolveSession(r, nil, ClientFormat(r), providers.RequestInfo{})
+	id, _ := resolveSession(sessionHints(r.Header), nil, ClientFormat(r), providers.RequestInfo{})
 	return id
 }
 
