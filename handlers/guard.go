@@ -4,21 +4,22 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers"
 )
 
 // guard keeps a panic in a handler from reaching the server, which would
-// drop the connection without a word: the client gets a 500 in its own
-// format when nothing was sent yet, and the observer gets an attempt with
-// Err "panic: ..." so the fault is logged.
-func (g *Gateway) guard(h http.HandlerFunc) http.HandlerFunc {
+// drop the connection without a word: the client gets a 500 in family's
+// error family (nil: its own) when nothing was sent yet, and the observer
+// gets an attempt with Err "panic: ..." so the fault is logged.
+func (g *Gateway) guard(family apierror.Audience, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tw := &trackingWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
 				e := g.panicked(v)
 				if !tw.wrote {
-					e.Write(tw, ClientFormat(r))
+					e.Write(tw, familyOf(family, r))
 				}
 			}
 		}()

@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestRouteFamilies: a route's refusals are in the family its entry
+// names, whatever headers the caller sends: the table, not the path or a
+// header read again, says what the caller reads.
+func TestRouteFamilies(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, tc := range []struct{ method, path, family string }{
+		{"GET", "/v1/messages", `"type":"error"`},
+		{"GET", "/v1/chat/completions", `"error":{"message"`},
+		{"GET", "/v1/responses/compact", `"error":{"message"`},
+		{"POST", "/v1beta/models", `"status":"UNIMPLEMENTED"`},
+	} {
+		rec := get(g, alice, tc.method, tc.path, "Anthropic-Version", "2023-06-01")
+		if rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Body.String(), tc.family) {
+			t.Errorf("%s %s: %d %s, want a 405 with %s", tc.method, tc.path, rec.Code, rec.Body, tc.family)
+		}
+	}
+}
+
+// TestMCPRoutes: /mcp and /mcp/{server} are entries of the table when an
+// MCP gateway is configured, and another handler's paths when not.
+func TestMCPRoutes(t *testing.T) {
+	var served []string
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) {
+		o.MCP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = append(served, r.URL.Path) })
+	})
+	for _, p := range []string{"/mcp", "/mcp/", "/mcp/github"} {
+		if rec := get(g, alice, "POST", p); rec.Code != http.StatusOK {
+			t.Errorf("POST %s: %d", p, rec.Code)
+		}
+	}
+	if strings.Join(served, " ") != "/mcp /mcp/ /mcp/github" {
+		t.Errorf("served %q", served)
+	}
+	plain, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	if rec := get(plain, alice, "POST", "/mcp"); rec.Code != -1 {
+		t.Errorf("without MCP servers, POST /mcp answered %d, want it passed on", rec.Code)
+	}
+}
