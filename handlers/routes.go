@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/modelgate/modelgate/apierror"
@@ -33,14 +34,28 @@ type gatewayRoute struct {
 
 // routeTable is the gateway's routes as Route looks them up, all built
 // from the one table (gatewayRoutes): the matcher entries in order, the
-// patterns without wildcards by path, and every pattern on a ServeMux.
+// patterns without wildcards by path, the patterns that are a path and
+// its subtree ("/model/{operation...}") by prefix, longest first, as
+// ServeMux would choose, and the rest (patterns with a method or an inner
+// wildcard) on a ServeMux. Only that last lookup costs allocations
+// (ServeMux's matching allocates as it walks segments).
 type routeTable struct {
 	matchers []gatewayRoute
 	exact    map[string]http.HandlerFunc
-	mux      *http.ServeMux
+	prefixes []prefixRoute
+	// muxPrefixes are the literal beginnings of the ServeMux's patterns:
+	// a path under none is not the mux's.
+	muxPrefixes []string
+	mux         *http.ServeMux
 	// serveMux is mux.ServeHTTP, bound once: a method value made per
 	// request would cost an allocation.
 	serveMux http.HandlerFunc
+}
+
+// prefixRoute is a pattern that is a path and its subtree.
+type prefixRoute struct {
+	prefix string
+	h      http.HandlerFunc
 }
 
 // gatewayRoutes is every path the gateway answers. Each handler is wrapped
@@ -104,6 +119,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 // buildRoutes builds the route table once, with the panic guard around
 // every handler.
 func (g *Gateway) buildRoutes() {
+	g.notFound = g.guard(nil, g.serveNotFound)
 	t := &routeTable{exact: map[string]http.HandlerFunc{}, mux: http.NewServeMux()}
 	rts := g.gatewayRoutes()
 	// A path is looked up by itself only when one method-less pattern
@@ -126,17 +142,32 @@ func (g *Gateway) buildRoutes() {
 			t.matchers = append(t.matchers, gatewayRoute{pattern: e.pattern, family: e.family, h: h, match: e.match})
 			continue
 		}
-		t.mux.HandleFunc(e.pattern, h)
-		if p := e.pattern; !strings.ContainsAny(p, "{ ") && !byMethod[p] {
+		switch p := e.pattern; {
+		case !strings.ContainsAny(p, "{ ") && !byMethod[p]:
 			t.exact[p] = h
+		case subtree(p) != "":
+			t.prefixes = append(t.prefixes, prefixRoute{subtree(p), h})
+		default:
+			t.mux.HandleFunc(p, h)
+			_, lit, ok := strings.Cut(p, " ")
+			if !ok {
+				lit = p
+			}
+			lit, _, _ = strings.Cut(lit, "{")
+			if !slices.Contains(t.muxPrefixes, lit) {
+				t.muxPrefixes = append(t.muxPrefixes, lit)
+			}
 		}
 	}
+	slices.SortFunc(t.prefixes, func(a, b prefixRoute) int { return len(b.prefix) - len(a.prefix) })
+	// What is under a mux pattern's beginning but matches no pattern is a
+	// path the gateway does not have.
+	t.mux.HandleFunc("/", g.notFound)
 	t.serveMux = t.mux.ServeHTTP
 	g.routes = t
 	g.responses = g.guard(providers.FormatResponses, g.only(http.MethodPost, providers.FormatResponses, func(w http.ResponseWriter, r *http.Request) {
 		g.serveHTTP(w, r, providers.FormatResponses)
 	}))
-	g.notFound = g.guard(nil, g.serveNotFound)
 	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
 }
 
@@ -165,15 +196,34 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if h, ok := t.exact[p]; ok {
 		return h, true
 	}
+	for _, pr := range t.prefixes {
+		if strings.HasPrefix(p, pr.prefix) {
+			return pr.h, true
+		}
+	}
 	// ServeMux would redirect a path that is not canonical; no endpoint
 	// is named that way.
 	if route.Canonical(r.URL.EscapedPath()) {
-		if _, pattern := t.mux.Handler(r); pattern != "" {
-			return t.serveMux, true
+		for _, lit := range t.muxPrefixes {
+			if strings.HasPrefix(p, lit) {
+				return t.serveMux, true
+			}
 		}
 	}
 	if g.opts.AnswerAllPaths || underAPI(p) {
 		return g.notFound, true
 	}
 	return nil, false
+}
+
+// subtree is the path a pattern covers with its subtree, "/model/" for
+// "/model/{operation...}", or "" when the pattern is anything else (a
+// method, an inner wildcard).
+func subtree(pattern string) string {
+	i := strings.IndexByte(pattern, '{')
+	if i < 0 || strings.ContainsRune(pattern, ' ') || !strings.HasSuffix(pattern, "...}") ||
+		strings.IndexByte(pattern[i+1:], '{') >= 0 || pattern[i-1] != '/' {
+		return ""
+	}
+	return pattern[:i]
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,22 @@ func TestMCPRoutes(t *testing.T) {
 	plain, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
 	if rec := get(plain, alice, "POST", "/mcp"); rec.Code != -1 {
 		t.Errorf("without MCP servers, POST /mcp answered %d, want it passed on", rec.Code)
+	}
+}
+
+// TestRouteAllocations: finding a route costs no allocation, for an exact
+// path, a subtree pattern and a documented matcher alike (ServeMux's own
+// matching is kept to the patterns that need it: the Conversations API's).
+func TestRouteAllocations(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, p := range []string{"/v1/chat/completions", "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx/invoke",
+		"/v1/responses/resp_1/input_items", "/v1beta/models/m:generateContent", "/v1/projects/p/locations/l/publishers/anthropic/models/c:rawPredict"} {
+		r := httptest.NewRequest(http.MethodPost, p, nil)
+		if _, ok := g.Route(r); !ok {
+			t.Fatalf("%s: no route", p)
+		}
+		if n := testing.AllocsPerRun(100, func() { g.Route(r) }); n != 0 {
+			t.Errorf("%s: %v allocations to route", p, n)
+		}
 	}
 }
