@@ -346,19 +346,3 @@ func writeBedrockError(w http.ResponseWriter, status int, message string) {
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
-
-// bedrockPath reports Bedrock's paths: the runtime's /model/{id}/… and the
-// control plane's, which Claude Code's Bedrock mode calls first through the
-// AWS SDK (GET /inference-profiles, without the gateway key it sends to the
-// runtime) and whose refusal the SDK reads only in Bedrock's shape.
-func bedrockPath(p string) bool {
-	if strings.HasPrefix(p, "/model/") {
-		return true
-	}
-	for _, cp := range [...]string{"/inference-profiles", "/foundation-models"} {
-		if p == cp || strings.HasPrefix(p, cp+"/") {
-			return true
-		}
-	}
-	return false
-}

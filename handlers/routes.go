@@ -10,15 +10,39 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// gatewayRoute is one entry of the gateway's route table: an
-// http.ServeMux pattern, the error family its callers read (nil: the
-// caller's own, by its path and headers, ClientFormat) and its handler.
-// An entry with a match func is one ServeMux cannot express (a Gemini
-// model action's {model}:{action}, a Gemini client's models list on /v1
-// known by its key header, a Vertex publisher path): its pattern is
-// documentation, and match decides.
+// Owner is who on the site serves a path of the route table: the
+// gateway, or a module before it, which asks the table too (Site).
+type Owner uint8
+
+// The owners of the site's paths.
+const (
+	OwnerGateway Owner = iota
+	// OwnerOIDC is the OpenID Connect sign-in (package identity), served
+	// by llm_auth before any key is asked for.
+	OwnerOIDC
+	// OwnerSCIM is SCIM provisioning (package scim), served by llm_auth
+	// on its own bearer token.
+	OwnerSCIM
+	// OwnerAdmin is the organization API (llm_admin).
+	OwnerAdmin
+	// OwnerDashboard is the dashboard's files (llm_admin).
+	OwnerDashboard
+	// OwnerNone is a path nobody on the site serves whose callers read a
+	// family of their own (Bedrock's control plane, which Claude Code's
+	// Bedrock mode asks first): a refusal there is in that family.
+	OwnerNone
+)
+
+// gatewayRoute is one entry of the site's route table: an http.ServeMux
+// pattern, who serves it, the error family its callers read (nil: the
+// caller's own, by its path and headers, ClientFormat) and, for the
+// gateway's own, its handler. An entry with a match func is one ServeMux
+// cannot express (a Gemini model action's {model}:{action}, a Gemini
+// client's models list on /v1 known by its key header, a Vertex publisher
+// path): its pattern is documentation, and match decides.
 type gatewayRoute struct {
 	pattern string
+	owner   Owner
 	// method, when set, is the one method the path takes (GET takes HEAD
 	// too); any other is a 405 in the entry's family.
 	method string
@@ -32,35 +56,65 @@ type gatewayRoute struct {
 	bare bool
 }
 
-// routeTable is the gateway's routes as Route looks them up, all built
-// from the one table (gatewayRoutes): the matcher entries in order, the
-// patterns without wildcards by path, the patterns that are a path and
-// its subtree ("/model/{operation...}") by prefix, longest first, as
-// ServeMux would choose, and the rest (patterns with a method or an inner
-// wildcard) on a ServeMux. Only that last lookup costs allocations
-// (ServeMux's matching allocates as it walks segments).
+// routed is what a lookup in the table finds: the entry's owner and
+// family, and its handler, wrapped, for the gateway's own.
+type routed struct {
+	owner  Owner
+	family apierror.Audience
+	h      http.HandlerFunc
+}
+
+// routeTable is the site's routes as a lookup finds them, all built from
+// the one table (siteRoutes): the matcher entries in order, the patterns
+// without wildcards by path, the patterns that are a path and its subtree
+// ("/model/{operation...}") by prefix, longest first, as ServeMux would
+// choose, and the rest (patterns with a method or an inner wildcard) on a
+// ServeMux. Only that last lookup costs allocations (ServeMux's matching
+// allocates as it walks segments), and only when a request is served.
 type routeTable struct {
-	matchers []gatewayRoute
-	exact    map[string]http.HandlerFunc
+	matchers []matcherRoute
+	exact    map[string]routed
 	prefixes []prefixRoute
 	// muxPrefixes are the literal beginnings of the ServeMux's patterns:
 	// a path under none is not the mux's.
-	muxPrefixes []string
+	muxPrefixes []prefixRoute
 	mux         *http.ServeMux
-	// serveMux is mux.ServeHTTP, bound once: a method value made per
-	// request would cost an allocation.
-	serveMux http.HandlerFunc
 }
 
-// prefixRoute is a pattern that is a path and its subtree.
+// matcherRoute is an entry ServeMux cannot express.
+type matcherRoute struct {
+	match func(r *http.Request) bool
+	routed
+}
+
+// prefixRoute is a pattern that is a path and its subtree, or the literal
+// beginning of a ServeMux pattern.
 type prefixRoute struct {
 	prefix string
-	h      http.HandlerFunc
+	routed
+}
+
+// siteRoutes is every path the site answers: the gateway's (with their
+// handlers when g is not nil) and the other modules'.
+func (g *Gateway) siteRoutes() []gatewayRoute {
+	return append(g.gatewayRoutes(), []gatewayRoute{
+		{pattern: "/auth/oidc/{step...}", owner: OwnerOIDC},
+		{pattern: "/scim/v2", owner: OwnerSCIM},
+		{pattern: "/scim/v2/{resource...}", owner: OwnerSCIM},
+		{pattern: "/v1/organizations", owner: OwnerAdmin, family: apierror.Anthropic},
+		{pattern: "/v1/organizations/{call...}", owner: OwnerAdmin, family: apierror.Anthropic},
+		{pattern: "/ui", owner: OwnerDashboard},
+		{pattern: "/ui/{file...}", owner: OwnerDashboard},
+		{pattern: "/inference-profiles", owner: OwnerNone, family: apierror.Bedrock},
+		{pattern: "/inference-profiles/{profile...}", owner: OwnerNone, family: apierror.Bedrock},
+		{pattern: "/foundation-models", owner: OwnerNone, family: apierror.Bedrock},
+		{pattern: "/foundation-models/{model...}", owner: OwnerNone, family: apierror.Bedrock},
+	}...)
 }
 
 // gatewayRoutes is every path the gateway answers. Each handler is wrapped
 // once, in buildRoutes: the method check and the panic guard answer in
-// the entry's family.
+// the entry's family. With g nil the entries have no handlers.
 func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	post := func(cf providers.Format) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { g.serveHTTP(w, r, cf) }
@@ -107,6 +161,11 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/health", method: http.MethodGet, h: g.serveHealth},
 		{pattern: "/v1/me", method: http.MethodGet, h: g.serveMe},
 	}
+	if g == nil {
+		// The table as the modules before the gateway read it (Site):
+		// who serves what, no handlers.
+		return append(rt, g.conversationRoutes()...)
+	}
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
 	}
@@ -116,12 +175,32 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	return append(rt, g.conversationRoutes()...)
 }
 
-// buildRoutes builds the route table once, with the panic guard around
-// every handler.
+// buildRoutes builds the route table once, with the method check and the
+// panic guard around every handler.
 func (g *Gateway) buildRoutes() {
 	g.notFound = g.guard(nil, g.serveNotFound)
-	t := &routeTable{exact: map[string]http.HandlerFunc{}, mux: http.NewServeMux()}
-	rts := g.gatewayRoutes()
+	g.routes = compileRoutes(g.siteRoutes(), func(e gatewayRoute) http.HandlerFunc {
+		h := e.h
+		if e.method != "" {
+			h = g.only(e.method, e.family, h)
+		}
+		if !e.bare {
+			h = g.guard(e.family, h)
+		}
+		return h
+	}, g.notFound)
+	g.responses = g.guard(providers.FormatResponses, g.only(http.MethodPost, providers.FormatResponses, func(w http.ResponseWriter, r *http.Request) {
+		g.serveHTTP(w, r, providers.FormatResponses)
+	}))
+	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+}
+
+// compileRoutes builds the lookups of the table rts; wrap makes an
+// entry's handler (nil: the table has no handlers, for Site), notFound
+// answers what is under
+// a ServeMux pattern's beginning but matches no pattern.
+func compileRoutes(rts []gatewayRoute, wrap func(gatewayRoute) http.HandlerFunc, notFound http.HandlerFunc) *routeTable {
+	t := &routeTable{exact: map[string]routed{}, mux: http.NewServeMux()}
 	// A path is looked up by itself only when one method-less pattern
 	// without wildcards is all the table has for it.
 	byMethod := map[string]bool{}
@@ -130,45 +209,70 @@ func (g *Gateway) buildRoutes() {
 			byMethod[p] = true
 		}
 	}
+	serveMux := t.mux.ServeHTTP
 	for _, e := range rts {
-		h := e.h
-		if e.method != "" {
-			h = g.only(e.method, e.family, h)
+		var h http.HandlerFunc
+		if e.h != nil && wrap != nil {
+			h = wrap(e)
 		}
-		if !e.bare {
-			h = g.guard(e.family, h)
-		}
+		ro := routed{owner: e.owner, family: e.family, h: h}
 		if e.match != nil {
-			t.matchers = append(t.matchers, gatewayRoute{pattern: e.pattern, family: e.family, h: h, match: e.match})
+			t.matchers = append(t.matchers, matcherRoute{e.match, ro})
 			continue
 		}
 		switch p := e.pattern; {
 		case !strings.ContainsAny(p, "{ ") && !byMethod[p]:
-			t.exact[p] = h
+			t.exact[p] = ro
 		case subtree(p) != "":
-			t.prefixes = append(t.prefixes, prefixRoute{subtree(p), h})
+			t.prefixes = append(t.prefixes, prefixRoute{subtree(p), ro})
 		default:
-			t.mux.HandleFunc(p, h)
+			if h != nil {
+				t.mux.HandleFunc(p, h)
+			}
 			_, lit, ok := strings.Cut(p, " ")
 			if !ok {
 				lit = p
 			}
 			lit, _, _ = strings.Cut(lit, "{")
-			if !slices.Contains(t.muxPrefixes, lit) {
-				t.muxPrefixes = append(t.muxPrefixes, lit)
+			if !slices.ContainsFunc(t.muxPrefixes, func(m prefixRoute) bool { return m.prefix == lit }) {
+				ro.h = serveMux
+				t.muxPrefixes = append(t.muxPrefixes, prefixRoute{lit, ro})
 			}
 		}
 	}
 	slices.SortFunc(t.prefixes, func(a, b prefixRoute) int { return len(b.prefix) - len(a.prefix) })
-	// What is under a mux pattern's beginning but matches no pattern is a
-	// path the gateway does not have.
-	t.mux.HandleFunc("/", g.notFound)
-	t.serveMux = t.mux.ServeHTTP
-	g.routes = t
-	g.responses = g.guard(providers.FormatResponses, g.only(http.MethodPost, providers.FormatResponses, func(w http.ResponseWriter, r *http.Request) {
-		g.serveHTTP(w, r, providers.FormatResponses)
-	}))
-	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+	if notFound != nil {
+		t.mux.HandleFunc("/", notFound)
+	}
+	return t
+}
+
+// lookup finds r's entry in the table.
+func (t *routeTable) lookup(r *http.Request) (routed, bool) {
+	for _, m := range t.matchers {
+		if m.match(r) {
+			return m.routed, true
+		}
+	}
+	p := r.URL.Path
+	if e, ok := t.exact[p]; ok {
+		return e, true
+	}
+	for _, pr := range t.prefixes {
+		if strings.HasPrefix(p, pr.prefix) {
+			return pr.routed, true
+		}
+	}
+	// ServeMux would redirect a path that is not canonical; no endpoint
+	// is named that way.
+	if route.Canonical(r.URL.EscapedPath()) {
+		for _, pr := range t.muxPrefixes {
+			if strings.HasPrefix(p, pr.prefix) {
+				return pr.routed, true
+			}
+		}
+	}
+	return routed{}, false
 }
 
 // Route returns the handler for r, or false when the path is not the
@@ -187,33 +291,40 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 		}
 		return nil, false
 	}
-	t := g.routes
-	for _, m := range t.matchers {
-		if m.match(r) {
-			return m.h, true
-		}
-	}
-	if h, ok := t.exact[p]; ok {
-		return h, true
-	}
-	for _, pr := range t.prefixes {
-		if strings.HasPrefix(p, pr.prefix) {
-			return pr.h, true
-		}
-	}
-	// ServeMux would redirect a path that is not canonical; no endpoint
-	// is named that way.
-	if route.Canonical(r.URL.EscapedPath()) {
-		for _, lit := range t.muxPrefixes {
-			if strings.HasPrefix(p, lit) {
-				return t.serveMux, true
-			}
-		}
+	if e, ok := g.routes.lookup(r); ok && e.owner == OwnerGateway && e.h != nil {
+		return e.h, true
 	}
 	if g.opts.AnswerAllPaths || underAPI(p) {
 		return g.notFound, true
 	}
 	return nil, false
+}
+
+// Site is the site's route table as the modules before llm_gateway read
+// it (llm_auth, llm_admin): who serves a path, and the error family its
+// callers read. It is built from the same table as the gateway's routes.
+type Site struct{ t *routeTable }
+
+// NewSite builds the site's route table.
+func NewSite() *Site {
+	var g *Gateway
+	return &Site{t: compileRoutes(g.siteRoutes(), nil, nil)}
+}
+
+// Owner is who serves r's path: OwnerGateway also for a path no entry
+// takes (the gateway answers it, or the next handler does).
+func (s *Site) Owner(r *http.Request) Owner {
+	e, _ := s.t.lookup(r)
+	return e.owner
+}
+
+// WriteError answers e in the error family r's entry names, or the
+// caller's (ClientFormat) where it names none. A refusal written before
+// any handler ran (a missing key) uses it, so a caller gets the shape the
+// endpoint itself would have answered in.
+func (s *Site) WriteError(w http.ResponseWriter, r *http.Request, e *apierror.Error) {
+	re, _ := s.t.lookup(r)
+	e.Write(w, familyOf(re.family, r))
 }
 
 // subtree is the path a pattern covers with its subtree, "/model/" for

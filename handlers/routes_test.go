@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelgate/modelgate/apierror"
 )
 
 // TestRouteFamilies: a route's refusals are in the family its entry
@@ -59,6 +61,37 @@ func TestRouteAllocations(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { g.Route(r) }); n != 0 {
 			t.Errorf("%s: %v allocations to route", p, n)
+		}
+	}
+}
+
+// TestSiteOwnersAndFamilies: the modules before the gateway read the same
+// table: who serves a path, and the family a refusal there is written in
+// (Bedrock's on its runtime and control-plane paths, which the AWS SDK
+// reads in no other shape).
+func TestSiteOwnersAndFamilies(t *testing.T) {
+	s := NewSite()
+	for path, want := range map[string]Owner{
+		"/auth/oidc/callback": OwnerOIDC, "/scim/v2": OwnerSCIM, "/scim/v2/Users/1": OwnerSCIM,
+		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard,
+		"/inference-profiles": OwnerNone, "/v1/messages": OwnerGateway, "/v1/organizationsx": OwnerGateway, "/nope": OwnerGateway,
+	} {
+		if got := s.Owner(httptest.NewRequest(http.MethodGet, path, nil)); got != want {
+			t.Errorf("Owner(%s) = %d, want %d", path, got, want)
+		}
+	}
+	e := &apierror.Error{Status: http.StatusUnauthorized, Message: "missing API key"}
+	for _, tc := range []struct{ path, body, header string }{
+		{"/model/anthropic.claude/invoke", `{"message":"missing API key"}`, "AccessDeniedException"},
+		{"/inference-profiles", `{"message":"missing API key"}`, "AccessDeniedException"},
+		{"/v1/messages", `"type":"error"`, ""},
+		{"/v1/chat/completions", `"code":"invalid_api_key"`, ""},
+		{"/v1beta/models/m:generateContent", `"status":"UNAUTHENTICATED"`, ""},
+	} {
+		w := httptest.NewRecorder()
+		s.WriteError(w, httptest.NewRequest(http.MethodPost, tc.path, nil), e)
+		if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), tc.body) || w.Header().Get("X-Amzn-Errortype") != tc.header {
+			t.Errorf("%s: %d %s %v", tc.path, w.Code, w.Body, w.Header())
 		}
 	}
 }
