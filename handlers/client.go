@@ -35,23 +35,12 @@ func PresentedKey(r *http.Request) string {
 	return ""
 }
 
-// ClientFormat picks the error family a caller expects where the route
-// table names none (a path no entry takes, the models list, whose shape is
-// the asking SDK's): Anthropic for the Messages and organization paths,
-// Claude Code's Bedrock and Vertex paths (its Anthropic SDK reads an
-// Anthropic error there too) or a request that carries anthropic-version,
-// OpenAI otherwise.
-func ClientFormat(r *http.Request) providers.Format {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, "/model/") || vertexPath(p) {
-		return providers.FormatAnthropic
-	}
-	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
-		return providers.FormatResponses
-	}
-	if isGeminiRequest(r) {
-		return providers.FormatGemini
-	}
+// callerFormat is the format a caller's headers ask for where the route
+// table names no family (the models list, whose shape is the asking
+// SDK's, health, /v1/me, a path no entry takes): Anthropic's for a request
+// that carries anthropic-version (Claude Code and Anthropic's SDKs),
+// OpenAI's otherwise.
+func callerFormat(r *http.Request) providers.Format {
 	if r.Header.Get("Anthropic-Version") != "" {
 		return providers.FormatAnthropic
 	}

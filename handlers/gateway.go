@@ -310,11 +310,11 @@ func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
 		p = p[:200] + "…"
 	}
 	(&providers.APIError{Status: http.StatusNotFound, Code: "unknown_url",
-		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and docs/team-gateway.md (\"Endpoints\") for its endpoints", r.Method, p)}).Write(w, ClientFormat(r))
+		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and docs/team-gateway.md (\"Endpoints\") for its endpoints", r.Method, p)}).Write(w, g.familyOf(nil, r))
 }
 
 // only answers a method other than method (GET takes HEAD too) with a
-// 405 in family's error family (nil: the caller's, ClientFormat).
+// 405 in family's error family (nil: the one its table entry names, or the caller's; familyOf).
 func (g *Gateway) only(method string, family apierror.Audience, h http.HandlerFunc) http.HandlerFunc {
 	allow := method
 	if method == http.MethodGet {
@@ -326,21 +326,28 @@ func (g *Gateway) only(method string, family apierror.Audience, h http.HandlerFu
 		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", allow)
 			(&providers.APIError{Status: http.StatusMethodNotAllowed,
-				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, familyOf(family, r))
+				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, g.familyOf(family, r))
 			return
 		}
 		h(w, r)
 	}
 }
 
-// familyOf is family, or when it is nil the caller's, by its path and
-// headers: a route whose answer's shape is the caller's (the models
-// list), or a path no route took.
-func familyOf(family apierror.Audience, r *http.Request) apierror.Audience {
+// familyOf is family, or when it is nil the one r's entry in the route
+// table names, or the caller's (callerFormat) where it names none.
+func (g *Gateway) familyOf(family apierror.Audience, r *http.Request) apierror.Audience {
+	return tableFamily(g.routes, family, r)
+}
+
+// tableFamily is familyOf for table t.
+func tableFamily(t *routeTable, family apierror.Audience, r *http.Request) apierror.Audience {
 	if family != nil {
 		return family
 	}
-	return ClientFormat(r)
+	if e, _ := t.lookup(r); e.family != nil {
+		return e.family
+	}
+	return callerFormat(r)
 }
 
 // ServeHTTP serves the gateway's paths and 404s the rest; the Caddy module
@@ -350,7 +357,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h(w, r)
 		return
 	}
-	(&providers.APIError{Status: http.StatusNotFound, Message: "no route for " + r.Method + " " + r.URL.Path}).Write(w, ClientFormat(r))
+	(&providers.APIError{Status: http.StatusNotFound, Message: "no route for " + r.Method + " " + r.URL.Path}).Write(w, g.familyOf(nil, r))
 }
 
 // allowedAliases lists the aliases the caller may use, in config order.
@@ -376,7 +383,7 @@ func modelsFormat(r *http.Request) providers.Format {
 	if anthropicModels(r) {
 		return providers.FormatAnthropic
 	}
-	return ClientFormat(r)
+	return callerFormat(r)
 }
 
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
@@ -424,7 +431,7 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 		if id == nil {
 			status = http.StatusUnauthorized
 		}
-		(&providers.APIError{Status: status, Message: "/health needs the admin key"}).Write(w, ClientFormat(r))
+		(&providers.APIError{Status: status, Message: "/health needs the admin key"}).Write(w, g.familyOf(nil, r))
 		return
 	}
 	type dep struct {
@@ -467,5 +474,5 @@ func newRecord(c *Call, id *policy.Identity, start time.Time) *ledger.Record {
 // identity: llm_auth is missing from the route.
 func (g *Gateway) Unauthenticated(w http.ResponseWriter, r *http.Request) {
 	(&providers.APIError{Status: http.StatusUnauthorized,
-		Message: "this gateway has no llm_auth before llm_gateway; add llm_auth (or insecure_no_auth for a trusted network)"}).Write(w, ClientFormat(r))
+		Message: "this gateway has no llm_auth before llm_gateway; add llm_auth (or insecure_no_auth for a trusted network)"}).Write(w, g.familyOf(nil, r))
 }

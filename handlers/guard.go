@@ -19,7 +19,7 @@ func (g *Gateway) guard(family apierror.Audience, h http.HandlerFunc) http.Handl
 			if v := recover(); v != nil {
 				e := g.panicked(v)
 				if !tw.wrote {
-					e.Write(tw, familyOf(family, r))
+					e.Write(tw, g.familyOf(family, r))
 				}
 			}
 		}()

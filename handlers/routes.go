@@ -35,7 +35,7 @@ const (
 
 // gatewayRoute is one entry of the site's route table: an http.ServeMux
 // pattern, who serves it, the error family its callers read (nil: the
-// caller's own, by its path and headers, ClientFormat) and, for the
+// caller's own, by its headers, callerFormat) and, for the
 // gateway's own, its handler. An entry with a match func is one ServeMux
 // cannot express (a Gemini model action's {model}:{action}, a Gemini
 // client's models list on /v1 known by its key header, a Vertex publisher
@@ -155,6 +155,11 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/v1beta/models", family: providers.FormatGemini, method: http.MethodGet, h: g.serveGeminiModels},
 		{pattern: "/v1beta/models/{model...}", family: providers.FormatGemini, method: http.MethodGet, h: g.serveGeminiModels},
 		{pattern: "/model/{operation...}", family: apierror.Bedrock, h: g.serveBedrock},
+		// The rest of the Messages and Gemini APIs' paths: a 404 in their
+		// family (a newer endpoint, a wrong base URL).
+		{pattern: "/v1/messages/{unknown...}", family: providers.FormatAnthropic, h: g.serveNotFound},
+		{pattern: "/v1beta", family: providers.FormatGemini, h: g.serveNotFound},
+		{pattern: "/v1beta/{unknown...}", family: providers.FormatGemini, h: g.serveNotFound},
 		{pattern: "/health/liveliness", h: g.serveLiveness},
 		{pattern: "/health/liveness", h: g.serveLiveness},
 		{pattern: "/health/readiness", h: g.serveReadiness},
@@ -235,7 +240,10 @@ func compileRoutes(rts []gatewayRoute, wrap func(gatewayRoute) http.HandlerFunc,
 			}
 			lit, _, _ = strings.Cut(lit, "{")
 			if !slices.ContainsFunc(t.muxPrefixes, func(m prefixRoute) bool { return m.prefix == lit }) {
-				ro.h = serveMux
+				// Which pattern takes the path is the mux's to say; a
+				// path under the beginning that none takes is answered in
+				// the caller's family.
+				ro.h, ro.family = serveMux, nil
 				t.muxPrefixes = append(t.muxPrefixes, prefixRoute{lit, ro})
 			}
 		}
@@ -319,12 +327,12 @@ func (s *Site) Owner(r *http.Request) Owner {
 }
 
 // WriteError answers e in the error family r's entry names, or the
-// caller's (ClientFormat) where it names none. A refusal written before
+// caller's (callerFormat) where it names none. A refusal written before
 // any handler ran (a missing key) uses it, so a caller gets the shape the
 // endpoint itself would have answered in.
 func (s *Site) WriteError(w http.ResponseWriter, r *http.Request, e *apierror.Error) {
 	re, _ := s.t.lookup(r)
-	e.Write(w, familyOf(re.family, r))
+	e.Write(w, tableFamily(s.t, re.family, r))
 }
 
 // subtree is the path a pattern covers with its subtree, "/model/" for
