@@ -170,6 +170,7 @@ func (g *Gateway) startBackground(ctx context.Context, c *Call, out Sink, body [
 	// when it starts.
 	rc := *c
 	rc.Body, rc.source, rc.run, rc.carrierHeld, rc.req = inner, nil, run, 0, clientRequest{}
+	rc.Client = c.Client.Clone()
 	go g.runBackground(rctx, run, &rc, rs)
 
 	if t.Req.Stream {

@@ -64,6 +64,7 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 	defer stop()
 	conn := &wsConn{g: g, c: c, caller: callerOf(r), call: callOf(r, providers.FormatResponses)}
 	conn.call.Endpoint = ledger.EndpointResponsesWebSocket
+	conn.call.Client = conn.call.Client.Clone()
 	defer conn.forget()
 	go conn.watch(ctx, g.opts.WebSocketLifetime)
 	for {

@@ -1,5 +1,7 @@
 package upstream
 
+import "slices"
+
 // ClientMeta is what an upstream request takes from the client's own
 // request besides its body: the few things a pass-through carries on.
 // The door fills it from the HTTP request once; every other way in (a
@@ -18,4 +20,13 @@ type ClientMeta struct {
 	// Traceparent and Tracestate are the client's W3C trace context,
 	// passed on when the gateway has no span of its own.
 	Traceparent, Tracestate []string
+}
+
+// Clone is m with copies of its header values, for a call that outlives
+// the request they were read from (a background run, a WebSocket's
+// turns): the door reads them without copying.
+func (m ClientMeta) Clone() ClientMeta {
+	m.AnthropicVersion, m.AnthropicBeta = slices.Clone(m.AnthropicVersion), slices.Clone(m.AnthropicBeta)
+	m.Traceparent, m.Tracestate = slices.Clone(m.Traceparent), slices.Clone(m.Tracestate)
+	return m
 }
