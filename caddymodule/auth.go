@@ -63,6 +63,9 @@ type Auth struct {
 	adminPaths policy.PathSet
 	identity   *identity.Handler
 	scim       *scim.Handler
+	// site is the site's route table: who serves a path (the sign-in and
+	// SCIM are this module's), and the family a refusal is written in.
+	site *handlers.Site
 }
 
 // OIDCConfig is the `oidc { … }` block. Issuer, ClientID and
@@ -233,6 +236,7 @@ func (Auth) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves the key placeholders.
 func (a *Auth) Provision(ctx caddy.Context) error {
+	a.site = handlers.NewSite()
 	repl := caddy.NewReplacer()
 	var keys []policy.Key
 	add := func(list []KeyConfig, admin bool, field string) error {
@@ -398,7 +402,13 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 
 // ServeHTTP authenticates and passes the request on with its identity.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if a.identity != nil && identity.Owns(r) {
+	site := a.site
+	if site == nil {
+		// An Auth made without Provision (a test): the same table.
+		site = handlers.NewSite()
+	}
+	owner := site.Owner(r)
+	if a.identity != nil && owner == handlers.OwnerOIDC {
 		a.identity.ServeHTTP(w, r)
 		return nil
 	}
@@ -412,7 +422,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if policy.IsPublicPath(r) {
 		return next.ServeHTTP(w, r)
 	}
-	if a.scim != nil && scim.Match(r) {
+	if a.scim != nil && owner == handlers.OwnerSCIM {
 		// SCIM has its own bearer token, not a gateway key.
 		a.scim.ServeHTTP(w, r)
 		return nil
@@ -426,7 +436,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			return nil
 		}
 		if id != nil {
-			return a.pass(w, r, next, id, nil)
+			return a.pass(w, r, next, id, nil, site)
 		}
 	}
 	id, apiErr := a.auth.Identify(presented)
@@ -436,19 +446,19 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			http.Redirect(w, r, policy.UIPath, http.StatusFound)
 			return nil
 		}
-		handlers.WriteError(w, r, apiErr)
+		site.WriteError(w, r, apiErr)
 		return nil
 	}
-	return a.pass(w, r, next, id, a.auth)
+	return a.pass(w, r, next, id, a.auth, site)
 }
 
 // pass sends an authenticated request on with its identity and, for a
 // key, the resolver that found it: what is served on the request later
 // (a WebSocket's turns) identifies the key again through it, the same
 // path as this request.
-func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity, res policy.Resolver) error {
+func (a *Auth) pass(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id *policy.Identity, res policy.Resolver, site *handlers.Site) error {
 	if id.Role != policy.RoleAdmin && a.adminPaths.Match(r) {
-		handlers.WriteError(w, r, &providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
+		site.WriteError(w, r, &providers.APIError{Status: http.StatusForbidden, Code: "admin_only",
 			Message: r.URL.Path + " needs an admin key on this site (llm_auth admin_paths)"})
 		return nil
 	}

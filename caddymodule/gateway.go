@@ -128,6 +128,20 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if g.otlp, err = telemetry.NewMetrics(ctx, os.Getenv); err != nil {
 		return err
 	}
+	if len(cfg.MCPServers) > 0 {
+		g.mcp = mcp.New(mcp.Options{
+			Servers:        cfg.MCPServers,
+			WorkspaceMCP:   func(ws string) []string { return g.app.Controls().WorkspaceLimits(ws).MCP },
+			MaxRequestBody: g.MaxRequestBody,
+			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
+			Admit:          mcpAdmit(g.app),
+		})
+		g.app.onStart = append(g.app.onStart, g.mcp.Start)
+	}
+	var mcpHandler http.Handler
+	if g.mcp != nil {
+		mcpHandler = g.mcp
+	}
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
 		Models:              cfg,
 		Telemetry:           &telemetry.Tracer{CaptureContent: captureContent(os.Getenv), Metrics: g.otlp},
@@ -142,6 +156,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
 		MCPNotConnected:     mcpNotConnected(g, cfg),
+		MCP:                 mcpHandler,
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),
@@ -154,16 +169,6 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),
 	})
-	if len(cfg.MCPServers) > 0 {
-		g.mcp = mcp.New(mcp.Options{
-			Servers:        cfg.MCPServers,
-			WorkspaceMCP:   func(ws string) []string { return g.app.Controls().WorkspaceLimits(ws).MCP },
-			MaxRequestBody: g.MaxRequestBody,
-			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
-			Admit:          mcpAdmit(g.app),
-		})
-		g.app.onStart = append(g.app.onStart, g.mcp.Start)
-	}
 	return nil
 }
 
@@ -234,17 +239,6 @@ func captureContent(getenv func(string) string) bool {
 
 // ServeHTTP answers the gateway's endpoints and passes every other path on.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if g.mcp != nil && mcp.Handles(r.URL.Path) {
-		if policy.IdentityFrom(r.Context()) == nil {
-			if !g.InsecureNoAuth {
-				g.h.Unauthenticated(w, r)
-				return nil
-			}
-			r = r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{KeyID: "anonymous", Role: policy.RoleUser}))
-		}
-		g.mcp.ServeHTTP(w, r)
-		return nil
-	}
 	hh, ok := g.h.Route(r)
 	if !ok {
 		return next.ServeHTTP(w, r)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -72,6 +73,17 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, req *clientRe
 			Message: "Content-Encoding " + enc + " is not supported; send the body plain or as gzip, deflate or zstd"}
 	}
 	return g.readBounded(r.Context(), src, want, enc, req)
+}
+
+// readCallBody reads c's body into req: from its source (the HTTP door
+// reads the request's own body), or copied from c.Body for a way in that
+// holds it already, bounded and counted alike.
+func (g *Gateway) readCallBody(ctx context.Context, c *Call, req *clientRequest) *providers.APIError {
+	if c.source != nil {
+		return c.source.readBody(g, req)
+	}
+	want := min(int64(len(c.Body))+1, maxUpfrontBody)
+	return g.readBounded(ctx, bytes.NewReader(c.Body), want, "", req)
 }
 
 // readBounded reads src to its end into req's buffer under

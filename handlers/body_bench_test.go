@@ -35,7 +35,9 @@ func BenchmarkReadRequestBody(b *testing.B) {
 					if enc != "" {
 						r.Header.Set("Content-Encoding", enc)
 					}
-					req, ok := g.readRequest(httptest.NewRecorder(), r, providers.FormatOpenAI, id)
+					d := newHTTPDoor(httptest.NewRecorder(), r, providers.FormatOpenAI, providers.FormatOpenAI)
+					d.call.Identity = id
+					req, ok := g.readRequest(ctx, &d.call, d)
 					if !ok {
 						b.Fatal("read failed")
 					}

@@ -120,10 +120,10 @@ const wsTurnCopies = 5
 // body memory, on top of the body it already holds; one request never needs more than the whole body
 // memory, so the largest input is served, alone. A request that finds no
 // room within the gateway's wait gets 503 body_memory_full.
-func (g *Gateway) holdWorkingSet(ctx context.Context, req *clientRequest, input int64) *providers.APIError {
+func (g *Gateway) holdWorkingSet(ctx context.Context, c *Call, req *clientRequest, input int64) *providers.APIError {
 	// A WebSocket turn's connection holds its own share while the turn
-	// runs (wsCarrierHeld): together they stay within the bound.
-	want := g.bodyMem.max - wsCarrierHeld(ctx)
+	// runs (Call.carrierHeld): together they stay within the bound.
+	want := g.bodyMem.max - c.carrierHeld
 	if input < want/responsesWorkingSet {
 		want = input * responsesWorkingSet
 	}

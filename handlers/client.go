@@ -35,37 +35,12 @@ func PresentedKey(r *http.Request) string {
 	return ""
 }
 
-// WriteError answers e in the error shape the caller reads: Bedrock's on
-// Bedrock's paths (the AWS SDK reads nothing else, and the Anthropic
-// Bedrock SDK shows its message), the family ClientFormat picks elsewhere.
-// A refusal written before any handler ran (a missing key) uses it, so a
-// caller gets the shape the endpoint itself would have answered in.
-func WriteError(w http.ResponseWriter, r *http.Request, e *providers.APIError) {
-	if bedrockPath(r.URL.Path) {
-		if e.RetryAfter != "" {
-			w.Header().Set("Retry-After", e.RetryAfter)
-		}
-		writeBedrockError(w, e.Status, e.Message)
-		return
-	}
-	e.Write(w, ClientFormat(r))
-}
-
-// ClientFormat picks the error family a caller expects: Anthropic for the
-// Messages and organization paths, Claude Code's Bedrock and Vertex paths
-// (its Anthropic SDK reads an Anthropic error there too) or a request that
-// carries anthropic-version, OpenAI otherwise.
-func ClientFormat(r *http.Request) providers.Format {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/v1/messages") || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, "/model/") || vertexPath(p) {
-		return providers.FormatAnthropic
-	}
-	if strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, "/responses") {
-		return providers.FormatResponses
-	}
-	if isGeminiRequest(r) {
-		return providers.FormatGemini
-	}
+// callerFormat is the format a caller's headers ask for where the route
+// table names no family (the models list, whose shape is the asking
+// SDK's, health, /v1/me, a path no entry takes): Anthropic's for a request
+// that carries anthropic-version (Claude Code and Anthropic's SDKs),
+// OpenAI's otherwise.
+func callerFormat(r *http.Request) providers.Format {
 	if r.Header.Get("Anthropic-Version") != "" {
 		return providers.FormatAnthropic
 	}

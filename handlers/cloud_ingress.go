@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,13 +24,8 @@ import (
 
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
-
-// ingressEndpoint is the context key carrying the ledger endpoint of a
-// request that came in through a cloud envelope.
-type ingressEndpoint struct{}
 
 // vertexPath reports whether p is a Vertex publisher-model call, with or
 // without the /v1 the Vertex SDK's base URL usually ends in.
@@ -60,28 +54,24 @@ func (g *Gateway) serveBedrock(w http.ResponseWriter, r *http.Request) {
 		g.serveConverse(w, r, action == "converse-stream")
 		return
 	}
-	bw := &bedrockWriter{w: w, newFramer: providers.NewBedrockStreamFramer}
-	defer bw.finish()
 	var stream bool
 	switch action {
 	case "invoke", "count-tokens":
 	case "invoke-with-response-stream":
 		stream = true
+	}
+	bs := newBedrockSink(w, r, providers.FormatAnthropic, stream, providers.NewBedrockStreamFramer, false)
+	switch {
+	case action != "invoke" && action != "count-tokens" && !stream:
+		bs.Fail(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke, /model/{id}/invoke-with-response-stream, /model/{id}/converse, /model/{id}/converse-stream and /model/{id}/count-tokens", action)})
+	case r.Method != http.MethodPost:
+		bs.Header().Set("Allow", http.MethodPost)
+		bs.Fail(&providers.APIError{Status: http.StatusMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use POST"})
+	case action == "count-tokens":
+		g.serveBedrockCount(r, bs, id)
 	default:
-		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Bedrock operation %q on this gateway; it serves /model/{id}/invoke, /model/{id}/invoke-with-response-stream, /model/{id}/converse, /model/{id}/converse-stream and /model/{id}/count-tokens", action)}).Write(bw, providers.FormatAnthropic)
-		return
+		g.serveCloudMessages(r, bs, id, &stream, ledger.EndpointBedrockInvoke)
 	}
-	bw.stream = stream
-	if r.Method != http.MethodPost {
-		bw.Header().Set("Allow", http.MethodPost)
-		(&providers.APIError{Status: http.StatusMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use POST"}).Write(bw, providers.FormatAnthropic)
-		return
-	}
-	if action == "count-tokens" {
-		g.serveBedrockCount(bw, r, id)
-		return
-	}
-	g.serveCloudMessages(bw, r, id, &stream, ledger.EndpointBedrockInvoke)
 }
 
 // bedrockOperation splits a Bedrock runtime path, /model/{id}/{action},
@@ -99,7 +89,7 @@ func bedrockOperation(r *http.Request) (id, action string) {
 // serveConverse answers Converse and ConverseStream (POST
 // /model/{id}/converse and /converse-stream). Converse is a client format
 // of its own (providers.FormatConverse: its parser, spoke, errors and
-// ledger endpoint), served by the same path as every other; all this
+// ledger endpoint), served by the core like every other; all this
 // adapter adds is a stream's AWS event-stream framing.
 func (g *Gateway) serveConverse(w http.ResponseWriter, r *http.Request, stream bool) {
 	if r.Method != http.MethodPost {
@@ -108,76 +98,58 @@ func (g *Gateway) serveConverse(w http.ResponseWriter, r *http.Request, stream b
 		return
 	}
 	if stream {
-		w = &bedrockWriter{w: w, stream: true, newFramer: providers.NewConverseStreamFramer, keepErrors: true}
+		bs := newBedrockSink(w, r, providers.FormatConverse, true, providers.NewConverseStreamFramer, true)
+		bs.call.Model, bs.call.Action = bedrockOperation(r)
+		g.serve(r.Context(), &bs.call, bs)
+		return
 	}
-	g.serveChat(w, r, providers.FormatConverse)
+	d := newHTTPDoor(w, r, providers.FormatConverse, providers.FormatConverse)
+	d.call.Model, d.call.Action = bedrockOperation(r)
+	g.serve(r.Context(), &d.call, d)
 }
 
 // parseConverse reads a Converse body for the alias its URL's model id
 // maps to (cloudAlias); an id that maps to none is left as it is, for
 // readRequest to refuse.
-func (g *Gateway) parseConverse(r *http.Request, _ *policy.Identity, body []byte) (providers.RequestInfo, error) {
-	id, action := bedrockOperation(r)
+func (g *Gateway) parseConverse(_ context.Context, c *Call, body []byte) (providers.RequestInfo, error) {
+	id := c.Model
 	if alias, ok := g.cloudAlias(id); ok {
 		id = alias
 	}
-	return providers.FormatConverse.Parser()(body, id, action)
+	return providers.FormatConverse.Parser()(body, id, c.Action)
 }
 
 // serveBedrockCount answers Bedrock's CountTokens (POST
 // /model/{id}/count-tokens): the InvokeModel body it wraps is counted as
 // count_tokens counts, and the count answered as {"inputTokens":n}.
-func (g *Gateway) serveBedrockCount(w http.ResponseWriter, r *http.Request, id string) {
-	body, release, ok := g.readCloudBody(w, r)
+func (g *Gateway) serveBedrockCount(r *http.Request, out *bedrockSink, id string) {
+	body, release, ok := g.readCloudBody(out)
 	if !ok {
 		return
 	}
 	defer release()
 	alias, ok := g.cloudAlias(id)
 	if !ok {
-		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
-			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases", id)}).Write(w, providers.FormatAnthropic)
+		out.Fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases", id)})
 		return
 	}
 	msgs, betas, err := providers.CountFromBedrock(body, alias)
 	if err != nil {
-		asAPIError(err).Write(w, providers.FormatAnthropic)
+		out.Fail(asAPIError(err))
 		return
 	}
-	cw := &bufferedWriter{header: http.Header{}}
-	g.serveCountTokens(cw, messagesRequest(r, msgs, betas, ledger.EndpointBedrockInvoke, "/v1/messages/count_tokens"))
+	c := cloudCall(r, msgs, betas, ledger.EndpointBedrockInvoke)
+	buf := newBufferSink()
+	g.count(r.Context(), &c, buf)
 	var n struct {
 		InputTokens *int64 `json:"input_tokens"`
 	}
-	if cw.status >= 400 || json.Unmarshal(cw.body.Bytes(), &n) != nil || n.InputTokens == nil {
-		for k, v := range cw.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(cw.status)
-		_, _ = w.Write(cw.body.Bytes())
+	if buf.failed != nil || buf.status >= 400 || json.Unmarshal(buf.body.Bytes(), &n) != nil || n.InputTokens == nil {
+		buf.replay(out)
 		return
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"inputTokens":`+strconv.FormatInt(*n.InputTokens, 10)+`}`))
-}
-
-// bufferedWriter holds an answer for serveBedrockCount to re-shape.
-type bufferedWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedWriter) Header() http.Header { return b.header }
-func (b *bufferedWriter) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-func (b *bufferedWriter) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
+	sinkJSON(out, http.StatusOK, []byte(`{"inputTokens":`+strconv.FormatInt(*n.InputTokens, 10)+`}`))
 }
 
 // serveVertex answers POST …/publishers/anthropic/models/{m}:rawPredict,
@@ -191,125 +163,136 @@ func (g *Gateway) serveVertex(w http.ResponseWriter, r *http.Request) {
 		(&providers.APIError{Status: http.StatusMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + p + "; use POST"}).Write(w, providers.FormatAnthropic)
 		return
 	}
+	d := newHTTPDoor(w, r, providers.FormatAnthropic, providers.FormatAnthropic)
 	switch {
 	case model == "count-tokens" && action == "rawPredict":
-		g.serveVertexCount(w, r)
+		g.serveVertexCount(r, d)
 	case action == "rawPredict" || action == "streamRawPredict":
-		g.serveCloudMessages(w, r, model, nil, ledger.EndpointVertexRawPredict)
+		g.serveCloudMessages(r, d, model, nil, ledger.EndpointVertexRawPredict)
 	default:
-		(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Vertex action %q on this gateway; it serves :rawPredict, :streamRawPredict and count-tokens:rawPredict for Anthropic models", action)}).Write(w, providers.FormatAnthropic)
+		d.Fail(&providers.APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no Vertex action %q on this gateway; it serves :rawPredict, :streamRawPredict and count-tokens:rawPredict for Anthropic models", action)})
 	}
 }
 
+// cloudDoor is the HTTP door of a cloud envelope: its request's body is
+// read as an envelope, and its answer written in the cloud's way.
+type cloudDoor interface {
+	Sink
+	door() *httpDoor
+}
+
+func (d *httpDoor) door() *httpDoor { return d }
+
 // serveCloudMessages unwraps a Bedrock or Vertex body into the Messages
 // request it carries and serves it as /v1/messages would.
-func (g *Gateway) serveCloudMessages(w http.ResponseWriter, r *http.Request, id string, stream *bool, endpoint ledger.Endpoint) {
-	body, release, ok := g.readCloudBody(w, r)
+func (g *Gateway) serveCloudMessages(r *http.Request, out cloudDoor, id string, stream *bool, endpoint ledger.Endpoint) {
+	body, release, ok := g.readCloudBody(out)
 	if !ok {
 		return
 	}
 	defer release()
 	alias, ok := g.cloudAlias(id)
 	if !ok {
-		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
-			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases (its Anthropic id, e.g. claude-sonnet-4-5-20250929, is tried too)", id)}).Write(w, providers.FormatAnthropic)
+		out.Fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases (its Anthropic id, e.g. claude-sonnet-4-5-20250929, is tried too)", id)})
 		return
 	}
 	msgs, betas, err := providers.MessagesFromCloud(body, alias, stream)
 	if err != nil {
-		asAPIError(err).Write(w, providers.FormatAnthropic)
+		out.Fail(asAPIError(err))
 		return
 	}
-	g.serveChat(w, messagesRequest(r, msgs, betas, endpoint, "/v1/messages"), providers.FormatAnthropic)
+	c := cloudCall(r, msgs, betas, endpoint)
+	g.serve(r.Context(), &c, out)
 }
 
 // serveVertexCount answers Vertex's count-tokens:rawPredict, whose body
 // names the model.
-func (g *Gateway) serveVertexCount(w http.ResponseWriter, r *http.Request) {
-	body, release, ok := g.readCloudBody(w, r)
+func (g *Gateway) serveVertexCount(r *http.Request, out *httpDoor) {
+	body, release, ok := g.readCloudBody(out)
 	if !ok {
 		return
 	}
 	defer release()
 	info, err := providers.PeekRequest(body)
 	if err != nil && info.Model == "" {
-		asAPIError(err).Write(w, providers.FormatAnthropic)
+		out.Fail(asAPIError(err))
 		return
 	}
 	alias, ok := g.cloudAlias(info.Model)
 	if !ok {
-		(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
-			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases", info.Model)}).Write(w, providers.FormatAnthropic)
+		out.Fail(&providers.APIError{Status: http.StatusNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q is not configured on this gateway; name an alias after it or map it in model_aliases", info.Model)})
 		return
 	}
 	msgs, betas, err := providers.MessagesFromCloud(body, alias, nil)
 	if err != nil {
-		asAPIError(err).Write(w, providers.FormatAnthropic)
+		out.Fail(asAPIError(err))
 		return
 	}
-	g.serveCountTokens(w, messagesRequest(r, msgs, betas, ledger.EndpointVertexRawPredict, "/v1/messages/count_tokens"))
+	c := cloudCall(r, msgs, betas, ledger.EndpointVertexRawPredict)
+	g.count(r.Context(), &c, out)
 }
 
 // readCloudBody reads an envelope's body as every client body is read
 // (readBody): a Content-Encoding of gzip, deflate or zstd decoded,
 // max_request_body bounding the wire and the decoded size, the buffer
 // counted in the body memory until release, which the caller defers.
-func (g *Gateway) readCloudBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), bool) {
+func (g *Gateway) readCloudBody(out cloudDoor) ([]byte, func(), bool) {
 	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
-	if apiErr := g.readBody(w, r, req); apiErr != nil {
+	if apiErr := out.door().readBody(g, req); apiErr != nil {
 		g.releaseRequest(req)
-		apiErr.Write(w, providers.FormatAnthropic)
+		out.Fail(apiErr)
 		return nil, nil, false
 	}
 	return req.body, func() { g.releaseRequest(req) }, true
 }
 
-// messagesRequest is r as the /v1/messages request it carries: body,
-// path, the betas as anthropic-beta (which every Anthropic-family route
-// reads: passed to Anthropic, put back in Bedrock's body, kept for
-// Vertex), Anthropic's API version, and the ledger endpoint.
-func messagesRequest(r *http.Request, body []byte, betas []string, endpoint ledger.Endpoint, path string) *http.Request {
-	m := r.Clone(context.WithValue(r.Context(), ingressEndpoint{}, endpoint))
-	m.URL.Path, m.URL.RawPath, m.URL.RawQuery = path, "", ""
-	m.Body, m.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	m.Header.Del("Content-Encoding")
-	m.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	m.Header.Set("Anthropic-Version", "2023-06-01")
-	m.Header.Del("Anthropic-Beta")
+// cloudCall is the Messages call a cloud envelope r carries: body, the
+// betas as anthropic-beta (which every Anthropic-family route reads:
+// passed to Anthropic, put back in Bedrock's body, kept for Vertex),
+// Anthropic's API version, and the ledger endpoint. The envelope's query
+// is the cloud's, not for Anthropic.
+func cloudCall(r *http.Request, body []byte, betas []string, endpoint ledger.Endpoint) Call {
+	c := callOf(r, providers.FormatAnthropic)
+	c.Endpoint, c.Body = endpoint, body
+	c.Model, c.Action = "", ""
+	c.Client.Query = ""
+	c.Client.AnthropicVersion = []string{"2023-06-01"}
+	c.Client.AnthropicBeta = nil
 	if len(betas) > 0 {
-		m.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
+		c.Client.AnthropicBeta = []string{strings.Join(betas, ",")}
 	}
-	return m
+	return c
 }
 
-// bedrockWriter turns the answer written to it into Bedrock's: a success
-// as it is (InvokeModel's body is the Messages response), a stream framed
-// as an AWS event stream by the framer newFramer makes, an error as
-// {"message":…} with the exception named in x-amzn-ErrorType, unless
-// keepErrors says it was written in that shape already (Converse's).
-type bedrockWriter struct {
-	w          http.ResponseWriter
-	stream     bool
-	newFramer  func() *providers.BedrockStreamFramer
-	keepErrors bool
-	status     int
-	errBuf     []byte
-	framer     *providers.BedrockStreamFramer
-	out        bytes.Buffer
+// bedrockSink writes the answer of a Bedrock call in Bedrock's way: a
+// success as it is (InvokeModel's body is the Messages response), a
+// stream framed as an AWS event stream by the framer newFramer makes, an
+// error as {"message":…} with the exception named in x-amzn-ErrorType
+// (Converse's errors are in that shape already: its format's family).
+type bedrockSink struct {
+	httpDoor
+	stream    bool
+	newFramer func() *providers.BedrockStreamFramer
+	converse  bool
+	started   bool
+	framer    *providers.BedrockStreamFramer
+	out       bytes.Buffer
 }
 
-func (b *bedrockWriter) Header() http.Header { return b.w.Header() }
+func newBedrockSink(w http.ResponseWriter, r *http.Request, cf providers.Format, stream bool, newFramer func() *providers.BedrockStreamFramer, converse bool) *bedrockSink {
+	b := &bedrockSink{httpDoor: httpDoor{w: w, r: r, aud: cf, rc: *http.NewResponseController(w)},
+		stream: stream, newFramer: newFramer, converse: converse}
+	b.call = callOf(r, cf)
+	b.call.source = &b.httpDoor
+	return b
+}
 
-func (b *bedrockWriter) WriteHeader(status int) {
-	if b.status != 0 {
-		return
-	}
-	b.status = status
-	h := b.w.Header()
-	if status >= 400 && !b.keepErrors {
-		return // written by finish, once the body is whole
-	}
+func (b *bedrockSink) Start(status int) {
+	b.started = true
 	if b.stream && status == http.StatusOK {
+		h := b.w.Header()
 		h.Del("Content-Length")
 		h.Set("Content-Type", "application/vnd.amazon.eventstream")
 		b.framer = b.newFramer()
@@ -317,44 +300,39 @@ func (b *bedrockWriter) WriteHeader(status int) {
 	b.w.WriteHeader(status)
 }
 
-func (b *bedrockWriter) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.WriteHeader(http.StatusOK)
+func (b *bedrockSink) Write(p []byte) error {
+	if b.framer == nil {
+		_, err := b.w.Write(p)
+		return err
 	}
-	switch {
-	case b.status >= 400 && !b.keepErrors:
-		b.errBuf = append(b.errBuf, p...)
-		return len(p), nil
-	case b.framer != nil:
-		b.out.Reset()
-		if err := b.framer.Write(&b.out, p); err != nil {
-			return 0, err
-		}
-		if _, err := b.w.Write(b.out.Bytes()); err != nil {
-			return 0, err
-		}
-		return len(p), nil
+	b.out.Reset()
+	if err := b.framer.Write(&b.out, p); err != nil {
+		return err
 	}
-	return b.w.Write(p)
+	_, err := b.w.Write(b.out.Bytes())
+	return err
 }
 
-// Flush passes a stream's flushes on, so each event reaches the client
-// when the upstream's does.
-func (b *bedrockWriter) Flush() {
-	if b.status < 400 || b.keepErrors {
-		_ = http.NewResponseController(b.w).Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (b *bedrockWriter) Unwrap() http.ResponseWriter { return b.w }
-
-// finish writes a buffered error in Bedrock's shape.
-func (b *bedrockWriter) finish() {
-	if b.status < 400 || b.keepErrors {
+// Fail answers e in Bedrock's shape: {"message"} and x-amzn-ErrorType,
+// with the message an Anthropic client would read (an upstream's own
+// Anthropic error's, not the gateway's summary of it).
+func (b *bedrockSink) Fail(e *apierror.Error) {
+	if b.started {
 		return
 	}
-	writeBedrockError(b.w, b.status, providers.UpstreamError(b.status, b.errBuf).Message)
+	b.started = true
+	if b.converse {
+		e.Write(b.w, providers.FormatConverse)
+		return
+	}
+	h := b.w.Header()
+	if e.RetryAfter != "" {
+		h.Set("Retry-After", e.RetryAfter)
+	}
+	if e.NoRetry {
+		h.Set("X-Should-Retry", "false")
+	}
+	writeBedrockError(b.w, e.Status, providers.UpstreamError(e.Status, e.Body(providers.FormatAnthropic)).Message)
 }
 
 // writeBedrockError answers status in Bedrock's error shape: {"message":…}
@@ -367,20 +345,4 @@ func writeBedrockError(w http.ResponseWriter, status int, message string) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// bedrockPath reports Bedrock's paths: the runtime's /model/{id}/… and the
-// control plane's, which Claude Code's Bedrock mode calls first through the
-// AWS SDK (GET /inference-profiles, without the gateway key it sends to the
-// runtime) and whose refusal the SDK reads only in Bedrock's shape.
-func bedrockPath(p string) bool {
-	if strings.HasPrefix(p, "/model/") {
-		return true
-	}
-	for _, cp := range [...]string{"/inference-profiles", "/foundation-models"} {
-		if p == cp || strings.HasPrefix(p, cp+"/") {
-			return true
-		}
-	}
-	return false
 }

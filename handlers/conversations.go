@@ -162,7 +162,7 @@ func (g *Gateway) conversationHistory(ctx context.Context, key, id string) ([]js
 }
 
 // appendTurn adds a finished turn's input and output to its conversation.
-func (g *Gateway) appendTurn(r *http.Request, t *providers.ResponsesTurn) {
+func (g *Gateway) appendTurn(id *policy.Identity, t *providers.ResponsesTurn) {
 	cs := g.conversationStore()
 	if cs == nil || t.ConversationID == "" || t.Response == nil || (t.Status != "completed" && t.Status != "incomplete") {
 		return
@@ -178,7 +178,7 @@ func (g *Gateway) appendTurn(r *http.Request, t *providers.ResponsesTurn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	if err := cs.AppendConversationItems(ctx, keyOf(policy.IdentityFrom(r.Context())), t.ConversationID, items); err != nil {
+	if err := cs.AppendConversationItems(ctx, keyOf(id), t.ConversationID, items); err != nil {
 		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "conversation_store: " + err.Error()})
 	}
 }

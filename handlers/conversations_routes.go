@@ -21,19 +21,22 @@ import (
 // conversationsPath is the Conversations API's root.
 const conversationsPath = "/v1/conversations"
 
-// conversationRoutes is the Conversations API's route table. The root
-// also takes a trailing slash, as it always has. Each path also has
-// method-less patterns (and HEAD ones, which a GET pattern would take
-// otherwise), so that a method no route takes is a 405 naming the ones it
-// does, in OpenAI's error family; any other path is the gateway's 404 (a
-// bare ServeMux would answer both in plain text).
-func (g *Gateway) conversationRoutes() *http.ServeMux {
+// conversationRoutes are the Conversations API's entries of the route
+// table. The root also takes a trailing slash, as it always has. Each
+// path also has method-less patterns (and HEAD ones, which a GET pattern
+// would take otherwise), so that a method no route takes is a 405 naming
+// the ones it does, in OpenAI's error family; any other path is the
+// gateway's 404 (a bare ServeMux would answer both in plain text).
+func (g *Gateway) conversationRoutes() []gatewayRoute {
 	const (
 		one   = conversationsPath + "/{id}"
 		items = one + "/items"
 		item  = items + "/{item}"
 	)
-	m := http.NewServeMux()
+	var rts []gatewayRoute
+	add := func(pattern string, h http.HandlerFunc) {
+		rts = append(rts, gatewayRoute{pattern: pattern, family: providers.FormatResponses, h: g.routableConversation(h)})
+	}
 	for _, rt := range []struct {
 		pattern string
 		h       func(*conversationCall)
@@ -48,7 +51,7 @@ func (g *Gateway) conversationRoutes() *http.ServeMux {
 		{"GET " + item, getConversationItem},
 		{"DELETE " + item, deleteConversationItem},
 	} {
-		m.HandleFunc(rt.pattern, g.conversationRoute(rt.h))
+		add(rt.pattern, g.conversationRoute(rt.h))
 	}
 
 	// What the routes do not take.
@@ -60,11 +63,22 @@ func (g *Gateway) conversationRoutes() *http.ServeMux {
 		{item, "GET, DELETE"},
 	} {
 		h := conversationNotAllowed(na.allow)
-		m.HandleFunc("HEAD "+na.path, h)
-		m.HandleFunc(na.path, h)
+		add("HEAD "+na.path, h)
+		add(na.path, h)
 	}
-	m.HandleFunc("/", g.serveNotFound)
-	return m
+	return rts
+}
+
+// routableConversation answers a path routableConversationPath refuses
+// with the gateway's 404, and passes the rest to h.
+func (g *Gateway) routableConversation(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !routableConversationPath(r.URL) {
+			g.serveNotFound(w, r)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // routableConversationPath reports whether the table may see u: ServeMux

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/upstream"
 )
@@ -27,47 +26,54 @@ func (g *Gateway) serveInputTokens(w http.ResponseWriter, r *http.Request) {
 // serveCount answers a free token count for a request of cf, counted in
 // Messages form (RequestInfo.CountBody) and answered in cf's shape.
 func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request, cf providers.Format) {
-	req, ok := g.readRequest(w, r, cf, policy.IdentityFrom(r.Context()))
+	d := newHTTPDoor(w, r, cf, cf)
+	g.count(r.Context(), &d.call, d)
+}
+
+// count answers c, a free token count, to out.
+func (g *Gateway) count(ctx context.Context, c *Call, out Sink) {
+	req, ok := g.readRequest(ctx, c, out)
 	if !ok {
 		return
 	}
 	defer g.releaseRequest(req)
 	body, err := req.info.CountBody(req.body)
 	if err != nil {
-		asAPIError(err).Write(w, cf)
+		out.Fail(asAPIError(err))
 		return
 	}
-	g.countTokens(w, r, cf, req.alias, body)
+	g.countTokens(ctx, c, out, req.alias, body)
 }
 
 // countTokens counts body, an Anthropic Messages request, for alias, the
 // way its first healthy deployment's endpoint counts.
-func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, cf providers.Format, alias string, body []byte) {
+func (g *Gateway) countTokens(ctx context.Context, c *Call, out Sink, alias string, body []byte) {
+	cf := c.Format
 	bs := g.backends[alias]
 	b := bs[0]
 	now := g.now()
-	for _, c := range bs {
-		if c.State().Healthy(now) {
-			b = c
+	for _, d := range bs {
+		if d.State().Healthy(now) {
+			b = d
 			break
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), upstream.CountTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upstream.CountTimeout)
 	defer cancel()
-	res, apiErr := b.Count(ctx, r, body, g.counter)
+	res, apiErr := b.Count(ctx, c.Client, body, g.counter)
 	if res.Raw != nil {
 		// Anthropic's own answer: its request id goes back even when its
 		// count cannot be read.
-		relayHeaders(w.Header(), res.Header)
+		relayHeaders(out.Header(), res.Header)
 		if cf.CountsAsMessages() {
-			writeJSON(w, http.StatusOK, res.Raw)
+			sinkJSON(out, http.StatusOK, res.Raw)
 			return
 		}
 	}
 	if apiErr != nil {
-		apiErr.Write(w, cf)
+		out.Fail(apiErr)
 		return
 	}
-	relayHeaders(w.Header(), res.Header)
-	writeJSON(w, http.StatusOK, cf.TokenCount(res.N))
+	relayHeaders(out.Header(), res.Header)
+	sinkJSON(out, http.StatusOK, cf.TokenCount(res.N))
 }

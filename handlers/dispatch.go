@@ -81,9 +81,9 @@ type upstreamCall struct {
 //
 // It reports whether the record is already written (durability sync).
 func (g *Gateway) dispatch(x *exchange) (recorded bool) {
-	w, r, cf, alias, rec := x.w, x.r, x.cf, x.alias, x.rec
+	alias, rec := x.alias, x.rec
 	chain := g.chains[alias]
-	id := policy.IdentityFrom(r.Context())
+	id := x.call.Identity
 	var last *providers.APIError
 	var minWait time.Duration
 	cooling, limited := 0, 0
@@ -102,7 +102,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 		attempts := link.attempts
 		for i := 0; i < attempts; i++ {
 			b := ordered[i%len(ordered)]
-			if r.Context().Err() != nil {
+			if x.ctx.Err() != nil {
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return
 			}
@@ -130,7 +130,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 			last = res.err
 		}
 	}
-	if r.Context().Err() != nil {
+	if x.ctx.Err() != nil {
 		// The client left between attempts; nobody is there to answer.
 		rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 		return
@@ -147,7 +147,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 		last = &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: no deployment could be reached", alias)}
 	}
 	rec.Status, rec.Outcome = last.Status, ledger.OutcomeError
-	last.Write(w, cf)
+	x.out.Fail(last)
 	return false
 }
 
@@ -243,7 +243,7 @@ func (g *Gateway) linkFor(alias string) aliasLink {
 
 // attempt makes one upstream call and relays its answer if it is good.
 func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) result {
-	w, r, cf, body, info, rec := x.w, x.r, x.cf, x.body, x.info, x.rec
+	cf, body, info, rec := x.cf, x.body, x.info, x.rec
 	now := g.now()
 	adm, wait, probe := b.Admit(now)
 	if adm != upstream.Admitted {
@@ -254,13 +254,13 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		b.State().Release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		apiErr.Write(w, cf)
+		x.out.Fail(apiErr)
 		return result{committed: true}
 	}
 	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
 
 	timeout := b.Timeout()
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(x.ctx, timeout)
 	defer cancel()
 	// For a stream, stream_timeout also bounds the wait for the first
 	// event: a backend that accepts the request and then says nothing is
@@ -272,12 +272,12 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	}
 	x.deployment = b.Entry().ID
 	ctx, span := x.span.StartAttempt(ctx, telemetry.AttemptInfo{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model})
-	req, err := b.NewRequest(ctx, cf, r, upBody, info.Stream)
+	req, err := b.NewRequest(ctx, cf, x.call.Client, upBody, info.Stream)
 	if err != nil {
 		span.End(0, "request", moreLeft)
 		return g.requestFailed(x, b, err, probe, moreLeft)
 	}
-	span.Inject(ctx, req.Header, r.Header)
+	span.InjectTrace(ctx, req.Header, x.call.Client.Traceparent, x.call.Client.Tracestate)
 	b.State().Start()
 	defer b.State().Done()
 
@@ -289,7 +289,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	defer func() { span.End(att.Status, att.Err, att.Retrying) }()
 	resp, err := b.Do(req)
 	if err == nil {
-		resp, err = b.RenewCredentials(ctx, cf, r, upBody, info.Stream, resp)
+		resp, err = b.RenewCredentials(ctx, cf, x.call.Client, upBody, info.Stream, resp)
 	}
 	if err != nil {
 		var credErr *upstream.CredentialError
@@ -298,7 +298,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 			return g.requestFailed(x, b, err, probe, moreLeft)
 		}
 		att.Duration = g.now().Sub(now)
-		if r.Context().Err() != nil {
+		if x.ctx.Err() != nil {
 			b.State().Release(probe)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			att.Err, att.Retrying = "client_gone", false
@@ -351,7 +351,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
 			rec.Status, rec.Outcome = status, ledger.OutcomeError
-			apiErr.Write(w, cf)
+			x.out.Fail(apiErr)
 			return result{committed: true}
 		}
 		return result{retryable: true, err: apiErr}
@@ -369,7 +369,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	case res.committed && rec.Outcome == ledger.OutcomeOK:
 		b.State().Success(rec.TTFT)
 		b.State().AddTokens(rec.TotalTokens())
-	case rec.Outcome == ledger.OutcomeCancelled || r.Context().Err() != nil:
+	case rec.Outcome == ledger.OutcomeCancelled || x.ctx.Err() != nil:
 		// The client went away: that says nothing about the deployment.
 		b.State().Release(probe)
 		att.Err = "client_gone"
@@ -395,12 +395,12 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 // credential that could not be had is the deployment's, and another one
 // may serve the request.
 func (g *Gateway) requestFailed(x *exchange, b *upstream.Deployment, err error, probe, moreLeft bool) result {
-	w, cf, rec := x.w, x.cf, x.rec
+	rec := x.rec
 	var apiErr *providers.APIError
 	if errors.As(err, &apiErr) {
 		b.State().Release(probe)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		apiErr.Write(w, cf)
+		x.out.Fail(apiErr)
 		return result{committed: true}
 	}
 	var credErr *upstream.CredentialError

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/agentotel"
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -40,7 +41,7 @@ type GatewayOptions struct {
 	// DefaultMaxTokens is sent to Anthropic when an OpenAI client gave no
 	// limit (Anthropic requires one), and to any upstream for a request
 	// under a budget that gave none, unless the alias's deployments set
-	// model_info.max_output_tokens (serveChat). Default 4096.
+	// model_info.max_output_tokens (serve). Default 4096.
 	DefaultMaxTokens int64
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
@@ -61,6 +62,10 @@ type GatewayOptions struct {
 	Observer Observer // nil: nothing is observed
 	// Ready reports whether the ledger can take writes (readiness probe).
 	Ready func() error
+	// MCP serves /mcp and /mcp/{server}, the MCP gateway, to an
+	// authenticated caller; nil: no MCP server is configured and those
+	// paths are not the gateway's.
+	MCP http.Handler
 	// MCPNotConnected names the MCP servers with no live session, for the
 	// readiness probe; nil when no MCP server is configured. They do not
 	// make the instance unready: model traffic does not need them.
@@ -128,25 +133,17 @@ type Gateway struct {
 	// bounds: alias → what its chain fixes for budgets (see estimate),
 	// fixed with the chains.
 	bounds map[string]aliasBounds
-	paths  map[string]http.HandlerFunc
+	// routes is the route table (routes.go), built once.
+	routes *routeTable
 	// parsers reads a request body of each client format (indexed by
 	// providers.Format), chosen once in buildParsers.
 	parsers [providers.FormatCount]requestParser
 	head    http.HandlerFunc // HEAD /, Claude Code's reachability probe
-	// modelByID serves GET /v1/models/{alias}; notFound, every other
-	// path under the API's prefixes.
-	modelByID, notFound http.HandlerFunc
-	// gemini serves the Gemini API's model actions, geminiModels its models list.
-	gemini, geminiModels http.HandlerFunc
-	// storedResponse serves /v1/responses/{id}[/input_items].
-	storedResponse http.HandlerFunc
-	// bedrockIngress and vertexIngress serve Claude Code's Bedrock and
-	// Vertex modes pointed at the gateway (cloud_ingress.go).
-	bedrockIngress, vertexIngress http.HandlerFunc
-	// conversations serves /v1/conversations and everything under it.
-	conversations http.HandlerFunc
+	// notFound answers every path under the API's prefixes no route
+	// takes.
+	notFound http.HandlerFunc
 	// responses serves POST /v1/responses; a WebSocket's turns go through
-	// it too.
+	// the core instead.
 	responses  http.HandlerFunc
 	tooLarge   string // the 413 message, fixed by the limit
 	memoryFull string // the 503 message when body memory is full
@@ -238,7 +235,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.bounds[alias] = boundsOf(chain)
 	}
 	g.buildParsers()
-	g.buildPaths()
+	g.buildRoutes()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
 	g.memoryFull = fmt.Sprintf("the gateway holds its limit of %d bytes of request bodies at once; retry shortly", o.BodyMemory)
 	g.bodyMem = newBodyMemory(o.BodyMemory)
@@ -285,55 +282,6 @@ func (g *Gateway) Close() {
 	}
 }
 
-// Route returns the handler for r, or false when the path is not the
-// gateway's and the next Caddy handler should see it. The handler turns a
-// panic into a 500 (see guard).
-func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
-	p := r.URL.Path
-	if p == "/" {
-		// HEAD / is a client's reachability probe; anything else at the
-		// root is another site's unless this one answers every path.
-		if r.Method == http.MethodHead {
-			return g.head, true
-		}
-		if g.opts.AnswerAllPaths {
-			return g.notFound, true
-		}
-		return nil, false
-	}
-	if geminiModelsOnV1(r) {
-		return g.geminiModels, true
-	}
-	if h, ok := g.paths[p]; ok {
-		return h, true
-	}
-	if geminiCall(r) {
-		return g.gemini, true
-	}
-	if p == "/v1beta/models" || strings.HasPrefix(p, "/v1beta/models/") {
-		return g.geminiModels, true
-	}
-	if strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/models/") {
-		return g.modelByID, true
-	}
-	if strings.HasPrefix(p, "/v1/responses/") || strings.HasPrefix(p, "/responses/") {
-		return g.storedResponse, true
-	}
-	if p == "/v1/conversations" || strings.HasPrefix(p, "/v1/conversations/") {
-		return g.conversations, true
-	}
-	if strings.HasPrefix(p, "/model/") {
-		return g.bedrockIngress, true
-	}
-	if vertexPath(p) {
-		return g.vertexIngress, true
-	}
-	if g.opts.AnswerAllPaths || underAPI(p) {
-		return g.notFound, true
-	}
-	return nil, false
-}
-
 // underAPI reports whether p is in the path space of the APIs the gateway
 // speaks. A request there that no endpoint serves is a client's mistake (a
 // wrong base URL, a typo, a newer endpoint) and gets a 404 its SDK can
@@ -362,76 +310,12 @@ func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
 		p = p[:200] + "…"
 	}
 	(&providers.APIError{Status: http.StatusNotFound, Code: "unknown_url",
-		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and docs/team-gateway.md (\"Endpoints\") for its endpoints", r.Method, p)}).Write(w, ClientFormat(r))
+		Message: fmt.Sprintf("no endpoint for %s %s on this gateway; see GET /v1/models for the models and docs/team-gateway.md (\"Endpoints\") for its endpoints", r.Method, p)}).Write(w, g.familyOf(nil, r))
 }
 
-// buildPaths wraps every endpoint once, at build time: method check and
-// panic guard included, nothing of it depends on the request.
-func (g *Gateway) buildPaths() {
-	chat := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatOpenAI)
-	}))
-	models := g.guard(g.only(http.MethodGet, g.serveModels))
-	g.responses = g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatResponses)
-	}))
-	responses := func(w http.ResponseWriter, r *http.Request) {
-		if isWebSocketUpgrade(r) {
-			g.serveResponsesWebSocket(w, r)
-			return
-		}
-		g.responses(w, r)
-	}
-	live := g.guard(g.serveLiveness)
-	embeddings := g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-		g.serveChat(w, r, providers.FormatEmbeddings)
-	}))
-	g.paths = map[string]http.HandlerFunc{
-		"/chat/completions":    chat,
-		"/v1/chat/completions": chat,
-		"/v1/messages": g.guard(g.only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
-			g.serveChat(w, r, providers.FormatAnthropic)
-		})),
-		"/v1/messages/count_tokens":  g.guard(g.only(http.MethodPost, g.serveCountTokens)),
-		"/v1/responses":              responses,
-		"/responses":                 responses,
-		"/v1/responses/input_tokens": g.guard(g.only(http.MethodPost, g.serveInputTokens)),
-		"/v1/responses/compact":      g.guard(g.only(http.MethodPost, g.serveCompact)),
-		"/responses/compact":         g.guard(g.only(http.MethodPost, g.serveCompact)),
-		"/responses/input_tokens":    g.guard(g.only(http.MethodPost, g.serveInputTokens)),
-		"/v1/embeddings":             embeddings,
-		"/embeddings":                embeddings,
-		"/v1/models":                 models,
-		"/models":                    models,
-		"/health/liveliness":         live,
-		"/health/liveness":           live,
-		"/health/readiness":          g.guard(g.serveReadiness),
-		"/health":                    g.guard(g.only(http.MethodGet, g.serveHealth)),
-		"/v1/me":                     g.guard(g.only(http.MethodGet, g.serveMe)),
-	}
-	if at := g.opts.AgentTelemetry; at != nil {
-		g.paths["/v1/logs"] = g.guard(at.ServeLogs)
-		g.paths["/v1/metrics"] = g.guard(at.ServeMetrics)
-	}
-	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
-	g.storedResponse = g.guard(g.serveStoredResponse)
-	conversations := g.conversationRoutes()
-	g.conversations = g.guard(func(w http.ResponseWriter, r *http.Request) {
-		if !routableConversationPath(r.URL) {
-			g.serveNotFound(w, r)
-			return
-		}
-		conversations.ServeHTTP(w, r)
-	})
-	g.notFound = g.guard(g.serveNotFound)
-	g.gemini = g.guard(g.serveGemini)
-	g.geminiModels = g.guard(g.only(http.MethodGet, g.serveGeminiModels))
-	g.head = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
-	g.bedrockIngress = g.guard(g.serveBedrock)
-	g.vertexIngress = g.guard(g.serveVertex)
-}
-
-func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
+// only answers a method other than method (GET takes HEAD too) with a
+// 405 in family's error family (nil: the one its table entry names, or the caller's; familyOf).
+func (g *Gateway) only(method string, family apierror.Audience, h http.HandlerFunc) http.HandlerFunc {
 	allow := method
 	if method == http.MethodGet {
 		allow = "GET, HEAD"
@@ -442,11 +326,28 @@ func (g *Gateway) only(method string, h http.HandlerFunc) http.HandlerFunc {
 		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", allow)
 			(&providers.APIError{Status: http.StatusMethodNotAllowed,
-				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, ClientFormat(r))
+				Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + method}).Write(w, g.familyOf(family, r))
 			return
 		}
 		h(w, r)
 	}
+}
+
+// familyOf is family, or when it is nil the one r's entry in the route
+// table names, or the caller's (callerFormat) where it names none.
+func (g *Gateway) familyOf(family apierror.Audience, r *http.Request) apierror.Audience {
+	return tableFamily(g.routes, family, r)
+}
+
+// tableFamily is familyOf for table t.
+func tableFamily(t *routeTable, family apierror.Audience, r *http.Request) apierror.Audience {
+	if family != nil {
+		return family
+	}
+	if e, _ := t.lookup(r); e.family != nil {
+		return e.family
+	}
+	return callerFormat(r)
 }
 
 // ServeHTTP serves the gateway's paths and 404s the rest; the Caddy module
@@ -456,7 +357,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h(w, r)
 		return
 	}
-	(&providers.APIError{Status: http.StatusNotFound, Message: "no route for " + r.Method + " " + r.URL.Path}).Write(w, ClientFormat(r))
+	(&providers.APIError{Status: http.StatusNotFound, Message: "no route for " + r.Method + " " + r.URL.Path}).Write(w, g.familyOf(nil, r))
 }
 
 // allowedAliases lists the aliases the caller may use, in config order.
@@ -482,7 +383,7 @@ func modelsFormat(r *http.Request) providers.Format {
 	if anthropicModels(r) {
 		return providers.FormatAnthropic
 	}
-	return ClientFormat(r)
+	return callerFormat(r)
 }
 
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
@@ -530,7 +431,7 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 		if id == nil {
 			status = http.StatusUnauthorized
 		}
-		(&providers.APIError{Status: status, Message: "/health needs the admin key"}).Write(w, ClientFormat(r))
+		(&providers.APIError{Status: status, Message: "/health needs the admin key"}).Write(w, g.familyOf(nil, r))
 		return
 	}
 	type dep struct {
@@ -558,20 +459,14 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// newRecord starts the ledger record of a request with what every record
+// newRecord starts the ledger record of a call with what every record
 // shares.
-func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf providers.Format) *ledger.Record {
+func newRecord(c *Call, id *policy.Identity, start time.Time) *ledger.Record {
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
 	}
-	rec.Endpoint = ledgerEndpoints[cf]
-	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {
-		rec.Endpoint = e
-	}
-	if viaWebSocket(r) {
-		rec.Endpoint = ledger.EndpointResponsesWebSocket
-	}
+	rec.Endpoint = c.recordEndpoint()
 	return rec
 }
 
@@ -579,5 +474,5 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 // identity: llm_auth is missing from the route.
 func (g *Gateway) Unauthenticated(w http.ResponseWriter, r *http.Request) {
 	(&providers.APIError{Status: http.StatusUnauthorized,
-		Message: "this gateway has no llm_auth before llm_gateway; add llm_auth (or insecure_no_auth for a trusted network)"}).Write(w, ClientFormat(r))
+		Message: "this gateway has no llm_auth before llm_gateway; add llm_auth (or insecure_no_auth for a trusted network)"}).Write(w, g.familyOf(nil, r))
 }

@@ -104,13 +104,13 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request) {
 				Message: "streamGenerateContent is served as server-sent events only: add ?alt=sse (every google-genai SDK does)"}).Write(w, providers.FormatGemini)
 			return
 		}
-		g.serveChat(w, r, providers.FormatGemini)
+		g.serveHTTP(w, r, providers.FormatGemini)
 	case "generateContent":
-		g.serveChat(w, r, providers.FormatGemini)
+		g.serveHTTP(w, r, providers.FormatGemini)
 	case "countTokens":
 		g.serveGeminiCount(w, r)
 	case "embedContent", "batchEmbedContents":
-		g.serveChat(w, r, providers.FormatGeminiEmbed)
+		g.serveHTTP(w, r, providers.FormatGeminiEmbed)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
 	id := policy.IdentityFrom(r.Context())
 	if id == nil {
-		(&providers.APIError{Status: http.StatusUnauthorized, Message: "missing API key"}).Write(w, ClientFormat(r))
+		(&providers.APIError{Status: http.StatusUnauthorized, Message: "missing API key"}).Write(w, g.familyOf(nil, r))
 		return
 	}
 	models := g.allowedAliases(id)
@@ -46,7 +46,7 @@ func (g *Gateway) serveMe(w http.ResponseWriter, r *http.Request) {
 
 // sessionOf is the session a request's headers name.
 func sessionOf(r *http.Request) string {
-	id, _ := resolveSession(r, nil, ClientFormat(r), providers.RequestInfo{})
+	id, _ := resolveSession(sessionHints(r.Header), nil, callerFormat(r), providers.RequestInfo{})
 	return id
 }
 

@@ -77,39 +77,39 @@ func upstreamRequestID(h http.Header) string {
 // relayBody handles a non-streaming answer.
 func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 	x, b, resp, start, timeout := c.x, c.d, c.resp, c.start, c.d.Timeout()
-	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
+	out, cf, info, rec := x.out, x.cf, x.info, x.rec
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, upstream.MaxAnswer))
 	if err != nil {
-		if r.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if x.ctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return result{retryable: true, class: "timeout", err: &providers.APIError{Status: http.StatusGatewayTimeout,
 				Message: fmt.Sprintf("model %q: upstream did not answer within %s", rec.Alias, timeout)}}
 		}
 		return result{retryable: true, class: upstream.ErrorClass(ctx, err), err: &providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: reading upstream answer failed", rec.Alias)}}
 	}
-	out, usage, err := b.Route(cf).Response(raw, info)
+	answer, usage, err := b.Route(cf).Response(raw, info)
 	if err != nil {
 		return result{retryable: true, class: "bad_response", err: b.Redact(&providers.APIError{Status: http.StatusBadGateway,
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
-	x.span.Answer(out)
-	h := w.Header()
+	x.span.Answer(answer)
+	h := out.Header()
 	relayHeaders(h, resp.Header)
 	rec.RequestID = upstreamRequestID(resp.Header)
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(r, info)
+	g.keepResponse(x.call.Identity, info)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
-		ledgerUnavailable().Write(w, cf)
+		out.Fail(ledgerUnavailable())
 		return result{committed: true}
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusOK)
-	if _, werr := w.Write(out); werr != nil && !recorded {
+	h.Set("Content-Length", strconv.Itoa(len(answer)))
+	out.Start(http.StatusOK)
+	if werr := out.Write(answer); werr != nil && !recorded {
 		rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 	}
 	return result{committed: true, recorded: recorded}
@@ -157,7 +157,7 @@ func ledgerUnavailable() *providers.APIError {
 // upstream that fails before sending anything can still be retried.
 func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	x, b, resp, start, gap := c.x, c.d, c.resp, c.start, c.gap
-	w, r, cf, info, rec := x.w, x.r, x.cf, x.info, x.rec
+	sink, cf, info, rec := x.out, x.cf, x.info, x.rec
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// A server that ignores "stream" answers with one JSON body; the
 		// event reader would find no events and the client would get an
@@ -180,16 +180,15 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		}
 	}()
 
-	rc := http.NewResponseController(w)
 	committed := false
 	commit := func() {
-		h := w.Header()
+		h := sink.Header()
 		relayHeaders(h, resp.Header)
 		rec.RequestID = upstreamRequestID(resp.Header)
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
+		sink.Start(http.StatusOK)
 		committed = true
 		rec.TTFT = g.now().Sub(start)
 	}
@@ -213,8 +212,8 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		out = appendStreamFailure(append(out[:0], held...), tr, apiErr, cf)
-		_, _ = w.Write(out)
-		_ = rc.Flush()
+		_ = sink.Write(out)
+		_ = sink.Flush()
 		return result{committed: true, class: class}
 	}
 	for {
@@ -238,7 +237,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				break
 			}
 			switch {
-			case r.Context().Err() != nil:
+			case x.ctx.Err() != nil:
 				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
@@ -267,7 +266,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				// plain HTTP error, as a non-stream request would get.
 				applyUsage(rec, tr.Usage(), b)
 				rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-				apiErr.Write(w, cf)
+				sink.Fail(apiErr)
 				return result{committed: true, class: "stream_error"}
 			}
 			return fail("stream_error", apiErr)
@@ -289,7 +288,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			applyUsage(rec, tr.Usage(), b)
 			settleBudget(x.hold, rec)
 		}
-		if _, werr := w.Write(out); werr != nil || rc.Flush() != nil {
+		if werr := sink.Write(out); werr != nil || sink.Flush() != nil {
 			applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			return result{committed: true}
@@ -312,20 +311,20 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		applyUsage(rec, usage, b)
 	}
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(r, info)
+	g.keepResponse(x.call.Identity, info)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
 		// The client has everything but the end: an error event in its
 		// place tells it the answer is not complete.
 		out = appendStreamFailure(out[:0], tr, ledgerUnavailable(), cf)
-		_, _ = w.Write(out)
-		_ = rc.Flush()
+		_ = sink.Write(out)
+		_ = sink.Flush()
 		return result{committed: true}
 	}
 	if len(out) > 0 {
-		_, _ = w.Write(out)
-		_ = rc.Flush()
+		_ = sink.Write(out)
+		_ = sink.Flush()
 	}
 	return result{committed: true, recorded: recorded}
 }

@@ -6,6 +6,7 @@ package handlers
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,17 +22,18 @@ import (
 // maxPooledBody keeps one huge request from pinning its buffer in the pool.
 const maxPooledBody = 1 << 20
 
-func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers.Format) {
+// serve is the core: it admits c (budgets, rate limits), dispatches it
+// over its alias's chain, relays the answer to out and keeps its record.
+// ctx is the client's: its end cancels the call.
+func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 	start := g.now()
-	id := policy.IdentityFrom(r.Context())
-	rec := newRecord(r, id, start, cf)
+	cf := c.Format
+	id := c.Identity
+	rec := newRecord(c, id, start)
 	// The request span starts before anything can refuse the request and
 	// ends with its record, whichever way it leaves. Tracing off, span is
-	// nil and r is untouched.
-	ctx, span := g.opts.Telemetry.StartRequest(r.Context(), rec.Endpoint)
-	if span != nil {
-		r = r.WithContext(ctx)
-	}
+	// nil and ctx is untouched.
+	ctx, span := g.opts.Telemetry.StartRequest(ctx, rec.Endpoint)
 	var x *exchange
 	defer func() {
 		deployment := ""
@@ -48,22 +50,22 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			// delivering it unrecorded. Nothing is spent, nothing queued,
 			// and the body is not read: a refused request holds no memory.
 			rec.Status, rec.Outcome = http.StatusServiceUnavailable, ledger.OutcomeRefused
-			ledgerUnavailable().Write(w, cf)
+			out.Fail(ledgerUnavailable())
 			rec.Latency = g.now().Sub(start)
 			g.obs.Done(rec)
 			return
 		}
 	}
 
-	req, ok := g.readRequest(w, r, cf, id)
+	req, ok := g.readRequest(ctx, c, out)
 	if !ok {
 		return
 	}
 	defer g.releaseRequest(req)
 	body, info, alias := req.body, req.info, req.alias
-	if t, ok := info.Turn.(*providers.ResponsesTurn); ok && t.Background() && backgroundRun(r) == nil {
+	if t, ok := info.Turn.(*providers.ResponsesTurn); ok && t.Background() && c.run == nil {
 		// Answered at once; the run is its own request, recorded once.
-		if follow := g.startBackground(w, r, body, t); follow != nil {
+		if follow := g.startBackground(ctx, c, out, body, t); follow != nil {
 			g.releaseRequest(req)
 			follow()
 		}
@@ -73,14 +75,14 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	g.opts.Telemetry.Content(span, body)
 	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
 		if !g.states.acquireKey(id.KeyID, max) {
-			(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
-				Message: fmt.Sprintf("key %q already has %d requests in progress, the gateway's limit; retry when one finishes", id.KeyID, max)}).Write(w, cf)
+			out.Fail(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
+				Message: fmt.Sprintf("key %q already has %d requests in progress, the gateway's limit; retry when one finishes", id.KeyID, max)})
 			return
 		}
 		defer g.states.releaseKey(id.KeyID)
 	}
 	rec.Alias, rec.Stream = alias, info.Stream
-	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
+	rec.SessionID, rec.Agent = resolveSession(c.Session, body, cf, info)
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}
@@ -89,9 +91,9 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)
 		var refusal *providers.APIError
-		hold, refusal = g.opts.Budgets.AdmitEstimate(r.Context(), id, ws, rec.SessionID, est.budget, est.lease)
+		hold, refusal = g.opts.Budgets.AdmitEstimate(ctx, id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
-			g.refuse(w, cf, rec, start, refusal)
+			g.refuse(out, rec, start, refusal)
 			return
 		}
 		rec.Ticket = hold.Ticket()
@@ -108,16 +110,16 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 			bound = est.budget.Tokens
 		}
 		if lowered || added {
-			if body, info, ok = g.boundOutput(w, cf, rec, start, body, info, bound, lowered, added, hold); !ok {
+			if body, info, ok = g.boundOutput(out, cf, rec, start, body, info, bound, lowered, added, hold); !ok {
 				return
 			}
 			est.tokens = info.InputBytes(body) + bound*info.Choices()
 		}
-		rate, decision, refusal := g.opts.Rates.Admit(r.Context(), id, ws, est.tokens)
-		setRateHeaders(w.Header(), cf, decision)
+		rate, decision, refusal := g.opts.Rates.Admit(ctx, id, ws, est.tokens)
+		setRateHeaders(out.Header(), cf, decision)
 		if refusal != nil {
 			settleBudget(hold, rec)
-			g.refuse(w, cf, rec, start, refusal)
+			g.refuse(out, rec, start, refusal)
 			return
 		}
 		defer func() {
@@ -125,7 +127,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		}()
 	}
 
-	x = &exchange{w: w, r: r, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span, hold: hold}
+	x = &exchange{ctx: ctx, call: c, out: out, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span, hold: hold}
 	recorded := g.dispatch(x)
 	settleBudget(hold, rec)
 
@@ -141,9 +143,9 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 
 // refuse answers a request a budget or rate limit stopped. Nothing was
 // spent: the record says so, and reports and budgets count it as nothing.
-func (g *Gateway) refuse(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, refusal *providers.APIError) {
+func (g *Gateway) refuse(out Sink, rec *ledger.Record, start time.Time, refusal *providers.APIError) {
 	rec.Status, rec.Outcome = refusal.Status, ledger.OutcomeRefused
-	refusal.Write(w, cf)
+	out.Fail(refusal)
 	rec.Latency = g.now().Sub(start)
 	if g.opts.Recorder != nil {
 		g.opts.Recorder.Enqueue(*rec)
@@ -176,7 +178,7 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	}
 	bounds := g.bounds[alias]
 	e := requestEstimate{tokens: input + output, lease: bounds.lease}
-	// A budgeted request without a bound is sent this one (serveChat),
+	// A budgeted request without a bound is sent this one (serve),
 	// so its estimate assumes it; the tpm estimate above keeps the
 	// default until then, as for a request no budget applies to.
 	e.budget.Tokens = info.OutputBound(cmp.Or(bounds.maxOutput, g.opts.DefaultMaxTokens))
@@ -202,21 +204,21 @@ const HeaderMaxTokensAdded = "X-Modelgate-Max-Tokens-Added"
 // boundOutput sends the request with its output bound set to bound,
 // lowered from the client's or added where it set none, and says which
 // in headers; on failure it has answered the client.
-func (g *Gateway) boundOutput(w http.ResponseWriter, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, lowered, added bool, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
-	out, bounded, err := info.WithOutputLimit(body, bound, cf.BoundMember())
+func (g *Gateway) boundOutput(out Sink, cf providers.Format, rec *ledger.Record, start time.Time, body []byte, info providers.RequestInfo, bound int64, lowered, added bool, hold *policy.Reservation) ([]byte, providers.RequestInfo, bool) {
+	sent, bounded, err := info.WithOutputLimit(body, bound, cf.BoundMember())
 	if err != nil {
 		settleBudget(hold, rec)
-		g.refuse(w, cf, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given an output bound: " + err.Error()})
+		g.refuse(out, rec, start, &providers.APIError{Status: http.StatusBadRequest, Message: "request body could not be given an output bound: " + err.Error()})
 		return nil, info, false
 	}
 	n := strconv.FormatInt(bound, 10)
 	if lowered {
-		w.Header().Set(HeaderMaxTokensLowered, n)
+		out.Header().Set(HeaderMaxTokensLowered, n)
 	}
 	if added {
-		w.Header().Set(HeaderMaxTokensAdded, n)
+		out.Header().Set(HeaderMaxTokensAdded, n)
 	}
-	return out, bounded, true
+	return sent, bounded, true
 }
 
 // aliasBounds is what an alias's chain (itself, then its fallbacks)
@@ -269,7 +271,7 @@ func settleBudget(hold *policy.Reservation, rec *ledger.Record) {
 }
 
 // requestParser reads a client's body far enough to route it.
-type requestParser func(r *http.Request, id *policy.Identity, body []byte) (providers.RequestInfo, error)
+type requestParser func(ctx context.Context, c *Call, body []byte) (providers.RequestInfo, error)
 
 // buildParsers chooses, once, how each client format's body is read: the
 // format's own parser, given the model and action of a Gemini URL, except
@@ -278,9 +280,8 @@ type requestParser func(r *http.Request, id *policy.Identity, body []byte) (prov
 func (g *Gateway) buildParsers() {
 	for _, f := range providers.ClientFormats() {
 		parse := f.Parser()
-		g.parsers[f] = func(r *http.Request, _ *policy.Identity, body []byte) (providers.RequestInfo, error) {
-			model, action, _ := geminiAction(r.URL.Path)
-			return parse(body, model, action)
+		g.parsers[f] = func(_ context.Context, c *Call, body []byte) (providers.RequestInfo, error) {
+			return parse(body, c.Model, c.Action)
 		}
 	}
 	g.parsers[providers.FormatResponses] = g.readResponsesRequest
@@ -297,10 +298,13 @@ type clientRequest struct {
 	alias string
 }
 
-// readRequest reads and checks the body; on failure it has answered the
+// readRequest reads and checks c's body; on failure it has answered the
 // client in its format and returns false.
-func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf providers.Format, id *policy.Identity) (*clientRequest, bool) {
-	req := &clientRequest{buf: g.bodyPool.Get().(*[]byte)}
+func (g *Gateway) readRequest(ctx context.Context, c *Call, out Sink) (*clientRequest, bool) {
+	cf, id := c.Format, c.Identity
+	// The body's buffer lives in the call: one value per request.
+	req := &c.req
+	*req = clientRequest{buf: g.bodyPool.Get().(*[]byte)}
 	handedOver := false
 	defer func() {
 		// A parser's panic (recovered by net/http) must not keep the
@@ -311,10 +315,10 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	}()
 	fail := func(e *providers.APIError) (*clientRequest, bool) {
 		g.releaseRequest(req)
-		e.Write(w, cf)
+		out.Fail(e)
 		return nil, false
 	}
-	if apiErr := g.readBody(w, r, req); apiErr != nil {
+	if apiErr := g.readCallBody(ctx, c, req); apiErr != nil {
 		return fail(apiErr)
 	}
 	if tooDeep(req.body, maxJSONDepth) {
@@ -327,16 +331,16 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	// body and, for Responses, after for the stored history the input
 	// grew by.
 	if cf == providers.FormatResponses || cf == providers.FormatConverse {
-		if apiErr := g.holdWorkingSet(r.Context(), req, int64(len(req.body))); apiErr != nil {
+		if apiErr := g.holdWorkingSet(ctx, c, req, int64(len(req.body))); apiErr != nil {
 			return fail(apiErr)
 		}
 	}
-	info, err := g.parsers[cf](r, id, req.body)
+	info, err := g.parsers[cf](ctx, c, req.body)
 	if err != nil {
 		return fail(asAPIError(err))
 	}
 	if cf == providers.FormatResponses {
-		if apiErr := g.holdWorkingSet(r.Context(), req, info.InputBytes(req.body)); apiErr != nil {
+		if apiErr := g.holdWorkingSet(ctx, c, req, info.InputBytes(req.body)); apiErr != nil {
 			return fail(apiErr)
 		}
 	}
@@ -419,11 +423,14 @@ func asAPIError(err error) *providers.APIError {
 	return &providers.APIError{Status: http.StatusBadRequest, Message: err.Error()}
 }
 
-// exchange is one client request on its way through dispatch and relay:
-// what every attempt needs, in one value instead of a long parameter list.
+// exchange is one call on its way through dispatch and relay: what every
+// attempt needs, in one value instead of a long parameter list.
 type exchange struct {
-	w     http.ResponseWriter
-	r     *http.Request
+	// ctx is the client's: its end cancels the call. It lives here, as
+	// on an http.Request, because the exchange is the call's own value.
+	ctx   context.Context
+	call  *Call
+	out   Sink
 	cf    providers.Format // the client's wire format
 	body  []byte
 	info  providers.RequestInfo

@@ -1,31 +1,29 @@
 package handlers
 
 import (
-	"net/http"
-	"strings"
+	"context"
 
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
 // readResponsesRequest parses a Responses API request and resolves the
 // history it refers to (previous_response_id, item_reference) from the
 // responses stored under the calling key.
-func (g *Gateway) readResponsesRequest(r *http.Request, id *policy.Identity, body []byte) (providers.RequestInfo, error) {
+func (g *Gateway) readResponsesRequest(ctx context.Context, c *Call, body []byte) (providers.RequestInfo, error) {
 	t, err := providers.ParseResponsesRequest(body)
 	if err != nil {
 		return providers.RequestInfo{}, err
 	}
 	t.Created = g.now().Unix()
-	if run := backgroundRun(r); run != nil {
+	if run := c.run; run != nil {
 		// A background response's run keeps the id and time its client
 		// was answered with.
 		t.ID, t.Created = run.id, run.created
 	}
 	// Codex drops a message with a refusal part it cannot parse; its
 	// requests say who they are in originator.
-	t.RefusalAsText = strings.HasPrefix(r.Header.Get("Originator"), "codex")
-	if err := g.resolveHistory(r, id, t); err != nil {
+	t.RefusalAsText = c.Codex
+	if err := g.resolveHistory(ctx, c.Identity, t); err != nil {
 		return providers.RequestInfo{}, err
 	}
 	return t.Info(), nil

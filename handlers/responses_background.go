@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -111,14 +110,6 @@ func (b *bgRuns) get(key, id string) *bgRun {
 	return nil
 }
 
-// bgRunKey marks a request's context as a background response's own run.
-type bgRunKey struct{}
-
-func backgroundRun(r *http.Request) *bgRun {
-	run, _ := r.Context().Value(bgRunKey{}).(*bgRun)
-	return run
-}
-
 func (g *Gateway) maxBackground() int {
 	if g.opts.MaxBackgroundPerKey > 0 {
 		return g.opts.MaxBackgroundPerKey
@@ -133,76 +124,74 @@ func (g *Gateway) maxBackground() int {
 // on if the client leaves, and GET ?stream=true&starting_after= resumes.
 // The caller gives the request's body memory back before following, which
 // lasts as long as the run.
-func (g *Gateway) startBackground(w http.ResponseWriter, r *http.Request, body []byte, t *providers.ResponsesTurn) (follow func()) {
-	cf := providers.FormatResponses
+func (g *Gateway) startBackground(ctx context.Context, c *Call, out Sink, body []byte, t *providers.ResponsesTurn) (follow func()) {
 	rs := g.responseStore()
 	if rs == nil {
-		(&providers.APIError{Status: http.StatusBadRequest, Param: "background",
-			Message: "background responses are kept in the gateway's responses store, and this gateway has no ledger database; send the request without background"}).Write(w, cf)
+		out.Fail(&providers.APIError{Status: http.StatusBadRequest, Param: "background",
+			Message: "background responses are kept in the gateway's responses store, and this gateway has no ledger database; send the request without background"})
 		return nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
-		(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object"}).Write(w, cf)
+		out.Fail(&providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object"})
 		return nil
 	}
 	fields["stream"] = json.RawMessage("true")
 	delete(fields, "stream_options")
 	inner, _ := json.Marshal(fields)
 
-	key := keyOf(policy.IdentityFrom(r.Context()))
+	key := keyOf(c.Identity)
 	run := &bgRun{id: t.ID, key: key, created: t.Created, done: make(chan struct{}), changed: make(chan struct{})}
-	// The run keeps the request's values (identity, trace) but not its
+	// The run keeps the request's values (trace) but not its
 	// cancellation: the client may go once it has the id. Its cancel
 	// exists before anyone can find the run.
-	rctx, rcancel := context.WithCancel(context.WithValue(context.WithoutCancel(r.Context()), bgRunKey{}, run))
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	run.cancel = rcancel
 	if !g.states.bg.start(run, g.maxBackground()) {
 		rcancel()
-		(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
-			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())}).Write(w, cf)
+		out.Fail(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "5", Code: "background_limit",
+			Message: fmt.Sprintf("key %q already has %d background responses running on this gateway, its limit; wait for one to finish or cancel one", key, g.maxBackground())})
 		return nil
 	}
 	queued := t.QueuedObject()
-	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
-	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: key, Model: t.Alias, Created: time.Unix(t.Created, 0),
+	sctx, cancel := context.WithTimeout(ctx, stateTimeout)
+	err := rs.PutResponse(sctx, ledger.StoredResponse{ID: t.ID, KeyID: key, Model: t.Alias, Created: time.Unix(t.Created, 0),
 		Response: queued, LeaseUntil: g.now().Add(backgroundLease)})
 	cancel()
 	if err != nil {
 		g.states.bg.finish(run)
 		rcancel()
-		stateUnavailable(err).Write(w, cf)
+		out.Fail(stateUnavailable(err))
 		return nil
 	}
 
-	ir := r.Clone(rctx)
-	ir.Body = io.NopCloser(bytes.NewReader(inner))
-	ir.ContentLength = int64(len(inner))
-	ir.GetBody = nil
-	ir.Header.Del("Content-Encoding")
-	ir.Header.Set("Content-Type", "application/json")
-	ir.Header.Set("Accept", "text/event-stream")
-	go g.runBackground(run, ir, rs)
+	// The run is a call of its own: the create's, with the body that
+	// streams and the run it belongs to; its caller is identified again
+	// when it starts.
+	rc := *c
+	rc.Body, rc.source, rc.run, rc.carrierHeld, rc.req = inner, nil, run, 0, clientRequest{}
+	rc.Client = c.Client.Clone()
+	go g.runBackground(rctx, run, &rc, rs)
 
 	if t.Req.Stream {
 		return func() {
-			if !replayRun(w, r, run, -1) {
+			if !replayRun(ctx, out, run, -1) {
 				// Its events outgrew what a run keeps: the stored row.
-				ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+				sctx, cancel := context.WithTimeout(ctx, stateTimeout)
 				defer cancel()
-				if stored, err := rs.GetResponse(ctx, key, run.id); err == nil {
-					replayResponse(w, stored.Response, -1)
+				if stored, err := rs.GetResponse(sctx, key, run.id); err == nil {
+					replayResponse(out, stored.Response, -1)
 				}
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, queued)
+	sinkJSON(out, http.StatusOK, queued)
 	return nil
 }
 
-// runBackground serves a background response to its end and leaves its
-// final state in the store.
-func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseStore) {
+// runBackground serves a background response's call c to its end on ctx,
+// the run's, and leaves its final state in the store.
+func (g *Gateway) runBackground(ctx context.Context, run *bgRun, c *Call, rs ledger.ResponseStore) {
 	defer close(run.done)
 	defer g.states.bg.finish(run)
 	defer run.cancel()
@@ -210,13 +199,14 @@ func (g *Gateway) runBackground(run *bgRun, r *http.Request, rs ledger.ResponseS
 	// It runs from now: every instance polling it says so, not queued.
 	g.markInProgress(run, rs)
 
-	bw := &bgWriter{g: g, run: run, rs: rs, header: http.Header{}}
+	bw := &bgSink{run: run, header: http.Header{}}
 	// Its start is admitted as the key stands now, not as it stood at
 	// the create.
-	if id, refusal := callerOf(r).identify(); refusal != nil {
-		refusal.Write(bw, providers.FormatResponses)
+	if id, refusal := c.caller.identify(); refusal != nil {
+		bw.Fail(refusal)
 	} else {
-		g.responses(bw, r.WithContext(policy.WithIdentity(r.Context(), id)))
+		c.Identity = id
+		g.Serve(ctx, c, bw)
 	}
 
 	// The turn stored its Response itself if it completed; anything else
@@ -384,36 +374,44 @@ func storedStatus(resp json.RawMessage) string {
 	return s.Status
 }
 
-// bgWriter is the http.ResponseWriter a background response is served
-// into: its events are kept for replay; an answer that is not a stream
-// (an error) is kept for the failed Response.
-type bgWriter struct {
-	g       *Gateway
+// bgSink is where a background response's run is answered: its events
+// are kept for replay; an answer that is not a stream (an error) is kept
+// for the failed Response.
+type bgSink struct {
 	run     *bgRun
-	rs      ledger.ResponseStore
 	header  http.Header
 	status  int
 	body    bytes.Buffer
 	pending []byte
 }
 
-func (b *bgWriter) Header() http.Header { return b.header }
+func (b *bgSink) Header() http.Header { return b.header }
 
-func (b *bgWriter) WriteHeader(code int) {
+func (b *bgSink) Start(code int) {
 	if b.status == 0 {
 		b.status = code
 	}
 }
 
-func (b *bgWriter) Write(p []byte) (int, error) {
+// Fail keeps the error the run was answered with, as the body of the
+// failed Response's error.
+func (b *bgSink) Fail(e *apierror.Error) {
+	if b.status != 0 {
+		return
+	}
+	b.status = e.Status
+	b.body.Write(e.Body(providers.FormatResponses))
+}
+
+func (b *bgSink) Write(p []byte) error {
 	if b.status == 0 {
-		b.WriteHeader(http.StatusOK)
+		b.Start(http.StatusOK)
 	}
 	if b.status != http.StatusOK || !strings.HasPrefix(b.header.Get("Content-Type"), "text/event-stream") {
 		if b.body.Len() < 64<<10 {
 			b.body.Write(p)
 		}
-		return len(p), nil
+		return nil
 	}
 	b.pending = append(b.pending, p...)
 	for {
@@ -427,15 +425,14 @@ func (b *bgWriter) Write(p []byte) (int, error) {
 			b.event(data)
 		}
 	}
-	return len(p), nil
+	return nil
 }
 
-// FlushError is what http.ResponseController's Flush calls; events are
-// kept as they are written.
-func (b *bgWriter) FlushError() error { return nil }
+// Flush does nothing: events are kept as they are written.
+func (b *bgSink) Flush() error { return nil }
 
 // event keeps one event's data for replay.
-func (b *bgWriter) event(data []byte) {
+func (b *bgSink) event(data []byte) {
 	run := b.run
 	run.mu.Lock()
 	if run.size+len(data) <= maxBackgroundEvents && !run.overflow {
@@ -451,7 +448,7 @@ func (b *bgWriter) event(data []byte) {
 
 // failure is the error object of a background response that did not
 // finish: the error answer the gateway gave, or the failed event's.
-func (b *bgWriter) failure() json.RawMessage {
+func (b *bgSink) failure() json.RawMessage {
 	var e struct {
 		Error struct {
 			Code    any    `json:"code"`
@@ -547,18 +544,17 @@ func (g *Gateway) cancelBackground(w http.ResponseWriter, r *http.Request, rs le
 // sequence number after, then its live tail until it ends. It reports
 // false when the run's events were not all kept (the caller replays the
 // stored row instead).
-func replayRun(w http.ResponseWriter, r *http.Request, run *bgRun, after int) bool {
+func replayRun(ctx context.Context, out Sink, run *bgRun, after int) bool {
 	run.mu.Lock()
 	overflow := run.overflow
 	run.mu.Unlock()
 	if overflow {
 		return false
 	}
-	h := w.Header()
+	h := out.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	out.Start(http.StatusOK)
 	next := 0
 	for {
 		run.mu.Lock()
@@ -575,13 +571,13 @@ func replayRun(w http.ResponseWriter, r *http.Request, run *bgRun, after int) bo
 			if head.Seq != nil && *head.Seq <= after {
 				continue
 			}
-			if _, err := io.WriteString(w, "event: "+head.Type+"\ndata: "); err != nil {
+			if err := out.Write([]byte("event: " + head.Type + "\ndata: ")); err != nil {
 				return true
 			}
-			_, _ = w.Write(data)
-			_, _ = io.WriteString(w, "\n\n")
+			_ = out.Write(data)
+			_ = out.Write([]byte("\n\n"))
 		}
-		_ = rc.Flush()
+		_ = out.Flush()
 		select {
 		case <-changed:
 		case <-run.done:
@@ -593,7 +589,7 @@ func replayRun(w http.ResponseWriter, r *http.Request, run *bgRun, after int) bo
 			if !rest {
 				return true
 			}
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return true
 		}
 	}

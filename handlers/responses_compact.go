@@ -1,11 +1,9 @@
 package handlers
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -62,18 +60,14 @@ func (g *Gateway) serveCompact(w http.ResponseWriter, r *http.Request) {
 	}
 	ib, _ := json.Marshal(inner)
 	g.releaseRequest(outer)
-	ir := r.Clone(r.Context())
-	// The inner body is plain JSON, whatever the outer one's encoding.
-	ir.Header.Del("Content-Encoding")
-	ir.Body, ir.ContentLength, ir.GetBody = io.NopCloser(bytes.NewReader(ib)), int64(len(ib)), nil
-	rw := &bufferWriter{header: http.Header{}}
-	g.responses(rw, ir)
+	// The summary is asked through the core as a Responses call of the
+	// same caller; its answer is kept for the compaction built from it.
+	c := callOf(r, cf)
+	c.Body = ib
+	rw := newBufferSink()
+	g.Serve(r.Context(), &c, rw)
 	if rw.status != http.StatusOK {
-		for k, v := range rw.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rw.status)
-		_, _ = w.Write(rw.body.Bytes())
+		rw.replay(httpSink(w, cf))
 		return
 	}
 	var resp struct {
@@ -112,26 +106,4 @@ func (g *Gateway) serveCompact(w http.ResponseWriter, r *http.Request) {
 	out, _ := json.Marshal(map[string]any{"id": "cmp_" + nonce, "object": "response.compaction",
 		"created_at": g.now().Unix(), "output": []any{item}, "usage": usage})
 	writeJSON(w, http.StatusOK, out)
-}
-
-// bufferWriter keeps a whole answer for the handler that asked for it.
-type bufferWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferWriter) Header() http.Header { return b.header }
-
-func (b *bufferWriter) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-
-func (b *bufferWriter) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
 }

@@ -43,7 +43,7 @@ func wantsReplay(r *http.Request) (bool, int, *providers.APIError) {
 // arguments, done, and response.completed (or the stored status), with
 // sequence numbers from 0. The stored response holds the final items, so
 // each text comes as one delta.
-func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
+func replayResponse(out Sink, stored json.RawMessage, after int) {
 	var resp map[string]json.RawMessage
 	_ = json.Unmarshal(stored, &resp)
 	var output []json.RawMessage
@@ -51,11 +51,10 @@ func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
 	var status string
 	_ = json.Unmarshal(resp["status"], &status)
 
-	h := w.Header()
+	h := out.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	out.Start(http.StatusOK)
 	seq := 0
 	emit := func(typ string, fields map[string]any) {
 		defer func() { seq++ }()
@@ -65,9 +64,8 @@ func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
 		fields["type"] = typ
 		fields["sequence_number"] = seq
 		b, _ := json.Marshal(fields)
-		_, _ = io.WriteString(w, "event: "+typ+"\ndata: ")
-		_, _ = w.Write(b)
-		_, _ = io.WriteString(w, "\n\n")
+		ev := append([]byte("event: "+typ+"\ndata: "), b...)
+		_ = out.Write(append(ev, "\n\n"...))
 	}
 	start := map[string]json.RawMessage{}
 	for k, v := range resp {
@@ -80,12 +78,12 @@ func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
 	if status == "queued" {
 		// A background response another instance runs: nothing more is
 		// stored yet.
-		_ = rc.Flush()
+		_ = out.Flush()
 		return
 	}
 	emit("response.in_progress", map[string]any{"response": start})
 	if status == "in_progress" {
-		_ = rc.Flush()
+		_ = out.Flush()
 		return
 	}
 	for i, raw := range output {
@@ -154,5 +152,5 @@ func replayResponse(w http.ResponseWriter, stored json.RawMessage, after int) {
 		end = "response.cancelled"
 	}
 	emit(end, map[string]any{"response": json.RawMessage(stored)})
-	_ = rc.Flush()
+	_ = out.Flush()
 }

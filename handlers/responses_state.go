@@ -41,9 +41,9 @@ func keyOf(id *policy.Identity) string {
 
 // resolveHistory puts the stored conversation before the turn's input and
 // replaces item references with the items they name.
-func (g *Gateway) resolveHistory(r *http.Request, id *policy.Identity, t *providers.ResponsesTurn) error {
+func (g *Gateway) resolveHistory(ctx context.Context, id *policy.Identity, t *providers.ResponsesTurn) error {
 	rs := g.responseStore()
-	ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
 	defer cancel()
 	if prev := t.Req.PreviousResponseID; prev != nil {
 		notFound := &providers.APIError{Status: http.StatusBadRequest, Param: "previous_response_id", Code: "previous_response_not_found",
@@ -100,9 +100,9 @@ func stateUnavailable(err error) *providers.APIError {
 
 // keepResponse stores a finished response the client asked to keep, before
 // the client has its end: the next turn may refer to it at once.
-func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
+func (g *Gateway) keepResponse(id *policy.Identity, info providers.RequestInfo) {
 	if t, ok := info.Turn.(*providers.ResponsesTurn); ok {
-		g.appendTurn(r, t)
+		g.appendTurn(id, t)
 	}
 	t := info.KeptResponse()
 	if t == nil {
@@ -120,7 +120,7 @@ func (g *Gateway) keepResponse(r *http.Request, info providers.RequestInfo) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(policy.IdentityFrom(r.Context())), PreviousID: prev,
+	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(id), PreviousID: prev,
 		Model: t.Alias, Created: time.Unix(t.Created, 0), Input: input, Output: output, Response: t.Response})
 	if err != nil {
 		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "response_store: " + err.Error()})
@@ -190,8 +190,9 @@ func (g *Gateway) serveStoredResponse(w http.ResponseWriter, r *http.Request) {
 		if replay, after, apiErr := wantsReplay(r); apiErr != nil {
 			apiErr.Write(w, cf)
 		} else if replay {
-			if run := g.states.bg.get(key, respID); run == nil || !replayRun(w, r, run, after) {
-				replayResponse(w, stored.Response, after)
+			out := httpSink(w, cf)
+			if run := g.states.bg.get(key, respID); run == nil || !replayRun(r.Context(), out, run, after) {
+				replayResponse(out, stored.Response, after)
 			}
 		} else {
 			writeJSON(w, http.StatusOK, stored.Response)

@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/modelgate/modelgate/apierror"
-	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -24,31 +24,13 @@ import (
 // {"type":"response.create", …the Responses request body…} and reads the
 // turn's stream events back as one text frame each, up to
 // response.completed. Every turn is served by the HTTP path itself, on a
-// request built from the upgrade's headers and identity, so auth, limits,
-// budgets, fallbacks, stored state and the ledger are those of HTTP; the
-// ledger says responses_websocket for the endpoint.
+// call built from the upgrade's headers and the key identified again per
+// turn, so auth, limits, budgets, fallbacks, stored state and the ledger
+// are those of HTTP; the ledger says responses_websocket for the endpoint.
 //
 // A connection remembers its last turn: Codex sends the next turn as
 // previous_response_id plus only the new items, even with store: false,
 // and the connection supplies the history as OpenAI's does.
-
-// wsTransportKey marks a request's context as a turn carried by a
-// WebSocket; its value is the body memory the connection holds (wsCarrierHeld).
-type wsTransportKey struct{}
-
-// viaWebSocket reports whether r is a turn carried by a WebSocket.
-func viaWebSocket(r *http.Request) bool {
-	_, ok := r.Context().Value(wsTransportKey{}).(int64)
-	return ok
-}
-
-// wsCarrierHeld is the body memory the WebSocket connection a turn came
-// in holds while the turn runs (its message and its kept history); 0 for
-// an HTTP request.
-func wsCarrierHeld(ctx context.Context) int64 {
-	n, _ := ctx.Value(wsTransportKey{}).(int64)
-	return n
-}
 
 // isWebSocketUpgrade reports whether r asks to switch to a WebSocket.
 func isWebSocketUpgrade(r *http.Request) bool {
@@ -80,7 +62,9 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 	c.SetReadLimit(g.maxBody() + 1)
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	conn := &wsConn{g: g, c: c, caller: callerOf(r)}
+	conn := &wsConn{g: g, c: c, caller: callerOf(r), call: callOf(r, providers.FormatResponses)}
+	conn.call.Endpoint = ledger.EndpointResponsesWebSocket
+	conn.call.Client = conn.call.Client.Clone()
 	defer conn.forget()
 	go conn.watch(ctx, g.opts.WebSocketLifetime)
 	for {
@@ -91,7 +75,7 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 		if req == nil {
 			continue
 		}
-		open := conn.serveMessage(ctx, r, req.body, req.held)
+		open := conn.serveMessage(ctx, req.body, req.held)
 		g.releaseRequest(req)
 		if !open {
 			return
@@ -143,7 +127,7 @@ func (conn *wsConn) readMessage(ctx context.Context) (*clientRequest, bool) {
 
 // serveMessage answers one message; it reports whether the connection is
 // still open.
-func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []byte, held int64) bool {
+func (conn *wsConn) serveMessage(ctx context.Context, data []byte, held int64) bool {
 	g, c := conn.g, conn.c
 	var head struct {
 		Type string `json:"type"`
@@ -156,12 +140,12 @@ func (conn *wsConn) serveMessage(ctx context.Context, up *http.Request, data []b
 		// The turn's working set is bounded beside all this connection
 		// holds while it runs: the message and the history kept from the
 		// last turn, which only this connection can give back.
-		tctx, cancel := context.WithCancel(context.WithValue(ctx, wsTransportKey{}, held+conn.lastHeld))
+		tctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if !conn.beginTurn(cancel) {
 			return false
 		}
-		ok := g.wsTurn(ctx, tctx, conn, up, data)
+		ok := g.wsTurn(ctx, tctx, conn, held+conn.lastHeld, data)
 		return conn.endTurn() && ok
 	case "response.processed":
 		// Codex acknowledges a finished turn; nothing to do.
@@ -199,11 +183,11 @@ func (g *Gateway) wsAPIError(ctx context.Context, c *websocket.Conn, e *provider
 	return c.Write(ctx, websocket.MessageText, b)
 }
 
-// wsTurn serves one response.create frame through the HTTP path, as the
-// key is admitted now, and sends its events back on ctx, the
-// connection's; tctx is the turn's. It reports whether the connection is
-// still usable.
-func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, up *http.Request, data []byte) bool {
+// wsTurn serves one response.create frame through the core, as the key is
+// admitted now, and sends its events back on ctx, the connection's; tctx
+// is the turn's, held the body memory the connection holds while it
+// runs. It reports whether the connection is still usable.
+func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, held int64, data []byte) bool {
 	c := conn.c
 	id, refusal := conn.caller.identify()
 	if refusal != nil {
@@ -248,19 +232,11 @@ func (g *Gateway) wsTurn(ctx, tctx context.Context, conn *wsConn, up *http.Reque
 
 	tctx, cancel := context.WithCancel(tctx)
 	defer cancel()
-	r := up.Clone(policy.WithIdentity(tctx, id))
-	r.Method = http.MethodPost
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.GetBody = nil
-	for _, h := range []string{"Upgrade", "Connection", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"} {
-		r.Header.Del(h)
-	}
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "text/event-stream")
+	call := conn.call
+	call.Identity, call.Body, call.carrierHeld = id, body, held
 
-	ew := &wsEventWriter{ctx: ctx, c: c, header: http.Header{}, cancel: cancel}
-	g.responses(ew, r)
+	ew := &wsSink{ctx: ctx, c: c, header: http.Header{}, cancel: cancel}
+	g.Serve(tctx, &call, ew)
 	if ew.werr != nil {
 		return false
 	}
@@ -309,10 +285,10 @@ func inputItems(raw json.RawMessage) []json.RawMessage {
 	return items
 }
 
-// wsEventWriter is the http.ResponseWriter a WebSocket turn is served
-// into: a stream's events go out as text frames as they come; any other
-// answer (an error) is kept for wsTurn to send as an error event.
-type wsEventWriter struct {
+// wsSink is where a WebSocket turn is answered: a stream's events go out
+// as text frames as they come; any other answer (an error) is kept for
+// wsTurn to send as an error event.
+type wsSink struct {
 	ctx       context.Context
 	c         *websocket.Conn
 	header    http.Header
@@ -324,43 +300,51 @@ type wsEventWriter struct {
 	cancel    context.CancelFunc
 }
 
-func (e *wsEventWriter) Header() http.Header { return e.header }
+func (e *wsSink) Header() http.Header { return e.header }
 
-func (e *wsEventWriter) WriteHeader(code int) {
+func (e *wsSink) Start(code int) {
 	if e.status == 0 {
 		e.status = code
 	}
 }
 
-func (e *wsEventWriter) stream() bool {
+// Fail keeps the error for wsTurn's error event, in the Responses
+// family its HTTP answer would have.
+func (e *wsSink) Fail(err *apierror.Error) {
+	if e.status != 0 {
+		return
+	}
+	e.status = err.Status
+	e.body.Write(err.Body(providers.FormatResponses))
+}
+
+func (e *wsSink) stream() bool {
 	return e.status == http.StatusOK && strings.HasPrefix(e.header.Get("Content-Type"), "text/event-stream")
 }
 
-func (e *wsEventWriter) Write(p []byte) (int, error) {
+func (e *wsSink) Write(p []byte) error {
 	if e.status == 0 {
-		e.WriteHeader(http.StatusOK)
+		e.Start(http.StatusOK)
 	}
 	if e.werr != nil {
-		return 0, e.werr
+		return e.werr
 	}
 	if !e.stream() {
-		return e.body.Write(p)
+		e.body.Write(p)
+		return nil
 	}
 	e.pending = append(e.pending, p...)
 	e.flushEvents(false)
-	if e.werr != nil {
-		return 0, e.werr
-	}
-	return len(p), nil
+	return e.werr
 }
 
-// FlushError is what http.ResponseController's Flush calls: the events
-// are sent as they are written, so it only reports a failed send.
-func (e *wsEventWriter) FlushError() error { return e.werr }
+// Flush only reports a failed send: the events are sent as they are
+// written.
+func (e *wsSink) Flush() error { return e.werr }
 
 // flushEvents sends every whole SSE event in pending as a frame of its
 // data; at the end the rest is sent too.
-func (e *wsEventWriter) flushEvents(final bool) {
+func (e *wsSink) flushEvents(final bool) {
 	for e.werr == nil {
 		i := bytes.Index(e.pending, []byte("\n\n"))
 		var ev []byte

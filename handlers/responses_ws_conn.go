@@ -44,6 +44,9 @@ type wsConn struct {
 	g      *Gateway
 	c      *websocket.Conn
 	caller caller
+	// call is every turn's call as the upgrade makes it: its client
+	// headers and session; each turn sets its own identity and body.
+	call Call
 
 	mu sync.Mutex
 	// cancelTurn cancels the turn being served; nil between turns. The

@@ -13,32 +13,43 @@ import (
 // the agent that sent it, first match wins: Claude Code's header, its
 // metadata.user_id, Codex's session headers, the generic session headers
 // (opencode and others), then a Responses request's prompt_cache_key. The
-// id is kept as the client sent it.
-func resolveSession(r *http.Request, body []byte, cf providers.Format, info providers.RequestInfo) (id, agent string) {
-	h := r.Header
-	if v := h.Get("X-Claude-Code-Session-Id"); validSessionID(v) {
-		return v, "claude-code"
+// id is kept as the client sent it. The headers' part was read by the
+// door (sessionHints).
+func resolveSession(h SessionHints, body []byte, cf providers.Format, info providers.RequestInfo) (id, agent string) {
+	if h.ClaudeCode != "" {
+		return h.ClaudeCode, "claude-code"
 	}
 	if cf.SessionInMetadata() && bytes.Contains(body, []byte(`"user_id"`)) {
 		if v := claudeMetadataSession(body); validSessionID(v) {
 			return v, "claude-code"
 		}
 	}
-	ua := agentOf(h)
-	for _, k := range [...]string{"Session-Id", "Session_id", "Thread-Id", "Conversation_id"} {
-		if v := h.Get(k); validSessionID(v) {
-			return v, or(ua, "header")
-		}
-	}
-	for _, k := range [...]string{"X-Session-Id", "X-Session-Affinity"} {
-		if v := h.Get(k); validSessionID(v) {
-			return v, or(ua, "header")
-		}
+	ua := h.Agent
+	if h.Header != "" {
+		return h.Header, or(ua, "header")
 	}
 	if k := info.SessionKey(); validSessionID(k) {
 		return k, or(ua, "conversation")
 	}
 	return "", ua
+}
+
+// sessionHints reads what a request's headers say of its session: Claude
+// Code's header, Codex's session headers, then the generic ones, and the
+// agent.
+func sessionHints(h http.Header) SessionHints {
+	var s SessionHints
+	if v := h.Get("X-Claude-Code-Session-Id"); validSessionID(v) {
+		s.ClaudeCode = v
+	}
+	s.Agent = agentOf(h)
+	for _, k := range [...]string{"Session-Id", "Session_id", "Thread-Id", "Conversation_id", "X-Session-Id", "X-Session-Affinity"} {
+		if v := h.Get(k); validSessionID(v) {
+			s.Header = v
+			break
+		}
+	}
+	return s
 }
 
 func or(a, b string) string {

@@ -34,7 +34,7 @@ func TestResolveSessionOrder(t *testing.T) {
 		for k, v := range tc.headers {
 			r.Header.Set(k, v)
 		}
-		id, agent := resolveSession(r, []byte(tc.body), tc.cf, tc.info)
+		id, agent := resolveSession(sessionHints(r.Header), []byte(tc.body), tc.cf, tc.info)
 		if id != tc.id || agent != tc.agent {
 			t.Errorf("%s: (%q, %q), want (%q, %q)", tc.name, id, agent, tc.id, tc.agent)
 		}

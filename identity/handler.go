@@ -140,9 +140,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Owns reports the paths the handler answers without a key.
-func Owns(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, prefix) }
-
 // provider discovers the issuer once, remembering a failure briefly.
 func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
 	h.mu.Lock()

@@ -82,11 +82,6 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// Match reports whether r is for the SCIM API.
-func Match(r *http.Request) bool {
-	return r.URL.Path == BasePath || strings.HasPrefix(r.URL.Path, BasePath+"/")
-}
-
 func writeError(w http.ResponseWriter, status int, scimType, detail string) {
 	body := map[string]any{"schemas": []string{ErrorSchema}, "status": strconv.Itoa(status), "detail": detail}
 	if scimType != "" {

@@ -201,6 +201,13 @@ func (r *Request) StartAttempt(ctx context.Context, a AttemptInfo) (context.Cont
 // unchanged: the gateway builds its upstream requests afresh, and without
 // this a caller's trace would stop at the gateway.
 func (a *Attempt) Inject(ctx context.Context, h, client http.Header) {
+	a.InjectTrace(ctx, h, client.Values("Traceparent"), client.Values("Tracestate"))
+}
+
+// InjectTrace is Inject given the client's traceparent and tracestate
+// values instead of its headers, for a request core that holds only
+// those (upstream.ClientMeta).
+func (a *Attempt) InjectTrace(ctx context.Context, h http.Header, traceparent, tracestate []string) {
 	if a != nil {
 		ctx = a.ctx
 	}
@@ -208,10 +215,10 @@ func (a *Attempt) Inject(ctx context.Context, h, client http.Header) {
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 		return
 	}
-	if tp := client.Values("Traceparent"); len(tp) > 0 {
-		h["Traceparent"] = slices.Clone(tp)
-		if ts := client.Values("Tracestate"); len(ts) > 0 {
-			h["Tracestate"] = slices.Clone(ts)
+	if len(traceparent) > 0 {
+		h["Traceparent"] = slices.Clone(traceparent)
+		if len(tracestate) > 0 {
+			h["Tracestate"] = slices.Clone(tracestate)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func (cloud) credentialsRefused(status int, message string) bool {
 type cloudCounter interface {
 	// prepareCount turns a count_tokens body into the cloud's and names
 	// the URL to post it to.
-	prepareCount(body []byte, client http.Header) (url string, out []byte, err error)
+	prepareCount(body []byte, client ClientMeta) (url string, out []byte, err error)
 	// countResult reads the cloud's answer to prepareCount.
 	countResult(raw []byte) (int, error)
 }
@@ -132,8 +132,8 @@ func newBedrockEndpoint(d *modellist.Deployment) *bedrockEndpoint {
 	return e
 }
 
-func (e *bedrockEndpoint) prepare(_ providers.Format, body []byte, client *http.Request, stream bool) (string, []byte, error) {
-	out, err := providers.BedrockBody(body, providers.BedrockBetas(client.Header.Values("Anthropic-Beta")))
+func (e *bedrockEndpoint) prepare(_ providers.Format, body []byte, client ClientMeta, stream bool) (string, []byte, error) {
+	out, err := providers.BedrockBody(body, providers.BedrockBetas(client.AnthropicBeta))
 	if stream {
 		return e.model + "/invoke-with-response-stream", out, err
 	}
@@ -142,8 +142,8 @@ func (e *bedrockEndpoint) prepare(_ providers.Format, body []byte, client *http.
 
 func (e *bedrockEndpoint) counter() tokenCounter { return cloudCount{e} }
 
-func (e *bedrockEndpoint) prepareCount(body []byte, client http.Header) (string, []byte, error) {
-	out, err := providers.BedrockCountBody(body, providers.BedrockBetas(client.Values("Anthropic-Beta")))
+func (e *bedrockEndpoint) prepareCount(body []byte, client ClientMeta) (string, []byte, error) {
+	out, err := providers.BedrockCountBody(body, providers.BedrockBetas(client.AnthropicBeta))
 	return e.model + "/count-tokens", out, err
 }
 
@@ -151,7 +151,7 @@ func (e *bedrockEndpoint) countResult(raw []byte) (int, error) {
 	return providers.BedrockCountResult(raw)
 }
 
-func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, _ providers.Format, _ http.Header, body []byte) error {
+func (e *bedrockEndpoint) authorize(ctx context.Context, req *http.Request, _ providers.Format, _ ClientMeta, body []byte) error {
 	if e.chainErr != nil {
 		return &CredentialError{"the AWS configuration could not be loaded: " + e.chainErr.Error()}
 	}
@@ -299,7 +299,7 @@ func pathEscape(s string) string {
 	return r.Replace(s)
 }
 
-func (e *vertexEndpoint) prepare(_ providers.Format, body []byte, _ *http.Request, stream bool) (string, []byte, error) {
+func (e *vertexEndpoint) prepare(_ providers.Format, body []byte, _ ClientMeta, stream bool) (string, []byte, error) {
 	out, err := providers.VertexBody(body)
 	if stream {
 		return e.models + e.model + ":streamRawPredict", out, err
@@ -309,7 +309,7 @@ func (e *vertexEndpoint) prepare(_ providers.Format, body []byte, _ *http.Reques
 
 func (e *vertexEndpoint) counter() tokenCounter { return cloudCount{e} }
 
-func (e *vertexEndpoint) prepareCount(body []byte, _ http.Header) (string, []byte, error) {
+func (e *vertexEndpoint) prepareCount(body []byte, _ ClientMeta) (string, []byte, error) {
 	out, err := providers.VertexCountBody(body, e.name)
 	return e.models + "count-tokens:rawPredict", out, err
 }
@@ -322,11 +322,11 @@ func (e *vertexEndpoint) countResult(raw []byte) (int, error) {
 	return int(u.InputTokens), nil
 }
 
-func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client http.Header, _ []byte) error {
+func (e *vertexEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client ClientMeta, _ []byte) error {
 	if e.passBeta[cf] {
 		// Vertex takes betas as Anthropic does, in the header; Bedrock
 		// has them in the body already (prepare).
-		if v := client.Values("Anthropic-Beta"); len(v) > 0 {
+		if v := client.AnthropicBeta; len(v) > 0 {
 			req.Header["Anthropic-Beta"] = v
 		}
 	}

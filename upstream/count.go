@@ -23,8 +23,9 @@ const CountTimeout = 30 * time.Second
 // Count counts body, an Anthropic Messages request, the way the
 // deployment's endpoint counts for free: the provider's own count, a
 // local server's tokenizer, tiktoken for OpenAI models, or local's
-// estimate. client is the caller's request (its query and betas).
-func (b *Deployment) Count(ctx context.Context, client *http.Request, body []byte, local *tokencount.Counter) (CountResult, *providers.APIError) {
+// estimate. client is what the caller sent besides the body (its query
+// and betas).
+func (b *Deployment) Count(ctx context.Context, client ClientMeta, body []byte, local *tokencount.Counter) (CountResult, *providers.APIError) {
 	return b.ep.counter().count(ctx, b, countRequest{client: client, body: body, local: local})
 }
 
@@ -37,8 +38,8 @@ type tokenCounter interface {
 
 // countRequest is what a count is asked.
 type countRequest struct {
-	client *http.Request // the caller's (its query and Anthropic betas)
-	body   []byte        // an Anthropic Messages request
+	client ClientMeta // the caller's query and Anthropic betas
+	body   []byte     // an Anthropic Messages request
 	local  *tokencount.Counter
 }
 
@@ -155,7 +156,7 @@ func (c geminiCount) count(ctx context.Context, b *Deployment, req countRequest)
 type cloudCount struct{ cc cloudCounter }
 
 func (c cloudCount) count(ctx context.Context, b *Deployment, req countRequest) (CountResult, *providers.APIError) {
-	url, out, err := c.cc.prepareCount(req.body, req.client.Header)
+	url, out, err := c.cc.prepareCount(req.body, req.client)
 	if err != nil {
 		return CountResult{}, asAPIError(err)
 	}

@@ -177,7 +177,7 @@ func (b *Deployment) Body(cf providers.Format, body []byte, info providers.Reque
 // error is a *providers.APIError for a body the upstream's dialect
 // refuses, a *CredentialError for credentials that could not be had, or
 // another failure to build the request.
-func (b *Deployment) NewRequest(ctx context.Context, cf providers.Format, client *http.Request, body []byte, stream bool) (*http.Request, error) {
+func (b *Deployment) NewRequest(ctx context.Context, cf providers.Format, client ClientMeta, body []byte, stream bool) (*http.Request, error) {
 	url, out, err := b.ep.prepare(cf, body, client, stream)
 	if err != nil {
 		return nil, err
@@ -186,13 +186,13 @@ func (b *Deployment) NewRequest(ctx context.Context, cf providers.Format, client
 }
 
 // postRequest posts body to url, authenticated for the endpoint.
-func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, client *http.Request, url string, body []byte) (*http.Request, error) {
+func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, client ClientMeta, url string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header = b.header.Clone()
-	if err := b.ep.authorize(ctx, req, cf, client.Header, body); err != nil {
+	if err := b.ep.authorize(ctx, req, cf, client, body); err != nil {
 		return nil, err
 	}
 	return req, nil

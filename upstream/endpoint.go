@@ -28,13 +28,14 @@ type endpoint interface {
 	format() providers.Format
 	// prepare names the URL a request of client format cf goes to and
 	// the body to post there: a cloud rewrites the Messages body into its
-	// dialect. client is the caller's request (its query and betas).
-	prepare(cf providers.Format, body []byte, client *http.Request, stream bool) (url string, out []byte, err error)
+	// dialect. client is what the caller sent besides its body (its
+	// query and betas).
+	prepare(cf providers.Format, body []byte, client ClientMeta, stream bool) (url string, out []byte, err error)
 	// authorize adds to req, whose payload is body, what the request
 	// needs past the fixed header: the client's Anthropic version and
 	// betas, a signature, a token. Its error is for the client: it names
 	// what is missing, never a secret.
-	authorize(ctx context.Context, req *http.Request, cf providers.Format, client http.Header, body []byte) error
+	authorize(ctx context.Context, req *http.Request, cf providers.Format, client ClientMeta, body []byte) error
 	// counter is how the upstream counts a Messages request's tokens
 	// without inference.
 	counter() tokenCounter
@@ -234,30 +235,30 @@ func (e *httpEndpoint) credentials(h http.Header) {
 	}
 }
 
-func (e *httpEndpoint) prepare(cf providers.Format, body []byte, client *http.Request, stream bool) (string, []byte, error) {
+func (e *httpEndpoint) prepare(cf providers.Format, body []byte, client ClientMeta, stream bool) (string, []byte, error) {
 	t := &e.targets[cf]
 	u := t.url
 	if stream {
 		u = t.stream
 	}
-	if t.passAnthropic && client.URL.RawQuery != "" {
-		if q := e.query(client.URL.RawQuery); q != "" {
+	if t.passAnthropic && client.Query != "" {
+		if q := e.query(client.Query); q != "" {
 			u += "?" + q
 		}
 	}
 	return u, body, nil
 }
 
-func (e *httpEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client http.Header, _ []byte) error {
+func (e *httpEndpoint) authorize(_ context.Context, req *http.Request, cf providers.Format, client ClientMeta, _ []byte) error {
 	if !e.targets[cf].passAnthropic {
 		return nil
 	}
 	// An Anthropic client's version and betas go through unless the
 	// deployment's extra_headers pin them.
-	if v := client.Values("Anthropic-Version"); len(v) > 0 && !e.pinVersion {
+	if v := client.AnthropicVersion; len(v) > 0 && !e.pinVersion {
 		req.Header["Anthropic-Version"] = v
 	}
-	if v := client.Values("Anthropic-Beta"); len(v) > 0 && !e.pinBeta {
+	if v := client.AnthropicBeta; len(v) > 0 && !e.pinBeta {
 		req.Header["Anthropic-Beta"] = v
 	}
 	return nil

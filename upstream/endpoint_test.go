@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 
@@ -47,7 +46,7 @@ func TestEndpointPerKind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEndpoint(&tc.d)
-			client := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+			client := ClientMeta{}
 			url := func(cf providers.Format, stream bool) string {
 				u, _, err := e.prepare(cf, nil, client, stream)
 				if err != nil {
@@ -78,9 +77,7 @@ func TestEndpointPerKind(t *testing.T) {
 // upstream, unless extra_headers pin them; no other client's do. Claude
 // Code's ?beta=true reaches Anthropic's own API only.
 func TestAnthropicPassThrough(t *testing.T) {
-	client := httptest.NewRequest(http.MethodPost, "/v1/messages?beta=true", nil)
-	client.Header.Set("Anthropic-Version", "2024-01-01")
-	client.Header.Set("Anthropic-Beta", "tools-1")
+	client := ClientMeta{Query: "beta=true", AnthropicVersion: []string{"2024-01-01"}, AnthropicBeta: []string{"tools-1"}}
 	send := func(d *modellist.Deployment, cf providers.Format) *http.Request {
 		t.Helper()
 		b := New(d, Options{Client: http.DefaultClient, State: &State{}})

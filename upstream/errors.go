@@ -69,7 +69,7 @@ func TransportError(ctx context.Context, err error, alias string, timeout time.D
 // expired early, rotated AWS keys) and fresh ones can be had, so that
 // one stale token does not fail a client's request. Any other answer is
 // returned as it came.
-func (b *Deployment) RenewCredentials(ctx context.Context, cf providers.Format, r *http.Request, body []byte, stream bool, resp *http.Response) (*http.Response, error) {
+func (b *Deployment) RenewCredentials(ctx context.Context, cf providers.Format, client ClientMeta, body []byte, stream bool, resp *http.Response) (*http.Response, error) {
 	if b.renewer == nil || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return resp, nil
 	}
@@ -80,7 +80,7 @@ func (b *Deployment) RenewCredentials(ctx context.Context, cf providers.Format, 
 	if !b.renewer.credentialsRefused(resp.StatusCode, msg) || !b.renewer.rejected() {
 		return resp, nil
 	}
-	req, err := b.NewRequest(ctx, cf, r, body, stream)
+	req, err := b.NewRequest(ctx, cf, client, body, stream)
 	if err != nil {
 		return nil, err
 	}

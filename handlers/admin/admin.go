@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
@@ -52,13 +53,22 @@ type Handler struct {
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
 	mux       *http.ServeMux
+	siteOnce  sync.Once
+	// site is the site's route table, which says what this handler owns.
+	site *handlers.Site
 }
 
-// Match reports whether r is under the organization API, which the admin
-// handler owns: its reports, and a 404 for the paths it does not serve.
+// Match reports whether r is the admin handler's, as the site's route
+// table says (handlers.Site): the organization API (its reports, and a 404
+// for the paths it does not serve) and the dashboard's files, and a
+// browser opening the site's root.
 func (a *Handler) Match(r *http.Request) bool {
-	p := r.URL.Path
-	return p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || policy.IsUIPath(p) || policy.IsBrowserRoot(r)
+	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
+	switch a.site.Owner(r) {
+	case handlers.OwnerAdmin, handlers.OwnerDashboard:
+		return true
+	}
+	return policy.IsBrowserRoot(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,

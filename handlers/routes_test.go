@@ -1,0 +1,97 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/apierror"
+)
+
+// TestRouteFamilies: a route's refusals are in the family its entry
+// names, whatever headers the caller sends: the table, not the path or a
+// header read again, says what the caller reads.
+func TestRouteFamilies(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, tc := range []struct{ method, path, family string }{
+		{"GET", "/v1/messages", `"type":"error"`},
+		{"GET", "/v1/chat/completions", `"error":{"message"`},
+		{"GET", "/v1/responses/compact", `"error":{"message"`},
+		{"POST", "/v1beta/models", `"status":"UNIMPLEMENTED"`},
+	} {
+		rec := get(g, alice, tc.method, tc.path, "Anthropic-Version", "2023-06-01")
+		if rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Body.String(), tc.family) {
+			t.Errorf("%s %s: %d %s, want a 405 with %s", tc.method, tc.path, rec.Code, rec.Body, tc.family)
+		}
+	}
+}
+
+// TestMCPRoutes: /mcp and /mcp/{server} are entries of the table when an
+// MCP gateway is configured, and another handler's paths when not.
+func TestMCPRoutes(t *testing.T) {
+	var served []string
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) {
+		o.MCP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = append(served, r.URL.Path) })
+	})
+	for _, p := range []string{"/mcp", "/mcp/", "/mcp/github"} {
+		if rec := get(g, alice, "POST", p); rec.Code != http.StatusOK {
+			t.Errorf("POST %s: %d", p, rec.Code)
+		}
+	}
+	if strings.Join(served, " ") != "/mcp /mcp/ /mcp/github" {
+		t.Errorf("served %q", served)
+	}
+	plain, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	if rec := get(plain, alice, "POST", "/mcp"); rec.Code != -1 {
+		t.Errorf("without MCP servers, POST /mcp answered %d, want it passed on", rec.Code)
+	}
+}
+
+// TestRouteAllocations: finding a route costs no allocation, for an exact
+// path, a subtree pattern and a documented matcher alike (ServeMux's own
+// matching is kept to the patterns that need it: the Conversations API's).
+func TestRouteAllocations(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, p := range []string{"/v1/chat/completions", "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx/invoke",
+		"/v1/responses/resp_1/input_items", "/v1beta/models/m:generateContent", "/v1/projects/p/locations/l/publishers/anthropic/models/c:rawPredict"} {
+		r := httptest.NewRequest(http.MethodPost, p, nil)
+		if _, ok := g.Route(r); !ok {
+			t.Fatalf("%s: no route", p)
+		}
+		if n := testing.AllocsPerRun(100, func() { g.Route(r) }); n != 0 {
+			t.Errorf("%s: %v allocations to route", p, n)
+		}
+	}
+}
+
+// TestSiteOwnersAndFamilies: the modules before the gateway read the same
+// table: who serves a path, and the family a refusal there is written in
+// (Bedrock's on its runtime and control-plane paths, which the AWS SDK
+// reads in no other shape).
+func TestSiteOwnersAndFamilies(t *testing.T) {
+	s := NewSite()
+	for path, want := range map[string]Owner{
+		"/auth/oidc/callback": OwnerOIDC, "/scim/v2": OwnerSCIM, "/scim/v2/Users/1": OwnerSCIM,
+		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard,
+		"/inference-profiles": OwnerNone, "/v1/messages": OwnerGateway, "/v1/organizationsx": OwnerGateway, "/nope": OwnerGateway,
+	} {
+		if got := s.Owner(httptest.NewRequest(http.MethodGet, path, nil)); got != want {
+			t.Errorf("Owner(%s) = %d, want %d", path, got, want)
+		}
+	}
+	e := &apierror.Error{Status: http.StatusUnauthorized, Message: "missing API key"}
+	for _, tc := range []struct{ path, body, header string }{
+		{"/model/anthropic.claude/invoke", `{"message":"missing API key"}`, "AccessDeniedException"},
+		{"/inference-profiles", `{"message":"missing API key"}`, "AccessDeniedException"},
+		{"/v1/messages", `"type":"error"`, ""},
+		{"/v1/chat/completions", `"code":"invalid_api_key"`, ""},
+		{"/v1beta/models/m:generateContent", `"status":"UNAUTHENTICATED"`, ""},
+	} {
+		w := httptest.NewRecorder()
+		s.WriteError(w, httptest.NewRequest(http.MethodPost, tc.path, nil), e)
+		if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), tc.body) || w.Header().Get("X-Amzn-Errortype") != tc.header {
+			t.Errorf("%s: %d %s %v", tc.path, w.Code, w.Body, w.Header())
+		}
+	}
+}
