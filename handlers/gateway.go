@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/agentotel"
+	"github.com/modelgate/modelgate/batch"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -103,6 +104,9 @@ type GatewayOptions struct {
 	// AgentTelemetry answers POST /v1/logs and /v1/metrics, coding agents'
 	// own OpenTelemetry export; nil: those paths are not the gateway's.
 	AgentTelemetry *agentotel.Receiver
+	// Batches sets the batch APIs' retention, workers and limits; they
+	// are served whenever there is a ledger (Responses).
+	Batches batch.Options
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -147,7 +151,11 @@ type Gateway struct {
 	conversations http.HandlerFunc
 	// responses serves POST /v1/responses; a WebSocket's turns go through
 	// it too.
-	responses  http.HandlerFunc
+	responses http.HandlerFunc
+	// batches serves the batch APIs and runs their items (batch_runner.go);
+	// nil without a ledger.
+	batches    *batch.Service
+	batchRoute http.HandlerFunc
 	tooLarge   string // the 413 message, fixed by the limit
 	memoryFull string // the 503 message when body memory is full
 	bodyMem    *bodyMemory
@@ -239,6 +247,9 @@ func NewGateway(o GatewayOptions) *Gateway {
 	}
 	g.buildParsers()
 	g.buildPaths()
+	if g.batches = g.newBatches(); g.batches != nil {
+		g.batchRoute = g.guard(g.batches.ServeHTTP)
+	}
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
 	g.memoryFull = fmt.Sprintf("the gateway holds its limit of %d bytes of request bodies at once; retry shortly", o.BodyMemory)
 	g.bodyMem = newBodyMemory(o.BodyMemory)
@@ -274,6 +285,9 @@ func (g *Gateway) Close() {
 	g.retireOnce.Do(func() { close(g.retired) })
 	if g.stopSweep != nil {
 		g.stopSweep()
+	}
+	if g.batches != nil {
+		g.batches.Close()
 	}
 	seen := map[*http.Client]bool{}
 	for _, b := range g.byID {
@@ -327,6 +341,9 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	}
 	if vertexPath(p) {
 		return g.vertexIngress, true
+	}
+	if g.batches != nil && batch.Serves(p) {
+		return g.batchRoute, true
 	}
 	if g.opts.AnswerAllPaths || underAPI(p) {
 		return g.notFound, true

@@ -56,6 +56,10 @@ type BatchItem struct {
 	State                 string
 	StatusCode            int
 	Result                []byte // the answer's body as the gateway served it
+	// Filled by ClaimBatchItems from the item's batch: whose it is, what
+	// it is served as, and whether it should still run.
+	KeyID, Endpoint    string
+	Expires, Cancelled time.Time
 }
 
 // BatchFile is a file of the Files API: an uploaded batch input, or a

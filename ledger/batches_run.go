@@ -42,7 +42,33 @@ RETURNING id, batch_id, custom_id, seq, body`, us(until), owner, t, t, n, t, t)
 		it.Body = []byte(body)
 		out = append(out, it)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, s.fillClaimed(ctx, out)
+}
+
+// fillClaimed adds to each claimed item what its batch says of it.
+func (s *sqlStore) fillClaimed(ctx context.Context, items []BatchItem) error {
+	type info struct {
+		key, endpoint string
+		exp, cancel   int64
+	}
+	seen := map[string]info{}
+	for i := range items {
+		in, ok := seen[items[i].BatchID]
+		if !ok {
+			if err := s.db.QueryRowContext(ctx, `SELECT key_id, endpoint, expires_us, cancel_us FROM batches WHERE id = `+s.d.placeholder(1),
+				items[i].BatchID).Scan(&in.key, &in.endpoint, &in.exp, &in.cancel); err != nil {
+				return err
+			}
+			seen[items[i].BatchID] = in
+		}
+		items[i].KeyID, items[i].Endpoint = in.key, in.endpoint
+		items[i].Expires, items[i].Cancelled = fromUS(in.exp), fromUS(in.cancel)
+	}
+	return nil
 }
 
 func (s *sqlStore) RenewBatchItems(ctx context.Context, owner string, ids []string, until time.Time) error {
