@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/internal/testwait"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// TestBatchItemsRunThroughTheGateway: a Message Batch on a local (echo)
+// backend is run by the gateway itself, each item one request of the
+// key with one usage record labelled "batch"; a model the key may not
+// use is refused at create, in Anthropic's shape.
+func TestBatchItemsRunThroughTheGateway(t *testing.T) {
+	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	yaml := "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n  - model_name: other\n    proxy_params:\n      model: echo/o\n"
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
+	})
+	bob := &policy.Identity{KeyID: "bob", Models: map[string]struct{}{"local": {}}}
+	send := func(method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req = req.WithContext(policy.WithIdentity(req.Context(), bob))
+		rr := httptest.NewRecorder()
+		g.ServeHTTP(rr, req)
+		return rr
+	}
+	rr := send(http.MethodPost, "/v1/messages/batches", `{"requests":[{"custom_id":"a","params":{"model":"other","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}]}`)
+	if rr.Code != 400 || !strings.Contains(rr.Body.String(), `"type":"invalid_request_error"`) || !strings.Contains(rr.Body.String(), "requests.0.params.model") {
+		t.Fatalf("model the key may not use: %d %s", rr.Code, rr.Body)
+	}
+	rr = send(http.MethodPost, "/v1/messages/batches", `{"requests":[`+
+		`{"custom_id":"a","params":{"model":"local","max_tokens":50,"messages":[{"role":"user","content":"first"}]}},`+
+		`{"custom_id":"b","params":{"model":"local","max_tokens":50,"messages":[{"role":"user","content":"second"}]}}]}`)
+	var created struct{ ID string }
+	if err := json.Unmarshal(rr.Body.Bytes(), &created); rr.Code != 200 || err != nil {
+		t.Fatalf("create: %d %s", rr.Code, rr.Body)
+	}
+	if !testwait.Until(func() bool {
+		return strings.Contains(send(http.MethodGet, "/v1/messages/batches/"+created.ID, "").Body.String(), `"processing_status":"ended"`)
+	}) {
+		t.Fatalf("never ended: %s", send(http.MethodGet, "/v1/messages/batches/"+created.ID, "").Body)
+	}
+	res := send(http.MethodGet, "/v1/messages/batches/"+created.ID+"/results", "").Body.String()
+	if strings.Count(res, `"type":"succeeded"`) != 2 || !strings.Contains(res, `"type":"message"`) {
+		t.Fatalf("results: %s", res)
+	}
+	var batchRecs int
+	for _, rec := range obs.Records() {
+		if rec.Endpoint == ledger.EndpointBatch && rec.KeyID == "bob" && rec.Alias == "local" && rec.Status == 200 {
+			batchRecs++
+		}
+	}
+	if batchRecs != 2 {
+		t.Fatalf("records labelled batch: %d of %+v", batchRecs, obs.Records())
+	}
+}
