@@ -37,6 +37,14 @@ func TestBatchStoreLifecycle(t *testing.T) {
 		if err != nil || got.Counts.Pending != 1200 || got.Total != 1200 {
 			t.Fatalf("get: %+v %v", got, err)
 		}
+		// A claim takes at most what it asks for.
+		if one, err := bs.ClaimBatchItems(ctx, "w0", t0.Add(time.Second), t0.Add(time.Minute), 2); err != nil || len(one) != 2 {
+			t.Fatalf("a claim of 2 took %d: %v", len(one), err)
+		} else {
+			for _, it := range one {
+				_ = bs.ReleaseBatchItem(ctx, "w0", it.ID, t0)
+			}
+		}
 		// Four claimers at once take every item exactly once.
 		var mu sync.Mutex
 		seen := map[string]int{}
@@ -53,6 +61,9 @@ func TestBatchStoreLifecycle(t *testing.T) {
 					}
 					if len(claimed) == 0 {
 						return
+					}
+					if len(claimed) > 100 {
+						t.Errorf("one claim of at most 100 took %d items", len(claimed))
 					}
 					mu.Lock()
 					for _, it := range claimed {
