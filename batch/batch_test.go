@@ -290,7 +290,9 @@ func TestOpenAIBatchRoundTrip(t *testing.T) {
 		{`{"input_file_id":"` + fileID + `","endpoint":"/v1/chat/completions","completion_window":"1h"}`, "completion_window"},
 	} {
 		status, b := call(t, "POST", srv.URL+"/v1/batches", "", []byte(c.body), "application/json")
-		var e struct{ Error struct{ Message, Type string } }
+		var e struct {
+			Error struct{ Message, Type string }
+		}
 		_ = json.Unmarshal(b, &e)
 		if status/100 != 4 || e.Error.Type != apierror.OpenAIType(status) || !strings.Contains(e.Error.Message, c.want) {
 			t.Errorf("%s: %d %s", c.body, status, b)
@@ -395,5 +397,37 @@ func TestBatchSharedByInstances(t *testing.T) {
 		if n != 1 {
 			t.Errorf("item %s ran %d times", body, n)
 		}
+	}
+}
+
+// TestBatchResumesAfterStop: an instance that stops with items running
+// puts them back at once, and another instance (or the same one
+// restarted) runs them and ends the batch.
+func TestBatchResumesAfterStop(t *testing.T) {
+	st := sqliteStore(t)
+	stuck := newRunner()
+	stuck.block = make(chan struct{}) // never released: its runs end only when A stops
+	a := New(Options{Store: func() ledger.BatchStore { return st }, Runner: stuck, Workers: 2})
+	a.Start()
+	req := httptest.NewRequest("POST", "/v1/messages/batches", bytes.NewReader(messageBatch(3)))
+	req = req.WithContext(policy.WithIdentity(req.Context(), &policy.Identity{KeyID: "alice"}))
+	rr := httptest.NewRecorder()
+	a.ServeHTTP(rr, req)
+	id := field(t, rr.Body.Bytes(), "id")
+	if !testwait.Until(func() bool {
+		b, err := st.GetBatch(context.Background(), "alice", id)
+		return err == nil && b.Counts.Running == 2
+	}) {
+		t.Fatal("A never ran two items")
+	}
+	a.Close()
+	if b, _ := st.GetBatch(context.Background(), "alice", id); b.Counts.Pending != 3 {
+		t.Fatalf("after A stopped: %+v, want every item pending again", b.Counts)
+	}
+	run := newRunner()
+	srv := instance(t, st, run, Options{})
+	got := waitEnded(t, srv.URL+"/v1/messages/batches/"+id, "processing_status", "ended")
+	if !strings.Contains(string(got), `"succeeded":3`) || len(run.runs) != 3 {
+		t.Fatalf("on B: %s (%d runs)", got, len(run.runs))
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime/multipart"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeMessageBatch: any body is either refused with a 4xx or
