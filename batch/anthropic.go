@@ -3,7 +3,6 @@ package batch
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
@@ -26,46 +25,17 @@ func familyOf(endpoint string) apierror.Family {
 	return apierror.OpenAI
 }
 
-// serveAnthropic answers /v1/messages/batches[/{id}[/results|/cancel]].
-func (s *Service) serveAnthropic(w http.ResponseWriter, r *http.Request, rest string) {
-	const f = apierror.Anthropic
-	id, action, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-	switch {
-	case rest == "":
-		switch r.Method {
-		case http.MethodPost:
-			s.createAnthropic(w, r)
-		case http.MethodGet:
-			s.listAnthropic(w, r)
-		default:
-			methodNotAllowed(w, r, f, "GET, POST")
-		}
-	case id == "" || strings.Contains(action, "/"):
-		notFound(w, r, f)
-	case action == "":
-		switch r.Method {
-		case http.MethodGet:
-			s.getAnthropic(w, r, id)
-		case http.MethodDelete:
-			s.deleteAnthropic(w, r, id)
-		default:
-			methodNotAllowed(w, r, f, "GET, DELETE")
-		}
-	case action == "results":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, f, "GET")
-			return
-		}
-		s.resultsAnthropic(w, r, id)
-	case action == "cancel":
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, f, "POST")
-			return
-		}
-		s.cancelAnthropic(w, r, id)
-	default:
-		notFound(w, r, f)
-	}
+// anthropicRoutes are /v1/messages/batches[/{id}[/results|/cancel]].
+func (s *Service) anthropicRoutes() routes {
+	return routes{family: apierror.Anthropic,
+		collection: map[string]http.HandlerFunc{http.MethodPost: s.createAnthropic, http.MethodGet: s.listAnthropic},
+		item:       map[string]idHandler{http.MethodGet: s.getAnthropic, http.MethodDelete: s.deleteAnthropic},
+		actions: map[string]map[string]idHandler{
+			"results": {http.MethodGet: s.resultsAnthropic},
+			"cancel": {http.MethodPost: func(w http.ResponseWriter, r *http.Request, id string) {
+				s.cancel(w, r, apiAnthropic, id, func(b ledger.Batch) json.RawMessage { return anthropicBatchJSON(r, b) })
+			}},
+		}}
 }
 
 func (s *Service) createAnthropic(w http.ResponseWriter, r *http.Request) {
@@ -86,61 +56,26 @@ func (s *Service) createAnthropic(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	if s.o.Allows != nil {
-		for i, q := range reqs {
-			if !s.o.Allows(ident, q.Model) {
-				(&apierror.Error{Status: http.StatusBadRequest, Param: "requests",
-					Message: "requests." + itoa(i) + ".params.model: model " + quoteID(q.Model) + " does not exist or this key may not use it; GET /v1/models lists the models it may use"}).Write(w, f)
-				return
-			}
-		}
-	}
-	now := s.o.Now().UTC()
-	b := ledger.Batch{ID: "msgbatch_" + randomID(12), KeyID: key, API: apiAnthropic, Endpoint: "/v1/messages",
-		Created: now, Expires: now.Add(completionWindow), Metadata: json.RawMessage("null")}
+	b := ledger.Batch{ID: "msgbatch_" + randomID(12), KeyID: key, API: apiAnthropic, Endpoint: "/v1/messages", Metadata: json.RawMessage("null")}
 	b.OutputFileID = "file-" + b.ID
-	items := make([]ledger.BatchItem, len(reqs))
-	for i, q := range reqs {
-		items[i] = ledger.BatchItem{ID: "batch_req_" + randomID(12), Seq: int64(i), CustomID: q.CustomID, Body: q.Body}
+	if b, ok := s.create(w, r, st, f, ident, b, reqs); ok {
+		writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
 	}
-	if err := st.CreateBatch(r.Context(), b, items); err != nil {
-		storeError(err, "batch", b.ID).Write(w, f)
-		return
-	}
-	s.poke()
-	b.Counts.Pending, b.Total = int64(len(items)), int64(len(items))
-	writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
 }
 
 func (s *Service) getAnthropic(w http.ResponseWriter, r *http.Request, id string) {
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, apierror.Anthropic)
-		return
+	if _, b, ok := s.batchOf(w, r, apiAnthropic, id); ok {
+		writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
 	}
-	_, key := keyOf(r)
-	b, err := anthropicBatch(r, st, key, id)
-	if err != nil {
-		storeError(err, "message batch", id).Write(w, apierror.Anthropic)
-		return
-	}
-	writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
 }
 
 func (s *Service) listAnthropic(w http.ResponseWriter, r *http.Request) {
 	const f = apierror.Anthropic
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, f)
-		return
-	}
-	limit, e := limitInt(r, 20, 1000)
-	if e != nil {
-		e.Write(w, f)
+	st, key, limit, ok := s.listing(w, r, f, 20, 1000)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	_, key := keyOf(r)
 	// One more than asked says whether there is a next page.
 	page, err := st.ListBatches(r.Context(), key, apiAnthropic, q.Get("after_id"), q.Get("before_id"), limit+1)
 	if err != nil {
@@ -167,57 +102,24 @@ func (s *Service) listAnthropic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-func (s *Service) cancelAnthropic(w http.ResponseWriter, r *http.Request, id string) {
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, apierror.Anthropic)
-		return
-	}
-	_, key := keyOf(r)
-	_, err := anthropicBatch(r, st, key, id)
-	var b ledger.Batch
-	if err == nil {
-		b, err = st.CancelBatch(r.Context(), key, id, s.o.Now())
-	}
-	if err != nil {
-		storeError(err, "message batch", id).Write(w, apierror.Anthropic)
-		return
-	}
-	s.poke()
-	writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
-}
-
 func (s *Service) deleteAnthropic(w http.ResponseWriter, r *http.Request, id string) {
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, apierror.Anthropic)
+	st, b, ok := s.batchOf(w, r, apiAnthropic, id)
+	if !ok {
 		return
 	}
-	_, key := keyOf(r)
-	b, err := anthropicBatch(r, st, key, id)
-	if err == nil {
-		err = st.DeleteBatch(r.Context(), key, id)
-	}
-	if err != nil {
+	if err := st.DeleteBatch(r.Context(), b.KeyID, id); err != nil {
 		storeError(err, "message batch", id).Write(w, apierror.Anthropic)
 		return
 	}
-	_ = st.DeleteBatchFile(r.Context(), key, b.OutputFileID)
+	_ = st.DeleteBatchFile(r.Context(), b.KeyID, b.OutputFileID)
 	out, _ := json.Marshal(map[string]string{"id": id, "type": "message_batch_deleted"})
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Service) resultsAnthropic(w http.ResponseWriter, r *http.Request, id string) {
 	const f = apierror.Anthropic
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, f)
-		return
-	}
-	_, key := keyOf(r)
-	b, err := anthropicBatch(r, st, key, id)
-	if err != nil {
-		storeError(err, "message batch", id).Write(w, f)
+	st, b, ok := s.batchOf(w, r, apiAnthropic, id)
+	if !ok {
 		return
 	}
 	if b.Ended.IsZero() {
@@ -225,7 +127,7 @@ func (s *Service) resultsAnthropic(w http.ResponseWriter, r *http.Request, id st
 			Message: "message batch " + quoteID(id) + " is still processing; its results are ready once processing_status is \"ended\""}).Write(w, f)
 		return
 	}
-	file, err := st.BatchFileContent(r.Context(), key, b.OutputFileID)
+	file, err := st.BatchFileContent(r.Context(), b.KeyID, b.OutputFileID)
 	if err != nil {
 		(&apierror.Error{Status: http.StatusNotFound,
 			Message: "the results of message batch " + quoteID(id) + " are no longer kept (the gateway's batch_retention)"}).Write(w, f)
@@ -323,13 +225,4 @@ func rawOr(b []byte, def string) json.RawMessage {
 		return b
 	}
 	return json.RawMessage(def)
-}
-
-// anthropicBatch is the key's Message Batch id: an OpenAI batch is not one.
-func anthropicBatch(r *http.Request, st ledger.BatchStore, key, id string) (ledger.Batch, error) {
-	b, err := st.GetBatch(r.Context(), key, id)
-	if err == nil && b.API != apiAnthropic {
-		err = ledger.ErrBatchNotFound
-	}
-	return b, err
 }

@@ -90,6 +90,8 @@ type Service struct {
 	wake  chan struct{}
 	stop  context.CancelFunc
 	done  sync.WaitGroup
+	// The route tables of the three resources, built once.
+	anthropic, files, openAI routes
 }
 
 // New returns a Service; Start begins its worker.
@@ -112,7 +114,9 @@ func New(o Options) *Service {
 	if o.Failed == nil {
 		o.Failed = func(string, error) {}
 	}
-	return &Service{o: o, owner: "inst_" + randomID(8), wake: make(chan struct{}, 1)}
+	s := &Service{o: o, owner: "inst_" + randomID(8), wake: make(chan struct{}, 1)}
+	s.anthropic, s.files, s.openAI = s.anthropicRoutes(), s.fileRoutes(), s.openAIRoutes()
+	return s
 }
 
 // Serves reports whether p is a path of the batch APIs.
@@ -129,11 +133,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case under(p, "/v1/messages/batches"):
-		s.serveAnthropic(w, r, strings.TrimPrefix(p, "/v1/messages/batches"))
+		s.anthropic.serve(w, r, strings.TrimPrefix(p, "/v1/messages/batches"))
 	case under(p, "/v1/files"):
-		s.serveFiles(w, r, strings.TrimPrefix(p, "/v1/files"))
+		s.files.serve(w, r, strings.TrimPrefix(p, "/v1/files"))
 	default:
-		s.serveOpenAI(w, r, strings.TrimPrefix(p, "/v1/batches"))
+		s.openAI.serve(w, r, strings.TrimPrefix(p, "/v1/batches"))
 	}
 }
 

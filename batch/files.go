@@ -99,35 +99,12 @@ func DecodeUpload(body io.Reader, contentType string, limit int64) (Upload, *api
 	return up, nil
 }
 
-// serveFiles answers /v1/files[/{id}[/content]].
-func (s *Service) serveFiles(w http.ResponseWriter, r *http.Request, rest string) {
-	const f = apierror.OpenAI
-	id, action, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-	switch {
-	case rest == "":
-		switch r.Method {
-		case http.MethodPost:
-			s.uploadFile(w, r)
-		case http.MethodGet:
-			s.listFiles(w, r)
-		default:
-			methodNotAllowed(w, r, f, "GET, POST")
-		}
-	case id == "" || strings.Contains(action, "/") || (action != "" && action != "content"):
-		notFound(w, r, f)
-	case action == "content":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, f, "GET")
-			return
-		}
-		s.fileContent(w, r, id)
-	case r.Method == http.MethodGet:
-		s.getFile(w, r, id)
-	case r.Method == http.MethodDelete:
-		s.deleteFile(w, r, id)
-	default:
-		methodNotAllowed(w, r, f, "GET, DELETE")
-	}
+// fileRoutes are /v1/files[/{id}[/content]].
+func (s *Service) fileRoutes() routes {
+	return routes{family: apierror.OpenAI,
+		collection: map[string]http.HandlerFunc{http.MethodPost: s.uploadFile, http.MethodGet: s.listFiles},
+		item:       map[string]idHandler{http.MethodGet: s.getFile, http.MethodDelete: s.deleteFile},
+		actions:    map[string]map[string]idHandler{"content": {http.MethodGet: s.fileContent}}}
 }
 
 func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
@@ -227,14 +204,8 @@ func (s *Service) fileContent(w http.ResponseWriter, r *http.Request, id string)
 
 func (s *Service) listFiles(w http.ResponseWriter, r *http.Request) {
 	const f = apierror.OpenAI
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, f)
-		return
-	}
-	limit, e := limitInt(r, 10000, 10000)
-	if e != nil {
-		e.Write(w, f)
+	st, key, limit, ok := s.listing(w, r, f, 10000, 10000)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -242,7 +213,6 @@ func (s *Service) listFiles(w http.ResponseWriter, r *http.Request) {
 	if purpose == purposeResults {
 		purpose = "none"
 	}
-	_, key := keyOf(r)
 	page, err := st.ListBatchFiles(r.Context(), key, purpose, q.Get("after"), limit+1)
 	if err != nil {
 		storeError(err, "file", "").Write(w, f)

@@ -14,33 +14,14 @@ import (
 // serves on every backend.
 var openAIEndpoints = [...]string{"/v1/chat/completions", "/v1/embeddings", "/v1/responses"}
 
-// serveOpenAI answers /v1/batches[/{id}[/cancel]].
-func (s *Service) serveOpenAI(w http.ResponseWriter, r *http.Request, rest string) {
-	const f = apierror.OpenAI
-	id, action, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-	switch {
-	case rest == "":
-		switch r.Method {
-		case http.MethodPost:
-			s.createOpenAI(w, r)
-		case http.MethodGet:
-			s.listOpenAI(w, r)
-		default:
-			methodNotAllowed(w, r, f, "GET, POST")
-		}
-	case id == "" || (action != "" && action != "cancel"):
-		notFound(w, r, f)
-	case action == "cancel":
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, f, "POST")
-			return
-		}
-		s.cancelOpenAI(w, r, id)
-	case r.Method == http.MethodGet:
-		s.getOpenAI(w, r, id)
-	default:
-		methodNotAllowed(w, r, f, "GET")
-	}
+// openAIRoutes are /v1/batches[/{id}[/cancel]].
+func (s *Service) openAIRoutes() routes {
+	return routes{family: apierror.OpenAI,
+		collection: map[string]http.HandlerFunc{http.MethodPost: s.createOpenAI, http.MethodGet: s.listOpenAI},
+		item:       map[string]idHandler{http.MethodGet: s.getOpenAI},
+		actions: map[string]map[string]idHandler{"cancel": {http.MethodPost: func(w http.ResponseWriter, r *http.Request, id string) {
+			s.cancel(w, r, apiOpenAI, id, openAIBatchJSON)
+		}}}}
 }
 
 func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
@@ -96,30 +77,11 @@ func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	if s.o.Allows != nil {
-		for _, q := range reqs {
-			if !s.o.Allows(ident, q.Model) {
-				(&apierror.Error{Status: http.StatusBadRequest, Param: "input_file_id", Code: "model_not_found",
-					Message: "request " + quoteID(q.CustomID) + ": model " + quoteID(q.Model) + " does not exist or this key may not use it; GET /v1/models lists the models it may use"}).Write(w, f)
-				return
-			}
-		}
-	}
-	now := s.o.Now().UTC()
-	b := ledger.Batch{ID: "batch_" + randomID(12), KeyID: key, API: apiOpenAI, Endpoint: in.Endpoint, InputFileID: in.InputFileID,
-		Created: now, Expires: now.Add(completionWindow), Metadata: in.Metadata}
+	b := ledger.Batch{ID: "batch_" + randomID(12), KeyID: key, API: apiOpenAI, Endpoint: in.Endpoint, InputFileID: in.InputFileID, Metadata: in.Metadata}
 	b.OutputFileID, b.ErrorFileID = "file-"+randomID(12), "file-"+randomID(12)
-	items := make([]ledger.BatchItem, len(reqs))
-	for i, q := range reqs {
-		items[i] = ledger.BatchItem{ID: "batch_req_" + randomID(12), Seq: int64(i), CustomID: q.CustomID, Body: q.Body}
+	if b, ok := s.create(w, r, st, f, ident, b, reqs); ok {
+		writeJSON(w, http.StatusOK, openAIBatchJSON(b))
 	}
-	if err := st.CreateBatch(r.Context(), b, items); err != nil {
-		storeError(err, "batch", b.ID).Write(w, f)
-		return
-	}
-	s.poke()
-	b.Counts.Pending, b.Total = int64(len(items)), int64(len(items))
-	writeJSON(w, http.StatusOK, openAIBatchJSON(b))
 }
 
 func knownEndpoint(e string) bool {
@@ -132,58 +94,17 @@ func knownEndpoint(e string) bool {
 }
 
 func (s *Service) getOpenAI(w http.ResponseWriter, r *http.Request, id string) {
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, apierror.OpenAI)
-		return
+	if _, b, ok := s.batchOf(w, r, apiOpenAI, id); ok {
+		writeJSON(w, http.StatusOK, openAIBatchJSON(b))
 	}
-	_, key := keyOf(r)
-	b, err := st.GetBatch(r.Context(), key, id)
-	if err == nil && b.API != apiOpenAI {
-		err = ledger.ErrBatchNotFound
-	}
-	if err != nil {
-		storeError(err, "batch", id).Write(w, apierror.OpenAI)
-		return
-	}
-	writeJSON(w, http.StatusOK, openAIBatchJSON(b))
-}
-
-func (s *Service) cancelOpenAI(w http.ResponseWriter, r *http.Request, id string) {
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, apierror.OpenAI)
-		return
-	}
-	_, key := keyOf(r)
-	b, err := st.GetBatch(r.Context(), key, id)
-	if err == nil && b.API != apiOpenAI {
-		err = ledger.ErrBatchNotFound
-	}
-	if err == nil {
-		b, err = st.CancelBatch(r.Context(), key, id, s.o.Now())
-	}
-	if err != nil {
-		storeError(err, "batch", id).Write(w, apierror.OpenAI)
-		return
-	}
-	s.poke()
-	writeJSON(w, http.StatusOK, openAIBatchJSON(b))
 }
 
 func (s *Service) listOpenAI(w http.ResponseWriter, r *http.Request) {
 	const f = apierror.OpenAI
-	st, e := s.store()
-	if e != nil {
-		e.Write(w, f)
+	st, key, limit, ok := s.listing(w, r, f, 20, 100)
+	if !ok {
 		return
 	}
-	limit, e := limitInt(r, 20, 100)
-	if e != nil {
-		e.Write(w, f)
-		return
-	}
-	_, key := keyOf(r)
 	page, err := st.ListBatches(r.Context(), key, apiOpenAI, r.URL.Query().Get("after"), "", limit+1)
 	if err != nil {
 		storeError(err, "batch", "").Write(w, f)

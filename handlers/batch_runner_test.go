@@ -36,7 +36,7 @@ func TestBatchItemsRunThroughTheGateway(t *testing.T) {
 		return rr
 	}
 	rr := send(http.MethodPost, "/v1/messages/batches", `{"requests":[{"custom_id":"a","params":{"model":"other","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}]}`)
-	if rr.Code != 400 || !strings.Contains(rr.Body.String(), `"type":"invalid_request_error"`) || !strings.Contains(rr.Body.String(), "requests.0.params.model") {
+	if rr.Code != 400 || !strings.Contains(rr.Body.String(), `"type":"invalid_request_error"`) || !strings.Contains(rr.Body.String(), "request 0 (custom_id") {
 		t.Fatalf("model the key may not use: %d %s", rr.Code, rr.Body)
 	}
 	rr = send(http.MethodPost, "/v1/messages/batches", `{"requests":[`+

@@ -157,7 +157,15 @@ func (s *sqlStore) ph(from, n int) string {
 }
 
 func (s *sqlStore) PutBatchFile(ctx context.Context, f BatchFile) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO batch_files (id, key_id, purpose, filename, bytes, created_us, expires_us, content)
+	return s.insertBatchFile(ctx, s.db, f)
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *sqlStore) insertBatchFile(ctx context.Context, db execer, f BatchFile) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO batch_files (id, key_id, purpose, filename, bytes, created_us, expires_us, content)
 VALUES (`+s.ph(1, 8)+`)`, f.ID, f.KeyID, f.Purpose, f.Filename, int64(len(f.Content)), us(f.Created), us(f.Expires), string(f.Content))
 	return err
 }

@@ -137,8 +137,7 @@ func (s *sqlStore) EndBatch(ctx context.Context, id string, now time.Time, files
 		return false, err
 	}
 	for _, f := range files {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO batch_files (id, key_id, purpose, filename, bytes, created_us, expires_us, content)
-VALUES (`+s.ph(1, 8)+`)`, f.ID, f.KeyID, f.Purpose, f.Filename, int64(len(f.Content)), us(f.Created), us(f.Expires), string(f.Content)); err != nil {
+		if err := s.insertBatchFile(ctx, tx, f); err != nil {
 			return false, err
 		}
 	}
