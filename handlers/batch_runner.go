@@ -37,9 +37,11 @@ func (g *Gateway) newBatches() *batch.Service {
 	if c := g.opts.Controls; c != nil {
 		o.Identify = c.IdentifyID
 	}
+	// As readRequest resolves a model: an alias, or a name model_aliases
+	// maps to one.
 	o.Allows = func(id *policy.Identity, model string) bool {
-		_, ok := g.chains[model]
-		return ok && (id == nil || id.Allows(model))
+		alias, ok := g.models.Resolve(model)
+		return ok && (id == nil || id.Allows(alias))
 	}
 	s := batch.New(o)
 	s.Start()

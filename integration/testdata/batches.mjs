@@ -33,7 +33,9 @@ const { default: OpenAI, toFile } = await import('openai');
 {
   const a = new Anthropic({ baseURL: baseA, apiKey });
   const b = new Anthropic({ baseURL: baseB, apiKey });
-  const requests = models.map((model, i) => ({
+  // The last request names its model as Claude Code would, mapped by
+  // the models file's model_aliases.
+  const requests = [...models, 'claude-sonnet-4-5-20250929'].map((model, i) => ({
     custom_id: `item-${i}`,
     params: { model, max_tokens: 64, messages: [{ role: 'user', content: `Say hello ${i}` }] },
   }));
