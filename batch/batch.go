@@ -36,11 +36,14 @@ type Runner interface {
 }
 
 // Answer is a served item: its status, body and, for a refusal a later
-// try may pass (429, 503), how long to wait.
+// try may pass (429, 503), how long to wait. Final marks a refusal only
+// time cures (a spent budget: x-should-retry false), which ends the item
+// instead of holding it until the budget's period resets.
 type Answer struct {
 	Status     int
 	Body       []byte
 	RetryAfter time.Duration
+	Final      bool
 }
 
 // Options configure a Service. Store and Runner are required.

@@ -50,6 +50,10 @@ func (f *fakeRunner) RunItem(ctx context.Context, id *policy.Identity, path stri
 	if f.refuse.Add(-1) >= 0 {
 		return Answer{Status: http.StatusTooManyRequests, RetryAfter: time.Millisecond}
 	}
+	if strings.Contains(string(body), "budget") {
+		return Answer{Status: http.StatusTooManyRequests, RetryAfter: time.Hour, Final: true,
+			Body: (&apierror.Error{Status: 429, Message: "budget exceeded"}).Body(familyOf(path))}
+	}
 	if strings.Contains(string(body), "fail") {
 		return Answer{Status: 400, Body: (&apierror.Error{Status: 400, Message: "bad item"}).Body(familyOf(path))}
 	}
@@ -313,14 +317,16 @@ func TestOpenAIUploadLimit(t *testing.T) {
 }
 
 // TestBatchWaitsOutRateLimits: an item the key's limits refuse (429) is
-// tried again, not failed.
+// tried again, not failed; a refusal only time cures (a spent budget)
+// ends its item errored.
 func TestBatchWaitsOutRateLimits(t *testing.T) {
 	run := newRunner()
 	run.refuse.Store(3)
 	srv := instance(t, sqliteStore(t), run, Options{Workers: 1})
-	_, b := call(t, "POST", srv.URL+"/v1/messages/batches", "", messageBatch(2), "application/json")
+	_, b := call(t, "POST", srv.URL+"/v1/messages/batches", "", messageBatch(2, `{"custom_id":"spent","params":{"model":"m","messages":[{"role":"user","content":"budget"}]}}`), "application/json")
 	got := waitEnded(t, srv.URL+"/v1/messages/batches/"+field(t, b, "id"), "processing_status", "ended")
-	if !strings.Contains(string(got), `"succeeded":2`) {
+	// The spent budget's refusal is final: that item ends errored at once.
+	if !strings.Contains(string(got), `"succeeded":2`) || !strings.Contains(string(got), `"errored":1`) {
 		t.Fatalf("after 429s: %s", got)
 	}
 }

@@ -188,6 +188,9 @@ func (s *Service) serve(ctx context.Context, it ledger.BatchItem) (Answer, bool)
 		return Answer{Status: refusal.Status, Body: refusal.Body(familyOf(it.Endpoint))}, false
 	}
 	ans := s.o.Runner.RunItem(ctx, id, it.Endpoint, it.Body)
+	if ans.Final {
+		return ans, false
+	}
 	switch ans.Status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// Rate limits, max_parallel, a full gateway: a batch yields to

@@ -78,6 +78,7 @@ func (g *Gateway) RunItem(ctx context.Context, id *policy.Identity, path string,
 		ans.Status, ans.Body = http.StatusBadGateway, (&apierror.Error{Status: http.StatusBadGateway,
 			Message: "the answer exceeds the " + strconv.Itoa(maxItemAnswer) + " bytes a batch result may hold"}).Body(ClientFormat(r))
 	}
+	ans.Final = w.header.Get("X-Should-Retry") == "false"
 	if s, err := strconv.Atoi(w.header.Get("Retry-After")); err == nil && s > 0 {
 		ans.RetryAfter = time.Duration(s) * time.Second
 	}

@@ -56,6 +56,9 @@ type BatchItem struct {
 	State                 string
 	StatusCode            int
 	Result                []byte // the answer's body as the gateway served it
+	// Attempts counts the claims of the item: more than one when a run
+	// was refused for now by the key's limits, or its instance stopped.
+	Attempts int64
 	// Filled by ClaimBatchItems from the item's batch: whose it is, what
 	// it is served as, and whether it should still run.
 	KeyID, Endpoint    string
@@ -443,7 +446,7 @@ func (s *sqlStore) DeleteBatch(ctx context.Context, keyID, id string) error {
 }
 
 func (s *sqlStore) BatchItems(ctx context.Context, batchID string) ([]BatchItem, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, custom_id, seq, state, status_code, result FROM batch_items WHERE batch_id = `+
+	rows, err := s.db.QueryContext(ctx, `SELECT id, custom_id, seq, state, status_code, attempts, result FROM batch_items WHERE batch_id = `+
 		s.d.placeholder(1)+` ORDER BY seq`, batchID)
 	if err != nil {
 		return nil, err
@@ -453,7 +456,7 @@ func (s *sqlStore) BatchItems(ctx context.Context, batchID string) ([]BatchItem,
 	for rows.Next() {
 		it := BatchItem{BatchID: batchID}
 		var result string
-		if err := rows.Scan(&it.ID, &it.CustomID, &it.Seq, &it.State, &it.StatusCode, &result); err != nil {
+		if err := rows.Scan(&it.ID, &it.CustomID, &it.Seq, &it.State, &it.StatusCode, &it.Attempts, &result); err != nil {
 			return nil, err
 		}
 		it.Result = []byte(result)
