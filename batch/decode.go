@@ -70,8 +70,9 @@ func validCustomID(id string, strict bool) bool {
 // asking for a stream (a batch's answers are whole).
 func peekParams(body json.RawMessage, param string) (string, *apierror.Error) {
 	var p struct {
-		Model  *string          `json:"model"`
-		Stream *json.RawMessage `json:"stream"`
+		Model      *string          `json:"model"`
+		Stream     *json.RawMessage `json:"stream"`
+		Background *json.RawMessage `json:"background"`
 	}
 	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &p) != nil {
 		return "", invalid(param, "want a JSON object with the request's parameters")
@@ -81,6 +82,9 @@ func peekParams(body json.RawMessage, param string) (string, *apierror.Error) {
 	}
 	if p.Stream != nil && string(bytes.TrimSpace(*p.Stream)) == "true" {
 		return "", invalid(param+".stream", "streaming is not supported in batches; leave stream out")
+	}
+	if p.Background != nil && string(bytes.TrimSpace(*p.Background)) == "true" {
+		return "", invalid(param+".background", "a batch runs its requests in the background already; leave background out")
 	}
 	return *p.Model, nil
 }
