@@ -21,13 +21,15 @@ func (s *sqlStore) ClaimBatchItems(ctx context.Context, owner string, now, until
 		// them; SQLite has one writer at a time and needs no such clause.
 		lock = ` FOR UPDATE SKIP LOCKED`
 	}
-	// The items of the oldest batches first, each batch in input order.
+	// Items by their place in their batch, then age: batches share the
+	// workers (a small batch is not queued behind a large one's tail),
+	// each in input order.
 	// The pick is materialized: as a plain IN (subquery), PostgreSQL may
 	// run the subquery again for each row it scans, and its LIMIT then
 	// bounds nothing (a claim of 2 took 200).
 	// Placeholders in the order they appear: SQLite's are positional.
 	t := us(now)
-	rows, err := s.db.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM batch_items WHERE `+runnable(1)+` ORDER BY not_before_us, seq LIMIT `+p(3)+lock+`)
+	rows, err := s.db.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM batch_items WHERE `+runnable(1)+` ORDER BY seq, not_before_us LIMIT `+p(3)+lock+`)
 UPDATE batch_items SET state = 'running', lease_until_us = `+p(4)+`, owner = `+p(5)+`, attempts = attempts + 1
 WHERE id IN (SELECT id FROM picked) AND (`+runnable(6)+`)
 RETURNING id, batch_id, custom_id, seq, body`, t, t, n, us(until), owner, t, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -193,4 +194,34 @@ func keysOf(m map[string]int) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestBatchClaimsShareTheWorkers: a batch created after a large one is
+// not queued behind its tail: claims take items by their place in their
+// batch, so both batches' first items come first.
+func TestBatchClaimsShareTheWorkers(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		bs := s.(BatchStore)
+		ctx := context.Background()
+		big, bigItems := batchFixture("big", 50, t0)
+		small, smallItems := batchFixture("small", 2, t0.Add(time.Minute))
+		if err := bs.CreateBatch(ctx, big, bigItems); err != nil {
+			t.Fatal(err)
+		}
+		if err := bs.CreateBatch(ctx, small, smallItems); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bs.ClaimBatchItems(ctx, "w", t0.Add(time.Hour), t0.Add(2*time.Hour), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, it := range got {
+			ids = append(ids, it.ID)
+		}
+		slices.Sort(ids)
+		if want := []string{"big-0", "big-1", "small-0", "small-1"}; !slices.Equal(ids, want) {
+			t.Fatalf("claimed %v, want %v", ids, want)
+		}
+	})
 }

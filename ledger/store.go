@@ -442,7 +442,7 @@ CREATE TABLE batch_items (
 	result TEXT NOT NULL
 );
 CREATE INDEX batch_items_batch ON batch_items (batch_id, state);
-CREATE INDEX batch_items_pending ON batch_items (not_before_us, seq) WHERE state = 'pending';
+CREATE INDEX batch_items_pending ON batch_items (seq, not_before_us) WHERE state = 'pending';
 CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = 'running'`,
 	}
 }
