@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelgate/modelgate/apierror"
@@ -52,7 +54,9 @@ func invalid(param, msg string) *apierror.Error {
 // up to 512 bytes of valid UTF-8 there (strict false).
 func validCustomID(id string, strict bool) bool {
 	if !strict {
-		return id != "" && len(id) <= 512 && utf8.ValidString(id)
+		// No control characters: an id is echoed in results and error
+		// messages, and PostgreSQL's text refuses NUL.
+		return id != "" && len(id) <= 512 && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl)
 	}
 	if id == "" || len(id) > 64 {
 		return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime/multipart"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -52,7 +53,7 @@ func checkRequests(t *testing.T, reqs []Request, limit int, strict bool) {
 	}
 	seen := map[string]bool{}
 	for _, q := range reqs {
-		if !validCustomID(q.CustomID, strict) || seen[q.CustomID] {
+		if !validCustomID(q.CustomID, strict) || seen[q.CustomID] || strings.ContainsRune(q.CustomID, 0) {
 			t.Fatalf("custom_id %q", q.CustomID)
 		}
 		seen[q.CustomID] = true
@@ -84,8 +85,24 @@ func FuzzDecodeUpload(f *testing.F) {
 			}
 			return
 		}
-		if up.Purpose != "batch" || len(up.Content) > 256 || len(up.Filename) > 255 || up.Filename == "" || !utf8.ValidString(up.Filename) || !utf8.Valid(up.Content) {
+		if up.Purpose != "batch" || len(up.Content) > 256 || len(up.Filename) > 255 || up.Filename == "" || !utf8.ValidString(up.Filename) || !utf8.Valid(up.Content) ||
+			bytes.IndexByte(up.Content, 0) >= 0 || strings.ContainsRune(up.Filename, 0) {
 			t.Fatalf("upload %+v", up)
 		}
 	})
+}
+
+// TestUploadNameCutOnARune: a long file name is cut to 255 bytes on a
+// rune's start.
+func TestUploadNameCutOnARune(t *testing.T) {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	_ = mw.WriteField("purpose", "batch")
+	fw, _ := mw.CreateFormFile("file", strings.Repeat("é", 200))
+	_, _ = fw.Write([]byte("{}\n"))
+	_ = mw.Close()
+	up, e := DecodeUpload(&b, mw.FormDataContentType(), 1024)
+	if e != nil || len(up.Filename) != 254 || !utf8.ValidString(up.Filename) {
+		t.Fatalf("%d bytes %q %v", len(up.Filename), up.Filename, e)
+	}
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"mime"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelgate/modelgate/apierror"
@@ -86,15 +88,25 @@ func DecodeUpload(body io.Reader, contentType string, limit int64) (Upload, *api
 		return up, invalid("file", "missing; send the JSONL file in the form field file")
 	case up.Purpose != "batch":
 		return up, invalid("purpose", "this gateway keeps files for batches only; want purpose \"batch\"")
-	case !utf8.Valid(up.Content):
-		return up, invalid("file", "a batch input file is JSON Lines, UTF-8 text; this one is not")
+	case !utf8.Valid(up.Content) || bytes.IndexByte(up.Content, 0) >= 0:
+		return up, invalid("file", "a batch input file is JSON Lines, UTF-8 text without NUL bytes; this one is not")
 	}
+	up.Filename = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(up.Filename, "?"))
 	if up.Filename == "" {
 		up.Filename = "upload.jsonl"
 	}
-	up.Filename = strings.ToValidUTF8(up.Filename, "?")
 	if len(up.Filename) > 255 {
-		up.Filename = up.Filename[:255]
+		// Cut on a rune's start, so the name stays valid UTF-8.
+		cut := 255
+		for cut > 0 && !utf8.RuneStart(up.Filename[cut]) {
+			cut--
+		}
+		up.Filename = up.Filename[:cut]
 	}
 	return up, nil
 }
