@@ -54,6 +54,9 @@ func (f *fakeRunner) RunItem(ctx context.Context, id *policy.Identity, path stri
 		return Answer{Status: http.StatusTooManyRequests, RetryAfter: time.Hour, Final: true,
 			Body: (&apierror.Error{Status: 429, Message: "budget exceeded"}).Body(familyOf(path))}
 	}
+	if strings.Contains(string(body), "binary") {
+		return Answer{Status: 200, Body: []byte("\x00\xff")}
+	}
 	if strings.Contains(string(body), "fail") {
 		return Answer{Status: 400, Body: (&apierror.Error{Status: 400, Message: "bad item"}).Body(familyOf(path))}
 	}
@@ -150,7 +153,8 @@ func waitEnded(t *testing.T, url, field, ended string) []byte {
 func TestMessageBatchesRoundTrip(t *testing.T) {
 	run := newRunner()
 	srv := instance(t, sqliteStore(t), run, Options{})
-	status, b := call(t, "POST", srv.URL+"/v1/messages/batches", "", messageBatch(5, `{"custom_id":"bad","params":{"model":"m","messages":[{"role":"user","content":"fail"}]}}`), "application/json")
+	status, b := call(t, "POST", srv.URL+"/v1/messages/batches", "", messageBatch(5, `{"custom_id":"bad","params":{"model":"m","messages":[{"role":"user","content":"fail"}]}}`,
+		`{"custom_id":"bin","params":{"model":"m","messages":[{"role":"user","content":"binary"}]}}`), "application/json")
 	if status != 200 || field(t, b, "type") != "message_batch" || field(t, b, "processing_status") != "in_progress" {
 		t.Fatalf("create: %d %s", status, b)
 	}
@@ -162,12 +166,12 @@ func TestMessageBatchesRoundTrip(t *testing.T) {
 		EndedAt       string         `json:"ended_at"`
 	}
 	_ = json.Unmarshal(got, &mb)
-	if mb.RequestCounts["succeeded"] != 5 || mb.RequestCounts["errored"] != 1 || mb.ResultsURL != srv.URL+"/v1/messages/batches/"+id+"/results" || mb.EndedAt == "" {
+	if mb.RequestCounts["succeeded"] != 5 || mb.RequestCounts["errored"] != 2 || mb.ResultsURL != srv.URL+"/v1/messages/batches/"+id+"/results" || mb.EndedAt == "" {
 		t.Fatalf("ended batch: %s", got)
 	}
 	status, res := call(t, "GET", mb.ResultsURL, "", nil, "")
 	lines := strings.Split(strings.TrimSpace(string(res)), "\n")
-	if status != 200 || len(lines) != 6 {
+	if status != 200 || len(lines) != 7 {
 		t.Fatalf("results: %d %s", status, res)
 	}
 	if !strings.Contains(lines[0], `"custom_id":"r0","result":{"message":{`) || !strings.Contains(lines[0], `"type":"succeeded"`) {
@@ -175,6 +179,10 @@ func TestMessageBatchesRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(lines[5], `"custom_id":"bad"`) || !strings.Contains(lines[5], `"type":"errored"`) || !strings.Contains(lines[5], `"invalid_request_error"`) {
 		t.Errorf("errored result: %s", lines[5])
+	}
+	// A 200 whose body is not text is kept as an error naming it.
+	if !strings.Contains(lines[6], `"custom_id":"bin"`) || !strings.Contains(lines[6], `"type":"errored"`) || !strings.Contains(lines[6], "was not text") {
+		t.Errorf("binary result: %s", lines[6])
 	}
 	for body, n := range run.runs {
 		if n != 1 {

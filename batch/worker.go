@@ -1,10 +1,12 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
@@ -167,6 +169,7 @@ func (s *Service) runItem(ctx context.Context, st ledger.BatchStore, it ledger.B
 			s.release(st, it.ID, s.o.Now().Add(ans.RetryAfter))
 			return
 		}
+		ans = storable(ans, it.Endpoint)
 		end.StatusCode, end.Result = ans.Status, ans.Body
 		end.State = ledger.ItemErrored
 		if ans.Status >= 200 && ans.Status < 300 {
@@ -271,4 +274,15 @@ func (s *Service) resultFiles(b ledger.Batch, items []ledger.BatchItem, now time
 		files = append(files, f(b.ErrorFileID, "batch_output", b.ID+"_error.jsonl", errs))
 	}
 	return files
+}
+
+// storable is an answer as the database keeps it: a body of text
+// without NUL. One that is not (an upstream's binary body relayed as it
+// was) becomes a 502 naming the status it had.
+func storable(ans Answer, endpoint string) Answer {
+	if utf8.Valid(ans.Body) && bytes.IndexByte(ans.Body, 0) < 0 {
+		return ans
+	}
+	e := &apierror.Error{Status: http.StatusBadGateway, Message: "the answer (status " + itoa(ans.Status) + ") was not text and is not kept"}
+	return Answer{Status: e.Status, Body: e.Body(familyOf(endpoint))}
 }
