@@ -151,11 +151,7 @@ type Gateway struct {
 	conversations http.HandlerFunc
 	// responses serves POST /v1/responses; a WebSocket's turns go through
 	// it too.
-	responses http.HandlerFunc
-	// batches serves the batch APIs and runs their items (batch_runner.go);
-	// nil without a ledger.
-	batches    *batch.Service
-	batchRoute http.HandlerFunc
+	responses  http.HandlerFunc
 	tooLarge   string // the 413 message, fixed by the limit
 	memoryFull string // the 503 message when body memory is full
 	bodyMem    *bodyMemory
@@ -169,6 +165,11 @@ type Gateway struct {
 	readerPool sync.Pool // *bufio.Reader
 	outPool    sync.Pool // *[]byte
 	zstdPool   sync.Pool // *zstd.Decoder, for zstd request bodies
+
+	// batches serves the batch APIs and runs their items (batch_runner.go);
+	// nil without a ledger.
+	batches    *batch.Service
+	batchRoute http.HandlerFunc
 }
 
 // NewGateway builds the gateway and one HTTP client per upstream base.
