@@ -81,6 +81,9 @@ type App struct {
 	// reports, which read the records, end at the cutoff.
 	Retention caddy.Duration `json:"retention,omitempty"`
 
+	// Batches sets the batch APIs (batches.go); nil: the defaults.
+	Batches *BatchConfig `json:"batches,omitempty"`
+
 	purgeStop chan struct{} // closed by Stop; nil before Start
 	// controls are the runtime keys and workspaces; stopPoll ends their
 	// refresh loop.
@@ -638,6 +641,10 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 				return nil, d.Errf("queue_size: want a positive whole number, got %q", s)
 			}
 			a.QueueSize = n
+		case "batches":
+			if err := a.parseBatches(d); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, d.Errf("unrecognized modelgate option %q", d.Val())
 		}

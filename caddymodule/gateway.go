@@ -165,6 +165,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Controls:            g.app.Controls(),
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
+		Batches:             g.app.batchOptions(g.logger),
 		// The gateway's prices bound the agent-reported costs a workspace
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),

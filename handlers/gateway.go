@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/batch"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -108,6 +109,9 @@ type GatewayOptions struct {
 	// AgentTelemetry answers POST /v1/logs and /v1/metrics, coding agents'
 	// own OpenTelemetry export; nil: those paths are not the gateway's.
 	AgentTelemetry *agentotel.Receiver
+	// Batches sets the batch APIs' retention, workers and limits; they
+	// are served whenever there is a ledger (Responses).
+	Batches batch.Options
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -158,6 +162,10 @@ type Gateway struct {
 	readerPool sync.Pool // *bufio.Reader
 	outPool    sync.Pool // *[]byte
 	zstdPool   sync.Pool // *zstd.Decoder, for zstd request bodies
+
+	// batches serves the batch APIs and runs their items (batch_runner.go);
+	// nil without a ledger.
+	batches *batch.Service
 }
 
 // NewGateway builds the gateway and one HTTP client per upstream base.
@@ -235,6 +243,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.bounds[alias] = boundsOf(chain)
 	}
 	g.buildParsers()
+	g.batches = g.newBatches()
 	g.buildRoutes()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)
 	g.memoryFull = fmt.Sprintf("the gateway holds its limit of %d bytes of request bodies at once; retry shortly", o.BodyMemory)
@@ -271,6 +280,9 @@ func (g *Gateway) Close() {
 	g.retireOnce.Do(func() { close(g.retired) })
 	if g.stopSweep != nil {
 		g.stopSweep()
+	}
+	if g.batches != nil {
+		g.batches.Close()
 	}
 	seen := map[*http.Client]bool{}
 	for _, b := range g.byID {

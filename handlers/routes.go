@@ -174,6 +174,16 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
 	}
+	if b := g.batches; b != nil {
+		// The batch APIs answer in their own families (package batch).
+		for _, e := range []struct {
+			prefix string
+			family apierror.Audience
+		}{{"/v1/messages/batches", providers.FormatAnthropic}, {"/v1/files", providers.FormatOpenAI}, {"/v1/batches", providers.FormatOpenAI}} {
+			rt = append(rt, gatewayRoute{pattern: e.prefix, family: e.family, h: b.ServeHTTP},
+				gatewayRoute{pattern: e.prefix + "/{rest...}", family: e.family, h: b.ServeHTTP})
+		}
+	}
 	if at := g.opts.AgentTelemetry; at != nil {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}

@@ -77,6 +77,9 @@ const (
 	// EndpointResponsesWebSocket is the Responses API over a WebSocket at
 	// /v1/responses (Codex's preferred transport).
 	EndpointResponsesWebSocket Endpoint = "responses_websocket"
+	// EndpointBatch is one item of a batch (Anthropic Message Batches,
+	// OpenAI Batch) the gateway ran itself (package batch).
+	EndpointBatch Endpoint = "batch"
 )
 
 // Context window labels used by the reports.

@@ -394,6 +394,56 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// Retention deletes the spend rows of sessions idle past it
 		// (purgeSessionSpend): found by age, session rows only.
 		21: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
+		// Batches (batches.go, batches_run.go): the files of the Files
+		// API, each batch, and its items with their lease and answer, so
+		// that any instance answers for a batch and runs its items.
+		33: `CREATE TABLE batch_files (
+	id TEXT PRIMARY KEY,
+	key_id TEXT NOT NULL,
+	purpose TEXT NOT NULL,
+	filename TEXT NOT NULL,
+	bytes BIGINT NOT NULL,
+	created_us BIGINT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	content TEXT NOT NULL
+);
+CREATE INDEX batch_files_key ON batch_files (key_id, created_us);
+CREATE INDEX batch_files_expiry ON batch_files (expires_us);
+CREATE TABLE batches (
+	id TEXT PRIMARY KEY,
+	key_id TEXT NOT NULL,
+	api TEXT NOT NULL,
+	endpoint TEXT NOT NULL,
+	input_file_id TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	cancel_us BIGINT NOT NULL,
+	ended_us BIGINT NOT NULL,
+	total BIGINT NOT NULL,
+	metadata TEXT NOT NULL,
+	output_file_id TEXT NOT NULL,
+	error_file_id TEXT NOT NULL
+);
+CREATE INDEX batches_key ON batches (key_id, api, created_us);
+CREATE INDEX batches_open ON batches (expires_us) WHERE ended_us = 0;
+CREATE INDEX batches_ended ON batches (ended_us) WHERE ended_us > 0;
+CREATE TABLE batch_items (
+	id TEXT PRIMARY KEY,
+	batch_id TEXT NOT NULL,
+	seq BIGINT NOT NULL,
+	custom_id TEXT NOT NULL,
+	body TEXT NOT NULL,
+	state TEXT NOT NULL,
+	not_before_us BIGINT NOT NULL,
+	lease_until_us BIGINT NOT NULL,
+	owner TEXT NOT NULL,
+	attempts BIGINT NOT NULL,
+	status_code BIGINT NOT NULL,
+	result TEXT NOT NULL
+);
+CREATE INDEX batch_items_batch ON batch_items (batch_id, state);
+CREATE INDEX batch_items_pending ON batch_items (seq, not_before_us) WHERE state = 'pending';
+CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = 'running'`,
 	}
 }
 
@@ -436,6 +486,9 @@ type sqlStore struct {
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
+		if steps[v] == "" {
+			continue // a number kept for another branch's migration
+		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}
