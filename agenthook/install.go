@@ -12,8 +12,11 @@ import (
 	"strings"
 )
 
-// DefaultEvents returns the events install registers when none are named.
-func DefaultEvents() []string { return []string{EventStop, EventNotification} }
+// DefaultEvents returns the events install registers when none are named:
+// the chat messages' and those that report the session's work context.
+func DefaultEvents() []string {
+	return []string{EventStop, EventNotification, EventSessionStart, EventUserPromptSubmit}
+}
 
 // DefaultConfigDir is Claude Code's settings directory name.
 const DefaultConfigDir = ".claude"

@@ -25,6 +25,14 @@ URL is in the environment variable named by --webhook-env. With the variable
 unset or empty it does nothing. It always exits 0 and never writes to stdout,
 so it can never block or steer the agent; problems are one line on stderr.
 
+On SessionStart and UserPromptSubmit (Gemini CLI: BeforeAgent) it instead
+reports the session's work context to the gateway: the git remote
+(normalised, credentials stripped), branch and head commit of the event's
+working directory, posted to <base>/v1/work/context with the agent's own key
+(MODELGATE_URL and MODELGATE_API_KEY, else ANTHROPIC_BASE_URL with
+ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY, else OPENAI_BASE_URL with
+OPENAI_API_KEY, else GOOGLE_GEMINI_BASE_URL with GEMINI_API_KEY).
+
 Register it with "caddy agent-hook install --global" or
 "caddy agent-hook install --project DIR".`,
 		CobraFunc: func(cmd *cobra.Command) {

@@ -153,6 +153,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		// The gateway's prices bound the agent-reported costs a workspace
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),
+		WorkContexts:   workContexts(g.app),
 	})
 	if len(cfg.MCPServers) > 0 {
 		g.mcp = mcp.New(mcp.Options{

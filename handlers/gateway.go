@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/agentotel"
+	"github.com/modelgate/modelgate/forge"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelgate/modelgate/telemetry"
 	"github.com/modelgate/modelgate/tokencount"
 	"github.com/modelgate/modelgate/upstream"
+	"github.com/modelgate/modelgate/workctx"
 )
 
 // GatewayOptions configures a Gateway. Models is required.
@@ -103,6 +105,10 @@ type GatewayOptions struct {
 	// AgentTelemetry answers POST /v1/logs and /v1/metrics, coding agents'
 	// own OpenTelemetry export; nil: those paths are not the gateway's.
 	AgentTelemetry *agentotel.Receiver
+	// WorkContexts takes sessions' work contexts: POST /v1/work/context
+	// from the agents' hooks, and the X-Modelgate-Repo and
+	// X-Modelgate-Branch headers; nil: neither.
+	WorkContexts *forge.Contexts
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -412,6 +418,9 @@ func (g *Gateway) buildPaths() {
 	if at := g.opts.AgentTelemetry; at != nil {
 		g.paths["/v1/logs"] = g.guard(at.ServeLogs)
 		g.paths["/v1/metrics"] = g.guard(at.ServeMetrics)
+	}
+	if wc := g.opts.WorkContexts; wc != nil {
+		g.paths[workctx.Path] = g.guard(wc.ServeHTTP)
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/telemetry"
+	"github.com/modelgate/modelgate/workctx"
 )
 
 // maxPooledBody keeps one huge request from pinning its buffer in the pool.
@@ -83,6 +84,9 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	rec.SessionID, rec.Agent = resolveSession(r, body, cf, info)
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
+	}
+	if wc := g.opts.WorkContexts; wc != nil && rec.SessionID != "" {
+		wc.Note(rec.KeyID, rec.SessionID, r.Header.Get(workctx.RepoHeader), r.Header.Get(workctx.BranchHeader), start)
 	}
 	var hold *policy.Reservation
 	if id != nil {

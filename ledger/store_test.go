@@ -203,7 +203,13 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := len(migrations()) - 1; versions != want {
+	want := 0
+	for _, m := range migrations()[1:] {
+		if m != "" { // a hole is a number another branch holds
+			want++
+		}
+	}
+	if versions != want {
 		t.Fatalf("schema_migrations has %d rows, want %d", versions, want)
 	}
 }
@@ -230,7 +236,13 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err := stores[0].(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := len(migrations()) - 1; versions != want {
+	want := 0
+	for _, m := range migrations()[1:] {
+		if m != "" { // a hole is a number another branch holds
+			want++
+		}
+	}
+	if versions != want {
 		t.Fatalf("schema_migrations has %d rows, want %d", versions, want)
 	}
 	if err := stores[3].Insert(context.Background(), []Record{sampleRecord(0)}); err != nil {

@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/money"
+)
+
+func work(t *testing.T, s Store, query string) *WorkReportPage {
+	t.Helper()
+	q, err := ParseWorkQuery(mustValues(t, query), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := WorkReport(context.Background(), s, q, WorkReportOptions{PersonOf: func(k string) string { return k + "@example.com" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// workLines renders a bucket's rows as "repo branch #pr ticket: cents
+// sessions requests" for comparison.
+func workLines(b WorkBucket) string {
+	var lines []string
+	for _, r := range b.Results {
+		pr := "-"
+		if r.PullRequest != nil {
+			pr = fmt.Sprintf("#%d/%s", r.PullRequest.Number, r.PullRequest.State)
+		}
+		line := fmt.Sprintf("%s %s %s %s: %s s%d r%d", deref(r.Repository), deref(r.Branch), pr, deref(r.Ticket), r.Amount, r.Sessions, r.Requests)
+		if r.Unattributed {
+			line = "unattributed: " + r.Amount
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A session that switches branch is split at the switch; a record before
+// the session's first context takes it; a session without context is
+// unattributed; a merged pull request takes its branch's work; the sums
+// equal the cost report's.
+func TestWorkReportSplitsByBranchAndPull(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		ws := s.(WorkStore)
+		rec := func(min int, session string, cents int64) Record {
+			r := sampleRecord(0)
+			r.Time, r.SessionID, r.CostPicoUSD = t0.Add(time.Duration(min)*time.Minute), session, cents*money.PicoPerCent
+			return r
+		}
+		recs := []Record{rec(1, "s1", 1), rec(5, "s1", 2), rec(11, "s1", 4), rec(12, "s1", 8), rec(3, "s2", 16), rec(4, "", 32)}
+		if err := s.Insert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []WorkContext{
+			{KeyID: "alice", SessionID: "s1", Time: t0.Add(2 * time.Minute), Repo: "github.com/acme/shop", Branch: "feat/ABC-12-cart"},
+			{KeyID: "alice", SessionID: "s1", Time: t0.Add(3 * time.Minute), Repo: "github.com/acme/shop", Branch: "feat/ABC-12-cart"}, // same: not stored
+			{KeyID: "alice", SessionID: "s1", Time: t0.Add(10 * time.Minute), Repo: "github.com/acme/shop", Branch: "fix-login"},
+			// Another key's context for the same session id does not apply.
+			{KeyID: "bob", SessionID: "s2", Time: t0, Repo: "github.com/acme/other", Branch: "main"},
+		} {
+			if err := ws.PutWorkContext(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := work(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z&group_by[]=repository&group_by[]=branch&group_by[]=pull_request&group_by[]=ticket")
+		want := "github.com/acme/shop fix-login - : 12.0 s1 r2\ngithub.com/acme/shop feat/ABC-12-cart - ABC-12: 3.0 s1 r2\nunattributed: 48.0"
+		if got := workLines(p.Data[0]); got != want {
+			t.Fatalf("by branch:\n got %s\nwant %s", got, want)
+		}
+
+		merged := Pull{Forge: "github", Repo: "github.com/acme/shop", Number: 7, Branch: "fix-login", Title: "Fix login (XYZ-9)", Author: "alice",
+			State: PullMerged, OpenedAt: t0.Add(20 * time.Minute), MergedAt: t0.Add(time.Hour), UpdatedAt: t0.Add(time.Hour)}
+		if err := ws.PutPull(ctx, merged); err != nil {
+			t.Fatal(err)
+		}
+		// A late, older delivery does not reopen it.
+		stale := merged
+		stale.State, stale.MergedAt, stale.UpdatedAt = PullOpen, time.Time{}, t0.Add(20*time.Minute)
+		if err := ws.PutPull(ctx, stale); err != nil {
+			t.Fatal(err)
+		}
+		p = work(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z&group_by[]=pull_request&group_by[]=ticket")
+		want = "github.com/acme/shop  #7/merged XYZ-9: 12.0 s1 r2\n  - ABC-12: 3.0 s1 r2\nunattributed: 48.0"
+		if got := workLines(p.Data[0]); got != want {
+			t.Fatalf("by pull request:\n got %s\nwant %s", got, want)
+		}
+		p = work(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z&pull_requests[]=7")
+		if got := workLines(p.Data[0]); got != "  - : 12.0 s1 r2" {
+			t.Fatalf("filtered to #7: %s", got)
+		}
+		p = work(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z&group_by[]=person")
+		if r := p.Data[0].Results[0]; deref(r.Person) != "alice@example.com" || r.Sessions != 1 {
+			t.Fatalf("by person: %+v", r)
+		}
+
+		var total int64
+		for _, r := range work(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z").Data[0].Results {
+			total += r.pico
+		}
+		c := cost(t, s, "starting_at=2025-09-01T00:00:00Z&ending_at=2025-09-02T00:00:00Z")
+		if got := formatCents(total); got != c.Data[0].Results[0].Amount {
+			t.Fatalf("work total %s, cost report %s", got, c.Data[0].Results[0].Amount)
+		}
+
+		first, err := ws.ClaimDelivery(ctx, "github", "d1", t0)
+		again, err2 := ws.ClaimDelivery(ctx, "github", "d1", t0)
+		if err != nil || err2 != nil || !first || again {
+			t.Fatalf("claims: %v %v, %v %v", first, err, again, err2)
+		}
+		once, err := ws.MarkCommented(ctx, "github.com/acme/shop", 7, t0)
+		twice, err2 := ws.MarkCommented(ctx, "github.com/acme/shop", 7, t0)
+		if err != nil || err2 != nil || !once || twice {
+			t.Fatalf("comment claims: %v %v, %v %v", once, err, twice, err2)
+		}
+	})
+}
