@@ -70,9 +70,12 @@ func NormalizeRepo(remote string) string {
 		}
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	p = strings.Trim(path.Clean("/"+p), "/")
-	p = strings.ToLower(strings.TrimSuffix(p, ".git"))
-	if host == "" || p == "" || p == "." {
+	p = strings.TrimSuffix(strings.Trim(path.Clean("/"+p), "/"), ".git")
+	p = strings.ToLower(strings.Trim(path.Clean("/"+p), "/"))
+	// A host without a dot is not a forge every machine names alike (and
+	// the short "host/path" form must read back as itself).
+	if !strings.Contains(host, ".") || !safe(host, ".-") || strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") || strings.Contains(host, "..") ||
+		p == "" || p == "." {
 		return ""
 	}
 	out := host + "/" + p

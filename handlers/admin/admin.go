@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ type Handler struct {
 	Controls *policy.Controls
 	// Audit receives every admin action; nil records none.
 	Audit audit.Recorder
+	// Tickets finds ticket keys in branch names and pull request titles
+	// for the work report; nil: ledger.DefaultTicketPattern.
+	Tickets *regexp.Regexp
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once

@@ -1,0 +1,81 @@
+package agenthook
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelgate/modelgate/workctx"
+)
+
+// A UserPromptSubmit event posts the working directory's repository
+// (credentials stripped on this side already), branch and head to the
+// gateway with the agent's key, writes nothing to stdout and posts no
+// chat message.
+func TestContextEventPostsWorkContext(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "feat/ABC-7-x"},
+		{"-c", "user.email=a@b.c", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "one"},
+		{"remote", "add", "origin", "https://bot:ghp_SECRET@github.com/Acme/Shop.git"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	var mu sync.Mutex
+	var got []workctx.Context
+	var auth []string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != workctx.Path || strings.Contains(string(b), "SECRET") {
+			t.Errorf("gateway got %s %s", r.URL.Path, b)
+		}
+		var c workctx.Context
+		_ = json.Unmarshal(b, &c)
+		mu.Lock()
+		got, auth = append(got, c), append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer gw.Close()
+	chat := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("chat webhook called") }))
+	defer chat.Close()
+	env := map[string]string{"ANTHROPIC_BASE_URL": gw.URL, "ANTHROPIC_AUTH_TOKEN": "alice-key", "CHAT_WEBHOOK_URL": chat.URL}
+	ev, _ := json.Marshal(map[string]string{"hook_event_name": "UserPromptSubmit", "session_id": "sess-1", "cwd": dir, "prompt": "hi"})
+	var stderr bytes.Buffer
+	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if len(got) != 1 || got[0].SessionID != "sess-1" || got[0].Repository != "github.com/acme/shop" || got[0].Branch != "feat/ABC-7-x" ||
+		len(got[0].Head) != 40 || auth[0] != "Bearer alice-key" {
+		t.Fatalf("posted %+v with %v", got, auth)
+	}
+}
+
+// Without a gateway in the environment, or outside a repository, the hook
+// posts nothing and says why on stderr only when there was something to
+// say.
+func TestContextEventWithoutGateway(t *testing.T) {
+	ev := []byte(`{"hook_event_name":"SessionStart","session_id":"s","cwd":"/nonexistent"}`)
+	var stderr bytes.Buffer
+	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(string) string { return "" }})
+	if stderr.Len() != 0 {
+		t.Errorf("stderr without a gateway: %s", stderr.String())
+	}
+	env := map[string]string{"MODELGATE_URL": "http://127.0.0.1:1", "MODELGATE_API_KEY": "k"}
+	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	if !strings.Contains(stderr.String(), "no git remote") {
+		t.Errorf("stderr outside a repository: %q", stderr.String())
+	}
+}
