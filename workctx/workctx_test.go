@@ -7,16 +7,16 @@ import (
 
 func TestNormalizeRepo(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://bot:ghp_SECRET@GitHub.com/Acme/Shop.git": "github.com/acme/shop",
-		"git@github.com:acme/shop.git":                    "github.com/acme/shop",
-		"ssh://git@gitlab.example.com:2222/g/sub/app.git": "gitlab.example.com/g/sub/app",
+		"https://bot:ghp_SECRET@GitHub.com/Acme/Shop.git":  "github.com/acme/shop",
+		"git@github.com:acme/shop.git":                     "github.com/acme/shop",
+		"ssh://git@gitlab.example.com:2222/g/sub/app.git":  "gitlab.example.com/g/sub/app",
 		"https://gitlab.example.com/g/app?private_token=x": "gitlab.example.com/g/app",
-		"github.com/acme/shop":                            "github.com/acme/shop",
-		"/home/alice/src/shop":                            "",
-		"file:///srv/git/shop.git":                        "",
-		"C:\\src\\shop":                                   "",
-		"acme/shop":                                       "",
-		"https://github.com/":                             "",
+		"github.com/acme/shop":                             "github.com/acme/shop",
+		"/home/alice/src/shop":                             "",
+		"file:///srv/git/shop.git":                         "",
+		"C:\\src\\shop":                                    "",
+		"acme/shop":                                        "",
+		"https://github.com/":                              "",
 	} {
 		if got := NormalizeRepo(in); got != want {
 			t.Errorf("NormalizeRepo(%q) = %q, want %q", in, got, want)
