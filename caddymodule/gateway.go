@@ -406,7 +406,8 @@ func agentTelemetry(app *App, listPrices func(model string) ledger.Prices) *agen
 			}
 			return id.KeyID, id.Workspace, true
 		},
-		Record: app.Enqueue,
+		Record:  app.Enqueue,
+		Metrics: agentMetrics(app),
 		Served: func(ctx context.Context, sessionID string) (bool, error) {
 			ss, ok := app.Store().(ledger.SessionServer)
 			if !ok {

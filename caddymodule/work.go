@@ -94,3 +94,26 @@ func (s appStore) WorkRows(ctx context.Context, f ledger.Filter, width time.Dura
 	}
 	return ws.WorkRows(ctx, f, width)
 }
+
+// agentMetrics keeps coding agents' work metrics in the ledger.
+func agentMetrics(app *App) func(ctx context.Context, keyID string, pts []ledger.AgentMetric) error {
+	return func(ctx context.Context, keyID string, pts []ledger.AgentMetric) error {
+		ms, ok := app.Store().(ledger.AgentMetricStore)
+		if !ok {
+			return errLedgerNotStarted
+		}
+		return ms.PutAgentMetrics(ctx, keyID, pts)
+	}
+}
+
+func (s appStore) AgentMetricsDay(ctx context.Context, day time.Time, keys []string) ([]ledger.AgentMetricRow, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	ms, ok := st.(ledger.AgentMetricStore)
+	if !ok {
+		return nil, errors.New("this ledger store keeps no agent metrics")
+	}
+	return ms.AgentMetricsDay(ctx, day, keys)
+}

@@ -398,6 +398,9 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// (work.go): joined to the records when a report is read, so no
 		// request writes here.
 		28: workMigration,
+		// Coding agents' own counts of their work, for the Claude Code
+		// analytics report (agent_metrics.go).
+		29: agentMetricsMigration,
 	}
 }
 

@@ -121,3 +121,45 @@ func TestWorkReportSplitsByBranchAndPull(t *testing.T) {
 		}
 	})
 }
+
+// Agents' work metrics: a cumulative series keeps its latest total, each
+// delta point counts once however often it is sent, and the day's
+// sessions are counted per key.
+func TestAgentMetricsDay(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		ms := s.(AgentMetricStore)
+		at := t0.Add(time.Hour)
+		pt := func(session, attr string, series time.Time, v int64) AgentMetric {
+			return AgentMetric{SessionID: session, Terminal: "tmux", Metric: "claude_code.lines_of_code.count", Attr: attr, Series: series, Time: at, Value: v}
+		}
+		for _, batch := range [][]AgentMetric{
+			{pt("s1", "added", t0, 5), pt("s1", "added", t0, 8)},                  // cumulative: 8
+			{pt("s2", "added", at, 3), pt("s2", "added", at.Add(time.Second), 4)}, // delta: 7
+			{pt("s2", "added", at, 3)},                                            // a retry
+			{pt("s2", "removed", at, 2)},
+		} {
+			if err := ms.PutAgentMetrics(ctx, "alice", batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ms.PutAgentMetrics(ctx, "bob", []AgentMetric{pt("s9", "added", t0, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := ms.AgentMetricsDay(ctx, t0, []string{"alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%s %s %s %s %d", r.KeyID, r.Metric, r.Attr, r.Terminal, r.Value))
+		}
+		want := "alice claude_code.lines_of_code.count added tmux 15\nalice claude_code.lines_of_code.count removed tmux 2\nalice sessions  tmux 2"
+		if strings.Join(got, "\n") != want {
+			t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+		}
+		if rows, _ := ms.AgentMetricsDay(ctx, t0.Add(24*time.Hour), nil); len(rows) != 0 {
+			t.Fatalf("next day: %+v", rows)
+		}
+	})
+}
