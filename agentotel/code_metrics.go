@@ -100,4 +100,3 @@ func unixNano(ns uint64) time.Time {
 	}
 	return time.Unix(0, int64(ns)).UTC()
 }
-

@@ -67,8 +67,11 @@ func TestReceiverKeepsCodeMetrics(t *testing.T) {
 	var got []ledger.AgentMetric
 	var fail error
 	rc := NewReceiver(Options{
-		Caller:  func(*http.Request) (string, string, bool) { return "key-1", "", true },
-		Metrics: func(_ context.Context, key string, pts []ledger.AgentMetric) error { got = append(got, pts...); return fail },
+		Caller: func(*http.Request) (string, string, bool) { return "key-1", "", true },
+		Metrics: func(_ context.Context, key string, pts []ledger.AgentMetric) error {
+			got = append(got, pts...)
+			return fail
+		},
 	})
 	js := []byte(`{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"claude_code.pull_request.count","sum":{"dataPoints":[{"asInt":"1","attributes":[{"key":"session.id","value":{"stringValue":"s"}}]}]}}]}]}]}`)
 	if w := post(t, rc.ServeMetrics, "/v1/metrics", "application/json", "", js, "Bearer x"); w.Code != 200 || len(got) != 1 || got[0].Metric != metricPulls {
