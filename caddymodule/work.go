@@ -87,6 +87,14 @@ func (s appStore) MarkCommented(ctx context.Context, repo string, number int64, 
 	return ws.MarkCommented(ctx, repo, number, at)
 }
 
+func (s appStore) UnmarkCommented(ctx context.Context, repo string, number int64) error {
+	ws, err := s.work()
+	if err != nil {
+		return err
+	}
+	return ws.UnmarkCommented(ctx, repo, number)
+}
+
 func (s appStore) WorkRows(ctx context.Context, f ledger.Filter, width time.Duration) ([]ledger.WorkRow, error) {
 	ws, err := s.work()
 	if err != nil {

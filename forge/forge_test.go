@@ -5,14 +5,18 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 )
 
 func openLedger(t *testing.T) ledger.WorkStore {
@@ -51,9 +55,9 @@ func deliver(rc *Receiver, path string, h map[string]string, body string) *httpt
 // The repository's credentials in the payload never reach the ledger.
 func TestGitHubWebhook(t *testing.T) {
 	st := openLedger(t)
-	var merged []ledger.Pull
+	merged := make(chan ledger.Pull, 4)
 	rc := NewReceiver(Options{GitHubSecret: "s3cret", Store: func() ledger.WorkStore { return st },
-		Merged: func(_ context.Context, p ledger.Pull) { merged = append(merged, p) }})
+		Merged: func(_ context.Context, p ledger.Pull) { merged <- p }})
 	h := map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": sign("s3cret", githubMerged)}
 
 	forged := map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "d-0", "X-Hub-Signature-256": sign("guess", githubMerged)}
@@ -74,8 +78,8 @@ func TestGitHubWebhook(t *testing.T) {
 	if w := deliver(rc, GitHubPath, h, githubMerged); w.Code != http.StatusConflict {
 		t.Fatalf("replayed body under a new delivery id: %d %s", w.Code, w.Body)
 	}
-	if len(merged) != 1 {
-		t.Fatalf("merged told %d times, want once", len(merged))
+	if got := testwait.Receive(t, "told of the merge", merged, 1); got[0].Number != 7 || len(merged) != 0 {
+		t.Fatalf("merged told %+v, then %d more", got, len(merged))
 	}
 	pulls, err := st.Pulls(context.Background(), nil)
 	if err != nil || len(pulls) != 1 {
@@ -183,5 +187,60 @@ func checkPull(t *testing.T, p ledger.Pull) {
 	case ledger.PullOpen, ledger.PullMerged, ledger.PullClosed:
 	default:
 		t.Fatalf("state %q", p.State)
+	}
+}
+
+// With a token, a merged pull request gets one comment with its agent
+// cost, on the fake forge API; a later merged event, or a second
+// commenter (another instance), posts nothing.
+func TestMergedCommentOnce(t *testing.T) {
+	st := openLedger(t)
+	s := st.(ledger.Store)
+	ctx := context.Background()
+	t0 := time.Date(2025, 9, 1, 10, 0, 0, 0, time.UTC)
+	if err := st.PutWorkContext(ctx, ledger.WorkContext{KeyID: "alice", SessionID: "s1", Time: t0, Repo: "github.com/acme/shop", Branch: "feat/cart"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, []ledger.Record{{Time: t0.Add(time.Minute), KeyID: "alice", SessionID: "s1", Alias: "m", ServiceTier: "standard",
+		InputTokens: 10, Status: 200, Outcome: "ok", CostPicoUSD: 123 * money.PicoPerCent}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var posts []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		posts = append(posts, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(b))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer api.Close()
+	c := &Commenter{GitHubToken: "ghp_comment", GitHubAPI: api.URL, Store: func() ledger.WorkStore { return st },
+		Now: func() time.Time { return t0.Add(2 * time.Hour) }}
+	rc := NewReceiver(Options{GitHubSecret: "s3cret", Store: func() ledger.WorkStore { return st }, Merged: c.Merged,
+		Now: func() time.Time { return t0.Add(2 * time.Hour) }})
+	body := strings.ReplaceAll(githubMerged, "2025-09-01T12:00:00Z", "2025-09-01T11:00:00Z")
+	body = strings.ReplaceAll(body, "2025-09-01T10:00:00Z", "2025-09-01T10:30:00Z")
+	h := map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "m-1", "X-Hub-Signature-256": sign("s3cret", body)}
+	if w := deliver(rc, GitHubPath, h, body); w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if !testwait.Until(func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) == 1 }) {
+		t.Fatal("no comment posted")
+	}
+	// An edit after the merge is another delivery reporting it merged.
+	edited := strings.Replace(body, `"action":"closed"`, `"action":"edited"`, 1)
+	edited = strings.ReplaceAll(edited, `"updated_at":"2025-09-01T11:00:00Z"`, `"updated_at":"2025-09-01T11:05:00Z"`)
+	h = map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "m-2", "X-Hub-Signature-256": sign("s3cret", edited)}
+	if w := deliver(rc, GitHubPath, h, edited); w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	pulls, _ := st.Pulls(ctx, nil)
+	c.Merged(ctx, pulls[0]) // another instance told of the same merge
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posts) != 1 || !strings.HasPrefix(posts[0], "POST /repos/acme/shop/issues/7/comments Bearer ghp_comment ") ||
+		!strings.Contains(posts[0], "$1.23") || !strings.Contains(posts[0], "1 coding-agent session ") {
+		t.Fatalf("posts %q", posts)
 	}
 }

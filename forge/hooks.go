@@ -45,8 +45,9 @@ type Options struct {
 	// Store is the ledger's work store; nil while the ledger is not open
 	// (503, the forge retries).
 	Store func() ledger.WorkStore
-	// Merged is told of each pull request the forge reports merged, after
-	// it is stored (the cost comment); nil: nothing.
+	// Merged is told, on a goroutine of its own, of each pull request a
+	// first delivery reports merged, after it is stored (the cost
+	// comment); nil: nothing.
 	Merged func(ctx context.Context, p ledger.Pull)
 	Now    func() time.Time
 }
@@ -174,7 +175,9 @@ func (rc *Receiver) record(ctx context.Context, d delivery, body []byte) (int, s
 		}
 	}
 	if p.State == ledger.PullMerged && rc.o.Merged != nil {
-		rc.o.Merged(context.WithoutCancel(ctx), p)
+		// Aside from the delivery: the forge waits only seconds for its
+		// answer.
+		go rc.o.Merged(context.WithoutCancel(ctx), p)
 	}
 	return http.StatusOK, "recorded"
 }

@@ -92,6 +92,8 @@ type WorkStore interface {
 	// MarkCommented claims the comment on a pull request: true for the
 	// first caller only, so a comment is posted once across instances.
 	MarkCommented(ctx context.Context, repo string, number int64, at time.Time) (bool, error)
+	// UnmarkCommented gives the claim back after a comment failed.
+	UnmarkCommented(ctx context.Context, repo string, number int64) error
 	// WorkRows sums the records of f per bucket of width, key, workspace,
 	// session and the work context in force at each record's time.
 	WorkRows(ctx context.Context, f Filter, width time.Duration) ([]WorkRow, error)
@@ -170,6 +172,14 @@ func (s *sqlStore) MarkCommented(ctx context.Context, repo string, number int64,
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+func (s *sqlStore) UnmarkCommented(ctx context.Context, repo string, number int64) error {
+	ph := s.d.placeholder
+	if _, err := s.db.ExecContext(ctx, `UPDATE work_pulls SET commented_us = 0 WHERE repo = `+ph(1)+` AND number = `+ph(2), repo, number); err != nil {
+		return fmt.Errorf("ledger pull request comment: %w", err)
+	}
+	return nil
 }
 
 func (s *sqlStore) Pulls(ctx context.Context, repos []string) ([]Pull, error) {

@@ -312,3 +312,32 @@ func pullInfo(p *Pull) *WorkPullInfo {
 	return &WorkPullInfo{Number: p.Number, Title: p.Title, State: p.State, Author: p.Author, URL: p.URL,
 		OpenedAt: at(p.OpenedAt), MergedAt: at(p.MergedAt), ClosedAt: at(p.ClosedAt)}
 }
+
+// PullCost sums the spend of the work that went into the pull request p
+// between from and to: its cost, requests and distinct sessions.
+func PullCost(ctx context.Context, ws WorkStore, p Pull, from, to time.Time) (pico, requests int64, sessions int, err error) {
+	rows, err := ws.WorkRows(ctx, Filter{From: from, To: to, ExcludeServiceTiers: priorityTiers()}, 24*time.Hour)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pulls, err := ws.Pulls(ctx, []string{p.Repo})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	seen := map[[2]string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		if r.Repo != p.Repo || r.Branch != p.Branch {
+			continue
+		}
+		if pr := PullOf(pulls, r.Repo, r.Branch, r.First); pr == nil || pr.Number != p.Number {
+			continue
+		}
+		addSat(&pico, r.CostPicoUSD)
+		addSat(&requests, r.Requests)
+		if r.SessionID != "" {
+			seen[[2]string{r.KeyID, r.SessionID}] = true
+		}
+	}
+	return pico, requests, len(seen), nil
+}
