@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -77,5 +79,55 @@ func TestContextEventWithoutGateway(t *testing.T) {
 	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
 	if !strings.Contains(stderr.String(), "no git remote") {
 		t.Errorf("stderr outside a repository: %q", stderr.String())
+	}
+}
+
+// Codex's hooks go to .codex/hooks.json, Gemini CLI's to
+// .gemini/settings.json with its BeforeAgent event and a timeout in
+// milliseconds.
+func TestInstallForOtherAgents(t *testing.T) {
+	project := t.TempDir()
+	for _, tc := range []struct {
+		agent     AgentKind
+		file      string
+		events    []string
+		timeout   float64
+		notEvents []string
+	}{
+		{AgentCodex, ".codex/hooks.json", []string{"SessionStart", "UserPromptSubmit", "Stop"}, 10, []string{"Notification"}},
+		{AgentGemini, ".gemini/settings.json", []string{"SessionStart", "BeforeAgent"}, 10000, []string{"Stop", "UserPromptSubmit"}},
+	} {
+		path, err := SettingsPathFor(tc.agent, false, project, "", "")
+		if err != nil || path != filepath.Join(project, tc.file) {
+			t.Fatalf("%s: path %q %v", tc.agent.Name, path, err)
+		}
+		if _, err := InstallFor(tc.agent, path, nil, "/bin/caddy agent-hook"); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(path)
+		var m struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string  `json:"command"`
+					Timeout float64 `json:"timeout"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range tc.events {
+			if g := m.Hooks[ev]; len(g) != 1 || g[0].Hooks[0].Command != "/bin/caddy agent-hook" || g[0].Hooks[0].Timeout != tc.timeout {
+				t.Errorf("%s %s: %s", tc.agent.Name, ev, b)
+			}
+		}
+		for _, ev := range tc.notEvents {
+			if _, ok := m.Hooks[ev]; ok {
+				t.Errorf("%s registered %s", tc.agent.Name, ev)
+			}
+		}
+	}
+	if _, err := AgentKindNamed("cursor"); err == nil {
+		t.Error("an unknown agent was accepted")
 	}
 }

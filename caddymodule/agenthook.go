@@ -78,15 +78,16 @@ changes nothing.`
 Removes only registrations running "<binary> agent-hook"; other hooks and
 settings stay as they are.`
 	}
-	c.Flags().Bool("global", false, "Edit the user's settings (~/<config-dir>/settings.json)")
-	c.Flags().String("project", "", "Edit the project's personal settings (DIR/<config-dir>/settings.local.json)")
-	eventsDefault := strings.Join(agenthook.DefaultEvents(), ",")
-	eventsHelp := "Comma-separated hook events to register"
+	c.Flags().Bool("global", false, "Edit the user's settings (~/<config-dir>/settings.json; Codex: hooks.json)")
+	c.Flags().String("project", "", "Edit the project's settings (DIR/<config-dir>/settings.local.json; Codex: hooks.json, Gemini CLI: settings.json)")
+	c.Flags().String("for", "claude", "The agent: claude, codex or gemini")
+	eventsHelp := "Comma-separated hook events to register (default: the agent's: Claude Code " + strings.Join(agenthook.AgentClaude.Events, ",") +
+		"; Codex " + strings.Join(agenthook.AgentCodex.Events, ",") + "; Gemini CLI " + strings.Join(agenthook.AgentGemini.Events, ",") + ")"
 	if name == "uninstall" {
-		eventsDefault, eventsHelp = "", "Comma-separated hook events to clear (default all)"
+		eventsHelp = "Comma-separated hook events to clear (default all)"
 	}
-	c.Flags().String("events", eventsDefault, eventsHelp)
-	c.Flags().String("config-dir", agenthook.DefaultConfigDir, "Agent settings directory name (for agents other than Claude Code)")
+	c.Flags().String("events", "", eventsHelp)
+	c.Flags().String("config-dir", "", "Agent settings directory name (default: the agent's, .claude, .codex or .gemini)")
 	c.RunE = caddycmd.WrapCommandFuncForCobra(func(fl caddycmd.Flags) (int, error) {
 		return runRegistration(name, fl)
 	})
@@ -95,11 +96,18 @@ settings stay as they are.`
 
 func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 	home, _ := os.UserHomeDir()
-	path, err := agenthook.SettingsPath(fl.Bool("global"), fl.String("project"), fl.String("config-dir"), home)
+	agent, err := agenthook.AgentKindNamed(fl.String("for"))
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	path, err := agenthook.SettingsPathFor(agent, fl.Bool("global"), fl.String("project"), fl.String("config-dir"), home)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	events := agenthook.ParseEvents(fl.String("events"))
+	if name == "install" && len(events) == 0 {
+		events = agent.Events
+	}
 	var changed bool
 	if name == "install" {
 		exe, err := os.Executable()
@@ -109,7 +117,7 @@ func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 		if len(events) == 0 {
 			return caddy.ExitCodeFailedStartup, errors.New("--events names no event")
 		}
-		changed, err = agenthook.Install(path, events, agenthook.HookCommand(exe))
+		changed, err = agenthook.InstallFor(agent, path, events, agenthook.HookCommand(exe))
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
