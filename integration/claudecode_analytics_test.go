@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,18 +28,7 @@ func TestClaudeCodeAnalyticsReport(t *testing.T) {
 	}}
 	up := httptest.NewServer(script)
 	t.Cleanup(up.Close)
-	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
-  - model_name: local-coder
-    proxy_params:
-      model: openai/scripted-coder
-      api_base: %s/v1
-      api_key: %s
-    model_info:
-      input_cost_per_token: 0.00001
-      output_cost_per_token: 0.00003
-model_aliases:
-  "claude-*": local-coder
-`, up.URL, upstreamKey)})
+	g := startGateway(t, gatewayConfig{models: pricedCoder(up.URL)})
 
 	res := runClaude(t, claude, claudeRun{prompt: "Write notes.txt with the Write tool, then say you are done.", dir: dir,
 		env: []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey,

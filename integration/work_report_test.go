@@ -22,6 +22,23 @@ import (
 
 const forgeSecret = "forge-webhook-secret-0123"
 
+// pricedCoder is a models file sending Claude Code's models to the
+// scripted backend at base, priced so that its requests cost.
+func pricedCoder(base string) string {
+	return fmt.Sprintf(`model_list:
+  - model_name: local-coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+    model_info:
+      input_cost_per_token: 0.00001
+      output_cost_per_token: 0.00003
+model_aliases:
+  "claude-*": local-coder
+`, base, upstreamKey)
+}
+
 // workReport reads the work report of today under the admin key.
 func workReport(t *testing.T, g *gateway, query string) ledger.WorkReportPage {
 	t.Helper()
@@ -92,18 +109,7 @@ func TestWorkReportWithClaudeCode(t *testing.T) {
 	up := httptest.NewServer(script)
 	t.Cleanup(up.Close)
 	g := startGateway(t, gatewayConfig{
-		models: fmt.Sprintf(`model_list:
-  - model_name: local-coder
-    proxy_params:
-      model: openai/scripted-coder
-      api_base: %s/v1
-      api_key: %s
-    model_info:
-      input_cost_per_token: 0.00001
-      output_cost_per_token: 0.00003
-model_aliases:
-  "claude-*": local-coder
-`, up.URL, upstreamKey),
+		models:    pricedCoder(up.URL),
 		siteExtra: "llm_forge {\n\t\tgithub_secret {env.FORGE_SECRET}\n\t}",
 		env:       []string{"FORGE_SECRET=" + forgeSecret},
 	})

@@ -1,14 +1,11 @@
 package admin
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/providers"
 )
 
 // WorkReportPath is the gateway's report of cost by the work it bought:
@@ -32,17 +29,7 @@ func (a *Handler) serveWork(w http.ResponseWriter, r *http.Request) {
 		q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
 		page, err = ledger.WorkReport(r.Context(), a.Store, q, ledger.WorkReportOptions{Tickets: a.Tickets, PersonOf: a.personOf()})
 	}
-	if pe, ok := errors.AsType[*ledger.ParamError](err); ok {
-		writeError(w, &providers.APIError{Status: http.StatusBadRequest, Param: pe.Param, Message: pe.Error()})
-		return
-	}
-	if err != nil {
-		if r.Context().Err() == nil {
-			fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
-		}
-		return
-	}
-	writeReport(w, r, page)
+	answerReport(w, r, page, err)
 }
 
 // personOf names the person each key belongs to: the signed-in person a
@@ -74,23 +61,6 @@ func cmpOr(vals ...string) string {
 		}
 	}
 	return ""
-}
-
-// writeReport writes a report body with its length; a HEAD gets the
-// headers only.
-func writeReport(w http.ResponseWriter, r *http.Request, body any) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		fail(w, http.StatusInternalServerError, "encoding the report failed")
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(b)
-	}
 }
 
 // CompileTicketPattern checks an admin's ticket pattern: a regular
