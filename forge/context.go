@@ -110,10 +110,8 @@ func (c *Contexts) Note(keyID, session, repo, branch string, at time.Time) {
 	if session == "" || (repo == "" && branch == "") {
 		return
 	}
-	repo, branch = workctx.NormalizeRepo(repo), workctx.CleanBranch(branch)
-	if repo == "" {
-		return
-	}
+	// Compared as sent, so a session's every request after the first
+	// costs a map lookup, not a URL parse.
 	k, v := [2]string{keyID, session}, [2]string{repo, branch}
 	c.mu.Lock()
 	if c.last[k] == v {
@@ -125,11 +123,11 @@ func (c *Contexts) Note(keyID, session, repo, branch string, at time.Time) {
 	}
 	c.last[k] = v
 	c.mu.Unlock()
+	wc := ledger.WorkContext{KeyID: keyID, SessionID: session, Time: at, Repo: workctx.NormalizeRepo(repo), Branch: workctx.CleanBranch(branch)}
 	st := c.store()
-	if st == nil {
+	if wc.Repo == "" || st == nil {
 		return
 	}
-	wc := ledger.WorkContext{KeyID: keyID, SessionID: session, Time: at, Repo: repo, Branch: branch}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -244,3 +244,23 @@ func TestMergedCommentOnce(t *testing.T) {
 		t.Fatalf("posts %q", posts)
 	}
 }
+
+// BenchmarkNote is what a model request with a session pays for the
+// headers: none sent, and the same context as the last request.
+func BenchmarkNote(b *testing.B) {
+	c := &Contexts{}
+	at := time.Now()
+	b.Run("no-headers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Note("alice", "sess-1", "", "", at)
+		}
+	})
+	c.Note("alice", "sess-1", "https://github.com/acme/shop.git", "main", at)
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Note("alice", "sess-1", "https://github.com/acme/shop.git", "main", at)
+		}
+	})
+}
