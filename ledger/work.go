@@ -256,3 +256,27 @@ func (s *sqlStore) WorkRows(ctx context.Context, f Filter, width time.Duration) 
 	}
 	return out, rows.Err()
 }
+
+// purgeWork deletes, with the records before cut (Unix microseconds),
+// what only they needed: the forge deliveries and agent metrics of that
+// time, a session's contexts before cut that a later one before cut
+// replaced, and any context 30 days older than cut (a session still
+// working a month past the retention is attributed from its next prompt).
+func (s *sqlStore) purgeWork(ctx context.Context, cut int64) error {
+	ph := s.d.placeholder
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`DELETE FROM work_deliveries WHERE at_us < ` + ph(1), []any{cut}},
+		{`DELETE FROM agent_metrics WHERE ts_us < ` + ph(1), []any{cut}},
+		{`DELETE FROM work_contexts WHERE at_us < ` + ph(1) + ` AND (at_us < ` + ph(2) + ` OR EXISTS (SELECT 1 FROM work_contexts c2
+			WHERE c2.key_id = work_contexts.key_id AND c2.session_id = work_contexts.session_id
+			AND c2.at_us > work_contexts.at_us AND c2.at_us < ` + ph(3) + `))`, []any{cut, cut - (30 * 24 * time.Hour).Microseconds(), cut}},
+	} {
+		if _, err := s.db.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return fmt.Errorf("purging work contexts: %w", err)
+		}
+	}
+	return nil
+}

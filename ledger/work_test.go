@@ -163,3 +163,46 @@ func TestAgentMetricsDay(t *testing.T) {
 		}
 	})
 }
+
+// Retention takes the work rows only the purged records needed, and keeps
+// the context in force at the cutoff.
+func TestPurgeWork(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		ws := s.(WorkStore)
+		cut := t0.Add(40 * 24 * time.Hour)
+		for _, c := range []WorkContext{
+			{KeyID: "k", SessionID: "old", Time: t0, Repo: "h.io/a/b", Branch: "x"},
+			{KeyID: "k", SessionID: "live", Time: cut.Add(-2 * time.Hour), Repo: "h.io/a/b", Branch: "x"},
+			{KeyID: "k", SessionID: "live", Time: cut.Add(-time.Hour), Repo: "h.io/a/b", Branch: "y"},
+			{KeyID: "k", SessionID: "live", Time: cut.Add(time.Hour), Repo: "h.io/a/b", Branch: "z"},
+		} {
+			if err := ws.PutWorkContext(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ws.ClaimDelivery(ctx, "github", "old", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.(RecordPurger).PurgeRecords(ctx, cut); err != nil {
+			t.Fatal(err)
+		}
+		var branches []string
+		rows, err := s.(*sqlStore).db.Query(`SELECT session_id, branch FROM work_contexts ORDER BY at_us`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var sess, b string
+			_ = rows.Scan(&sess, &b)
+			branches = append(branches, sess+":"+b)
+		}
+		rows.Close()
+		if strings.Join(branches, " ") != "live:y live:z" {
+			t.Fatalf("contexts kept: %v", branches)
+		}
+		if again, _ := ws.ClaimDelivery(ctx, "github", "old", cut); !again {
+			t.Fatal("an old delivery id outlived the retention")
+		}
+	})
+}
