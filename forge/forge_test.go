@@ -264,3 +264,39 @@ func BenchmarkNote(b *testing.B) {
 		}
 	})
 }
+
+// A client's headers become the session's context once per change, the
+// credentials of its URL dropped; a header naming no remote is ignored.
+func TestNoteWritesChangesOnly(t *testing.T) {
+	st := openLedger(t)
+	ctx := context.Background()
+	t0 := time.Date(2025, 9, 1, 10, 0, 0, 0, time.UTC)
+	rec := func(session string, at time.Duration) ledger.Record {
+		return ledger.Record{Time: t0.Add(at), KeyID: "alice", SessionID: session, Alias: "m", ServiceTier: "standard", Status: 200, Outcome: "ok", InputTokens: 1}
+	}
+	if err := st.(ledger.Store).Insert(ctx, []ledger.Record{rec("s1", 30*time.Second), rec("s1", 210*time.Second), rec("s2", time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	c := &Contexts{Store: func() ledger.WorkStore { return st }}
+	const remote = "https://ci:glpat-SECRET@gitlab.example.com/g/app.git"
+	c.Note("alice", "s1", remote, "main", t0)
+	c.Note("alice", "s1", remote, "main", t0.Add(time.Minute)) // unchanged: not written
+	c.Note("alice", "s1", remote, "fix", t0.Add(3*time.Minute))
+	c.Note("alice", "s2", "/home/alice/app", "main", t0)
+	var got []string
+	ok := testwait.Until(func() bool {
+		rows, err := st.WorkRows(ctx, ledger.Filter{From: t0, To: t0.Add(time.Hour)}, time.Hour)
+		if err != nil {
+			return false
+		}
+		got = got[:0]
+		for _, r := range rows {
+			got = append(got, r.SessionID+" "+r.Repo+" "+r.Branch)
+		}
+		return strings.Join(got, "|") == "s1 gitlab.example.com/g/app fix|s1 gitlab.example.com/g/app main|s2  " ||
+			strings.Join(got, "|") == "s1 gitlab.example.com/g/app main|s1 gitlab.example.com/g/app fix|s2  "
+	})
+	if !ok {
+		t.Fatalf("rows %q", got)
+	}
+}
