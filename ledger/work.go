@@ -224,8 +224,14 @@ func (s *sqlStore) WorkRows(ctx context.Context, f Filter, width time.Duration) 
 		}
 		return "CAST(SUM(" + v + ") AS BIGINT)"
 	}
+	// Each context holds from its time to the session's next one (the
+	// first from the beginning): a range join, one pass over the records.
 	var q strings.Builder
-	q.WriteString(`SELECT r.bucket, r.key_id, r.workspace, r.session_id, COALESCE(c.repo, ''), COALESCE(c.branch, ''), MIN(r.ts_us), ` +
+	q.WriteString(`WITH c AS (SELECT key_id, session_id, repo, branch,
+		CASE WHEN LAG(at_us) OVER w IS NULL THEN -9223372036854775807 ELSE at_us END AS from_us,
+		COALESCE(LEAD(at_us) OVER w, 9223372036854775807) AS to_us
+		FROM work_contexts WINDOW w AS (PARTITION BY key_id, session_id ORDER BY at_us))
+	SELECT r.bucket, r.key_id, r.workspace, r.session_id, COALESCE(c.repo, ''), COALESCE(c.branch, ''), MIN(r.ts_us), ` +
 		sum("r.input_tokens", MaxTokens) + `, ` + sum("r.cache_creation_5m + r.cache_creation_1h", MaxTokens) + `, ` +
 		sum("r.cache_read_tokens", MaxTokens) + `, ` + sum("r.output_tokens", MaxTokens) + `, ` + sum("r.cost_pico", MaxCost) + `, ` +
 		`SUM(CASE WHEN r.used THEN 1 ELSE 0 END)
@@ -233,9 +239,7 @@ func (s *sqlStore) WorkRows(ctx context.Context, f Filter, width time.Duration) 
 		cache_creation_5m, cache_creation_1h, cache_read_tokens, output_tokens, cost_pico, ` + usedTokensSQL + ` AS used FROM usage_records`)
 	args := s.where(&q, nil, f)
 	q.WriteString(`) r
-	LEFT JOIN work_contexts c ON r.session_id <> '' AND c.key_id = r.key_id AND c.session_id = r.session_id AND c.at_us = COALESCE(
-		(SELECT MAX(c2.at_us) FROM work_contexts c2 WHERE c2.key_id = r.key_id AND c2.session_id = r.session_id AND c2.at_us <= r.ts_us),
-		(SELECT MIN(c3.at_us) FROM work_contexts c3 WHERE c3.key_id = r.key_id AND c3.session_id = r.session_id))
+	LEFT JOIN c ON r.session_id <> '' AND c.key_id = r.key_id AND c.session_id = r.session_id AND r.ts_us >= c.from_us AND r.ts_us < c.to_us
 	GROUP BY r.bucket, r.key_id, r.workspace, r.session_id, c.repo, c.branch
 	ORDER BY r.bucket, r.key_id, r.session_id`)
 	rows, err := s.db.QueryContext(ctx, q.String(), args...)

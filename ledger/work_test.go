@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,49 @@ func TestPurgeWork(t *testing.T) {
 			t.Fatal("an old delivery id outlived the retention")
 		}
 	})
+}
+
+// BenchmarkWorkRows is a month's work report over 50,000 records of 500
+// sessions, each with two contexts (a branch switch half way).
+func BenchmarkWorkRows(b *testing.B) {
+	for _, sf := range storeFactories() {
+		b.Run(sf.name, func(b *testing.B) {
+			if sf.name == "postgres" && os.Getenv("MODELGATE_TEST_POSTGRES") == "" {
+				b.Skip("no PostgreSQL")
+			}
+			s := sf.open(b)
+			ctx := context.Background()
+			const sessions, per = 500, 100
+			recs := make([]Record, 0, sessions*per)
+			for i := range sessions * per {
+				r := sampleRecord(0)
+				r.RequestID = fmt.Sprint("r", i)
+				r.SessionID = fmt.Sprint("s", i%sessions)
+				r.Time = t0.Add(time.Duration(i) * 40 * time.Second)
+				recs = append(recs, r)
+			}
+			for i := 0; i < len(recs); i += 1000 {
+				if err := s.Insert(ctx, recs[i:i+1000]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ws := s.(WorkStore)
+			for i := range sessions {
+				for j, br := range []string{"main", "feat"} {
+					c := WorkContext{KeyID: "alice", SessionID: fmt.Sprint("s", i), Time: t0.Add(time.Duration(j) * 12 * 24 * time.Hour), Repo: "h.io/a/b", Branch: br}
+					if err := ws.PutWorkContext(ctx, c); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			f := Filter{From: t0, To: t0.Add(31 * 24 * time.Hour), ExcludeServiceTiers: priorityTiers()}
+			b.ResetTimer()
+			for b.Loop() {
+				rows, err := ws.WorkRows(ctx, f, 24*time.Hour)
+				if err != nil || len(rows) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
