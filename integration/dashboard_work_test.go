@@ -26,7 +26,10 @@ func TestDashboardPullRequestCost(t *testing.T) {
 	ctx, problems := browser(t)
 	g := startGateway(t, gatewayConfig{
 		models:    "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n",
-		siteExtra: "llm_forge {\n\t\tgithub_secret {env.FORGE_SECRET}\n\t}",
+		// Caddy's access log prints the request's headers as they came:
+		// the filter Caddyfile.example sets keeps the repository header's
+		// credentials out of it.
+		siteExtra: "log {\n\t\tformat filter {\n\t\t\trequest>headers>X-Modelgate-Repo delete\n\t\t}\n\t}\n\tllm_forge {\n\t\tgithub_secret {env.FORGE_SECRET}\n\t}",
 		env:       []string{"FORGE_SECRET=" + forgeSecret},
 	})
 	ask := func(session, branch string, n int) {

@@ -6,6 +6,7 @@
 package workctx
 
 import (
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -140,4 +141,24 @@ func safe(s, extra string) bool {
 		return false
 	}
 	return true
+}
+
+// ScrubHeader replaces a request's RepoHeader with the repository's name,
+// so that neither an access log nor anything downstream sees the
+// credentials a remote URL may carry; a value that reads as no remote is
+// dropped. A request without the header pays one map lookup.
+func ScrubHeader(h http.Header) {
+	v, ok := h[RepoHeader]
+	if !ok {
+		return
+	}
+	repo := ""
+	if len(v) > 0 {
+		repo = NormalizeRepo(v[0])
+	}
+	if repo == "" {
+		delete(h, RepoHeader)
+		return
+	}
+	h[RepoHeader] = []string{repo}
 }

@@ -1,6 +1,7 @@
 package workctx
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -37,4 +38,19 @@ func FuzzNormalizeRepo(f *testing.F) {
 			t.Fatalf("NormalizeRepo(%q) = %q", s, got)
 		}
 	})
+}
+
+func TestScrubHeader(t *testing.T) {
+	h := http.Header{}
+	h.Set(RepoHeader, "https://ci:glpat-SECRET@gitlab.example.com/g/app.git")
+	ScrubHeader(h)
+	if got := h.Get(RepoHeader); got != "gitlab.example.com/g/app" {
+		t.Errorf("scrubbed to %q", got)
+	}
+	h.Set(RepoHeader, "/home/alice/secret-project")
+	ScrubHeader(h)
+	if _, ok := h[RepoHeader]; ok {
+		t.Errorf("a local path kept: %v", h)
+	}
+	ScrubHeader(h) // none: nothing to do
 }
