@@ -25,7 +25,7 @@ import (
 func TestDashboardPullRequestCost(t *testing.T) {
 	ctx, problems := browser(t)
 	g := startGateway(t, gatewayConfig{
-		models:    "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n",
+		models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n",
 		// Caddy's access log prints the request's headers as they came:
 		// the filter Caddyfile.example sets keeps the repository header's
 		// credentials out of it.
