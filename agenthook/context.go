@@ -95,12 +95,20 @@ func WorkContext(ctx context.Context, git Git, session, dir string) (workctx.Con
 
 // postContext sends the event's work context to the gateway.
 func postContext(ctx context.Context, opts Options, ev Event) error {
-	base, key, ok := gateway(opts.Getenv)
-	if !ok {
-		return nil // no gateway to tell
-	}
 	if workctx.CleanSession(ev.SessionID) == "" {
 		return errors.New("the event names no session")
+	}
+	base, key, ok := gateway(opts.Getenv)
+	client := opts.Client
+	if !ok && opts.Login != nil {
+		var err error
+		if base, key, client, err = opts.Login(ctx); err != nil || base == "" || key == "" {
+			return nil // no gateway to tell, or no login: nothing to say
+		}
+		base, ok = strings.TrimRight(base, "/"), true
+	}
+	if !ok {
+		return nil // no gateway to tell
 	}
 	git := opts.Git
 	if git == nil {
@@ -117,7 +125,6 @@ func postContext(ctx context.Context, opts Options, ev Event) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
-	client := opts.Client
 	if client == nil {
 		client = &http.Client{Transport: http.DefaultTransport}
 	}

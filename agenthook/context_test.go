@@ -2,6 +2,7 @@ package agenthook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -131,3 +132,39 @@ func TestInstallForOtherAgents(t *testing.T) {
 		t.Error("an unknown agent was accepted")
 	}
 }
+
+// With no key in the environment (an agent whose apiKeyHelper runs
+// `caddy modelgate login --print-key`), the context goes with the stored
+// login's key to its gateway.
+func TestContextEventWithStoredLogin(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"remote", "add", "origin", "git@github.com:acme/shop.git"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	got := make(chan string, 1)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Header.Get("Authorization") + " " + string(b)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer gw.Close()
+	ev := []byte(`{"hook_event_name":"SessionStart","session_id":"s-9","cwd":` + strconvQuote(dir) + `}`)
+	var stderr bytes.Buffer
+	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(string) string { return "" },
+		Login: func(context.Context) (string, string, *http.Client, error) { return gw.URL + "/", "person-key", gw.Client(), nil }})
+	select {
+	case s := <-got:
+		if !strings.HasPrefix(s, "Bearer person-key ") || !strings.Contains(s, `"repository":"github.com/acme/shop"`) || !strings.Contains(s, `"branch":"main"`) {
+			t.Errorf("posted %s", s)
+		}
+	default:
+		t.Fatalf("nothing posted; stderr %q", stderr.String())
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

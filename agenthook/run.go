@@ -36,6 +36,10 @@ type Options struct {
 	Getenv func(string) string // os.Getenv if nil
 	Client *http.Client        // a proxy-aware default client if nil
 	Git    Git                 // runs git; the git on PATH if nil
+	// Login names the gateway, a key and the client to reach it with when
+	// the environment names none (an agent whose key comes from
+	// `caddy modelgate login --print-key`, its apiKeyHelper); nil: none.
+	Login func(ctx context.Context) (base, key string, client *http.Client, err error)
 }
 
 // Run handles one hook invocation. It never fails: the agent must not be

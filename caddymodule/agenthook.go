@@ -1,8 +1,10 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/modelgate/modelgate/admincli"
 	"github.com/modelgate/modelgate/agenthook"
 )
 
@@ -31,7 +34,8 @@ reports the session's work context to the gateway: the git remote
 working directory, posted to <base>/v1/work/context with the agent's own key
 (MODELGATE_URL and MODELGATE_API_KEY, else ANTHROPIC_BASE_URL with
 ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY, else OPENAI_BASE_URL with
-OPENAI_API_KEY, else GOOGLE_GEMINI_BASE_URL with GEMINI_API_KEY).
+OPENAI_API_KEY, else GOOGLE_GEMINI_BASE_URL with GEMINI_API_KEY, else the
+stored "caddy modelgate login").
 
 Register it with "caddy agent-hook install --global" or
 "caddy agent-hook install --project DIR".`,
@@ -58,6 +62,7 @@ func runAgentHook(fl caddycmd.Flags) (int, error) {
 		Timeout:    timeout,
 		Stdin:      os.Stdin,
 		Stderr:     os.Stderr,
+		Login:      storedLogin,
 	})
 	return caddy.ExitCodeSuccess, nil
 }
@@ -136,4 +141,24 @@ func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 		fmt.Printf("%s: removed agent-hook\n", path)
 	}
 	return caddy.ExitCodeSuccess, nil
+}
+
+// storedLogin is the gateway and key of `caddy modelgate login`, renewed
+// when due: the work context of an agent whose key comes from its
+// apiKeyHelper is posted with the same person's key.
+func storedLogin(ctx context.Context) (string, string, *http.Client, error) {
+	l := &admincli.Login{}
+	s, err := l.Load()
+	if err != nil {
+		return "", "", nil, err
+	}
+	key, err := l.Key(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	hc, err := admincli.HTTPClient(s.CACert)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return s.Gateway, key, hc, nil
 }
