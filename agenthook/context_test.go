@@ -156,7 +156,9 @@ func TestContextEventWithStoredLogin(t *testing.T) {
 	ev := []byte(`{"hook_event_name":"SessionStart","session_id":"s-9","cwd":` + strconvQuote(dir) + `}`)
 	var stderr bytes.Buffer
 	Run(Options{Stdin: bytes.NewReader(ev), Stderr: &stderr, Getenv: func(string) string { return "" },
-		Login: func(context.Context) (string, string, *http.Client, error) { return gw.URL + "/", "person-key", gw.Client(), nil }})
+		Login: func(context.Context) (string, string, *http.Client, error) {
+			return gw.URL + "/", "person-key", gw.Client(), nil
+		}})
 	select {
 	case s := <-got:
 		if !strings.HasPrefix(s, "Bearer person-key ") || !strings.Contains(s, `"repository":"github.com/acme/shop"`) || !strings.Contains(s, `"branch":"main"`) {
