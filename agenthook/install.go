@@ -12,8 +12,11 @@ import (
 	"strings"
 )
 
-// DefaultEvents returns the events install registers when none are named.
-func DefaultEvents() []string { return []string{EventStop, EventNotification} }
+// DefaultEvents returns the events install registers when none are named:
+// the chat messages' and those that report the session's work context.
+func DefaultEvents() []string {
+	return []string{EventStop, EventNotification, EventSessionStart, EventUserPromptSubmit}
+}
 
 // DefaultConfigDir is Claude Code's settings directory name.
 const DefaultConfigDir = ".claude"
@@ -79,8 +82,14 @@ func ParseEvents(s string) []string {
 // place; one that is already exact is left alone, so a second run writes
 // nothing. It reports whether the file changed.
 func Install(path string, events []string, command string) (bool, error) {
+	return InstallFor(AgentClaude, path, events, command)
+}
+
+// InstallFor is Install with the registration in the agent's own units
+// (Gemini CLI counts a hook's timeout in milliseconds).
+func InstallFor(agent AgentKind, path string, events []string, command string) (bool, error) {
 	if len(events) == 0 {
-		events = DefaultEvents()
+		events = agent.Events
 	}
 	return edit(path, true, func(root *object) error {
 		hooks, err := root.childObject("hooks")
@@ -92,7 +101,7 @@ func Install(path string, events []string, command string) (bool, error) {
 			if err != nil {
 				return err
 			}
-			if groups, err = installInEvent(groups, command); err != nil {
+			if groups, err = installInEvent(groups, command, agent.Timeout); err != nil {
 				return fmt.Errorf("hooks.%s: %w", ev, err)
 			}
 			if err := hooks.setJSON(ev, groups); err != nil {
@@ -162,7 +171,7 @@ func Uninstall(path string, events []string) (bool, error) {
 }
 
 // installInEvent returns the event's matcher groups with our handler present.
-func installInEvent(groups []json.RawMessage, command string) ([]json.RawMessage, error) {
+func installInEvent(groups []json.RawMessage, command string, timeout int) ([]json.RawMessage, error) {
 	for gi, g := range groups {
 		group, err := parseObject(g)
 		if err != nil {
@@ -206,7 +215,7 @@ func installInEvent(groups []json.RawMessage, command string) ([]json.RawMessage
 	handler := object{
 		{Key: "type", Value: json.RawMessage(`"command"`)},
 		{Key: "command", Value: nil},
-		{Key: "timeout", Value: json.RawMessage(fmt.Sprint(hookTimeoutSeconds))},
+		{Key: "timeout", Value: json.RawMessage(fmt.Sprint(timeout))},
 	}
 	if err := handler.setJSON("command", command); err != nil {
 		return nil, err

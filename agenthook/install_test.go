@@ -155,6 +155,30 @@ func TestInstallNewFile(t *testing.T) {
           }
         ]
       }
+    ],
+    "SessionStart": [
+      {
+        "matcher": "*",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/opt/modelgate/caddy agent-hook",
+            "timeout": 10
+          }
+        ]
+      }
+    ],
+    "UserPromptSubmit": [
+      {
+        "matcher": "*",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/opt/modelgate/caddy agent-hook",
+            "timeout": 10
+          }
+        ]
+      }
     ]
   }
 }
@@ -306,7 +330,7 @@ func TestInstallCommand(t *testing.T) {
 		t.Error("second install changed the file")
 	}
 	m = decode(t, first)
-	for _, ev := range []string{"Stop", "Notification"} {
+	for _, ev := range []string{"Stop", "Notification", "SessionStart", "UserPromptSubmit"} {
 		if h := handlers(t, m, ev); !reflect.DeepEqual(h, [][]string{{wantCmd}}) {
 			t.Errorf("%s handlers %v, want [[%s]]", ev, h, wantCmd)
 		}

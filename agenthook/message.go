@@ -1,7 +1,8 @@
 // Package agenthook turns a coding agent's hook event (Claude Code's Stop and
 // Notification events, JSON on stdin) into a one-line team chat message,
-// posts it to an incoming webhook, and registers itself in an agent's
-// settings file. It is plain Go; caddymodule wires it to the `caddy
+// posts it to an incoming webhook, reports the session's work context
+// (repository, branch, head) to the gateway on the events that start a
+// session or a prompt, and registers itself in an agent's settings file. It is plain Go; caddymodule wires it to the `caddy
 // agent-hook` subcommand.
 package agenthook
 

@@ -35,6 +35,11 @@ type Options struct {
 	Stderr io.Writer
 	Getenv func(string) string // os.Getenv if nil
 	Client *http.Client        // a proxy-aware default client if nil
+	Git    Git                 // runs git; the git on PATH if nil
+	// Login names the gateway, a key and the client to reach it with when
+	// the environment names none (an agent whose key comes from
+	// `caddy modelgate login --print-key`, its apiKeyHelper); nil: none.
+	Login func(ctx context.Context) (base, key string, client *http.Client, err error)
 }
 
 // Run handles one hook invocation. It never fails: the agent must not be
@@ -61,6 +66,14 @@ func Run(opts Options) {
 	// Stdin is read even when no webhook is configured so the agent's write
 	// never meets a closed pipe.
 	data := readStdin(opts.Stdin, opts.StdinTimeout)
+	if ev, err := ParseEvent(data); err == nil && IsContextEvent(ev.HookEventName) && opts.Event == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), contextTimeout)
+		defer cancel()
+		if err := postContext(ctx, opts, ev); err != nil {
+			fmt.Fprintln(opts.Stderr, "agent-hook: "+webhook.Clip(err.Error()))
+		}
+		return
+	}
 	webhookURL := strings.TrimSpace(opts.Getenv(opts.WebhookEnv))
 	if webhookURL == "" {
 		return

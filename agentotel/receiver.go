@@ -39,6 +39,10 @@ type Options struct {
 	// known ones when it names none the gateway knows. nil: a counted
 	// cost is bounded to 0.
 	ListPrices func(model string) ledger.Prices
+	// Metrics keeps the work metrics of an export (CodeMetrics) under the
+	// caller's key; an error answers 503, so the exporter retries. nil:
+	// metrics are only acknowledged.
+	Metrics func(ctx context.Context, keyID string, pts []ledger.AgentMetric) error
 	// MaxBody bounds an export's decoded size. Default 8 MiB.
 	MaxBody int64
 	Now     func() time.Time
@@ -180,12 +184,14 @@ func (rc *Receiver) bound(rec *ledger.Record) {
 	rec.ReportOnly = false
 }
 
-// ServeMetrics answers an OTLP/HTTP metrics export. Metrics are
+// ServeMetrics answers an OTLP/HTTP metrics export. Usage metrics are
 // acknowledged, not recorded: claude_code.token.usage and
 // claude_code.cost.usage are sums of the same requests the api_request
 // events report one by one, so recording both would count them twice.
+// The work metrics no request shows (lines of code, commits, pull
+// requests, edit decisions) go to Options.Metrics.
 func (rc *Receiver) ServeMetrics(w http.ResponseWriter, r *http.Request) {
-	enc, b, _, _, ok := rc.read(w, r)
+	enc, b, key, _, ok := rc.read(w, r)
 	if !ok {
 		return
 	}
@@ -194,7 +200,14 @@ func (rc *Receiver) ServeMetrics(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, enc, http.StatusBadRequest, err.Error())
 		return
 	}
-	MetricPoints(req)
+	if rc.o.Metrics != nil {
+		if pts := CodeMetrics(req, rc.o.Now().UTC()); len(pts) > 0 {
+			if err := rc.o.Metrics(r.Context(), key, pts); err != nil {
+				writeStatus(w, enc, http.StatusServiceUnavailable, "the usage ledger cannot be written; retry later")
+				return
+			}
+		}
+	}
 	writeMessage(w, enc, http.StatusOK, &colmetrics.ExportMetricsServiceResponse{})
 }
 

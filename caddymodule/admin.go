@@ -34,6 +34,10 @@ type Admin struct {
 	// AdminAPIKey is the provider's organization admin key for proxy
 	// mode, normally {env.ADMIN_API_KEY}. Clients never see it.
 	AdminAPIKey string `json:"admin_api_key,omitempty"`
+	// TicketPattern finds ticket keys in branch names and pull request
+	// titles for the work report (a Go regular expression); default
+	// [A-Z][A-Z0-9]+-[0-9]+ (ABC-123).
+	TicketPattern string `json:"ticket_pattern,omitempty"`
 
 	h         *admin.Handler
 	transport *http.Transport
@@ -54,6 +58,11 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 	}
 	h.Controls = appIface.(*App).Controls()
 	h.Audit = appIface.(*App).Audit()
+	if a.TicketPattern != "" {
+		if h.Tickets, err = admin.CompileTicketPattern(a.TicketPattern); err != nil {
+			return fmt.Errorf("llm_admin ticket_pattern %q: %v; write a Go regular expression such as [A-Z][A-Z0-9]+-[0-9]+", a.TicketPattern, err)
+		}
+	}
 	if a.Upstream == "" {
 		if a.AdminAPIKey != "" {
 			return fmt.Errorf("admin_api_key: only used with upstream (proxy mode); remove it or add upstream https://api.anthropic.com")
@@ -116,6 +125,7 @@ func parseAdmin(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //	llm_admin {
 //		upstream https://api.anthropic.com
 //		admin_api_key {env.ADMIN_API_KEY}
+//		ticket_pattern [A-Z][A-Z0-9]+-[0-9]+
 //	}
 func (a *Admin) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -142,8 +152,19 @@ func (a *Admin) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if d.NextArg() {
 				return d.Err("admin_api_key: too many arguments")
 			}
+		case "ticket_pattern":
+			if a.TicketPattern != "" {
+				return d.Err("ticket_pattern already specified")
+			}
+			if !d.NextArg() {
+				return d.Err("ticket_pattern: want one regular expression, e.g. [A-Z][A-Z0-9]+-[0-9]+")
+			}
+			a.TicketPattern = d.Val()
+			if d.NextArg() {
+				return d.Err("ticket_pattern: too many arguments")
+			}
 		default:
-			return d.Errf("unrecognized llm_admin option %q (known: upstream, admin_api_key)", d.Val())
+			return d.Errf("unrecognized llm_admin option %q (known: upstream, admin_api_key, ticket_pattern)", d.Val())
 		}
 	}
 	return nil

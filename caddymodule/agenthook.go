@@ -1,8 +1,10 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/modelgate/modelgate/admincli"
 	"github.com/modelgate/modelgate/agenthook"
 )
 
@@ -24,6 +27,15 @@ on stdin and posts a one-line message to the team chat incoming webhook whose
 URL is in the environment variable named by --webhook-env. With the variable
 unset or empty it does nothing. It always exits 0 and never writes to stdout,
 so it can never block or steer the agent; problems are one line on stderr.
+
+On SessionStart and UserPromptSubmit (Gemini CLI: BeforeAgent) it instead
+reports the session's work context to the gateway: the git remote
+(normalised, credentials stripped), branch and head commit of the event's
+working directory, posted to <base>/v1/work/context with the agent's own key
+(MODELGATE_URL and MODELGATE_API_KEY, else ANTHROPIC_BASE_URL with
+ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY, else OPENAI_BASE_URL with
+OPENAI_API_KEY, else GOOGLE_GEMINI_BASE_URL with GEMINI_API_KEY, else the
+stored "caddy modelgate login").
 
 Register it with "caddy agent-hook install --global" or
 "caddy agent-hook install --project DIR".`,
@@ -50,6 +62,7 @@ func runAgentHook(fl caddycmd.Flags) (int, error) {
 		Timeout:    timeout,
 		Stdin:      os.Stdin,
 		Stderr:     os.Stderr,
+		Login:      storedLogin,
 	})
 	return caddy.ExitCodeSuccess, nil
 }
@@ -70,15 +83,16 @@ changes nothing.`
 Removes only registrations running "<binary> agent-hook"; other hooks and
 settings stay as they are.`
 	}
-	c.Flags().Bool("global", false, "Edit the user's settings (~/<config-dir>/settings.json)")
-	c.Flags().String("project", "", "Edit the project's personal settings (DIR/<config-dir>/settings.local.json)")
-	eventsDefault := strings.Join(agenthook.DefaultEvents(), ",")
-	eventsHelp := "Comma-separated hook events to register"
+	c.Flags().Bool("global", false, "Edit the user's settings (~/<config-dir>/settings.json; Codex: hooks.json)")
+	c.Flags().String("project", "", "Edit the project's settings (DIR/<config-dir>/settings.local.json; Codex: hooks.json, Gemini CLI: settings.json)")
+	c.Flags().String("for", "claude", "The agent: claude, codex or gemini")
+	eventsHelp := "Comma-separated hook events to register (default: the agent's: Claude Code " + strings.Join(agenthook.AgentClaude.Events, ",") +
+		"; Codex " + strings.Join(agenthook.AgentCodex.Events, ",") + "; Gemini CLI " + strings.Join(agenthook.AgentGemini.Events, ",") + ")"
 	if name == "uninstall" {
-		eventsDefault, eventsHelp = "", "Comma-separated hook events to clear (default all)"
+		eventsHelp = "Comma-separated hook events to clear (default all)"
 	}
-	c.Flags().String("events", eventsDefault, eventsHelp)
-	c.Flags().String("config-dir", agenthook.DefaultConfigDir, "Agent settings directory name (for agents other than Claude Code)")
+	c.Flags().String("events", "", eventsHelp)
+	c.Flags().String("config-dir", "", "Agent settings directory name (default: the agent's, .claude, .codex or .gemini)")
 	c.RunE = caddycmd.WrapCommandFuncForCobra(func(fl caddycmd.Flags) (int, error) {
 		return runRegistration(name, fl)
 	})
@@ -87,11 +101,18 @@ settings stay as they are.`
 
 func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 	home, _ := os.UserHomeDir()
-	path, err := agenthook.SettingsPath(fl.Bool("global"), fl.String("project"), fl.String("config-dir"), home)
+	agent, err := agenthook.AgentKindNamed(fl.String("for"))
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	path, err := agenthook.SettingsPathFor(agent, fl.Bool("global"), fl.String("project"), fl.String("config-dir"), home)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	events := agenthook.ParseEvents(fl.String("events"))
+	if name == "install" && len(events) == 0 {
+		events = agent.Events
+	}
 	var changed bool
 	if name == "install" {
 		exe, err := os.Executable()
@@ -101,7 +122,7 @@ func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 		if len(events) == 0 {
 			return caddy.ExitCodeFailedStartup, errors.New("--events names no event")
 		}
-		changed, err = agenthook.Install(path, events, agenthook.HookCommand(exe))
+		changed, err = agenthook.InstallFor(agent, path, events, agenthook.HookCommand(exe))
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
@@ -120,4 +141,24 @@ func runRegistration(name string, fl caddycmd.Flags) (int, error) {
 		fmt.Printf("%s: removed agent-hook\n", path)
 	}
 	return caddy.ExitCodeSuccess, nil
+}
+
+// storedLogin is the gateway and key of `caddy modelgate login`, renewed
+// when due: the work context of an agent whose key comes from its
+// apiKeyHelper is posted with the same person's key.
+func storedLogin(ctx context.Context) (string, string, *http.Client, error) {
+	l := &admincli.Login{}
+	s, err := l.Load()
+	if err != nil {
+		return "", "", nil, err
+	}
+	key, err := l.Key(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	hc, err := admincli.HTTPClient(s.CACert)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return s.Gateway, key, hc, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/scim"
+	"github.com/modelgate/modelgate/workctx"
 )
 
 func init() {
@@ -402,6 +403,7 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 
 // ServeHTTP authenticates and passes the request on with its identity.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	workctx.ScrubHeader(r.Header) // before the access log can print a repository URL's credentials
 	site := a.site
 	if site == nil {
 		// An Auth made without Provision (a test): the same table.

@@ -169,6 +169,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		// The gateway's prices bound the agent-reported costs a workspace
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),
+		WorkContexts:   workContexts(g.app),
 	})
 	return nil
 }
@@ -400,7 +401,8 @@ func agentTelemetry(app *App, listPrices func(model string) ledger.Prices) *agen
 			}
 			return id.KeyID, id.Workspace, true
 		},
-		Record: app.Enqueue,
+		Record:  app.Enqueue,
+		Metrics: agentMetrics(app),
 		Served: func(ctx context.Context, sessionID string) (bool, error) {
 			ss, ok := app.Store().(ledger.SessionServer)
 			if !ok {

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] | cost --pr N|--ticket KEY|--repo R [--days N] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -31,6 +31,8 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate keys update apikey_… --budget 80:monthly
   caddy modelgate keys revoke apikey_…
   caddy modelgate usage --days 7
+  caddy modelgate cost --pr 123 --repo github.com/acme/shop
+  caddy modelgate cost --ticket ABC-123 --days 30
   caddy modelgate login --gateway https://gateway.example.com
   caddy modelgate login --print-key
   caddy modelgate login --browser
@@ -66,7 +68,7 @@ NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), loginCommand(), envCommand(), auditCommand())
+			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})

@@ -72,6 +72,10 @@ type SessionHints struct {
 	Header string
 	// Agent names the client from its originator or User-Agent.
 	Agent string
+	// Repo and Branch are the work context a client without hooks sends
+	// (X-Modelgate-Repo, already cleaned by llm_auth, and
+	// X-Modelgate-Branch).
+	Repo, Branch string
 }
 
 // Sink is where the core writes a call's answer: the HTTP door's

@@ -13,6 +13,7 @@ import (
 	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/batch"
+	"github.com/modelgate/modelgate/forge"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -112,6 +113,10 @@ type GatewayOptions struct {
 	// Batches sets the batch APIs' retention, workers and limits; they
 	// are served whenever there is a ledger (Responses).
 	Batches batch.Options
+	// WorkContexts takes sessions' work contexts: POST /v1/work/context
+	// from the agents' hooks, and the X-Modelgate-Repo and
+	// X-Modelgate-Branch headers; nil: neither.
+	WorkContexts *forge.Contexts
 }
 
 // Gateway serves the chat, messages, models, token-count and health

@@ -86,6 +86,9 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}
+	if wc := g.opts.WorkContexts; wc != nil && rec.SessionID != "" {
+		wc.Note(rec.KeyID, rec.SessionID, c.Session.Repo, c.Session.Branch, start)
+	}
 	var hold *policy.Reservation
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)

@@ -8,6 +8,7 @@ import (
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/workctx"
 )
 
 // Owner is who on the site serves a path of the route table: the
@@ -173,6 +174,9 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	}
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
+	}
+	if wc := g.opts.WorkContexts; wc != nil {
+		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
 	}
 	if b := g.batches; b != nil {
 		// The batch APIs answer in their own families (package batch).

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/workctx"
 )
 
 // resolveSession finds the coding-agent session a request belongs to and
@@ -43,6 +44,7 @@ func sessionHints(h http.Header) SessionHints {
 		s.ClaudeCode = v
 	}
 	s.Agent = agentOf(h)
+	s.Repo, s.Branch = h.Get(workctx.RepoHeader), h.Get(workctx.BranchHeader)
 	for _, k := range [...]string{"Session-Id", "Session_id", "Thread-Id", "Conversation_id", "X-Session-Id", "X-Session-Affinity"} {
 		if v := h.Get(k); validSessionID(v) {
 			s.Header = v

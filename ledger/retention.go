@@ -52,6 +52,9 @@ func (s *sqlStore) PurgeRecords(ctx context.Context, before time.Time) (int64, e
 		n, _ := res.RowsAffected()
 		total += n
 		if end == cut {
+			if err := s.purgeWork(ctx, cut); err != nil {
+				return total, err
+			}
 			return total, s.purgeSessionSpend(ctx, cut)
 		}
 	}

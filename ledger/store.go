@@ -444,6 +444,13 @@ CREATE TABLE batch_items (
 CREATE INDEX batch_items_batch ON batch_items (batch_id, state);
 CREATE INDEX batch_items_pending ON batch_items (seq, not_before_us) WHERE state = 'pending';
 CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = 'running'`,
+		// What a coding session worked on, and the forge's pull requests
+		// (work.go): joined to the records when a report is read, so no
+		// request writes here.
+		28: workMigration,
+		// Coding agents' own counts of their work, for the Claude Code
+		// analytics report (agent_metrics.go).
+		29: agentMetricsMigration,
 	}
 }
 
@@ -487,7 +494,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
 		if steps[v] == "" {
-			continue // a number kept for another branch's migration
+			continue // a number another branch holds: not recorded as applied
 		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)

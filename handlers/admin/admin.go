@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ type Handler struct {
 	Controls *policy.Controls
 	// Audit receives every admin action; nil records none.
 	Audit audit.Recorder
+	// Tickets finds ticket keys in branch names and pull request titles
+	// for the work report; nil: ledger.DefaultTicketPattern.
+	Tickets *regexp.Regexp
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
@@ -198,15 +202,21 @@ func (a *Handler) fromLedger(w http.ResponseWriter, r *http.Request) {
 			body, err = ledger.CostReport(r.Context(), a.Store, q)
 		}
 	}
+	answerReport(w, r, body, err)
+}
+
+// answerReport writes a report computed from the ledger, or its error: a
+// bad parameter as a 400 naming it, anything else as a 500 (nothing when
+// the client left: nobody reads an answer). A HEAD gets the headers only.
+func answerReport(w http.ResponseWriter, r *http.Request, body any, err error) {
 	if pe, ok := errors.AsType[*ledger.ParamError](err); ok {
 		writeError(w, &providers.APIError{Status: http.StatusBadRequest, Param: pe.Param, Message: pe.Error()})
 		return
 	}
 	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client left; nobody reads an answer
+		if r.Context().Err() == nil {
+			fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
 		}
-		fail(w, http.StatusInternalServerError, "reading the usage ledger failed")
 		return
 	}
 	b, err := json.Marshal(body)

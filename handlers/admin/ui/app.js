@@ -513,7 +513,46 @@ async function mcpTools() {
     list.map((t) => [t.server, t.tool, num(t.calls), num(t.errors), num(t.refused), (t.ms / t.calls).toFixed(0) + ' ms', num(t.bytes)]), [2, 3, 4, 5, 6])));
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools };
+// pullRequests is what each merged pull request cost over the last 30
+// days of the work report (the agents' spend on its branch): the median,
+// the ten dearest, and the trend by week of merging.
+async function pullRequests() {
+  const rep = await api(`/v1/organizations/usage_report/work?starting_at=${daysAgo(30)}&bucket_width=1d&limit=31&group_by[]=pull_request`);
+  const prs = {};
+  rep.data.forEach((b) => b.results.forEach((r) => {
+    if (!r.pull_request) return;
+    const k = r.repository + '#' + r.pull_request.number;
+    const p = prs[k] = prs[k] || { repo: r.repository, pr: r.pull_request, cents: 0, sessions: 0 };
+    p.cents += Number(r.amount); p.sessions += r.sessions;
+  }));
+  const merged = Object.values(prs).filter((p) => p.pr.state === 'merged' && p.pr.merged_at).sort((a, b) => b.cents - a.cents);
+  const title = el('h2', {}, 'Cost per merged pull request, last 30 days');
+  if (!merged.length) {
+    view.replaceChildren(title, el('p', { class: 'empty' }, 'No merged pull request with agent spend yet: install the work hook (caddy agent-hook install) and the forge webhook (llm_forge).'));
+    return;
+  }
+  const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+  const total = merged.reduce((n, p) => n + p.cents, 0);
+  const weeks = {};
+  merged.forEach((p) => {
+    const d = new Date(p.pr.merged_at);
+    const monday = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - ((d.getUTCDay() + 6) % 7)));
+    (weeks[monday.toISOString().slice(0, 10)] = weeks[monday.toISOString().slice(0, 10)] || []).push(p.cents);
+  });
+  view.replaceChildren(title,
+    el('div', { class: 'cards' },
+      el('div', { class: 'card' }, el('div', {}, 'Merged'), el('div', { class: 'big' }, num(merged.length))),
+      el('div', { class: 'card' }, el('div', {}, 'Median'), el('div', { class: 'big', id: 'pr-median' }, dollars(median(merged.map((p) => p.cents))))),
+      el('div', { class: 'card' }, el('div', {}, 'Total'), el('div', { class: 'big' }, dollars(total)))),
+    el('h3', {}, 'Top ten'),
+    el('div', { id: 'pr-top' }, table(['Pull request', 'Merged', 'Sessions', 'Cost'],
+      merged.slice(0, 10).map((p) => [p.repo + ' #' + p.pr.number + ' ' + p.pr.title, p.pr.merged_at.slice(0, 10), num(p.sessions), dollars(p.cents)]), [2, 3])),
+    el('h3', {}, 'By week merged'),
+    el('div', { id: 'pr-trend' }, table(['Week of', 'Merged', 'Median', 'Total'],
+      Object.keys(weeks).sort().map((w) => [w, num(weeks[w].length), dollars(median(weeks[w])), dollars(weeks[w].reduce((n, c) => n + c, 0))]), [1, 2, 3])));
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
