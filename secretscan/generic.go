@@ -14,7 +14,7 @@ const (
 // A token for the entropy check is a run of the characters API keys and
 // base64 are made of. Longer runs are data (an image, a bundle), not a key.
 const (
-	minToken = 24
+	minToken = 32
 	maxToken = 512
 )
 
@@ -39,22 +39,42 @@ func (rs *Rules) appendGeneric(hits []Hit, text string) []Hit {
 		}
 		i = j
 	}
-	if strings.Contains(text, "://") {
-		for _, m := range rs.urlCreds.FindAllStringSubmatchIndex(text, -1) {
-			if pw := text[m[4]:m[5]]; !placeholderPassword(pw) {
-				hits = append(hits, Hit{Rule: RuleURLPassword, Start: m[4], End: m[5]})
+	// A URL with a password is looked for only on the lines that hold a
+	// "://" with an "@" after it, each line once.
+	done := 0
+	for from := 0; ; {
+		i := strings.Index(text[from:], "://")
+		if i < 0 {
+			break
+		}
+		i += from
+		from = i + 3
+		lo, hi := lineWindow(text, i, i+3, maxURLWindow)
+		lo = max(lo, done)
+		if lo >= hi || strings.IndexByte(text[i:hi], '@') < 0 {
+			continue
+		}
+		done = hi
+		for _, m := range rs.urlCreds.FindAllStringSubmatchIndex(text[lo:hi], -1) {
+			if pw := text[lo+m[4] : lo+m[5]]; !placeholderPassword(pw) {
+				hits = append(hits, Hit{Rule: RuleURLPassword, Start: lo + m[4], End: lo + m[5]})
 			}
 		}
 	}
 	return hits
 }
 
+// maxURLWindow bounds the text read around a "://" for a URL's user
+// information.
+const maxURLWindow = 512
+
 // randomLooking tells a generated token from an identifier, a path or a
-// word: all three character classes, at least two digits, a class change
-// at least every third character on average (CamelCase changes once a
-// word) and entropy near the most its length allows.
+// word: all three character classes, at least two digits, little of it in
+// runs of four or more of one class (words are such runs: 45% of
+// OpAMD64LoweredGetClosurePtr, 5% of random base62 tokens reach 40%) and
+// entropy near the most its length allows.
 func randomLooking(t string) bool {
-	var upper, lower, digit, runs int
+	var upper, lower, digit, inLong, run int
 	prev := -1
 	for i := 0; i < len(t); i++ {
 		c := t[i]
@@ -70,15 +90,23 @@ func randomLooking(t string) bool {
 			digit++
 			class = 2
 		}
-		if class != prev {
-			runs++
+		if class == prev && class != 3 {
+			run++
+		} else {
+			if run >= 4 {
+				inLong += run
+			}
+			run = 1
 			prev = class
 		}
+	}
+	if run >= 4 && prev != 3 {
+		inLong += run
 	}
 	if upper == 0 || lower == 0 || digit < 2 {
 		return false
 	}
-	if float64(runs) < 0.35*float64(len(t)) {
+	if float64(inLong) >= 0.4*float64(len(t)) {
 		return false
 	}
 	return shannon(t) >= 0.8*math.Log2(math.Min(float64(len(t)), 64))

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/BurntSushi/toml"
@@ -66,8 +68,13 @@ type allowlist struct {
 }
 
 type rule struct {
-	id       string
-	re       *regexp.Regexp
+	id string
+	re *regexp.Regexp
+	// span is the longest match the regular expression can make, in
+	// bytes, or -1 when it is unbounded (or too long to be worth a
+	// window): a rule runs only around its keywords' occurrences, in
+	// windows that reach span bytes either side.
+	span     int
 	group    int
 	entropy  float64
 	keywords []string
@@ -111,7 +118,7 @@ func compileTOML(src string) (*Rules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secretscan: rule %s: %w", tr.ID, err)
 		}
-		r := rule{id: tr.ID, re: re, group: tr.SecretGroup, entropy: tr.Entropy}
+		r := rule{id: tr.ID, re: re, span: spanOf(tr.Regex), group: tr.SecretGroup, entropy: tr.Entropy}
 		for _, a := range tr.Allowlists {
 			al, ok, err := compileAllowlist(a)
 			if err != nil {
@@ -224,4 +231,87 @@ func shannon(s string) float64 {
 		}
 	}
 	return e
+}
+
+// maxWindowSpan bounds the windows: a rule whose matches may be longer
+// runs over the whole text (private keys, whose keyword is rare).
+const maxWindowSpan = 4096
+
+func spanOf(expr string) int {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return -1
+	}
+	n := maxMatch(re)
+	if n < 0 || n > maxWindowSpan {
+		return -1
+	}
+	return n
+}
+
+// unboundedReps is how many times a repetition with no upper bound is
+// counted: a match that long is data, not a key, and a window cut there
+// ends in $, which the rules' delimiters accept, so the text is still
+// caught.
+const unboundedReps = 1024
+
+// maxMatch is the most bytes re can match, or -1 for no bound.
+func maxMatch(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			if re.Flags&syntax.FoldCase != 0 {
+				n += utf8.UTFMax // K also matches the Kelvin sign
+			} else {
+				n += utf8.RuneLen(r)
+			}
+		}
+		return n
+	case syntax.OpCharClass:
+		if len(re.Rune) == 0 {
+			return 0
+		}
+		return max(utf8.RuneLen(re.Rune[len(re.Rune)-1]), 1)
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxMatch(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return repeat(maxMatch(re.Sub[0]), unboundedReps)
+	case syntax.OpRepeat:
+		reps := re.Max
+		if reps < 0 {
+			reps = max(re.Min, unboundedReps)
+		}
+		return repeat(maxMatch(re.Sub[0]), reps)
+	case syntax.OpConcat:
+		total := 0
+		for _, sub := range re.Sub {
+			n := maxMatch(sub)
+			if n < 0 {
+				return -1
+			}
+			total += n
+		}
+		return total
+	case syntax.OpAlternate:
+		most := 0
+		for _, sub := range re.Sub {
+			n := maxMatch(sub)
+			if n < 0 {
+				return -1
+			}
+			most = max(most, n)
+		}
+		return most
+	}
+	return 0 // empty-width: anchors, boundaries, the empty match
+}
+
+func repeat(n, reps int) int {
+	if n < 0 {
+		return -1
+	}
+	return n * reps
 }
