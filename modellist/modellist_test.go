@@ -915,3 +915,32 @@ func deploymentsOf(c *Config, alias string) []*Deployment {
 	}
 	return out
 }
+
+func TestSecretsAction(t *testing.T) {
+	c, _, err := Parse([]byte(`model_list:
+  - model_name: cloud
+    proxy_params: {model: openai/gpt-4o, api_key: sk-x}
+  - model_name: local
+    proxy_params: {model: ollama/llama3.1, api_base: "http://127.0.0.1:11434"}
+  - model_name: strict
+    proxy_params: {model: ollama/llama3.1, api_base: "http://127.0.0.1:11434"}
+    secrets: {action: block}
+`), "models.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SecretsAction{SecretsRedact, SecretsLog, SecretsBlock}
+	for i, d := range c.Deployments {
+		if got := d.SecretsPolicy(); got != want[i] {
+			t.Errorf("%s: %s, want %s", d.Alias, got, want[i])
+		}
+	}
+	_, _, err = Parse([]byte(`model_list:
+  - model_name: x
+    proxy_params: {model: openai/gpt-4o, api_key: sk-x}
+    secrets: {action: scrub}
+`), "models.yaml", func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `models.yaml:4: model_list[0] (model_name "x"): secrets.action: unknown action "scrub"; use redact, block, log or off`) {
+		t.Fatalf("err %v", err)
+	}
+}
