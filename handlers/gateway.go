@@ -15,6 +15,7 @@ import (
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/secretscan"
 	"github.com/modelgate/modelgate/telemetry"
 	"github.com/modelgate/modelgate/tokencount"
 	"github.com/modelgate/modelgate/upstream"
@@ -103,6 +104,14 @@ type GatewayOptions struct {
 	// AgentTelemetry answers POST /v1/logs and /v1/metrics, coding agents'
 	// own OpenTelemetry export; nil: those paths are not the gateway's.
 	AgentTelemetry *agentotel.Receiver
+
+	// Secrets is the secret firewall (secrets.go); nil: off for every
+	// alias. SecretsFor, when set, decides a deployment's action (the
+	// Caddyfile's secrets block); otherwise its entry's SecretsPolicy.
+	// SecretEvents sees each detection.
+	Secrets      *secretscan.Firewall
+	SecretsFor   func(alias string, d *modellist.Deployment) modellist.SecretsAction
+	SecretEvents func(secretscan.Event)
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -161,6 +170,9 @@ type Gateway struct {
 	readerPool sync.Pool // *bufio.Reader
 	outPool    sync.Pool // *[]byte
 	zstdPool   sync.Pool // *zstd.Decoder, for zstd request bodies
+
+	// secretActions: alias → the secret firewall's action (secrets.go).
+	secretActions map[string]secretscan.Action
 }
 
 // NewGateway builds the gateway and one HTTP client per upstream base.
@@ -237,6 +249,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.chains[alias] = chain
 		g.bounds[alias] = boundsOf(chain)
 	}
+	g.buildSecretActions()
 	g.buildParsers()
 	g.buildPaths()
 	g.tooLarge = fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", o.MaxRequestBody)

@@ -350,7 +350,11 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
 	}
 	info.SetAlias(alias)
-	req.info, req.alias = info, alias
+	req.alias = alias
+	if apiErr := g.screenSecrets(r, cf, id, req, &info); apiErr != nil {
+		return fail(apiErr)
+	}
+	req.info = info
 	handedOver = true
 	return req, true
 }

@@ -20,7 +20,7 @@ const (
 
 func tokenByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '-' || c == '+' || c == '/' || c == '='
+		c == '_' || c == '-' || c == '+' || c == '/'
 }
 
 // appendGeneric adds the hits of this package's own two checks.
@@ -32,6 +32,11 @@ func (rs *Rules) appendGeneric(hits []Hit, text string) []Hit {
 		}
 		j := i
 		for j < len(text) && tokenByte(text[j]) {
+			j++
+		}
+		// base64 padding ends a token; an = inside one is an assignment
+		// (NAME=value), whose name is not part of the secret.
+		for k := 0; k < 2 && j < len(text) && text[j] == '='; k++ {
 			j++
 		}
 		if n := j - i; n >= minToken && n <= maxToken && randomLooking(text[i:j]) {

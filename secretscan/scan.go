@@ -192,6 +192,9 @@ func mergeHits(h []Hit) []Hit {
 			if x.End > out[n-1].End {
 				out[n-1].End = x.End
 			}
+			if generic(out[n-1].Rule) && !generic(x.Rule) {
+				out[n-1].Rule = x.Rule // name it by the rule that knows what it is
+			}
 			continue
 		}
 		out = append(out, x)
@@ -216,4 +219,9 @@ func lineWindow(text string, start, stop, span int) (int, int) {
 		}
 	}
 	return lo, hi
+}
+
+// generic rules say only that something looks secret.
+func generic(rule string) bool {
+	return rule == RuleHighEntropy || rule == "generic-api-key"
 }

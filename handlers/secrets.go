@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/secretscan"
+)
+
+// secretActions is, per alias, what the secret firewall does: the
+// strictest action of every deployment its chain may send the request to
+// (its own and its fallbacks'), unless the gateway's SecretsFor decides.
+func (g *Gateway) buildSecretActions() {
+	if g.opts.Secrets == nil {
+		return
+	}
+	g.secretActions = make(map[string]secretscan.Action, len(g.chains))
+	for alias, chain := range g.chains {
+		strictest := modellist.SecretsOff
+		for _, l := range chain {
+			for _, d := range l.deployments {
+				a := d.Entry().SecretsPolicy()
+				if g.opts.SecretsFor != nil {
+					a = g.opts.SecretsFor(l.alias, d.Entry())
+				}
+				if a.Stricter(strictest) {
+					strictest = a
+				}
+			}
+		}
+		g.secretActions[alias] = secretscan.Action(strictest)
+	}
+}
+
+// lazyScope names placeholders in the request's session (else its key),
+// worked out only when a secret is found.
+type lazyScope struct {
+	fw    *secretscan.Firewall
+	scope func() string
+	names secretscan.Namer
+}
+
+func (l *lazyScope) Placeholder(rule, value string) string {
+	if l.names == nil {
+		l.names = l.fw.Names(l.scope())
+	}
+	return l.names.Placeholder(rule, value)
+}
+
+// screenSecrets is the firewall's step on a request that has been read and
+// resolved to an alias: it finds credentials in every text of the body,
+// then redacts them (the body and the parsed request are replaced), refuses
+// the request naming rule and place, or only reports them. With the
+// firewall off for the alias it costs one map read.
+func (g *Gateway) screenSecrets(r *http.Request, cf providers.Format, id *policy.Identity, req *clientRequest, info *providers.RequestInfo) *providers.APIError {
+	action := g.secretActions[req.alias]
+	if action == secretscan.Off || action == "" {
+		return nil
+	}
+	fw := g.opts.Secrets
+	session := func() string {
+		s, _ := resolveSession(r, req.body, cf, *info)
+		return s
+	}
+	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
+	v, err := fw.Screen(action, req.body, scope)
+	if err != nil || len(v.Detections) == 0 {
+		return nil
+	}
+	g.reportSecrets(action, "request", req.alias, id, session(), v.Detections)
+	if v.Blocked {
+		d := v.Detections[0]
+		return &providers.APIError{Status: http.StatusBadRequest, Code: "secret_detected", Param: d.Location.Path,
+			Message: secretscan.BlockMessage(d)}
+	}
+	if action != secretscan.Redact {
+		return nil
+	}
+	parsed, err := g.parsers[cf](r, id, v.Body)
+	if err != nil {
+		return asAPIError(err)
+	}
+	parsed.SetAlias(req.alias)
+	req.body, *info = v.Body, parsed
+	return nil
+}
+
+// secretScope is whose numbering a placeholder takes: the session's, so
+// that "the same key" stays the same across its requests, else the key's.
+func secretScope(session string, id *policy.Identity) string {
+	if session != "" {
+		return "s:" + session
+	}
+	if id != nil {
+		return "k:" + id.KeyID
+	}
+	return ""
+}
+
+func (g *Gateway) reportSecrets(action secretscan.Action, direction, alias string, id *policy.Identity, session string, dets []secretscan.Detection) {
+	if g.opts.SecretEvents == nil {
+		return
+	}
+	for _, d := range dets {
+		e := secretscan.Event{Rule: d.Rule, Action: action, Direction: direction, Alias: alias, SessionID: session, Location: d.Location}
+		if id != nil {
+			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.Person
+		}
+		g.opts.SecretEvents(e)
+	}
+}
