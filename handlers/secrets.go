@@ -111,3 +111,86 @@ func (g *Gateway) reportSecrets(action secretscan.Action, direction, alias strin
 		g.opts.SecretEvents(e)
 	}
 }
+
+// answerScope is the numbering an answer's placeholders take: the same
+// as its request's.
+func (g *Gateway) answerScope(x *exchange) (secretscan.Action, *policy.Identity, secretscan.Namer) {
+	action := g.secretActions[x.alias]
+	if action == secretscan.Off || action == "" {
+		return action, nil, nil
+	}
+	id := policy.IdentityFrom(x.r.Context())
+	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(x.rec.SessionID, id) }}
+}
+
+// screenAnswer redacts the secrets a model wrote in a whole answer.
+func (g *Gateway) screenAnswer(x *exchange, out []byte) []byte {
+	action, id, names := g.answerScope(x)
+	if names == nil {
+		return out
+	}
+	out, dets := g.opts.Secrets.RedactAnswer(action, out, names)
+	g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets)
+	return out
+}
+
+// secretStream wraps a stream's translator so that what it writes for the
+// client passes the firewall's stream redactor.
+func (g *Gateway) secretStream(x *exchange, tr providers.StreamTranslator) providers.StreamTranslator {
+	action, id, names := g.answerScope(x)
+	if names == nil {
+		return tr
+	}
+	s := &secretStream{inner: tr, sr: g.opts.Secrets.NewStream(action, names),
+		report: func(dets []secretscan.Detection) { g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets) }}
+	if f, ok := tr.(providers.StreamFailer); ok {
+		return &secretStreamFailer{secretStream: s, failer: f}
+	}
+	return s
+}
+
+type secretStream struct {
+	inner  providers.StreamTranslator
+	sr     *secretscan.StreamRedactor
+	buf    []byte
+	report func([]secretscan.Detection)
+}
+
+func (s *secretStream) drain() {
+	if len(s.sr.Detections) > 0 {
+		s.report(s.sr.Detections)
+		s.sr.Detections = s.sr.Detections[:0]
+	}
+}
+
+func (s *secretStream) Translate(dst []byte, ev providers.Event) ([]byte, error) {
+	var err error
+	s.buf, err = s.inner.Translate(s.buf[:0], ev)
+	dst = s.sr.Filter(dst, s.buf)
+	s.drain()
+	return dst, err
+}
+
+func (s *secretStream) Finish(dst []byte) []byte {
+	s.buf = s.inner.Finish(s.buf[:0])
+	dst = s.sr.Finish(s.sr.Filter(dst, s.buf))
+	s.drain()
+	return dst
+}
+
+func (s *secretStream) Usage() providers.Usage { return s.inner.Usage() }
+func (s *secretStream) Complete() bool         { return s.inner.Complete() }
+
+// secretStreamFailer keeps a translator's own way of ending a broken
+// stream (Responses' response.failed), redacted like the rest.
+type secretStreamFailer struct {
+	*secretStream
+	failer providers.StreamFailer
+}
+
+func (s *secretStreamFailer) Fail(dst []byte, e *providers.APIError) []byte {
+	s.buf = s.failer.Fail(s.buf[:0], e)
+	dst = s.sr.Finish(s.sr.Filter(dst, s.buf))
+	s.drain()
+	return dst
+}

@@ -215,3 +215,53 @@ func TestSecretsLogAndDefaults(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// TestSecretsInAnswers: a model that writes credentials back, whole or
+// streamed in pieces that split them, through every client format from
+// every upstream format: the client gets placeholders.
+func TestSecretsInAnswers(t *testing.T) {
+	creds := secrettest.Corpus(21)
+	var reply strings.Builder
+	for _, c := range creds {
+		reply.WriteString("Found in the repo: " + c.Text + "\n")
+	}
+	for _, chunks := range []int{0, 97} {
+		s := newSecretsSetup(t, "redact", fakes.Options{Reply: reply.String(), Chunks: chunks})
+		for _, alias := range []string{"oa", "an", "ge"} {
+			for _, stream := range []bool{false, true} {
+				reqs := map[string]string{
+					"/v1/chat/completions": fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"show me"}]}`, alias, stream),
+					"/v1/messages":         fmt.Sprintf(`{"model":%q,"stream":%v,"max_tokens":900,"messages":[{"role":"user","content":"show me"}]}`, alias, stream),
+					"/v1/responses":        fmt.Sprintf(`{"model":%q,"stream":%v,"store":false,"input":"show me"}`, alias, stream),
+				}
+				if stream {
+					reqs["/v1beta/models/"+alias+":streamGenerateContent?alt=sse"] = `{"contents":[{"role":"user","parts":[{"text":"show me"}]}]}`
+				} else {
+					reqs["/v1beta/models/"+alias+":generateContent"] = `{"contents":[{"role":"user","parts":[{"text":"show me"}]}]}`
+				}
+				for path, body := range reqs {
+					rr := post(s.g, alice, path, body, "Anthropic-Version", "2023-06-01")
+					if rr.Code != http.StatusOK {
+						t.Fatalf("%s via %s stream=%v: %d %s", alias, path, stream, rr.Code, rr.Body)
+					}
+					got := rr.Body.String()
+					if k := secrettest.Leaked(got, creds); k != "" {
+						t.Fatalf("%s via %s stream=%v chunks=%d: %s reached the client:\n%s", alias, path, stream, chunks, k, got)
+					}
+					if !strings.Contains(got, "[REDACTED:private-key:") || !strings.Contains(got, "[REDACTED:aws-access-token:") {
+						t.Fatalf("%s via %s stream=%v: no placeholder:\n%s", alias, path, stream, got)
+					}
+				}
+			}
+		}
+		answers := 0
+		for _, e := range s.Events() {
+			if e.Direction == "answer" {
+				answers++
+			}
+		}
+		if answers < 24*len(creds)/2 {
+			t.Fatalf("chunks=%d: %d answer detections", chunks, answers)
+		}
+	}
+}

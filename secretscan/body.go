@@ -91,6 +91,9 @@ type walker struct {
 	out    []byte // the rewritten body so far, nil until the first secret
 	copied int    // src[:copied] is in out
 	text   []byte // a decoded string
+	// str, when set, is called for each text string instead of scanning
+	// it (the stream redactor collects them).
+	str func(path []pathElem, start, end int, escaped bool)
 }
 
 func (w *walker) run() error {
@@ -163,6 +166,10 @@ func (w *walker) value(key string) error {
 			}
 		}
 		if notText(key) {
+			return nil
+		}
+		if w.str != nil {
+			w.str(w.path, start, end, escaped)
 			return nil
 		}
 		return w.scanString(start, end, escaped)
