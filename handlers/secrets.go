@@ -142,7 +142,9 @@ func (g *Gateway) secretStream(x *exchange, tr providers.StreamTranslator) provi
 		return tr
 	}
 	s := &secretStream{inner: tr, sr: g.opts.Secrets.NewStream(action, names),
-		report: func(dets []secretscan.Detection) { g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets) }}
+		report: func(dets []secretscan.Detection) {
+			g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets)
+		}}
 	if f, ok := tr.(providers.StreamFailer); ok {
 		return &secretStreamFailer{secretStream: s, failer: f}
 	}
