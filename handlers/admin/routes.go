@@ -47,6 +47,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
 		{"GET " + AuditLogPath, requireCaller(a.auditLog), false},
 		{"GET " + MCPReportPath, a.reportCaller(a.fromLedger), false},
+		{"GET " + SecretsReportPath, a.reportCaller(a.fromLedger), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -68,7 +69,7 @@ func (a *Handler) routes() *http.ServeMux {
 	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath+"/{id}/agent_reported", requireCaller(notAllowed("DELETE", "DELETE", false)))
-	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath} {
+	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, SecretsReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))
