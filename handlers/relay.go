@@ -93,7 +93,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
-	out = g.screenAnswer(x, out)
+	out = g.screenAnswer(r, x.alias, rec, out)
 	x.span.Answer(out)
 	h := w.Header()
 	relayHeaders(h, resp.Header)
@@ -170,7 +170,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	rt := b.Route(cf)
 	events := b.Events(rt, resp.Body, br)
-	tr := g.secretStream(x, rt.Stream(b.Entry().Model, info, c.dropUsage))
+	tr := g.secretStream(r, x.alias, rec, rt.Stream(b.Entry().Model, info, c.dropUsage))
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {

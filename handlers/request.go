@@ -351,8 +351,8 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, cf provide
 	}
 	info.SetAlias(alias)
 	req.alias = alias
-	if apiErr := g.screenSecrets(r, cf, id, req, &info); apiErr != nil {
-		return fail(apiErr)
+	if info, err = g.screenSecrets(r, cf, id, req, info); err != nil {
+		return fail(asAPIError(err))
 	}
 	req.info = info
 	handedOver = true

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -54,37 +55,43 @@ func (l *lazyScope) Placeholder(rule, value string) string {
 // then redacts them (the body and the parsed request are replaced), refuses
 // the request naming rule and place, or only reports them. With the
 // firewall off for the alias it costs one map read.
-func (g *Gateway) screenSecrets(r *http.Request, cf providers.Format, id *policy.Identity, req *clientRequest, info *providers.RequestInfo) *providers.APIError {
+func (g *Gateway) screenSecrets(r *http.Request, cf providers.Format, id *policy.Identity, req *clientRequest, info providers.RequestInfo) (providers.RequestInfo, error) {
 	action := g.secretActions[req.alias]
 	if action == secretscan.Off || action == "" {
-		return nil
+		return info, nil
 	}
+	return g.screenBody(r, cf, id, req, info, action)
+}
+
+// screenBody is screenSecrets' work, apart so that the firewall off
+// costs no allocation.
+func (g *Gateway) screenBody(r *http.Request, cf providers.Format, id *policy.Identity, req *clientRequest, info providers.RequestInfo, action secretscan.Action) (providers.RequestInfo, error) {
 	fw := g.opts.Secrets
 	session := func() string {
-		s, _ := resolveSession(r, req.body, cf, *info)
+		s, _ := resolveSession(r, req.body, cf, info)
 		return s
 	}
 	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
 	v, err := fw.Screen(action, req.body, scope)
 	if err != nil || len(v.Detections) == 0 {
-		return nil
+		return info, nil
 	}
 	g.reportSecrets(action, "request", req.alias, id, session(), v.Detections)
 	if v.Blocked {
 		d := v.Detections[0]
-		return &providers.APIError{Status: http.StatusBadRequest, Code: "secret_detected", Param: d.Location.Path,
+		return info, &providers.APIError{Status: http.StatusBadRequest, Code: "secret_detected", Param: d.Location.Path,
 			Message: secretscan.BlockMessage(d)}
 	}
 	if action != secretscan.Redact {
-		return nil
+		return info, nil
 	}
 	parsed, err := g.parsers[cf](r, id, v.Body)
 	if err != nil {
-		return asAPIError(err)
+		return info, err
 	}
 	parsed.SetAlias(req.alias)
-	req.body, *info = v.Body, parsed
-	return nil
+	req.body = v.Body
+	return parsed, nil
 }
 
 // secretScope is whose numbering a placeholder takes: the session's, so
@@ -113,37 +120,38 @@ func (g *Gateway) reportSecrets(action secretscan.Action, direction, alias strin
 }
 
 // answerScope is the numbering an answer's placeholders take: the same
-// as its request's.
-func (g *Gateway) answerScope(x *exchange) (secretscan.Action, *policy.Identity, secretscan.Namer) {
-	action := g.secretActions[x.alias]
+// as its request's. It takes the exchange's parts, not the exchange, so
+// that the exchange stays on the stack with the firewall off.
+func (g *Gateway) answerScope(r *http.Request, alias string, rec *ledger.Record) (secretscan.Action, *policy.Identity, secretscan.Namer) {
+	action := g.secretActions[alias]
 	if action == secretscan.Off || action == "" {
 		return action, nil, nil
 	}
-	id := policy.IdentityFrom(x.r.Context())
-	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(x.rec.SessionID, id) }}
+	id := policy.IdentityFrom(r.Context())
+	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(rec.SessionID, id) }}
 }
 
 // screenAnswer redacts the secrets a model wrote in a whole answer.
-func (g *Gateway) screenAnswer(x *exchange, out []byte) []byte {
-	action, id, names := g.answerScope(x)
+func (g *Gateway) screenAnswer(r *http.Request, alias string, rec *ledger.Record, out []byte) []byte {
+	action, id, names := g.answerScope(r, alias, rec)
 	if names == nil {
 		return out
 	}
 	out, dets := g.opts.Secrets.RedactAnswer(action, out, names)
-	g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets)
+	g.reportSecrets(action, "answer", alias, id, rec.SessionID, dets)
 	return out
 }
 
 // secretStream wraps a stream's translator so that what it writes for the
 // client passes the firewall's stream redactor.
-func (g *Gateway) secretStream(x *exchange, tr providers.StreamTranslator) providers.StreamTranslator {
-	action, id, names := g.answerScope(x)
+func (g *Gateway) secretStream(r *http.Request, alias string, rec *ledger.Record, tr providers.StreamTranslator) providers.StreamTranslator {
+	action, id, names := g.answerScope(r, alias, rec)
 	if names == nil {
 		return tr
 	}
 	s := &secretStream{inner: tr, sr: g.opts.Secrets.NewStream(action, names),
 		report: func(dets []secretscan.Detection) {
-			g.reportSecrets(action, "answer", x.alias, id, x.rec.SessionID, dets)
+			g.reportSecrets(action, "answer", alias, id, rec.SessionID, dets)
 		}}
 	if f, ok := tr.(providers.StreamFailer); ok {
 		return &secretStreamFailer{secretStream: s, failer: f}
