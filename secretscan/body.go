@@ -47,7 +47,8 @@ var errSyntax = errors.New("secretscan: body is not valid JSON")
 
 // ScanBody finds the secrets in every string value of a JSON body.
 func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.newScratch()}
+	w := walker{rs: rs, src: body, s: rs.getScratch()}
+	defer rs.putScratch(w.s)
 	if err := w.run(); err != nil {
 		return nil, err
 	}
@@ -58,7 +59,8 @@ func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
 // by the namer's placeholder, and what it replaced. With nothing found it
 // returns body itself and no detections.
 func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.newScratch(), names: names}
+	w := walker{rs: rs, src: body, s: rs.getScratch(), names: names}
+	defer rs.putScratch(w.s)
 	if err := w.run(); err != nil {
 		return body, nil, err
 	}
@@ -204,7 +206,7 @@ func (w *walker) object() error {
 		if err != nil {
 			return err
 		}
-		key := w.decodedString(start, end, escaped)
+		key := w.keyString(start, end, escaped)
 		w.pos = end
 		w.ws()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
@@ -286,6 +288,15 @@ func (w *walker) stringEnd() (int, bool, error) {
 		}
 	}
 	return 0, false, errSyntax
+}
+
+// keyString is a member's name, valid while the walk lasts (paths are
+// copied out by location): no allocation for a name without escapes.
+func (w *walker) keyString(start, end int, escaped bool) string {
+	if !escaped {
+		return unsafeString(w.src[start+1 : end-1])
+	}
+	return w.decodedString(start, end, escaped)
 }
 
 // decodedString is the string at src[start:end] (quotes included) as Go

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
@@ -91,6 +92,7 @@ type Rules struct {
 	byKeyword [][]int  // pattern index → rules that keyword turns on
 	always    []int    // rules with no keyword, run on every text
 	urlCreds  *regexp.Regexp
+	scratches sync.Pool // *scratch, one per scan in progress
 }
 
 // Compile reads the embedded gitleaks rule set.

@@ -28,6 +28,24 @@ func (rs *Rules) newScratch() *scratch {
 	return &scratch{open: make([]bool, n), lo: make([]int, n), hi: make([]int, n)}
 }
 
+// maxPooledScratch keeps a huge text's lower-case copy out of the pool.
+const maxPooledScratch = 1 << 20
+
+// getScratch and putScratch reuse the working memory across bodies.
+func (rs *Rules) getScratch() *scratch {
+	if s, ok := rs.scratches.Get().(*scratch); ok {
+		return s
+	}
+	return rs.newScratch()
+}
+
+func (rs *Rules) putScratch(s *scratch) {
+	if cap(s.lower) <= maxPooledScratch {
+		s.hits = s.hits[:0]
+		rs.scratches.Put(s)
+	}
+}
+
 // Scan returns the secrets in text, ordered by position, overlaps merged
 // into the first (leftmost, then longest) hit.
 func (rs *Rules) Scan(text string) []Hit {

@@ -23,6 +23,13 @@ type StreamRedactor struct {
 	redact bool // false: only detect (the log action)
 	s      *scratch
 
+	spans   []strSpan // an event's strings, reused
+	pathBuf []byte    // a delta's path, reused
+	dec     []byte    // a decoded string, reused
+	joined  []byte    // context and released text, reused
+	path    []pathElem
+	frames  []frame
+
 	pending []byte // an event not yet complete
 	carry   []byte // delta text held back
 	context []byte // the delta text just before carry, already sent
@@ -103,7 +110,6 @@ type strSpan struct {
 	start, end int
 	escaped    bool
 	delta      bool
-	path       string
 }
 
 func (sr *StreamRedactor) event(dst, ev []byte) []byte {
@@ -112,46 +118,44 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 		return append(sr.flush(dst), ev...)
 	}
 	payload := ev[ds:de]
-	var spans []strSpan
-	w := walker{rs: sr.rules, src: payload, s: sr.s}
+	spans := sr.spans[:0]
+	sr.pathBuf = sr.pathBuf[:0]
+	haveDelta := false
+	w := walker{rs: sr.rules, src: payload, s: sr.s, path: sr.path[:0], frames: sr.frames[:0]}
 	w.str = func(path []pathElem, start, end int, escaped bool) {
 		if end-start-2 == 0 {
 			return
 		}
-		d := isDelta(path)
+		// One delta per event: the first; any other string is whole.
+		d := !haveDelta && isDelta(path)
 		if !d && end-start-2 < minSecret {
 			return
 		}
-		sp := strSpan{start: start, end: end, escaped: escaped, delta: d}
 		if d {
-			sp.path = pathString(path)
+			haveDelta = true
+			sr.pathBuf = appendPath(sr.pathBuf, path)
 		}
-		spans = append(spans, sp)
+		spans = append(spans, strSpan{start: start, end: end, escaped: escaped, delta: d})
 	}
-	if w.run() != nil {
+	err := w.run()
+	sr.spans, sr.path, sr.frames = spans, w.path, w.frames
+	if err != nil {
 		return append(sr.flush(dst), ev...)
 	}
-	var delta *strSpan
-	for i := range spans {
-		if spans[i].delta {
-			if delta == nil {
-				delta = &spans[i]
-			} else {
-				spans[i].delta = false
-			}
-		}
-	}
-	if delta == nil || (len(sr.carry) > 0 && delta.path != sr.channel) {
+	if !haveDelta || (len(sr.carry) > 0 && string(sr.pathBuf) != sr.channel) {
 		dst = sr.flush(dst)
+	}
+	if haveDelta && string(sr.pathBuf) != sr.channel {
+		sr.channel = string(sr.pathBuf)
 	}
 	if !sr.redact {
 		// Detect only: the event goes out as it came.
 		for _, sp := range spans {
-			text := decode(payload, sp)
+			text := sr.decode(payload, sp)
 			if sp.delta {
-				sr.advance(text, sp.path)
+				sr.advance(text)
 			} else {
-				sr.wholeHits(text, sp.path)
+				sr.wholeHits(text, "answer")
 			}
 		}
 		return append(dst, ev...)
@@ -161,13 +165,13 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	last := 0
 	tStart, tEnd := -1, -1
 	for _, sp := range spans {
-		text := decode(payload, sp)
+		text := sr.decode(payload, sp)
 		var out string
 		if sp.delta {
-			out = sr.advance(text, sp.path)
+			out = sr.advance(text)
 		} else {
 			var changed bool
-			if out, changed = sr.wholeHits(text, sp.path); !changed {
+			if out, changed = sr.wholeHits(text, "answer"); !changed {
 				continue
 			}
 		}
@@ -192,12 +196,15 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	return dst
 }
 
-func decode(payload []byte, sp strSpan) string {
+// decode views a string of the event as text, valid until the next
+// decode.
+func (sr *StreamRedactor) decode(payload []byte, sp strSpan) string {
 	raw := payload[sp.start+1 : sp.end-1]
 	if !sp.escaped {
-		return string(raw)
+		return unsafeString(raw)
 	}
-	return string(appendUnescaped(nil, raw))
+	sr.dec = appendUnescaped(sr.dec[:0], raw)
+	return unsafeString(sr.dec)
 }
 
 // dataJSON finds the JSON object of an event's data line: its offsets in
@@ -254,19 +261,20 @@ func isDelta(path []pathElem) bool {
 	return path[0].key == "candidates" && last == "text"
 }
 
-func pathString(path []pathElem) string {
-	var b strings.Builder
+func appendPath(dst []byte, path []pathElem) []byte {
 	for i, p := range path {
 		if p.index >= 0 {
-			b.WriteString("[" + strconv.Itoa(p.index) + "]")
+			dst = append(dst, '[')
+			dst = strconv.AppendInt(dst, int64(p.index), 10)
+			dst = append(dst, ']')
 			continue
 		}
 		if i > 0 {
-			b.WriteByte('.')
+			dst = append(dst, '.')
 		}
-		b.WriteString(p.key)
+		dst = append(dst, p.key...)
 	}
-	return b.String()
+	return dst
 }
 
 // wholeHits scans a complete string of an event and returns it redacted.
@@ -295,8 +303,7 @@ func (sr *StreamRedactor) wholeHits(text, path string) (string, bool) {
 
 // advance takes a channel's next delta and returns the text to send in
 // its place: what is now known not to start a secret, redacted.
-func (sr *StreamRedactor) advance(text, channel string) string {
-	sr.channel = channel
+func (sr *StreamRedactor) advance(text string) string {
 	sr.carry = append(sr.carry, text...)
 	cut := safeCut(sr.carry)
 	out := sr.release(sr.carry[:cut])
@@ -331,8 +338,13 @@ func (sr *StreamRedactor) release(text []byte) string {
 		return ""
 	}
 	n := len(sr.context)
-	full := string(append(sr.context, text...))
+	sr.joined = append(append(sr.joined[:0], sr.context...), text...)
+	full := unsafeString(sr.joined)
 	hits := sr.rules.scan(full, sr.s)
+	if len(hits) == 0 || hits[len(hits)-1].End <= n {
+		sr.keepContext(full)
+		return string(text)
+	}
 	var b strings.Builder
 	last := n
 	for _, h := range hits {
@@ -352,8 +364,14 @@ func (sr *StreamRedactor) release(text []byte) string {
 		sr.Detections = append(sr.Detections, d)
 	}
 	b.WriteString(full[last:])
-	sr.context = append(sr.context[:0], full[max(len(full)-contextBytes, 0):]...)
+	sr.keepContext(full)
 	return b.String()
+}
+
+// keepContext keeps the end of the text just released as the next scan's
+// left context.
+func (sr *StreamRedactor) keepContext(full string) {
+	sr.context = append(sr.context[:0], full[max(len(full)-contextBytes, 0):]...)
 }
 
 // safeCut is how much of text can be sent: up to its last whitespace, so
