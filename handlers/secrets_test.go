@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/secretscan"
@@ -263,5 +266,61 @@ func TestSecretsInAnswers(t *testing.T) {
 		if answers < 24*len(creds)/2 {
 			t.Fatalf("chunks=%d: %d answer detections", chunks, answers)
 		}
+	}
+}
+
+// TestSecretsConverse: Bedrock's Converse client format, its request's
+// text and its answer framed as an AWS event stream, both redacted.
+func TestSecretsConverse(t *testing.T) {
+	creds := secrettest.Corpus(31)
+	var reply strings.Builder
+	for _, c := range creds {
+		reply.WriteString("Found: " + c.Text + "\n")
+	}
+	s := newSecretsSetup(t, "redact", fakes.Options{Reply: reply.String(), Chunks: 61})
+	id := url.PathEscape("oa")
+	body := mustJSON(t, map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{
+		map[string]any{"text": creds[3].Text},
+		map[string]any{"toolResult": map[string]any{"toolUseId": "tooluse_1", "content": []any{map[string]any{"text": creds[0].Text}}}},
+	}}}, "inferenceConfig": map[string]any{"maxTokens": 64}})
+	for _, path := range []string{"/model/" + id + "/converse", "/model/" + id + "/converse-stream"} {
+		rr := post(s.g, alice, path, body)
+		if rr.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, rr.Code, rr.Body)
+		}
+		got := rr.Body.String()
+		if strings.HasSuffix(path, "-stream") {
+			got = ""
+			dec := eventstream.NewDecoder()
+			for rd := strings.NewReader(rr.Body.String()); rd.Len() > 0; {
+				msg, err := dec.Decode(rd, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ev struct{ Delta struct{ Text string } }
+				_ = json.Unmarshal(msg.Payload, &ev)
+				got += ev.Delta.Text
+			}
+		}
+		if k := secrettest.Leaked(got, creds); k != "" {
+			t.Fatalf("%s: %s reached the client: %s", path, k, got)
+		}
+		if !strings.Contains(got, "[REDACTED:private-key:") {
+			t.Fatalf("%s: no placeholder: %s", path, got)
+		}
+	}
+	for _, r := range s.openai.Requests() {
+		if k := secrettest.Leaked(string(r.Body), creds); k != "" || !strings.Contains(string(r.Body), "[REDACTED:") {
+			t.Fatalf("upstream got %s: %s", k, r.Body)
+		}
+	}
+	found := false
+	for _, e := range s.Events() {
+		if e.Direction == "request" && e.Location.ToolCallID == "tooluse_1" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no detection names the toolUseId: %+v", s.Events())
 	}
 }
