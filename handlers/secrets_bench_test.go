@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
 
 // withFirewall turns the secret firewall on, redacting, for every alias.
@@ -27,27 +25,6 @@ func withFirewall(tb testing.TB) func(*GatewayOptions) {
 		o.Secrets = fw
 		o.SecretsFor = func(string, *modellist.Deployment) modellist.SecretsAction { return modellist.SecretsRedact }
 	}
-}
-
-// goSourceText is n bytes of the Go distribution's own sources.
-func goSourceText(tb testing.TB, n int) string {
-	tb.Helper()
-	var buf []byte
-	for _, dir := range []string{"net/http", "encoding/json", "go/parser", "fmt", "strings"} {
-		files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", dir, "*.go"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			buf = append(buf, b...)
-			if len(buf) >= n {
-				return string(buf[:n])
-			}
-		}
-	}
-	tb.Fatalf("only %d bytes of Go sources", len(buf))
-	return ""
 }
 
 // BenchmarkSecretsServe is one whole request with the firewall off and on
@@ -74,8 +51,8 @@ func BenchmarkSecretsServe(b *testing.B) {
 	}{
 		{"chat-2KB", "/v1/chat/completions", chatRequest("oa", false)},
 		{"chat-2KB-stream", "/v1/chat/completions", chatRequest("oa", true)},
-		{"messages-tool-result-100KB", "/v1/messages", toolResult(goSourceText(b, 100<<10))},
-		{"chat-prompt-1MB", "/v1/chat/completions", prompt(goSourceText(b, 1<<20))},
+		{"messages-tool-result-100KB", "/v1/messages", toolResult(secrettest.GoSource(b, 100<<10))},
+		{"chat-prompt-1MB", "/v1/chat/completions", prompt(secrettest.GoSource(b, 1<<20))},
 	}
 	for _, tc := range cases {
 		for _, on := range []bool{false, true} {

@@ -2,33 +2,10 @@ package secretscan
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
-)
 
-// goSource is n bytes of the Go distribution's sources: ordinary code, the
-// text a coding agent's prompts and tool results are made of.
-func goSource(tb testing.TB, n int) string {
-	tb.Helper()
-	var buf []byte
-	for _, dir := range []string{"net/http", "encoding/json", "go/parser", "fmt", "strings"} {
-		files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", dir, "*.go"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			buf = append(buf, b...)
-			if len(buf) >= n {
-				return string(buf[:n])
-			}
-		}
-	}
-	tb.Fatalf("only %d bytes of Go sources", len(buf))
-	return ""
-}
+	"github.com/modelgate/modelgate/secretscan/secrettest"
+)
 
 func toolResultBody(tb testing.TB, text string) []byte {
 	body, err := json.Marshal(map[string]any{
@@ -48,7 +25,7 @@ func toolResultBody(tb testing.TB, text string) []byte {
 
 func benchBody(b *testing.B, size int) {
 	rs := rules(b)
-	body := toolResultBody(b, goSource(b, size))
+	body := toolResultBody(b, secrettest.GoSource(b, size))
 	names := NewPlaceholders(10, 10).For("bench")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

@@ -190,10 +190,10 @@ func (w *walker) value(key string) error {
 func (w *walker) object() error {
 	w.pos++ // {
 	w.frames = append(w.frames, frame{firstDet: len(w.dets)})
+	defer w.closeFrame()
 	w.ws()
 	if w.pos < len(w.src) && w.src[w.pos] == '}' {
 		w.pos++
-		w.frames = w.frames[:len(w.frames)-1]
 		return nil
 	}
 	for {
@@ -213,32 +213,23 @@ func (w *walker) object() error {
 			return errSyntax
 		}
 		w.pos++
-		w.path = append(w.path, pathElem{key: key, index: -1})
-		if err := w.value(key); err != nil {
+		if done, err := w.member(pathElem{key: key, index: -1}, '}'); done || err != nil {
 			return err
 		}
-		w.path = w.path[:len(w.path)-1]
-		w.ws()
-		if w.pos >= len(w.src) {
-			return errSyntax
-		}
-		switch w.src[w.pos] {
-		case ',':
-			w.pos++
-		case '}':
-			w.pos++
-			f := w.frames[len(w.frames)-1]
-			w.frames = w.frames[:len(w.frames)-1]
-			if f.toolID != "" {
-				for i := f.firstDet; i < len(w.dets); i++ {
-					if w.dets[i].Location.ToolCallID == "" {
-						w.dets[i].Location.ToolCallID = f.toolID
-					}
-				}
-			}
-			return nil
-		default:
-			return errSyntax
+	}
+}
+
+// closeFrame ends an object: the tool call id it named goes to the
+// detections inside it that have none.
+func (w *walker) closeFrame() {
+	f := w.frames[len(w.frames)-1]
+	w.frames = w.frames[:len(w.frames)-1]
+	if f.toolID == "" {
+		return
+	}
+	for i := f.firstDet; i < len(w.dets); i++ {
+		if w.dets[i].Location.ToolCallID == "" {
+			w.dets[i].Location.ToolCallID = f.toolID
 		}
 	}
 }
@@ -251,25 +242,33 @@ func (w *walker) array() error {
 		return nil
 	}
 	for i := 0; ; i++ {
-		w.path = append(w.path, pathElem{index: i})
-		if err := w.value(""); err != nil {
+		if done, err := w.member(pathElem{index: i}, ']'); done || err != nil {
 			return err
 		}
-		w.path = w.path[:len(w.path)-1]
-		w.ws()
-		if w.pos >= len(w.src) {
-			return errSyntax
-		}
-		switch w.src[w.pos] {
-		case ',':
-			w.pos++
-		case ']':
-			w.pos++
-			return nil
-		default:
-			return errSyntax
-		}
 	}
+}
+
+// member walks one value of an object or array at elem and the comma or
+// closing bracket after it; done is true after the closing one.
+func (w *walker) member(elem pathElem, closing byte) (bool, error) {
+	w.path = append(w.path, elem)
+	if err := w.value(elem.key); err != nil {
+		return false, err
+	}
+	w.path = w.path[:len(w.path)-1]
+	w.ws()
+	if w.pos >= len(w.src) {
+		return false, errSyntax
+	}
+	switch w.src[w.pos] {
+	case ',':
+		w.pos++
+		return false, nil
+	case closing:
+		w.pos++
+		return true, nil
+	}
+	return false, errSyntax
 }
 
 // stringEnd returns the offset just past the string starting at w.pos

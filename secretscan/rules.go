@@ -75,11 +75,10 @@ type rule struct {
 	// bytes, or -1 when it is unbounded (or too long to be worth a
 	// window): a rule runs only around its keywords' occurrences, in
 	// windows that reach span bytes either side.
-	span     int
-	group    int
-	entropy  float64
-	keywords []string
-	allow    []allowlist
+	span    int
+	group   int
+	entropy float64
+	allow   []allowlist
 }
 
 // Rules is the compiled rule set: built once (at provision) and shared by
@@ -88,9 +87,8 @@ type Rules struct {
 	rules     []rule
 	global    allowlist
 	trie      *ahocorasick.Trie
-	keywords  []string // pattern index → keyword
-	byKeyword [][]int  // pattern index → rules that keyword turns on
-	always    []int    // rules with no keyword, run on every text
+	byKeyword [][]int // pattern index → rules that keyword turns on
+	always    []int   // rules with no keyword, run on every text
 	urlCreds  *regexp.Regexp
 	scratches sync.Pool // *scratch, one per scan in progress
 }
@@ -111,7 +109,8 @@ func compileTOML(src string) (*Rules, error) {
 	if ok {
 		rs.global = global
 	}
-	kwIndex := map[string]int{}
+	kwIndex := map[string]int{} // keyword → its pattern index in the trie
+	var keywords []string
 	for _, tr := range c.Rules {
 		if tr.Regex == "" {
 			continue // a path-only rule (pkcs12-file): nothing to match in text
@@ -140,15 +139,15 @@ func compileTOML(src string) (*Rules, error) {
 			k = strings.ToLower(k)
 			p, seen := kwIndex[k]
 			if !seen {
-				p = len(rs.keywords)
+				p = len(keywords)
 				kwIndex[k] = p
-				rs.keywords = append(rs.keywords, k)
+				keywords = append(keywords, k)
 				rs.byKeyword = append(rs.byKeyword, nil)
 			}
 			rs.byKeyword[p] = append(rs.byKeyword[p], i)
 		}
 	}
-	rs.trie = ahocorasick.NewTrieBuilder().AddStrings(rs.keywords).Build()
+	rs.trie = ahocorasick.NewTrieBuilder().AddStrings(keywords).Build()
 	return rs, nil
 }
 
@@ -244,11 +243,10 @@ func spanOf(expr string) int {
 	if err != nil {
 		return -1
 	}
-	n := maxMatch(re)
-	if n < 0 || n > maxWindowSpan {
-		return -1
+	if n := maxMatch(re); n <= maxWindowSpan {
+		return n
 	}
-	return n
+	return -1
 }
 
 // unboundedReps is how many times a repetition with no upper bound is
@@ -257,7 +255,8 @@ func spanOf(expr string) int {
 // caught.
 const unboundedReps = 1024
 
-// maxMatch is the most bytes re can match, or -1 for no bound.
+// maxMatch is the most bytes re can match, an unbounded repetition
+// counted unboundedReps times.
 func maxMatch(re *syntax.Regexp) int {
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -280,40 +279,23 @@ func maxMatch(re *syntax.Regexp) int {
 	case syntax.OpCapture, syntax.OpQuest:
 		return maxMatch(re.Sub[0])
 	case syntax.OpStar, syntax.OpPlus:
-		return repeat(maxMatch(re.Sub[0]), unboundedReps)
+		return maxMatch(re.Sub[0]) * unboundedReps
 	case syntax.OpRepeat:
 		reps := re.Max
 		if reps < 0 {
 			reps = max(re.Min, unboundedReps)
 		}
-		return repeat(maxMatch(re.Sub[0]), reps)
-	case syntax.OpConcat:
-		total := 0
+		return maxMatch(re.Sub[0]) * reps
+	case syntax.OpConcat, syntax.OpAlternate:
+		n := 0
 		for _, sub := range re.Sub {
-			n := maxMatch(sub)
-			if n < 0 {
-				return -1
+			if m := maxMatch(sub); re.Op == syntax.OpConcat {
+				n += m
+			} else {
+				n = max(n, m)
 			}
-			total += n
 		}
-		return total
-	case syntax.OpAlternate:
-		most := 0
-		for _, sub := range re.Sub {
-			n := maxMatch(sub)
-			if n < 0 {
-				return -1
-			}
-			most = max(most, n)
-		}
-		return most
+		return n
 	}
 	return 0 // empty-width: anchors, boundaries, the empty match
-}
-
-func repeat(n, reps int) int {
-	if n < 0 {
-		return -1
-	}
-	return n * reps
 }
