@@ -107,7 +107,7 @@ func TestRuleErrors(t *testing.T) {
 		{"unknown field in proxy_params", one("{model: ollama/x, api_bsae: 'http://h:1'}"), nil,
 			[]string{`model_list[0] (model_name "m"): proxy_params: unknown field "api_bsae"; did you mean "api_base"? (known: model, api_base, api_key, timeout,`}},
 		{"unknown field in entry", "model_list: [{model_name: m, litellm_params: {model: echo/x}}]\n", nil,
-			[]string{`unknown field "litellm_params"`, "(known: model_name, proxy_params, model_info)"}},
+			[]string{`unknown field "litellm_params"`, "(known: model_name, proxy_params, model_info, secrets)"}},
 		{"unknown field in model_info", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {mode: chat}}]\n", nil,
 			[]string{`model_info: unknown field "mode"`}},
 		{"unknown field in router_settings", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {retries: 2}\n", nil,
