@@ -100,7 +100,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 	rec.RequestID = upstreamRequestID(resp.Header)
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(r, info)
+	g.keepResponse(r, info, rec)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
@@ -313,7 +313,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		applyUsage(rec, usage, b)
 	}
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(r, info)
+	g.keepResponse(r, info, rec)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {

@@ -142,6 +142,18 @@ func (g *Gateway) screenAnswer(r *http.Request, alias string, rec *ledger.Record
 	return out
 }
 
+// redactStored redacts a Responses answer before it is stored, so that
+// the state holds what the client was sent (its detections were reported
+// as it was sent).
+func (g *Gateway) redactStored(r *http.Request, alias string, rec *ledger.Record, output []byte) []byte {
+	action, _, names := g.answerScope(r, alias, rec)
+	if names == nil {
+		return output
+	}
+	output, _ = g.opts.Secrets.RedactAnswer(action, output, names)
+	return output
+}
+
 // secretStream wraps a stream's translator so that what it writes for the
 // client passes the firewall's stream redactor.
 func (g *Gateway) secretStream(r *http.Request, alias string, rec *ledger.Record, tr providers.StreamTranslator) providers.StreamTranslator {

@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/secretscan"
 	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
@@ -322,5 +326,58 @@ func TestSecretsConverse(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no detection names the toolUseId: %+v", s.Events())
+	}
+}
+
+// TestSecretsStoredResponses: a stored Responses turn keeps the redacted
+// request and the redacted answer: GET /v1/responses/{id} and its input
+// items show placeholders only, streamed or not.
+func TestSecretsStoredResponses(t *testing.T) {
+	fw, err := testFirewall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rs := store.(ledger.ResponseStore)
+	creds := secrettest.Corpus(41)
+	var reply strings.Builder
+	for _, c := range creds {
+		reply.WriteString("Found: " + c.Text + "\n")
+	}
+	oa := httptest.NewServer(fakes.OpenAI(fakes.Options{Reply: reply.String(), Chunks: 37}, nil))
+	t.Cleanup(oa.Close)
+	g, _ := testGateway(t, "model_list:\n"+kindEntry("oa", "openai/m", oa.URL)+"    secrets: {action: redact}\n", func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return rs }
+		o.Secrets = fw
+	})
+	for _, stream := range []bool{false, true} {
+		rr := post(g, alice, "/v1/responses", mustJSON(t, map[string]any{"model": "oa", "stream": stream, "store": true, "input": creds[0].Text + "\n" + creds[3].Text}))
+		if rr.Code != http.StatusOK {
+			t.Fatalf("stream=%v: %d %s", stream, rr.Code, rr.Body)
+		}
+		i := strings.Index(rr.Body.String(), `"resp_`)
+		if i < 0 {
+			t.Fatalf("no response id: %s", rr.Body)
+		}
+		id := rr.Body.String()[i+1:]
+		id = id[:strings.IndexByte(id, '"')]
+		for _, path := range []string{"/v1/responses/" + id, "/v1/responses/" + id + "/input_items"} {
+			req := httptest.NewRequest(http.MethodGet, path, nil).WithContext(policy.WithIdentity(context.Background(), alice))
+			got := httptest.NewRecorder()
+			g.ServeHTTP(got, req)
+			if got.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, got.Code, got.Body)
+			}
+			if k := secrettest.Leaked(got.Body.String(), creds); k != "" {
+				t.Fatalf("stream=%v %s: the stored state holds the %s: %s", stream, path, k, got.Body)
+			}
+			if !strings.Contains(got.Body.String(), "[REDACTED:") {
+				t.Fatalf("stream=%v %s: no placeholder: %s", stream, path, got.Body)
+			}
+		}
 	}
 }
