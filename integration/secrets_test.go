@@ -186,6 +186,16 @@ func TestSecretFirewallEveryFormat(t *testing.T) {
 	}) {
 		t.Errorf("report: %d %s", status, out)
 	}
+	// The block is in the audit log: rule and place, never the value.
+	if !testwait.Until(func() bool {
+		status, _, out = g.do(t, "GET", "/v1/organizations/audit_log?limit=100", adminKey, "")
+		return status == 200 && strings.Contains(string(out), `"secret.block"`)
+	}) {
+		t.Errorf("audit log: %d %s", status, out)
+	}
+	if !strings.Contains(string(out), "aws-access-token") || strings.Contains(string(out), creds[3].Value) {
+		t.Errorf("audit entry: %s", out)
+	}
 	logText := g.stderr.String()
 	g.stop(t)
 	if k := secrettest.Leaked(logText, creds); k != "" {
