@@ -132,7 +132,7 @@ func TestSecretFirewallEveryFormat(t *testing.T) {
     proxy_params: {model: openai/m, api_base: %s/v1, api_key: %s}
     secrets: {action: block}
 `, up.URL, upstreamKey, up.URL, upstreamKey)
-	g := startGateway(t, gatewayConfig{models: models})
+	g := startGateway(t, gatewayConfig{models: models, siteExtra: "handle /metrics {\n\t\tmetrics\n\t}"})
 	var prompt strings.Builder
 	for _, c := range creds {
 		prompt.WriteString(c.Text + "\n")
@@ -185,6 +185,11 @@ func TestSecretFirewallEveryFormat(t *testing.T) {
 		return status == 200 && strings.Contains(string(out), `"rule":"private-key"`) && strings.Contains(string(out), `"model":"strict","detections":1,"redacted":0,"blocked":1`)
 	}) {
 		t.Errorf("report: %d %s", status, out)
+	}
+	status, _, out = g.do(t, "GET", "/metrics", adminKey, "")
+	if status != 200 || !strings.Contains(string(out), `modelgate_secrets_detected_total{action="block",alias="strict",direction="request",rule="aws-access-token"} 1`) ||
+		!strings.Contains(string(out), `modelgate_secrets_detected_total{action="redact",alias="coder",direction="answer",rule="private-key"}`) {
+		t.Errorf("metrics: %d %s", status, out)
 	}
 	// The block is in the audit log: rule and place, never the value.
 	if !testwait.Until(func() bool {
