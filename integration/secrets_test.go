@@ -86,6 +86,13 @@ func TestSecretFirewallClaudeCodeRead(t *testing.T) {
 	if !strings.Contains(logText, "secret detected") {
 		t.Errorf("the log has no detection line")
 	}
+	// Nothing of Claude Code's own (system prompt, tool definitions,
+	// metadata) is taken for a secret: every detection is in a message.
+	for _, line := range strings.Split(logText, "\n") {
+		if strings.Contains(line, "secret detected") && !strings.Contains(line, `"where":"messages[`) {
+			t.Errorf("a detection outside the messages: %s", line)
+		}
+	}
 	db, err := os.ReadFile(filepath.Join(g.dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
