@@ -73,6 +73,8 @@ type Gateway struct {
 	// /chat/, ...) get one and others go to the next handler. For a route
 	// that ends with the gateway (`caddy gateway` sets it).
 	AnswerAllPaths bool `json:"answer_all_paths,omitempty"`
+	// Secrets sets the secret firewall's action (secrets.go).
+	Secrets *Secrets `json:"secrets,omitempty"`
 
 	h       *handlers.Gateway
 	mcp     *mcp.Gateway // nil without mcp_servers
@@ -84,6 +86,9 @@ type Gateway struct {
 	// holdsStates records that Provision took a reference on the pooled
 	// deployment states, so Cleanup releases exactly that one.
 	holdsStates bool
+	// holdsFirewall: Provision took a reference on the pooled secret
+	// firewall.
+	holdsFirewall bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -142,6 +147,10 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if g.mcp != nil {
 		mcpHandler = g.mcp
 	}
+	seen, fw, err := g.provisionSecrets(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
 		Models:              cfg,
 		Telemetry:           &telemetry.Tracer{CaptureContent: captureContent(os.Getenv), Metrics: g.otlp},
@@ -170,6 +179,9 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),
 		WorkContexts:   workContexts(g.app),
+		Secrets:        fw,
+		SecretsFor:     g.Secrets.actionFor,
+		SecretEvents:   seen.event,
 	})
 	return nil
 }
@@ -221,6 +233,9 @@ func (g *Gateway) Cleanup() error {
 	}
 	if g.holdsStates {
 		_, _ = states.Delete("deployments")
+	}
+	if g.holdsFirewall {
+		_, _ = states.Delete("secret-firewall")
 	}
 	if g.otlp != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -288,6 +303,10 @@ func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 //		max_concurrent_per_key <n>
 //		websocket_lifetime <duration>
 //		insecure_no_auth
+//		secrets {
+//			action redact|block|log|off
+//			alias <model_name> redact|block|log|off
+//		}
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// No inline path: Caddy reads a first argument starting with "/" as a
@@ -372,8 +391,14 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			g.AnswerAllPaths = true
+		case "secrets":
+			s, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			g.Secrets = s
 		default:
-			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, max_body_memory, default_max_tokens, timeout, max_concurrent_per_key, websocket_lifetime, insecure_no_auth, answer_all_paths)", d.Val())
+			return d.Errf("unrecognized llm_gateway option %q (known: models, max_request_body, max_body_memory, default_max_tokens, timeout, max_concurrent_per_key, websocket_lifetime, insecure_no_auth, answer_all_paths, secrets)", d.Val())
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/secretscan"
 	"github.com/modelgate/modelgate/telemetry"
 	"github.com/modelgate/modelgate/tokencount"
 	"github.com/modelgate/modelgate/upstream"
@@ -117,6 +118,14 @@ type GatewayOptions struct {
 	// from the agents' hooks, and the X-Modelgate-Repo and
 	// X-Modelgate-Branch headers; nil: neither.
 	WorkContexts *forge.Contexts
+
+	// Secrets is the secret firewall (secrets.go); nil: off for every
+	// alias. SecretsFor, when set, decides a deployment's action (the
+	// Caddyfile's secrets block); otherwise its entry's SecretsPolicy.
+	// SecretEvents sees each detection.
+	Secrets      *secretscan.Firewall
+	SecretsFor   func(alias string, d *modellist.Deployment) modellist.SecretsAction
+	SecretEvents func(secretscan.Event)
 }
 
 // Gateway serves the chat, messages, models, token-count and health
@@ -171,6 +180,8 @@ type Gateway struct {
 	// batches serves the batch APIs and runs their items (batch_runner.go);
 	// nil without a ledger.
 	batches *batch.Service
+	// secretActions: alias → the secret firewall's action (secrets.go).
+	secretActions map[string]secretscan.Action
 }
 
 // NewGateway builds the gateway and one HTTP client per upstream base.
@@ -247,6 +258,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.chains[alias] = chain
 		g.bounds[alias] = boundsOf(chain)
 	}
+	g.buildSecretActions()
 	g.buildParsers()
 	g.batches = g.newBatches()
 	g.buildRoutes()

@@ -63,7 +63,7 @@ type countingRecorder struct{ n atomic.Int64 }
 
 func (c *countingRecorder) Enqueue(ledger.Record) bool { c.n.Add(1); return true }
 
-func benchGateway(tb testing.TB, rec Recorder) *Gateway {
+func benchGateway(tb testing.TB, rec Recorder, edit ...func(*GatewayOptions)) *Gateway {
 	tb.Helper()
 	cfg, _, err := modellist.Parse([]byte(benchModels), "bench.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -75,7 +75,7 @@ func benchGateway(tb testing.TB, rec Recorder) *Gateway {
 		modellist.KindAnthropic: fakes.Anthropic(o, nil),
 		modellist.KindOllama:    fakes.Ollama(o, nil),
 	}
-	g := NewGateway(GatewayOptions{
+	opts := GatewayOptions{
 		Models:   cfg,
 		Recorder: rec,
 		Client: func(d *modellist.Deployment) *http.Client {
@@ -84,7 +84,11 @@ func benchGateway(tb testing.TB, rec Recorder) *Gateway {
 			}
 			return nil // echo gets its own in-process transport
 		},
-	})
+	}
+	for _, e := range edit {
+		e(&opts)
+	}
+	g := NewGateway(opts)
 	tb.Cleanup(g.Close)
 	return g
 }

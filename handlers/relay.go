@@ -93,13 +93,14 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
+	answer = g.screenAnswer(x.call.Identity, x.alias, rec, answer)
 	x.span.Answer(answer)
 	h := out.Header()
 	relayHeaders(h, resp.Header)
 	rec.RequestID = upstreamRequestID(resp.Header)
 	rec.TTFT = g.now().Sub(start)
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(x.call.Identity, info)
+	g.keepResponse(x.call.Identity, info, rec)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
@@ -169,7 +170,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	rt := b.Route(cf)
 	events := b.Events(rt, resp.Body, br)
-	tr := rt.Stream(b.Entry().Model, info, c.dropUsage)
+	tr := g.secretStream(x.call.Identity, x.alias, rec, rt.Stream(b.Entry().Model, info, c.dropUsage))
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -311,7 +312,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		applyUsage(rec, usage, b)
 	}
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
-	g.keepResponse(x.call.Identity, info)
+	g.keepResponse(x.call.Identity, info, rec)
 	settleBudget(x.hold, rec)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {

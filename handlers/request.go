@@ -357,7 +357,11 @@ func (g *Gateway) readRequest(ctx context.Context, c *Call, out Sink) (*clientRe
 			Message: fmt.Sprintf("key %q may not use model %q", id.KeyID, alias)})
 	}
 	info.SetAlias(alias)
-	req.info, req.alias = info, alias
+	req.alias = alias
+	if info, err = g.screenSecrets(ctx, c, cf, id, req, info); err != nil {
+		return fail(asAPIError(err))
+	}
+	req.info = info
 	handedOver = true
 	return req, true
 }

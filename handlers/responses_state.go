@@ -100,7 +100,7 @@ func stateUnavailable(err error) *providers.APIError {
 
 // keepResponse stores a finished response the client asked to keep, before
 // the client has its end: the next turn may refer to it at once.
-func (g *Gateway) keepResponse(id *policy.Identity, info providers.RequestInfo) {
+func (g *Gateway) keepResponse(id *policy.Identity, info providers.RequestInfo, rec *ledger.Record) {
 	if t, ok := info.Turn.(*providers.ResponsesTurn); ok {
 		g.appendTurn(id, t)
 	}
@@ -114,6 +114,8 @@ func (g *Gateway) keepResponse(id *policy.Identity, info providers.RequestInfo) 
 	}
 	input, _ := json.Marshal(t.NewItems)
 	output, _ := json.Marshal(t.Output)
+	output = g.redactStored(id, t.Alias, rec, output)
+	response := g.redactStored(id, t.Alias, rec, t.Response)
 	prev := ""
 	if t.Req.PreviousResponseID != nil {
 		prev = *t.Req.PreviousResponseID
@@ -121,7 +123,7 @@ func (g *Gateway) keepResponse(id *policy.Identity, info providers.RequestInfo) 
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
 	err := rs.PutResponse(ctx, ledger.StoredResponse{ID: t.ID, KeyID: keyOf(id), PreviousID: prev,
-		Model: t.Alias, Created: time.Unix(t.Created, 0), Input: input, Output: output, Response: t.Response})
+		Model: t.Alias, Created: time.Unix(t.Created, 0), Input: input, Output: output, Response: response})
 	if err != nil {
 		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "response_store: " + err.Error()})
 	}

@@ -1,83 +1,223 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/internal/testwait"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
 
-// TestReviewSecretsStayOut runs the real binary with debug logging: no key
-// reaches the logs or the served config, and no client key reaches an
-// upstream.
-func TestReviewSecretsStayOut(t *testing.T) {
-	u := startUpstreams(t, fakes.Options{})
-	g := startGateway(t, gatewayConfig{models: u.modelsYAML(), globalExtra: "debug",
-		siteExtra: "log {\n\t\tformat filter {\n\t\t\trequest>headers>X-Api-Key replace REDACTED\n\t\t}\n\t}"})
-	chat := `{"model":"%s","max_tokens":20,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`
-	for _, alias := range []string{"oa", "claude", "llama", "echo", "nope"} {
-		for _, stream := range []bool{false, true} {
-			body := fmt.Sprintf(chat, alias, stream)
-			want := http.StatusOK
-			if alias == "nope" {
-				want = http.StatusNotFound
-			}
-			// Real traffic, or the checks below would have nothing to see.
-			if st, _, b := g.do(t, "POST", "/v1/chat/completions", aliceKey, body); st != want {
-				t.Errorf("chat %s stream=%v: %d %s", alias, stream, st, b)
-			}
-			if st, _, b := g.do(t, "POST", "/v1/messages?beta=true", "", body, "X-Api-Key", aliceKey, "Anthropic-Version", "2023-06-01"); st != want {
-				t.Errorf("messages %s stream=%v: %d %s", alias, stream, st, b)
+// TestSecretFirewallClaudeCodeRead runs the real Claude Code through the
+// gateway against a scripted backend that has it read a .env file full of
+// (generated) credentials with its Read tool. The backend sees only
+// placeholders, the session goes on to its answer, and no value reaches
+// the gateway's log or its ledger's file; the detections are in the
+// ledger under the caller's key.
+func TestSecretFirewallClaudeCodeRead(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	creds := secrettest.Corpus(77)
+	work := t.TempDir()
+	envFile := filepath.Join(work, ".env")
+	var env strings.Builder
+	for _, c := range creds {
+		env.WriteString(c.Text + "\n")
+	}
+	if err := os.WriteFile(envFile, []byte(env.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := &scriptedBackend{pick: func([]string) (string, string) {
+		args, _ := json.Marshal(map[string]string{"file_path": envFile})
+		return "Read", string(args)
+	}}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	// An openai/ entry with an api_base is local: it would only log, so
+	// the entry asks for redaction.
+	models := fmt.Sprintf(`model_list:
+  - model_name: coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+    secrets: {action: redact}
+`, up.URL, upstreamKey)
+	g := startGateway(t, gatewayConfig{models: models})
+	res := runClaude(t, claude, claudeRun{
+		prompt: "Read the .env file with the Read tool, then say you are done.",
+		dir:    work,
+		env:    []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=coder"},
+		args:   []string{"--allowedTools", "Read"},
+	})
+	if !strings.Contains(res.Result, finalReply) || res.NumTurns < 2 {
+		t.Fatalf("the session did not go on after the read: %+v", res)
+	}
+	sawResult := false
+	for i, c := range script.requests() {
+		if k := secrettest.Leaked(string(c.raw), creds); k != "" {
+			t.Fatalf("upstream request %d carries the %s", i, k)
+		}
+		if _, content, ok := c.req.toolResult(); ok {
+			sawResult = true
+			for _, want := range []string{"[REDACTED:aws-access-token:", "[REDACTED:private-key:", "[REDACTED:github-pat:", "[REDACTED:url-password:"} {
+				if !strings.Contains(content, want) {
+					t.Errorf("the tool result upstream lacks %s: %q", want, content)
+				}
 			}
 		}
 	}
-	g.do(t, "POST", "/v1/chat/completions", "sk-wrong-key-that-is-secret", fmt.Sprintf(chat, "oa", false))
-	g.do(t, "POST", "/v1/messages", "", fmt.Sprintf(chat, "claude", false), "X-Api-Key", "sk-wrong-key-that-is-secret")
-	g.do(t, "GET", "/health", adminKey, "")
-	g.do(t, "GET", "/v1/organizations/usage_report/messages?starting_at=2025-01-01T00:00:00Z", "", "", "X-Api-Key", adminKey)
-
-	// The served config.
-	resp, err := http.Get("http://" + g.adminAt + "/config/")
+	if !sawResult {
+		t.Fatal("no upstream request carried the Read tool's result")
+	}
+	logText := g.stderr.String()
+	recs := g.ledgerRecords(t) // stops the gateway: the ledger file is complete
+	if k := secrettest.Leaked(logText, creds); k != "" {
+		t.Fatalf("the gateway's log carries the %s", k)
+	}
+	if !strings.Contains(logText, "secret detected") {
+		t.Errorf("the log has no detection line")
+	}
+	// Nothing of Claude Code's own (system prompt, tool definitions,
+	// metadata) is taken for a secret: every detection is in a message.
+	for _, line := range strings.Split(logText, "\n") {
+		if strings.Contains(line, "secret detected") && !strings.Contains(line, `"where":"messages[`) {
+			t.Errorf("a detection outside the messages: %s", line)
+		}
+	}
+	db, err := os.ReadFile(filepath.Join(g.dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	if k := secrettest.Leaked(string(db), creds); k != "" {
+		t.Fatalf("the ledger's file carries the %s", k)
+	}
+	rules := map[string]bool{}
+	for _, r := range recs {
+		if r.Endpoint == ledger.EndpointSecret {
+			if r.KeyID != "alice" || r.Alias != "coder" || r.ServiceTier != "redact" || r.Agent != "request" {
+				t.Errorf("detection record %+v", r)
+			}
+			rules[r.Provider] = true
+		}
+	}
+	for _, want := range []string{"aws-access-token", "private-key", "github-pat", "url-password", "jwt"} {
+		if !rules[want] {
+			t.Errorf("no ledger record for rule %s (have %v)", want, rules)
+		}
+	}
+}
 
-	secrets := []string{aliceKey, bobKey, adminKey, "sk-wrong-key-that-is-secret", "upstream-openai-secret", "upstream-anthropic-secret"}
-	// Let the access log drain.
-	time.Sleep(100 * time.Millisecond)
-	logs := g.stderr.String()
-	for _, s := range secrets {
-		if strings.Contains(logs, s) {
-			i := strings.Index(logs, s)
-			lo := max(0, i-300)
-			t.Errorf("secret %q in the log: ...%s...", s, logs[lo:min(len(logs), i+len(s)+50)])
+// TestSecretFirewallEveryFormat: through the binary, a request of each
+// client format (chat, Messages, Responses, Gemini) carrying credentials
+// of every kind in its prompt and tool results, answered by a model that
+// writes credentials back in a stream split mid-token: none reaches the
+// upstream, the client, the log or the ledger's file; a block answers 400
+// in the caller's family; the report counts the detections.
+func TestSecretFirewallEveryFormat(t *testing.T) {
+	creds := secrettest.Corpus(78)
+	var reply strings.Builder
+	for _, c := range creds {
+		reply.WriteString("Here: " + c.Text + "\n")
+	}
+	rec := &fakes.Recorder{}
+	up := httptest.NewServer(fakes.OpenAI(fakes.Options{Reply: reply.String(), Chunks: 83}, rec))
+	t.Cleanup(up.Close)
+	models := fmt.Sprintf(`model_list:
+  - model_name: coder
+    proxy_params: {model: openai/m, api_base: %s/v1, api_key: %s}
+    secrets: {action: redact}
+  - model_name: strict
+    proxy_params: {model: openai/m, api_base: %s/v1, api_key: %s}
+    secrets: {action: block}
+`, up.URL, upstreamKey, up.URL, upstreamKey)
+	g := startGateway(t, gatewayConfig{models: models, siteExtra: "handle /metrics {\n\t\tmetrics\n\t}"})
+	var prompt strings.Builder
+	for _, c := range creds {
+		prompt.WriteString(c.Text + "\n")
+	}
+	p := prompt.String()
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	for path, body := range map[string]string{
+		"/v1/chat/completions": js(map[string]any{"model": "coder", "stream": true, "messages": []any{
+			map[string]any{"role": "user", "content": p},
+			map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "read", "arguments": "{}"}}}},
+			map[string]any{"role": "tool", "tool_call_id": "call_1", "content": p}}}),
+		"/v1/messages": js(map[string]any{"model": "coder", "stream": true, "max_tokens": 900, "messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": p}}}}}),
+		"/v1/responses": js(map[string]any{"model": "coder", "stream": true, "store": false, "input": []any{
+			map[string]any{"role": "user", "content": "read it"},
+			map[string]any{"type": "function_call", "call_id": "call_1", "name": "read", "arguments": "{}"},
+			map[string]any{"type": "function_call_output", "call_id": "call_1", "output": p}}}),
+		"/v1beta/models/coder:streamGenerateContent?alt=sse": js(map[string]any{"contents": []any{
+			map[string]any{"role": "user", "parts": []any{map[string]any{"text": p}}}}}),
+	} {
+		status, _, out := g.do(t, "POST", path, aliceKey, body, "Anthropic-Version", "2023-06-01")
+		if status != 200 {
+			t.Fatalf("%s: %d %s", path, status, out)
 		}
-		if strings.Contains(string(cfg), s) {
-			t.Errorf("secret %q in the served config", s)
+		if k := secrettest.Leaked(string(out), creds); k != "" {
+			t.Fatalf("%s: the answer carries the %s", path, k)
+		}
+		if !strings.Contains(string(out), "[REDACTED:") {
+			t.Fatalf("%s: the answer has no placeholder: %s", path, out)
 		}
 	}
-	// No upstream sees the client's key.
-	if u.openaiRec.Count() == 0 || u.anthropicRec.Count() == 0 || u.ollamaRec.Count() == 0 {
-		t.Fatal("some upstream got no traffic: the key check below would be vacuous")
+	status, _, out := g.do(t, "POST", "/v1/messages", aliceKey, js(map[string]any{"model": "strict", "max_tokens": 9,
+		"messages": []any{map[string]any{"role": "user", "content": creds[3].Text}}}), "Anthropic-Version", "2023-06-01")
+	if status != 400 || !strings.Contains(string(out), `"type":"invalid_request_error"`) || !strings.Contains(string(out), "rule aws-access-token") || strings.Contains(string(out), creds[3].Value) {
+		t.Fatalf("block: %d %s", status, out)
 	}
-	for name, rec := range map[string]*fakes.Recorder{"openai": u.openaiRec, "anthropic": u.anthropicRec, "ollama": u.ollamaRec} {
-		for _, r := range rec.Requests() {
-			for k, vs := range r.Header {
-				for _, v := range vs {
-					if strings.Contains(v, aliceKey) {
-						t.Errorf("%s upstream got the client key in %s", name, k)
-					}
-				}
-			}
-			if strings.Contains(string(r.Body), aliceKey) {
-				t.Errorf("%s upstream got the client key in the body", name)
-			}
+	if rec.Count() != 4 {
+		t.Fatalf("upstream got %d requests, want 4 (the blocked one never)", rec.Count())
+	}
+	for _, r := range rec.Requests() {
+		if k := secrettest.Leaked(string(r.Body), creds); k != "" {
+			t.Fatalf("upstream %s carries the %s", r.Path, k)
 		}
+	}
+	// The ledger's writer is asynchronous: the report shows the block once
+	// its record is written.
+	report := "/v1/organizations/secrets_report?starting_at=" + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + "&bucket_width=1h&limit=2"
+	if !testwait.Until(func() bool {
+		status, _, out = g.do(t, "GET", report, adminKey, "")
+		return status == 200 && strings.Contains(string(out), `"rule":"private-key"`) && strings.Contains(string(out), `"model":"strict","detections":1,"redacted":0,"blocked":1`)
+	}) {
+		t.Errorf("report: %d %s", status, out)
+	}
+	status, _, out = g.do(t, "GET", "/metrics", adminKey, "")
+	if status != 200 || !strings.Contains(string(out), `modelgate_secrets_detected_total{action="block",alias="strict",direction="request",rule="aws-access-token"} 1`) ||
+		!strings.Contains(string(out), `modelgate_secrets_detected_total{action="redact",alias="coder",direction="answer",rule="private-key"}`) {
+		t.Errorf("metrics: %d %s", status, out)
+	}
+	// The block is in the audit log: rule and place, never the value.
+	if !testwait.Until(func() bool {
+		status, _, out = g.do(t, "GET", "/v1/organizations/audit_log?limit=100", adminKey, "")
+		return status == 200 && strings.Contains(string(out), `"secret.block"`)
+	}) {
+		t.Errorf("audit log: %d %s", status, out)
+	}
+	if !strings.Contains(string(out), "aws-access-token") || strings.Contains(string(out), creds[3].Value) {
+		t.Errorf("audit entry: %s", out)
+	}
+	logText := g.stderr.String()
+	g.stop(t)
+	if k := secrettest.Leaked(logText, creds); k != "" {
+		t.Fatalf("the gateway's log carries the %s", k)
+	}
+	db, err := os.ReadFile(filepath.Join(g.dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := secrettest.Leaked(string(db), creds); k != "" {
+		t.Fatalf("the ledger's file carries the %s", k)
 	}
 }

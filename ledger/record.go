@@ -71,6 +71,10 @@ const (
 	EndpointBedrockConverse  Endpoint = "bedrock_converse"   // Bedrock /model/{id}/converse and converse-stream (AWS SDK Converse, LangChain, the AI SDK)
 	EndpointVertexRawPredict Endpoint = "vertex_raw_predict" // Vertex …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
 	EndpointMCP              Endpoint = "mcp"                // an MCP tools/call: Provider is the server, UpstreamModel the tool
+	// EndpointSecret is one secret the firewall found: Provider is the
+	// rule, UpstreamModel the person (or ""), ServiceTier the action,
+	// Agent the direction (request or answer); never the value.
+	EndpointSecret Endpoint = "secret_detection"
 	// EndpointAgentReported marks a request the gateway did not serve,
 	// known from the agent's own OpenTelemetry export (package agentotel).
 	EndpointAgentReported Endpoint = "agent_reported"

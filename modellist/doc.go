@@ -17,7 +17,8 @@
 // to give YAML anchors a home; merge keys (<<: *defaults) work everywhere a
 // mapping is read, explicit keys winning.
 //
-// Per entry: model_name, proxy_params, model_info. proxy_params.model is
+// Per entry: model_name, proxy_params, model_info, secrets (the secret
+// firewall's action: redact, block, log or off). proxy_params.model is
 // <provider>/<upstream model>; the provider prefix picks the backend:
 //
 //	ollama, ollama_chat           Ollama native API; api_base (server root) required, api_key optional

@@ -64,6 +64,9 @@ type Deployment struct {
 	// account; nil for every other kind.
 	Vertex *VertexAccount
 	Info   ModelInfo
+	// Secrets is the entry's secrets: action, or SecretsDefault
+	// (SecretsPolicy resolves it).
+	Secrets SecretsAction
 	// ID is a stable, secret-free identity: a short hex hash of alias,
 	// provider, model, api_base and the ordinal of this deployment among
 	// identical ones. The same config gives the same IDs across reloads, so

@@ -107,7 +107,7 @@ func TestRuleErrors(t *testing.T) {
 		{"unknown field in proxy_params", one("{model: ollama/x, api_bsae: 'http://h:1'}"), nil,
 			[]string{`model_list[0] (model_name "m"): proxy_params: unknown field "api_bsae"; did you mean "api_base"? (known: model, api_base, api_key, timeout,`}},
 		{"unknown field in entry", "model_list: [{model_name: m, litellm_params: {model: echo/x}}]\n", nil,
-			[]string{`unknown field "litellm_params"`, "(known: model_name, proxy_params, model_info)"}},
+			[]string{`unknown field "litellm_params"`, "(known: model_name, proxy_params, model_info, secrets)"}},
 		{"unknown field in model_info", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {mode: chat}}]\n", nil,
 			[]string{`model_info: unknown field "mode"`}},
 		{"unknown field in router_settings", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {retries: 2}\n", nil,
@@ -914,4 +914,33 @@ func deploymentsOf(c *Config, alias string) []*Deployment {
 		}
 	}
 	return out
+}
+
+func TestSecretsAction(t *testing.T) {
+	c, _, err := Parse([]byte(`model_list:
+  - model_name: cloud
+    proxy_params: {model: openai/gpt-4o, api_key: sk-x}
+  - model_name: local
+    proxy_params: {model: ollama/llama3.1, api_base: "http://127.0.0.1:11434"}
+  - model_name: strict
+    proxy_params: {model: ollama/llama3.1, api_base: "http://127.0.0.1:11434"}
+    secrets: {action: block}
+`), "models.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SecretsAction{SecretsRedact, SecretsLog, SecretsBlock}
+	for i, d := range c.Deployments {
+		if got := d.SecretsPolicy(); got != want[i] {
+			t.Errorf("%s: %s, want %s", d.Alias, got, want[i])
+		}
+	}
+	_, _, err = Parse([]byte(`model_list:
+  - model_name: x
+    proxy_params: {model: openai/gpt-4o, api_key: sk-x}
+    secrets: {action: scrub}
+`), "models.yaml", func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `models.yaml:4: model_list[0] (model_name "x"): secrets.action: unknown action "scrub"; use redact, block, log or off`) {
+		t.Fatalf("err %v", err)
+	}
 }

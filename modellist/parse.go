@@ -21,7 +21,9 @@ import (
 func topFields() []string {
 	return []string{"model_list", "router_settings", "model_aliases", "mcp_servers"}
 }
-func entryFields() []string { return []string{"model_name", "proxy_params", "model_info"} }
+func entryFields() []string {
+	return []string{"model_name", "proxy_params", "model_info", "secrets"}
+}
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
 		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api",

@@ -32,6 +32,9 @@ const (
 	// one, so proxy mode answers it from the ledger too).
 	MCPReportPath  = "/v1/organizations/usage_report/mcp"
 	CostReportPath = "/v1/organizations/cost_report"
+	// SecretsReportPath is the secret firewall's detections per rule,
+	// person, key and model (the gateway's own, answered from the ledger).
+	SecretsReportPath = "/v1/organizations/secrets_report"
 )
 
 // AdminKeyPrefix starts every Anthropic organization admin key.
@@ -194,6 +197,12 @@ func (a *Handler) fromLedger(w http.ResponseWriter, r *http.Request) {
 		if q, err = ledger.ParseMCPQuery(v, a.now()); err == nil {
 			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
 			body, err = ledger.MCPReport(r.Context(), a.Store, q)
+		}
+	case r.URL.Path == SecretsReportPath:
+		var q ledger.ReportQuery
+		if q, err = ledger.ParseSecretsQuery(v, a.now()); err == nil {
+			q.APIKeyIDs = ownRows(r, q.APIKeyIDs)
+			body, err = ledger.SecretsReportFrom(r.Context(), a.Store, q)
 		}
 	default:
 		var q ledger.ReportQuery

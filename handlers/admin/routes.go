@@ -48,6 +48,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET " + AuditLogPath, requireCaller(a.auditLog), false},
 		{"GET " + MCPReportPath, a.reportCaller(a.fromLedger), false},
 		{"GET " + WorkReportPath, requireCaller(a.serveWork), false},
+		{"GET " + SecretsReportPath, a.reportCaller(a.fromLedger), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -69,7 +70,7 @@ func (a *Handler) routes() *http.ServeMux {
 	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath+"/{id}/agent_reported", requireCaller(notAllowed("DELETE", "DELETE", false)))
-	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, WorkReportPath} {
+	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, WorkReportPath, SecretsReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))

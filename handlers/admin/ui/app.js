@@ -552,7 +552,20 @@ async function pullRequests() {
       Object.keys(weeks).sort().map((w) => [w, num(weeks[w].length), dollars(median(weeks[w])), dollars(weeks[w].reduce((n, c) => n + c, 0))]), [1, 2, 3])));
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests };
+// secrets is the secret firewall's detections over the last 30 days, per
+// person and rule (never a value: the ledger has none).
+async function secrets() {
+  const rep = await api(`/v1/organizations/secrets_report?starting_at=${daysAgo(30)}&bucket_width=1d&limit=31`);
+  const title = el('h2', {}, 'Secrets caught, last 30 days');
+  if (!rep.data.length) {
+    view.replaceChildren(title, el('p', { class: 'empty' }, 'No secret has been found in a request or an answer.'));
+    return;
+  }
+  view.replaceChildren(title, el('div', { id: 'secrets' }, table(['Person', 'Key', 'Rule', 'Model', 'Found', 'Redacted', 'Blocked', 'Logged', 'In answers', 'Last seen'],
+    rep.data.map((r) => [r.person || '-', named('keys', r.api_key_id), r.rule, r.model, num(r.detections), num(r.redacted), num(r.blocked), num(r.logged), num(r.in_answers), r.last_seen]), [4, 5, 6, 7, 8])));
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests , secrets};
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
