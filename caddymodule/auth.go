@@ -390,7 +390,8 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		groups := identity.Groups(cfg.Groups)
 		a.scim.Keys = scim.ControlKeys{Store: controls, Resolve: func(gs []string) scim.Grant {
 			g := groups.Resolve(gs)
-			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: g.Limits}
+			limits, budget := g.Split()
+			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: limits, Groups: ledger.GroupLines(g.Matched), Budget: budget}
 		}}
 	}
 	return nil

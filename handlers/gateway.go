@@ -564,6 +564,7 @@ func newRecord(r *http.Request, id *policy.Identity, start time.Time, cf provide
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
+		rec.Person, rec.Groups = id.PersonID(), id.Groups
 	}
 	rec.Endpoint = ledgerEndpoints[cf]
 	if e, ok := r.Context().Value(ingressEndpoint{}).(ledger.Endpoint); ok {

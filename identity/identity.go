@@ -160,6 +160,23 @@ func (gs Groups) Resolve(groups []string) Grant {
 	return g
 }
 
+// Split takes the group's budget out of the limits a person's key or
+// session carries: it is the person's default limit, counted over every
+// key of theirs (spendlimit.Set.Person), not a budget of each key.
+func (g Grant) Split() (ledger.Limits, *ledger.PersonBudget) {
+	l := g.Limits
+	if l.BudgetCents == nil {
+		return l, nil
+	}
+	period := l.BudgetPeriod
+	if period == "" {
+		period = "total"
+	}
+	b := &ledger.PersonBudget{Cents: *l.BudgetCents, Period: period, SoftCents: l.SoftBudgetCents}
+	l.BudgetCents, l.BudgetPeriod, l.SoftBudgetCents = nil, "", 0
+	return l, b
+}
+
 func hasLimits(l ledger.Limits) bool {
 	return l.BudgetCents != nil || l.SoftBudgetCents != 0 || l.SessionBudgetCents != nil || l.RPM != 0 || l.TPM != 0 || l.MaxParallel != 0
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -127,8 +128,9 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return nil, true
 	}
-	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: grant.Limits,
-		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID())}
+	keyLimits, budget := grant.Split()
+	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: keyLimits,
+		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID()), Groups: ledger.GroupLines(grant.Matched), PersonBudget: budget}
 	if grant.Models != nil {
 		id.Models = map[string]struct{}{}
 		for _, m := range grant.Models {

@@ -394,6 +394,36 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// Retention deletes the spend rows of sessions idle past it
 		// (purgeSessionSpend): found by age, session rows only.
 		21: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
+		// Spend limits set through the Spend Limits API (spend_limits.go):
+		// one row per scope and period, amount NULL for an explicit
+		// no-limit override.
+		22: `CREATE TABLE spend_limits (
+	id TEXT PRIMARY KEY,
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	amount_cents BIGINT,
+	settings TEXT NOT NULL DEFAULT '{}',
+	created_us BIGINT NOT NULL,
+	updated_us BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX spend_limits_scope ON spend_limits (scope, scope_id, period)`,
+		// A person's requests for a higher limit (spend_requests.go).
+		23: `CREATE TABLE spend_limit_increase_requests (
+	id TEXT PRIMARY KEY,
+	person TEXT NOT NULL,
+	email TEXT NOT NULL DEFAULT '',
+	groups_list TEXT NOT NULL DEFAULT '',
+	period TEXT NOT NULL,
+	amount_cents BIGINT NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	status TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	resolved_us BIGINT NOT NULL DEFAULT 0,
+	resolved_by TEXT NOT NULL DEFAULT '',
+	spend_limit_id TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_requests (created_us)`,
 	}
 }
 

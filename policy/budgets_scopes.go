@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/spendlimit"
+)
+
+// Spend limits beyond a key's, workspace's and session's own budgets: the
+// organization's, a group's pool, a person's (every key minted for them
+// counts toward one sum) and a key's, as set through the Spend Limits API
+// or a group rule's per-person budget. They are budgets like the others:
+// admitted through the same reservations, leases and spend rows.
+
+// refreshLimits reads the spend limits with the spend, when st keeps them.
+func (b *Budgets) refreshLimits(ctx context.Context, st ledger.SpendStore) error {
+	ls, ok := st.(ledger.SpendLimitStore)
+	if !ok {
+		return nil
+	}
+	rows, err := ls.SpendLimits(ctx)
+	if err != nil {
+		return err
+	}
+	b.limits.Store(spendlimit.NewSet(rows))
+	return nil
+}
+
+// SpendLimits are the spend limits as the last refresh read them.
+func (b *Budgets) SpendLimits() *spendlimit.Set {
+	if b == nil {
+		return nil
+	}
+	return b.limits.Load()
+}
+
+// caller is id as spend limits see it.
+func callerOf(id *Identity) spendlimit.Caller {
+	return spendlimit.Caller{Person: id.PersonID(), Groups: id.Groups, KeyID: id.KeyID, Default: id.PersonBudget}
+}
+
+// applicable is every budget of the caller: its key's, workspace's and
+// session's, and the spend limits that apply to it.
+func (b *Budgets) applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
+	list := applicable(id, ws, session, now)
+	set := b.limits.Load()
+	if set.Empty() && (id.PersonBudget == nil || id.PersonID() == "") {
+		return list
+	}
+	scoped := set.Append(nil, callerOf(id))
+	for i := range scoped {
+		a := &scoped[i]
+		cents := a.Cents
+		list = appendBudget(list, id, session, now, a.Scope, a.ScopeID, &cents, a.Period, a.SoftCents)
+		list[len(list)-1].limit = a
+	}
+	return list
+}
+
+// scopeLabel names a spend limit's budget in refusals and alerts.
+func scopeLabel(bg *budget) string {
+	switch bg.key.scope {
+	case ledger.ScopeOrganization:
+		return "the organization"
+	case ledger.ScopeGroup:
+		return "group " + bg.key.id + " (shared by its members)"
+	case ledger.ScopeUser:
+		if bg.limit != nil && bg.limit.SourceScope == ledger.ScopeGroup {
+			return "person " + bg.key.id + " (group " + bg.limit.SourceID + "'s limit for each member)"
+		}
+		return "person " + bg.key.id
+	}
+	return bg.key.scope + " " + bg.key.id
+}
+
+// LimitSource is where a spend limit /v1/me shows was set.
+type LimitSource struct {
+	Scope   string `json:"scope"`
+	ID      string `json:"id,omitempty"`
+	LimitID string `json:"spend_limit_id,omitempty"`
+}
+
+// statusSource names a spend limit's scope and source in s.
+func statusSource(s *BudgetStatus, bg *budget) {
+	if bg.limit == nil {
+		return
+	}
+	s.ScopeID = bg.key.id
+	s.Source = &LimitSource{Scope: bg.limit.SourceScope, ID: bg.limit.SourceID, LimitID: bg.limit.LimitID}
+}
+
+// askHint tells a person refused by their own limit how to ask for more;
+// a pool's or the organization's limit is an admin's to raise.
+func askHint(bg *budget) string {
+	switch bg.key.scope {
+	case ledger.ScopeUser:
+		return ". To ask for a higher limit: caddy modelgate request-increase --amount <dollars> --reason \"...\" (or POST " + IncreaseRequestPath + ")"
+	case ledger.ScopeGroup, ledger.ScopeOrganization:
+		return ". This limit is shared: ask a gateway admin to raise it"
+	}
+	return ""
+}
+
+// IncreaseRequestPath is where a person asks for a higher spend limit
+// with their own key or session (an extension of Anthropic's API, which
+// lists, approves and denies requests but makes them in its own app).
+const IncreaseRequestPath = "/v1/organizations/spend_limit_increase_requests"
