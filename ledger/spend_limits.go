@@ -126,9 +126,9 @@ type execQuerier interface {
 
 func putSpendLimit(ctx context.Context, db execQuerier, p func(int) string, l SpendLimit, amount sql.NullInt64, settings string, now time.Time) (SpendLimit, error) {
 	_, err := db.ExecContext(ctx, `INSERT INTO spend_limits (`+spendLimitColumns+`)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(7)+`)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`)
 ON CONFLICT (scope, scope_id, period) DO UPDATE SET amount_cents = excluded.amount_cents, settings = excluded.settings, updated_us = excluded.updated_us`,
-		l.ID, l.Scope, l.ScopeID, l.Period, amount, settings, now.UnixMicro())
+		l.ID, l.Scope, l.ScopeID, l.Period, amount, settings, now.UnixMicro(), now.UnixMicro())
 	if err != nil {
 		return SpendLimit{}, fmt.Errorf("ledger: storing a spend limit: %w", err)
 	}

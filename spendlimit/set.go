@@ -59,7 +59,7 @@ func (s *Set) find(scope, id, period string) *ledger.SpendLimit {
 
 // Caller is who a request is charged to.
 type Caller struct {
-	Person string   // "" for a key of no one
+	Person string // "" for a key of no one
 	Groups string // the person's matched groups in rule order, one per line
 	KeyID  string
 	// Default is the per-person budget the person's group rule sets in
