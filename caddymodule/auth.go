@@ -86,6 +86,9 @@ type GroupConfig struct {
 	Role      string        `json:"role,omitempty"`
 	Models    []string      `json:"models,omitempty"`
 	Limits    *LimitsConfig `json:"limits,omitempty"`
+	// Leads (emails or subjects) approve or deny the spend limit
+	// increase requests of the group's members.
+	Leads []string `json:"leads,omitempty"`
 }
 
 // Identity is the sign-in handler, nil without an oidc block: the
@@ -351,7 +354,14 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 			return errors.New("oidc client_secret: the placeholder resolved to nothing; set the environment variable it names")
 		}
 	}
+	leads := map[string][]string{}
+	if appIface, err := ctx.App("modelgate"); err == nil {
+		defer appIface.(*App).setGroupLeads(leads)
+	}
 	for _, g := range a.Groups {
+		if len(g.Leads) > 0 {
+			leads[g.Name] = g.Leads
+		}
 		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models}
 		if g.Role != "" {
 			if rule.Role, err = identity.ParseRole(g.Role); err != nil {
@@ -705,6 +715,10 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if g.Models = d.RemainingArgs(); len(g.Models) == 0 {
 				return d.Err("models: list at least one alias")
 			}
+		case "leads":
+			if g.Leads = d.RemainingArgs(); len(g.Leads) == 0 {
+				return d.Errf("group %s: leads: name at least one person (their email or subject), e.g. leads alice@example.com", g.Name)
+			}
 		default:
 			if g.Limits == nil {
 				g.Limits = &LimitsConfig{}
@@ -712,7 +726,7 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if ok, err := parseLimit(d, g.Limits); err != nil {
 				return err
 			} else if !ok {
-				return d.Errf("unrecognized group option %q (known: workspace, role, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
 			}
 		}
 	}

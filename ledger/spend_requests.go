@@ -39,6 +39,10 @@ type IncreaseRequest struct {
 	ResolvedBy  string
 	// SpendLimitID is the limit an approval wrote.
 	SpendLimitID string
+	// LinkHash is the hex SHA-256 of the token in the approvers' chat
+	// link, good until LinkExpires; the token itself is never stored.
+	LinkHash    string
+	LinkExpires time.Time
 }
 
 // IncreaseRequestStore keeps increase requests.
@@ -57,7 +61,7 @@ type IncreaseRequestStore interface {
 // NewIncreaseRequestID is a new request's id.
 func NewIncreaseRequestID() string { return "splir_" + strings.ToLower(rand.Text()) }
 
-const requestColumns = `id, person, email, groups_list, period, amount_cents, reason, status, created_us, resolved_us, resolved_by, spend_limit_id`
+const requestColumns = `id, person, email, groups_list, period, amount_cents, reason, status, created_us, resolved_us, resolved_by, spend_limit_id, link_hash, link_expires_us`
 
 func (s *sqlStore) CreateIncreaseRequest(ctx context.Context, r IncreaseRequest) (IncreaseRequest, error) {
 	if r.ID == "" {
@@ -70,8 +74,8 @@ func (s *sqlStore) CreateIncreaseRequest(ctx context.Context, r IncreaseRequest)
 	groups, _ := json.Marshal(r.Groups)
 	p := s.d.placeholder
 	_, err := s.db.ExecContext(ctx, `INSERT INTO spend_limit_increase_requests (`+requestColumns+`)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, 0, '', '')`,
-		r.ID, r.Person, r.Email, string(groups), r.Period, r.AmountCents, r.Reason, r.Status, r.CreatedAt.UnixMicro())
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, 0, '', '', `+p(10)+`, `+p(11)+`)`,
+		r.ID, r.Person, r.Email, string(groups), r.Period, r.AmountCents, r.Reason, r.Status, r.CreatedAt.UnixMicro(), r.LinkHash, r.LinkExpires.UnixMicro())
 	if err != nil {
 		return IncreaseRequest{}, fmt.Errorf("ledger: storing an increase request: %w", err)
 	}
@@ -81,12 +85,13 @@ VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+
 func scanRequest(row interface{ Scan(...any) error }) (IncreaseRequest, error) {
 	var r IncreaseRequest
 	var groups string
-	var created, resolved int64
-	if err := row.Scan(&r.ID, &r.Person, &r.Email, &groups, &r.Period, &r.AmountCents, &r.Reason, &r.Status, &created, &resolved, &r.ResolvedBy, &r.SpendLimitID); err != nil {
+	var created, resolved, linkExpires int64
+	if err := row.Scan(&r.ID, &r.Person, &r.Email, &groups, &r.Period, &r.AmountCents, &r.Reason, &r.Status, &created, &resolved, &r.ResolvedBy, &r.SpendLimitID,
+		&r.LinkHash, &linkExpires); err != nil {
 		return IncreaseRequest{}, err
 	}
 	_ = json.Unmarshal([]byte(groups), &r.Groups) // written by this file only
-	r.CreatedAt = time.UnixMicro(created).UTC()
+	r.CreatedAt, r.LinkExpires = time.UnixMicro(created).UTC(), time.UnixMicro(linkExpires).UTC()
 	if resolved > 0 {
 		r.ResolvedAt = time.UnixMicro(resolved).UTC()
 	}

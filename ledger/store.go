@@ -421,7 +421,9 @@ CREATE UNIQUE INDEX spend_limits_scope ON spend_limits (scope, scope_id, period)
 	created_us BIGINT NOT NULL,
 	resolved_us BIGINT NOT NULL DEFAULT 0,
 	resolved_by TEXT NOT NULL DEFAULT '',
-	spend_limit_id TEXT NOT NULL DEFAULT ''
+	spend_limit_id TEXT NOT NULL DEFAULT '',
+	link_hash TEXT NOT NULL DEFAULT '',
+	link_expires_us BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_requests (created_us)`,
 	}

@@ -107,3 +107,59 @@ func askHint(bg *budget) string {
 // with their own key or session (an extension of Anthropic's API, which
 // lists, approves and denies requests but makes them in its own app).
 const IncreaseRequestPath = "/v1/organizations/spend_limit_increase_requests"
+
+// EffectiveLimit is the limit that binds a person in one period, as the
+// Spend Limits API's effective report shows it.
+type EffectiveLimit struct {
+	Period string
+	Cents  int64 // the binding limit
+	// SpentPico is the person's own spend this period; RemainingPico what
+	// the binding limit leaves them (a pool's or the organization's room
+	// may be less than their own limit's).
+	SpentPico, RemainingPico       int64
+	SourceScope, SourceID, LimitID string
+	Resets                         time.Time
+}
+
+// Effective is, per period, the spend limit that binds the person c
+// names: of every limit admission would hold them to in that period, the
+// one with the least room, with their own spend. It reads what admission
+// reads, so the report and admission agree.
+func (b *Budgets) Effective(c spendlimit.Caller) []EffectiveLimit {
+	if b == nil || c.Person == "" {
+		return nil
+	}
+	now := b.now()
+	id := &Identity{Owner: c.Person, Groups: c.Groups, PersonBudget: c.Default}
+	list := b.applicable(id, ledger.Limits{}, "", now)
+	var out []EffectiveLimit
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, period := range spendlimit.Periods() {
+		own := budgetKey{ledger.ScopeUser, c.Person, period, ledger.PeriodStart(period, now).UnixMicro()}
+		found := false
+		var e EffectiveLimit
+		for i := range list {
+			bg := &list[i]
+			if bg.key.period != period || bg.limit == nil {
+				continue
+			}
+			left := max(bg.limitPico-(b.usedLocked(bg.key)-b.reserved[bg.key]), 0)
+			if found && left >= e.RemainingPico {
+				continue
+			}
+			found = true
+			e = EffectiveLimit{Period: period, Cents: bg.limitPico / 1e10, RemainingPico: left, Resets: bg.resets,
+				SourceScope: bg.limit.SourceScope, SourceID: bg.limit.SourceID, LimitID: bg.limit.LimitID}
+		}
+		if found {
+			e.SpentPico = b.usedLocked(own) - b.reserved[own]
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SpendLinkPath starts the approvers' chat link to an increase request
+// (SpendLinkPath + id + "?token=…"), answered without a key.
+const SpendLinkPath = "/ui/spend-requests/"

@@ -48,6 +48,8 @@ type Handler struct {
 	Controls *policy.Controls
 	// Audit receives every admin action; nil records none.
 	Audit audit.Recorder
+	// Spend is what the Spend Limits API stands on (spend_limits.go).
+	Spend SpendLimits
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
@@ -79,6 +81,8 @@ func ValidateAdminKey(key string) error {
 // as they are, and the API through its routes (routes.go).
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case strings.HasPrefix(r.URL.Path, SpendLinkPath):
+		a.serveSpendLink(w, r)
 	case policy.IsUIPath(r.URL.Path):
 		serveUI(w, r)
 	case policy.IsBrowserRoot(r):
