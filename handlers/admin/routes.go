@@ -83,8 +83,9 @@ func (a *Handler) routes() *http.ServeMux {
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
-	for p, allow := range map[string]string{adminapi.SpendLimitsPath: "GET, POST", adminapi.EffectiveLimitsPath: "GET",
-		adminapi.SpendLimitsPath + "/{id}": "GET, DELETE", adminapi.IncreaseRequestsPath: "GET, POST",
+	// (A method-less pattern under spend_limits/ would conflict with the
+	// effective report's: other methods there get the 404 of "/".)
+	for p, allow := range map[string]string{adminapi.SpendLimitsPath: "GET, POST", adminapi.IncreaseRequestsPath: "GET, POST",
 		adminapi.IncreaseRequestsPath + "/{id}": "GET", adminapi.IncreaseRequestsPath + "/{id}/approve": "POST",
 		adminapi.IncreaseRequestsPath + "/{id}/deny": "POST"} {
 		m.HandleFunc(p, requireCaller(notAllowed(allow, allow, false)))
