@@ -44,8 +44,12 @@ func callerOf(id *Identity) spendlimit.Caller {
 // applicable is every budget of the caller: its key's, workspace's and
 // session's, and the spend limits that apply to it.
 func (b *Budgets) applicable(id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
+	return applicableWith(b.limits.Load(), id, ws, session, now)
+}
+
+// applicableWith is applicable with the spend limits of set.
+func applicableWith(set *spendlimit.Set, id *Identity, ws ledger.Limits, session string, now time.Time) []budget {
 	list := applicable(id, ws, session, now)
-	set := b.limits.Load()
 	if set.Empty() && (id.PersonBudget == nil || id.PersonID() == "") {
 		return list
 	}
@@ -121,17 +125,21 @@ type EffectiveLimit struct {
 	Resets                         time.Time
 }
 
-// Effective is, per period, the spend limit that binds the person c
+// Effective is, per period, the spend limit of set (nil: those admission
+// holds now, which read the ledger every second) that binds the person c
 // names: of every limit admission would hold them to in that period, the
-// one with the least room, with their own spend. It reads what admission
-// reads, so the report and admission agree.
-func (b *Budgets) Effective(c spendlimit.Caller) []EffectiveLimit {
+// one with the least room, with their own spend. It reads the spend
+// admission reads, so the report and admission agree.
+func (b *Budgets) Effective(set *spendlimit.Set, c spendlimit.Caller) []EffectiveLimit {
 	if b == nil || c.Person == "" {
 		return nil
 	}
+	if set == nil {
+		set = b.limits.Load()
+	}
 	now := b.now()
 	id := &Identity{Owner: c.Person, Groups: c.Groups, PersonBudget: c.Default}
-	list := b.applicable(id, ledger.Limits{}, "", now)
+	list := applicableWith(set, id, ledger.Limits{}, "", now)
 	var out []EffectiveLimit
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -20,9 +20,9 @@ type member struct {
 	email  string
 }
 
-// members are the people with a key minted for them or a limit of their
-// own, by id.
-func (a *Handler) members(limits []ledger.SpendLimit) []member {
+// members are the people with a key minted for them, a limit of their
+// own or an increase request, by id.
+func (a *Handler) members(limits []ledger.SpendLimit, requests []ledger.IncreaseRequest) []member {
 	byID := map[string]member{}
 	newest := map[string]int64{}
 	if a.Controls != nil {
@@ -36,6 +36,11 @@ func (a *Handler) members(limits []ledger.SpendLimit) []member {
 				newest[c.ID] = at
 				byID[c.ID] = member{caller: spendlimit.Caller{Person: c.ID, Groups: c.Groups, Default: c.Budget}, email: c.Email}
 			}
+		}
+	}
+	for _, r := range requests {
+		if _, ok := byID[r.Person]; !ok {
+			byID[r.Person] = member{caller: spendlimit.Caller{Person: r.Person, Groups: ledger.GroupLines(r.Groups)}, email: r.Email}
 		}
 	}
 	for _, l := range limits {
@@ -64,10 +69,11 @@ func userActor(person, email string) adminapi.Actor {
 	return a
 }
 
-// summaries are a member's effective report rows, of the periods asked.
-func (a *Handler) summaries(m member, periods []string) []adminapi.SpendSummary {
+// summaries are a member's effective report rows, of the periods asked,
+// under the limits of set (nil: those admission holds now).
+func (a *Handler) summaries(set *spendlimit.Set, m member, periods []string) []adminapi.SpendSummary {
 	var out []adminapi.SpendSummary
-	for _, e := range a.Spend.Budgets.Effective(m.caller) {
+	for _, e := range a.Spend.Budgets.Effective(set, m.caller) {
 		if len(periods) > 0 && !slices.Contains(periods, e.Period) {
 			continue
 		}
@@ -110,7 +116,13 @@ func (a *Handler) effectiveLimits(w http.ResponseWriter, r *http.Request, st spe
 		storeFailed(w, err)
 		return
 	}
-	members := a.members(limits)
+	requests, err := st.IncreaseRequests(r.Context(), 10000)
+	if err != nil {
+		storeFailed(w, err)
+		return
+	}
+	members := a.members(limits, requests)
+	set := spendlimit.NewSet(limits)
 	if len(users) > 0 {
 		members = slices.DeleteFunc(members, func(m member) bool { return !slices.Contains(users, m.caller.Person) })
 	}
@@ -118,7 +130,7 @@ func (a *Handler) effectiveLimits(w http.ResponseWriter, r *http.Request, st spe
 	// take no place on a page.
 	rows := make([][]adminapi.SpendSummary, 0, len(members))
 	for _, m := range members {
-		if s := a.summaries(m, periods); len(s) > 0 {
+		if s := a.summaries(set, m, periods); len(s) > 0 {
 			rows = append(rows, s)
 		}
 	}

@@ -50,7 +50,7 @@ func (a *Handler) requestWire(r ledger.IncreaseRequest) adminapi.IncreaseRequest
 		if key := a.memberOf(r.Person); key != nil {
 			m = *key
 		}
-		if s := a.summaries(m, []string{r.Period}); len(s) > 0 {
+		if s := a.summaries(nil, m, []string{r.Period}); len(s) > 0 {
 			out.SpendSummary = &s[0]
 		}
 	}
@@ -60,7 +60,7 @@ func (a *Handler) requestWire(r ledger.IncreaseRequest) adminapi.IncreaseRequest
 // memberOf is the person as the effective report sees them, nil when no
 // key of theirs is known.
 func (a *Handler) memberOf(person string) *member {
-	for _, m := range a.members(nil) {
+	for _, m := range a.members(nil, nil) {
 		if m.caller.Person == person {
 			return &m
 		}
@@ -138,7 +138,7 @@ func (a *Handler) createIncreaseRequest(w http.ResponseWriter, r *http.Request, 
 	if req.Period == "" {
 		// The period they are held to; monthly when nothing holds them.
 		req.Period = "monthly"
-		if rows := a.summaries(m, nil); len(rows) > 0 {
+		if rows := a.summaries(nil, m, nil); len(rows) > 0 {
 			req.Period = rows[0].Period
 			for _, s := range rows {
 				if s.Remaining == "0" {
@@ -418,9 +418,10 @@ func (a *Handler) resolve(w http.ResponseWriter, r *http.Request, st spendStore,
 		}
 		// The budgets read the new limit within a second; the summary
 		// shows it now.
-		if s := a.summaries(m, []string{stored.Period}); len(s) > 0 {
-			s[0].Amount, s[0].Source, s[0].SpendLimitID = l.Amount, l.Scope, l.ID
-			out.SpendSummary = &s[0]
+		if all, err := st.SpendLimits(r.Context()); err == nil {
+			if s := a.summaries(spendlimit.NewSet(all), m, []string{stored.Period}); len(s) > 0 {
+				out.SpendSummary = &s[0]
+			}
 		}
 	}
 	writeJSON(w, out)
