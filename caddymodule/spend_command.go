@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/modelgate/modelgate/admincli"
 	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/admincli"
 )
 
 // personClient is a client with the caller's own key: $MODELGATE_API_KEY,
