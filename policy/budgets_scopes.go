@@ -171,3 +171,34 @@ func (b *Budgets) Effective(set *spendlimit.Set, c spendlimit.Caller) []Effectiv
 // SpendLinkPath starts the approvers' chat link to an increase request
 // (SpendLinkPath + id + "?token=…"), answered without a key.
 const SpendLinkPath = "/ui/spend-requests/"
+
+// Downgrade is the alias a request refused by est's estimate goes to
+// instead (at_cap downgrade): every budget without room for even the
+// request's floor must be a spend limit that names one, and the first
+// such limit's alias is it. "" refuses the request: some budget at its
+// cap says refuse. The caller serves the alias only when its whole chain
+// is free (docs/spend-limits-api.md), so no fallback reaches a paid
+// model past a spent budget.
+func (b *Budgets) Downgrade(id *Identity, ws ledger.Limits, session string, est Estimate) string {
+	if b == nil || id == nil {
+		return ""
+	}
+	list := b.applicable(id, ws, session, b.now())
+	need := max(est.floor(), 1)
+	to := ""
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range list {
+		bg := &list[i]
+		if bg.limitPico-b.usedLocked(bg.key) >= need {
+			continue
+		}
+		if bg.limit == nil || bg.limit.Downgrade == "" {
+			return ""
+		}
+		if to == "" {
+			to = bg.limit.Downgrade
+		}
+	}
+	return to
+}
