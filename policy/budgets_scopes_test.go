@@ -145,3 +145,37 @@ func TestGroupPoolSharedByTwoPeopleHolds(t *testing.T) {
 		t.Errorf("carol's other group counted %d pico; want her %d", got, carol)
 	}
 }
+
+// A person's limit warns like any budget, naming them and their group:
+// one 80 % and one 100 % message, though they spend through two keys on
+// two instances.
+func TestPersonLimitAlertsOnceAcrossKeysAndInstances(t *testing.T) {
+	a, b, _, sink := alertingInstances(t, "unused", 1000)
+	budget := &ledger.PersonBudget{Cents: 10, Period: "monthly"}
+	keys := []*Identity{
+		{KeyID: "apikey_laptop", Owner: "dana@example.com", Groups: "eng", PersonBudget: budget, Runtime: true},
+		{KeyID: "apikey_desktop", Owner: "dana@example.com", Groups: "eng", PersonBudget: budget, Runtime: true},
+	}
+	cent := Estimate{InputPico: 1e10}
+	wa, wb := &heldWriter{}, &heldWriter{}
+	for i := range 10 {
+		in, w := []*leaseInstance{a, b}[i%2], []*heldWriter{wa, wb}[i%2]
+		if ok, msg := serve(t, in, w, keys[i%2], cent, cent.InputPico); !ok {
+			t.Fatalf("cent %d refused: %s", i+1, msg)
+		}
+		w.write(t, in)
+		refresh(t, a, b)
+	}
+	for _, in := range []*leaseInstance{a, b} {
+		if ok, _ := serve(t, in, &heldWriter{}, keys[0], cent, cent.InputPico); ok {
+			t.Fatal("admitted past dana's limit")
+		}
+	}
+	label := "person dana@example.com (group eng's limit for each member)"
+	if n := sink.count("80% of budget — " + label + ": $0.0"); n != 1 {
+		t.Errorf("%d 80%% messages; want 1: %q", n, sink.all())
+	}
+	if n := sink.count("Budget reached — " + label + ": $0.10 of $0.10 monthly"); n != 1 {
+		t.Errorf("%d 100%% messages; want 1: %q", n, sink.all())
+	}
+}

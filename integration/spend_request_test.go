@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/internal/testwait"
+)
+
+// TestClaudeCodeAsksForMoreAndGoesOn is the increase request as a person
+// lives it: bob signs in with `caddy modelgate login`, an admin holds him
+// to $0 this month, real Claude Code is refused with a message saying how
+// to ask; bob runs `caddy modelgate request-increase`; the approvers' chat
+// line carries a link, whose approve button raises his limit; he is told
+// in the chat, his next request is admitted within 2 s, and Claude Code
+// goes on.
+func TestClaudeCodeAsksForMoreAndGoesOn(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	hook := startChatSink(t)
+	u := startUpstreams(t, fakes.Options{})
+	models := fmt.Sprintf(`model_list:
+  - model_name: claude
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: %s
+      api_key: upstream-anthropic-secret
+    model_info:
+      input_cost_per_token: 0.000001
+      output_cost_per_token: 0.000002
+model_aliases:
+  "claude-*": claude
+`, u.anthropic.URL)
+	s := startIdentityWith(t, identityOptions{models: models, ledgerLine: "ledger sqlite {env.LEDGER}\n\t\talerts_webhook {env.HOOK}",
+		env: []string{"HOOK=" + hook.URL, "LEDGER=" + filepath.Join(t.TempDir(), "ledger.db")}})
+	g := s.g
+	home := t.TempDir()
+	cliLogin(t, s, home, "bob")
+	key := printKey(t, home)
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"user","user_id":"bob@example.com"},"period":"monthly"}`); st != http.StatusOK {
+		t.Fatalf("setting bob's limit: %d %s", st, body)
+	}
+	messages := func() (int, string) {
+		st, _, body := g.do(t, http.MethodPost, "/v1/messages", key, `{"model":"claude","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+		return st, string(body)
+	}
+	if !testwait.Until(func() bool { st, _ := messages(); return st == http.StatusTooManyRequests }) {
+		t.Fatal("bob's $0 limit never refused him")
+	}
+	project := t.TempDir()
+	env := []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_API_KEY=" + key, "ANTHROPIC_MODEL=claude", "ANTHROPIC_SMALL_FAST_MODEL=claude"}
+	refused := runClaudeRaw(t, claude, project, env, "say hello")
+	if !strings.Contains(refused, "request-increase") {
+		t.Fatalf("Claude Code at the cap does not show how to ask:\n%s", refused)
+	}
+
+	cmd := exec.Command(testbin.Path(t), "modelgate", "request-increase", "--amount", "5", "--reason", "release week")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home, "HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || !strings.Contains(stderr.String(), "Asked for a monthly limit of $5") {
+		t.Fatalf("request-increase: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var line string
+	if !testwait.Until(func() bool {
+		for _, p := range hook.Posts() {
+			if strings.Contains(p, "bob@example.com asks for a monthly spend limit of $5.00") {
+				line = p
+			}
+		}
+		return line != ""
+	}) {
+		t.Fatalf("no line for the approvers: %q", hook.Posts())
+	}
+	link, err := url.Parse(regexp.MustCompile(`https?://\S+`).FindString(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opening the link (a chat's preview does) approves nothing.
+	resp, err := http.Get(link.String())
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening the link: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if st, _ := messages(); st != http.StatusTooManyRequests {
+		t.Fatalf("opening the link let bob in: %d", st)
+	}
+	approvedAt := time.Now()
+	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"approve"}, "token": {link.Query().Get("token")}})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("approving through the link: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if st, _ := messages(); st == http.StatusOK {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("bob is still refused 5 s after the approval")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if took := time.Since(approvedAt); took > 2500*time.Millisecond {
+		t.Errorf("the approval took %v to admit bob; the design says within 2 s", took)
+	}
+	if !testwait.Until(func() bool {
+		for _, p := range hook.Posts() {
+			if strings.Contains(p, "bob@example.com: your monthly spend limit is now $5.00") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Errorf("bob was not told: %q", hook.Posts())
+	}
+	if out := runClaudeRaw(t, claude, project, env, "say hello again"); strings.Contains(out, "budget exceeded") || strings.Contains(out, `"is_error":true`) {
+		t.Errorf("Claude Code after the approval:\n%s", out)
+	}
+	// The link worked once.
+	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"deny"}, "token": {link.Query().Get("token")}})
+	if err == nil {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(b.String(), "already approved") {
+			t.Errorf("the link used again: %d %s", resp.StatusCode, b.String())
+		}
+	}
+}
+
+// runClaudeRaw runs Claude Code in print mode and returns everything it
+// printed, failing or not.
+func runClaudeRaw(t *testing.T, claude, dir string, env []string, prompt string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", prompt, "--output-format", "json", "--setting-sources", "local")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}, env...)
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
