@@ -31,8 +31,9 @@ func TestClaudeCodeAsksForMoreAndGoesOn(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
 	hook := startChatSink(t)
 	u := startUpstreams(t, fakes.Options{})
+	// "echo": the only alias bob's group may use, here a priced model.
 	models := fmt.Sprintf(`model_list:
-  - model_name: claude
+  - model_name: echo
     proxy_params:
       model: anthropic/claude-fake
       api_base: %s
@@ -41,7 +42,7 @@ func TestClaudeCodeAsksForMoreAndGoesOn(t *testing.T) {
       input_cost_per_token: 0.000001
       output_cost_per_token: 0.000002
 model_aliases:
-  "claude-*": claude
+  "claude-*": echo
 `, u.anthropic.URL)
 	s := startIdentityWith(t, identityOptions{models: models, ledgerLine: "ledger sqlite {env.LEDGER}\n\t\talerts_webhook {env.HOOK}",
 		env: []string{"HOOK=" + hook.URL, "LEDGER=" + filepath.Join(t.TempDir(), "ledger.db")}})
@@ -54,14 +55,16 @@ model_aliases:
 		t.Fatalf("setting bob's limit: %d %s", st, body)
 	}
 	messages := func() (int, string) {
-		st, _, body := g.do(t, http.MethodPost, "/v1/messages", key, `{"model":"claude","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+		st, _, body := g.do(t, http.MethodPost, "/v1/messages", key, `{"model":"echo","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
 		return st, string(body)
 	}
 	if !testwait.Until(func() bool { st, _ := messages(); return st == http.StatusTooManyRequests }) {
-		t.Fatal("bob's $0 limit never refused him")
+		st, body := messages()
+		_, _, me := g.do(t, http.MethodGet, "/v1/me", key, "")
+		t.Fatalf("bob's $0 limit never refused him: %d %s; /v1/me %s", st, body, me)
 	}
 	project := t.TempDir()
-	env := []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_API_KEY=" + key, "ANTHROPIC_MODEL=claude", "ANTHROPIC_SMALL_FAST_MODEL=claude"}
+	env := []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_API_KEY=" + key, "ANTHROPIC_MODEL=echo", "ANTHROPIC_SMALL_FAST_MODEL=echo"}
 	refused := runClaudeRaw(t, claude, project, env, "say hello")
 	if !strings.Contains(refused, "request-increase") {
 		t.Fatalf("Claude Code at the cap does not show how to ask:\n%s", refused)
@@ -128,7 +131,7 @@ model_aliases:
 	}) {
 		t.Errorf("bob was not told: %q", hook.Posts())
 	}
-	if out := runClaudeRaw(t, claude, project, env, "say hello again"); strings.Contains(out, "budget exceeded") || strings.Contains(out, `"is_error":true`) {
+	if out := runClaudeRaw(t, claude, project, env, "say hello again"); !strings.Contains(out, `"is_error":false`) || strings.Contains(out, "budget exceeded") {
 		t.Errorf("Claude Code after the approval:\n%s", out)
 	}
 	// The link worked once.
