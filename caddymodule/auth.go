@@ -89,6 +89,9 @@ type GroupConfig struct {
 	// Leads (emails or subjects) approve or deny the spend limit
 	// increase requests of the group's members.
 	Leads []string `json:"leads,omitempty"`
+	// Downgrade is `at_cap downgrade <alias>`: past a member's budget,
+	// requests go to that free alias; "" (`at_cap refuse`) refuses them.
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // Identity is the sign-in handler, nil without an oidc block: the
@@ -362,7 +365,7 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		if len(g.Leads) > 0 {
 			leads[g.Name] = g.Leads
 		}
-		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models}
+		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models, Downgrade: g.Downgrade}
 		if g.Role != "" {
 			if rule.Role, err = identity.ParseRole(g.Role); err != nil {
 				return fmt.Errorf("group %s: %v", g.Name, err)
@@ -715,6 +718,16 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if g.Models = d.RemainingArgs(); len(g.Models) == 0 {
 				return d.Err("models: list at least one alias")
 			}
+		case "at_cap":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 1 && args[0] == "refuse":
+				g.Downgrade = ""
+			case len(args) == 2 && args[0] == "downgrade":
+				g.Downgrade = args[1]
+			default:
+				return d.Errf("group %s: at_cap: want `at_cap refuse` or `at_cap downgrade <alias>` (a free alias members' requests go to past their budget)", g.Name)
+			}
 		case "leads":
 			if g.Leads = d.RemainingArgs(); len(g.Leads) == 0 {
 				return d.Errf("group %s: leads: name at least one person (their email or subject), e.g. leads alice@example.com", g.Name)
@@ -726,7 +739,7 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if ok, err := parseLimit(d, g.Limits); err != nil {
 				return err
 			} else if !ok {
-				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, at_cap, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
 			}
 		}
 	}

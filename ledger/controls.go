@@ -82,6 +82,8 @@ type PersonBudget struct {
 	Cents     int64  `json:"cents"`
 	Period    string `json:"period,omitempty"`
 	SoftCents int64  `json:"soft_cents,omitempty"`
+	// Downgrade is the alias requests go to past it (at_cap downgrade).
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // keySettings is a key's settings column: its limits, flattened as they

@@ -112,7 +112,7 @@ func (s *Set) Append(dst []Applied, c Caller) []Applied {
 	}
 	if d := c.Default; c.Person != "" && d != nil && (d.Period == "total" || d.Period == "") {
 		dst = append(dst, Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: "total", Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups)})
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade})
 	}
 	return dst
 }
@@ -150,7 +150,7 @@ func (s *Set) Person(c Caller, period string) (Applied, bool) {
 	}
 	if d := c.Default; d != nil && d.Period == period {
 		return Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: period, Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups)}, true
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade}, true
 	}
 	return Applied{}, false
 }
