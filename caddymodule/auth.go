@@ -394,6 +394,9 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		return err
 	}
 	a.identity = h
+	if app != nil {
+		h.SetBudgets(app.Budgets())
+	}
 	if a.scim != nil {
 		h.SetDirectory(scimDirectory{a.scim})
 	}

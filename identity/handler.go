@@ -71,6 +71,8 @@ type Handler struct {
 	provErr         error
 	provAt          time.Time
 	dir             Directory
+	// budgets, when set, give /v1/me the person's limits and spend.
+	budgets *policy.Budgets
 	// health is the last check that the discovered provider still
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
@@ -478,6 +480,14 @@ type Directory interface {
 
 // SetDirectory makes sign-ins, sessions and key renewals consult d: a
 // deactivated person is refused, and the directory's groups decide.
+// SetBudgets has /v1/me show the signed-in person each limit that applies
+// to them, with what they spent.
+func (h *Handler) SetBudgets(b *policy.Budgets) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.budgets = b
+}
+
 func (h *Handler) SetDirectory(d Directory) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -150,9 +150,13 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 		if grant.Workspace != "" {
 			ws = &grant.Workspace
 		}
+		h.mu.Lock()
+		budgets := h.budgets
+		h.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"id": s.Person.ID(), "type": "person", "email": s.Person.Email,
 			"subject": s.Person.Subject, "groups": s.Person.Groups, "role": string(grant.Role), "workspace_id": ws,
-			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339)})
+			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339),
+			"budgets": budgets.Status(id, h.controls.WorkspaceLimits(grant.Workspace), "")})
 		return nil, true
 	}
 	return id, false
