@@ -45,6 +45,18 @@ func personClient(ctx context.Context, cmd *cobra.Command, admin bool) (*admincl
 	return &admincli.Client{Gateway: gw, AdminKey: key, HTTP: hc}, nil
 }
 
+// withClient runs f with personClient's client, under the CLI's time
+// bound.
+func withClient(cmd *cobra.Command, admin bool, f func(ctx context.Context, c *admincli.Client) error) error {
+	ctx, cancel := cliContext()
+	defer cancel()
+	c, err := personClient(ctx, cmd, admin)
+	if err != nil {
+		return err
+	}
+	return f(ctx, c)
+}
+
 func printRequests(cmd *cobra.Command, rs ...adminapi.IncreaseRequest) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(rs)
@@ -61,18 +73,14 @@ func requestIncreaseCommand() *cobra.Command {
 			if amount == "" {
 				return fmt.Errorf("--amount: give the limit you ask for in dollars, e.g. --amount 50")
 			}
-			ctx, cancel := cliContext()
-			defer cancel()
-			c, err := personClient(ctx, cmd, false)
-			if err != nil {
-				return err
-			}
-			r, err := c.RequestIncrease(ctx, amount, period, reason)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Asked for a %s limit of $%s (request %s); your approvers were told, and you will be.\n", r.Period, amount, r.ID)
-			return printRequests(cmd, r)
+			return withClient(cmd, false, func(ctx context.Context, c *admincli.Client) error {
+				r, err := c.RequestIncrease(ctx, amount, period, reason)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Asked for a %s limit of $%s (request %s); your approvers were told, and you will be.\n", r.Period, amount, r.ID)
+				return printRequests(cmd, r)
+			})
 		}}
 	c.Flags().StringVar(&amount, "amount", "", "The limit you ask for, in dollars")
 	c.Flags().StringVar(&period, "period", "", "daily, weekly or monthly (default: the period of the limit that holds you)")
@@ -85,17 +93,13 @@ func requestsCommand() *cobra.Command {
 	c := &cobra.Command{Use: "requests", Short: "List spend limit increase requests (approvers see theirs to resolve)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			ctx, cancel := cliContext()
-			defer cancel()
-			c, err := personClient(ctx, cmd, true)
-			if err != nil {
-				return err
-			}
-			rs, err := c.IncreaseRequests(ctx, status)
-			if err != nil {
-				return err
-			}
-			return printRequests(cmd, rs...)
+			return withClient(cmd, true, func(ctx context.Context, c *admincli.Client) error {
+				rs, err := c.IncreaseRequests(ctx, status)
+				if err != nil {
+					return err
+				}
+				return printRequests(cmd, rs...)
+			})
 		}}
 	c.Flags().StringVar(&status, "status", "pending", "pending, approved or denied; empty for all")
 	resolve := func(approve bool) *cobra.Command {
@@ -107,17 +111,13 @@ func requestsCommand() *cobra.Command {
 		r := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				cmd.SilenceUsage = true
-				ctx, cancel := cliContext()
-				defer cancel()
-				c, err := personClient(ctx, cmd, true)
-				if err != nil {
-					return err
-				}
-				out, err := c.ResolveIncrease(ctx, args[0], approve, amount)
-				if err != nil {
-					return err
-				}
-				return printRequests(cmd, out)
+				return withClient(cmd, true, func(ctx context.Context, c *admincli.Client) error {
+					out, err := c.ResolveIncrease(ctx, args[0], approve, amount)
+					if err != nil {
+						return err
+					}
+					return printRequests(cmd, out)
+				})
 			}}
 		if approve {
 			r.Flags().StringVar(&amount, "amount", "", "The new limit in dollars (default: what was asked)")

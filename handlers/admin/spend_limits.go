@@ -152,14 +152,8 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 		fail(w, http.StatusForbidden, "setting spend limits needs the gateway's admin key or an admin sign-in")
 		return
 	}
-	body, err := readAdminBody(r)
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	l, msg := decodeSetSpendLimit(body)
-	if msg != "" {
-		fail(w, http.StatusBadRequest, msg)
+	l, ok := readBody(w, r, decodeSetSpendLimit)
+	if !ok {
 		return
 	}
 	l.UpdatedAt = a.now()
@@ -403,3 +397,32 @@ func cursorBounds(r *http.Request, total int, idAt func(int) string) (from, n in
 
 // cursorOf is the opaque page cursor of the page after id.
 func cursorOf(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// readBody reads the request's body and decodes it with decode, or
+// answers 400 with what is wrong.
+func readBody[T any](w http.ResponseWriter, r *http.Request, decode func([]byte) (T, string)) (T, bool) {
+	var v T
+	body, err := readAdminBody(r)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		v, msg = decode(body)
+	}
+	if msg != "" {
+		fail(w, http.StatusBadRequest, msg)
+		return v, false
+	}
+	return v, true
+}
+
+// strictly is decodeStrict into a new T, for readBody; no body is T's
+// zero value (every field of the calls it reads is optional, or checked
+// after).
+func strictly[T any](body []byte) (T, string) {
+	var v T
+	if len(body) == 0 {
+		return v, ""
+	}
+	return v, decodeStrict(body, &v)
+}

@@ -124,14 +124,8 @@ func (a *Handler) createIncreaseRequest(w http.ResponseWriter, r *http.Request, 
 		fail(w, http.StatusForbidden, "an increase request is a person's: use the key `caddy modelgate login` gave you, or the dashboard signed in")
 		return
 	}
-	body, err := readAdminBody(r)
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	req, msg := decodeCreateIncrease(body)
-	if msg != "" {
-		fail(w, http.StatusBadRequest, msg)
+	req, ok := readBody(w, r, decodeCreateIncrease)
+	if !ok {
 		return
 	}
 	m := member{caller: spendlimit.Caller{Person: person, Groups: id.Groups, Default: id.PersonBudget}}
@@ -307,26 +301,26 @@ func (a *Handler) getIncreaseRequest(w http.ResponseWriter, r *http.Request, st 
 	}
 }
 
+// resolvable is the request the path names when the caller may resolve
+// it (doing is what they are doing, for the refusal).
+func (a *Handler) resolvable(w http.ResponseWriter, r *http.Request, st spendStore, doing string) (ledger.IncreaseRequest, bool) {
+	req, ok := a.findRequest(w, r, st)
+	if ok && !a.mayResolve(policy.IdentityFrom(r.Context()), req) {
+		fail(w, http.StatusForbidden, doing+" needs the gateway's admin key, an admin sign-in, or a lead of one of the person's groups")
+		return req, false
+	}
+	return req, ok
+}
+
 // approveIncreaseRequest answers POST …/{id}/approve: the person's own
 // limit becomes amount in the period (the request's unless named).
 func (a *Handler) approveIncreaseRequest(w http.ResponseWriter, r *http.Request, st spendStore) {
-	req, ok := a.findRequest(w, r, st)
+	req, ok := a.resolvable(w, r, st, "approving")
 	if !ok {
 		return
 	}
-	id := policy.IdentityFrom(r.Context())
-	if !a.mayResolve(id, req) {
-		fail(w, http.StatusForbidden, "approving needs the gateway's admin key, an admin sign-in, or a lead of one of the person's groups")
-		return
-	}
-	body, err := readAdminBody(r)
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var in adminapi.ApproveIncreaseRequest
-	if msg := decodeStrict(body, &in); msg != "" {
-		fail(w, http.StatusBadRequest, msg)
+	in, ok := readBody(w, r, strictly[adminapi.ApproveIncreaseRequest])
+	if !ok {
 		return
 	}
 	cents, err := money.ParseCents(in.Amount)
@@ -342,39 +336,26 @@ func (a *Handler) approveIncreaseRequest(w http.ResponseWriter, r *http.Request,
 			return
 		}
 	}
-	a.resolve(w, r, st, req, ledger.RequestApproved, resolverOf(id), &ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: req.Person, Period: period, AmountCents: &cents},
+	a.resolve(w, r, st, req, ledger.RequestApproved, resolverOf(policy.IdentityFrom(r.Context())), &ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: req.Person, Period: period, AmountCents: &cents},
 		in.SuppressNotification)
 }
 
 // denyIncreaseRequest answers POST …/{id}/deny; denying a denied request
 // again answers it as it is.
 func (a *Handler) denyIncreaseRequest(w http.ResponseWriter, r *http.Request, st spendStore) {
-	req, ok := a.findRequest(w, r, st)
+	req, ok := a.resolvable(w, r, st, "denying")
 	if !ok {
 		return
 	}
-	id := policy.IdentityFrom(r.Context())
-	if !a.mayResolve(id, req) {
-		fail(w, http.StatusForbidden, "denying needs the gateway's admin key, an admin sign-in, or a lead of one of the person's groups")
+	in, ok := readBody(w, r, strictly[adminapi.DenyIncreaseRequest])
+	if !ok {
 		return
-	}
-	body, err := readAdminBody(r)
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var in adminapi.DenyIncreaseRequest
-	if len(body) > 0 {
-		if msg := decodeStrict(body, &in); msg != "" {
-			fail(w, http.StatusBadRequest, msg)
-			return
-		}
 	}
 	if req.Status == ledger.RequestDenied {
 		writeJSON(w, a.requestWire(req))
 		return
 	}
-	a.resolve(w, r, st, req, ledger.RequestDenied, resolverOf(id), nil, in.SuppressNotification)
+	a.resolve(w, r, st, req, ledger.RequestDenied, resolverOf(policy.IdentityFrom(r.Context())), nil, in.SuppressNotification)
 }
 
 // resolve moves req to status, writing limit on approval, audits it and
