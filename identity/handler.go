@@ -478,8 +478,6 @@ type Directory interface {
 	Lookup(ctx context.Context, email, subject string) (e DirectoryEntry, found bool)
 }
 
-// SetDirectory makes sign-ins, sessions and key renewals consult d: a
-// deactivated person is refused, and the directory's groups decide.
 // SetBudgets has /v1/me show the signed-in person each limit that applies
 // to them, with what they spent.
 func (h *Handler) SetBudgets(b *policy.Budgets) {
@@ -488,6 +486,8 @@ func (h *Handler) SetBudgets(b *policy.Budgets) {
 	h.budgets = b
 }
 
+// SetDirectory makes sign-ins, sessions and key renewals consult d: a
+// deactivated person is refused, and the directory's groups decide.
 func (h *Handler) SetDirectory(d Directory) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
