@@ -50,6 +50,12 @@ model_aliases:
 	home := t.TempDir()
 	cliLogin(t, s, home, "bob")
 	key := printKey(t, home)
+	// Signed in to the dashboard, bob sees his own limit: his group's.
+	b := dashboardSignIn(t, s, "bob")
+	if st, me := b.call(http.MethodGet, g.base+"/v1/me", ""); st != http.StatusOK || !strings.Contains(fmt.Sprint(me["budgets"]), "scope:user") ||
+		!strings.Contains(fmt.Sprint(me["budgets"]), "remaining:2000") {
+		t.Errorf("bob's /v1/me signed in: %d %v", st, me)
+	}
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
 		`{"amount":"0","scope":{"type":"user","user_id":"bob@example.com"},"period":"monthly"}`); st != http.StatusOK {
 		t.Fatalf("setting bob's limit: %d %s", st, body)
