@@ -164,3 +164,67 @@ func runClaudeRaw(t *testing.T, claude, dir string, env []string, prompt string)
 	out, _ := cmd.CombinedOutput()
 	return string(out)
 }
+
+// TestClaudeCodeDowngradedAtTheCap: a key's spend limit of $0 with
+// `at_cap downgrade local` sends real Claude Code's requests for the paid
+// model to the free local alias: Claude Code goes on, answered by it, and
+// the ledger keeps the alias asked for; the paid upstream is never called.
+func TestClaudeCodeDowngradedAtTheCap(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	u := startUpstreams(t, fakes.Options{})
+	models := fmt.Sprintf(`model_list:
+  - model_name: paid
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: %s
+      api_key: upstream-anthropic-secret
+    model_info:
+      input_cost_per_token: 0.000001
+      output_cost_per_token: 0.000002
+  - model_name: local
+    proxy_params:
+      model: echo/echo
+model_aliases:
+  "claude-*": paid
+`, u.anthropic.URL)
+	g := startGateway(t, gatewayConfig{models: models})
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"local"}}`); st != http.StatusOK {
+		t.Fatalf("setting alice's limit: %d %s", st, body)
+	}
+	if !testwait.Until(func() bool {
+		_, h, _ := g.do(t, http.MethodPost, "/v1/messages", aliceKey, `{"model":"paid","max_tokens":16,"messages":[{"role":"user","content":"probe"}]}`)
+		return h.Get("X-Modelgate-Downgraded-From") == "paid"
+	}) {
+		t.Fatal("alice's requests were never downgraded")
+	}
+	// The probes before the limit reached the budgets (within 2 s) were
+	// paid; from the first downgrade on, none is.
+	paidCalls := u.anthropicRec.Count()
+	var since time.Time
+	res := runClaude(t, claude, claudeRun{prompt: "modelgate downgrade check", dir: t.TempDir(), env: []string{
+		"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_API_KEY=" + aliceKey, "ANTHROPIC_MODEL=paid", "ANTHROPIC_SMALL_FAST_MODEL=paid"}})
+	if !strings.Contains(res.Result, "modelgate downgrade check") {
+		t.Errorf("Claude Code's answer %q is not the local echo's", res.Result)
+	}
+	if n := u.anthropicRec.Count() - paidCalls; n != 0 {
+		t.Errorf("the paid upstream was called %d times past the cap", n)
+	}
+	downgraded := 0
+	recs := g.ledgerRecords(t)
+	for _, r := range recs {
+		if r.DowngradedFrom == "paid" && (since.IsZero() || r.Time.Before(since)) {
+			since = r.Time
+		}
+	}
+	for _, r := range recs {
+		if r.Alias == "local" && r.DowngradedFrom == "paid" && r.CostPicoUSD == 0 {
+			downgraded++
+		} else if r.Alias == "paid" && r.Status == http.StatusOK && !r.Time.Before(since) {
+			t.Errorf("a paid request past the cap was served: %+v", r)
+		}
+	}
+	if downgraded < 2 {
+		t.Errorf("%d downgraded records; want the probe and Claude Code's", downgraded)
+	}
+}
