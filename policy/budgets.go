@@ -158,9 +158,6 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.refreshLimits(ctx, st); err != nil {
-		return err
-	}
 	spent := make(map[budgetKey]int64, len(rows))
 	for _, r := range rows {
 		spent[budgetKey{r.Scope, r.ScopeID, r.Period, r.PeriodStart.UnixMicro()}] = r.SpentPico
@@ -192,7 +189,8 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 		b.checkWatchedLocked(now)
 	}
 	b.mu.Unlock()
-	return nil
+	// A failed read keeps the limits last read; the spend is new anyway.
+	return b.refreshLimits(ctx, st)
 }
 
 // sessionWatch is how long a session budget no request was checked
