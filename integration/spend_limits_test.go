@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -82,5 +86,56 @@ func TestSpendLimitsNodeSDK(t *testing.T) {
 	if out.DenyApproved != "BadRequestError 400 invalid_request_error" || out.Missing != "NotFoundError 404" ||
 		!strings.HasPrefix(out.BadAmount, "BadRequestError 400 amount:") || out.Deleted != "spend_limit_deleted" {
 		t.Errorf("errors and delete: %q %q %q %q", out.DenyApproved, out.Missing, out.BadAmount, out.Deleted)
+	}
+}
+
+// TestOrganizationLimitAcrossInstances: on one PostgreSQL, a $5
+// organization limit set through the Spend Limits API holds over two
+// instances and two keys together: of twenty $1.05 requests sent at once,
+// half to each instance and half with each key, five are admitted.
+func TestOrganizationLimitAcrossInstances(t *testing.T) {
+	dsn, _, _ := freshSchema(t)
+	u := startUpstreams(t, fakes.Options{Chunks: 12, Gap: 120 * time.Millisecond})
+	cfg := gatewayConfig{models: dearModels(u), ledgerLine: "ledger postgres {env.DATABASE_URL}", env: []string{"DATABASE_URL=" + dsn.String()}}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	if st, _, body := a.do(t, "POST", adminapi.SpendLimitsPath, adminKey, `{"amount":"500","scope":{"type":"organization"},"period":"monthly"}`); st != 200 {
+		t.Fatalf("setting the organization's limit: %d %s", st, body)
+	}
+	// Every instance reads the limits with the spend each second.
+	for _, g := range []*gateway{a, b} {
+		if !testwait.Until(func() bool {
+			_, _, me := g.do(t, "GET", "/v1/me", aliceKey, "")
+			return strings.Contains(string(me), `"scope":"organization"`)
+		}) {
+			t.Fatal("an instance never read the organization's limit")
+		}
+	}
+	second := createKey(t, a, `{"name":"second"}`).Value
+	waitForKey(t, b, second)
+	body := `{"model":"oa","stream":true,"max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`
+	statuses := concurrently(20, func(i int) int {
+		g, key := a, aliceKey
+		if i%2 == 1 {
+			g = b
+		}
+		if i%4 >= 2 {
+			key = second
+		}
+		status, _, _ := g.do(t, "POST", "/v1/chat/completions", key, body)
+		return status
+	})
+	if statuses[200] != 5 || statuses[429] != 15 {
+		t.Fatalf("20 concurrent $1.05 requests from two keys on two instances under a $5 organization limit: %v; want 5 admitted, 15 refused", statuses)
+	}
+	// The organization stopped: the refusal names its shared limit.
+	if st, _, body := a.do(t, "POST", adminapi.SpendLimitsPath, adminKey, `{"amount":"0","scope":{"type":"organization"},"period":"monthly"}`); st != 200 {
+		t.Fatalf("stopping the organization: %d %s", st, body)
+	}
+	var refused []byte
+	if !testwait.Until(func() bool {
+		_, _, refused = b.do(t, "POST", "/v1/chat/completions", second, body)
+		return strings.Contains(string(refused), "the organization") && strings.Contains(string(refused), "shared")
+	}) {
+		t.Errorf("the refusal does not name the organization's shared limit: %s", refused)
 	}
 }
