@@ -53,7 +53,11 @@ func applicableWith(set *spendlimit.Set, id *Identity, ws ledger.Limits, session
 	if set.Empty() && (id.PersonBudget == nil || id.PersonID() == "") {
 		return list
 	}
-	scoped := set.Append(nil, callerOf(id))
+	scoped := set.Append(make([]spendlimit.Applied, 0, 4), callerOf(id))
+	if need := len(list) + len(scoped); need > cap(list) {
+		// One allocation for them all, not appendBudget's growth.
+		list = append(make([]budget, 0, need), list...)
+	}
 	for i := range scoped {
 		a := &scoped[i]
 		cents := a.Cents

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgate/modelgate/internal/pgtest"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/spendlimit"
 )
 
 // spendAs admits one request of est for id on in and, when admitted,
@@ -177,5 +178,28 @@ func TestPersonLimitAlertsOnceAcrossKeysAndInstances(t *testing.T) {
 	}
 	if n := sink.count("Budget reached — " + label + ": $0.10 of $0.10 monthly"); n != 1 {
 		t.Errorf("%d 100%% messages; want 1: %q", n, sink.all())
+	}
+}
+
+// BenchmarkBudgetAdmitPersonLimits: admission of a person's key under the
+// organization's limit, their group's pool and their own, besides the
+// key's budget (the spend limits' path; BenchmarkBudgetAdmitWithBacklog
+// is the key budget's alone).
+func BenchmarkBudgetAdmitPersonLimits(b *testing.B) {
+	bud := NewBudgets(nil, nil)
+	big := int64(1 << 40)
+	bud.limits.Store(spendlimit.NewSet([]ledger.SpendLimit{
+		{ID: "spl_org", Scope: ledger.ScopeOrganization, ScopeID: ledger.OrganizationID, Period: "monthly", AmountCents: &big},
+		{ID: "spl_pool", Scope: ledger.ScopeGroupPool, ScopeID: "eng", Period: "monthly", AmountCents: &big},
+	}))
+	id := &Identity{KeyID: "k1", Owner: "bob@example.com", Groups: "eng", Limits: ledger.Limits{BudgetCents: ledger.Cents(1 << 40)},
+		PersonBudget: &ledger.PersonBudget{Cents: big, Period: "monthly"}}
+	b.ReportAllocs()
+	for range b.N {
+		hold, refusal := bud.Admit(context.Background(), id, ledger.Limits{}, "", 1, time.Minute)
+		if refusal != nil {
+			b.Fatal(refusal.Message)
+		}
+		hold.Settle(0)
 	}
 }
