@@ -139,8 +139,19 @@ func TestGroupPoolSharedByTwoPeopleHolds(t *testing.T) {
 	}
 	alice := spendOfScope(t, dsn, ledger.ScopeUser, "alice@example.com")
 	carol := spendOfScope(t, dsn, ledger.ScopeUser, "carol@example.com")
-	if alice+carol != admitted*cost || alice == 0 || carol == 0 {
-		t.Errorf("alice spent %d and carol %d pico; want both, summing to %d", alice, carol, admitted*cost)
+	if alice+carol != admitted*cost {
+		t.Errorf("alice spent %d and carol %d pico; want them to sum to %d", alice, carol, admitted*cost)
+	}
+	// Whoever spent it, the pool is spent for both.
+	c := openLeaseInstance(t, dsn, nil)
+	if err := c.b.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range people {
+		_, refusal := c.b.Admit(context.Background(), p, ledger.Limits{}, "", cost, time.Minute)
+		if refusal == nil || !strings.Contains(refusal.Message, "group eng (shared by its members)") || !strings.Contains(refusal.Message, "ask a gateway admin") {
+			t.Errorf("%s past the pool: %+v", p.Owner, refusal)
+		}
 	}
 	if got := spendOfScope(t, dsn, ledger.ScopeGroup, "ops"); got != carol {
 		t.Errorf("carol's other group counted %d pico; want her %d", got, carol)
