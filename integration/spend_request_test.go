@@ -108,7 +108,7 @@ model_aliases:
 		t.Fatalf("opening the link let bob in: %d", st)
 	}
 	approvedAt := time.Now()
-	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"approve"}, "token": {link.Query().Get("token")}})
+	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"approve"}, "token": {link.Query().Get("key")}})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("approving through the link: %v %v", err, resp)
 	}
@@ -141,7 +141,7 @@ model_aliases:
 		t.Errorf("Claude Code after the approval:\n%s", out)
 	}
 	// The link worked once.
-	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"deny"}, "token": {link.Query().Get("token")}})
+	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"deny"}, "token": {link.Query().Get("key")}})
 	if err == nil {
 		var b bytes.Buffer
 		_, _ = b.ReadFrom(resp.Body)

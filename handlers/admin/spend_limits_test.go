@@ -124,7 +124,7 @@ func TestIncreaseRequestApprovedThroughTheChatLink(t *testing.T) {
 	if rec := sa.call(t, nil, "POST", u.Path, "action=approve&token=x", "Content-Type", "application/x-www-form-urlencoded"); rec.Code != 403 {
 		t.Errorf("wrong token: %d", rec.Code)
 	}
-	form := url.Values{"action": {"approve"}, "token": {u.Query().Get("token")}}.Encode()
+	form := url.Values{"action": {"approve"}, "token": {u.Query().Get("key")}}.Encode()
 	if rec := sa.call(t, nil, "POST", u.Path, form, "Content-Type", "application/x-www-form-urlencoded"); rec.Code != 200 || !strings.Contains(rec.Body.String(), "approved") {
 		t.Fatalf("approve by link: %d %s", rec.Code, rec.Body)
 	}

@@ -229,7 +229,7 @@ func (a *Handler) tellApprovers(r *http.Request, req ledger.IncreaseRequest, now
 	if len(leads) > 0 {
 		who += ", " + webhook.Clean(strings.Join(leads, ", "), 300)
 	}
-	link := siteOf(r) + SpendLinkPath + req.ID + "?token=" + secret
+	link := siteOf(r) + SpendLinkPath + req.ID + "?key=" + secret
 	fmt.Fprintf(&b, ". Approve or deny (%s; link works once, for 24 h): %s", who, link)
 	a.Spend.Chat(b.String())
 }
