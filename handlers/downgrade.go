@@ -16,7 +16,7 @@ const HeaderDowngradedFrom = "X-Modelgate-Downgraded-From"
 // instead, when every limit at its cap names one and that alias costs
 // nothing whoever in its chain answers (a free local model: a paid
 // fallback would spend past the cap); "" when it is to be refused.
-func (g *Gateway) downgrade(w http.ResponseWriter, id *policy.Identity, ws ledger.Limits, rec *ledger.Record, alias string, est requestEstimate) string {
+func (g *Gateway) downgrade(h http.Header, id *policy.Identity, ws ledger.Limits, rec *ledger.Record, alias string, est requestEstimate) string {
 	to := g.opts.Budgets.Downgrade(id, ws, rec.SessionID, est.budget)
 	if to == "" || to == alias || g.chains[to] == nil || !id.Allows(to) {
 		return ""
@@ -24,7 +24,7 @@ func (g *Gateway) downgrade(w http.ResponseWriter, id *policy.Identity, ws ledge
 	if b := g.bounds[to]; b.inputPrice > 0 || b.tokenPico > 0 {
 		return ""
 	}
-	w.Header().Set(HeaderDowngradedFrom, alias)
+	h.Set(HeaderDowngradedFrom, alias)
 	rec.DowngradedFrom, rec.Alias = alias, to
 	return to
 }

@@ -91,7 +91,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		var refusal *providers.APIError
 		hold, refusal = g.opts.Budgets.AdmitEstimate(r.Context(), id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
-			if to := g.downgrade(w, id, ws, rec, alias, est); to != "" {
+			if to := g.downgrade(w.Header(), id, ws, rec, alias, est); to != "" {
 				// A free alias needs no reservation, and no output bound.
 				alias, est, refusal = to, g.estimate(to, body, info), nil
 			}
