@@ -63,6 +63,7 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("llm_admin ticket_pattern %q: %v; write a Go regular expression such as [A-Z][A-Z0-9]+-[0-9]+", a.TicketPattern, err)
 		}
 	}
+	h.Spend = appIface.(*App).spendLimits()
 	if a.Upstream == "" {
 		if a.AdminAPIKey != "" {
 			return fmt.Errorf("admin_api_key: only used with upstream (proxy mode); remove it or add upstream https://api.anthropic.com")

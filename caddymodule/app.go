@@ -91,6 +91,9 @@ type App struct {
 	audit    *audit.Log // appends to the ledger database's audit table
 	budgets  *policy.Budgets
 	alerter  *policy.Alerter
+	// leads are the group rules' leads, who resolve their members'
+	// spend limit increase requests (spend.go).
+	leads *atomic.Pointer[map[string][]string]
 	// cacheWatch alerts on sessions that write a prompt cache they never
 	// read; nil without alerts_webhook.
 	cacheWatch *policy.CacheWatch
@@ -163,6 +166,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = policy.NewControls(nil)
+	a.leads = new(atomic.Pointer[map[string][]string])
 	a.audit = &audit.Log{Source: a.controls}
 	if err := a.provisionRates(); err != nil {
 		return err

@@ -90,6 +90,12 @@ type GroupConfig struct {
 	Role      string        `json:"role,omitempty"`
 	Models    []string      `json:"models,omitempty"`
 	Limits    *LimitsConfig `json:"limits,omitempty"`
+	// Leads (emails or subjects) approve or deny the spend limit
+	// increase requests of the group's members.
+	Leads []string `json:"leads,omitempty"`
+	// Downgrade is `at_cap downgrade <alias>`: past a member's budget,
+	// requests go to that free alias; "" (`at_cap refuse`) refuses them.
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // Identity is the sign-in handler, nil without an oidc block: the
@@ -356,8 +362,15 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 			return errors.New("oidc client_secret: the placeholder resolved to nothing; set the environment variable it names")
 		}
 	}
+	leads := map[string][]string{}
+	if appIface, err := ctx.App("modelgate"); err == nil {
+		defer appIface.(*App).setGroupLeads(leads)
+	}
 	for _, g := range a.Groups {
-		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models}
+		if len(g.Leads) > 0 {
+			leads[g.Name] = g.Leads
+		}
+		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models, Downgrade: g.Downgrade}
 		if g.Role != "" {
 			if rule.Role, err = identity.ParseRole(g.Role); err != nil {
 				return fmt.Errorf("group %s: %v", g.Name, err)
@@ -386,6 +399,9 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		return err
 	}
 	a.identity = h
+	if app != nil {
+		h.SetBudgets(app.Budgets())
+	}
 	if a.scim != nil {
 		h.SetDirectory(scimDirectory{a.scim})
 	}
@@ -395,7 +411,8 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		groups := identity.Groups(cfg.Groups)
 		a.scim.Keys = scim.ControlKeys{Store: controls, Resolve: func(gs []string) scim.Grant {
 			g := groups.Resolve(gs)
-			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: g.Limits}
+			limits, budget := g.Split()
+			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: limits, Groups: ledger.GroupLines(g.Matched), Budget: budget}
 		}}
 	}
 	return nil
@@ -716,6 +733,20 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if g.Models = d.RemainingArgs(); len(g.Models) == 0 {
 				return d.Err("models: list at least one alias")
 			}
+		case "at_cap":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 1 && args[0] == "refuse":
+				g.Downgrade = ""
+			case len(args) == 2 && args[0] == "downgrade":
+				g.Downgrade = args[1]
+			default:
+				return d.Errf("group %s: at_cap: want `at_cap refuse` or `at_cap downgrade <alias>` (a free alias members' requests go to past their budget)", g.Name)
+			}
+		case "leads":
+			if g.Leads = d.RemainingArgs(); len(g.Leads) == 0 {
+				return d.Errf("group %s: leads: name at least one person (their email or subject), e.g. leads alice@example.com", g.Name)
+			}
 		default:
 			if g.Limits == nil {
 				g.Limits = &LimitsConfig{}
@@ -723,7 +754,7 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if ok, err := parseLimit(d, g.Limits); err != nil {
 				return err
 			} else if !ok {
-				return d.Errf("unrecognized group option %q (known: workspace, role, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, at_cap, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
 			}
 		}
 	}

@@ -36,13 +36,18 @@ func TestAuthOIDCCaddyfile(t *testing.T) {
 				workspace eng
 				models claude coder
 				budget 100 monthly
+				at_cap downgrade local
+				leads lead@example.com
 			}
 		}`, want: Auth{AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}},
 			OIDC: &OIDCConfig{Issuer: "https://example.okta.com", ClientID: "abc", ClientSecret: "{env.OIDC_SECRET}", GroupsClaim: "roles",
 				Scopes: []string{"openid", "email", "groups"}, SessionTTL: caddy.Duration(time.Hour), KeyTTL: caddy.Duration(30 * time.Minute),
 				Name: "Okta", RedirectURL: "https://gw.example.com/auth/oidc/callback"},
 			Groups: []GroupConfig{{Name: "admins", Role: "admin"},
-				{Name: "eng", Workspace: "eng", Models: []string{"claude", "coder"}, Limits: &LimitsConfig{BudgetCents: &budget, BudgetPeriod: "monthly"}}}}},
+				{Name: "eng", Workspace: "eng", Models: []string{"claude", "coder"}, Limits: &LimitsConfig{BudgetCents: &budget, BudgetPeriod: "monthly"},
+					Downgrade: "local", Leads: []string{"lead@example.com"}}}}},
+		{name: "bad at_cap", input: "llm_auth {\ngroup g {\nat_cap downgrade\n}\n}", wantErr: "group g: at_cap: want `at_cap refuse` or `at_cap downgrade <alias>`"},
+		{name: "no leads", input: "llm_auth {\ngroup g {\nleads\n}\n}", wantErr: "group g: leads: name at least one person"},
 		{name: "no issuer", input: "llm_auth {\noidc {\nclient_id x\n}\n}", wantErr: "issuer and client_id are required"},
 		{name: "bad role", input: "llm_auth {\ngroup g {\nrole owner\n}\n}", wantErr: `role "owner" is not admin, auditor or member`},
 		{name: "short key_ttl", input: "llm_auth {\noidc {\nissuer https://i\nclient_id x\nkey_ttl 1s\n}\n}", wantErr: "oidc key_ttl"},

@@ -53,7 +53,10 @@ key.
 gateway serves. audit verify reads the ledger database the Caddyfile names
 (or --ledger) and checks the audit log's hash chain; it needs no gateway
 and no admin key. usage lists tokens and spend per day, key and model, free
-local models included. A new key's secret is printed once. --json prints
+local models included. request-increase asks, with your own key (login's,
+or $MODELGATE_API_KEY), for a higher spend limit; requests lists the
+requests you may resolve (an admin key, or a group lead's login), and
+requests approve|deny resolves one. A new key's secret is printed once. --json prints
 JSON for scripts.
 
 A gateway whose certificate comes from a private CA or Caddy's ` + "`tls internal`" + `
@@ -68,7 +71,7 @@ NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand())
+			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand(), requestIncreaseCommand(), requestsCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})

@@ -494,6 +494,7 @@ func newRecord(c *Call, id *policy.Identity, start time.Time) *ledger.Record {
 	rec := &ledger.Record{Time: start.UTC(), ServiceTier: "standard"}
 	if id != nil {
 		rec.KeyID, rec.Workspace = id.KeyID, id.Workspace
+		rec.Person, rec.Groups = id.PersonID(), id.Groups
 	}
 	rec.Endpoint = c.recordEndpoint()
 	return rec

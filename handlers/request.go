@@ -96,6 +96,12 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 		var refusal *providers.APIError
 		hold, refusal = g.opts.Budgets.AdmitEstimate(ctx, id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
+			if to := g.downgrade(out.Header(), id, ws, rec, alias, est); to != "" {
+				// A free alias needs no reservation, and no output bound.
+				alias, est, refusal = to, g.estimate(to, body, info), nil
+			}
+		}
+		if refusal != nil {
 			g.refuse(out, rec, start, refusal)
 			return
 		}

@@ -71,6 +71,8 @@ type Handler struct {
 	provErr         error
 	provAt          time.Time
 	dir             Directory
+	// budgets, when set, give /v1/me the person's limits and spend.
+	budgets *policy.Budgets
 	// health is the last check that the discovered provider still
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
@@ -471,6 +473,14 @@ type DirectoryEntry struct {
 // subject (externalId); the integrator wires the SCIM store to it.
 type Directory interface {
 	Lookup(ctx context.Context, email, subject string) (e DirectoryEntry, found bool)
+}
+
+// SetBudgets has /v1/me show the signed-in person each limit that applies
+// to them, with what they spent.
+func (h *Handler) SetBudgets(b *policy.Budgets) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.budgets = b
 }
 
 // SetDirectory makes sign-ins, sessions and key renewals consult d: a

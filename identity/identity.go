@@ -92,6 +92,9 @@ type Group struct {
 	Role      Role // default member
 	Models    []string
 	Limits    ledger.Limits // budget and rates for the person's keys
+	// Downgrade: past the budget, requests go to this alias (at_cap
+	// downgrade); "" refuses them.
+	Downgrade string
 }
 
 // Groups are the rules in configuration order.
@@ -107,6 +110,8 @@ type Grant struct {
 	// alias (some matched group lists none).
 	Models []string
 	Limits ledger.Limits
+	// Downgrade is the at_cap alias of the group whose limits these are.
+	Downgrade string
 	// Matched are the configured groups the person is in, in rule order.
 	Matched []string
 }
@@ -150,7 +155,7 @@ func (gs Groups) Resolve(groups []string) Grant {
 		if !limitsSet && hasLimits(rule.Limits) {
 			lm := rule.Limits
 			lm.Models = nil
-			g.Limits, limitsSet = lm, true
+			g.Limits, g.Downgrade, limitsSet = lm, rule.Downgrade, true
 		}
 	}
 	if allModels {
@@ -158,6 +163,23 @@ func (gs Groups) Resolve(groups []string) Grant {
 	}
 	g.Limits.Models = g.Models
 	return g
+}
+
+// Split takes the group's budget out of the limits a person's key or
+// session carries: it is the person's default limit, counted over every
+// key of theirs (spendlimit.Set.Person), not a budget of each key.
+func (g Grant) Split() (ledger.Limits, *ledger.PersonBudget) {
+	l := g.Limits
+	if l.BudgetCents == nil {
+		return l, nil
+	}
+	period := l.BudgetPeriod
+	if period == "" {
+		period = "total"
+	}
+	b := &ledger.PersonBudget{Cents: *l.BudgetCents, Period: period, SoftCents: l.SoftBudgetCents, Downgrade: g.Downgrade}
+	l.BudgetCents, l.BudgetPeriod, l.SoftBudgetCents = nil, "", 0
+	return l, b
 }
 
 func hasLimits(l ledger.Limits) bool {

@@ -294,9 +294,14 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 
 // mint stores a new key for person in the runtime key store.
 func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (adminapi.PersonKey, error) {
+	// The group's budget is the person's, over all their keys: a key
+	// carries it as their default, not as a budget of its own (which
+	// every sign-in would copy).
+	limits, budget := grant.Split()
 	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: "oidc: " + person.ID(), Workspace: grant.Workspace,
-		ExpiresAt: h.controls.Now().UTC().Add(h.cfg.KeyTTL), Limits: grant.Limits,
-		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject}})
+		ExpiresAt: h.controls.Now().UTC().Add(h.cfg.KeyTTL), Limits: limits,
+		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject,
+			Groups: ledger.GroupLines(grant.Matched), Budget: budget}})
 	if err != nil {
 		return adminapi.PersonKey{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -127,8 +128,9 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return nil, true
 	}
-	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: grant.Limits,
-		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID())}
+	keyLimits, budget := grant.Split()
+	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: keyLimits,
+		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID()), Groups: ledger.GroupLines(grant.Matched), PersonBudget: budget}
 	if grant.Models != nil {
 		id.Models = map[string]struct{}{}
 		for _, m := range grant.Models {
@@ -148,9 +150,13 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 		if grant.Workspace != "" {
 			ws = &grant.Workspace
 		}
+		h.mu.Lock()
+		budgets := h.budgets
+		h.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"id": s.Person.ID(), "type": "person", "email": s.Person.Email,
 			"subject": s.Person.Subject, "groups": s.Person.Groups, "role": string(grant.Role), "workspace_id": ws,
-			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339)})
+			"models": models, "csrf_token": h.seal.csrf(s.ID), "expires_at": s.Expires.UTC().Format(time.RFC3339),
+			"budgets": budgets.Status(id, h.controls.WorkspaceLimits(grant.Workspace), "")})
 		return nil, true
 	}
 	return id, false

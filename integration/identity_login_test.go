@@ -151,13 +151,19 @@ func TestOIDCLoginDeviceFlow(t *testing.T) {
 		if k.CreatedBy.Type == "oidc" {
 			found = true
 			if k.CreatedBy.ID != "bob@example.com" || k.CreatedBy.Subject != "bob" || k.WorkspaceID == nil || *k.WorkspaceID != "eng" ||
-				k.ExpiresAt == nil || len(k.Models) != 1 || k.Budget == nil {
+				k.ExpiresAt == nil || len(k.Models) != 1 || k.Budget != nil {
+				// The group's budget is bob's, over all his keys, not a
+				// budget of each key (hostile review N3).
 				t.Errorf("bob's key as listed: %+v", k)
 			}
 		}
 	}
 	if !found {
 		t.Errorf("no key with created_by.type oidc in %s", body)
+	}
+	if _, _, me := g.do(t, http.MethodGet, "/v1/me", k1, ""); !strings.Contains(string(me), `"scope":"user","period":"monthly","amount":"2000"`) ||
+		!strings.Contains(string(me), `"scope_id":"bob@example.com","source":{"scope":"rbac_group","id":"engineering"}`) {
+		t.Errorf("bob's /v1/me does not show his group's budget as his own limit: %s", me)
 	}
 
 	env := exec.Command(testbin.Path(t), "modelgate", "env")

@@ -115,6 +115,9 @@ func startIdentity(t *testing.T, oidcExtra string, idpEnv ...string) identitySet
 type identityOptions struct {
 	oidcExtra, authExtra string
 	env, idpEnv          []string
+	// models and ledgerLine replace the echo-only models file and the
+	// ledger line (gatewayConfig's) when set.
+	models, ledgerLine string
 }
 
 func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
@@ -142,7 +145,11 @@ func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
 			role auditor
 		}
 		%s`, issuer, idpClientID, o.oidcExtra, o.authExtra)
-	g := startGateway(t, gatewayConfig{models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n",
+	models := o.models
+	if models == "" {
+		models = "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"
+	}
+	g := startGateway(t, gatewayConfig{models: models, ledgerLine: o.ledgerLine,
 		authExtra: auth, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)})
 	startIdP(t, idpPort, g.base+"/auth/oidc/callback", o.idpEnv...)
 	return identitySetup{g: g, issuer: issuer}

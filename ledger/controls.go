@@ -68,6 +68,22 @@ type KeyCreator struct {
 	ID      string `json:"id"`
 	Email   string `json:"email,omitempty"`
 	Subject string `json:"subject,omitempty"`
+	// Groups are the person's groups the gateway's rules matched when
+	// the key was minted, one per line (GroupLines), and Budget the
+	// per-person default their group rule sets: a person's limits follow
+	// them, not their keys.
+	Groups string        `json:"groups,omitempty"`
+	Budget *PersonBudget `json:"person_budget,omitempty"`
+}
+
+// PersonBudget is a group rule's `budget`: each member's own default
+// limit, counted over all their keys (spend_limits.go).
+type PersonBudget struct {
+	Cents     int64  `json:"cents"`
+	Period    string `json:"period,omitempty"`
+	SoftCents int64  `json:"soft_cents,omitempty"`
+	// Downgrade is the alias requests go to past it (at_cap downgrade).
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // keySettings is a key's settings column: its limits, flattened as they

@@ -24,6 +24,7 @@ func migrationCopyTypes() [numRecordColumns]copyType {
 		copyText, copyText, copyText, // session_id, context_window, agent
 		copyInt8, // bytes
 		copyInt2, // report_only
+		copyText, // downgraded_from
 	}
 }
 
@@ -209,7 +210,7 @@ func TestCopyTypeMissingIsNotTheRowsFault(t *testing.T) {
 		}
 		types = migrationCopyTypes()
 		types[c] = copyInt8
-		if c == numRecordColumns-1 {
+		if migrationCopyTypes()[c] != copyText {
 			types[c] = copyText
 		}
 		if _, err := appendCopyRows(nil, recs, types); err == nil || postgresRowError(err) {

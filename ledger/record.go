@@ -35,6 +35,14 @@ type Record struct {
 	// gateway did not serve (EndpointAgentReported); reports show it, but
 	// no budget counts it, unless the workspace's admin asked for that.
 	ReportOnly bool
+	// DowngradedFrom is the alias the client asked for when a spend limit
+	// at its cap sent the request to Alias instead (at_cap downgrade).
+	DowngradedFrom string
+	// Person is whom the request's key was minted for (or who signed in),
+	// Groups their groups the gateway's rules matched, one per line (a
+	// string keeps Record comparable): the person's and the groups'
+	// spend counts the cost (spend_limits.go). Not stored.
+	Person, Groups string
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64

@@ -94,6 +94,7 @@ func spendOf(recs []Record) map[spendKey]int64 {
 			if r.Workspace != "" {
 				m[spendKey{ScopeWorkspace, r.Workspace, p, start}] = plusSat(m[spendKey{ScopeWorkspace, r.Workspace, p, start}], r.CostPicoUSD)
 			}
+			addScopeSpend(m, r, p, start)
 		}
 		if r.SessionID != "" {
 			k := spendKey{ScopeSession, SessionScopeID(r.KeyID, r.SessionID), "total", 0}

@@ -451,6 +451,41 @@ CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = '
 		// Coding agents' own counts of their work, for the Claude Code
 		// analytics report (agent_metrics.go).
 		29: agentMetricsMigration,
+		// Spend limits set through the Spend Limits API (spend_limits.go):
+		// one row per scope and period, amount NULL for an explicit
+		// no-limit override.
+		22: `CREATE TABLE spend_limits (
+	id TEXT PRIMARY KEY,
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	amount_cents BIGINT,
+	settings TEXT NOT NULL DEFAULT '{}',
+	created_us BIGINT NOT NULL,
+	updated_us BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX spend_limits_scope ON spend_limits (scope, scope_id, period)`,
+		// A person's requests for a higher limit (spend_requests.go).
+		23: `CREATE TABLE spend_limit_increase_requests (
+	id TEXT PRIMARY KEY,
+	person TEXT NOT NULL,
+	email TEXT NOT NULL DEFAULT '',
+	groups_list TEXT NOT NULL DEFAULT '',
+	period TEXT NOT NULL,
+	amount_cents BIGINT NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	status TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	resolved_us BIGINT NOT NULL DEFAULT 0,
+	resolved_by TEXT NOT NULL DEFAULT '',
+	spend_limit_id TEXT NOT NULL DEFAULT '',
+	link_hash TEXT NOT NULL DEFAULT '',
+	link_expires_us BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_requests (created_us)`,
+		// The alias a request asked for when a spend limit at its cap sent
+		// it to a cheaper one (at_cap downgrade); '' for every other.
+		24: `ALTER TABLE usage_records ADD COLUMN downgraded_from TEXT NOT NULL DEFAULT ''`,
 	}
 }
 
@@ -465,9 +500,9 @@ const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_mod
 	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
 	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
 	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
-	session_id, context_window, agent, bytes, report_only`
+	session_id, context_window, agent, bytes, report_only, downgraded_from`
 
-const numRecordColumns = 30
+const numRecordColumns = 31
 
 // sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
 type sqlStore struct {
@@ -697,7 +732,7 @@ func recordRow(r *Record) [numRecordColumns]recordValue {
 		intValue(r.InputTokens), intValue(r.CacheCreation5m), intValue(r.CacheCreation1h), intValue(r.CacheReadTokens), intValue(r.OutputTokens),
 		intValue(int64(r.Status)), textValue(string(r.Outcome)), intValue(r.Latency.Microseconds()), intValue(r.TTFT.Microseconds()), intValue(r.CostPicoUSD),
 		intValue(r.Prices.Input), intValue(r.Prices.Output), intValue(r.Prices.CacheRead), intValue(r.Prices.CacheWrite5m), intValue(r.Prices.CacheWrite1h),
-		textValue(r.SessionID), textValue(r.contextWindow()), textValue(r.Agent), intValue(r.Bytes), intValue(reportOnly)}
+		textValue(r.SessionID), textValue(r.contextWindow()), textValue(r.Agent), intValue(r.Bytes), intValue(reportOnly), textValue(r.DowngradedFrom)}
 }
 
 // appendRecordArgs appends a record's column values in recordColumns order,
@@ -888,7 +923,7 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
 			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
 			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
-			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent, &r.Bytes, &reportOnly); err != nil {
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent, &r.Bytes, &reportOnly, &r.DowngradedFrom); err != nil {
 			return nil, fmt.Errorf("ledger query: %w", err)
 		}
 		r.Time = time.UnixMicro(ts).UTC()

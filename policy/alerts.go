@@ -75,6 +75,18 @@ func (a *Alerter) post(ctx context.Context, al BudgetAlert) {
 	}
 }
 
+// Say posts one line that is no budget's alert (an increase request to
+// its approvers, the answer to its person), without waiting for it.
+func (a *Alerter) Say(text string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := webhook.Post(ctx, a.client, a.url, text); err != nil {
+			a.report(err)
+		}
+	}()
+}
+
 func (a *Alerter) report(err error) {
 	if a.failed != nil {
 		a.failed(err)

@@ -177,6 +177,10 @@ func IsPublicPath(r *http.Request) bool {
 	case "/":
 		return r.Method == http.MethodHead
 	}
+	// An approvers' chat link: its token is the credential (llm_admin).
+	if strings.HasPrefix(r.URL.Path, SpendLinkPath) {
+		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
+	}
 	// The dashboard's page and assets: it signs in itself.
 	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/money"
+	"github.com/modelgate/modelgate/spendlimit"
 )
 
 // Budgets admits a request only while every budget that applies to it (its
@@ -66,6 +67,9 @@ type Budgets struct {
 	// watch are the budgets requests here were charged to or refused by
 	// lately, with the alerts handed on for them (budgets_alerts.go).
 	watch map[budgetKey]*budgetWatch
+	// limits are the spend limits set through the API, as the last
+	// refresh read them (budgets_scopes.go).
+	limits atomic.Pointer[spendlimit.Set]
 }
 
 type budgetKey struct {
@@ -185,7 +189,8 @@ func (b *Budgets) Refresh(ctx context.Context) error {
 		b.checkWatchedLocked(now)
 	}
 	b.mu.Unlock()
-	return nil
+	// A failed read keeps the limits last read; the spend is new anyway.
+	return b.refreshLimits(ctx, st)
 }
 
 // sessionWatch is how long a session budget no request was checked
@@ -248,6 +253,9 @@ type budget struct {
 	resets    time.Time
 	// keyID and session name a session budget's owner for its label.
 	keyID, session string
+	// limit is the spend limit set through the API or a group rule that
+	// made the budget; nil for a key's, workspace's or session's own.
+	limit *spendlimit.Applied
 }
 
 // label names the budget in refusals and alerts ("api key alice",
@@ -259,7 +267,10 @@ func (bg *budget) label() string {
 	case ledger.ScopeWorkspace:
 		return "workspace " + bg.key.id
 	}
-	return "session " + bg.session + " of key " + bg.keyID
+	if bg.key.scope == ledger.ScopeSession {
+		return "session " + bg.session + " of key " + bg.keyID
+	}
+	return scopeLabel(bg)
 }
 
 // BudgetAlert is a threshold a budget's spend crossed.
@@ -380,7 +391,7 @@ func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Lim
 		return nil, nil
 	}
 	now := b.now()
-	list := applicable(id, ws, session, now)
+	list := b.applicable(id, ws, session, now)
 	if len(list) == 0 || est.Pico() <= 0 {
 		// A request estimated at nothing (a free local model) costs no
 		// budget, so a spent one does not refuse it, nor does it need a
@@ -512,11 +523,16 @@ func compareBudgetKeys(a, b budgetKey) int {
 
 // BudgetStatus is one budget as /v1/me shows it.
 type BudgetStatus struct {
-	Scope    string  `json:"scope"`
-	Period   string  `json:"period"`
-	Amount   string  `json:"amount"`
-	Spent    string  `json:"spent"`
-	ResetsAt *string `json:"resets_at"`
+	Scope     string  `json:"scope"`
+	Period    string  `json:"period"`
+	Amount    string  `json:"amount"`
+	Spent     string  `json:"spent"`
+	Remaining string  `json:"remaining"`
+	ResetsAt  *string `json:"resets_at"`
+	// ScopeID and Source name a spend limit's scope and where it was
+	// set (budgets_scopes.go); empty for the key's and workspace's own.
+	ScopeID string       `json:"scope_id,omitempty"`
+	Source  *LimitSource `json:"source,omitempty"`
 }
 
 // Status is every budget that applies to the caller, with what it spent.
@@ -528,10 +544,12 @@ func (b *Budgets) Status(id *Identity, ws ledger.Limits, session string) []Budge
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, bg := range applicable(id, ws, session, now) {
+	for _, bg := range b.applicable(id, ws, session, now) {
 		spent := b.usedLocked(bg.key) - b.reserved[bg.key]
 		s := BudgetStatus{Scope: bg.key.scope, Period: bg.key.period,
-			Amount: strconv.FormatInt(bg.limitPico/1e10, 10), Spent: ledger.ShortCents(spent)}
+			Amount: strconv.FormatInt(bg.limitPico/1e10, 10), Spent: ledger.ShortCents(spent),
+			Remaining: ledger.ShortCents(max(bg.limitPico-spent, 0))}
+		statusSource(&s, &bg)
 		if !bg.resets.IsZero() {
 			r := bg.resets.UTC().Format(time.RFC3339)
 			s.ResetsAt = &r

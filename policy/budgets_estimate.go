@@ -114,6 +114,7 @@ func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.
 	}
 	m.WriteString("; it resets at ")
 	m.WriteString(reset)
+	m.WriteString(askHint(&bg))
 	return &apierror.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
 		RetryAfter: strconv.FormatInt(wait, 10), NoRetry: true, Message: m.String()}
 }

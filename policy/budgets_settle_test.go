@@ -41,8 +41,8 @@ func serve(t *testing.T, in *leaseInstance, w *heldWriter, id *Identity, est Est
 	if bound, lowered := r.OutputBound(); lowered {
 		cost = min(cost, est.InputPico+bound*est.TokenPico)
 	}
-	rec := ledger.Record{Time: time.Now(), RequestID: "r", KeyID: id.KeyID, Alias: "m", Status: 200, Outcome: ledger.OutcomeOK,
-		CostPicoUSD: cost, Ticket: r.Ticket()}
+	rec := ledger.Record{Time: time.Now(), RequestID: "r", KeyID: id.KeyID, Person: id.PersonID(), Groups: id.Groups, Alias: "m", Status: 200,
+		Outcome: ledger.OutcomeOK, CostPicoUSD: cost, Ticket: r.Ticket()}
 	r.Settle(cost)
 	rec.Lease, rec.LeasePico = r.Lease()
 	w.add(rec)

@@ -391,6 +391,9 @@ func secretDigest(hexHash string) (h [sha256.Size]byte, ok bool) {
 func newRuntimeKey(k ledger.ControlKey) *runtimeKey {
 	id := &Identity{KeyID: k.ID, Workspace: k.WorkspaceID, Role: RoleUser, Limits: k.Limits, Runtime: true, MCP: k.Limits.MCP,
 		Expires: k.ExpiresAt}
+	if c := k.CreatedBy; c != nil && c.Type == "oidc" {
+		id.Owner, id.Groups, id.PersonBudget = c.ID, c.Groups, c.Budget
+	}
 	if len(k.Limits.Models) > 0 {
 		id.Models = make(map[string]struct{}, len(k.Limits.Models))
 		for _, m := range k.Limits.Models {

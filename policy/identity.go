@@ -49,6 +49,23 @@ type Identity struct {
 	OwnKeys []string
 	// Expires is when a runtime key stops being valid; zero: never.
 	Expires time.Time
+	// Owner is the person a key was minted for (sign-in, device flow):
+	// their spend limits apply to it, and its spend is theirs. Groups are
+	// their groups the gateway's rules matched, PersonBudget their group
+	// rule's per-person budget. Groups has one per line
+	// (ledger.GroupLines), as a usage record carries them.
+	Owner        string
+	Groups       string
+	PersonBudget *ledger.PersonBudget
+}
+
+// PersonID is the person the caller is: who signed in, else whom the key
+// was minted for; "" for a key of no one.
+func (id *Identity) PersonID() string {
+	if id.Person != "" {
+		return id.Person
+	}
+	return id.Owner
 }
 
 // ReadsAll reports a caller who may read every key's reports and

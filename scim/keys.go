@@ -23,6 +23,10 @@ type Grant struct {
 	OK        bool // false: no rule names any of their groups
 	Workspace string
 	Limits    ledger.Limits
+	// Groups (one per line) and Budget are the person's matched groups
+	// and their per-person budget, which their keys carry.
+	Groups string
+	Budget *ledger.PersonBudget
 }
 
 // ControlKeys implements Keys over the runtime keys: a person's keys
@@ -127,6 +131,11 @@ func (c ControlKeys) Regrant(ctx context.Context, p Person, groups []string) (in
 			return false
 		}
 		k.WorkspaceID, k.Limits = g.Workspace, g.Limits
+		if k.CreatedBy != nil {
+			by := *k.CreatedBy
+			by.Groups, by.Budget = g.Groups, g.Budget
+			k.CreatedBy = &by
+		}
 		return true
 	})
 }

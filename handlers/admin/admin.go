@@ -56,6 +56,8 @@ type Handler struct {
 	// Tickets finds ticket keys in branch names and pull request titles
 	// for the work report; nil: ledger.DefaultTicketPattern.
 	Tickets *regexp.Regexp
+	// Spend is what the Spend Limits API stands on (spend_limits.go).
+	Spend SpendLimits
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
@@ -96,6 +98,8 @@ func ValidateAdminKey(key string) error {
 // as they are, and the API through its routes (routes.go).
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case strings.HasPrefix(r.URL.Path, SpendLinkPath):
+		a.serveSpendLink(w, r)
 	case policy.IsUIPath(r.URL.Path):
 		serveUI(w, r)
 	case policy.IsBrowserRoot(r):

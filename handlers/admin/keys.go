@@ -381,6 +381,11 @@ func readStrict(r *http.Request, dst any) string {
 	if err != nil {
 		return err.Error()
 	}
+	return decodeStrict(body, dst)
+}
+
+// decodeStrict is readStrict's decoding of a body already read.
+func decodeStrict(body []byte, dst any) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -3,6 +3,8 @@ package admin
 import (
 	"net/http"
 
+	"github.com/modelgate/modelgate/adminapi"
+
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -49,6 +51,16 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET " + MCPReportPath, a.reportCaller(a.fromLedger), false},
 		{"GET " + WorkReportPath, requireCaller(a.serveWork), false},
 		{"GET " + SecretsReportPath, a.reportCaller(a.fromLedger), false},
+		{"GET " + adminapi.SpendLimitsPath, a.spendCaller(a.listSpendLimits), false},
+		{"POST " + adminapi.SpendLimitsPath, a.spendCaller(a.setSpendLimit), false},
+		{"GET " + adminapi.EffectiveLimitsPath, a.spendCaller(a.effectiveLimits), false},
+		{"GET " + adminapi.SpendLimitsPath + "/{id}", a.spendCaller(a.getSpendLimit), false},
+		{"DELETE " + adminapi.SpendLimitsPath + "/{id}", a.spendCaller(a.deleteSpendLimit), false},
+		{"GET " + adminapi.IncreaseRequestsPath, a.spendCaller(a.listIncreaseRequests), false},
+		{"POST " + adminapi.IncreaseRequestsPath, a.spendCaller(a.createIncreaseRequest), false},
+		{"GET " + adminapi.IncreaseRequestsPath + "/{id}", a.spendCaller(a.getIncreaseRequest), false},
+		{"POST " + adminapi.IncreaseRequestsPath + "/{id}/approve", a.spendCaller(a.approveIncreaseRequest), false},
+		{"POST " + adminapi.IncreaseRequestsPath + "/{id}/deny", a.spendCaller(a.denyIncreaseRequest), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -72,6 +84,13 @@ func (a *Handler) routes() *http.ServeMux {
 	m.HandleFunc(SessionsPath+"/{id}/agent_reported", requireCaller(notAllowed("DELETE", "DELETE", false)))
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, WorkReportPath, SecretsReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
+	}
+	// (A method-less pattern under spend_limits/ would conflict with the
+	// effective report's: other methods there get the 404 of "/".)
+	for p, allow := range map[string]string{adminapi.SpendLimitsPath: "GET, POST", adminapi.IncreaseRequestsPath: "GET, POST",
+		adminapi.IncreaseRequestsPath + "/{id}": "GET", adminapi.IncreaseRequestsPath + "/{id}/approve": "POST",
+		adminapi.IncreaseRequestsPath + "/{id}/deny": "POST"} {
+		m.HandleFunc(p, requireCaller(notAllowed(allow, allow, false)))
 	}
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))
 	m.HandleFunc("HEAD "+AuditLogPath, auditNotAllowed)

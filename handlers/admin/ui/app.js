@@ -132,18 +132,57 @@ function stacked(title, days, series, fmt) {
 
 // Views ---------------------------------------------------------------
 
+// askForMore asks the person's approvers for a higher limit of their own
+// (docs/spend-limits-api.md).
+async function askForMore(b) {
+  const amount = window.prompt(`New ${b.period} limit in dollars (now ${dollars(b.amount)})`);
+  if (!amount) return;
+  const cents = Math.round(Number(amount) * 100);
+  if (!(cents > 0)) { say('Give the limit in dollars, e.g. 50', true); return; }
+  const reason = window.prompt('Why (your approvers read this)?') || '';
+  try {
+    await api('/v1/organizations/spend_limit_increase_requests', { method: 'POST', body: { amount: String(cents), period: b.period, reason } });
+    say(`Asked for a ${b.period} limit of ${dollars(cents)}; your approvers were told.`);
+  } catch (e) { say(e.message, true); }
+}
+
+// increaseRequests lists the pending increase requests the caller may see:
+// approvers (admins, group leads) get buttons, a person their own.
+async function increaseRequests() {
+  const pending = await api('/v1/organizations/spend_limit_increase_requests?status[]=pending').catch(() => ({ data: [] }));
+  if (!pending.data.length) return el('div', { id: 'increase-requests' });
+  const resolve = async (r, action) => {
+    try {
+      const body = action === 'approve' ? { amount: r.requested_amount } : {};
+      await api(`/v1/organizations/spend_limit_increase_requests/${encodeURIComponent(r.id)}/${action}`, { method: 'POST', body });
+      say(`${r.actor.user_id}'s request ${action === 'approve' ? 'approved' : 'denied'}.`);
+      show();
+    } catch (e) { say(e.message, true); }
+  };
+  return el('div', { id: 'increase-requests' }, el('h2', {}, 'Spend limit requests'), table(['Person', 'Period', 'Asked', 'Now', 'Spent', 'Reason', ''],
+    pending.data.map((r) => [r.actor.user_id, r.period, dollars(r.requested_amount),
+      r.spend_summary && r.spend_summary.amount ? dollars(r.spend_summary.amount) : '-',
+      r.spend_summary ? dollars(r.spend_summary.period_to_date_spend) : '-', r.reason,
+      r.actor.user_id === me.id ? 'waiting' : el('span', {},
+        el('button', { type: 'button', class: 'plain', 'data-approve': r.id, onclick: () => resolve(r, 'approve') }, 'Approve'), ' ',
+        el('button', { type: 'button', class: 'plain', 'data-deny': r.id, onclick: () => resolve(r, 'deny') }, 'Deny'))]), [2, 3, 4]));
+}
+
 async function overview() {
   const since = monthStart();
   const parts = [el('h2', {}, 'This month (UTC)')];
   const budgets = (me.budgets || []).map((b) => {
     // A budget of $0 admits no paid use: it is full from the start.
     const pct = Number(b.amount) === 0 ? 100 : Math.min(100, (Number(b.spent) / Number(b.amount)) * 100 || 0);
+    const from = b.source && b.source.scope === 'rbac_group' ? ` (group ${b.source.id})` : '';
     return el('div', { class: 'card' },
-      el('div', {}, `${b.scope.replace('_', ' ')} budget, ${b.period}`),
+      el('div', {}, b.scope === 'user' ? `your limit${from}, ${b.period}` : `${b.scope.replace('_', ' ')} ${b.source ? 'limit' : 'budget'}, ${b.period}`),
       el('div', { class: 'big' }, `${dollars(b.spent)} of ${dollars(b.amount)}`),
       el('div', { class: 'bar' + (pct >= 100 ? ' over' : ''), role: 'progressbar', 'aria-valuenow': Math.round(pct), 'aria-valuemin': 0, 'aria-valuemax': 100 },
         el('span', { style: { width: pct + '%' } })),
-      b.resets_at ? el('small', {}, 'resets ' + b.resets_at.replace('T', ' ').replace('Z', ' UTC')) : null);
+      b.remaining !== undefined ? el('small', {}, `${dollars(b.remaining)} left`) : null, ' ',
+      b.resets_at ? el('small', {}, 'resets ' + b.resets_at.replace('T', ' ').replace('Z', ' UTC')) : null,
+      b.scope === 'user' ? el('button', { type: 'button', class: 'plain', 'data-ask': b.period, onclick: () => askForMore(b) }, 'Ask for more') : null);
   });
   const cost = await api(`/v1/organizations/cost_report?starting_at=${since}&group_by[]=description&limit=31`);
   const days = cost.data.map((b) => b.starting_at);
@@ -157,6 +196,7 @@ async function overview() {
   parts.push(el('div', { class: 'cards' },
     el('div', { class: 'card' }, el('div', {}, me.type === 'api_key' && me.role !== 'admin' ? 'Your spend' : 'Spend'), el('div', { class: 'big', id: 'total-spend' }, dollars(total))),
     budgets));
+  parts.push(await increaseRequests());
   parts.push(stacked('Spend per day by model', days, byModel, (v) => dollars(v)));
   const usage = await api(`/v1/organizations/usage_report/messages?starting_at=${since}&limit=31`);
   const tokens = { 'uncached input': [], 'cache read': [], 'cache write': [], output: [] };

@@ -1,0 +1,83 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Past a person's spend limit set to `at_cap downgrade free`, a request
+// for the paid alias is served by the free one, the answer says so, and
+// the record keeps the alias asked for; a downgrade alias whose chain
+// falls back to a paid model is never used (the request is refused), nor
+// is one the key may not use.
+func TestDowngradeAtTheCap(t *testing.T) {
+	var mu sync.Mutex
+	served := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		for _, m := range []string{"paid-up", "free-up", "pricey-up"} {
+			if strings.Contains(string(body), `"`+m+`"`) {
+				served[m]++
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","model":"x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`))
+	}))
+	defer srv.Close()
+	price := "    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n"
+	yaml := "model_list:\n" + kindEntry("paid", "openai/paid-up", srv.URL) + price +
+		kindEntry("free", "openai/free-up", srv.URL) +
+		kindEntry("leaky", "openai/free-up", srv.URL) + kindEntry("pricey", "openai/pricey-up", srv.URL) + price +
+		"router_settings:\n  fallbacks:\n    - leaky: [pricey]\n"
+	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	budgets := policy.NewBudgets(func() ledger.SpendStore { return st.(ledger.SpendStore) }, nil)
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = budgets })
+	set := func(person, to string) {
+		zero := int64(0)
+		if _, err := st.(ledger.SpendLimitStore).PutSpendLimit(context.Background(), ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: person,
+			Period: "monthly", AmountCents: &zero, Downgrade: to}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("bob@example.com", "free")
+	set("carol@example.com", "leaky")
+	if err := budgets.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Role: policy.RoleUser, Runtime: true}
+	rr := post(g, bob, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if rr.Code != 200 || rr.Header().Get(HeaderDowngradedFrom) != "paid" {
+		t.Fatalf("bob past his cap: %d %q %s", rr.Code, rr.Header().Get(HeaderDowngradedFrom), rr.Body)
+	}
+	if recs := obs.Records(); len(recs) != 1 || recs[0].Alias != "free" || recs[0].DowngradedFrom != "paid" || recs[0].CostPicoUSD != 0 {
+		t.Errorf("bob's record: %+v", recs)
+	}
+	carol := &policy.Identity{KeyID: "apikey_carol", Owner: "carol@example.com", Role: policy.RoleUser, Runtime: true}
+	if rr := post(g, carol, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
+		t.Errorf("carol's downgrade falls back to a paid model: %d %s", rr.Code, rr.Body)
+	}
+	limited := &policy.Identity{KeyID: "apikey_bob2", Owner: "bob@example.com", Role: policy.RoleUser, Runtime: true, Models: map[string]struct{}{"paid": {}}}
+	if rr := post(g, limited, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
+		t.Errorf("a key that may not use the downgrade alias: %d %s", rr.Code, rr.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if served["paid-up"] != 0 || served["pricey-up"] != 0 || served["free-up"] != 1 {
+		t.Errorf("upstream calls %v; want one to the free model only", served)
+	}
+}

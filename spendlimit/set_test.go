@@ -1,0 +1,68 @@
+package spendlimit
+
+import (
+	"testing"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+func cents(n int64) *int64 { return &n }
+
+// A person's own limit is the one set for them, else their first group's
+// per-member default, else their group rule's budget; an explicit no-limit
+// override exempts them. Pools, the organization and the key add limits
+// of their own.
+func TestPersonLimitPrecedence(t *testing.T) {
+	set := NewSet([]ledger.SpendLimit{
+		{ID: "spl_org", Scope: ledger.ScopeOrganization, ScopeID: ledger.OrganizationID, Period: "monthly", AmountCents: cents(100000)},
+		{ID: "spl_eng", Scope: ledger.ScopeGroup, ScopeID: "eng", Period: "monthly", AmountCents: cents(5000)},
+		{ID: "spl_ops", Scope: ledger.ScopeGroup, ScopeID: "ops", Period: "monthly", AmountCents: cents(7000)},
+		{ID: "spl_pool", Scope: ledger.ScopeGroupPool, ScopeID: "eng", Period: "weekly", AmountCents: cents(20000)},
+		{ID: "spl_bob", Scope: ledger.ScopeUser, ScopeID: "bob", Period: "monthly", AmountCents: cents(9000), Downgrade: "local"},
+		{ID: "spl_vip", Scope: ledger.ScopeUser, ScopeID: "vip", Period: "monthly"},
+		{ID: "spl_key", Scope: ledger.ScopeKey, ScopeID: "apikey_1", Period: "daily", AmountCents: cents(300)},
+	})
+	def := &ledger.PersonBudget{Cents: 200, Period: "daily"}
+	for _, c := range []struct {
+		name   string
+		caller Caller
+		want   map[string]Applied // by period+scope
+	}{
+		{"own limit", Caller{Person: "bob", Groups: "eng", KeyID: "apikey_1", Default: def}, map[string]Applied{
+			"monthly organization": {Cents: 100000, SourceScope: ledger.ScopeOrganization, LimitID: "spl_org"},
+			"monthly user":         {Cents: 9000, SourceScope: ledger.ScopeUser, LimitID: "spl_bob", Downgrade: "local"},
+			"weekly rbac_group":    {Cents: 20000, SourceScope: ledger.ScopeGroupPool, LimitID: "spl_pool"},
+			"daily api_key":        {Cents: 300, SourceScope: ledger.ScopeKey, LimitID: "spl_key"},
+			"daily user":           {Cents: 200, SourceScope: ledger.ScopeGroup},
+		}},
+		{"first group's default", Caller{Person: "carol", Groups: "ops\neng"}, map[string]Applied{
+			"monthly organization": {Cents: 100000, SourceScope: ledger.ScopeOrganization, LimitID: "spl_org"},
+			"monthly user":         {Cents: 7000, SourceScope: ledger.ScopeGroup, LimitID: "spl_ops"},
+			"weekly rbac_group":    {Cents: 20000, SourceScope: ledger.ScopeGroupPool, LimitID: "spl_pool"},
+		}},
+		{"exempt", Caller{Person: "vip", Groups: "eng"}, map[string]Applied{
+			"monthly organization": {Cents: 100000, SourceScope: ledger.ScopeOrganization, LimitID: "spl_org"},
+			"weekly rbac_group":    {Cents: 20000, SourceScope: ledger.ScopeGroupPool, LimitID: "spl_pool"},
+		}},
+		{"key of no one", Caller{KeyID: "apikey_2", Default: def}, map[string]Applied{
+			"monthly organization": {Cents: 100000, SourceScope: ledger.ScopeOrganization, LimitID: "spl_org"},
+		}},
+	} {
+		got := set.Append(nil, c.caller)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %d limits apply, want %d: %+v", c.name, len(got), len(c.want), got)
+			continue
+		}
+		for _, a := range got {
+			w, ok := c.want[a.Period+" "+a.Scope]
+			if !ok || a.Cents != w.Cents || a.SourceScope != w.SourceScope || a.LimitID != w.LimitID || a.Downgrade != w.Downgrade {
+				t.Errorf("%s: %+v; want %+v", c.name, a, w)
+			}
+		}
+	}
+	// With no stored limit, a group rule's budget still applies.
+	var none *Set
+	if got := none.Append(nil, Caller{Person: "dan", Groups: "eng", Default: &ledger.PersonBudget{Cents: 5}}); len(got) != 1 || got[0].Period != "total" || got[0].ScopeID != "dan" {
+		t.Errorf("no stored limits, a total group budget: %+v", got)
+	}
+}
