@@ -66,6 +66,10 @@ type App struct {
 	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
+	// MCPApprovals is where MCP tool calls that need a person's approval
+	// are announced, and their default wait.
+	MCPApprovals *MCPApprovalsConfig `json:"mcp_approvals,omitempty"`
+
 	// Limits is where rate limits are counted: "redis" with a URL shares
 	// them between instances; default: in each process.
 	Limits *LimitsBackend `json:"limits,omitempty"`
@@ -185,6 +189,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.alerter.Names = a.controls.RuntimeName
 		a.budgets.Alert = a.alerter.Notify
 		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
+	}
+	if err := a.MCPApprovals.provision(); err != nil {
+		return err
 	}
 	switch a.Durability {
 	case "", "async", "sync":
@@ -584,6 +591,12 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			if !d.AllArgs(&a.AlertsWebhook) {
 				return nil, d.Err("alerts_webhook: give the chat's incoming webhook URL, e.g. alerts_webhook {env.CHAT_WEBHOOK_URL}")
 			}
+		case "mcp_approvals":
+			c, err := parseMCPApprovals(d)
+			if err != nil {
+				return nil, err
+			}
+			a.MCPApprovals = c
 		case "limits":
 			args := d.RemainingArgs()
 			switch {

@@ -134,6 +134,9 @@ type LimitsConfig struct {
 	RPM                int64  `json:"rpm,omitempty"`
 	TPM                int64  `json:"tpm,omitempty"`
 	MaxParallel        int64  `json:"max_parallel,omitempty"`
+	// MCPApproval adds MCP servers ("server") or tools ("server/tool")
+	// whose calls wait for a person's approval (docs/mcp-approvals.md).
+	MCPApproval []string `json:"mcp_approval,omitempty"`
 }
 
 func (l *LimitsConfig) ledger(models []string) ledger.Limits {
@@ -141,7 +144,7 @@ func (l *LimitsConfig) ledger(models []string) ledger.Limits {
 		return ledger.Limits{Models: models}
 	}
 	return ledger.Limits{Models: models, BudgetCents: l.BudgetCents, BudgetPeriod: l.BudgetPeriod, SoftBudgetCents: l.SoftBudgetCents,
-		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
+		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel, MCPApproval: l.MCPApproval}
 }
 
 // validate bounds the amounts of a JSON config, which does not pass
@@ -217,6 +220,10 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		l.TPM, err = count()
 	case "max_parallel":
 		l.MaxParallel, err = count()
+	case "mcp_approval":
+		if l.MCPApproval = d.RemainingArgs(); len(l.MCPApproval) == 0 {
+			err = d.Err("mcp_approval: list at least one MCP server or server/tool whose calls need approval, e.g. mcp_approval prod github/merge_pull_request")
+		}
 	default:
 		return false, nil
 	}

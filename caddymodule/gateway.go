@@ -20,6 +20,7 @@ import (
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
+	"github.com/modelgate/modelgate/mcp/approval"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/telemetry"
@@ -81,6 +82,9 @@ type Gateway struct {
 	metrics *metrics
 	// otlp exports the OTLP metrics; nil unless the OTEL_* variables ask.
 	otlp *telemetry.Metrics
+	// approvalLinks serves the links of MCP approval requests; nil
+	// without mcp_servers.
+	approvalLinks http.Handler
 	// holdsStates records that Provision took a reference on the pooled
 	// deployment states, so Cleanup releases exactly that one.
 	holdsStates bool
@@ -161,7 +165,9 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			MaxRequestBody: g.MaxRequestBody,
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
 			Admit:          mcpAdmit(g.app),
+			Approvals:      mcpApprovals(g.app),
 		})
+		g.approvalLinks = approvalLinks(g.app)
 		g.app.onStart = append(g.app.onStart, g.mcp.Start)
 	}
 	return nil
@@ -234,6 +240,10 @@ func captureContent(getenv func(string) string) bool {
 
 // ServeHTTP answers the gateway's endpoints and passes every other path on.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if g.approvalLinks != nil && approval.Owns(r.URL.Path) {
+		g.approvalLinks.ServeHTTP(w, r)
+		return nil
+	}
 	if g.mcp != nil && mcp.Handles(r.URL.Path) {
 		if policy.IdentityFrom(r.Context()) == nil {
 			if !g.InsecureNoAuth {

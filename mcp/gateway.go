@@ -67,6 +67,9 @@ type Options struct {
 	// Admit is asked before each tool call (the key's rpm limit); an error
 	// refuses the call with that message. Nil admits every call.
 	Admit func(ctx context.Context, id *policy.Identity) error
+	// Approvals configure the calls that wait for a person's approval
+	// (require_approval, mcp_approval); nil refuses such calls.
+	Approvals *Approvals
 }
 
 // Gateway serves the MCP endpoints. Close stops its upstream sessions and

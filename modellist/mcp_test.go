@@ -69,3 +69,28 @@ func TestMCPServersErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPRequireApproval(t *testing.T) {
+	c, _, err := Parse([]byte(mcpBase+`mcp_servers:
+  all: {url: http://x, require_approval: true, approval_timeout: 30s}
+  some: {url: http://y, require_approval: [deploy]}
+  none: {url: http://z, require_approval: false}
+`), "m.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, some, none := c.MCPServers[0], c.MCPServers[1], c.MCPServers[2]
+	if !all.NeedsApproval("anything") || all.ApprovalTimeout.Seconds() != 30 {
+		t.Errorf("all: %+v", all)
+	}
+	if !some.NeedsApproval("deploy") || some.NeedsApproval("read") || some.ApprovalTimeout != 0 {
+		t.Errorf("some: %+v", some)
+	}
+	if none.NeedsApproval("deploy") {
+		t.Errorf("none: %+v", none)
+	}
+	_, _, err = Parse([]byte(mcpBase+"mcp_servers:\n  a: {url: http://x, require_approval: yes please}\n"), "m.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers.a: require_approval: must be true") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -169,13 +169,19 @@ func IsBrowserRoot(r *http.Request) bool {
 }
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe and the liveness/readiness checks.
+// reachability probe, the liveness/readiness checks, the dashboard's page
+// and MCP approval links.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
 	case "/":
 		return r.Method == http.MethodHead
+	}
+	// An MCP approval's link (mcp/approval): its signed token is the
+	// credential.
+	if strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
+		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
 	}
 	// The dashboard's page and assets: it signs in itself.
 	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
