@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +14,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/internal/testbin"
@@ -224,4 +228,141 @@ mcp_servers:
 	if ok != 1 || refused != 2 {
 		t.Errorf("ledger: %d ok and %d refused probe calls, want 1 and 2", ok, refused)
 	}
+}
+
+// TestMCPApprovalCLI: a key's own mcp_approval makes a tool its server
+// does not guard wait for approval (another key calls it at once); the
+// pending call is listed and approved with `caddy modelgate approvals`,
+// a second approve of it is refused, a denial is an MCP error; each
+// decision is in the audit log and the MCP report counts them.
+func TestMCPApprovalCLI(t *testing.T) {
+	var ran atomic.Int64
+	probe := countingProbe(t, &ran)
+	g := startGateway(t, gatewayConfig{
+		authExtra: "key {env.CAROL_KEY} {\n\t\t\tid carol\n\t\t\tmcp_approval internal/" + probeTool + "\n\t\t}",
+		env:       []string{"CAROL_KEY=sk-test-carol-0123456789"},
+		models: fmt.Sprintf(`model_list:
+  - model_name: echo
+    proxy_params: {model: echo/echo}
+mcp_servers:
+  internal:
+    url: %s
+`, probe.URL)})
+	connectKey := func(key string) *sdk.ClientSession {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: g.base + "/mcp",
+			HTTPClient: &http.Client{Transport: bearerTransport(key)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	call := func(cs *sdk.ClientSession, word string) chan error {
+		ch := make(chan error, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "internal-" + probeTool, Arguments: map[string]any{"word": word}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error %+v", res.Content)
+			}
+			ch <- err
+		}()
+		return ch
+	}
+	// Alice's key has no mcp_approval: her call runs at once.
+	if err := <-call(connectKey(aliceKey), "kiwi"); err != nil || ran.Load() != 1 {
+		t.Fatalf("alice's call: %v, ran %d", err, ran.Load())
+	}
+	carol := connectKey("sk-test-carol-0123456789")
+	env := []string{"MODELGATE_ADMIN_KEY=" + adminKey}
+	cli := func(args ...string) (string, error) {
+		out, stderr, err := caddyCmd(t, env, append([]string{"modelgate", "--gateway", g.base}, args...)...)
+		if err != nil {
+			return out + stderr, err
+		}
+		return out, nil
+	}
+	pending := func() []admincliApproval {
+		var list []admincliApproval
+		testwait.Until(func() bool {
+			out, err := cli("approvals", "list", "--json")
+			if err != nil {
+				t.Fatalf("approvals list: %v %s", err, out)
+			}
+			_ = json.Unmarshal([]byte(out), &list)
+			return len(list) > 0
+		})
+		return list
+	}
+
+	first := call(carol, "kiwi")
+	list := pending()
+	if len(list) != 1 || list[0].APIKeyID != "carol" || list[0].Tool != probeTool || list[0].Arguments != `{"word":"kiwi"}` || list[0].State != "pending" {
+		t.Fatalf("pending %+v", list)
+	}
+	if out, err := cli("approvals", "approve", list[0].ID); err != nil || !strings.Contains(out, "approved") {
+		t.Fatalf("approve: %v %s", err, out)
+	}
+	if err := <-first; err != nil || ran.Load() != 2 {
+		t.Fatalf("approved call: %v, ran %d", err, ran.Load())
+	}
+	if out, err := cli("approvals", "approve", list[0].ID); err == nil || !strings.Contains(out, "409") || !strings.Contains(out, "consumed") {
+		t.Fatalf("approving twice: %v %s", err, out)
+	}
+
+	second := call(carol, "fig")
+	list = pending()
+	if out, err := cli("approvals", "deny", list[0].ID); err != nil || !strings.Contains(out, "denied") {
+		t.Fatalf("deny: %v %s", err, out)
+	}
+	var rpcErr *jsonrpc.Error
+	if err := <-second; !errors.As(err, &rpcErr) || rpcErr.Code != -32030 || !strings.Contains(err.Error(), `tool "`+probeTool+`"`) || ran.Load() != 2 {
+		t.Fatalf("denied call: %v, ran %d", err, ran.Load())
+	}
+
+	code, _, body := g.do(t, "GET", "/v1/organizations/audit_log?limit=100", adminKey, "")
+	if code != http.StatusOK {
+		t.Fatalf("audit log: %d %s", code, body)
+	}
+	for _, action := range []string{"mcp.approval.request", "mcp.approval.approved", "mcp.approval.consumed", "mcp.approval.denied"} {
+		if !strings.Contains(string(body), `"`+action+`"`) {
+			t.Errorf("the audit log lacks %s: %s", action, body)
+		}
+	}
+	start := time.Now().UTC().Truncate(24 * time.Hour).Format(time.RFC3339)
+	var report ledger.MCPReportPage
+	testwait.Until(func() bool {
+		code, _, body = g.do(t, "GET", "/v1/organizations/usage_report/mcp?starting_at="+start+"&group_by[]=api_key_id", adminKey, "")
+		report = ledger.MCPReportPage{}
+		_ = json.Unmarshal(body, &report)
+		for _, b := range report.Data {
+			for _, r := range b.Results {
+				if r.APIKeyID != nil && *r.APIKeyID == "carol" && r.Approved == 1 && r.ApprovalDenied == 1 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if !strings.Contains(string(body), `"approved":1`) || !strings.Contains(string(body), `"approval_denied":1`) {
+		t.Fatalf("MCP report: %d %s", code, body)
+	}
+}
+
+// admincliApproval is what `approvals list --json` prints.
+type admincliApproval struct {
+	ID        string `json:"id"`
+	APIKeyID  string `json:"api_key_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	State     string `json:"state"`
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }

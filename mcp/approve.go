@@ -121,6 +121,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	a := ledger.MCPApproval{CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(), KeyID: id.KeyID, Person: id.Person, Workspace: id.Workspace,
 		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: shownArgs(args), PolicyVersion: version, State: ledger.ApprovalPending}
 	a.ID, a.Secret = approval.NewID()
+	c.Approval = a.ID
 	approval.Bind(&a)
 	d := &approval.Decider{Store: store, Audit: opts.Audit}
 	// The row outlives the client: a cancelled wait still marks it.

@@ -49,6 +49,9 @@ type Call struct {
 	Outcome   Outcome
 	// Bytes is the size of the arguments plus the result as JSON.
 	Bytes int64
+	// Approval is the id of the approval the call needed (apr_…), ""
+	// when it needed none.
+	Approval string
 }
 
 // Options configure a Gateway.

@@ -32,8 +32,10 @@ func (o Outcome) Ledger() (ledger.Outcome, int) {
 	switch o {
 	case OutcomeOK, OutcomeToolError:
 		return ledger.OutcomeOK, http.StatusOK
-	case OutcomeDenied, OutcomeLimited, OutcomeApprovalDenied, OutcomeApprovalTimeout:
+	case OutcomeDenied, OutcomeLimited, OutcomeApprovalDenied:
 		return ledger.OutcomeRefused, http.StatusForbidden
+	case OutcomeApprovalTimeout:
+		return ledger.OutcomeRefused, http.StatusRequestTimeout
 	}
 	return ledger.OutcomeError, http.StatusBadGateway
 }

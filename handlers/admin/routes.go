@@ -3,6 +3,7 @@ package admin
 import (
 	"net/http"
 
+	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -47,6 +48,9 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET /v1/organizations/usage_report/claude_code", a.reportCaller(a.claudeCode), false},
 		{"GET " + AuditLogPath, requireCaller(a.auditLog), false},
 		{"GET " + MCPReportPath, a.reportCaller(a.fromLedger), false},
+		{"GET " + adminapi.MCPApprovalsPath, a.listApprovals, false},
+		{"POST " + adminapi.MCPApprovalsPath + "/{id}/approve", a.decideApproval(true), false},
+		{"POST " + adminapi.MCPApprovalsPath + "/{id}/deny", a.decideApproval(false), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -74,6 +78,10 @@ func (a *Handler) routes() *http.ServeMux {
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))
 	m.HandleFunc("HEAD "+AuditLogPath, auditNotAllowed)
 	m.HandleFunc(AuditLogPath, auditNotAllowed)
+	m.HandleFunc(adminapi.MCPApprovalsPath, requireCaller(notAllowed("GET", "GET", false)))
+	for _, verb := range []string{"approve", "deny"} {
+		m.HandleFunc(adminapi.MCPApprovalsPath+"/{id}/"+verb, requireCaller(notAllowed("POST", "POST", false)))
+	}
 	m.HandleFunc("/", noEndpoint)
 	return m
 }
