@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -248,17 +250,9 @@ mcp_servers:
   internal:
     url: %s
 `, probe.URL)})
-	connectKey := func(key string) *sdk.ClientSession {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: g.base + "/mcp",
-			HTTPClient: &http.Client{Transport: bearerTransport(key)}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
+	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	connectKey := func(key string) *sdk.ClientSession { return mcpConnect(cctx, t, g.base+"/mcp", key) }
 	call := func(cs *sdk.ClientSession, word string) chan error {
 		ch := make(chan error, 1)
 		go func() {
@@ -359,10 +353,52 @@ type admincliApproval struct {
 	State     string `json:"state"`
 }
 
-type bearerTransport string
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
+// TestDashboardApprovals: the dashboard's Approvals view lists a waiting
+// MCP call with its arguments, and its Approve button, in a real browser,
+// runs the call.
+func TestDashboardApprovals(t *testing.T) {
+	ctx, problems := browser(t)
+	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpEchoServer("internal") }, nil))
+	t.Cleanup(up.Close)
+	g := startGateway(t, gatewayConfig{models: fmt.Sprintf("model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\nmcp_servers:\n  internal:\n    url: %s/mcp\n    require_approval: true\n", up.URL)})
+	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs := mcpConnect(cctx, t, g.base+"/mcp", aliceKey)
+	mcpWaitTools(cctx, t, cs, "internal-echo")
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "internal-echo", Arguments: map[string]any{"text": "deploy prod"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- res.Content[0].(*sdk.TextContent).Text
+	}()
+	// The call is pending before the page opens: the view lists it at once.
+	if !testwait.Until(func() bool {
+		_, _, body := g.do(t, "GET", "/v1/organizations/mcp_approvals?state=pending", adminKey, "")
+		return strings.Contains(string(body), "deploy prod")
+	}) {
+		t.Fatal("the call never became a pending approval")
+	}
+	var text string
+	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#approvals"), chromedp.WaitVisible("#key", chromedp.ByID),
+		chromedp.SendKeys("#key", adminKey+kb.Enter, chromedp.ByID), chromedp.WaitVisible("#approvals-pending button.approve", chromedp.ByQuery),
+		chromedp.Text("#approvals-pending", &text, chromedp.ByID), chromedp.Click("#approvals-pending button.approve", chromedp.ByQuery)); err != nil {
+		t.Fatalf("%v: problems %v", err, problems())
+	}
+	if !strings.Contains(text, "internal/echo") || !strings.Contains(text, `{"text":"deploy prod"}`) || !strings.Contains(text, "alice") {
+		t.Fatalf("approvals view: %q", text)
+	}
+	select {
+	case got := <-done:
+		if got != "internal:deploy prod" {
+			t.Fatalf("call after the dashboard's approval: %q", got)
+		}
+	case <-time.After(testwait.Bound):
+		t.Fatal("the call still waits after Approve was clicked")
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("browser problems: %v", p)
+	}
 }
