@@ -166,6 +166,9 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
 			Admit:          mcpAdmit(g.app),
 			Approvals:      mcpApprovals(g.app),
+			ToolSearch: func(id *policy.Identity) bool {
+				return id.Limits.MCPToolSearch || g.app.Controls().WorkspaceLimits(id.Workspace).MCPToolSearch
+			},
 		})
 		g.approvalLinks = approvalLinks(g.app)
 		g.app.onStart = append(g.app.onStart, g.mcp.Start)
