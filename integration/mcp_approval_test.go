@@ -402,3 +402,66 @@ func TestDashboardApprovals(t *testing.T) {
 		t.Errorf("browser problems: %v", p)
 	}
 }
+
+// TestMCPApprovalTwoInstances: over a PostgreSQL ledger, a workspace made
+// on instance a with mcp_tool_search and mcp_approval gives its key, on
+// instance b, the small tool list; a call through mcp_tool_call waits on
+// b, and an approval made through a's admin API reaches it within about
+// a second.
+func TestMCPApprovalTwoInstances(t *testing.T) {
+	a, b := mcpTwoInstances(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, bad := range []string{`"internal"`, `["bad entry"]`} {
+		if status, _, out := a.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"x","mcp_approval":`+bad+`}`); status != 400 || !strings.Contains(string(out), "mcp_approval") {
+			t.Errorf("mcp_approval %s: %d %s", bad, status, out)
+		}
+	}
+	status, _, out := a.do(t, "POST", "/v1/organizations/workspaces", adminKey, `{"name":"guarded","mcp_approval":["internal/`+probeTool+`"],"mcp_tool_search":true}`)
+	var ws struct {
+		ID string `json:"id"`
+	}
+	if status != 200 || json.Unmarshal(out, &ws) != nil || !strings.Contains(string(out), `"mcp_tool_search":true`) {
+		t.Fatalf("create workspace: %d %s", status, out)
+	}
+	k := createKey(t, a, `{"name":"agent","workspace_id":"`+ws.ID+`"}`)
+	cs := mcpSessionWith(ctx, t, b, k.Value, "mcp_tool_call", "mcp_tool_search")
+	found := mcpCallText(ctx, t, cs, "mcp_tool_search", map[string]any{"query": "probe"})
+	if !strings.Contains(found, `"name":"internal-`+probeTool+`"`) {
+		t.Fatalf("search: %s", found)
+	}
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "mcp_tool_call", Arguments: map[string]any{"name": "internal-" + probeTool, "arguments": map[string]any{"word": "kiwi"}}})
+		if err != nil || len(res.Content) == 0 {
+			done <- fmt.Sprint(res, err)
+			return
+		}
+		done <- res.Content[0].(*sdk.TextContent).Text
+	}()
+	var pending []admincliApproval
+	testwait.Until(func() bool {
+		_, _, body := a.do(t, "GET", "/v1/organizations/mcp_approvals?state=pending", adminKey, "")
+		var list struct{ Data []admincliApproval }
+		_ = json.Unmarshal(body, &list)
+		pending = list.Data
+		return len(pending) == 1
+	})
+	if len(pending) != 1 || pending[0].Arguments != `{"word":"kiwi"}` {
+		t.Fatalf("pending on a: %+v", pending)
+	}
+	start := time.Now()
+	if status, _, out := a.do(t, "POST", "/v1/organizations/mcp_approvals/"+pending[0].ID+"/approve", adminKey, ""); status != 200 {
+		t.Fatalf("approve on a: %d %s", status, out)
+	}
+	select {
+	case got := <-done:
+		took := time.Since(start)
+		if got != probeAnswer || took > 1500*time.Millisecond {
+			t.Fatalf("the call on b: %q after %s", got, took)
+		}
+		t.Logf("b ran the call %s after a's approval", took)
+	case <-ctx.Done():
+		t.Fatal("the call on b still waits")
+	}
+}
