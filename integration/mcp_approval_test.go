@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -463,5 +464,92 @@ func TestMCPApprovalTwoInstances(t *testing.T) {
 		t.Logf("b ran the call %s after a's approval", took)
 	case <-ctx.Done():
 		t.Fatal("the call on b still waits")
+	}
+}
+
+// TestMCPToolSearchClaudeCode: Claude Code on a key with mcp_tool_search
+// is offered the gateway's two tools instead of the probe server's; the
+// model finds the probe with mcp_tool_search and calls it through
+// mcp_tool_call, and its answer comes back.
+func TestMCPToolSearchClaudeCode(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	const searchKey = "sk-test-search-0123456789"
+	// The model searches, then calls what the search found, then answers.
+	var last atomic.Value
+	last.Store("")
+	script := &scriptedBackend{
+		pick: func(tools []string) (string, string) {
+			want, args := "__mcp_tool_search", `{"query":"probe word"}`
+			if strings.Contains(last.Load().(string), `"name":"internal-`+probeTool+`"`) {
+				want, args = "__mcp_tool_call", `{"name":"internal-`+probeTool+`","arguments":{"word":"kiwi"}}`
+			}
+			for _, name := range tools {
+				if strings.HasSuffix(name, want) {
+					return name, args
+				}
+			}
+			return "", ""
+		},
+		more: func(result string) bool {
+			last.Store(result)
+			return !strings.Contains(result, probeAnswer)
+		},
+	}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	probe := probeServer(t)
+	g := startGateway(t, gatewayConfig{
+		authExtra: "key {env.SEARCH_KEY} {\n\t\t\tid searcher\n\t\t\tmcp_tool_search\n\t\t}",
+		env:       []string{"SEARCH_KEY=" + searchKey},
+		models: fmt.Sprintf(`model_list:
+  - model_name: coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+model_aliases:
+  "claude-*": coder
+mcp_servers:
+  internal:
+    url: %s
+`, up.URL, upstreamKey, probe.URL)})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers":{"gw":{"type":"http","url":"%s/mcp","headers":{"Authorization":"Bearer %s"}}}}`, g.base, searchKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runClaude(t, claude, claudeRun{
+		prompt: "Find the gateway probe tool and call it with the word kiwi, then say you are done.",
+		dir:    dir,
+		env:    []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=coder"},
+		args:   []string{"--mcp-config", cfg, "--strict-mcp-config", "--allowedTools", "mcp__gw__mcp_tool_search,mcp__gw__mcp_tool_call"},
+	})
+	if !strings.Contains(res.Result, finalReply) {
+		t.Errorf("result %q lacks the backend's final text", res.Result)
+	}
+	var offered []string
+	var answered bool
+	for _, c := range script.requests() {
+		for _, name := range c.req.toolNames() {
+			if strings.HasPrefix(name, "mcp__") && !slices.Contains(offered, name) {
+				offered = append(offered, name)
+			}
+		}
+		if _, content, ok := c.req.toolResult(); ok && strings.Contains(content, probeAnswer) {
+			answered = true
+		}
+	}
+	slices.Sort(offered)
+	if strings.Join(offered, ",") != "mcp__gw__mcp_tool_call,mcp__gw__mcp_tool_search" || !answered {
+		t.Fatalf("MCP tools offered to the model %v; the probe's answer came back: %v", offered, answered)
+	}
+	n := 0
+	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP && r.UpstreamModel == probeTool && r.KeyID == "searcher" && r.Outcome == ledger.OutcomeOK {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("ledger: %d probe calls by the searcher, want 1", n)
 	}
 }
