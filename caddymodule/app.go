@@ -312,6 +312,9 @@ func (a *App) Start() error {
 	if rp, ok := shared.store.(ledger.RecordPurger); ok && a.Retention > 0 {
 		go a.purgeEvery("usage records past retention", time.Duration(a.Retention), rp.PurgeRecords, a.purgeStop)
 	}
+	if ap, ok := shared.store.(ledger.MCPApprovalPurger); ok && a.Retention > 0 {
+		go a.purgeEvery("MCP approvals past retention", time.Duration(a.Retention), ap.PurgeMCPApprovals, a.purgeStop)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopPoll = cancel
 	logger := a.logger

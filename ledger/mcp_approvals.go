@@ -168,6 +168,12 @@ func (s *sqlStore) MCPApprovals(ctx context.Context, state string, limit int) ([
 	return out, rows.Err()
 }
 
+// MCPApprovalPurger deletes old approvals (with the app's retention; the
+// audit log keeps every decision).
+type MCPApprovalPurger interface {
+	PurgeMCPApprovals(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
 // PurgeMCPApprovals deletes approvals created before cutoff.
 func (s *sqlStore) PurgeMCPApprovals(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_approvals WHERE created_us < `+s.d.placeholder(1), cutoff.UnixMicro())

@@ -78,8 +78,8 @@ func (g *Gateway) approvalRule(id *policy.Identity, u *upstream, tool string) (v
 		return "", false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%s\x00%s\x00%s", server, strings.Join(u.cfg.RequireApproval, ","), g.approvalTimeout(u),
-		strings.Join(id.Limits.MCPApproval, ","), strings.Join(ws, ","))
+	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", server, strings.Join(u.cfg.RequireApproval, ","), g.approvalTimeout(u),
+		strings.Join(id.Limits.MCPApproval, ","), strings.Join(ws, ","), u.cfg.ApprovalFrom)
 	return hex.EncodeToString(h.Sum(nil))[:16], true
 }
 
@@ -103,7 +103,7 @@ func (g *Gateway) approvalTimeout(u *upstream) time.Duration {
 // JSON-RPC error naming the tool and why, c.Outcome set). The approval is
 // bound to the caller, server, tool, the arguments' hash, the rule's
 // version and the expiry, and consumed by this call alone.
-func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args []byte, version string, ss *sdk.ServerSession, c *Call) error {
+func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args []byte, version string, ss *sdk.ServerSession, progress any, c *Call) error {
 	refuse := func(o Outcome, code int64, format string, a ...any) error {
 		c.Outcome = o
 		return rpcError(code, "tool %q of MCP server %q: "+format, append([]any{tool, u.cfg.Name}, a...)...)
@@ -134,7 +134,15 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	wake := make(chan struct{}, 1)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go g.askApprover(wctx, opts, d, a, id, ss, wake)
+	asked := ss
+	if u.cfg.ApprovalFrom == "team" {
+		asked = nil // never the calling client: it may be the agent itself
+	}
+	go g.askApprover(wctx, opts, d, a, id, asked, wake)
+	waiting := waitProgress(ss, progress, a, timeout)
+	waiting(ctx)
+	beat := time.NewTicker(progressBeat)
+	defer beat.Stop()
 
 	poll := opts.Poll
 	if poll <= 0 {
@@ -157,6 +165,9 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 			}
 		case <-wake:
 		case <-tick.C:
+		case <-beat.C:
+			waiting(ctx)
+			continue
 		}
 		got, ok, err := store.MCPApprovalByID(bg, a.ID)
 		if err != nil || !ok {
@@ -176,6 +187,24 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 		case ledger.ApprovalExpired, ledger.ApprovalConsumed:
 			return refuse(OutcomeApprovalTimeout, codeApprovalTimeout, "approval %s is %s; call again for a new one", a.ID, got.State)
 		}
+	}
+}
+
+// progressBeat is how often a waiting call that asked for progress is
+// told it still waits: clients that reset their timeout on progress keep
+// waiting, and show why.
+const progressBeat = 10 * time.Second
+
+// waitProgress returns what tells the client that its call waits for
+// approval a, as progress notifications under its token; nothing when it
+// asked for none.
+func waitProgress(ss *sdk.ServerSession, token any, a ledger.MCPApproval, timeout time.Duration) func(context.Context) {
+	if ss == nil || token == nil {
+		return func(context.Context) {}
+	}
+	return func(ctx context.Context) {
+		_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: time.Since(a.CreatedAt).Seconds(), Total: timeout.Seconds(),
+			Message: fmt.Sprintf("waiting for a person to approve %s/%s (approval %s, until %s)", a.Server, a.Tool, a.ID, a.ExpiresAt.Format("15:04:05 UTC"))})
 	}
 }
 

@@ -117,7 +117,7 @@ func sqliteApprovals(t *testing.T) ledger.MCPApprovalStore {
 
 // newApprovalRig serves the upstream's echo tool, which needs approval,
 // with the chat links mounted where the public URL points.
-func newApprovalRig(t *testing.T, store ledger.MCPApprovalStore, timeout time.Duration) *approvalRig {
+func newApprovalRig(t *testing.T, store ledger.MCPApprovalStore, timeout time.Duration, edit ...func(*modellist.MCPServer)) *approvalRig {
 	up := upstreamServer(t, "tok")
 	r := &approvalRig{store: store, obs: &recObs{}}
 	var hook string
@@ -125,8 +125,12 @@ func newApprovalRig(t *testing.T, store ledger.MCPApprovalStore, timeout time.Du
 	mux := http.NewServeMux()
 	r.gw = httptest.NewServer(mux)
 	t.Cleanup(r.gw.Close)
-	r.g = New(Options{Observer: r.obs, Servers: []*modellist.MCPServer{{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL,
-		Headers: map[string]string{"Authorization": "Bearer tok"}, RequireApproval: []string{"echo"}, ApprovalTimeout: timeout}},
+	server := &modellist.MCPServer{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL,
+		Headers: map[string]string{"Authorization": "Bearer tok"}, RequireApproval: []string{"echo"}, ApprovalTimeout: timeout}
+	for _, e := range edit {
+		e(server)
+	}
+	r.g = New(Options{Observer: r.obs, Servers: []*modellist.MCPServer{server},
 		Approvals: &Approvals{Store: func() ledger.MCPApprovalStore { return store }, Webhook: hook, PublicURL: r.gw.URL, Poll: 50 * time.Millisecond}})
 	r.g.Start()
 	t.Cleanup(r.g.Close)
@@ -345,5 +349,50 @@ func TestApprovalAcrossInstances(t *testing.T) {
 	}
 	if _, err := d.Decide(context.Background(), pending[0].ID, true, "bob", approval.ViaAdmin, ""); !errors.Is(err, ledger.ErrApprovalDecided) {
 		t.Fatalf("deciding twice: %v", err)
+	}
+}
+
+// TestApprovalFromTeam: with approval_from: team the calling client is
+// never asked, though it could be; the chat is. A call that asked for
+// progress is told at once that it waits for approval.
+func TestApprovalFromTeam(t *testing.T) {
+	r := newApprovalRig(t, sqliteApprovals(t), time.Minute, func(s *modellist.MCPServer) { s.ApprovalFrom = "team" })
+	progress := make(chan string, 8)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			t.Error("the calling client was asked under approval_from: team")
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) { progress <- req.Params.Message },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: r.gw.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{"alice"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	waitTools(t, cs, 2)
+	done := make(chan callResult, 1)
+	go func() {
+		p := &sdk.CallToolParams{Name: "internal-echo", Arguments: map[string]any{"text": "hi"}}
+		p.SetProgressToken("tok-1")
+		res, err := cs.CallTool(ctx, p)
+		done <- callResult{res, err}
+	}()
+	approve, _ := links(t, r.chat.next(t))
+	select {
+	case msg := <-progress:
+		if !strings.Contains(msg, "waiting for a person to approve internal/echo") {
+			t.Errorf("progress %q", msg)
+		}
+	case <-ctx.Done():
+		t.Fatal("no progress while waiting")
+	}
+	if code, _ := click(t, approve); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	if got := <-done; got.err != nil || got.res.Content[0].(*sdk.TextContent).Text != "echo:hi" {
+		t.Fatalf("call: %+v %v", got.res, got.err)
 	}
 }

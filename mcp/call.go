@@ -78,7 +78,11 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 			c.Outcome = OutcomeDenied
 			return nil, argsRefusal(tool, u.cfg.Name, err)
 		}
-		if err := g.awaitApproval(ctx, u, tool, id, canon, version, ss, c); err != nil {
+		var progress any
+		if in != nil {
+			progress = in.GetProgressToken()
+		}
+		if err := g.awaitApproval(ctx, u, tool, id, canon, version, ss, progress, c); err != nil {
 			return nil, err
 		}
 		// The server is sent exactly what was approved.

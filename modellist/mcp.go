@@ -38,6 +38,10 @@ type MCPServer struct {
 	// ApprovalTimeout bounds how long such a call waits; 0 means the
 	// gateway's default (2 minutes).
 	ApprovalTimeout time.Duration
+	// ApprovalFrom is who is asked: "client" (default: the calling
+	// client's user through an elicitation when it can, else the team) or
+	// "team" (never the calling client: the chat, dashboard and CLI).
+	ApprovalFrom string
 }
 
 // NeedsApproval reports whether require_approval names tool.
@@ -55,7 +59,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 }
 
 func mcpFields() []string {
-	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout"}
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from"}
 }
 
 // mcpName is what a server name may be: it becomes the tool prefix
@@ -90,7 +94,7 @@ func (p *parser) mcpServers(c *Config, n *yaml.Node) {
 }
 
 func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
-	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout")
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from")
 	if !ok {
 		return nil
 	}
@@ -144,6 +148,14 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 	}
 	if f, ok := fs["approval_timeout"]; ok {
 		s.ApprovalTimeout, _ = p.duration(f.val, w.sub("approval_timeout"), false)
+	}
+	if f, ok := fs["approval_from"]; ok {
+		switch v, _ := p.scalar(f.val, w.sub("approval_from")); v {
+		case "client", "team":
+			s.ApprovalFrom = v
+		default:
+			p.errorf(f.val, w.sub("approval_from"), "must be client (ask the calling client's user first, when it can be asked) or team (only the chat, the dashboard and the CLI decide)")
+		}
 	}
 	if s.Transport == "" {
 		switch {
