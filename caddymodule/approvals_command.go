@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,23 +17,12 @@ func approvalsCommand() *cobra.Command {
 	var state string
 	list := &cobra.Command{Use: "list [--state pending|approved|denied|expired|consumed|all]", Short: "MCP approvals, newest first (pending ones by default)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := adminClient(cmd)
-			if err != nil {
-				return err
-			}
 			if state == "all" {
 				state = ""
 			}
-			ctx, cancel := cliContext()
-			defer cancel()
-			got, err := cl.Approvals(ctx, state)
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(got)
-			}
-			return admincli.WriteApprovals(cmd.OutOrStdout(), got)
+			return showApprovals(cmd, func(ctx context.Context, cl *admincli.Client) ([]admincli.Approval, error) {
+				return cl.Approvals(ctx, state)
+			})
 		}}
 	list.Flags().StringVar(&state, "state", "pending", "Which approvals: pending, approved, denied, expired, consumed or all")
 	c.AddCommand(list, decideCommand(true), decideCommand(false))
@@ -52,19 +42,32 @@ func decideCommand(approve bool) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := adminClient(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cliContext()
-			defer cancel()
-			a, err := cl.Decide(ctx, args[0], approve)
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(a)
-			}
-			return admincli.WriteApprovals(cmd.OutOrStdout(), []admincli.Approval{a})
+			return showApprovals(cmd, func(ctx context.Context, cl *admincli.Client) ([]admincli.Approval, error) {
+				a, err := cl.Decide(ctx, args[0], approve)
+				return []admincli.Approval{a}, err
+			})
 		}}
+}
+
+// showApprovals runs one admin call and prints the approvals it answers:
+// a table, or JSON with --json (a list, or the one approval decided).
+func showApprovals(cmd *cobra.Command, call func(context.Context, *admincli.Client) ([]admincli.Approval, error)) error {
+	cl, err := adminClient(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := cliContext()
+	defer cancel()
+	got, err := call(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		var v any = got
+		if cmd.Name() != "list" {
+			v = got[0]
+		}
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(v)
+	}
+	return admincli.WriteApprovals(cmd.OutOrStdout(), got)
 }

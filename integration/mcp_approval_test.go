@@ -104,20 +104,7 @@ func TestMCPApprovalClaudeCode(t *testing.T) {
 	g := startGateway(t, gatewayConfig{
 		dir:        dir,
 		ledgerLine: fmt.Sprintf("ledger sqlite %s\n\t\tmcp_approvals {\n\t\t\twebhook %s\n\t\t\tpublic_url %s\n\t\t}", filepath.Join(dir, "ledger.db"), chat.URL, gatewayBaseURL),
-		models: fmt.Sprintf(`model_list:
-  - model_name: coder
-    proxy_params:
-      model: openai/scripted-coder
-      api_base: %s/v1
-      api_key: %s
-model_aliases:
-  "claude-*": coder
-mcp_servers:
-  internal:
-    url: %s
-    require_approval: [%s]
-    approval_timeout: 3s
-`, up.URL, upstreamKey, probe.URL, probeTool)})
+		models:     scriptedProbeModels(up.URL, probe.URL, "require_approval: ["+probeTool+"]", "approval_timeout: 3s")})
 
 	// The approver: reads the chat and clicks as the test's story says.
 	type step struct {
@@ -166,10 +153,7 @@ mcp_servers:
 		close(steps)
 	}()
 
-	cfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers":{"gw":{"type":"http","url":"%s/mcp","headers":{"Authorization":"Bearer %s"}}}}`, g.base, aliceKey)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := claudeMCPConfig(t, dir, g.base, aliceKey)
 	res := runClaude(t, claude, claudeRun{
 		prompt: "Call the gateway probe tool with the word kiwi, then say you are done.",
 		dir:    dir,
@@ -501,23 +485,9 @@ func TestMCPToolSearchClaudeCode(t *testing.T) {
 	g := startGateway(t, gatewayConfig{
 		authExtra: "key {env.SEARCH_KEY} {\n\t\t\tid searcher\n\t\t\tmcp_tool_search\n\t\t}",
 		env:       []string{"SEARCH_KEY=" + searchKey},
-		models: fmt.Sprintf(`model_list:
-  - model_name: coder
-    proxy_params:
-      model: openai/scripted-coder
-      api_base: %s/v1
-      api_key: %s
-model_aliases:
-  "claude-*": coder
-mcp_servers:
-  internal:
-    url: %s
-`, up.URL, upstreamKey, probe.URL)})
+		models:    scriptedProbeModels(up.URL, probe.URL)})
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers":{"gw":{"type":"http","url":"%s/mcp","headers":{"Authorization":"Bearer %s"}}}}`, g.base, searchKey)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := claudeMCPConfig(t, dir, g.base, searchKey)
 	res := runClaude(t, claude, claudeRun{
 		prompt: "Find the gateway probe tool and call it with the word kiwi, then say you are done.",
 		dir:    dir,
@@ -552,4 +522,15 @@ mcp_servers:
 	if n != 1 {
 		t.Errorf("ledger: %d probe calls by the searcher, want 1", n)
 	}
+}
+
+// claudeMCPConfig writes Claude Code's --mcp-config file with the gateway
+// as MCP server "gw" under key, and returns its path.
+func claudeMCPConfig(t *testing.T, dir, base, key string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers":{"gw":{"type":"http","url":"%s/mcp","headers":{"Authorization":"Bearer %s"}}}}`, base, key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -275,19 +275,12 @@ func TestApprovalByElicitation(t *testing.T) {
 	r := newApprovalRig(t, sqliteApprovals(t), time.Minute)
 	var mu sync.Mutex
 	answer, asked := "accept", ""
-	client := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	cs := connectWith(t, r.gw.URL+"/mcp", "alice", &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = req.Params.Message
 		return &sdk.ElicitResult{Action: answer}, nil
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: r.gw.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{"alice"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	waitTools(t, cs, 2)
 	if got := <-callAsync(cs, "hi"); got.err != nil || got.res.Content[0].(*sdk.TextContent).Text != "echo:hi" {
 		t.Fatalf("accepted: %+v %v", got.res, got.err)
@@ -358,7 +351,7 @@ func TestApprovalAcrossInstances(t *testing.T) {
 func TestApprovalFromTeam(t *testing.T) {
 	r := newApprovalRig(t, sqliteApprovals(t), time.Minute, func(s *modellist.MCPServer) { s.ApprovalFrom = "team" })
 	progress := make(chan string, 8)
-	client := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
+	cs := connectWith(t, r.gw.URL+"/mcp", "alice", &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			t.Error("the calling client was asked under approval_from: team")
 			return &sdk.ElicitResult{Action: "accept"}, nil
@@ -367,11 +360,6 @@ func TestApprovalFromTeam(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: r.gw.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{"alice"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	waitTools(t, cs, 2)
 	done := make(chan callResult, 1)
 	go func() {
