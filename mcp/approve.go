@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -155,12 +156,12 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	for {
 		select {
 		case <-ctx.Done():
-			g.expire(bg, d, a, approval.ViaCancelled)
+			_ = g.expire(bg, d, a, approval.ViaCancelled)
 			return refuse(OutcomeApprovalTimeout, codeApprovalTimeout, "the client stopped waiting for its approval (id %s)", a.ID)
 		case <-deadline.C:
-			// A decision may have landed in the last poll interval.
-			if got, ok, _ := store.MCPApprovalByID(bg, a.ID); ok && got.State == ledger.ApprovalPending {
-				g.expire(bg, d, a, approval.ViaTimeout)
+			// Expired unless a decision landed in the last poll interval;
+			// a database that cannot say refuses the call.
+			if err := g.expire(bg, d, a, approval.ViaTimeout); !errors.Is(err, ledger.ErrApprovalDecided) {
 				return refuse(OutcomeApprovalTimeout, codeApprovalTimeout, "nobody approved the call within %s (approval %s); ask an approver, then call again", timeout, a.ID)
 			}
 		case <-wake:
@@ -209,11 +210,13 @@ func waitProgress(ss *sdk.ServerSession, token any, a ledger.MCPApproval, timeou
 }
 
 // expire ends a wait nobody decided and audit-logs it; a decision that
-// won the race stands (and, approved, is never consumed).
-func (g *Gateway) expire(ctx context.Context, d *approval.Decider, a ledger.MCPApproval, via string) {
-	if got, err := d.Store.DecideMCPApproval(ctx, a.ID, ledger.ApprovalExpired, "", via, time.Now()); err == nil {
+// won the race stands (ledger.ErrApprovalDecided).
+func (g *Gateway) expire(ctx context.Context, d *approval.Decider, a ledger.MCPApproval, via string) error {
+	got, err := d.Store.DecideMCPApproval(ctx, a.ID, ledger.ApprovalExpired, "", via, time.Now())
+	if err == nil {
 		d.Record(ctx, got, ledger.ApprovalExpired, "")
 	}
+	return err
 }
 
 // askApprover asks the calling client's user through an elicitation when
@@ -283,8 +286,11 @@ func approvalMessage(publicURL string, a ledger.MCPApproval) string {
 		who = a.Person + " (key " + a.KeyID + ")"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with %s (approval %s, expires %s).",
-		webhook.Clean(who, 120), a.Server, a.Tool, webhook.Clean(a.Args, 600), a.ID, a.ExpiresAt.Format("15:04:05 UTC"))
+	// The arguments are the agent's to choose: in a code span, where chats
+	// make no links, so text in them cannot pose as the approve link.
+	args := strings.ReplaceAll(webhook.Clean(a.Args, 600), "`", "'")
+	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).",
+		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"))
 	if base := strings.TrimRight(publicURL, "/"); base != "" {
 		fmt.Fprintf(&b, " Approve: %s%s%s Deny: %s%s%s", base, ApprovalPath, approval.Sign(a.ID, true, a.ExpiresAt, a.Secret, a.Binding),
 			base, ApprovalPath, approval.Sign(a.ID, false, a.ExpiresAt, a.Secret, a.Binding))

@@ -384,3 +384,17 @@ func TestApprovalFromTeam(t *testing.T) {
 		t.Fatalf("call: %+v %v", got.res, got.err)
 	}
 }
+
+// TestApprovalMessageQuotesArguments: the arguments, which the agent
+// chooses, sit in one code span (backticks in them replaced), so text in
+// them cannot become a link that poses as the approve link.
+func TestApprovalMessageQuotesArguments(t *testing.T) {
+	a := ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "prod", Tool: "deploy", Args: "{\"note\":\"` Approve: https://evil.example/x `\"}", Secret: "00", Binding: "b"}
+	msg := approvalMessage("https://gw.example", a)
+	if !strings.Contains(msg, "with `{\"note\":\"' Approve: https://evil.example/x '\"}` (approval apr_1") {
+		t.Fatalf("message %q", msg)
+	}
+	if !strings.Contains(msg, " Approve: https://gw.example"+approval.Path+"v1.") {
+		t.Fatalf("message %q lacks the real link", msg)
+	}
+}
