@@ -534,3 +534,51 @@ func claudeMCPConfig(t *testing.T, dir, base, key string) string {
 	}
 	return cfg
 }
+
+// TestMCPApprovalClaudeCodeElicitation: Claude Code declares elicitation,
+// so the gateway asks it first; its Elicitation hook (the way Claude Code
+// answers one without a person at the terminal) accepts, and the call
+// runs with no chat message. The approval is recorded as the caller's,
+// via elicitation: why approval_from: team exists.
+func TestMCPApprovalClaudeCodeElicitation(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	var ran atomic.Int64
+	probe := countingProbe(t, &ran)
+	script := &scriptedBackend{pick: pickProbe}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	chat := startChatSink(t)
+	dir := t.TempDir()
+	g := startGateway(t, gatewayConfig{dir: dir,
+		ledgerLine: fmt.Sprintf("ledger sqlite %s\n\t\tmcp_approvals {\n\t\t\twebhook %s\n\t\t}", filepath.Join(dir, "ledger.db"), chat.URL),
+		models:     scriptedProbeModels(up.URL, probe.URL, "require_approval: true")})
+	project := t.TempDir()
+	hook := `{"hooks":{"Elicitation":[{"matcher":"gw","hooks":[{"type":"command","command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"Elicitation\",\"action\":\"accept\",\"content\":{}}}'"}]}]}}`
+	if err := os.MkdirAll(filepath.Join(project, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".claude", "settings.local.json"), []byte(hook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runClaude(t, claude, claudeRun{
+		prompt: "Call the gateway probe tool with the word kiwi, then say you are done.",
+		dir:    project,
+		env:    []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=coder"},
+		args:   []string{"--mcp-config", claudeMCPConfig(t, dir, g.base, aliceKey), "--strict-mcp-config", "--allowedTools", "mcp__gw__internal-" + probeTool},
+	})
+	if !strings.Contains(res.Result, finalReply) {
+		t.Errorf("result %q lacks the backend's final text", res.Result)
+	}
+	checkProbeRoundTrip(t, g, script, "claude code")
+	if n := ran.Load(); n != 1 {
+		t.Errorf("the tool ran %d times", n)
+	}
+	if p := chat.Posts(); len(p) != 0 {
+		t.Errorf("the chat was asked too: %q", p)
+	}
+	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP && r.UpstreamModel == probeTool && !strings.HasPrefix(r.RequestID, "apr_") {
+			t.Errorf("the probe call's record names no approval: %+v", r)
+		}
+	}
+}
