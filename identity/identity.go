@@ -123,6 +123,8 @@ func (gs Groups) Resolve(groups []string) Grant {
 	var g Grant
 	allModels := false
 	limitsSet := false
+	var approval []string
+	toolSearch := false
 	for _, rule := range gs {
 		if !slices.Contains(groups, rule.Name) {
 			continue
@@ -152,11 +154,19 @@ func (gs Groups) Resolve(groups []string) Grant {
 			lm.Models = nil
 			g.Limits, limitsSet = lm, true
 		}
+		// MCP approvals only ever add: every matched group's count.
+		for _, e := range rule.Limits.MCPApproval {
+			if !slices.Contains(approval, e) {
+				approval = append(approval, e)
+			}
+		}
+		toolSearch = toolSearch || rule.Limits.MCPToolSearch
 	}
 	if allModels {
 		g.Models = nil
 	}
 	g.Limits.Models = g.Models
+	g.Limits.MCPApproval, g.Limits.MCPToolSearch = approval, toolSearch
 	return g
 }
 
