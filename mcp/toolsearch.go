@@ -70,12 +70,17 @@ func (g *Gateway) addSearchTools(v *view) {
 		if req.Params == nil || json.Unmarshal(req.Params.Arguments, &in) != nil || in.Name == "" {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q: arguments must be {\"name\": \"<tool>\", \"arguments\": {…}}", callToolName)
 		}
-		u, tool, ok := g.resolve(v, in.Name)
-		if !ok {
-			return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q: unknown tool %q here; find tools with %s first", callToolName, bounded(in.Name), searchToolName)
-		}
 		inner := *req
 		inner.Params = &sdk.CallToolParamsRaw{Meta: req.Params.Meta, Name: in.Name, Arguments: in.Arguments}
+		u, tool, ok := g.resolve(v, in.Name)
+		if !ok || in.Name == searchToolName || in.Name == callToolName {
+			// Refused and recorded as a tools/call of that name would be.
+			err := g.checkListed(ctx, v, &inner)
+			if err == nil {
+				err = rpcError(jsonrpc.CodeInvalidParams, "tool %q calls the tools mcp_tool_search finds, not itself or the search", callToolName)
+			}
+			return nil, err
+		}
 		return g.callHandler(u, tool)(ctx, &inner)
 	})
 }

@@ -62,12 +62,13 @@ func TestToolSearch(t *testing.T) {
 	}
 	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: callToolName, Arguments: map[string]any{"name": "internal-secret", "arguments": map[string]any{}}})
 	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, `"internal-secret"`) {
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, `tool "secret" of MCP server "internal" is not allowed for this key`) {
 		t.Fatalf("call tool outside the allow-list: %v", err)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if len(obs.calls) != 2 || obs.calls[0].Tool != "echo" || obs.calls[1].Tool != "echo" || obs.calls[0].KeyID != "k-small" {
+	if len(obs.calls) != 3 || obs.calls[0].Tool != "echo" || obs.calls[1].Tool != "echo" || obs.calls[0].KeyID != "k-small" ||
+		obs.calls[2].Tool != "secret" || obs.calls[2].Outcome != OutcomeDenied {
 		t.Fatalf("recorded %+v", obs.calls)
 	}
 }
