@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/internal/pgtest"
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp/approval"
 	"github.com/modelgate/modelgate/modellist"
@@ -396,5 +397,36 @@ func TestApprovalMessageQuotesArguments(t *testing.T) {
 	}
 	if !strings.Contains(msg, " Approve: https://gw.example"+approval.Path+"v1.") {
 		t.Fatalf("message %q lacks the real link", msg)
+	}
+}
+
+// TestApprovalClientGoesAway: a client that cancels its waiting call
+// leaves the approval expired (via cancelled), so its link decides
+// nothing later.
+func TestApprovalClientGoesAway(t *testing.T) {
+	store := sqliteApprovals(t)
+	r := newApprovalRig(t, store, time.Minute)
+	cs := connect(t, r.gw.URL+"/mcp", "alice")
+	waitTools(t, cs, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "internal-echo", Arguments: map[string]any{"text": "hi"}})
+		done <- err
+	}()
+	approve, _ := links(t, r.chat.next(t))
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	var got []ledger.MCPApproval
+	if !testwait.Until(func() bool {
+		got, _ = store.MCPApprovals(context.Background(), ledger.ApprovalExpired, 10)
+		return len(got) == 1
+	}) || got[0].Via != approval.ViaCancelled {
+		t.Fatalf("approvals after the client left: %+v", got)
+	}
+	if code, _ := click(t, approve); code != http.StatusConflict {
+		t.Fatalf("the link after the client left: %d", code)
 	}
 }
