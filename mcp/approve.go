@@ -153,6 +153,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	defer tick.Stop()
 	deadline := time.NewTimer(time.Until(a.ExpiresAt))
 	defer deadline.Stop()
+	past := false // the deadline fired, and a decision had landed
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,6 +165,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 			if err := g.expire(bg, d, a, approval.ViaTimeout); !errors.Is(err, ledger.ErrApprovalDecided) {
 				return refuse(OutcomeApprovalTimeout, codeApprovalTimeout, "nobody approved the call within %s (approval %s); ask an approver, then call again", timeout, a.ID)
 			}
+			past = true
 		case <-wake:
 		case <-tick.C:
 		case <-beat.C:
@@ -172,6 +174,9 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 		}
 		got, ok, err := store.MCPApprovalByID(bg, a.ID)
 		if err != nil || !ok {
+			if past {
+				return refuse(OutcomeApprovalTimeout, codeApprovalTimeout, "its approval %s could not be read back in time (%v); call again", a.ID, err)
+			}
 			continue
 		}
 		switch got.State {
