@@ -33,6 +33,7 @@ type Key struct {
 	// MCP is the MCP allow-list ("server" or "server/tool"); absent
 	// allows every MCP server.
 	MCP []string `json:"mcp,omitempty"`
+	MCPOptions
 	// Value is the secret, in the answer to a create only.
 	Value string `json:"value,omitempty"`
 }
@@ -70,6 +71,7 @@ type Workspace struct {
 	MaxParallel   *int64    `json:"max_parallel"`
 	// MCP is the workspace's MCP allow-list; absent allows every server.
 	MCP []string `json:"mcp,omitempty"`
+	MCPOptions
 	// CountAgentReported: costs its keys' coding agents report (POST
 	// /v1/logs) count against budgets, bounded by list price; false:
 	// reports only.
@@ -100,4 +102,15 @@ type PersonKey struct {
 	Role         string   `json:"role"`
 	WorkspaceID  string   `json:"workspace_id,omitempty"`
 	Models       []string `json:"models"`
+}
+
+// MCPOptions are a key's or workspace's MCP gateway settings besides its
+// allow-list.
+type MCPOptions struct {
+	// MCPApproval lists servers or server/tool entries whose calls wait
+	// for a person's approval.
+	MCPApproval []string `json:"mcp_approval,omitempty"`
+	// MCPToolSearch: tools/list offers a search tool and a call tool
+	// instead of every tool.
+	MCPToolSearch bool `json:"mcp_tool_search,omitempty"`
 }

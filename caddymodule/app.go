@@ -66,6 +66,10 @@ type App struct {
 	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
+	// MCPApprovals is where MCP tool calls that need a person's approval
+	// are announced, and their default wait.
+	MCPApprovals *MCPApprovalsConfig `json:"mcp_approvals,omitempty"`
+
 	// Limits is where rate limits are counted: "redis" with a URL shares
 	// them between instances; default: in each process.
 	Limits *LimitsBackend `json:"limits,omitempty"`
@@ -193,6 +197,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.budgets.Alert = a.alerter.Notify
 		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
 	}
+	if err := a.MCPApprovals.provision(); err != nil {
+		return err
+	}
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -311,6 +318,9 @@ func (a *App) Start() error {
 	}
 	if rp, ok := shared.store.(ledger.RecordPurger); ok && a.Retention > 0 {
 		go a.purgeEvery("usage records past retention", time.Duration(a.Retention), rp.PurgeRecords, a.purgeStop)
+	}
+	if ap, ok := shared.store.(ledger.MCPApprovalPurger); ok && a.Retention > 0 {
+		go a.purgeEvery("MCP approvals past retention", time.Duration(a.Retention), ap.PurgeMCPApprovals, a.purgeStop)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopPoll = cancel
@@ -591,6 +601,12 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			if !d.AllArgs(&a.AlertsWebhook) {
 				return nil, d.Err("alerts_webhook: give the chat's incoming webhook URL, e.g. alerts_webhook {env.CHAT_WEBHOOK_URL}")
 			}
+		case "mcp_approvals":
+			c, err := parseMCPApprovals(d)
+			if err != nil {
+				return nil, err
+			}
+			a.MCPApprovals = c
 		case "limits":
 			args := d.RemainingArgs()
 			switch {

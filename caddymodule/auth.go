@@ -144,6 +144,12 @@ type LimitsConfig struct {
 	RPM                int64  `json:"rpm,omitempty"`
 	TPM                int64  `json:"tpm,omitempty"`
 	MaxParallel        int64  `json:"max_parallel,omitempty"`
+	// MCPApproval adds MCP servers ("server") or tools ("server/tool")
+	// whose calls wait for a person's approval (docs/mcp-approvals.md).
+	MCPApproval []string `json:"mcp_approval,omitempty"`
+	// MCPToolSearch gives the MCP gateway's small tool list: a search tool
+	// and a call tool instead of every tool.
+	MCPToolSearch bool `json:"mcp_tool_search,omitempty"`
 }
 
 func (l *LimitsConfig) ledger(models []string) ledger.Limits {
@@ -151,7 +157,8 @@ func (l *LimitsConfig) ledger(models []string) ledger.Limits {
 		return ledger.Limits{Models: models}
 	}
 	return ledger.Limits{Models: models, BudgetCents: l.BudgetCents, BudgetPeriod: l.BudgetPeriod, SoftBudgetCents: l.SoftBudgetCents,
-		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
+		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel, MCPApproval: l.MCPApproval,
+		MCPToolSearch: l.MCPToolSearch}
 }
 
 // validate bounds the amounts of a JSON config, which does not pass
@@ -227,6 +234,15 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		l.TPM, err = count()
 	case "max_parallel":
 		l.MaxParallel, err = count()
+	case "mcp_tool_search":
+		l.MCPToolSearch = true
+		if d.NextArg() {
+			err = d.Err("mcp_tool_search: takes no value; give it alone to offer a search tool instead of every MCP tool")
+		}
+	case "mcp_approval":
+		if l.MCPApproval = d.RemainingArgs(); len(l.MCPApproval) == 0 {
+			err = d.Err("mcp_approval: list at least one MCP server or server/tool whose calls need approval, e.g. mcp_approval prod github/merge_pull_request")
+		}
 	default:
 		return false, nil
 	}

@@ -83,6 +83,9 @@ type Gateway struct {
 	metrics *metrics
 	// otlp exports the OTLP metrics; nil unless the OTEL_* variables ask.
 	otlp *telemetry.Metrics
+	// approvalLinks serves the links of MCP approval requests; nil
+	// without mcp_servers.
+	approvalLinks http.Handler
 	// holdsStates records that Provision took a reference on the pooled
 	// deployment states, so Cleanup releases exactly that one.
 	holdsStates bool
@@ -140,7 +143,12 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			MaxRequestBody: g.MaxRequestBody,
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
 			Admit:          mcpAdmit(g.app),
+			Approvals:      mcpApprovals(g.app),
+			ToolSearch: func(id *policy.Identity) bool {
+				return id.Limits.MCPToolSearch || g.app.Controls().WorkspaceLimits(id.Workspace).MCPToolSearch
+			},
 		})
+		g.approvalLinks = approvalLinks(g.app)
 		g.app.onStart = append(g.app.onStart, g.mcp.Start)
 	}
 	var mcpHandler http.Handler
@@ -166,6 +174,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Ready:               g.app.Ready,
 		MCPNotConnected:     mcpNotConnected(g, cfg),
 		MCP:                 mcpHandler,
+		ApprovalLinks:       g.approvalLinks,
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),

@@ -38,6 +38,8 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate login --browser
   caddy modelgate env
   caddy modelgate audit verify --config Caddyfile
+  caddy modelgate approvals list
+  caddy modelgate approvals approve apr_…
 
 login signs a person in with the company's identity provider through the
 gateway (device flow: open the link it prints, enter the code; --browser, or
@@ -71,7 +73,7 @@ NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand(), requestIncreaseCommand(), requestsCommand())
+			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand(), requestIncreaseCommand(), requestsCommand(), approvalsCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})

@@ -58,6 +58,7 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 	outcome, status := c.Outcome.Ledger()
 	rec := ledger.Record{
 		Time:          time.Now().Add(-c.Duration).UTC(),
+		RequestID:     c.Approval,
 		KeyID:         c.KeyID,
 		Workspace:     c.Workspace,
 		Alias:         c.Server + "/" + c.Tool,

@@ -114,6 +114,9 @@ type GatewayOptions struct {
 	// Batches sets the batch APIs' retention, workers and limits; they
 	// are served whenever there is a ledger (Responses).
 	Batches batch.Options
+	// ApprovalLinks serves the approve and deny links of MCP tool-call
+	// approvals (/mcp-approvals/…, package mcp/approval); nil: none.
+	ApprovalLinks http.Handler
 	// WorkContexts takes sessions' work contexts: POST /v1/work/context
 	// from the agents' hooks, and the X-Modelgate-Repo and
 	// X-Modelgate-Branch headers; nil: neither.

@@ -175,6 +175,9 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
 	}
+	if l := g.opts.ApprovalLinks; l != nil {
+		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})
+	}
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
 	}

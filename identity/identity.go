@@ -128,6 +128,8 @@ func (gs Groups) Resolve(groups []string) Grant {
 	var g Grant
 	allModels := false
 	limitsSet := false
+	var approval []string
+	toolSearch := false
 	for _, rule := range gs {
 		if !slices.Contains(groups, rule.Name) {
 			continue
@@ -157,11 +159,19 @@ func (gs Groups) Resolve(groups []string) Grant {
 			lm.Models = nil
 			g.Limits, g.Downgrade, limitsSet = lm, rule.Downgrade, true
 		}
+		// MCP approvals only ever add: every matched group's count.
+		for _, e := range rule.Limits.MCPApproval {
+			if !slices.Contains(approval, e) {
+				approval = append(approval, e)
+			}
+		}
+		toolSearch = toolSearch || rule.Limits.MCPToolSearch
 	}
 	if allModels {
 		g.Models = nil
 	}
 	g.Limits.Models = g.Models
+	g.Limits.MCPApproval, g.Limits.MCPToolSearch = approval, toolSearch
 	return g
 }
 

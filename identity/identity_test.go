@@ -49,6 +49,24 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveMCPApproval: a person in several groups gets every group's
+// mcp_approval entries (approvals only add), even from a group with no
+// other limit, and the small tool list if any group has it.
+func TestResolveMCPApproval(t *testing.T) {
+	rpm := ledger.Limits{RPM: 5, MCPApproval: []string{"prod"}}
+	rules := Groups{
+		{Name: "eng", Limits: rpm},
+		{Name: "oncall", Limits: ledger.Limits{MCPApproval: []string{"github/merge_pull_request", "prod"}, MCPToolSearch: true}},
+	}
+	g := rules.Resolve([]string{"oncall", "eng"})
+	if g.Limits.RPM != 5 || !slices.Equal(g.Limits.MCPApproval, []string{"prod", "github/merge_pull_request"}) || !g.Limits.MCPToolSearch {
+		t.Fatalf("grant %+v", g.Limits)
+	}
+	if g := rules.Resolve([]string{"oncall"}); !slices.Equal(g.Limits.MCPApproval, []string{"github/merge_pull_request", "prod"}) {
+		t.Fatalf("a group with only mcp_approval: %+v", g.Limits)
+	}
+}
+
 func TestSafeReturn(t *testing.T) {
 	for in, want := range map[string]string{
 		"/ui/#keys": "/ui/#keys", "/ui/": "/ui/", "": "/ui/", "//evil.example/": "/ui/", "https://evil.example/": "/ui/",

@@ -108,13 +108,17 @@ func (s *syncBuffer) String() string {
 }
 
 // gatewayConfig is what a test needs in its Caddyfile.
+// gatewayBaseURL in gatewayConfig.globalExtra or ledgerLine becomes the
+// site's URL.
+const gatewayBaseURL = "GATEWAY_BASE_URL"
+
 type gatewayConfig struct {
 	models      string
 	globalExtra string // inside the global options block
 	siteExtra   string // inside the site block, before the handlers
 	authExtra   string // inside the llm_auth block, after the keys (e.g. an oidc block)
 	ledgerPath  string // default: a file in the test's temp dir
-	ledgerLine  string // replaces `ledger sqlite <path>`, e.g. a postgres ledger
+	ledgerLine  string // replaces `ledger sqlite <path>` in the modelgate block, e.g. a postgres ledger
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
@@ -155,6 +159,9 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	for attempt := 1; ; attempt++ {
 		adminPort := freePort(t)
+		// The site's own URL, for options that name it (public_url).
+		globalExtra := strings.ReplaceAll(c.globalExtra, gatewayBaseURL, base)
+		ledgerLine := strings.ReplaceAll(ledgerLine, gatewayBaseURL, base)
 		caddyfile := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
@@ -186,7 +193,7 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-	`, adminPort, ledgerLine, c.globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
+	`, adminPort, ledgerLine, globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
 		g, err := launchGateway(t, c, dir, base, siteLn, adminPort, caddyfile)
 		if err == nil {
 			return g

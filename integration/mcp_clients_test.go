@@ -59,7 +59,20 @@ func mcpClientGateway(t *testing.T) (*gateway, *scriptedBackend) {
 	up := httptest.NewServer(script)
 	t.Cleanup(up.Close)
 	probe := probeServer(t)
-	g := startGateway(t, gatewayConfig{models: fmt.Sprintf(`model_list:
+	g := startGateway(t, gatewayConfig{models: scriptedProbeModels(up.URL, probe.URL, "transport: http")})
+	return g, script
+}
+
+// scriptedProbeModels is the models file of the MCP client tests: the
+// scripted model "coder" (every claude-* name too) at upURL, and the probe
+// server at probeURL as MCP server "internal" with the settings in extra
+// (YAML lines of the server's entry).
+func scriptedProbeModels(upURL, probeURL string, extra ...string) string {
+	server := ""
+	for _, e := range extra {
+		server += "\n    " + e
+	}
+	return fmt.Sprintf(`model_list:
   - model_name: coder
     proxy_params:
       model: openai/scripted-coder
@@ -69,10 +82,8 @@ model_aliases:
   "claude-*": coder
 mcp_servers:
   internal:
-    url: %s
-    transport: http
-`, up.URL, upstreamKey, probe.URL)})
-	return g, script
+    url: %s%s
+`, upURL, upstreamKey, probeURL, server)
 }
 
 // checkProbeRoundTrip: the model was offered the probe tool, the tool's

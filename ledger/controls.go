@@ -37,6 +37,13 @@ type Limits struct {
 	// every server. It lives in the same JSON settings column as the
 	// rest, so it needs no migration.
 	MCP []string `json:"mcp,omitempty"`
+	// MCPApproval adds MCP servers ("server") or tools ("server/tool")
+	// whose calls wait for a person's approval, on top of mcp_servers'
+	// require_approval; a key's list and its workspace's both apply.
+	MCPApproval []string `json:"mcp_approval,omitempty"`
+	// MCPToolSearch: the MCP gateway's tools/list offers a search tool and
+	// a call tool instead of every tool (on a key or its workspace).
+	MCPToolSearch bool `json:"mcp_tool_search,omitempty"`
 	// CountAgentReported (workspaces only): the costs its keys' coding
 	// agents report of requests the gateway did not serve (POST /v1/logs)
 	// count against its budgets, each bounded by its tokens at list

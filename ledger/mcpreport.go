@@ -3,8 +3,10 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,18 +28,24 @@ type MCPBucket struct {
 
 // MCPResult is one group's tool calls. Dimension fields are null unless
 // the query grouped by them. Errors counts calls the gateway or the server
-// failed; Refused those an allow-list or a rate limit stopped; Bytes is
-// what the calls carried, arguments and results.
+// failed; Refused those an allow-list, a rate limit or a missing approval
+// stopped; Bytes is what the calls carried, arguments and results. Of the
+// calls that needed a person's approval (require_approval), Approved ran
+// with one, ApprovalDenied were denied and ApprovalExpired nobody decided
+// in time (both also in Refused).
 type MCPResult struct {
-	Calls       int64   `json:"calls"`
-	Errors      int64   `json:"errors"`
-	Refused     int64   `json:"refused"`
-	DurationMs  int64   `json:"duration_ms"`
-	Bytes       int64   `json:"bytes"`
-	Server      *string `json:"server"`
-	Tool        *string `json:"tool"`
-	APIKeyID    *string `json:"api_key_id"`
-	WorkspaceID *string `json:"workspace_id"`
+	Calls           int64   `json:"calls"`
+	Errors          int64   `json:"errors"`
+	Refused         int64   `json:"refused"`
+	Approved        int64   `json:"approved"`
+	ApprovalDenied  int64   `json:"approval_denied"`
+	ApprovalExpired int64   `json:"approval_expired"`
+	DurationMs      int64   `json:"duration_ms"`
+	Bytes           int64   `json:"bytes"`
+	Server          *string `json:"server"`
+	Tool            *string `json:"tool"`
+	APIKeyID        *string `json:"api_key_id"`
+	WorkspaceID     *string `json:"workspace_id"`
 }
 
 func mcpGroups() []string { return []string{"server", "tool", "api_key_id", "workspace_id"} }
@@ -93,6 +101,7 @@ func MCPReport(ctx context.Context, s Store, q ReportQuery) (*MCPReportPage, err
 		case OutcomeRefused:
 			res.Refused++
 		}
+		countApproval(res, r)
 		addSat(&res.DurationMs, r.Latency.Milliseconds())
 		addSat(&res.Bytes, r.Bytes)
 	}
@@ -111,4 +120,21 @@ func MCPReport(ctx context.Context, s Store, q ReportQuery) (*MCPReportPage, err
 		}
 	}
 	return out, nil
+}
+
+// countApproval counts a call that needed an approval: the MCP gateway
+// records the approval's id (apr_…) as the call's request id, and the
+// status tells denied (403) and expired (408) from approved.
+func countApproval(res *MCPResult, r *Record) {
+	if !strings.HasPrefix(r.RequestID, "apr_") {
+		return
+	}
+	switch {
+	case r.Outcome != OutcomeRefused:
+		res.Approved++
+	case r.Status == http.StatusForbidden:
+		res.ApprovalDenied++
+	case r.Status == http.StatusRequestTimeout:
+		res.ApprovalExpired++
+	}
 }

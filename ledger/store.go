@@ -486,6 +486,29 @@ CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_reque
 		// The alias a request asked for when a spend limit at its cap sent
 		// it to a cheaper one (at_cap downgrade); '' for every other.
 		24: `ALTER TABLE usage_records ADD COLUMN downgraded_from TEXT NOT NULL DEFAULT ''`,
+		// MCP tool calls waiting for a person's approval, and the
+		// decisions (mcp_approvals.go); the pending list is read by state.
+		31: `CREATE TABLE mcp_approvals (
+	id TEXT PRIMARY KEY,
+	created_us BIGINT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	key_id TEXT NOT NULL,
+	person TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	server TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	args_hash TEXT NOT NULL,
+	args TEXT NOT NULL,
+	policy_version TEXT NOT NULL,
+	binding TEXT NOT NULL,
+	secret TEXT NOT NULL,
+	state TEXT NOT NULL,
+	decided_by TEXT NOT NULL,
+	via TEXT NOT NULL,
+	decided_us BIGINT NOT NULL
+);
+CREATE INDEX mcp_approvals_state ON mcp_approvals (state, created_us)`,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/modelgate/modelgate/mcp/approval"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/telemetry"
 )
@@ -68,13 +69,29 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	if g.opts.Admit != nil {
 		if err := g.opts.Admit(ctx, id); err != nil {
 			c.Outcome = OutcomeLimited
-			return nil, rpcError(codeLimited, "%v", err)
+			return nil, rpcError(codeLimited, "tool %q of MCP server %q: %v", tool, u.cfg.Name, err)
 		}
+	}
+	if version, needed := g.approvalRule(id, u, tool); needed {
+		canon, err := approval.Canonical(args)
+		if err != nil {
+			c.Outcome = OutcomeDenied
+			return nil, argsRefusal(tool, u.cfg.Name, err)
+		}
+		var progress any
+		if in != nil {
+			progress = in.GetProgressToken()
+		}
+		if err := g.awaitApproval(ctx, u, tool, id, canon, version, ss, progress, c); err != nil {
+			return nil, err
+		}
+		// The server is sent exactly what was approved.
+		args = canon
 	}
 	cs, _, err := u.current()
 	if err != nil {
 		c.Outcome = OutcomeUnavailable
-		return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q %v; try again later", u.cfg.Name, err)
+		return nil, rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q %v; try again later", tool, u.cfg.Name, err)
 	}
 	timeout := g.timeout(u)
 	cctx, cancel := context.WithTimeout(ctx, timeout)

@@ -49,6 +49,9 @@ type Call struct {
 	Outcome   Outcome
 	// Bytes is the size of the arguments plus the result as JSON.
 	Bytes int64
+	// Approval is the id of the approval the call needed (apr_…), ""
+	// when it needed none.
+	Approval string
 }
 
 // Options configure a Gateway.
@@ -67,6 +70,12 @@ type Options struct {
 	// Admit is asked before each tool call (the key's rpm limit); an error
 	// refuses the call with that message. Nil admits every call.
 	Admit func(ctx context.Context, id *policy.Identity) error
+	// Approvals configure the calls that wait for a person's approval
+	// (require_approval, mcp_approval); nil refuses such calls.
+	Approvals *Approvals
+	// ToolSearch reports whether a caller gets the small tool list
+	// (toolsearch.go); nil gives everyone every tool.
+	ToolSearch func(id *policy.Identity) bool
 }
 
 // Gateway serves the MCP endpoints. Close stops its upstream sessions and
@@ -112,6 +121,8 @@ type view struct {
 	// from, so a sync re-adds only what changed (each add tells the
 	// sessions the list changed).
 	have map[string]*sdk.Tool
+	// search: tools/list shows only the gateway's search and call tools.
+	search bool
 }
 
 type nopObserver struct{}
@@ -303,16 +314,21 @@ func toolAllowed(allow []string, server, tool string) bool {
 // server returns the SDK server for a new session: the view of the
 // caller's allow-list on one server or on all of them.
 func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
-	allow := g.allowList(policy.IdentityFrom(r.Context()))
+	id := policy.IdentityFrom(r.Context())
+	allow := g.allowList(id)
 	key := single + "\x00" + strings.Join(allow, "\x00")
 	if allow == nil {
 		key += "\x00*"
+	}
+	search := g.opts.ToolSearch != nil && id != nil && g.opts.ToolSearch(id)
+	if search {
+		key += "\x00search"
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	v, ok := g.servers[key]
 	if !ok {
-		v = &view{single: single, allow: allow, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
+		v = &view{single: single, allow: allow, search: search, have: map[string]*sdk.Tool{}, s: sdk.NewServer(&sdk.Implementation{Name: "modelgate", Version: "1"}, &sdk.ServerOptions{
 			Capabilities: &sdk.ServerCapabilities{
 				Tools:       &sdk.ToolCapabilities{ListChanged: true},
 				Resources:   &sdk.ResourceCapabilities{ListChanged: true},
@@ -321,6 +337,9 @@ func (g *Gateway) server(r *http.Request, single string) *sdk.Server {
 			},
 		})}
 		v.s.AddReceivingMiddleware(g.forward(v))
+		if search {
+			g.addSearchTools(v)
+		}
 		g.servers[key] = v
 		g.sync(v)
 	}
@@ -383,6 +402,9 @@ func (g *Gateway) sync(v *view) {
 			nt := *t
 			if v.single == "" {
 				nt.Name = u.cfg.Name + "-" + t.Name
+			}
+			if v.search && (nt.Name == searchToolName || nt.Name == callToolName) {
+				continue // the gateway's own tools keep their names
 			}
 			want[nt.Name] = true
 			if v.have[nt.Name] != t {

@@ -77,9 +77,16 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func connect(t *testing.T, url, key string) *sdk.ClientSession {
 	t.Helper()
+	return connectWith(t, url, key, nil)
+}
+
+// connectWith connects a client with opts (its handlers for the server's
+// requests and notifications).
+func connectWith(t *testing.T, url, key string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

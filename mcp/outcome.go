@@ -19,6 +19,10 @@ const (
 	OutcomeUnavailable Outcome = "unavailable" // the server has no live session
 	OutcomeTimeout     Outcome = "timeout"     // the server did not answer within its timeout
 	OutcomeError       Outcome = "error"       // the server's session failed the call
+	// The call needed a person's approval (require_approval): denied, or
+	// not given before the wait ended.
+	OutcomeApprovalDenied  Outcome = "approval_denied"
+	OutcomeApprovalTimeout Outcome = "approval_timeout"
 )
 
 // Ledger is the outcome and HTTP status the ledger records for a call
@@ -28,8 +32,10 @@ func (o Outcome) Ledger() (ledger.Outcome, int) {
 	switch o {
 	case OutcomeOK, OutcomeToolError:
 		return ledger.OutcomeOK, http.StatusOK
-	case OutcomeDenied, OutcomeLimited:
+	case OutcomeDenied, OutcomeLimited, OutcomeApprovalDenied:
 		return ledger.OutcomeRefused, http.StatusForbidden
+	case OutcomeApprovalTimeout:
+		return ledger.OutcomeRefused, http.StatusRequestTimeout
 	}
 	return ledger.OutcomeError, http.StatusBadGateway
 }

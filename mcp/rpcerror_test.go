@@ -3,7 +3,9 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -163,5 +166,48 @@ func TestMadeUpToolNamesShareOneRow(t *testing.T) {
 	}
 	if len(obs.calls) != 100 || len(rows) != 2 || rows["internal/(unknown)"] != 50 || rows["(unknown)/(unknown)"] != 50 {
 		t.Fatalf("%d calls in rows %v", len(obs.calls), rows)
+	}
+}
+
+// TestEveryRefusalNamesTheTool: each way the gateway refuses a tools/call
+// is a JSON-RPC error with a non-zero code whose message names the tool
+// and says why: the allow-list, an unknown tool, a server down, a rate
+// limit, an approval that cannot be kept or arguments an approval cannot
+// be bound to.
+func TestEveryRefusalNamesTheTool(t *testing.T) {
+	up := upstreamServer(t, "tok")
+	g := New(Options{Servers: []*modellist.MCPServer{
+		{Name: "internal", Transport: modellist.MCPTransportHTTP, URL: up.URL, Headers: map[string]string{"Authorization": "Bearer tok"}, RequireApproval: []string{"secret"}},
+		{Name: "dead", Transport: modellist.MCPTransportHTTP, URL: "http://127.0.0.1:1/mcp"},
+	},
+		Admit: func(_ context.Context, id *policy.Identity) error {
+			if id.KeyID == "k-slow" {
+				return errors.New("key k-slow is over its rpm (3 per minute); retry after 20 s")
+			}
+			return nil
+		},
+		Approvals: &Approvals{Store: func() ledger.MCPApprovalStore { return nil }}})
+	g.Start()
+	t.Cleanup(g.Close)
+	gw := httptest.NewServer(withID(g, map[string]*policy.Identity{"bob": {KeyID: "k-bob", MCP: []string{"internal", "dead"}}, "slow": {KeyID: "k-slow"}}))
+	t.Cleanup(gw.Close)
+	waitTools(t, connect(t, gw.URL+"/mcp", "bob"), 2)
+	bob, slow := openRaw(t, gw.URL+"/mcp", "bob"), openRaw(t, gw.URL+"/mcp", "slow")
+	for _, c := range []struct {
+		s    *rawSession
+		tool string
+		args string
+		code int64
+		says string
+	}{
+		{bob, "internal-secret", `{"text":"x","text":"y"}`, -32602, `tool "secret" of MCP server "internal" needs approval, and its arguments give the key "text" twice`},
+		{bob, "internal-secret", `{}`, -32603, `tool "secret" of MCP server "internal": needs a person's approval, and the gateway has no ledger database`},
+		{bob, "dead-anything", `{}`, -32603, `tool "dead-anything": MCP server "dead"`},
+		{slow, "internal-echo", `{}`, -32000, `tool "echo" of MCP server "internal": key k-slow is over its rpm`},
+	} {
+		a := c.s.send("tools/call", map[string]any{"name": c.tool, "arguments": json.RawMessage(c.args)})
+		if a.Error == nil || a.Error.Code != c.code || !strings.Contains(a.Error.Message, c.says) {
+			t.Errorf("%s %s: %+v, want %d %q", c.tool, c.args, a.Error, c.code, c.says)
+		}
 	}
 }

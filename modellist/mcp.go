@@ -32,6 +32,21 @@ type MCPServer struct {
 	DisallowedTools []string
 	// Timeout bounds one upstream call; 0 means the gateway's default.
 	Timeout time.Duration
+	// RequireApproval lists the tools whose calls wait for a person's
+	// approval; ["*"] is every tool, nil none.
+	RequireApproval []string
+	// ApprovalTimeout bounds how long such a call waits; 0 means the
+	// gateway's default (2 minutes).
+	ApprovalTimeout time.Duration
+	// ApprovalFrom is who is asked: "client" (default: the calling
+	// client's user through an elicitation when it can, else the team) or
+	// "team" (never the calling client: the chat, dashboard and CLI).
+	ApprovalFrom string
+}
+
+// NeedsApproval reports whether require_approval names tool.
+func (s *MCPServer) NeedsApproval(tool string) bool {
+	return slices.Contains(s.RequireApproval, "*") || slices.Contains(s.RequireApproval, tool)
 }
 
 // ToolAllowed reports whether the server's allowed_tools and
@@ -44,7 +59,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 }
 
 func mcpFields() []string {
-	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description"}
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from"}
 }
 
 // mcpName is what a server name may be: it becomes the tool prefix
@@ -79,7 +94,7 @@ func (p *parser) mcpServers(c *Config, n *yaml.Node) {
 }
 
 func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
-	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout")
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from")
 	if !ok {
 		return nil
 	}
@@ -128,6 +143,20 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 	if f, ok := fs["timeout"]; ok {
 		s.Timeout, _ = p.duration(f.val, w.sub("timeout"), false)
 	}
+	if f, ok := fs["require_approval"]; ok {
+		s.RequireApproval = p.requireApproval(f.val, w.sub("require_approval"))
+	}
+	if f, ok := fs["approval_timeout"]; ok {
+		s.ApprovalTimeout, _ = p.duration(f.val, w.sub("approval_timeout"), false)
+	}
+	if f, ok := fs["approval_from"]; ok {
+		switch v, _ := p.scalar(f.val, w.sub("approval_from")); v {
+		case "client", "team":
+			s.ApprovalFrom = v
+		default:
+			p.errorf(f.val, w.sub("approval_from"), "must be client (ask the calling client's user first, when it can be asked) or team (only the chat, the dashboard and the CLI decide)")
+		}
+	}
 	if s.Transport == "" {
 		switch {
 		case s.Command != "":
@@ -168,6 +197,23 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 		return nil
 	}
 	return s
+}
+
+// requireApproval reads require_approval: true (every tool), false, or a
+// list of tool names.
+func (p *parser) requireApproval(n *yaml.Node, w where) []string {
+	n = deref(n)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		if n.Value == "true" {
+			return []string{"*"}
+		}
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, w, "must be true (every tool of the server), false, or a list of tool names, e.g. [deploy, drop_table]")
+		return nil
+	}
+	return p.stringList(n, w, false)
 }
 
 // stringList reads a list of scalars; withEnv resolves os.environ/NAME.

@@ -69,3 +69,33 @@ func TestMCPServersErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPRequireApproval(t *testing.T) {
+	c, _, err := Parse([]byte(mcpBase+`mcp_servers:
+  all: {url: http://x, require_approval: true, approval_timeout: 30s, approval_from: team}
+  some: {url: http://y, require_approval: [deploy]}
+  none: {url: http://z, require_approval: false}
+`), "m.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, some, none := c.MCPServers[0], c.MCPServers[1], c.MCPServers[2]
+	if !all.NeedsApproval("anything") || all.ApprovalTimeout.Seconds() != 30 || all.ApprovalFrom != "team" {
+		t.Errorf("all: %+v", all)
+	}
+	if !some.NeedsApproval("deploy") || some.NeedsApproval("read") || some.ApprovalTimeout != 0 {
+		t.Errorf("some: %+v", some)
+	}
+	if none.NeedsApproval("deploy") {
+		t.Errorf("none: %+v", none)
+	}
+	for bad, want := range map[string]string{
+		"require_approval: yes please": "mcp_servers.a: require_approval: must be true",
+		"approval_from: me":            "mcp_servers.a: approval_from: must be client",
+	} {
+		_, _, err = Parse([]byte(mcpBase+"mcp_servers:\n  a: {url: http://x, "+bad+"}\n"), "m.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}

@@ -169,7 +169,8 @@ func IsBrowserRoot(r *http.Request) bool {
 }
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe and the liveness/readiness checks.
+// reachability probe, the liveness/readiness checks, the dashboard's page
+// and MCP approval links.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
@@ -177,8 +178,9 @@ func IsPublicPath(r *http.Request) bool {
 	case "/":
 		return r.Method == http.MethodHead
 	}
-	// An approvers' chat link: its token is the credential (llm_admin).
-	if strings.HasPrefix(r.URL.Path, SpendLinkPath) {
+	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
+	// tool calls): its token is the credential.
+	if strings.HasPrefix(r.URL.Path, SpendLinkPath) || strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
 		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
 	}
 	// The dashboard's page and assets: it signs in itself.

@@ -82,7 +82,7 @@ func limitFields(l ledger.Limits) (budget *adminapi.Budget, soft, session *strin
 func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 	o := adminapi.Key{ID: k.ID, Type: "api_key", Name: k.Name, CreatedAt: rfc3339(k.CreatedAt),
 		CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}, Status: k.Status, ExpiresAt: rfc3339(k.ExpiresAt),
-		Models: k.Limits.Models, MCP: k.Limits.MCP}
+		Models: k.Limits.Models, MCP: k.Limits.MCP, MCPOptions: mcpOptions(k.Limits)}
 	if o.Models == nil {
 		o.Models = []string{}
 	}
@@ -104,7 +104,7 @@ func runtimeKeyObject(k ledger.ControlKey, now time.Time) adminapi.Key {
 
 func staticKeyObject(id *policy.Identity) adminapi.Key {
 	o := adminapi.Key{ID: id.KeyID, Type: "api_key", Name: id.KeyID, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"},
-		Status: "active", Models: []string{}, MCP: id.MCP}
+		Status: "active", Models: []string{}, MCP: id.MCP, MCPOptions: mcpOptions(id.Limits)}
 	if id.Workspace != "" {
 		ws := id.Workspace
 		o.WorkspaceID = &ws
@@ -344,6 +344,8 @@ type limitsRequest struct {
 	TPM           json.RawMessage `json:"tpm"`
 	MaxParallel   json.RawMessage `json:"max_parallel"`
 	MCP           json.RawMessage `json:"mcp"`
+	MCPApproval   json.RawMessage `json:"mcp_approval"`
+	MCPToolSearch json.RawMessage `json:"mcp_tool_search"`
 }
 
 // keyRequest is the body of a key create or update; every field is
@@ -364,7 +366,7 @@ func (req *keyRequest) changesMoreThanStatus() bool {
 	l := req.limitsRequest
 	return req.Name != nil || req.WorkspaceID != nil || req.ExpiresAt != nil || req.Models != nil ||
 		l.Budget != nil || l.SoftBudget != nil || l.SessionBudget != nil || l.RPM != nil || l.TPM != nil ||
-		l.MaxParallel != nil || l.MCP != nil
+		l.MaxParallel != nil || l.MCP != nil || l.MCPApproval != nil || l.MCPToolSearch != nil
 }
 
 // workspaceRequest is the body of a workspace create or update.
@@ -476,6 +478,9 @@ func applyLimits(l *ledger.Limits, req *limitsRequest) string {
 		if msg := mcpField(*raw, &l.MCP); msg != "" {
 			return msg
 		}
+	}
+	if msg := mcpOptionFields(l, req); msg != "" {
+		return msg
 	}
 	softCents := centsOrNil(l.SoftBudgetCents)
 	for _, msg := range []string{
@@ -739,7 +744,7 @@ func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 	for _, name := range static {
 		o := adminapi.Workspace{ID: name, Type: "workspace", Name: name, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(limits[name])
-		o.CountAgentReported = limits[name].CountAgentReported
+		o.CountAgentReported, o.MCP, o.MCPOptions = limits[name].CountAgentReported, limits[name].MCP, mcpOptions(limits[name])
 		out = append(out, o)
 	}
 	_, runtime := a.Controls.Runtime()
@@ -750,7 +755,7 @@ func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 		o := adminapi.Workspace{ID: ws.ID, Type: "workspace", Name: ws.Name, CreatedAt: rfc3339(ws.CreatedAt), ArchivedAt: rfc3339(ws.ArchivedAt),
 			CreatedBy: adminapi.CreatedBy{ID: "admin_api", Type: "admin_api"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(ws.Limits)
-		o.MCP, o.CountAgentReported = ws.Limits.MCP, ws.Limits.CountAgentReported
+		o.MCP, o.CountAgentReported, o.MCPOptions = ws.Limits.MCP, ws.Limits.CountAgentReported, mcpOptions(ws.Limits)
 		out = append(out, o)
 	}
 	return out

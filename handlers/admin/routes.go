@@ -61,6 +61,9 @@ func (a *Handler) routes() *http.ServeMux {
 		{"GET " + adminapi.IncreaseRequestsPath + "/{id}", a.spendCaller(a.getIncreaseRequest), false},
 		{"POST " + adminapi.IncreaseRequestsPath + "/{id}/approve", a.spendCaller(a.approveIncreaseRequest), false},
 		{"POST " + adminapi.IncreaseRequestsPath + "/{id}/deny", a.spendCaller(a.denyIncreaseRequest), false},
+		{"GET " + adminapi.MCPApprovalsPath, a.listApprovals, false},
+		{"POST " + adminapi.MCPApprovalsPath + "/{id}/approve", a.decideApproval(true), false},
+		{"POST " + adminapi.MCPApprovalsPath + "/{id}/deny", a.decideApproval(false), false},
 	} {
 		m.HandleFunc(rt.pattern, rt.h)
 		if rt.slash {
@@ -95,6 +98,10 @@ func (a *Handler) routes() *http.ServeMux {
 	auditNotAllowed := requireCaller(notAllowed("GET", "GET", false))
 	m.HandleFunc("HEAD "+AuditLogPath, auditNotAllowed)
 	m.HandleFunc(AuditLogPath, auditNotAllowed)
+	m.HandleFunc(adminapi.MCPApprovalsPath, requireCaller(notAllowed("GET", "GET", false)))
+	for _, verb := range []string{"approve", "deny"} {
+		m.HandleFunc(adminapi.MCPApprovalsPath+"/{id}/"+verb, requireCaller(notAllowed("POST", "POST", false)))
+	}
 	m.HandleFunc("/", noEndpoint)
 	return m
 }

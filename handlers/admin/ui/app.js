@@ -541,16 +541,17 @@ async function mcpTools() {
   const rows = {};
   rep.data.forEach((b) => b.results.forEach((r) => {
     const k = r.server + '\u0000' + r.tool;
-    const t = rows[k] = rows[k] || { server: r.server, tool: r.tool, calls: 0, errors: 0, refused: 0, ms: 0, bytes: 0 };
+    const t = rows[k] = rows[k] || { server: r.server, tool: r.tool, calls: 0, errors: 0, refused: 0, ms: 0, bytes: 0, approved: 0, notApproved: 0 };
     t.calls += r.calls; t.errors += r.errors; t.refused += r.refused; t.ms += r.duration_ms; t.bytes += r.bytes;
+    t.approved += r.approved || 0; t.notApproved += (r.approval_denied || 0) + (r.approval_expired || 0);
   }));
   const list = Object.values(rows).sort((a, b) => b.calls - a.calls);
   if (!list.length) {
     view.replaceChildren(el('h2', {}, 'MCP tool calls, last 30 days'), el('p', { class: 'empty' }, 'No MCP tool calls yet.'));
     return;
   }
-  view.replaceChildren(el('h2', {}, 'MCP tool calls, last 30 days'), el('div', { id: 'mcp-tools' }, table(['Server', 'Tool', 'Calls', 'Errors', 'Refused', 'Mean duration', 'Bytes'],
-    list.map((t) => [t.server, t.tool, num(t.calls), num(t.errors), num(t.refused), (t.ms / t.calls).toFixed(0) + ' ms', num(t.bytes)]), [2, 3, 4, 5, 6])));
+  view.replaceChildren(el('h2', {}, 'MCP tool calls, last 30 days'), el('div', { id: 'mcp-tools' }, table(['Server', 'Tool', 'Calls', 'Errors', 'Refused', 'Mean duration', 'Bytes', 'Approved', 'Denied or expired'],
+    list.map((t) => [t.server, t.tool, num(t.calls), num(t.errors), num(t.refused), (t.ms / t.calls).toFixed(0) + ' ms', num(t.bytes), num(t.approved), num(t.notApproved)]), [2, 3, 4, 5, 6, 7, 8])));
 }
 
 // pullRequests is what each merged pull request cost over the last 30
@@ -605,7 +606,32 @@ async function secrets() {
     rep.data.map((r) => [r.person || '-', named('keys', r.api_key_id), r.rule, r.model, num(r.detections), num(r.redacted), num(r.blocked), num(r.logged), num(r.in_answers), r.last_seen]), [4, 5, 6, 7, 8])));
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests , secrets};
+// approvals lists the MCP tool calls waiting for a person's approval
+// (and the last decided ones); an admin approves or denies each once.
+async function approvals() {
+  const [pending, recent] = await Promise.all([api('/v1/organizations/mcp_approvals?state=pending&limit=200'), api('/v1/organizations/mcp_approvals?limit=50')]);
+  const now = Date.now();
+  const waiting = pending.data.filter((a) => Date.parse(a.expires_at) > now);
+  const decide = (a, verb) => async () => {
+    try {
+      await api(`/v1/organizations/mcp_approvals/${encodeURIComponent(a.id)}/${verb}`, { method: 'POST' });
+      say(`${verb === 'approve' ? 'Approved' : 'Denied'} ${a.id}.`);
+    } catch (e) { say(e.message, true); return; }
+    await approvals();
+  };
+  const who = (a) => a.person || named('keys', a.api_key_id);
+  const rows = waiting.map((a) => [a.id, who(a), a.server + '/' + a.tool, el('code', {}, a.arguments), new Date(a.expires_at).toLocaleTimeString(),
+    me.role === 'admin' ? el('span', {}, el('button', { type: 'button', class: 'approve', onclick: decide(a, 'approve') }, 'Approve'), ' ',
+      el('button', { type: 'button', class: 'deny', onclick: decide(a, 'deny') }, 'Deny')) : '-']);
+  const done = recent.data.filter((a) => a.state !== 'pending');
+  view.replaceChildren(el('h2', {}, 'MCP approvals waiting'),
+    rows.length ? el('div', { id: 'approvals-pending' }, table(['Approval', 'Caller', 'Tool', 'Arguments', 'Expires', ''], rows)) : el('p', { class: 'empty', id: 'approvals-pending' }, 'No tool call is waiting for approval.'),
+    el('h2', {}, 'Recently decided'),
+    table(['Approval', 'Caller', 'Tool', 'Arguments', 'State', 'Decided by'], done.map((a) => [a.id, who(a), a.server + '/' + a.tool, el('code', {}, a.arguments), a.state,
+      a.decided_by ? a.decided_by + (a.via ? ' (' + a.via + ')' : '') : '-'])));
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests, secrets, approvals };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);
