@@ -22,7 +22,12 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
+	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/audit"
@@ -103,6 +108,38 @@ type Options struct {
 type Breaker struct {
 	o     Options
 	queue chan tripEvent
+	// trips counts this instance's trips by pattern and action.
+	trips [numPatterns][numActions]atomic.Int64
+}
+
+const numPatterns, numActions = 5, 4
+
+// Kinds are every pattern a trip names and every action it takes.
+func Kinds() (patterns, actions []string) {
+	return []string{PatternRepeat, PatternCycle, PatternFailing, PatternVelocity, PatternTurns},
+		[]string{ActionWarn, ActionNudge, ActionPause, ActionStop}
+}
+
+func kindIndex(pattern, action string) (int, int, bool) {
+	ps, as := Kinds()
+	i, j := slices.Index(ps, pattern), slices.Index(as, action)
+	return i, j, i >= 0 && j >= 0
+}
+
+func (b *Breaker) counted(t Trip) {
+	if i, j, ok := kindIndex(t.Pattern, t.Action); ok {
+		b.trips[i][j].Add(1)
+	}
+}
+
+// TripCount is how many trips of pattern with action this instance
+// made: the Prometheus counter's value.
+func (b *Breaker) TripCount(pattern, action string) int64 {
+	i, j, ok := kindIndex(pattern, action)
+	if b == nil || !ok {
+		return 0
+	}
+	return b.trips[i][j].Load()
 }
 
 // tripEvent is a trip with its chat line, for Run.
@@ -180,6 +217,11 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 	if ts.token != "" && t.Origin != "" {
 		trip.URL = t.Origin + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {t.Session}, "t": {ts.token}}.Encode()
 	}
+	b.counted(trip)
+	trace.SpanFromContext(ctx).AddEvent("modelgate.breaker.trip", trace.WithAttributes(
+		attribute.String("modelgate.breaker.pattern", trip.Pattern), attribute.String("modelgate.breaker.action", trip.Action),
+		attribute.String("session.id", trip.SessionID), attribute.Int64("modelgate.breaker.turns", trip.Turns),
+		attribute.Int64("modelgate.breaker.spent_pico", trip.SpentPico)))
 	if b.o.OnTrip != nil {
 		b.o.OnTrip(trip)
 	}

@@ -18,9 +18,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/ratecount"
 )
 
 func init() {
@@ -107,6 +109,11 @@ type App struct {
 	// when the last holder lets go: no record of a request that finishes
 	// during shutdown is lost.
 	holders int64 // accessed with sync/atomic; App is copied by value in CaddyModule
+
+	// redis is the shared rate-limit Redis (`limits redis`), nil without;
+	// breaker the loop breaker, its sessions there when it is set.
+	redis   *ratecount.Redis
+	breaker *breaker.Breaker
 }
 
 // appRun is the app's running state. Caddy starts apps in no fixed order,
@@ -168,8 +175,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		ss, _ := a.Store().(ledger.SpendStore)
 		return ss
 	}, nil)
+	hook := ""
 	if a.AlertsWebhook != "" {
-		hook, err := caddy.NewReplacer().ReplaceOrErr(a.AlertsWebhook, true, true)
+		var err error
+		hook, err = caddy.NewReplacer().ReplaceOrErr(a.AlertsWebhook, true, true)
 		if err != nil {
 			return fmt.Errorf("alerts_webhook: %v", err)
 		}
@@ -186,6 +195,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.budgets.Alert = a.alerter.Notify
 		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
 	}
+	a.provisionBreaker(hook)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -332,6 +342,7 @@ func (a *App) Start() error {
 	if a.alerter != nil {
 		go a.alerter.Run(ctx)
 	}
+	go a.breaker.Run(ctx)
 	for _, f := range a.onStart {
 		f()
 	}

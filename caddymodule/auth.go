@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	auditlog "github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
@@ -134,6 +135,8 @@ type LimitsConfig struct {
 	RPM                int64  `json:"rpm,omitempty"`
 	TPM                int64  `json:"tpm,omitempty"`
 	MaxParallel        int64  `json:"max_parallel,omitempty"`
+	// Breaker watches the agent sessions for loops and runaway spend.
+	Breaker *ledger.BreakerRules `json:"breaker,omitempty"`
 }
 
 func (l *LimitsConfig) ledger(models []string) ledger.Limits {
@@ -141,7 +144,7 @@ func (l *LimitsConfig) ledger(models []string) ledger.Limits {
 		return ledger.Limits{Models: models}
 	}
 	return ledger.Limits{Models: models, BudgetCents: l.BudgetCents, BudgetPeriod: l.BudgetPeriod, SoftBudgetCents: l.SoftBudgetCents,
-		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
+		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel, Breaker: l.Breaker}
 }
 
 // validate bounds the amounts of a JSON config, which does not pass
@@ -154,6 +157,9 @@ func (l *LimitsConfig) validate() error {
 		if c != nil && (*c < 0 || *c > money.MaxBudgetCents) {
 			return fmt.Errorf("%s: %d is not from 0 to %d cents ($%d)", name, *c, money.MaxBudgetCents, money.MaxBudgetCents/100)
 		}
+	}
+	if l.Breaker != nil {
+		return breaker.Validate(l.Breaker)
 	}
 	return nil
 }
@@ -217,6 +223,8 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		l.TPM, err = count()
 	case "max_parallel":
 		l.MaxParallel, err = count()
+	case "breaker":
+		l.Breaker, err = parseBreaker(d)
 	default:
 		return false, nil
 	}
@@ -530,7 +538,7 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					if ok, err := parseLimit(d, k.Limits); err != nil {
 						return err
 					} else if !ok {
-						return d.Errf("unrecognized %s option %q (known: id, workspace, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt, d.Val())
+						return d.Errf("unrecognized %s option %q (known: id, workspace, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel, breaker)", opt, d.Val())
 					}
 				}
 			}
@@ -568,7 +576,7 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				if ok, err := parseLimit(d, ws.Limits); err != nil {
 					return err
 				} else if !ok {
-					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp, count_agent_reported)", d.Val())
+					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, breaker, mcp, count_agent_reported)", d.Val())
 				}
 			}
 			a.Workspaces = append(a.Workspaces, ws)
@@ -711,7 +719,7 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if ok, err := parseLimit(d, g.Limits); err != nil {
 				return err
 			} else if !ok {
-				return d.Errf("unrecognized group option %q (known: workspace, role, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel, breaker)", opt)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/agentotel"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -96,6 +97,9 @@ type GatewayOptions struct {
 	// CacheWatch sees every finished request and alerts when a session
 	// keeps writing a prompt cache it never reads; nil: no such alert.
 	CacheWatch *policy.CacheWatch
+	// Breaker watches agent sessions for loops and runaway spend
+	// (package breaker); nil: none is watched.
+	Breaker *breaker.Breaker
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.
@@ -412,6 +416,9 @@ func (g *Gateway) buildPaths() {
 	if at := g.opts.AgentTelemetry; at != nil {
 		g.paths["/v1/logs"] = g.guard(at.ServeLogs)
 		g.paths["/v1/metrics"] = g.guard(at.ServeMetrics)
+	}
+	if g.opts.Breaker != nil {
+		g.paths[breaker.ResumePath] = g.guard(g.serveResume)
 	}
 	g.modelByID = g.guard(g.only(http.MethodGet, g.serveModel))
 	g.storedResponse = g.guard(g.serveStoredResponse)

@@ -84,6 +84,11 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}
+	turn, body, info, ok := g.admitTurn(w, r, cf, rec, start, id, body, info)
+	if !ok {
+		return
+	}
+	defer func() { g.opts.Breaker.Done(r.Context(), turn, rec.CostPicoUSD) }()
 	var hold *policy.Reservation
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)

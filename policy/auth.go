@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -169,13 +170,17 @@ func IsBrowserRoot(r *http.Request) bool {
 }
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe and the liveness/readiness checks.
+// reachability probe, the liveness/readiness checks and the loop
+// breaker's resume link.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
 	case "/":
 		return r.Method == http.MethodHead
+	case breaker.ResumePath:
+		// A loop breaker's resume link: its token is its credential.
+		return r.Method == http.MethodGet || r.Method == http.MethodPost
 	}
 	// The dashboard's page and assets: it signs in itself.
 	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)

@@ -1,0 +1,121 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+
+	"github.com/modelgate/modelgate/breaker"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
+	"github.com/modelgate/modelgate/webhook"
+)
+
+// parseBreaker reads a key's, workspace's or group's
+//
+//	breaker {
+//		repeat 5
+//		cycle 3
+//		failing 6
+//		velocity 2/min
+//		turns 1000
+//		action pause
+//	}
+//
+// where a rule left out takes its default and `off` turns it off; a bare
+// `breaker` watches with every default and warns.
+func parseBreaker(d *caddyfile.Dispenser) (*ledger.BreakerRules, error) {
+	if d.NextArg() {
+		return nil, d.Err("breaker: its rules go in a block, e.g. breaker { repeat 5; action pause }")
+	}
+	r := &ledger.BreakerRules{}
+	for sub := d.Nesting(); d.NextBlock(sub); {
+		opt := d.Val()
+		var v string
+		if !d.AllArgs(&v) {
+			return nil, d.Errf("breaker %s: give one value", opt)
+		}
+		count := func(dst *int, least, max int) error {
+			if v == "off" {
+				*dst = -1
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < least || n > max {
+				return d.Errf("breaker %s: %q is not a whole number from %d to %d, or off", opt, v, least, max)
+			}
+			*dst = n
+			return nil
+		}
+		var err error
+		switch opt {
+		case "repeat":
+			err = count(&r.Repeat, 2, breaker.MaxRepeat)
+		case "cycle":
+			err = count(&r.Cycle, 2, breaker.MaxCycle)
+		case "failing":
+			err = count(&r.Failing, 2, breaker.MaxFailing)
+		case "turns":
+			err = count(&r.Turns, 1, 1_000_000)
+		case "velocity":
+			if v == "off" {
+				r.VelocityCents = -1
+				break
+			}
+			amount, ok := strings.CutSuffix(v, "/min")
+			c, perr := money.ParseDollars(strings.TrimPrefix(amount, "$"))
+			if !ok || perr != nil || c < 1 {
+				return nil, d.Errf("breaker velocity: %q is not dollars a minute, e.g. velocity 2/min (or off)", v)
+			}
+			r.VelocityCents = c
+		case "action":
+			switch v {
+			case breaker.ActionWarn, breaker.ActionNudge, breaker.ActionPause, breaker.ActionStop:
+				r.Action = v
+			default:
+				err = d.Errf("breaker action: %q is not warn, nudge, pause or stop", v)
+			}
+		default:
+			err = d.Errf("unrecognized breaker option %q (known: repeat, cycle, failing, velocity, turns, action)", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := breaker.Validate(r); err != nil {
+		return nil, d.Err(err.Error())
+	}
+	return r, nil
+}
+
+// provisionBreaker builds the loop breaker: its sessions in Redis when
+// rate limits are (`limits redis`), else in this process; its trips posted
+// to alerts_webhook, recorded in the ledger and audited.
+func (a *App) provisionBreaker(hook string) {
+	logger := a.logger
+	o := breaker.Options{
+		Trips: func() ledger.BreakerStore {
+			s, _ := a.Store().(ledger.BreakerStore)
+			return s
+		},
+		Audit:  a.audit,
+		Names:  a.controls.RuntimeName,
+		Failed: func(err error) { logger.Warn("loop breaker", zap.Error(err)) },
+	}
+	if a.redis != nil {
+		o.Store = breaker.NewRedis(a.redis.Client(), "modelgate:breaker:")
+	}
+	if hook != "" {
+		client := &http.Client{Timeout: 10 * time.Second}
+		o.Post = func(ctx context.Context, text string) error { return webhook.Post(ctx, client, hook, text) }
+	}
+	a.breaker = breaker.New(o)
+}
+
+// Breaker is the loop breaker of this config.
+func (a *App) Breaker() *breaker.Breaker { return a.breaker }

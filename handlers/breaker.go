@@ -1,0 +1,131 @@
+package handlers
+
+// The agent-run breaker's step in a request (package breaker decides):
+// which rules apply, the request's history in the breaker's terms, and
+// the decision rendered: a held session's refusal in the caller's error
+// family, a nudge's body sent instead of the client's.
+
+import (
+	"html"
+	"net/http"
+	"time"
+
+	"github.com/modelgate/modelgate/breaker"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
+)
+
+// HeaderBreaker names, on an answer, what the breaker did to its request
+// ("nudge": the request carried the breaker's note).
+const HeaderBreaker = "X-Modelgate-Breaker"
+
+// admitTurn asks the breaker about a request of an agent session; on a
+// refusal it has answered the client and ok is false.
+func (g *Gateway) admitTurn(w http.ResponseWriter, r *http.Request, cf providers.Format, rec *ledger.Record, start time.Time, id *policy.Identity,
+	body []byte, info providers.RequestInfo) (d breaker.Decision, _ []byte, _ providers.RequestInfo, ok bool) {
+	if g.opts.Breaker == nil || id == nil || rec.SessionID == "" {
+		return d, body, info, true
+	}
+	rules := id.Limits.Breaker
+	if rules == nil {
+		rules = g.opts.Controls.WorkspaceLimits(id.Workspace).Breaker
+	}
+	if rules == nil {
+		return d, body, info, true
+	}
+	d = g.opts.Breaker.Admit(r.Context(), &breaker.Turn{Format: breakerFormat(cf), Body: body, Session: rec.SessionID, KeyID: id.KeyID,
+		Workspace: id.Workspace, Person: id.Person, Agent: rec.Agent, Rules: rules, Origin: origin(r)})
+	if d.Refusal != nil {
+		g.refuse(w, cf, rec, start, d.Refusal)
+		return d, nil, info, false
+	}
+	if d.Body != nil {
+		if nudged, err := g.parsers[cf](r, id, d.Body); err == nil {
+			w.Header().Set(HeaderBreaker, "nudge")
+			return d, d.Body, nudged, true
+		}
+	}
+	return d, body, info, true
+}
+
+func breakerFormat(cf providers.Format) breaker.Format {
+	switch cf {
+	case providers.FormatAnthropic:
+		return breaker.FormatMessages
+	case providers.FormatOpenAI:
+		return breaker.FormatChat
+	case providers.FormatResponses:
+		return breaker.FormatResponses
+	case providers.FormatGemini:
+		return breaker.FormatGemini
+	}
+	return breaker.FormatOther
+}
+
+// origin is the gateway's address as the caller reached it, for links
+// back to it.
+func origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveResume answers a loop breaker's resume link: GET shows the paused
+// session and a button (a chat's link preview must not resume it), POST
+// resumes it with the link's token.
+func (g *Gateway) serveResume(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	}
+	if err := r.ParseForm(); err != nil {
+		resumePage(w, http.StatusBadRequest, "This link is not one the gateway made.", "")
+		return
+	}
+	key, session, token := r.Form.Get("k"), r.Form.Get("s"), r.Form.Get("t")
+	if key == "" || session == "" || token == "" {
+		resumePage(w, http.StatusBadRequest, "This link is not one the gateway made: it lacks the session or its token.", "")
+		return
+	}
+	if r.Method == http.MethodGet {
+		st, found, err := g.opts.Breaker.Status(r.Context(), key, session)
+		switch {
+		case err != nil:
+			resumePage(w, http.StatusServiceUnavailable, "The gateway could not read the session's state; try again.", "")
+		case !found || st.State != "paused":
+			resumePage(w, http.StatusOK, "Session "+session+" is not paused: nothing to resume.", "")
+		default:
+			resumePage(w, http.StatusOK, "Session "+session+" (key "+key+") was paused by the loop breaker ("+st.Pattern+").", r.Form.Encode())
+		}
+		return
+	}
+	was, ok, err := g.opts.Breaker.Resume(r.Context(), key, session, token, "resume link")
+	switch {
+	case err != nil:
+		resumePage(w, http.StatusServiceUnavailable, "The gateway could not resume the session; try again.", "")
+	case ok:
+		resumePage(w, http.StatusOK, "Session "+session+" is resumed: the agent's next request goes through.", "")
+	case was == breaker.ActionStop:
+		resumePage(w, http.StatusForbidden, "Session "+session+" was stopped: only an admin can clear it.", "")
+	case was == "":
+		resumePage(w, http.StatusOK, "Session "+session+" is not paused: nothing to resume.", "")
+	default:
+		resumePage(w, http.StatusForbidden, "This link is no longer valid: the session was paused again since. Use the link of the latest message.", "")
+	}
+}
+
+func resumePage(w http.ResponseWriter, status int, msg, form string) {
+	w.WriteHeader(status)
+	page := `<!doctype html><meta charset="utf-8"><title>Modelgate loop breaker</title>` +
+		`<body style="font:16px system-ui;max-width:40em;margin:3em auto"><h1>Loop breaker</h1><p>` + html.EscapeString(msg) + `</p>`
+	if form != "" {
+		page += `<form method="post" action="` + breaker.ResumePath + `?` + html.EscapeString(form) + `"><button type="submit">Resume the session</button></form>`
+	}
+	_, _ = w.Write([]byte(page))
+}
