@@ -2,12 +2,14 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/breaker"
@@ -119,3 +121,46 @@ func (a *App) provisionBreaker(hook string) {
 
 // Breaker is the loop breaker of this config.
 func (a *App) Breaker() *breaker.Breaker { return a.breaker }
+
+// RecordTrip and BreakerTrips reach the app's ledger once it is open.
+func (s appStore) RecordTrip(ctx context.Context, t ledger.BreakerTrip) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	b, ok := st.(ledger.BreakerStore)
+	if !ok {
+		return errors.New("this ledger store keeps no loop breaker trips")
+	}
+	return b.RecordTrip(ctx, t)
+}
+
+func (s appStore) BreakerTrips(ctx context.Context, from, to time.Time) ([]ledger.BreakerTrip, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	b, ok := st.(ledger.BreakerStore)
+	if !ok {
+		return nil, errors.New("this ledger store keeps no loop breaker trips")
+	}
+	return b.BreakerTrips(ctx, from, to)
+}
+
+// registerBreakerMetrics counts the loop breaker's trips of this instance
+// (modelgate_breaker_trips_total, by pattern and action): one series per
+// pair, so none appears or vanishes with traffic.
+func registerBreakerMetrics(reg prometheus.Registerer, app *App) error {
+	patterns, actions := breaker.Kinds()
+	for _, p := range patterns {
+		for _, ac := range actions {
+			if _, err := register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "modelgate", Name: "breaker_trips_total",
+				Help:        "Agent sessions the loop breaker tripped, by the pattern it saw and the action it took.",
+				ConstLabels: prometheus.Labels{"pattern": p, "action": ac}},
+				func() float64 { return float64(app.Breaker().TripCount(p, ac)) })); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
@@ -48,6 +49,9 @@ type Handler struct {
 	Controls *policy.Controls
 	// Audit receives every admin action; nil records none.
 	Audit audit.Recorder
+	// Breaker is the loop breaker whose paused sessions the sessions API
+	// shows and resumes; nil: none.
+	Breaker *breaker.Breaker
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once
