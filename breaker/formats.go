@@ -3,6 +3,8 @@ package breaker
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The readers below take one history entry of each format to the calls,
@@ -50,8 +52,10 @@ func readMessage(raw []byte) entry {
 			e.calls = append(e.calls, call{id: b.ID, name: b.Name, args: canonical(b.Input)})
 		case "tool_result":
 			r := result{id: b.ToolUseID, content: b.Content, failed: b.IsError}
-			if r.failed {
-				r.class = classOf(textOf(b.Content))
+			if text := textOf(b.Content); r.failed && !quietNo(text) {
+				r.class = classOf(text)
+			} else {
+				r.failed = false
 			}
 			e.results = append(e.results, r)
 		}
@@ -186,22 +190,26 @@ func readContent(raw []byte) entry {
 }
 
 // threadOf tells apart the conversations that share one session (Claude
-// Code's subagents run under their parent's session id): the text of the
-// history's first entry, which stays the same turn after turn while
-// markers such as cache_control move.
+// Code's subagents run under their parent's session id): a hash of the
+// history's first entry, which stays the same turn after turn but for the
+// cache_control markers a client moves, which are left out.
 func threadOf(raw []byte) uint64 {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-		Parts   json.RawMessage `json:"parts"`
+	const marker = `"cache_control"`
+	d := xxhash.New()
+	for {
+		i := bytes.Index(raw, []byte(marker))
+		if i < 0 {
+			_, _ = d.Write(raw)
+			return d.Sum64()
+		}
+		_, _ = d.Write(bytes.TrimRight(raw[:i], ", \n\t\r"))
+		j := skipSpace(raw, i+len(marker))
+		if j < len(raw) && raw[j] == ':' {
+			j = skipSpace(raw, j+1)
+		}
+		if end := skipValue(raw, j); end > 0 {
+			j = end
+		}
+		raw = raw[max(j, i+len(marker)):]
 	}
-	if json.Unmarshal(raw, &m) != nil {
-		return hashBytes(raw)
-	}
-	if t := textOf(m.Content); t != "" {
-		return hashString(t)
-	}
-	if t := textOf(m.Parts); t != "" {
-		return hashString(t)
-	}
-	return hashBytes(raw)
 }

@@ -93,19 +93,26 @@ func fingerprint(f Format, body []byte) print {
 	if !ok || t.n == 0 {
 		return print{}
 	}
-	entries := make([]entry, t.n)
-	for i := range t.n {
-		s := t.spans[i]
-		entries[i] = readEntry(f, body[s.start:s.end])
+	// Entries are decoded from the end, as far as the turn reaches: the
+	// results after the model's last run of entries, that run, and the
+	// one entry before it.
+	var entries [maxTail]entry
+	var read [maxTail]bool
+	get := func(i int) *entry {
+		if !read[i] {
+			s := t.spans[i]
+			entries[i], read[i] = readEntry(f, body[s.start:s.end]), true
+		}
+		return &entries[i]
 	}
 	// The turn: the model's last run of entries and everything after it.
 	end := t.n
 	i := end
-	for i > 0 && !entries[i-1].produced {
+	for i > 0 && !get(i-1).produced {
 		i--
 	}
 	first := i
-	for first > 0 && entries[first-1].produced {
+	for first > 0 && get(first-1).produced {
 		first--
 	}
 	from := t.spans[min(first, t.n-1)].start
@@ -213,21 +220,42 @@ func textOf(raw json.RawMessage) string {
 	return b.String()
 }
 
-// classOf is how a failed result failed: its exit code when it names
-// one, else its first line (at most 80 bytes). Two failures of one class
-// are the same failure for the failing rule.
+// classOf is how a failed result failed: its first two lines (an exit
+// code and the error under it), digits masked so a line number or a count
+// does not make two failures different, at most 100 bytes. Two failures
+// of one class are the same failure for the failing rule.
 func classOf(text string) string {
-	if code, ok := exitCode(text); ok {
-		return "exit " + strconv.Itoa(code)
+	var b strings.Builder
+	lines := 0
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if lines++; lines > 2 {
+			break
+		}
+		for _, r := range line {
+			if b.Len() >= 100 {
+				break
+			}
+			if r >= '0' && r <= '9' {
+				r = '#'
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('\n')
 	}
+	return b.String()
+}
+
+// quietNo reports a failure that is an answer: exit code 1 and not a word
+// more (grep that found nothing, a test(1) that was false, diff of
+// different files with -q). It does not count as a tool failing.
+func quietNo(text string) bool {
+	code, ok := exitCode(text)
 	text = strings.TrimSpace(text)
-	if i := strings.IndexByte(text, '\n'); i >= 0 {
-		text = text[:i]
-	}
-	if len(text) > 80 {
-		text = text[:80]
-	}
-	return text
+	return ok && code == 1 && !strings.Contains(text, "\n") && len(text) <= len("Process exited with code 1")
 }
 
 // failedText reports a tool result that says it failed, for formats with
@@ -235,7 +263,7 @@ func classOf(text string) string {
 // output, "Exit code: 1"; a JSON "exit_code": 1) or a first word "error".
 func failedText(text string) bool {
 	if code, ok := exitCode(text); ok {
-		return code != 0
+		return code != 0 && !quietNo(text)
 	}
 	head := strings.ToLower(strings.TrimSpace(text[:min(len(text), 16)]))
 	return strings.HasPrefix(head, "error") || strings.HasPrefix(head, "<tool_use_error>")

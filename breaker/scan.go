@@ -1,5 +1,7 @@
 package breaker
 
+import "bytes"
+
 // A turn's fingerprint needs only the last few entries of a request's
 // history, which can be megabytes long. tailOf finds them with a
 // skipping scan that never decodes what it passes over; only the entries
@@ -120,15 +122,33 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] (a
-// quote), or -1.
+// quote), or -1. Short strings (keys, types) are walked byte by byte;
+// past 16 bytes it jumps from quote to quote (IndexByte is vectorised):
+// a quote ends the string unless an odd number of backslashes precede it.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
+	start := i + 1
+	for i = start; i < len(b) && i < start+16; i++ {
 		switch b[i] {
 		case '\\':
 			i++
 		case '"':
 			return i + 1
 		}
+	}
+	for i < len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		k := i + j
+		n := 0
+		for m := k - 1; m >= start && b[m] == '\\'; m-- {
+			n++
+		}
+		if n%2 == 0 {
+			return k + 1
+		}
+		i = k + 1
 	}
 	return -1
 }
