@@ -293,6 +293,3 @@ func exitCode(text string) (int, bool) {
 	}
 	return 0, false
 }
-
-func hashBytes(b []byte) uint64  { return xxhash.Sum64(b) }
-func hashString(s string) uint64 { return xxhash.Sum64String(s) }
