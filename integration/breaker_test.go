@@ -1,0 +1,277 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/internal/testwait"
+)
+
+// breakerModels routes Claude Code's model names to the scripted
+// OpenAI-compatible backend.
+func breakerModels(up string) string {
+	return fmt.Sprintf(`model_list:
+  - model_name: local-coder
+    proxy_params:
+      model: openai/scripted-coder
+      api_base: %s/v1
+      api_key: %s
+model_aliases:
+  "claude-*": local-coder
+`, up, upstreamKey)
+}
+
+// runClaudeRaw runs Claude Code in print mode and returns its result, or
+// the error it ended with, without failing the test.
+func runClaudeRaw(t *testing.T, claude string, run claudeRun) (claudeResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"-p", run.prompt, "--output-format", "json", "--setting-sources", "local"}, run.args...)
+	cmd := exec.CommandContext(ctx, claude, args...)
+	cmd.Dir = run.dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}, run.env...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	t.Logf("claude stdout: %s", stdout.String())
+	if stderr.Len() > 0 {
+		t.Logf("claude stderr: %s", stderr.String())
+	}
+	var res claudeResult
+	_ = json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res)
+	return res, stdout.String() + stderr.String()
+}
+
+// TestBreakerPausesClaudeCodeLoop: real Claude Code against a backend
+// that answers every turn with the same failing Bash call. With `action
+// pause`, the gateway refuses the session's request that carries the
+// fifth identical failure, in Anthropic's error shape, saying why and
+// how to resume; one chat line names the key, the agent and the pattern
+// and carries a resume link; the session stays paused for Claude Code's
+// --resume; the link's page and its button resume it; then the same
+// session goes on to its answer. Another session of the same key was
+// never held.
+func TestBreakerPausesClaudeCodeLoop(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	var loop atomic.Bool
+	loop.Store(true)
+	failing, _ := json.Marshal(map[string]string{"command": "ls /nonexistent-modelgate-breaker-dir", "description": "List the directory"})
+	script := &scriptedBackend{
+		pick: func(tools []string) (string, string) {
+			if !strings.Contains(strings.Join(tools, ","), "Bash") {
+				return "", ""
+			}
+			return "Bash", string(failing)
+		},
+		more:        func(string) bool { return loop.Load() },
+		distinctIDs: true,
+	}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	hook := startChatSink(t)
+	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
+		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
+		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
+		authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+	home, dir := t.TempDir(), t.TempDir()
+	env := []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey}
+	run := claudeRun{prompt: "List the directory with the Bash tool until it works.", dir: dir, env: env, args: []string{"--allowedTools", "Bash"}}
+
+	res, out := runClaudeRaw(t, claude, run)
+	if !strings.Contains(out, "loop breaker paused this agent session") || !strings.Contains(out, "caddy modelgate resume") {
+		for i, c := range script.requests() {
+			t.Logf("upstream request %d: %d messages, %d tools", i, len(c.req.Messages), len(c.req.Tools))
+		}
+		t.Logf("chat: %q", hook.Posts())
+		t.Fatalf("Claude Code did not end on the breaker's refusal; its output:\n%s\ngateway log:\n%s", out, tail(g.stderr.String(), 6000))
+	}
+	sid := res.SessionID
+	if sid == "" {
+		t.Fatal("no session id in Claude Code's result")
+	}
+	loopTurns := 0
+	for _, c := range script.requests() {
+		if _, _, ok := c.req.toolResult(); ok {
+			loopTurns++
+		}
+	}
+	// The request carrying the fifth identical failure was refused: four
+	// reached the backend.
+	if loopTurns != 4 {
+		t.Errorf("%d requests with a tool result reached the backend, want 4", loopTurns)
+	}
+
+	var posts []string
+	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
+		t.Fatal("no chat line for the trip")
+	}
+	line := posts[0]
+	for _, want := range []string{"alice", "claude-code", sid, "`Bash` call", "5 times", "Paused; resume: " + g.base + "/modelgate/breaker/resume?"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("chat line %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "nonexistent-modelgate-breaker-dir") {
+		t.Errorf("the chat line carries the tool call's content: %q", line)
+	}
+
+	// The session stays paused: Claude Code resuming it is refused.
+	resumed := run
+	resumed.prompt = "Try again."
+	resumed.args = append([]string{"--resume", sid}, run.args...)
+	if _, out := runClaudeRaw(t, claude, resumed); !strings.Contains(out, "loop breaker paused this agent session") {
+		t.Fatalf("a paused session's next run was not refused:\n%s", out)
+	}
+	// Another session of the same key goes on.
+	if st, _, body := g.do(t, "POST", "/v1/messages", aliceKey, `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`,
+		"anthropic-version", "2023-06-01", "X-Claude-Code-Session-Id", "another-session"); st != http.StatusOK {
+		t.Fatalf("another session of the key: %d %s", st, body)
+	}
+	// The sessions API shows the state.
+	if st, _, body := g.do(t, "GET", "/v1/organizations/sessions?limit=50", adminKey, ""); st != http.StatusOK ||
+		!strings.Contains(string(body), `"breaker":{"state":"paused","last_pattern":"repeat"`) {
+		t.Errorf("sessions API: %d %s", st, body)
+	}
+
+	// The link: GET shows a button and changes nothing, POST resumes.
+	link := line[strings.Index(line, g.base+"/modelgate/breaker/resume?"):]
+	link = link[:strings.IndexByte(link, ' ')]
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Resume the session") {
+		t.Fatalf("the link's page: %d %s", resp.StatusCode, page)
+	}
+	u, _ := url.Parse(link)
+	resp, err = http.PostForm(g.base+u.Path, u.Query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := readAll(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(page, "is resumed") {
+		t.Fatalf("resuming through the link: %d %s", resp.StatusCode, page)
+	}
+	// The link works once per pause.
+	resp, _ = http.PostForm(g.base+u.Path, u.Query())
+	if page := readAll(t, resp); !strings.Contains(page, "not paused") {
+		t.Errorf("a used link: %s", page)
+	}
+
+	loop.Store(false)
+	res, out = runClaudeRaw(t, claude, resumed)
+	if res.IsError || !strings.Contains(res.Result, finalReply) || res.SessionID != sid {
+		t.Fatalf("the resumed session did not go on to its answer (session %q, want %q):\n%s", res.SessionID, sid, out)
+	}
+	if n := len(hook.Posts()); n != 1 {
+		t.Errorf("%d chat lines, want the one trip's", n)
+	}
+	// The trip is in the report, and in the audit log with the resume.
+	if st, _, body := g.do(t, "GET", "/v1/organizations/breaker_report", adminKey, ""); st != http.StatusOK ||
+		!strings.Contains(string(body), `"pattern":"repeat","action":"pause"`) || !strings.Contains(string(body), `"api_key_id":"alice"`) {
+		t.Errorf("breaker report: %d %s", st, body)
+	}
+	var audit string
+	testwait.Until(func() bool {
+		_, _, b := g.do(t, "GET", "/v1/organizations/audit_log?limit=50", adminKey, "")
+		audit = string(b)
+		return strings.Contains(audit, "breaker.trip") && strings.Contains(audit, "breaker.resume")
+	})
+	if !strings.Contains(audit, "breaker.trip") || !strings.Contains(audit, "breaker.resume") {
+		t.Errorf("audit log lacks the trip or the resume: %s", audit)
+	}
+}
+
+// TestBreakerWarnsOnEditUndoCycle: real Claude Code against a backend that
+// edits a file back and forth (a→b, b→a, …). With the default action, the
+// breaker posts one chat line on the cycle and lets the run go on to its
+// answer; a run that makes progress on the same gateway posts nothing.
+func TestBreakerWarnsOnEditUndoCycle(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "app.txt")
+	if err := os.WriteFile(file, []byte("mode = alpha\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var step atomic.Int64
+	script := &scriptedBackend{
+		pick: func(tools []string) (string, string) {
+			if step.Load() >= 100 || !strings.Contains(strings.Join(tools, ","), "Edit") {
+				return shellCall(tools)
+			}
+			n := step.Add(1)
+			var a []byte
+			switch {
+			case n == 1:
+				a, _ = json.Marshal(map[string]string{"file_path": file})
+				return "Read", string(a)
+			case n%2 == 0:
+				a, _ = json.Marshal(map[string]string{"file_path": file, "old_string": "mode = alpha", "new_string": "mode = beta"})
+			default:
+				a, _ = json.Marshal(map[string]string{"file_path": file, "old_string": "mode = beta", "new_string": "mode = alpha"})
+			}
+			return "Edit", string(a)
+		},
+		// Eight edits, then the answer.
+		more:        func(string) bool { return step.Load() < 9 },
+		distinctIDs: true,
+	}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	hook := startChatSink(t)
+	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
+		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
+		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
+		authExtra:  "workspace frontend {\n\t\t\tbreaker\n\t\t}"})
+	env := []string{"HOME=" + t.TempDir(), "ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey}
+	res, out := runClaudeRaw(t, claude, claudeRun{prompt: "Toggle the mode in app.txt.", dir: dir, env: env, args: []string{"--allowedTools", "Read,Edit"}})
+	if res.IsError || !strings.Contains(res.Result, finalReply) {
+		t.Fatalf("a warned run must go on to its answer:\n%s", out)
+	}
+	if step.Load() < 9 {
+		t.Fatalf("the script made %d tool calls, want 9 (a read and eight edits)", step.Load())
+	}
+	var posts []string
+	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
+		t.Fatal("no chat line for the edit/undo cycle")
+	}
+	if len(posts) != 1 || !strings.Contains(posts[0], "cycle of 2 turns 3 times") || !strings.Contains(posts[0], res.SessionID) {
+		t.Fatalf("chat lines %q, want one naming the cycle and session %s", posts, res.SessionID)
+	}
+
+	// A run that makes progress: the marker file written, then the answer.
+	before := len(hook.Posts())
+	step.Store(100) // the edit script is done: one shell call from here on
+	res, out = runClaudeRaw(t, claude, claudeRun{prompt: "Create the marker file with the Bash tool.", dir: t.TempDir(), env: env, args: []string{"--allowedTools", "Bash"}})
+	if res.IsError || !strings.Contains(res.Result, finalReply) {
+		t.Fatalf("the progressing run failed:\n%s", out)
+	}
+	if got := hook.Posts(); len(got) != before {
+		t.Fatalf("a progressing run was tripped: %q", got[before:])
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return b.String()
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
