@@ -116,7 +116,9 @@ func fingerprint(f Format, body []byte) print {
 		first--
 	}
 	from := t.spans[min(first, t.n-1)].start
-	p := print{tail: xxhash.Sum64(body[from:t.spans[t.n-1].end]), thread: threadOf(body[t.first.start:t.first.end])}
+	// The tail's place in the history is part of it: a format without
+	// call ids (Gemini's) writes the same turn twice in the same bytes.
+	p := print{tail: xxhash.Sum64(body[from:t.spans[t.n-1].end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end])}
 	if first == i {
 		return p // no answer of the model yet: the session's first turn
 	}

@@ -21,10 +21,12 @@ type span struct{ start, end int }
 type tail struct {
 	spans [maxTail]span
 	n     int  // entries kept, at most maxTail
+	total int  // entries in the history
 	first span // the history's first entry
 }
 
 func (t *tail) add(s span) {
+	t.total++
 	if t.n == 0 {
 		t.first = s
 	}
