@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/internal/testwait"
 )
 
@@ -275,3 +276,70 @@ func readAll(t *testing.T, resp *http.Response) string {
 }
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// TestBreakerTwoInstancesOneSession: two gateways on one Redis (`limits
+// redis`) serve one agent session's turns in turn; the session trips once
+// at the turn its rule names, the chat line arrives once, and the pause
+// holds on both instances.
+func TestBreakerTwoInstancesOneSession(t *testing.T) {
+	redisURL := testlane.RedisURL(t)
+	script := &scriptedBackend{}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	hook := startChatSink(t)
+	start := func() *gateway {
+		return startGateway(t, gatewayConfig{models: breakerModels(up.URL),
+			ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\tlimits redis {env.REDIS_URL}\n\t\talerts_webhook {env.HOOK}",
+			env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret", "REDIS_URL=" + redisURL},
+			siteExtra:  "handle /metrics {\n\t\tmetrics\n\t}",
+			authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\trepeat 4\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+	}
+	gws := []*gateway{start(), start()}
+	session := fmt.Sprintf("two-instances-%d", time.Now().UnixNano())
+	turn := func(g *gateway, n int) (int, string) {
+		msgs := `{"role":"user","content":"build it"}`
+		for i := range n {
+			msgs += fmt.Sprintf(`,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"make"}}]}`+
+				`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"Exit code 2\nmake: *** No rule","is_error":true}]}`, i, i)
+		}
+		st, _, body := g.do(t, "POST", "/v1/messages", aliceKey, `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[`+msgs+`]}`,
+			"anthropic-version", "2023-06-01", "X-Claude-Code-Session-Id", session)
+		return st, string(body)
+	}
+	for n := 1; n <= 3; n++ {
+		if st, body := turn(gws[n%2], n); st != http.StatusOK {
+			t.Fatalf("turn %d on instance %d: %d %s", n, n%2, st, body)
+		}
+	}
+	if st, body := turn(gws[0], 4); st != http.StatusTooManyRequests || !strings.Contains(body, "loop breaker paused") {
+		t.Fatalf("the fourth repeat, on instance 0: %d %s", st, body)
+	}
+	if st, _ := turn(gws[1], 4); st != http.StatusTooManyRequests {
+		t.Fatalf("the other instance let the paused session through: %d", st)
+	}
+	// Each instance counts the trips it made, before it answers: one
+	// made it, so only one queued a chat line.
+	const trip = `modelgate_breaker_trips_total{action="pause",pattern="repeat"} `
+	var counts []string
+	for i, g := range gws {
+		st, _, body := g.do(t, "GET", "/metrics", adminKey, "")
+		line := ""
+		for l := range strings.Lines(string(body)) {
+			if strings.HasPrefix(l, trip) {
+				line = strings.TrimSpace(strings.TrimPrefix(l, trip))
+			}
+		}
+		if st != http.StatusOK || line == "" {
+			t.Fatalf("instance %d metrics: %d, no %s", i, st, trip)
+		}
+		counts = append(counts, line)
+	}
+	if counts[0] != "1" || counts[1] != "0" {
+		t.Fatalf("trips counted by the instances: %v, want [1 0]", counts)
+	}
+	var posts []string
+	testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 })
+	if len(posts) != 1 || !strings.Contains(posts[0], session) {
+		t.Fatalf("chat lines %q, want one for session %s", posts, session)
+	}
+}
