@@ -51,8 +51,9 @@ func readMessage(raw []byte) entry {
 		case "tool_use", "server_tool_use":
 			e.calls = append(e.calls, call{id: b.ID, name: b.Name, args: canonical(b.Input)})
 		case "tool_result":
-			r := result{id: b.ToolUseID, content: b.Content, failed: b.IsError}
-			if text := textOf(b.Content); r.failed && !quietNo(text) {
+			text := textOf(b.Content)
+			r := result{id: b.ToolUseID, content: contentOf(text, b.Content), failed: b.IsError}
+			if r.failed && !quietNo(text) {
 				r.class = classOf(text)
 			} else {
 				r.failed = false
@@ -90,7 +91,7 @@ func readChat(raw []byte) entry {
 		return e
 	case "tool", "function":
 		text := textOf(m.Content)
-		r := result{id: m.ToolCallID, content: m.Content, failed: failedText(text)}
+		r := result{id: m.ToolCallID, content: contentOf(text, m.Content), failed: failedText(text)}
 		if r.failed {
 			r.class = classOf(text)
 		}
@@ -127,7 +128,7 @@ func readItem(raw []byte) entry {
 		return entry{produced: true}
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		text := textOf(it.Output)
-		r := result{id: it.CallID, content: it.Output, failed: failedText(text)}
+		r := result{id: it.CallID, content: contentOf(text, it.Output), failed: failedText(text)}
 		if r.failed {
 			r.class = classOf(text)
 		}
@@ -177,9 +178,10 @@ func readContent(raw []byte) entry {
 			_ = json.Unmarshal(p.FunctionResponse.Response, &resp)
 			r := result{id: p.FunctionResponse.ID, name: p.FunctionResponse.Name, content: p.FunctionResponse.Response}
 			if len(resp.Error) > 0 && string(resp.Error) != "null" {
-				r.failed, r.class = true, classOf(textOf(resp.Error))
+				text := textOf(resp.Error)
+				r.failed, r.class, r.content = true, classOf(text), contentOf(text, resp.Error)
 			} else if text := textOf(resp.Output); failedText(text) {
-				r.failed, r.class = true, classOf(text)
+				r.failed, r.class, r.content = true, classOf(text), []byte(text)
 			}
 			e.results = append(e.results, r)
 		case e.produced && !p.Thought:
@@ -187,6 +189,15 @@ func readContent(raw []byte) entry {
 		}
 	}
 	return e
+}
+
+// contentOf is what a result's hash covers: its text, lines and all,
+// where it has one, else its JSON.
+func contentOf(text string, raw []byte) []byte {
+	if text != "" {
+		return []byte(text)
+	}
+	return raw
 }
 
 // threadOf tells apart the conversations that share one session (Claude

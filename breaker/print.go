@@ -153,7 +153,11 @@ func fingerprint(f Format, body []byte) print {
 		for _, r := range e.results {
 			nres++
 			_, _ = d.Write([]byte{2})
-			_, _ = d.Write(r.content)
+			if r.failed {
+				writeMasked(d, r.content)
+			} else {
+				_, _ = d.Write(r.content)
+			}
 			if r.failed {
 				failed++
 				name := r.name
@@ -294,4 +298,37 @@ func exitCode(text string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// writeMasked hashes a failed tool result without the lines that change
+// on every run whatever the command does: Codex's "Wall time: 0.1
+// seconds", Gemini CLI's "Process Group PGID: 4711", durations. A call
+// that fails the same way each time is then the same failure. Every
+// other line is kept as it is (a count of failing tests is progress), and
+// results that did not fail are hashed whole.
+func writeMasked(d *xxhash.Digest, b []byte) {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
+		}
+		if !noiseLine(line) {
+			_, _ = d.Write(line)
+		}
+	}
+}
+
+func noiseLine(line []byte) bool {
+	if len(line) > 120 {
+		return false
+	}
+	l := strings.ToLower(string(line))
+	for _, w := range [...]string{"wall time", "pgid", "process group", "elapsed", "duration"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }

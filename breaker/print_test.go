@@ -60,6 +60,26 @@ func TestFingerprintFormats(t *testing.T) {
 	}
 }
 
+// TestFailedResultsWithoutNoise: Codex's wall time and Gemini CLI's
+// process group differ on every run of the same failing command; the
+// result is the same failure.
+func TestFailedResultsWithoutNoise(t *testing.T) {
+	codex := func(wall string) uint64 {
+		return fingerprint(FormatResponses, []byte(`{"input":[{"type":"message","role":"user","content":"go"},{"type":"function_call","call_id":"a","name":"exec_command","arguments":"{\"cmd\":\"make\"}"},`+
+			`{"type":"function_call_output","call_id":"a","output":"Exit code: 2\nWall time: `+wall+` seconds\nOutput:\nmake: *** No rule"}]}`)).key
+	}
+	if codex("0.0123") != codex("0.0456") {
+		t.Error("Codex's wall time made two runs of one failure differ")
+	}
+	gemini := func(pgid string) uint64 {
+		return fingerprint(FormatGemini, []byte(`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{"command":"make"}}}]},`+
+			`{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"Command: make\nStdout: (empty)\nError: (none)\nExit Code: 2\nProcess Group PGID: `+pgid+`"}}}]}]}`)).key
+	}
+	if gemini("4711") != gemini("4799") {
+		t.Error("Gemini CLI's process group made two runs of one failure differ")
+	}
+}
+
 func TestFingerprintFirstTurnAndJunk(t *testing.T) {
 	for _, body := range []string{
 		`{"messages":[{"role":"user","content":"hello"}]}`,
