@@ -302,7 +302,7 @@ func exitCode(text string) (int, bool) {
 
 // writeMasked hashes a failed tool result without the lines that change
 // on every run whatever the command does: Codex's "Wall time: 0.1
-// seconds", Gemini CLI's "Process Group PGID: 4711", durations. A call
+// seconds" and "Chunk ID: 745a16", Gemini CLI's "Process Group PGID: 4711", durations. A call
 // that fails the same way each time is then the same failure. Every
 // other line is kept as it is (a count of failing tests is progress), and
 // results that did not fail are hashed whole.
@@ -325,7 +325,7 @@ func noiseLine(line []byte) bool {
 		return false
 	}
 	l := strings.ToLower(string(line))
-	for _, w := range [...]string{"wall time", "pgid", "process group", "elapsed", "duration"} {
+	for _, w := range [...]string{"wall time", "chunk id", "pgid", "process group", "elapsed", "duration"} {
 		if strings.Contains(l, w) {
 			return true
 		}

@@ -60,15 +60,15 @@ func TestFingerprintFormats(t *testing.T) {
 	}
 }
 
-// TestFailedResultsWithoutNoise: Codex's wall time and Gemini CLI's
+// TestFailedResultsWithoutNoise: Codex's chunk id and wall time and Gemini CLI's
 // process group differ on every run of the same failing command; the
 // result is the same failure.
 func TestFailedResultsWithoutNoise(t *testing.T) {
-	codex := func(wall string) uint64 {
+	codex := func(chunk, wall string) uint64 {
 		return fingerprint(FormatResponses, []byte(`{"input":[{"type":"message","role":"user","content":"go"},{"type":"function_call","call_id":"a","name":"exec_command","arguments":"{\"cmd\":\"make\"}"},`+
-			`{"type":"function_call_output","call_id":"a","output":"Exit code: 2\nWall time: `+wall+` seconds\nOutput:\nmake: *** No rule"}]}`)).key
+			`{"type":"function_call_output","call_id":"a","output":"Chunk ID: `+chunk+`\nWall time: `+wall+` seconds\nProcess exited with code 2\nOriginal token count: 21\nOutput:\nmake: *** No rule"}]}`)).key
 	}
-	if codex("0.0123") != codex("0.0456") {
+	if codex("745a16", "0.0123") != codex("135d1b", "0.0456") {
 		t.Error("Codex's wall time made two runs of one failure differ")
 	}
 	gemini := func(pgid string) uint64 {

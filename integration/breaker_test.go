@@ -343,3 +343,57 @@ func TestBreakerTwoInstancesOneSession(t *testing.T) {
 		t.Fatalf("chat lines %q, want one for session %s", posts, session)
 	}
 }
+
+// TestBreakerPausesCodexLoop: real Codex against a backend that answers
+// every turn with the same failing shell call. The breaker pauses the
+// session (OpenAI's error shape, on the Responses API) and posts one chat
+// line naming Codex; Codex stops on the 429.
+func TestBreakerPausesCodexLoop(t *testing.T) {
+	codex := testbin.Codex(t)
+	script := &scriptedBackend{
+		pick: func(tools []string) (string, string) {
+			name, _ := shellCall(tools)
+			var a []byte
+			switch name {
+			case "exec_command":
+				a, _ = json.Marshal(map[string]string{"cmd": "ls /nonexistent-modelgate-breaker-dir"})
+			case "":
+				return "", ""
+			default:
+				a, _ = json.Marshal(map[string]string{"command": "ls /nonexistent-modelgate-breaker-dir"})
+			}
+			return name, string(a)
+		},
+		more:        func(string) bool { return true },
+		distinctIDs: true,
+	}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	hook := startChatSink(t)
+	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
+		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
+		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
+		authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+	_, err := codexExec(t, codex, codexConfig(g.base, "local-coder"), t.TempDir(), "List the directory until it works.", aliceKey)
+	// Codex retries a 429 whatever x-should-retry says, then names only
+	// the status.
+	if err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("Codex did not stop on the breaker's refusal: %v", err)
+	}
+	var posts []string
+	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
+		t.Fatal("no chat line for the trip")
+	}
+	if len(posts) != 1 || !strings.Contains(posts[0], "codex") || !strings.Contains(posts[0], "call with the same result 5 times") {
+		t.Fatalf("chat lines %q", posts)
+	}
+	results := 0
+	for _, c := range script.requests() {
+		if _, _, ok := c.req.toolResult(); ok {
+			results++
+		}
+	}
+	if results != 4 {
+		t.Errorf("%d requests with a tool result reached the backend, want 4", results)
+	}
+}
