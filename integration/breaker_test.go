@@ -342,6 +342,18 @@ func TestBreakerTwoInstancesOneSession(t *testing.T) {
 	if len(posts) != 1 || !strings.Contains(posts[0], session) {
 		t.Fatalf("chat lines %q, want one for session %s", posts, session)
 	}
+
+	// `caddy modelgate resume` against one instance frees the session on
+	// the other.
+	cmd := exec.Command(testbin.Path(t), "modelgate", "resume", session, "--api-key-id", "alice", "--gateway", gws[0].base)
+	cmd.Env = append(os.Environ(), "MODELGATE_ADMIN_KEY="+adminKey)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "was pause") {
+		t.Fatalf("caddy modelgate resume: %v %s", err, out)
+	}
+	if st, body := turn(gws[1], 5); st != http.StatusOK {
+		t.Fatalf("the resumed session on the other instance: %d %s", st, body)
+	}
 }
 
 // TestBreakerPausesCodexLoop: real Codex against a backend that answers
