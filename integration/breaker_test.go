@@ -35,6 +35,25 @@ model_aliases:
 `, up, upstreamKey)
 }
 
+// breakerGateway starts a gateway whose workspace frontend (alice's) has
+// the breaker block rules, routes to script, and posts to hook (nil: a
+// chat sink of its own); extra lines go in the modelgate block, env into
+// the gateway's.
+func breakerGateway(t *testing.T, script *scriptedBackend, rules, extra string, hook *chatSink, env ...string) (*gateway, *chatSink) {
+	t.Helper()
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	if hook == nil {
+		hook = startChatSink(t)
+	}
+	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
+		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + extra + "\n\t\talerts_webhook {env.HOOK}",
+		env:        append([]string{"HOOK=" + hook.URL + "/services/T/B/secret"}, env...),
+		siteExtra:  "handle /metrics {\n\t\tmetrics\n\t}",
+		authExtra:  "workspace frontend {\n\t\t\tbreaker " + rules + "\n\t\t}"})
+	return g, hook
+}
+
 // runClaudeRaw runs Claude Code in print mode and returns its result, or
 // the error it ended with, without failing the test.
 func runClaudeRaw(t *testing.T, claude string, run claudeRun) (claudeResult, string) {
@@ -82,13 +101,7 @@ func TestBreakerPausesClaudeCodeLoop(t *testing.T) {
 		more:        func(string) bool { return loop.Load() },
 		distinctIDs: true,
 	}
-	up := httptest.NewServer(script)
-	t.Cleanup(up.Close)
-	hook := startChatSink(t)
-	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
-		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
-		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
-		authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+	g, hook := breakerGateway(t, script, "{\n\t\t\t\taction pause\n\t\t\t}", "", nil)
 	home, dir := t.TempDir(), t.TempDir()
 	env := []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey}
 	run := claudeRun{prompt: "List the directory with the Bash tool until it works.", dir: dir, env: env, args: []string{"--allowedTools", "Bash"}}
@@ -105,23 +118,10 @@ func TestBreakerPausesClaudeCodeLoop(t *testing.T) {
 	if sid == "" {
 		t.Fatal("no session id in Claude Code's result")
 	}
-	loopTurns := 0
-	for _, c := range script.requests() {
-		if _, _, ok := c.req.toolResult(); ok {
-			loopTurns++
-		}
-	}
 	// The request carrying the fifth identical failure was refused: four
 	// reached the backend.
-	if loopTurns != 4 {
-		t.Errorf("%d requests with a tool result reached the backend, want 4", loopTurns)
-	}
-
-	var posts []string
-	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
-		t.Fatal("no chat line for the trip")
-	}
-	line := posts[0]
+	checkLoopTurns(t, script, 4)
+	line := firstPost(t, hook)
 	for _, want := range []string{"alice", "claude-code", sid, "`Bash` call", "5 times", "Paused; resume: " + g.base + "/modelgate/breaker/resume?"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("chat line %q lacks %q", line, want)
@@ -232,13 +232,7 @@ func TestBreakerWarnsOnEditUndoCycle(t *testing.T) {
 		more:        func(string) bool { return step.Load() < 9 },
 		distinctIDs: true,
 	}
-	up := httptest.NewServer(script)
-	t.Cleanup(up.Close)
-	hook := startChatSink(t)
-	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
-		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
-		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
-		authExtra:  "workspace frontend {\n\t\t\tbreaker\n\t\t}"})
+	g, hook := breakerGateway(t, script, "", "", nil)
 	env := []string{"HOME=" + t.TempDir(), "ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey}
 	res, out := runClaudeRaw(t, claude, claudeRun{prompt: "Toggle the mode in app.txt.", dir: dir, env: env, args: []string{"--allowedTools", "Read,Edit"}})
 	if res.IsError || !strings.Contains(res.Result, finalReply) {
@@ -247,11 +241,8 @@ func TestBreakerWarnsOnEditUndoCycle(t *testing.T) {
 	if step.Load() < 9 {
 		t.Fatalf("the script made %d tool calls, want 9 (a read and eight edits)", step.Load())
 	}
-	var posts []string
-	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
-		t.Fatal("no chat line for the edit/undo cycle")
-	}
-	if len(posts) != 1 || !strings.Contains(posts[0], "cycle of 2 turns 3 times") || !strings.Contains(posts[0], res.SessionID) {
+	firstPost(t, hook)
+	if posts := hook.Posts(); len(posts) != 1 || !strings.Contains(posts[0], "cycle of 2 turns 3 times") || !strings.Contains(posts[0], res.SessionID) {
 		t.Fatalf("chat lines %q, want one naming the cycle and session %s", posts, res.SessionID)
 	}
 
@@ -284,15 +275,10 @@ func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 func TestBreakerTwoInstancesOneSession(t *testing.T) {
 	redisURL := testlane.RedisURL(t)
 	script := &scriptedBackend{}
-	up := httptest.NewServer(script)
-	t.Cleanup(up.Close)
 	hook := startChatSink(t)
 	start := func() *gateway {
-		return startGateway(t, gatewayConfig{models: breakerModels(up.URL),
-			ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\tlimits redis {env.REDIS_URL}\n\t\talerts_webhook {env.HOOK}",
-			env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret", "REDIS_URL=" + redisURL},
-			siteExtra:  "handle /metrics {\n\t\tmetrics\n\t}",
-			authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\trepeat 4\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+		g, _ := breakerGateway(t, script, "{\n\t\t\t\trepeat 4\n\t\t\t\taction pause\n\t\t\t}", "\n\t\tlimits redis {env.REDIS_URL}", hook, "REDIS_URL="+redisURL)
+		return g
 	}
 	gws := []*gateway{start(), start()}
 	session := fmt.Sprintf("two-instances-%d", time.Now().UnixNano())
@@ -337,9 +323,8 @@ func TestBreakerTwoInstancesOneSession(t *testing.T) {
 	if counts[0] != "1" || counts[1] != "0" {
 		t.Fatalf("trips counted by the instances: %v, want [1 0]", counts)
 	}
-	var posts []string
-	testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 })
-	if len(posts) != 1 || !strings.Contains(posts[0], session) {
+	firstPost(t, hook)
+	if posts := hook.Posts(); len(posts) != 1 || !strings.Contains(posts[0], session) {
 		t.Fatalf("chat lines %q, want one for session %s", posts, session)
 	}
 
@@ -379,33 +364,43 @@ func TestBreakerPausesCodexLoop(t *testing.T) {
 		more:        func(string) bool { return true },
 		distinctIDs: true,
 	}
-	up := httptest.NewServer(script)
-	t.Cleanup(up.Close)
-	hook := startChatSink(t)
-	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
-		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + "\n\t\talerts_webhook {env.HOOK}",
-		env:        []string{"HOOK=" + hook.URL + "/services/T/B/secret"},
-		authExtra:  "workspace frontend {\n\t\t\tbreaker {\n\t\t\t\taction pause\n\t\t\t}\n\t\t}"})
+	g, hook := breakerGateway(t, script, "{\n\t\t\t\taction pause\n\t\t\t}", "", nil)
 	_, err := codexExec(t, codex, codexConfig(g.base, "local-coder"), t.TempDir(), "List the directory until it works.", aliceKey)
 	// Codex retries a 429 whatever x-should-retry says, then names only
 	// the status.
 	if err == nil || !strings.Contains(err.Error(), "429") {
 		t.Fatalf("Codex did not stop on the breaker's refusal: %v", err)
 	}
+	if line := firstPost(t, hook); !strings.Contains(line, "codex") || !strings.Contains(line, "call with the same result 5 times") {
+		t.Fatalf("chat line %q", line)
+	}
+	if posts := hook.Posts(); len(posts) != 1 {
+		t.Fatalf("chat lines %q, want one", posts)
+	}
+	checkLoopTurns(t, script, 4)
+}
+
+// checkLoopTurns checks how many requests carrying a tool result reached
+// the backend.
+func checkLoopTurns(t *testing.T, script *scriptedBackend, want int) {
+	t.Helper()
+	n := 0
+	for _, c := range script.requests() {
+		if _, _, ok := c.req.toolResult(); ok {
+			n++
+		}
+	}
+	if n != want {
+		t.Errorf("%d requests with a tool result reached the backend, want %d", n, want)
+	}
+}
+
+// firstPost waits for the chat's first line.
+func firstPost(t *testing.T, hook *chatSink) string {
+	t.Helper()
 	var posts []string
 	if !testwait.Until(func() bool { posts = hook.Posts(); return len(posts) > 0 }) {
 		t.Fatal("no chat line for the trip")
 	}
-	if len(posts) != 1 || !strings.Contains(posts[0], "codex") || !strings.Contains(posts[0], "call with the same result 5 times") {
-		t.Fatalf("chat lines %q", posts)
-	}
-	results := 0
-	for _, c := range script.requests() {
-		if _, _, ok := c.req.toolResult(); ok {
-			results++
-		}
-	}
-	if results != 4 {
-		t.Errorf("%d requests with a tool result reached the backend, want 4", results)
-	}
+	return posts[0]
 }
