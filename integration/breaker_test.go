@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/modelgate/modelgate/internal/testbin"
 	"github.com/modelgate/modelgate/internal/testlane"
 	"github.com/modelgate/modelgate/internal/testwait"
@@ -403,4 +406,74 @@ func firstPost(t *testing.T, hook *chatSink) string {
 		t.Fatal("no chat line for the trip")
 	}
 	return posts[0]
+}
+
+// TestBreakerDashboardResume: the dashboard's sessions view lists a
+// session the breaker paused, with its pattern, and its Resume button
+// frees it; the trips table shows the week's trip.
+func TestBreakerDashboardResume(t *testing.T) {
+	ctx, problems := browser(t)
+	g, _ := breakerGateway(t, &scriptedBackend{}, "{\n\t\t\t\trepeat 2\n\t\t\t\taction pause\n\t\t\t}", "", nil)
+	msgs := `{"role":"user","content":"build it"}`
+	for i := range 2 {
+		msgs += fmt.Sprintf(`,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"make"}}]}`+
+			`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"Exit code 2","is_error":true}]}`, i, i)
+		g.do(t, "POST", "/v1/messages", aliceKey, `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[`+msgs+`]}`,
+			"anthropic-version", "2023-06-01", "X-Claude-Code-Session-Id", "dash-loop")
+	}
+	state := func() string {
+		_, _, body := g.do(t, "GET", "/v1/organizations/sessions", adminKey, "")
+		var page struct {
+			Data []struct {
+				ID      string
+				Breaker *struct{ State string }
+			}
+		}
+		_ = json.Unmarshal(body, &page)
+		for _, s := range page.Data {
+			if s.ID == "dash-loop" && s.Breaker != nil {
+				return s.Breaker.State
+			}
+		}
+		return ""
+	}
+	// The session is listed once the ledger has its records, the trip
+	// once its row is written.
+	tripped := func() bool {
+		_, _, body := g.do(t, "GET", "/v1/organizations/breaker_report", adminKey, "")
+		return strings.Contains(string(body), `"session_id":"dash-loop"`)
+	}
+	if !testwait.Until(func() bool { return state() == "paused" && tripped() }) {
+		t.Fatalf("the session is not listed as paused (%q) or its trip not reported", state())
+	}
+	var held, trips string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(g.base+"/ui/"),
+		chromedp.WaitVisible("#key", chromedp.ByID),
+		chromedp.SendKeys("#key", adminKey+kb.Enter, chromedp.ByID),
+		chromedp.WaitVisible("#total-spend", chromedp.ByID),
+		chromedp.Navigate(g.base+"/ui/#sessions"),
+		chromedp.WaitVisible(`//button[text()="Resume"]`, chromedp.BySearch),
+		chromedp.Text("#view", &held, chromedp.ByID),
+		chromedp.Click(`//button[text()="Resume"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//p[contains(., "No session is paused or stopped.")]`, chromedp.BySearch),
+		chromedp.Text("#view", &trips, chromedp.ByID),
+	)
+	if err != nil {
+		t.Fatalf("dashboard: %v; view: %s", err, held)
+	}
+	for _, want := range []string{"Held by the loop breaker", "dash-loop", "paused", "repeat"} {
+		if !strings.Contains(held, want) {
+			t.Errorf("the sessions view lacks %q: %s", want, held)
+		}
+	}
+	if !strings.Contains(trips, "Loop breaker trips by person and week") || !strings.Contains(trips, "repeat 1") {
+		t.Errorf("the trips table: %s", trips)
+	}
+	if got := state(); got != "watching" {
+		t.Fatalf("after Resume the session is %q", got)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("browser problems: %q", p)
+	}
 }
