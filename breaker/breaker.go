@@ -95,6 +95,9 @@ type Options struct {
 	Audit audit.Recorder
 	// Names gives a runtime key's name by id, for messages.
 	Names func(id string) string
+	// Owner gives the person a key was minted for (its email), for a
+	// trip of a request that did not name one; nil or "": unknown.
+	Owner func(keyID string) string
 	// OnTrip is called on the instance that tripped a session (a
 	// Prometheus counter, an OpenTelemetry event).
 	OnTrip func(Trip)
@@ -211,8 +214,12 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 		return d
 	}
 	v := s.velocity(minute)
+	person := t.Person
+	if person == "" && b.o.Owner != nil {
+		person = b.o.Owner(t.KeyID)
+	}
 	trip := Trip{Pattern: f.pattern, Action: r.action, KeyID: t.KeyID, Workspace: t.Workspace, SessionID: t.Session, Agent: t.Agent,
-		SpentPico: s.spent, VelocityPico: v, EstimatePico: min(ledger.MaxCost, v*60), Turns: s.turns, Time: now, Person: t.Person, Repo: t.Repo}
+		SpentPico: s.spent, VelocityPico: v, EstimatePico: min(ledger.MaxCost, v*60), Turns: s.turns, Time: now, Person: person, Repo: t.Repo}
 	what := describe(f, p.tool, r)
 	if ts.token != "" && t.Origin != "" {
 		trip.URL = t.Origin + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {t.Session}, "t": {ts.token}}.Encode()

@@ -283,3 +283,23 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestTripNamesTheKeysOwner: a trip of a key minted for a person names
+// them in the chat line.
+func TestTripNamesTheKeysOwner(t *testing.T) {
+	ch := &chat{}
+	b := New(Options{Post: ch.post, Owner: func(id string) string {
+		if id == "alice-laptop" {
+			return "alice@example.com"
+		}
+		return ""
+	}, Names: func(id string) string { return "laptop" }})
+	c := newClaudeSession("x")
+	for range 2 {
+		b.Admit(context.Background(), turnOf(c.turn("Read", map[string]any{"file_path": "/a"}, "same", false), &ledger.BreakerRules{Repeat: 2}))
+	}
+	b.Drain(context.Background())
+	if lines := ch.all(); len(lines) != 1 || !strings.Contains(lines[0], "alice@example.com, key laptop (alice-laptop)") {
+		t.Fatalf("chat = %q", lines)
+	}
+}

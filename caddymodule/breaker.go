@@ -107,6 +107,7 @@ func (a *App) provisionBreaker(hook string) {
 		},
 		Audit:  a.audit,
 		Names:  a.controls.RuntimeName,
+		Owner:  a.keyOwner,
 		Failed: func(err error) { logger.Warn("loop breaker", zap.Error(err)) },
 	}
 	if a.redis != nil {
@@ -117,6 +118,21 @@ func (a *App) provisionBreaker(hook string) {
 		o.Post = func(ctx context.Context, text string) error { return webhook.Post(ctx, client, hook, text) }
 	}
 	a.breaker = breaker.New(o)
+}
+
+// keyOwner is the person a runtime key was minted for (sign-in's keys):
+// their email, else their subject; "" for other keys.
+func (a *App) keyOwner(keyID string) string {
+	keys, _ := a.controls.Runtime()
+	for _, k := range keys {
+		if k.ID == keyID && k.CreatedBy != nil {
+			if k.CreatedBy.Email != "" {
+				return k.CreatedBy.Email
+			}
+			return k.CreatedBy.Subject
+		}
+	}
+	return ""
 }
 
 // Breaker is the loop breaker of this config.
