@@ -155,7 +155,7 @@ type tripEvent struct {
 // recorded and audited.
 func New(o Options) *Breaker {
 	if o.Store == nil {
-		o.Store = NewMemory(100_000)
+		o.Store = NewMemory(50_000)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

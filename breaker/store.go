@@ -61,7 +61,7 @@ type memSession struct {
 }
 
 // maxThreads bounds a session's conversations (a subagent each).
-const maxThreads = 16
+const maxThreads = 8
 
 // NewMemory holds at most maxSessions sessions.
 func NewMemory(maxSessions int) *Memory {

@@ -114,6 +114,9 @@ type App struct {
 	// breaker the loop breaker, its sessions there when it is set.
 	redis   *ratecount.Redis
 	breaker *breaker.Breaker
+	// breakerPooled: the breaker's sessions are the pooled in-process
+	// ones, held until Stop.
+	breakerPooled bool
 }
 
 // appRun is the app's running state. Caddy starts apps in no fixed order,
@@ -437,6 +440,7 @@ func redactDSN(err error, dsn string) error {
 
 // Stop releases this config's reference; the last one flushes and closes.
 func (a *App) Stop() error {
+	a.releaseBreaker()
 	if a.shared() == nil || a.stopped {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -112,6 +113,11 @@ func (a *App) provisionBreaker(hook string) {
 	}
 	if a.redis != nil {
 		o.Store = breaker.NewRedis(a.redis.Client(), "modelgate:breaker:")
+	} else if v, _, err := states.LoadOrNew(breakerSessionsKey, func() (caddy.Destructor, error) {
+		return breakerSessions{breaker.NewMemory(50_000)}, nil
+	}); err == nil {
+		// A reload keeps the sessions, a pause among them.
+		o.Store, a.breakerPooled = v.(breakerSessions).Memory, true
 	}
 	if hook != "" {
 		client := &http.Client{Timeout: 10 * time.Second}
@@ -133,6 +139,22 @@ func (a *App) keyOwner(keyID string) string {
 		}
 	}
 	return ""
+}
+
+// breakerSessions lets the in-process sessions outlive a config reload in
+// the states pool.
+type breakerSessions struct{ *breaker.Memory }
+
+func (breakerSessions) Destruct() error { return nil }
+
+const breakerSessionsKey = "breaker-sessions"
+
+// releaseBreaker gives back this config's hold on the pooled sessions.
+func (a *App) releaseBreaker() {
+	if a.breakerPooled {
+		a.breakerPooled = false
+		_, _ = states.Delete(breakerSessionsKey)
+	}
 }
 
 // Breaker is the loop breaker of this config.

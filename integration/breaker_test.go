@@ -408,9 +408,10 @@ func firstPost(t *testing.T, hook *chatSink) string {
 	return posts[0]
 }
 
-// TestBreakerDashboardResume: the dashboard's sessions view lists a
-// session the breaker paused, with its pattern, and its Resume button
-// frees it; the trips table shows the week's trip.
+// TestBreakerDashboardResume: a session the breaker paused stays paused
+// across a config reload; the dashboard's sessions view lists it, with
+// its pattern, and its Resume button frees it; the trips table shows the
+// week's trip.
 func TestBreakerDashboardResume(t *testing.T) {
 	ctx, problems := browser(t)
 	g, _ := breakerGateway(t, &scriptedBackend{}, "{\n\t\t\t\trepeat 2\n\t\t\t\taction pause\n\t\t\t}", "", nil)
@@ -445,6 +446,11 @@ func TestBreakerDashboardResume(t *testing.T) {
 	}
 	if !testwait.Until(func() bool { return state() == "paused" && tripped() }) {
 		t.Fatalf("the session is not listed as paused (%q) or its trip not reported", state())
+	}
+	// A config reload keeps the pause.
+	g.reload(t)
+	if got := state(); got != "paused" {
+		t.Fatalf("after a reload the session is %q", got)
 	}
 	var held, trips string
 	err := chromedp.Run(ctx,
