@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -101,6 +102,7 @@ func parseBreaker(d *caddyfile.Dispenser) (*ledger.BreakerRules, error) {
 // to alerts_webhook, recorded in the ledger and audited.
 func (a *App) provisionBreaker(hook string) {
 	logger := a.logger
+	var lastWarn atomic.Int64
 	o := breaker.Options{
 		Trips: func() ledger.BreakerStore {
 			s, _ := a.Store().(ledger.BreakerStore)
@@ -109,7 +111,14 @@ func (a *App) provisionBreaker(hook string) {
 		Audit:  a.audit,
 		Names:  a.controls.RuntimeName,
 		Owner:  a.keyOwner,
-		Failed: func(err error) { logger.Warn("loop breaker", zap.Error(err)) },
+		// A Redis that is down fails every request's watch: said once a
+		// minute, not once a request.
+		Failed: func(err error) {
+			now := time.Now().Unix()
+			if last := lastWarn.Load(); now-last >= 60 && lastWarn.CompareAndSwap(last, now) {
+				logger.Warn("loop breaker: requests go on unwatched while this lasts", zap.Error(err))
+			}
+		},
 	}
 	if a.redis != nil {
 		o.Store = breaker.NewRedis(a.redis.Client(), "modelgate:breaker:")
