@@ -108,9 +108,9 @@ func (a *App) provisionBreaker(hook string) {
 			s, _ := a.Store().(ledger.BreakerStore)
 			return s
 		},
-		Audit:  a.audit,
-		Names:  a.controls.RuntimeName,
-		Owner:  a.keyOwner,
+		Audit: a.audit,
+		Names: a.controls.RuntimeName,
+		Owner: a.keyOwner,
 		// A Redis that is down fails every request's watch: said once a
 		// minute, not once a request.
 		Failed: func(err error) {
