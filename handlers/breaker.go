@@ -6,9 +6,9 @@ package handlers
 // family, a nudge's body sent instead of the client's.
 
 import (
+	"context"
 	"html"
 	"net/http"
-	"time"
 
 	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
@@ -20,33 +20,47 @@ import (
 // ("nudge": the request carried the breaker's note).
 const HeaderBreaker = "X-Modelgate-Breaker"
 
-// admitTurn asks the breaker about a request of an agent session; on a
-// refusal it has answered the client and ok is false.
-func (g *Gateway) admitTurn(w http.ResponseWriter, r *http.Request, cf providers.Format, rec *ledger.Record, start time.Time, id *policy.Identity,
-	body []byte, info providers.RequestInfo) (d breaker.Decision, _ []byte, _ providers.RequestInfo, ok bool) {
-	if g.opts.Breaker == nil || id == nil || rec.SessionID == "" {
-		return d, body, info, true
+// turnIn is what admitTurn needs of a request, in plain values, so the
+// door and the transport-free core call it alike.
+type turnIn struct {
+	cf   providers.Format
+	id   *policy.Identity
+	rec  *ledger.Record // its session and agent resolved
+	body []byte
+	info providers.RequestInfo
+	// host and tls are how the caller reached the gateway, for the resume
+	// link; repo the work context's repository, when known.
+	host, repo string
+	tls        bool
+	// header is the answer's, for HeaderBreaker.
+	header http.Header
+}
+
+// admitTurn asks the breaker about a request of an agent session. A
+// decision with a Refusal is the answer (the caller renders it in the
+// client's family); otherwise body and info are the request to send, a
+// nudge's when the breaker added its note.
+// reparse reads a nudged body as the client's format does.
+func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []byte) (providers.RequestInfo, error)) (breaker.Decision, []byte, providers.RequestInfo) {
+	if g.opts.Breaker == nil || in.id == nil || in.rec.SessionID == "" {
+		return breaker.Decision{}, in.body, in.info
 	}
-	rules := id.Limits.Breaker
+	rules := in.id.Limits.Breaker
 	if rules == nil {
-		rules = g.opts.Controls.WorkspaceLimits(id.Workspace).Breaker
+		rules = g.opts.Controls.WorkspaceLimits(in.id.Workspace).Breaker
 	}
 	if rules == nil {
-		return d, body, info, true
+		return breaker.Decision{}, in.body, in.info
 	}
-	d = g.opts.Breaker.Admit(r.Context(), &breaker.Turn{Format: breakerFormat(cf), Body: body, Session: rec.SessionID, KeyID: id.KeyID,
-		Workspace: id.Workspace, Person: id.Person, Agent: rec.Agent, Rules: rules, Origin: origin(r)})
-	if d.Refusal != nil {
-		g.refuse(w, cf, rec, start, d.Refusal)
-		return d, nil, info, false
-	}
-	if d.Body != nil {
-		if nudged, err := g.parsers[cf](r, id, d.Body); err == nil {
-			w.Header().Set(HeaderBreaker, "nudge")
-			return d, d.Body, nudged, true
+	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: in.body, Session: in.rec.SessionID, KeyID: in.id.KeyID,
+		Workspace: in.id.Workspace, Person: in.id.Person, Agent: in.rec.Agent, Repo: in.repo, Rules: rules, Origin: origin(in.host, in.tls)})
+	if d.Refusal == nil && d.Body != nil {
+		if nudged, err := reparse(d.Body); err == nil {
+			in.header.Set(HeaderBreaker, "nudge")
+			return d, d.Body, nudged
 		}
 	}
-	return d, body, info, true
+	return d, in.body, in.info
 }
 
 func breakerFormat(cf providers.Format) breaker.Format {
@@ -65,12 +79,11 @@ func breakerFormat(cf providers.Format) breaker.Format {
 
 // origin is the gateway's address as the caller reached it, for links
 // back to it.
-func origin(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+func origin(host string, tls bool) string {
+	if tls {
+		return "https://" + host
 	}
-	return scheme + "://" + r.Host
+	return "http://" + host
 }
 
 // serveResume answers a loop breaker's resume link: GET shows the paused

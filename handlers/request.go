@@ -84,8 +84,10 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}
-	turn, body, info, ok := g.admitTurn(w, r, cf, rec, start, id, body, info)
-	if !ok {
+	turn, body, info := g.admitTurn(r.Context(), turnIn{cf: cf, id: id, rec: rec, body: body, info: info, host: r.Host, tls: r.TLS != nil, header: w.Header()},
+		func(b []byte) (providers.RequestInfo, error) { return g.parsers[cf](r, id, b) })
+	if turn.Refusal != nil {
+		g.refuse(w, cf, rec, start, turn.Refusal)
 		return
 	}
 	defer func() { g.opts.Breaker.Done(r.Context(), turn, rec.CostPicoUSD) }()
