@@ -64,6 +64,7 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 		}
 	}
 	h.Spend = appIface.(*App).spendLimits()
+	h.Breaker = appIface.(*App).Breaker()
 	if a.Upstream == "" {
 		if a.AdminAPIKey != "" {
 			return fmt.Errorf("admin_api_key: only used with upstream (proxy mode); remove it or add upstream https://api.anthropic.com")

@@ -18,9 +18,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/ratecount"
 )
 
 func init() {
@@ -117,6 +119,14 @@ type App struct {
 	// when the last holder lets go: no record of a request that finishes
 	// during shutdown is lost.
 	holders int64 // accessed with sync/atomic; App is copied by value in CaddyModule
+
+	// redis is the shared rate-limit Redis (`limits redis`), nil without;
+	// breaker the loop breaker, its sessions there when it is set.
+	redis   *ratecount.Redis
+	breaker *breaker.Breaker
+	// breakerPooled: the breaker's sessions are the pooled in-process
+	// ones, held until Stop.
+	breakerPooled bool
 }
 
 // appRun is the app's running state. Caddy starts apps in no fixed order,
@@ -179,8 +189,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		ss, _ := a.Store().(ledger.SpendStore)
 		return ss
 	}, nil)
+	hook := ""
 	if a.AlertsWebhook != "" {
-		hook, err := caddy.NewReplacer().ReplaceOrErr(a.AlertsWebhook, true, true)
+		var err error
+		hook, err = caddy.NewReplacer().ReplaceOrErr(a.AlertsWebhook, true, true)
 		if err != nil {
 			return fmt.Errorf("alerts_webhook: %v", err)
 		}
@@ -200,6 +212,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.MCPApprovals.provision(); err != nil {
 		return err
 	}
+	a.provisionBreaker(hook)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -349,6 +362,7 @@ func (a *App) Start() error {
 	if a.alerter != nil {
 		go a.alerter.Run(ctx)
 	}
+	go a.breaker.Run(ctx)
 	for _, f := range a.onStart {
 		f()
 	}
@@ -443,6 +457,7 @@ func redactDSN(err error, dsn string) error {
 
 // Stop releases this config's reference; the last one flushes and closes.
 func (a *App) Stop() error {
+	a.releaseBreaker()
 	if a.shared() == nil || a.stopped {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	auditlog "github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
@@ -150,6 +151,8 @@ type LimitsConfig struct {
 	// MCPToolSearch gives the MCP gateway's small tool list: a search tool
 	// and a call tool instead of every tool.
 	MCPToolSearch bool `json:"mcp_tool_search,omitempty"`
+	// Breaker watches the agent sessions for loops and runaway spend.
+	Breaker *ledger.BreakerRules `json:"breaker,omitempty"`
 }
 
 func (l *LimitsConfig) ledger(models []string) ledger.Limits {
@@ -158,7 +161,7 @@ func (l *LimitsConfig) ledger(models []string) ledger.Limits {
 	}
 	return ledger.Limits{Models: models, BudgetCents: l.BudgetCents, BudgetPeriod: l.BudgetPeriod, SoftBudgetCents: l.SoftBudgetCents,
 		SessionBudgetCents: l.SessionBudgetCents, RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel, MCPApproval: l.MCPApproval,
-		MCPToolSearch: l.MCPToolSearch}
+		MCPToolSearch: l.MCPToolSearch, Breaker: l.Breaker}
 }
 
 // validate bounds the amounts of a JSON config, which does not pass
@@ -171,6 +174,9 @@ func (l *LimitsConfig) validate() error {
 		if c != nil && (*c < 0 || *c > money.MaxBudgetCents) {
 			return fmt.Errorf("%s: %d is not from 0 to %d cents ($%d)", name, *c, money.MaxBudgetCents, money.MaxBudgetCents/100)
 		}
+	}
+	if l.Breaker != nil {
+		return breaker.Validate(l.Breaker)
 	}
 	return nil
 }
@@ -243,6 +249,8 @@ func parseLimit(d *caddyfile.Dispenser, l *LimitsConfig) (ok bool, err error) {
 		if l.MCPApproval = d.RemainingArgs(); len(l.MCPApproval) == 0 {
 			err = d.Err("mcp_approval: list at least one MCP server or server/tool whose calls need approval, e.g. mcp_approval prod github/merge_pull_request")
 		}
+	case "breaker":
+		l.Breaker, err = parseBreaker(d)
 	default:
 		return false, nil
 	}
@@ -575,7 +583,7 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					if ok, err := parseLimit(d, k.Limits); err != nil {
 						return err
 					} else if !ok {
-						return d.Errf("unrecognized %s option %q (known: id, workspace, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt, d.Val())
+						return d.Errf("unrecognized %s option %q (known: id, workspace, models, budget, soft_budget, session_budget, rpm, tpm, max_parallel, breaker)", opt, d.Val())
 					}
 				}
 			}
@@ -613,7 +621,7 @@ func (a *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				if ok, err := parseLimit(d, ws.Limits); err != nil {
 					return err
 				} else if !ok {
-					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp, count_agent_reported)", d.Val())
+					return d.Errf("unrecognized workspace option %q (known: budget, soft_budget, session_budget, rpm, tpm, max_parallel, breaker, mcp, count_agent_reported)", d.Val())
 				}
 			}
 			a.Workspaces = append(a.Workspaces, ws)
@@ -770,7 +778,7 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			if ok, err := parseLimit(d, g.Limits); err != nil {
 				return err
 			} else if !ok {
-				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, at_cap, budget, soft_budget, session_budget, rpm, tpm, max_parallel)", opt)
+				return d.Errf("unrecognized group option %q (known: workspace, role, models, leads, at_cap, budget, soft_budget, session_budget, rpm, tpm, max_parallel, mcp_approval, mcp_tool_search, breaker)", opt)
 			}
 		}
 	}

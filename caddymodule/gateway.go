@@ -184,6 +184,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
 		Batches:             g.app.batchOptions(g.logger),
+		Breaker:             g.app.Breaker(),
 		// The gateway's prices bound the agent-reported costs a workspace
 		// counts; g.h is set before the first export can arrive.
 		AgentTelemetry: agentTelemetry(g.app, func(model string) ledger.Prices { return g.h.ListPrices(model) }),

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "modelgate",
-		Usage: "keys create|list|show|update|revoke | usage [--days N] | cost --pr N|--ticket KEY|--repo R [--days N] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
+		Usage: "keys create|list|show|update|revoke | usage [--days N] | cost --pr N|--ticket KEY|--repo R [--days N] | resume <session> [--api-key-id ID] | login [--print-key] | env | audit verify [--gateway URL] [--ca-cert FILE] [--admin-key-env VAR] [--json]",
 		Short: "Manages a running gateway's runtime keys and shows its spend",
 		Long: `
 Talks to a running Modelgate gateway's admin API with its admin key, read
@@ -33,6 +33,7 @@ MODELGATE_ADMIN_KEY), never from the command line.
   caddy modelgate usage --days 7
   caddy modelgate cost --pr 123 --repo github.com/acme/shop
   caddy modelgate cost --ticket ABC-123 --days 30
+  caddy modelgate resume 5f1c…-session --api-key-id apikey_…
   caddy modelgate login --gateway https://gateway.example.com
   caddy modelgate login --print-key
   caddy modelgate login --browser
@@ -58,7 +59,8 @@ and no admin key. usage lists tokens and spend per day, key and model, free
 local models included. request-increase asks, with your own key (login's,
 or $MODELGATE_API_KEY), for a higher spend limit; requests lists the
 requests you may resolve (an admin key, or a group lead's login), and
-requests approve|deny resolves one. A new key's secret is printed once. --json prints
+requests approve|deny resolves one. resume lets a session the loop breaker paused go on
+(the key's own caller may; a stopped one needs the admin key). A new key's secret is printed once. --json prints
 JSON for scripts.
 
 A gateway whose certificate comes from a private CA or Caddy's ` + "`tls internal`" + `
@@ -73,7 +75,7 @@ NODE_EXTRA_CA_CERTS and SSL_CERT_FILE for the clients.`,
 			cmd.PersistentFlags().Bool("json", false, "Print JSON instead of a table")
 			keys := &cobra.Command{Use: "keys", Short: "Create, list, show, update and revoke runtime keys"}
 			keys.AddCommand(keysList(), keysShow(), keysCreate(), keysUpdate(), keysRevoke())
-			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand(), requestIncreaseCommand(), requestsCommand(), approvalsCommand())
+			cmd.AddCommand(keys, usageCommand(), costCommand(), loginCommand(), envCommand(), auditCommand(), requestIncreaseCommand(), requestsCommand(), approvalsCommand(), resumeCommand())
 			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		},
 	})

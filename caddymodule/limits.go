@@ -55,5 +55,6 @@ func (a *App) provisionRates() error {
 		return err
 	}
 	a.rates = policy.NewRateLimits(r, lease, nil, warn)
+	a.redis = r
 	return nil
 }

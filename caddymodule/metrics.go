@@ -130,6 +130,9 @@ func newMetrics(reg prometheus.Registerer, app *App) (*metrics, error) {
 		})); err != nil {
 		return nil, err
 	}
+	if err := registerBreakerMetrics(reg, app); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/batch"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/forge"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
@@ -104,6 +105,9 @@ type GatewayOptions struct {
 	// CacheWatch sees every finished request and alerts when a session
 	// keeps writing a prompt cache it never reads; nil: no such alert.
 	CacheWatch *policy.CacheWatch
+	// Breaker watches agent sessions for loops and runaway spend
+	// (package breaker); nil: none is watched.
+	Breaker *breaker.Breaker
 	// AnswerAllPaths makes every path the gateway does not serve a 404,
 	// not only those under the API's prefixes: for `caddy gateway`, whose
 	// route has nothing after the gateway.

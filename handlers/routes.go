@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/workctx"
@@ -174,6 +175,9 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	}
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
+	}
+	if g.opts.Breaker != nil {
+		rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: g.serveResume})
 	}
 	if l := g.opts.ApprovalLinks; l != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})

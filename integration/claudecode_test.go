@@ -102,10 +102,14 @@ type scriptedBackend struct {
 	// more, when set, reports whether a tool's result calls for another
 	// pick (a tool search that loaded the tool to call) rather than the
 	// final answer.
-	more  func(result string) bool
-	mu    sync.Mutex
-	calls []scriptedCall
-	n     int
+	more func(result string) bool
+	// distinctIDs gives each answer an id of its own, as real servers
+	// do; without it every answer is "chatcmpl-scripted", and Claude Code
+	// merges answers of one id into one assistant message.
+	distinctIDs bool
+	mu          sync.Mutex
+	calls       []scriptedCall
+	n           int
 }
 
 func (s *scriptedBackend) requests() []scriptedCall {
@@ -129,6 +133,10 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls = append(s.calls, scriptedCall{header: r.Header.Clone(), path: r.URL.Path, req: req, raw: raw.Bytes()})
 	s.n++
 	callID := fmt.Sprintf("%s%d", toolCallPrefix, s.n)
+	answerID := "chatcmpl-scripted"
+	if s.distinctIDs {
+		answerID = fmt.Sprintf("chatcmpl-scripted-%d", s.n)
+	}
 	s.mu.Unlock()
 
 	text, args := "ok", ""
@@ -154,8 +162,8 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			finish = "tool_calls"
 		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"chatcmpl-scripted","object":"chat.completion","created":1730000000,"model":%q,"choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":%s}`,
-			req.Model, msg, finish, usage)
+		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":1730000000,"model":%q,"choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":%s}`,
+			answerID, req.Model, msg, finish, usage)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -165,7 +173,7 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if finish != "" {
 			f = `"` + finish + `"`
 		}
-		fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-scripted\",\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", req.Model, delta, f)
+		fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", answerID, req.Model, delta, f)
 		_ = rc.Flush()
 	}
 	chunk(`{"role":"assistant","content":""}`, "")
@@ -183,7 +191,7 @@ func (s *scriptedBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		chunk(`{}`, "stop")
 	}
-	fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-scripted\",\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[],\"usage\":%s}\n\n", req.Model, usage)
+	fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"created\":1730000000,\"model\":%q,\"choices\":[],\"usage\":%s}\n\n", answerID, req.Model, usage)
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	_ = rc.Flush()
 }

@@ -71,7 +71,7 @@ model_aliases:
 	}
 	project := t.TempDir()
 	env := []string{"ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_API_KEY=" + key, "ANTHROPIC_MODEL=echo", "ANTHROPIC_SMALL_FAST_MODEL=echo"}
-	refused := runClaudeRaw(t, claude, project, env, "say hello")
+	refused := runClaudeOutput(t, claude, project, env, "say hello")
 	if !strings.Contains(refused, "request-increase") {
 		t.Fatalf("Claude Code at the cap does not show how to ask:\n%s", refused)
 	}
@@ -137,7 +137,7 @@ model_aliases:
 	}) {
 		t.Errorf("bob was not told: %q", hook.Posts())
 	}
-	if out := runClaudeRaw(t, claude, project, env, "say hello again"); !strings.Contains(out, `"is_error":false`) || strings.Contains(out, "budget exceeded") {
+	if out := runClaudeOutput(t, claude, project, env, "say hello again"); !strings.Contains(out, `"is_error":false`) || strings.Contains(out, "budget exceeded") {
 		t.Errorf("Claude Code after the approval:\n%s", out)
 	}
 	// The link worked once.
@@ -154,7 +154,7 @@ model_aliases:
 
 // runClaudeRaw runs Claude Code in print mode and returns everything it
 // printed, failing or not.
-func runClaudeRaw(t *testing.T, claude, dir string, env []string, prompt string) string {
+func runClaudeOutput(t *testing.T, claude, dir string, env []string, prompt string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()

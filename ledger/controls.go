@@ -49,6 +49,9 @@ type Limits struct {
 	// count against its budgets, each bounded by its tokens at list
 	// price. Off, they are reports only.
 	CountAgentReported bool `json:"count_agent_reported,omitempty"`
+	// Breaker watches the agent sessions of a key, workspace or group for
+	// loops and runaway spend (package breaker); nil: not watched.
+	Breaker *BreakerRules `json:"breaker,omitempty"`
 }
 
 // ControlKey is a runtime key. Only a hash of its secret is kept.

@@ -509,6 +509,21 @@ CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_reque
 	decided_us BIGINT NOT NULL
 );
 CREATE INDEX mcp_approvals_state ON mcp_approvals (state, created_us)`,
+		25: `CREATE TABLE breaker_trips (
+	ts_us BIGINT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	person TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	agent TEXT NOT NULL,
+	pattern TEXT NOT NULL,
+	action TEXT NOT NULL,
+	turns BIGINT NOT NULL,
+	spent_pico BIGINT NOT NULL,
+	velocity_pico BIGINT NOT NULL,
+	estimate_pico BIGINT NOT NULL
+);
+CREATE INDEX breaker_trips_ts ON breaker_trips (ts_us)`,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -169,14 +170,17 @@ func IsBrowserRoot(r *http.Request) bool {
 }
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe, the liveness/readiness checks, the dashboard's page
-// and MCP approval links.
+// reachability probe, the liveness/readiness checks, the dashboard's page,
+// MCP approval links and the loop breaker's resume link.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
 	case "/":
 		return r.Method == http.MethodHead
+	case breaker.ResumePath:
+		// A loop breaker's resume link: its token is its credential.
+		return r.Method == http.MethodGet || r.Method == http.MethodPost
 	}
 	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
 	// tool calls): its token is the credential.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
@@ -58,6 +59,9 @@ type Handler struct {
 	Tickets *regexp.Regexp
 	// Spend is what the Spend Limits API stands on (spend_limits.go).
 	Spend SpendLimits
+	// Breaker is the loop breaker whose paused sessions the sessions API
+	// shows and resumes; nil: none.
+	Breaker *breaker.Breaker
 
 	bufs      sync.Pool // *[]byte copy buffers for proxied bodies
 	routeOnce sync.Once

@@ -43,6 +43,8 @@ func (a *Handler) routes() *http.ServeMux {
 		{"POST /v1/organizations/workspaces/{id}/archive", a.controls(a.archiveWorkspace), false},
 		{"GET /v1/organizations/sessions", requireCaller(a.serveSessions), false},
 		{"DELETE " + SessionsPath + "/{id}/agent_reported", requireCaller(a.deleteAgentReported), false},
+		{"POST " + SessionsPath + "/{id}/resume", requireCaller(a.resumeSession), false},
+		{"GET " + BreakerReportPath, requireCaller(a.breakerReport), false},
 		// A GET pattern takes HEAD too: the reports answer it.
 		{"GET /v1/organizations/usage_report/messages", a.reportCaller(a.report), false},
 		{"GET /v1/organizations/cost_report", a.reportCaller(a.report), false},
@@ -85,6 +87,8 @@ func (a *Handler) routes() *http.ServeMux {
 	m.HandleFunc("HEAD "+SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath, sessionsNotAllowed)
 	m.HandleFunc(SessionsPath+"/{id}/agent_reported", requireCaller(notAllowed("DELETE", "DELETE", false)))
+	m.HandleFunc(SessionsPath+"/{id}/resume", requireCaller(notAllowed("POST", "POST", false)))
+	m.HandleFunc(BreakerReportPath, requireCaller(notAllowed("GET, HEAD", "GET", false)))
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, WorkReportPath, SecretsReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -33,6 +34,9 @@ type sessionObject struct {
 	AgentReportedRequests int64 `json:"agent_reported_requests"`
 	// Source is "gateway", "agent_reported", or "mixed" when both fed it.
 	Source string `json:"source"`
+	// Breaker is the loop breaker's state of the session, absent when it
+	// does not watch it.
+	Breaker *breaker.Status `json:"breaker,omitempty"`
 }
 
 type sessionUsage struct {
@@ -148,6 +152,7 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 			ws := s.Workspace
 			o.WorkspaceID = &ws
 		}
+		o.Breaker = a.breakerState(r, s.KeyID, s.ID)
 		page.Data = append(page.Data, o)
 	}
 	if more {

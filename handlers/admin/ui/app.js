@@ -293,7 +293,31 @@ function sessionTable(rows) {
 
 async function sessions() {
   const data = await api(`/v1/organizations/sessions?starting_at=${daysAgo(30)}&limit=100`);
-  view.replaceChildren(el('h2', {}, 'Sessions, last 30 days, by cost'), sessionTable(data.data));
+  view.replaceChildren(el('h2', {}, 'Sessions, last 30 days, by cost'), sessionTable(data.data), ...(await loopBreaker(data.data)));
+}
+
+// loopBreaker lists the sessions the loop breaker holds, each with a
+// Resume button, and its trips per person and week.
+async function loopBreaker(rows) {
+  const held = rows.filter((s) => s.breaker && s.breaker.state !== 'watching');
+  const resume = (s) => el('button', { type: 'button', onclick: async () => {
+    try {
+      await api(`/v1/organizations/sessions/${encodeURIComponent(s.id)}/resume?api_key_id=${encodeURIComponent(s.api_key_id)}`, { method: 'POST' });
+      say(`Session ${s.id} resumed.`);
+      await sessions();
+    } catch (e) { say(e.message, true); }
+  } }, 'Resume');
+  const out = [el('h2', {}, 'Held by the loop breaker'), held.length
+    ? table(['Session', 'Agent', 'Key', 'State', 'Pattern', 'Cost', ''], held.map((s) => [s.id, s.agent || '-', named('keys', s.api_key_id),
+      s.breaker.state, s.breaker.last_pattern || '-', dollars(s.cost.amount), resume(s)]), [5])
+    : el('p', { class: 'empty' }, 'No session is paused or stopped.')];
+  try {
+    const rep = await api('/v1/organizations/breaker_report');
+    out.push(el('h2', {}, 'Loop breaker trips by person and week'), table(['Week', 'Person or key', 'Trips', 'Patterns', 'Spent before', 'Spent after', 'Loop estimate (1 h)'],
+      rep.data.map((w) => [w.week_start, w.person || named('keys', w.api_key_id), num(w.trips), Object.entries(w.patterns).map(([p, n]) => `${p} ${n}`).join(', '),
+        dollars(w.spent_before.amount), dollars(w.spent_after.amount), dollars(w.loop_estimate.amount)]), [2, 4, 5, 6]));
+  } catch (e) { out.push(el('p', { class: 'empty' }, 'Loop breaker trips: ' + e.message)); }
+  return out;
 }
 
 async function deployments() {
