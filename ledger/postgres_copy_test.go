@@ -24,6 +24,7 @@ func migrationCopyTypes() [numRecordColumns]copyType {
 		copyText, copyText, copyText, // session_id, context_window, agent
 		copyInt8, // bytes
 		copyInt2, // report_only
+		copyInt2, // notional
 	}
 }
 

@@ -35,6 +35,10 @@ type Record struct {
 	// gateway did not serve (EndpointAgentReported); reports show it, but
 	// no budget counts it, unless the workspace's admin asked for that.
 	ReportOnly bool
+	// Notional: the request was served on the caller's own subscription
+	// seat (passthrough_auth), so its cost is what it would have cost at
+	// list price, not what the organization pays.
+	Notional bool
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64

@@ -130,7 +130,8 @@ func firstDuration(ds ...time.Duration) time.Duration {
 // unlisted Claude rate still bills a 1-hour write at twice its input.
 func pricesFor(d *modellist.Deployment) ledger.Prices {
 	var p ledger.Prices
-	if !d.Local {
+	// A seat's notional cost is its list price wherever it is served.
+	if !d.Local || d.PassthroughAuth {
 		if bp, ok := ledger.BuiltinPrices(d.Provider, d.Model); ok {
 			p = bp
 			if d.Vertex != nil && d.Vertex.Location != "global" && ledger.HasRegionalPremium(d.Model) {
@@ -192,6 +193,11 @@ func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, clien
 		return nil, err
 	}
 	req.Header = b.header.Clone()
+	if b.dep.PassthroughAuth {
+		if err := b.seatCredentials(req.Header, client); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.ep.authorize(ctx, req, cf, client.Header, body); err != nil {
 		return nil, err
 	}
