@@ -258,6 +258,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		return result{committed: true}
 	}
 	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
+	markSeat(rec, b)
 
 	timeout := b.Timeout()
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -340,6 +341,9 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 			// Wrong credentials are the deployment's fault, not the
 			// request's: another deployment may serve it.
 			retryable = true
+		}
+		if seatRefused(b, status) {
+			retryable = false
 		}
 		att.Duration = g.now().Sub(now)
 		att.Retrying = retryable && moreLeft

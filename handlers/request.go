@@ -89,7 +89,7 @@ func (g *Gateway) serveChat(w http.ResponseWriter, r *http.Request, cf providers
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)
 		var refusal *providers.APIError
-		hold, refusal = g.opts.Budgets.AdmitEstimate(r.Context(), id, ws, rec.SessionID, est.budget, est.lease)
+		hold, refusal = g.budgetsFor(alias).AdmitEstimate(r.Context(), id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
 			g.refuse(w, cf, rec, start, refusal)
 			return
