@@ -77,7 +77,7 @@ model_aliases:
 	if good.Load() == 0 || bad.Load() != 0 {
 		t.Errorf("the provider saw %d requests with the seat's credential and %d without", good.Load(), bad.Load())
 	}
-	if !testwait.Until(func() bool { return strings.Contains(g.stderr.String(), `"X-Modelgate-Key":["REDACTED"]`) }) {
+	if !testwait.Until(func() bool { return strings.Contains(g.stderr.String(), `"X-Modelgate-Key":"REDACTED"`) }) {
 		t.Errorf("the access log shows no redacted X-Modelgate-Key")
 	}
 	logs := g.stderr.String()
