@@ -74,6 +74,13 @@ type upstreamCall struct {
 	// dropUsage: the client did not ask for the usage the route had the
 	// upstream include; the stream's translator leaves it out.
 	dropUsage bool
+	// journal notes what the client was sent, for a continuation
+	// elsewhere should the stream break (resume.go); nil: none.
+	journal *providers.AnthropicJournal
+	// first gives the call up when no content came within
+	// first_token_timeout; pre is the output held back until then.
+	first *gapWatch
+	pre   []byte
 }
 
 // dispatch tries the alias's deployments, then its fallbacks, until one
@@ -81,7 +88,7 @@ type upstreamCall struct {
 //
 // It reports whether the record is already written (durability sync).
 func (g *Gateway) dispatch(x *exchange) (recorded bool) {
-	w, r, cf, alias, rec := x.w, x.r, x.cf, x.alias, x.rec
+	r, alias, rec := x.r, x.alias, x.rec
 	chain := g.chains[alias]
 	id := policy.IdentityFrom(r.Context())
 	var last *providers.APIError
@@ -147,7 +154,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 		last = &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: no deployment could be reached", alias)}
 	}
 	rec.Status, rec.Outcome = last.Status, ledger.OutcomeError
-	last.Write(w, cf)
+	g.writeError(x, last)
 	return false
 }
 
@@ -243,18 +250,25 @@ func (g *Gateway) linkFor(alias string) aliasLink {
 
 // attempt makes one upstream call and relays its answer if it is good.
 func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) result {
-	w, r, cf, body, info, rec := x.w, x.r, x.cf, x.body, x.info, x.rec
+	r, cf, body, info, rec := x.r, x.cf, x.body, x.info, x.rec
 	now := g.now()
 	adm, wait, probe := b.Admit(now)
 	if adm != upstream.Admitted {
 		return result{skipped: adm, wait: wait}
 	}
 	upBody, dropUsage, err := b.Body(cf, body, info)
+	if err == nil && x.resume != nil {
+		var ok bool
+		if upBody, ok = resumeBody(x, b, upBody); !ok {
+			b.State().Release(probe)
+			return result{retryable: true, err: x.resume.err}
+		}
+	}
 	if err != nil {
 		b.State().Release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		apiErr.Write(w, cf)
+		g.writeError(x, apiErr)
 		return result{committed: true}
 	}
 	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
@@ -270,6 +284,11 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	if info.Stream && b.StreamTimeout() > 0 {
 		gap = newGapWatch(b.StreamTimeout(), cancel)
 		defer gap.stop()
+	}
+	var first *gapWatch
+	if info.Stream && b.FirstTokenTimeout() > 0 && x.resume == nil {
+		first = newGapWatch(b.FirstTokenTimeout(), cancel)
+		defer first.stop()
 	}
 	x.deployment = b.Entry().ID
 	ctx, span := x.span.StartAttempt(ctx, telemetry.AttemptInfo{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model})
@@ -307,7 +326,9 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 			return result{committed: true}
 		}
 		var apiErr *providers.APIError
-		if gap.fired() {
+		if first.fired() {
+			att.Err, apiErr = "first_token_timeout", firstTokenTimeout(rec.Alias, b)
+		} else if gap.fired() {
 			att.Err = "stream_timeout"
 			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout,
 				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.StreamTimeout())}
@@ -355,14 +376,14 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
 			rec.Status, rec.Outcome = status, ledger.OutcomeError
-			apiErr.Write(w, cf)
+			g.writeError(x, apiErr)
 			return result{committed: true}
 		}
 		return result{retryable: true, err: apiErr}
 	}
 
 	var res result
-	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage}
+	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, journal: journalFor(x, b, moreLeft), first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)
 	} else {
@@ -399,12 +420,12 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 // credential that could not be had is the deployment's, and another one
 // may serve the request.
 func (g *Gateway) requestFailed(x *exchange, b *upstream.Deployment, err error, probe, moreLeft bool) result {
-	w, cf, rec := x.w, x.cf, x.rec
+	rec := x.rec
 	var apiErr *providers.APIError
 	if errors.As(err, &apiErr) {
 		b.State().Release(probe)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		apiErr.Write(w, cf)
+		g.writeError(x, apiErr)
 		return result{committed: true}
 	}
 	var credErr *upstream.CredentialError

@@ -169,7 +169,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	rt := b.Route(cf)
 	events := b.Events(rt, resp.Body, br)
-	tr := rt.Stream(b.Entry().Model, info, c.dropUsage)
+	tr := streamTranslator(x, rt, b, c.dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -181,7 +181,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	}()
 
 	rc := http.NewResponseController(w)
-	committed := false
+	committed := x.resume != nil // a continuation's client has its start
 	commit := func() {
 		h := w.Header()
 		relayHeaders(h, resp.Header)
@@ -211,6 +211,11 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			return result{retryable: true, class: class, err: apiErr}
 		}
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
+		if held == nil {
+			if res, ok := g.suspend(c, tr, partialUsage(tr.Usage(), sent, len(x.body)), class, apiErr); ok {
+				return res
+			}
+		}
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		out = appendStreamFailure(append(out[:0], held...), tr, apiErr, cf)
 		_, _ = w.Write(out)
@@ -242,6 +247,8 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
+			case c.first.fired():
+				return fail("first_token_timeout", firstTokenTimeout(rec.Alias, b))
 			case gap.fired():
 				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.StreamTimeout())})
@@ -257,6 +264,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
 		}
 		gap.reset()
+		c.journal.Add(ev)
 		out, err = tr.Translate(out[:0], ev)
 		x.span.Answer(out)
 		if err != nil {
@@ -271,6 +279,12 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				return result{committed: true, class: "stream_error"}
 			}
 			return fail("stream_error", apiErr)
+		}
+		if c.first != nil {
+			var ok bool
+			if out, ok = c.awaitFirst(ev, out); !ok {
+				continue
+			}
 		}
 		if len(out) == 0 {
 			continue
@@ -333,6 +347,11 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 // appendStreamFailure appends the error event that ends a stream the
 // client already has a start of, in its format.
 func appendStreamFailure(out []byte, tr providers.StreamTranslator, apiErr *providers.APIError, cf providers.Format) []byte {
+	if u, ok := tr.(interface {
+		Unwrap() providers.StreamTranslator
+	}); ok {
+		tr = u.Unwrap()
+	}
 	if f, ok := tr.(providers.StreamFailer); ok {
 		return f.Fail(out, apiErr)
 	}

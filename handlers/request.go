@@ -435,4 +435,7 @@ type exchange struct {
 	deployment string
 	// hold is the request's budget reservation, nil when none.
 	hold *policy.Reservation
+	// resume is the request's stream cut after the client got its start,
+	// while a deployment is sought to continue it (resume.go).
+	resume *resumeState
 }
