@@ -78,9 +78,8 @@ type upstreamCall struct {
 	// elsewhere should the stream break (resume.go); nil: none.
 	journal *providers.AnthropicJournal
 	// first gives the call up when no content came within
-	// first_token_timeout; pre is the output held back until then.
+	// first_token_timeout.
 	first *gapWatch
-	pre   []byte
 }
 
 // dispatch tries the alias's deployments, then its fallbacks, until one

@@ -182,6 +182,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 
 	rc := http.NewResponseController(w)
 	committed := x.resume != nil // a continuation's client has its start
+	first, pre := c.first, []byte(nil)
 	commit := func() {
 		h := w.Header()
 		relayHeaders(h, resp.Header)
@@ -247,7 +248,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
-			case c.first.fired():
+			case first.fired():
 				return fail("first_token_timeout", firstTokenTimeout(rec.Alias, b))
 			case gap.fired():
 				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
@@ -280,9 +281,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			}
 			return fail("stream_error", apiErr)
 		}
-		if c.first != nil {
+		if first != nil {
 			var ok bool
-			if out, ok = c.awaitFirst(ev, out); !ok {
+			if out, ok = awaitFirst(&first, &pre, ev, out); !ok {
 				continue
 			}
 		}

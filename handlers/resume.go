@@ -104,20 +104,21 @@ func (g *Gateway) writeError(x *exchange, apiErr *providers.APIError) {
 }
 
 // awaitFirst holds a stream's output until its first content arrives
-// (first_token_timeout): preamble events' output is kept back and goes
-// out with the first content, when the watch stops. ok false: out was
-// kept back.
-func (c *upstreamCall) awaitFirst(ev providers.Event, out []byte) ([]byte, bool) {
+// (first_token_timeout): preamble events' output is kept back in pre and
+// goes out with the first content, when the watch stops and is cleared.
+// ok false: out was kept back. (Plain pointers rather than the call, so
+// the call's exchange stays on the stack.)
+func awaitFirst(first **gapWatch, pre *[]byte, ev providers.Event, out []byte) ([]byte, bool) {
 	if providers.AnthropicPreamble(ev) {
-		c.pre = append(c.pre, out...)
+		*pre = append(*pre, out...)
 		return out[:0], false
 	}
-	c.first.stop()
-	c.first = nil
-	if len(c.pre) == 0 {
+	(*first).stop()
+	*first = nil
+	if len(*pre) == 0 {
 		return out, true
 	}
-	return append(c.pre, out...), true
+	return append(*pre, out...), true
 }
 
 func firstTokenTimeout(alias string, b *upstream.Deployment) *providers.APIError {
