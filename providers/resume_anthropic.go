@@ -21,8 +21,8 @@ import (
 	"github.com/modelgate/modelgate/providers/internal/jsonfast"
 )
 
-// ErrNotResumable: the part of the answer the client has cannot be sent
-// as a prefill (a tool call, thinking, a finished answer, a request that
+// ErrNotResumable is the answer when the part of an answer the client has
+// cannot be sent as a prefill (a tool call, thinking, a finished answer, a request that
 // ends with its own prefill or thinks), so the stream ends with an error
 // event instead.
 var ErrNotResumable = errors.New("the answer so far cannot be continued elsewhere")
