@@ -264,7 +264,7 @@ func settleBudget(hold *policy.Reservation, rec *ledger.Record) {
 	if hold == nil {
 		return
 	}
-	hold.Settle(rec.CostPicoUSD)
+	hold.Settle(countedCost(rec))
 	rec.Lease, rec.LeasePico = hold.Lease()
 }
 

@@ -79,3 +79,13 @@ func bearer(h string) string {
 func seatRefused(b *upstream.Deployment, status int) bool {
 	return b.Passthrough() && (status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests)
 }
+
+// countedCost is what a request's record spends of its budgets: nothing
+// for a seat whose notional cost no budget counts (ledger.Record's
+// ReportOnly, which budget_spend leaves out too).
+func countedCost(rec *ledger.Record) int64 {
+	if rec.ReportOnly {
+		return 0
+	}
+	return rec.CostPicoUSD
+}

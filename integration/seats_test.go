@@ -86,9 +86,22 @@ model_aliases:
 			t.Errorf("a secret reached the gateway's log")
 		}
 	}
+	// The gateway key where the provider's credential goes is refused,
+	// and a seat alias called without X-Modelgate-Key sends nothing on.
+	msg := `{"model":"claude-seat","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	calls := good.Load() + bad.Load()
+	if st, _, body := g.do(t, "POST", "/v1/messages", bobKey, msg, "X-Modelgate-Key", aliceKey, "Anthropic-Version", "2023-06-01"); st != 400 || !strings.Contains(string(body), "send the gateway key in X-Modelgate-Key only") {
+		t.Errorf("a gateway key in Authorization beside X-Modelgate-Key: %d %s", st, body)
+	}
+	if st, _, body := g.do(t, "POST", "/v1/messages", aliceKey, msg, "Anthropic-Version", "2023-06-01"); st != 401 || !strings.Contains(string(body), "passthrough_auth") {
+		t.Errorf("a seat alias without X-Modelgate-Key: %d %s", st, body)
+	}
+	if good.Load()+bad.Load() != calls {
+		t.Errorf("a refused request reached the provider")
+	}
 	n := 0
 	for _, r := range g.ledgerRecords(t) {
-		if r.Alias != "claude-seat" {
+		if r.Alias != "claude-seat" || r.Status == 401 {
 			continue
 		}
 		if r.KeyID != "alice" || !r.Notional || !r.ReportOnly || r.Outcome != "ok" || r.CostPicoUSD <= 0 || r.SessionID != res.SessionID {
