@@ -76,7 +76,7 @@ type upstreamCall struct {
 	dropUsage bool
 	// journal notes what the client was sent, for a continuation
 	// elsewhere should the stream break (resume.go); nil: none.
-	journal *providers.AnthropicJournal
+	journal providers.StreamJournal
 	// first gives the call up when no content came within
 	// first_token_timeout.
 	first *gapWatch

@@ -265,7 +265,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
 		}
 		gap.reset()
-		c.journal.Add(ev)
+		if c.journal != nil {
+			c.journal.Add(ev)
+		}
 		out, err = tr.Translate(out[:0], ev)
 		x.span.Answer(out)
 		if err != nil {

@@ -19,28 +19,40 @@ import (
 // resumeState is a stream cut after the client got its start, waiting
 // for a deployment to continue it.
 type resumeState struct {
-	tr     providers.StreamTranslator // the client's translator, spliced for the continuation
-	inner  providers.StreamTranslator // the same, as the cut stream used it
-	prefix providers.AnthropicPrefix
-	err    *providers.APIError // what ends the client's stream if none continues it
+	next  *providers.Resumption      // the continuation's request and translator
+	inner providers.StreamTranslator // the client's translator, as the cut stream used it
+	err   *providers.APIError        // what ends the client's stream if none continues it
 }
 
 // journalFor is the journal of an attempt's stream: kept only when the
-// stream could be continued elsewhere (an Anthropic upstream with another
-// attempt after it), so a lone deployment pays nothing. A continuation is
-// not journaled: a stream is continued once.
-func journalFor(x *exchange, b *upstream.Deployment, moreLeft bool) *providers.AnthropicJournal {
-	if !x.info.Stream || !moreLeft || x.resume != nil || b.Route(x.cf).Upstream != providers.FormatAnthropic {
+// stream could be continued elsewhere (an Anthropic upstream, or a chat
+// one whose backend continues a prefill, with another attempt after it),
+// so a lone deployment pays nothing. A continuation is not journaled: a
+// stream is continued once.
+func journalFor(x *exchange, b *upstream.Deployment, moreLeft bool) providers.StreamJournal {
+	if !x.info.Stream || !moreLeft || x.resume != nil || !continues(x, b) {
 		return nil
 	}
-	return &providers.AnthropicJournal{}
+	return providers.NewStreamJournal(b.Route(x.cf).Upstream)
+}
+
+// continues reports whether b can take part in a continuation: it speaks
+// Anthropic Messages, or chat completions with an assistant_prefill.
+func continues(x *exchange, b *upstream.Deployment) bool {
+	switch b.Route(x.cf).Upstream {
+	case providers.FormatAnthropic:
+		return true
+	case providers.FormatOpenAI:
+		return b.Entry().AssistantPrefill != ""
+	}
+	return false
 }
 
 // streamTranslator is the client's translator for an attempt's stream:
 // a new one, or the cut stream's, spliced, for its continuation.
 func streamTranslator(x *exchange, rt *providers.Route, b *upstream.Deployment, dropUsage bool) providers.StreamTranslator {
 	if x.resume != nil {
-		return x.resume.tr
+		return x.resume.next.Translator
 	}
 	return rt.Stream(b.Entry().Model, x.info, dropUsage)
 }
@@ -55,13 +67,13 @@ func (g *Gateway) suspend(c *upstreamCall, tr providers.StreamTranslator, used p
 		return result{}, false
 	}
 	x, b := c.x, c.d
-	p, err := c.journal.Prefix()
+	next, err := c.journal.Resume(tr, used)
 	if err != nil {
 		return result{}, false
 	}
 	if upBody, _, err := b.Body(x.cf, x.body, x.info); err != nil {
 		return result{}, false
-	} else if _, err := providers.AnthropicPrefill(upBody, p.Text); err != nil {
+	} else if _, err := next.Prefill(upBody, b.Entry().AssistantPrefill); err != nil {
 		return result{}, false
 	}
 	part := *x.rec
@@ -73,7 +85,7 @@ func (g *Gateway) suspend(c *upstreamCall, tr providers.StreamTranslator, used p
 	}
 	g.obs.Done(&part)
 	applyUsage(x.rec, providers.Usage{}, b)
-	x.resume = &resumeState{tr: providers.NewAnthropicResumed(tr, p, used), inner: tr, prefix: p, err: apiErr}
+	x.resume = &resumeState{next: next, inner: tr, err: apiErr}
 	return result{retryable: true, class: class, err: apiErr}, true
 }
 
@@ -82,10 +94,10 @@ func (g *Gateway) suspend(c *upstreamCall, tr providers.StreamTranslator, used p
 // ok is false for a deployment that cannot continue it (another upstream
 // format), which is passed over.
 func resumeBody(x *exchange, b *upstream.Deployment, upBody []byte) ([]byte, bool) {
-	if b.Route(x.cf).Upstream != providers.FormatAnthropic {
+	if b.Route(x.cf).Upstream != x.resume.next.Upstream || !continues(x, b) {
 		return nil, false
 	}
-	out, err := providers.AnthropicPrefill(upBody, x.resume.prefix.Text)
+	out, err := x.resume.next.Prefill(upBody, b.Entry().AssistantPrefill)
 	return out, err == nil
 }
 

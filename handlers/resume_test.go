@@ -265,3 +265,89 @@ func TestAnthropicResumedIndices(t *testing.T) {
 		t.Errorf("spliced:\n%s", out)
 	}
 }
+
+// chatScript is a fake chat-completions upstream streaming text in
+// pieces, cut before its end when cut is set.
+type chatScript struct {
+	id     string
+	pieces []string
+	cut    bool
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (s *chatScript) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.bodies = append(s.bodies, string(body))
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	chunk := func(delta, finish, usage string) {
+		fmt.Fprintf(w, `data: {"id":%q,"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":%s,"finish_reason":%s}]%s}`+"\n\n", s.id, delta, finish, usage)
+		_ = rc.Flush()
+	}
+	chunk(`{"role":"assistant","content":""}`, "null", "")
+	for _, p := range s.pieces {
+		d, _ := json.Marshal(p)
+		chunk(`{"content":`+string(d)+`}`, "null", "")
+	}
+	if s.cut {
+		panic(http.ErrAbortHandler)
+	}
+	chunk(`{}`, `"stop"`, "")
+	fmt.Fprintf(w, `data: {"id":%q,"object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", s.id, 5*len(s.pieces), 10+5*len(s.pieces))
+	_ = rc.Flush()
+}
+
+// A chat backend's cut stream continues on a backend that continues a
+// trailing assistant message (assistant_prefill), for chat and Messages
+// clients alike.
+func TestResumeChatUpstream(t *testing.T) {
+	for _, client := range []string{"chat", "messages"} {
+		t.Run(client, func(t *testing.T) {
+			cut := &chatScript{id: "chatcmpl-one", pieces: []string{"Hello, ", "wor"}, cut: true}
+			rest := &chatScript{id: "chatcmpl-two", pieces: []string{"ld!"}}
+			one, two := httptest.NewServer(cut), httptest.NewServer(rest)
+			t.Cleanup(one.Close)
+			t.Cleanup(two.Close)
+			g, obs := testGateway(t, "model_list:\n"+entry("a", one.URL, "assistant_prefill: continue_final_message")+entry("b", two.URL, "assistant_prefill: continue_final_message")+
+				"router_settings:\n  fallbacks:\n    - a: [b]\n", nil)
+			var w *httptest.ResponseRecorder
+			if client == "chat" {
+				w = post(g, alice, "/v1/chat/completions", `{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
+			} else {
+				w = post(g, alice, "/v1/messages", `{"model":"a","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Anthropic-Version", "2023-06-01")
+			}
+			body := w.Body.String()
+			var text strings.Builder
+			for _, ev := range sseEvents(body) {
+				var c struct {
+					Choices []struct{ Delta struct{ Content string } }
+					Delta   struct{ Text string }
+				}
+				_ = json.Unmarshal([]byte(ev[1]), &c)
+				for _, ch := range c.Choices {
+					text.WriteString(ch.Delta.Content)
+				}
+				text.WriteString(c.Delta.Text)
+			}
+			if text.String() != "Hello, world!" || strings.Contains(body, "chatcmpl-two") || strings.Count(body, `"role":"assistant"`) != 1 || strings.Contains(body, "error") {
+				t.Fatalf("text %q:\n%s", text.String(), body)
+			}
+			// The cut part's tokens as recorded (estimated: it sent no
+			// usage): 3 events out, the request's bytes / 4 in.
+			if client == "chat" && (!strings.Contains(body, `"completion_tokens":8`) || strings.Contains(body, `"prompt_tokens":10,`)) {
+				t.Errorf("the usage chunk does not sum both parts:\n%s", body)
+			}
+			reqs := rest.bodies
+			if len(reqs) != 1 || !strings.Contains(reqs[0], `"continue_final_message":true`) || !strings.Contains(reqs[0], `{"content":"Hello, wor","role":"assistant"}`) {
+				t.Errorf("the continuation's request: %v", reqs)
+			}
+			if n := len(obs.Records()); n != 2 {
+				t.Errorf("%d records, want 2", n)
+			}
+		})
+	}
+}

@@ -50,6 +50,10 @@ type Deployment struct {
 	// (a subscription seat) instead of the entry's; PassthroughBudget
 	// makes their notional cost count against budgets.
 	PassthroughAuth, PassthroughBudget bool
+	// AssistantPrefill is how a chat-completions backend is asked to
+	// continue a trailing assistant message ("" when it cannot), so a
+	// stream cut elsewhere can be continued on it.
+	AssistantPrefill string
 	RPM, TPM                           int64   // 0 = unlimited
 	Weight                             float64 // default 1; always > 0
 	// ExtraHeaders are sent upstream with every request. Values may have come

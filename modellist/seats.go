@@ -29,6 +29,19 @@ func (p *parser) seat(d *Deployment, fs map[string]field, w where) {
 	if f, ok := fs["first_token_timeout"]; ok {
 		d.FirstTokenTimeout, _ = p.duration(f.val, w.sub("first_token_timeout"), false)
 	}
+	if f, ok := fs["assistant_prefill"]; ok && !isNull(deref(f.val)) {
+		if s, ok := p.scalar(f.val, w.sub("assistant_prefill")); ok {
+			switch s {
+			case "continue_final_message", "prefix", "trailing":
+				d.AssistantPrefill = s
+				if d.Kind != KindOpenAI {
+					p.errorf(f.val, w.sub("assistant_prefill"), "is for chat-completions backends (openai/ or a compatible api_base); %s/ continues a stream without it: remove it", d.Provider)
+				}
+			default:
+				p.errorf(f.val, w.sub("assistant_prefill"), "%q is not a choice: continue_final_message (vLLM, SGLang), prefix (DeepSeek, Mistral) or trailing (llama.cpp's server)", s)
+			}
+		}
+	}
 }
 
 // seatRules checks a pass-through entry once its kind and key are known.

@@ -54,6 +54,15 @@ func (j *AnthropicJournal) Add(ev Event) {
 	}
 }
 
+// Resume implements StreamJournal.
+func (j *AnthropicJournal) Resume(inner StreamTranslator, used Usage) (*Resumption, error) {
+	p, err := j.Prefix()
+	if err != nil {
+		return nil, err
+	}
+	return &Resumption{Translator: NewAnthropicResumed(inner, p, used), Upstream: FormatAnthropic, text: p.Text}, nil
+}
+
 // AnthropicPrefix is what the client of a cut stream has.
 type AnthropicPrefix struct {
 	Text   string // the assistant's text so far, as sent

@@ -66,3 +66,33 @@ func FuzzAnthropicResume(f *testing.F) {
 		_ = tr.Usage()
 	})
 }
+
+// FuzzChatResume: any chunks journaled read as a continuation or
+// ErrNotResumable; any prefill body gives valid JSON or an error; a
+// continuation's chunk spliced onto a passthrough translator gives a
+// valid chunk or an error; never a panic.
+func FuzzChatResume(f *testing.F) {
+	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`),
+		[]byte(`{"id":"d","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), "prefix")
+	f.Fuzz(func(t *testing.T, first, next, body []byte, dialect string) {
+		var j ChatJournal
+		j.Add(Event{Data: first})
+		res, err := j.Resume(NewOpenAIPassthroughStream(false), Usage{InputTokens: 1, OutputTokens: 1})
+		if err != nil {
+			return
+		}
+		if out, err := res.Prefill(body, dialect); err == nil && !json.Valid(out) {
+			t.Fatalf("invalid prefill: %s", out)
+		}
+		out, err := res.Translator.Translate(nil, Event{Data: next})
+		if err != nil {
+			return
+		}
+		for _, line := range bytes.Split(out, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && string(d) != "[DONE]" && !json.Valid(d) {
+				t.Fatalf("invalid chunk: %s", d)
+			}
+		}
+	})
+}
