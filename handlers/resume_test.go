@@ -186,8 +186,10 @@ func TestResumeChatClientSeesOneStream(t *testing.T) {
 		}
 		var c struct {
 			ID      string
-			Choices []struct{ Delta struct{ Role, Content string } }
-			Error   any
+			Choices []struct {
+				Delta struct{ Role, Content string }
+			}
+			Error any
 		}
 		if err := json.Unmarshal([]byte(ev[1]), &c); err != nil || c.Error != nil {
 			t.Fatalf("chunk %s", ev[1])
