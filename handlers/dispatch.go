@@ -74,9 +74,9 @@ type upstreamCall struct {
 	// dropUsage: the client did not ask for the usage the route had the
 	// upstream include; the stream's translator leaves it out.
 	dropUsage bool
-	// journal notes what the client was sent, for a continuation
-	// elsewhere should the stream break (resume.go); nil: none.
-	journal providers.StreamJournal
+	// moreLeft: another attempt follows this one should it fail, so a
+	// stream it breaks may be continued there (resume.go).
+	moreLeft bool
 	// first gives the call up when no content came within
 	// first_token_timeout.
 	first *gapWatch
@@ -382,7 +382,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	}
 
 	var res result
-	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, journal: journalFor(x, b, moreLeft), first: first}
+	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, moreLeft: moreLeft, first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)
 	} else {

@@ -182,7 +182,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 
 	rc := http.NewResponseController(w)
 	committed := x.resume != nil // a continuation's client has its start
-	first, pre := c.first, []byte(nil)
+	// journal notes what the client was sent, for a continuation
+	// elsewhere should the stream break (resume.go); nil: none.
+	first, pre, journal := c.first, []byte(nil), journalFor(x, b, c.moreLeft)
 	commit := func() {
 		h := w.Header()
 		relayHeaders(h, resp.Header)
@@ -213,7 +215,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		}
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 		if held == nil {
-			if res, ok := g.suspend(c, tr, partialUsage(tr.Usage(), sent, len(x.body)), class, apiErr); ok {
+			if res, ok := g.suspend(x, b, journal, tr, partialUsage(tr.Usage(), sent, len(x.body)), class, apiErr); ok {
 				return res
 			}
 		}
@@ -265,8 +267,8 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
 		}
 		gap.reset()
-		if c.journal != nil {
-			c.journal.Add(ev)
+		if journal != nil {
+			journal.Add(ev)
 		}
 		out, err = tr.Translate(out[:0], ev)
 		x.span.Answer(out)

@@ -62,12 +62,13 @@ func streamTranslator(x *exchange, rt *providers.Route, b *upstream.Deployment, 
 // has can be its prefill. The cut part is recorded on its own (its
 // deployment, its tokens as far as known, an error) and the request's
 // record starts again for the continuation.
-func (g *Gateway) suspend(c *upstreamCall, tr providers.StreamTranslator, used providers.Usage, class string, apiErr *providers.APIError) (result, bool) {
-	if c.journal == nil {
+// (It takes the journal rather than the call, so that the call's exchange
+// stays on the stack.)
+func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers.StreamJournal, tr providers.StreamTranslator, used providers.Usage, class string, apiErr *providers.APIError) (result, bool) {
+	if journal == nil {
 		return result{}, false
 	}
-	x, b := c.x, c.d
-	next, err := c.journal.Resume(tr, used)
+	next, err := journal.Resume(tr, used)
 	if err != nil {
 		return result{}, false
 	}

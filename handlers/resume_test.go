@@ -353,3 +353,23 @@ func TestResumeChatUpstream(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStreamJournal is a healthy Anthropic stream with and without
+// a fallback after it: the difference is what keeping the journal costs
+// when nothing fails.
+func BenchmarkStreamJournal(b *testing.B) {
+	up := httptest.NewServer(&anthropicScript{pieces: strings.Split("one two three four five six seven eight", " ")})
+	b.Cleanup(up.Close)
+	body := `{"model":"a","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct{ name, router string }{{"alone", ""}, {"with-fallback", "router_settings:\n  fallbacks:\n    - a: [b]\n"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			g, _ := testGateway(b, "model_list:\n"+kindEntry("a", "anthropic/claude-x", up.URL)+kindEntry("b", "anthropic/claude-x", up.URL)+tc.router, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if w := post(g, alice, "/v1/messages", body, "Anthropic-Version", "2023-06-01"); w.Code != 200 {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}

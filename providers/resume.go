@@ -6,6 +6,9 @@ package providers
 // request that asks for the rest, the translator that splices the rest
 // in). resume_anthropic.go and resume_chat.go hold the formats.
 
+// journalStart is a journal's first buffer: a few dozen events.
+const journalStart = 4 << 10
+
 // StreamJournal notes the events of an upstream stream as they pass and,
 // when the stream breaks, says how it can be continued.
 type StreamJournal interface {
@@ -29,11 +32,12 @@ type Resumption struct {
 // NewStreamJournal is the journal of an upstream stream in format up, or
 // nil when streams in it cannot be continued.
 func NewStreamJournal(up Format) StreamJournal {
+	// One allocation holds a short answer's events; a long one grows it.
 	switch up {
 	case FormatAnthropic:
-		return &AnthropicJournal{}
+		return &AnthropicJournal{buf: make([]byte, 0, journalStart)}
 	case FormatOpenAI:
-		return &ChatJournal{}
+		return &ChatJournal{buf: make([]byte, 0, journalStart)}
 	}
 	return nil
 }
