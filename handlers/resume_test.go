@@ -373,3 +373,31 @@ func BenchmarkStreamJournal(b *testing.B) {
 		})
 	}
 }
+
+// A Responses client sees one response: one response.created, the text
+// whole, completed.
+func TestResumeResponsesClient(t *testing.T) {
+	cut := &anthropicScript{pieces: []string{"Hello, ", "wor"}, cut: true}
+	rest := &anthropicScript{pieces: []string{"ld!"}}
+	g, _ := resumeGateway(t, cut, rest, "")
+	w := post(g, alice, "/v1/responses", `{"model":"a","stream":true,"store":false,"input":"hi"}`)
+	var text strings.Builder
+	created, completed := 0, 0
+	for _, ev := range sseEvents(w.Body.String()) {
+		var e struct{ Type, Delta string }
+		_ = json.Unmarshal([]byte(ev[1]), &e)
+		switch e.Type {
+		case "response.created":
+			created++
+		case "response.completed":
+			completed++
+		case "response.output_text.delta":
+			text.WriteString(e.Delta)
+		case "response.failed", "error":
+			t.Errorf("%s", ev[1])
+		}
+	}
+	if created != 1 || completed != 1 || text.String() != "Hello, world!" {
+		t.Fatalf("%d created, %d completed, text %q:\n%s", created, completed, text.String(), w.Body)
+	}
+}
