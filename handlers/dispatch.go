@@ -96,7 +96,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	tried := 0
 	pin := g.sessionPin(x, id)
 	for ci, link := range chain {
-		if ci > 0 && !id.Allows(link.alias) {
+		if ci > 0 && (!id.Allows(link.alias) || !seatFits(r, link)) {
 			// A fallback is another alias: a key limited to some aliases
 			// must not reach the others through it.
 			continue

@@ -89,3 +89,11 @@ func countedCost(rec *ledger.Record) int64 {
 	}
 	return rec.CostPicoUSD
 }
+
+// seatFits reports whether a fallback link can serve r: a seat alias
+// only a request that brought its own provider credential, so a paid
+// alias's fallback to a seat alias is passed over for everyone else
+// rather than answered with the seat's refusal.
+func seatFits(r *http.Request, link aliasLink) bool {
+	return len(link.deployments) == 0 || !link.deployments[0].Passthrough() || upstream.HasSeatCredential(r.Context())
+}

@@ -194,3 +194,21 @@ func TestSeatRefusalIsTheCallers(t *testing.T) {
 		}
 	}
 }
+
+// A paid alias falling back to a seat alias passes the seat over for a
+// request without a seat credential: the client gets the paid alias's
+// own failure, not the seat's refusal.
+func TestSeatFallbackPassedOverWithoutSeat(t *testing.T) {
+	s := &seatUpstream{}
+	seat := httptest.NewServer(s.handler())
+	t.Cleanup(seat.Close)
+	down := newFakeUpstream(t, "down", statusAnswer(http.StatusServiceUnavailable, ""))
+	yaml := "model_list:\n" + entry("paid", down.srv.URL) +
+		"  - model_name: seat\n    proxy_params:\n      model: anthropic/claude-sonnet-4-5\n      api_base: " + seat.URL + "\n      passthrough_auth: true\n" +
+		"router_settings:\n  fallbacks:\n    - paid: [seat]\n"
+	g, _ := testGateway(t, yaml, nil)
+	w := post(g, alice, "/v1/chat/completions", chatBody("paid", false))
+	if w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "passthrough_auth") || len(s.seen) != 0 {
+		t.Fatalf("status %d: %s (the seat saw %d)", w.Code, w.Body, len(s.seen))
+	}
+}
