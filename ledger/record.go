@@ -31,9 +31,11 @@ type Record struct {
 	// Bytes is what the request carried both ways when tokens do not
 	// measure it: an MCP tool call's arguments plus its result as JSON.
 	Bytes int64
-	// ReportOnly: the cost is what the client reported of a request the
-	// gateway did not serve (EndpointAgentReported); reports show it, but
-	// no budget counts it, unless the workspace's admin asked for that.
+	// ReportOnly: reports show the cost but no budget counts it: what the
+	// client reported of a request the gateway did not serve
+	// (EndpointAgentReported), unless the workspace's admin asked for
+	// that, or a seat's notional cost (Notional) without
+	// passthrough_budget.
 	ReportOnly bool
 	// Notional: the request was served on the caller's own subscription
 	// seat (passthrough_auth), so its cost is what it would have cost at
