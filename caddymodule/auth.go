@@ -24,6 +24,7 @@ import (
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/scim"
+	"github.com/modelgate/modelgate/upstream"
 	"github.com/modelgate/modelgate/workctx"
 )
 
@@ -491,6 +492,12 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 		site.WriteError(w, r, apiErr)
 		return nil
+	}
+	if r.Header.Get(upstream.SeatKeyHeader) != "" {
+		if r, apiErr = handlers.SeatRequest(r, a.auth); apiErr != nil {
+			site.WriteError(w, r, apiErr)
+			return nil
+		}
 	}
 	return a.pass(w, r, next, id, a.auth, site)
 }

@@ -10,12 +10,18 @@ import (
 	"strings"
 
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/upstream"
 )
 
 // PresentedKey is the key a request carries, for policy.Auth.Identify:
-// a Bearer token, x-api-key, x-goog-api-key, or (the Gemini API's paths
+// X-Modelgate-Key (a seat, whose Authorization is its provider's), a
+// Bearer token, x-api-key, x-goog-api-key, or (the Gemini API's paths
 // only) ?key=; "" when it carries none.
 func PresentedKey(r *http.Request) string {
+	if k := r.Header.Get(upstream.SeatKeyHeader); k != "" {
+		// A seat: Authorization carries the provider's credential.
+		return strings.TrimSpace(k)
+	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			return strings.TrimSpace(h[7:])

@@ -74,6 +74,12 @@ type upstreamCall struct {
 	// dropUsage: the client did not ask for the usage the route had the
 	// upstream include; the stream's translator leaves it out.
 	dropUsage bool
+	// moreLeft: another attempt follows this one should it fail, so a
+	// stream it breaks may be continued there (resume.go).
+	moreLeft bool
+	// first gives the call up when no content came within
+	// first_token_timeout.
+	first *gapWatch
 }
 
 // dispatch tries the alias's deployments, then its fallbacks, until one
@@ -90,7 +96,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 	tried := 0
 	pin := g.sessionPin(x, id)
 	for ci, link := range chain {
-		if ci > 0 && !id.Allows(link.alias) {
+		if ci > 0 && (!id.Allows(link.alias) || !seatFits(x, link)) {
 			// A fallback is another alias: a key limited to some aliases
 			// must not reach the others through it.
 			continue
@@ -147,7 +153,7 @@ func (g *Gateway) dispatch(x *exchange) (recorded bool) {
 		last = &providers.APIError{Status: http.StatusBadGateway, Message: fmt.Sprintf("model %q: no deployment could be reached", alias)}
 	}
 	rec.Status, rec.Outcome = last.Status, ledger.OutcomeError
-	x.out.Fail(last)
+	g.writeError(x, last)
 	return false
 }
 
@@ -250,14 +256,22 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		return result{skipped: adm, wait: wait}
 	}
 	upBody, dropUsage, err := b.Body(cf, body, info)
+	if err == nil && x.resume != nil {
+		var ok bool
+		if upBody, ok = resumeBody(x, b, upBody); !ok {
+			b.State().Release(probe)
+			return result{retryable: true, err: x.resume.err}
+		}
+	}
 	if err != nil {
 		b.State().Release(probe)
 		apiErr := asAPIError(err)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		x.out.Fail(apiErr)
+		g.writeError(x, apiErr)
 		return result{committed: true}
 	}
 	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
+	markSeat(rec, b)
 
 	timeout := b.Timeout()
 	ctx, cancel := context.WithTimeout(x.ctx, timeout)
@@ -269,6 +283,11 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	if info.Stream && b.StreamTimeout() > 0 {
 		gap = newGapWatch(b.StreamTimeout(), cancel)
 		defer gap.stop()
+	}
+	var first *gapWatch
+	if info.Stream && b.FirstTokenTimeout() > 0 && x.resume == nil {
+		first = newGapWatch(b.FirstTokenTimeout(), cancel)
+		defer first.stop()
 	}
 	x.deployment = b.Entry().ID
 	ctx, span := x.span.StartAttempt(ctx, telemetry.AttemptInfo{Alias: b.Entry().Alias, Deployment: b.Entry().ID, Provider: b.Entry().Provider, Upstream: b.Entry().Model})
@@ -306,7 +325,9 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 			return result{committed: true}
 		}
 		var apiErr *providers.APIError
-		if gap.fired() {
+		if first.fired() {
+			att.Err, apiErr = "first_token_timeout", firstTokenTimeout(rec.Alias, b)
+		} else if gap.fired() {
 			att.Err = "stream_timeout"
 			apiErr = &providers.APIError{Status: http.StatusGatewayTimeout,
 				Message: fmt.Sprintf("model %q: upstream sent nothing within the stream timeout of %s", rec.Alias, b.StreamTimeout())}
@@ -341,6 +362,9 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 			// request's: another deployment may serve it.
 			retryable = true
 		}
+		if seatRefused(b, status) {
+			retryable = false
+		}
 		att.Duration = g.now().Sub(now)
 		att.Retrying = retryable && moreLeft
 		if retryable {
@@ -351,14 +375,14 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		g.obs.Attempt(att)
 		if !retryable || !moreLeft {
 			rec.Status, rec.Outcome = status, ledger.OutcomeError
-			x.out.Fail(apiErr)
+			g.writeError(x, apiErr)
 			return result{committed: true}
 		}
 		return result{retryable: true, err: apiErr}
 	}
 
 	var res result
-	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage}
+	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, moreLeft: moreLeft, first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)
 	} else {
@@ -400,7 +424,7 @@ func (g *Gateway) requestFailed(x *exchange, b *upstream.Deployment, err error, 
 	if errors.As(err, &apiErr) {
 		b.State().Release(probe)
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
-		x.out.Fail(apiErr)
+		g.writeError(x, apiErr)
 		return result{committed: true}
 	}
 	var credErr *upstream.CredentialError

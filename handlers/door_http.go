@@ -46,9 +46,13 @@ func callOf(r *http.Request, cf providers.Format) Call {
 // header's own values.
 func clientMeta(r *http.Request) upstream.ClientMeta {
 	h := r.Header
-	return upstream.ClientMeta{Query: r.URL.RawQuery,
+	m := upstream.ClientMeta{Query: r.URL.RawQuery,
 		AnthropicVersion: h.Values("Anthropic-Version"), AnthropicBeta: h.Values("Anthropic-Beta"),
 		Traceparent: h.Values("Traceparent"), Tracestate: h.Values("Tracestate")}
+	if upstream.HasSeatCredential(r.Context()) {
+		m.Seat = upstream.SeatHeaders(h)
+	}
+	return m
 }
 
 // serveHTTP serves r as a call of format cf through the core.

@@ -170,7 +170,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	defer func() { br.Reset(nil); g.readerPool.Put(br) }()
 	rt := b.Route(cf)
 	events := b.Events(rt, resp.Body, br)
-	tr := g.secretStream(x.call.Identity, x.alias, rec, rt.Stream(b.Entry().Model, info, c.dropUsage))
+	tr := g.streamTranslator(x, rt, b, c.dropUsage)
 	outp := g.outPool.Get().(*[]byte)
 	out := (*outp)[:0]
 	defer func() {
@@ -181,7 +181,10 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		}
 	}()
 
-	committed := false
+	committed := x.resume != nil // a continuation's client has its start
+	// journal notes what the client was sent, for a continuation
+	// elsewhere should the stream break (resume.go); nil: none.
+	first, pre, journal := c.first, []byte(nil), journalFor(x, b, c.moreLeft)
 	commit := func() {
 		h := sink.Header()
 		relayHeaders(h, resp.Header)
@@ -211,6 +214,11 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			return result{retryable: true, class: class, err: apiErr}
 		}
 		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
+		if held == nil {
+			if res, ok := g.suspend(x, b, journal, tr, partialUsage(tr.Usage(), sent, len(x.body)), class, apiErr); ok {
+				return res
+			}
+		}
 		rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 		out = appendStreamFailure(append(out[:0], held...), tr, apiErr, cf)
 		_ = sink.Write(out)
@@ -242,6 +250,8 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
+			case first.fired():
+				return fail("first_token_timeout", firstTokenTimeout(rec.Alias, b))
 			case gap.fired():
 				return fail("stream_timeout", &providers.APIError{Status: http.StatusGatewayTimeout,
 					Message: fmt.Sprintf("model %q: upstream stream paused longer than %s", rec.Alias, b.StreamTimeout())})
@@ -257,6 +267,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				Message: fmt.Sprintf("model %q: upstream stream broke off", rec.Alias)})
 		}
 		gap.reset()
+		if journal != nil {
+			journal.Add(ev)
+		}
 		out, err = tr.Translate(out[:0], ev)
 		x.span.Answer(out)
 		if err != nil {
@@ -271,6 +284,12 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				return result{committed: true, class: "stream_error"}
 			}
 			return fail("stream_error", apiErr)
+		}
+		if first != nil {
+			var ok bool
+			if out, ok = awaitFirst(&first, &pre, ev, out); !ok {
+				continue
+			}
 		}
 		if len(out) == 0 {
 			continue
@@ -333,6 +352,11 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 // appendStreamFailure appends the error event that ends a stream the
 // client already has a start of, in its format.
 func appendStreamFailure(out []byte, tr providers.StreamTranslator, apiErr *providers.APIError, cf providers.Format) []byte {
+	if u, ok := tr.(interface {
+		Unwrap() providers.StreamTranslator
+	}); ok {
+		tr = u.Unwrap()
+	}
 	if f, ok := tr.(providers.StreamFailer); ok {
 		return f.Fail(out, apiErr)
 	}

@@ -102,7 +102,7 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
 		est := g.estimate(alias, body, info)
 		var refusal *providers.APIError
-		hold, refusal = g.opts.Budgets.AdmitEstimate(ctx, id, ws, rec.SessionID, est.budget, est.lease)
+		hold, refusal = g.budgetsFor(alias).AdmitEstimate(ctx, id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
 			if to := g.downgrade(out.Header(), id, ws, rec, alias, est); to != "" {
 				// A free alias needs no reservation, and no output bound.
@@ -283,7 +283,7 @@ func settleBudget(hold *policy.Reservation, rec *ledger.Record) {
 	if hold == nil {
 		return
 	}
-	hold.Settle(rec.CostPicoUSD)
+	hold.Settle(countedCost(rec))
 	rec.Lease, rec.LeasePico = hold.Lease()
 }
 
@@ -463,4 +463,7 @@ type exchange struct {
 	deployment string
 	// hold is the request's budget reservation, nil when none.
 	hold *policy.Reservation
+	// resume is the request's stream cut after the client got its start,
+	// while a deployment is sought to continue it (resume.go).
+	resume *resumeState
 }

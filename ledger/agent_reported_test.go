@@ -19,7 +19,9 @@ func TestAgentReportedSessions(t *testing.T) {
 		agent.SessionID, agent.Endpoint = "sess-agent", EndpointAgentReported
 		mixed := sampleRecord(3)
 		mixed.SessionID, mixed.Endpoint = "sess-1", EndpointAgentReported
-		if err := s.Insert(ctx, []Record{served, agent, mixed}); err != nil {
+		seat := sampleRecord(4) // served on the caller's own subscription
+		seat.SessionID, seat.Notional, seat.ReportOnly = "sess-seat", true, true
+		if err := s.Insert(ctx, []Record{served, agent, mixed, seat}); err != nil {
 			t.Fatal(err)
 		}
 		ss := s.(SessionServer)
@@ -42,12 +44,21 @@ func TestAgentReportedSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string][2]int64{}
+		got := map[string][3]int64{}
 		for _, r := range rows {
-			got[r.ID] = [2]int64{r.Requests, r.AgentReported}
+			got[r.ID] = [3]int64{r.Requests, r.AgentReported, r.Seat}
 		}
-		if got["sess-1"] != [2]int64{2, 1} || got["sess-agent"] != [2]int64{1, 1} {
-			t.Fatalf("sessions (requests, agent-reported): %v", got)
+		if got["sess-1"] != [3]int64{2, 1, 0} || got["sess-agent"] != [3]int64{1, 1, 0} || got["sess-seat"] != [3]int64{1, 0, 1} {
+			t.Fatalf("sessions (requests, agent-reported, seat): %v", got)
+		}
+		recs, err := s.Query(ctx, Filter{From: t0, To: t0.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Notional != (r.SessionID == "sess-seat") {
+				t.Errorf("record of %s read back with notional %v", r.SessionID, r.Notional)
+			}
 		}
 	})
 }

@@ -25,6 +25,7 @@ func migrationCopyTypes() [numRecordColumns]copyType {
 		copyInt8, // bytes
 		copyInt2, // report_only
 		copyText, // downgraded_from
+		copyInt2, // notional
 	}
 }
 

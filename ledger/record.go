@@ -31,9 +31,11 @@ type Record struct {
 	// Bytes is what the request carried both ways when tokens do not
 	// measure it: an MCP tool call's arguments plus its result as JSON.
 	Bytes int64
-	// ReportOnly: the cost is what the client reported of a request the
-	// gateway did not serve (EndpointAgentReported); reports show it, but
-	// no budget counts it, unless the workspace's admin asked for that.
+	// ReportOnly: reports show the cost but no budget counts it: what the
+	// client reported of a request the gateway did not serve
+	// (EndpointAgentReported), unless the workspace's admin asked for
+	// that, or a seat's notional cost (Notional) without
+	// passthrough_budget.
 	ReportOnly bool
 	// DowngradedFrom is the alias the client asked for when a spend limit
 	// at its cap sent the request to Alias instead (at_cap downgrade).
@@ -43,6 +45,10 @@ type Record struct {
 	// string keeps Record comparable): the person's and the groups'
 	// spend counts the cost (spend_limits.go). Not stored.
 	Person, Groups string
+	// Notional: the request was served on the caller's own subscription
+	// seat (passthrough_auth), so its cost is what it would have cost at
+	// list price, not what the organization pays.
+	Notional bool
 	// Ticket ties the record to the budget reservation of its request, in
 	// this process only; it is not stored. 0: no reservation.
 	Ticket uint64

@@ -23,6 +23,9 @@ type SessionRow struct {
 	// AgentReported counts the requests known only from the agent's own
 	// telemetry (endpoint agent_reported), not served by the gateway.
 	AgentReported int64
+	// Seat counts the requests served on the caller's own subscription
+	// (Record.Notional): their cost is notional.
+	Seat int64
 }
 
 // SessionLister lists sessions.
@@ -47,7 +50,7 @@ func (s *sqlStore) Sessions(ctx context.Context, f Filter, limit, offset int) ([
 	q.WriteString(`SELECT session_id, MAX(agent), key_id, MAX(workspace), MIN(ts_us), MAX(ts_us), COUNT(*), ` +
 		clamp("input_tokens", MaxTokens) + `, ` + clamp("cache_creation_5m + cache_creation_1h", MaxTokens) + `, ` +
 		clamp("cache_read_tokens", MaxTokens) + `, ` + clamp("output_tokens", MaxTokens) + `, ` + clamp("cost_pico", MaxCost) +
-		`, SUM(CASE WHEN endpoint = 'agent_reported' THEN 1 ELSE 0 END) FROM usage_records`)
+		`, SUM(CASE WHEN endpoint = 'agent_reported' THEN 1 ELSE 0 END), SUM(notional) FROM usage_records`)
 	args := s.where(&q, nil, f)
 	q.WriteString(` AND session_id <> '' AND outcome <> 'refused' GROUP BY session_id, key_id ORDER BY ` +
 		clamp("cost_pico", MaxCost) + ` DESC, session_id, key_id LIMIT ` + strconv.Itoa(limit+1) + ` OFFSET ` + strconv.Itoa(offset))
@@ -61,7 +64,7 @@ func (s *sqlStore) Sessions(ctx context.Context, f Filter, limit, offset int) ([
 		var r SessionRow
 		var first, last int64
 		if err := rows.Scan(&r.ID, &r.Agent, &r.KeyID, &r.Workspace, &first, &last, &r.Requests,
-			&r.UncachedInput, &r.CacheCreation, &r.CacheRead, &r.Output, &r.CostPico, &r.AgentReported); err != nil {
+			&r.UncachedInput, &r.CacheCreation, &r.CacheRead, &r.Output, &r.CostPico, &r.AgentReported, &r.Seat); err != nil {
 			return nil, false, fmt.Errorf("ledger sessions: %w", err)
 		}
 		r.First, r.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()

@@ -524,6 +524,9 @@ CREATE INDEX mcp_approvals_state ON mcp_approvals (state, created_us)`,
 	estimate_pico BIGINT NOT NULL
 );
 CREATE INDEX breaker_trips_ts ON breaker_trips (ts_us)`,
+		// A seat's request (passthrough_auth): served on the caller's own
+		// subscription, its cost notional, at list price (Record.Notional).
+		36: `ALTER TABLE usage_records ADD COLUMN notional SMALLINT NOT NULL DEFAULT 0`,
 	}
 }
 
@@ -538,9 +541,9 @@ const recordColumns = `ts_us, request_id, key_id, workspace, alias, upstream_mod
 	service_tier, endpoint, stream, input_tokens, cache_creation_5m, cache_creation_1h,
 	cache_read_tokens, output_tokens, status, outcome, latency_us, ttft_us, cost_pico,
 	price_input, price_output, price_cache_read, price_cache_write_5m, price_cache_write_1h,
-	session_id, context_window, agent, bytes, report_only, downgraded_from`
+	session_id, context_window, agent, bytes, report_only, downgraded_from, notional`
 
-const numRecordColumns = 31
+const numRecordColumns = 32
 
 // sqlStore is the Store over database/sql shared by SQLite and PostgreSQL.
 type sqlStore struct {
@@ -756,12 +759,15 @@ func textValue(s string) recordValue { return recordValue{s: s, text: true} }
 // place that order is written down for both the INSERT's arguments and
 // PostgreSQL's COPY.
 func recordRow(r *Record) [numRecordColumns]recordValue {
-	var stream, reportOnly int64
+	var stream, reportOnly, notional int64
 	if r.Stream {
 		stream = 1
 	}
 	if r.ReportOnly {
 		reportOnly = 1
+	}
+	if r.Notional {
+		notional = 1
 	}
 	// [...]: a value missing from the list fails to compile instead of
 	// passing 0 for the last column.
@@ -770,7 +776,7 @@ func recordRow(r *Record) [numRecordColumns]recordValue {
 		intValue(r.InputTokens), intValue(r.CacheCreation5m), intValue(r.CacheCreation1h), intValue(r.CacheReadTokens), intValue(r.OutputTokens),
 		intValue(int64(r.Status)), textValue(string(r.Outcome)), intValue(r.Latency.Microseconds()), intValue(r.TTFT.Microseconds()), intValue(r.CostPicoUSD),
 		intValue(r.Prices.Input), intValue(r.Prices.Output), intValue(r.Prices.CacheRead), intValue(r.Prices.CacheWrite5m), intValue(r.Prices.CacheWrite1h),
-		textValue(r.SessionID), textValue(r.contextWindow()), textValue(r.Agent), intValue(r.Bytes), intValue(reportOnly), textValue(r.DowngradedFrom)}
+		textValue(r.SessionID), textValue(r.contextWindow()), textValue(r.Agent), intValue(r.Bytes), intValue(reportOnly), textValue(r.DowngradedFrom), intValue(notional)}
 }
 
 // appendRecordArgs appends a record's column values in recordColumns order,
@@ -956,12 +962,12 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		var ts, lat, ttft int64
-		var stream, reportOnly int
+		var stream, reportOnly, notional int
 		if err := rows.Scan(&ts, &r.RequestID, &r.KeyID, &r.Workspace, &r.Alias, &r.UpstreamModel,
 			&r.Provider, &r.ServiceTier, &r.Endpoint, &stream, &r.InputTokens, &r.CacheCreation5m,
 			&r.CacheCreation1h, &r.CacheReadTokens, &r.OutputTokens, &r.Status, &r.Outcome, &lat, &ttft,
 			&r.CostPicoUSD, &r.Prices.Input, &r.Prices.Output, &r.Prices.CacheRead, &r.Prices.CacheWrite5m,
-			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent, &r.Bytes, &reportOnly, &r.DowngradedFrom); err != nil {
+			&r.Prices.CacheWrite1h, &r.SessionID, &r.ContextWindow, &r.Agent, &r.Bytes, &reportOnly, &r.DowngradedFrom, &notional); err != nil {
 			return nil, fmt.Errorf("ledger query: %w", err)
 		}
 		r.Time = time.UnixMicro(ts).UTC()
@@ -969,6 +975,7 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 		r.TTFT = time.Duration(ttft) * time.Microsecond
 		r.Stream = stream != 0
 		r.ReportOnly = reportOnly != 0
+		r.Notional = notional != 0
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

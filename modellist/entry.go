@@ -110,6 +110,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		readOK = readOK && ok
 	}
 	p.options(d, fs, w)
+	p.seat(d, fs, w)
 	p.foreignAccountFields(d, fs, w)
 	if !readOK || !checkRules {
 		return
@@ -122,6 +123,9 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 		keyNode = n
 	}
 
+	if !p.seatRules(d, fs, key, keyNode, w) {
+		return
+	}
 	compat := false // a chat-completions-compatible server the user runs
 	switch spec.cat {
 	case catAccount:
@@ -179,6 +183,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 	d.APIBase = base
 
 	switch {
+	case d.PassthroughAuth:
 	case compat && key == "":
 		p.errorf(keyNode, kw, "required for a chat-completions-compatible server at api_base; set any value, e.g. api_key: none")
 		return

@@ -43,8 +43,19 @@ type Deployment struct {
 	Timeout       time.Duration // 0 = unset
 	StreamTimeout time.Duration // 0 = unset
 	MaxRetries    *int          // nil = unset (the router's num_retries applies)
-	RPM, TPM      int64         // 0 = unlimited
-	Weight        float64       // default 1; always > 0
+	// FirstTokenTimeout bounds a stream's wait for its first event; past
+	// it the next deployment is tried (0 = unset: router_settings').
+	FirstTokenTimeout time.Duration
+	// PassthroughAuth: calls carry the caller's own provider credential
+	// (a subscription seat) instead of the entry's; PassthroughBudget
+	// makes their notional cost count against budgets.
+	PassthroughAuth, PassthroughBudget bool
+	// AssistantPrefill is how a chat-completions backend is asked to
+	// continue a trailing assistant message ("" when it cannot), so a
+	// stream cut elsewhere can be continued on it.
+	AssistantPrefill string
+	RPM, TPM         int64   // 0 = unlimited
+	Weight           float64 // default 1; always > 0
 	// ExtraHeaders are sent upstream with every request. Values may have come
 	// from os.environ/NAME and are treated as secrets: excluded from JSON and
 	// String output. Names are canonicalized (X-Team), which is how net/http
@@ -165,9 +176,12 @@ type RouterSettings struct {
 	NumRetries      int           // default DefaultNumRetries
 	Timeout         time.Duration // 0 = unset
 	StreamTimeout   time.Duration // 0 = unset
-	Fallbacks       []Fallback    // in file order
-	CooldownTime    time.Duration // default 60s; an explicit 0 disables cooldown
-	AllowedFails    int           // default 3
+	// FirstTokenTimeout bounds a stream's wait for its first event, for
+	// entries that set none (0 = unset).
+	FirstTokenTimeout time.Duration
+	Fallbacks         []Fallback    // in file order
+	CooldownTime      time.Duration // default 60s; an explicit 0 disables cooldown
+	AllowedFails      int           // default 3
 	// SessionAffinity keeps the requests of one agent session on the
 	// deployment that served it while that deployment is healthy, so the
 	// upstream's prompt cache is read rather than written again. Default true.

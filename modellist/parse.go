@@ -27,6 +27,7 @@ func entryFields() []string {
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
 		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api",
+		"passthrough_auth", "passthrough_budget", "first_token_timeout", "assistant_prefill",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name",
 		"vertex_project", "vertex_location", "vertex_credentials"}
 }
@@ -42,7 +43,7 @@ func infoFields() []string {
 	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "cache_creation_input_token_cost_above_1hr", "max_input_tokens", "max_output_tokens"}
 }
 func routerFields() []string {
-	return []string{"routing_strategy", "num_retries", "timeout", "stream_timeout", "fallbacks", "cooldown_time", "allowed_fails", "session_affinity"}
+	return []string{"routing_strategy", "num_retries", "timeout", "stream_timeout", "fallbacks", "cooldown_time", "allowed_fails", "session_affinity", "first_token_timeout"}
 }
 
 // Parse parses and validates a models file. source names the file in
@@ -360,6 +361,7 @@ func (p *parser) modelList(c *Config, f field, root *yaml.Node) {
 		}
 		c.byAlias[d.Alias] = append(c.byAlias[d.Alias], d)
 	}
+	p.seatAliases(c)
 }
 
 // idInput is length-prefixed so that no two different tuples collide.
@@ -411,6 +413,9 @@ func (p *parser) router(c *Config, n *yaml.Node) {
 	}
 	if f, ok := fs["stream_timeout"]; ok {
 		r.StreamTimeout, _ = p.duration(f.val, w.sub("stream_timeout"), false)
+	}
+	if f, ok := fs["first_token_timeout"]; ok {
+		r.FirstTokenTimeout, _ = p.duration(f.val, w.sub("first_token_timeout"), false)
 	}
 	if f, ok := fs["cooldown_time"]; ok {
 		if d, ok := p.duration(f.val, w.sub("cooldown_time"), true); ok {

@@ -1,6 +1,9 @@
 package upstream
 
-import "slices"
+import (
+	"net/http"
+	"slices"
+)
 
 // ClientMeta is what an upstream request takes from the client's own
 // request besides its body: the few things a pass-through carries on.
@@ -20,6 +23,10 @@ type ClientMeta struct {
 	// Traceparent and Tracestate are the client's W3C trace context,
 	// passed on when the gateway has no span of its own.
 	Traceparent, Tracestate []string
+	// Seat is the caller's own provider credential (SeatHeaders of its
+	// request) when llm_auth admitted it as a seat (WithSeatCredential),
+	// for a passthrough_auth deployment to send on; nil otherwise.
+	Seat http.Header
 }
 
 // Clone is m with copies of its header values, for a call that outlives
@@ -28,5 +35,6 @@ type ClientMeta struct {
 func (m ClientMeta) Clone() ClientMeta {
 	m.AnthropicVersion, m.AnthropicBeta = slices.Clone(m.AnthropicVersion), slices.Clone(m.AnthropicBeta)
 	m.Traceparent, m.Tracestate = slices.Clone(m.Traceparent), slices.Clone(m.Tracestate)
+	m.Seat = m.Seat.Clone()
 	return m
 }

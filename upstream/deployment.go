@@ -46,6 +46,7 @@ type Deployment struct {
 	prices  ledger.Prices
 	timeout time.Duration
 	gap     time.Duration // stream_timeout: longest allowed pause between events
+	first   time.Duration // first_token_timeout: longest wait for a stream's first content
 	secrets []string      // what Redact removes from upstream text
 }
 
@@ -71,6 +72,7 @@ func New(d *modellist.Deployment, o Options) *Deployment {
 	rs := o.Router
 	b.timeout = firstDuration(d.Timeout, rs.Timeout, o.DefaultTimeout)
 	b.gap = firstDuration(d.StreamTimeout, rs.StreamTimeout)
+	b.first = firstDuration(d.FirstTokenTimeout, rs.FirstTokenTimeout)
 	b.policy = policy{allowedFails: rs.AllowedFails, failWindow: time.Minute, cooldown: rs.CooldownTime, rpm: d.RPM, tpm: d.TPM}
 	b.prices = pricesFor(d)
 	b.header = upstreamHeader(d, b.ep)
@@ -130,7 +132,8 @@ func firstDuration(ds ...time.Duration) time.Duration {
 // unlisted Claude rate still bills a 1-hour write at twice its input.
 func pricesFor(d *modellist.Deployment) ledger.Prices {
 	var p ledger.Prices
-	if !d.Local {
+	// A seat's notional cost is its list price wherever it is served.
+	if !d.Local || d.PassthroughAuth {
 		if bp, ok := ledger.BuiltinPrices(d.Provider, d.Model); ok {
 			p = bp
 			if d.Vertex != nil && d.Vertex.Location != "global" && ledger.HasRegionalPremium(d.Model) {
@@ -192,6 +195,11 @@ func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, clien
 		return nil, err
 	}
 	req.Header = b.header.Clone()
+	if b.dep.PassthroughAuth {
+		if err := b.seatCredentials(req.Header, client); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.ep.authorize(ctx, req, cf, client, body); err != nil {
 		return nil, err
 	}
@@ -301,6 +309,10 @@ func (b *Deployment) Timeout() time.Duration { return b.timeout }
 // StreamTimeout is the longest allowed pause between stream events; 0
 // for none.
 func (b *Deployment) StreamTimeout() time.Duration { return b.gap }
+
+// FirstTokenTimeout is the longest a stream may take to send its first
+// content before the attempt is given up for the next one; 0: none.
+func (b *Deployment) FirstTokenTimeout() time.Duration { return b.first }
 
 // Prices are the deployment's prices per token.
 func (b *Deployment) Prices() ledger.Prices { return b.prices }

@@ -32,6 +32,9 @@ type sessionObject struct {
 	// AgentReportedRequests of Requests are known only from the agent's
 	// own telemetry: the seat reached its provider without the gateway.
 	AgentReportedRequests int64 `json:"agent_reported_requests"`
+	// SeatRequests of Requests were served on the caller's own
+	// subscription (passthrough_auth): their part of Cost is notional.
+	SeatRequests int64 `json:"seat_requests"`
 	// Source is "gateway", "agent_reported", or "mixed" when both fed it.
 	Source string `json:"source"`
 	// Breaker is the loop breaker's state of the session, absent when it
@@ -137,7 +140,7 @@ func (a *Handler) serveSessions(w http.ResponseWriter, r *http.Request) {
 		o := sessionObject{ID: s.ID, APIKeyID: s.KeyID, FirstRequestAt: s.First.Format(time.RFC3339), LastRequestAt: s.Last.Format(time.RFC3339),
 			Requests: s.Requests, Tokens: sessionUsage{s.UncachedInput, s.CacheCreation, s.CacheRead, s.Output},
 			CacheReadShare: ledger.CacheReadShare(s.UncachedInput, s.CacheCreation, s.CacheRead),
-			Cost:           sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}, AgentReportedRequests: s.AgentReported, Source: "gateway"}
+			Cost:           sessionCost{Amount: ledger.ShortCents(s.CostPico), Currency: "USD"}, AgentReportedRequests: s.AgentReported, SeatRequests: s.Seat, Source: "gateway"}
 		switch {
 		case s.AgentReported >= s.Requests:
 			o.Source = "agent_reported"

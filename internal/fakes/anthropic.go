@@ -102,7 +102,10 @@ func anthropicStream(o Options, r *http.Request, model string, tool bool, event 
 		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
 	} else {
 		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		for _, p := range o.pieces() {
+		for i, p := range o.pieces() {
+			if o.CutAfter > 0 && i == o.CutAfter {
+				panic(http.ErrAbortHandler)
+			}
 			if !Pause(r, o.Gap) {
 				return
 			}

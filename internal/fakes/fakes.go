@@ -59,6 +59,9 @@ type Options struct {
 	// Status, when non-zero, makes every request fail with it and an
 	// error body in the fake's format.
 	Status int
+	// CutAfter, when non-zero, breaks an Anthropic text stream's
+	// connection after that many text deltas, with no end.
+	CutAfter int
 }
 
 // Recorded is one request a fake received.
