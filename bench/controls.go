@@ -35,15 +35,25 @@ type controlsEnv struct {
 }
 
 func controlsModelsYAML(up string) string {
-	return pricedModelsYAML(up) + fmt.Sprintf(`  - model_name: priced-ts
+	var b strings.Builder
+	b.WriteString(pricedModelsYAML(up))
+	// Priced twins of the stamped streams and of the yardstick's mocks.
+	for _, m := range []struct{ name, model, path string }{
+		{"priced-ts", "fake-stamped", "ts"},
+		{"priced-slow", "fake-gpt", "slow"},
+		{"priced-tf", "fake-stamped", "tf"},
+	} {
+		fmt.Fprintf(&b, `  - model_name: %s
     proxy_params:
-      model: openai/fake-stamped
-      api_base: http://%s/ts/v1
+      model: openai/%s
+      api_base: http://%s/%s/v1
       api_key: bench-upstream-openai
     model_info:
       input_cost_per_token: %s
       output_cost_per_token: %s
-`, up, strconv.FormatFloat(pricedInputPico/1e12, 'f', -1, 64), strconv.FormatFloat(pricedOutputPico/1e12, 'f', -1, 64))
+`, m.name, m.model, up, m.path, strconv.FormatFloat(pricedInputPico/1e12, 'f', -1, 64), strconv.FormatFloat(pricedOutputPico/1e12, 'f', -1, 64))
+	}
+	return b.String()
 }
 
 // startControls starts the controlled gateway on a fresh schema of
@@ -87,8 +97,12 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 			return err
 		}
 		ce.base, ce.admin = fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", admin)
-		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":8`)
-		ce.gw, err = startCaddy(ctx, "gateway-controls", bin, dir, budgetCaddyfile(port, admin, models, true), probe, env)
+		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":12`)
+		cf := budgetCaddyfile(port, admin, models, true)
+		if e.cfg.teamSteps {
+			cf = withSecretFirewall(cf)
+		}
+		ce.gw, err = startCaddy(ctx, "gateway-controls", bin, dir, cf, probe, env)
 		if err == nil {
 			break
 		}
@@ -100,6 +114,14 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 	gs := []gatewayInstance{{c: ce.gw, base: ce.base}}
 	client := newClient(8)
 	defer client.CloseIdleConnections()
+	// Set first: every instance reads spend limits each second, and the
+	// keys below take longer than that to create.
+	if e.cfg.teamSteps {
+		if err := setOrganizationSpendLimit(ctx, client, ce.base); err != nil {
+			ce.stop()
+			return err
+		}
+	}
 	// 999 keys with small budgets of their own, as a team's would be.
 	if _, err := createKeys(ctx, client, gs[0], controlsKeys-1, 10); err != nil {
 		ce.stop()

@@ -156,6 +156,16 @@ func modelsYAML(up string) string {
   - model_name: echo
     proxy_params:
       model: echo/echo
+  - model_name: slow
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://%[1]s/slow/v1
+      api_key: bench-upstream-openai
+  - model_name: tf
+    proxy_params:
+      model: openai/fake-stamped
+      api_base: http://%[1]s/tf/v1
+      api_key: bench-upstream-openai
 `, up)
 }
 
