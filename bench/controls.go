@@ -34,14 +34,23 @@ type controlsEnv struct {
 	drop  func() // drops the ledger schema
 }
 
-func controlsModelsYAML(up string) string {
+// controlsModelsYAML is the priced models file; with streamsUnscanned the
+// stamped streams' entries turn the secret firewall off. A stamped
+// stream is one word without whitespace (a Unix-nanosecond stamp per
+// delta), which the firewall's stream redactor holds back whole, up to
+// 256 bytes, as it would a secret's start: deltas would arrive merged
+// and late, and the streams metric could no longer count them.
+func controlsModelsYAML(up string, streamsUnscanned bool) string {
 	var b strings.Builder
 	b.WriteString(pricedModelsYAML(up))
 	// Priced twins of the stamped streams and of the yardstick's mocks.
-	for _, m := range []struct{ name, model, path string }{
-		{"priced-ts", "fake-stamped", "ts"},
-		{"priced-slow", "fake-gpt", "slow"},
-		{"priced-tf", "fake-stamped", "tf"},
+	for _, m := range []struct {
+		name, model, path string
+		stamped           bool
+	}{
+		{"priced-ts", "fake-stamped", "ts", true},
+		{"priced-slow", "fake-gpt", "slow", false},
+		{"priced-tf", "fake-stamped", "tf", true},
 	} {
 		fmt.Fprintf(&b, `  - model_name: %s
     proxy_params:
@@ -52,6 +61,9 @@ func controlsModelsYAML(up string) string {
       input_cost_per_token: %s
       output_cost_per_token: %s
 `, m.name, m.model, up, m.path, strconv.FormatFloat(pricedInputPico/1e12, 'f', -1, 64), strconv.FormatFloat(pricedOutputPico/1e12, 'f', -1, 64))
+		if m.stamped && streamsUnscanned {
+			b.WriteString("    secrets: {action: \"off\"}\n")
+		}
 	}
 	return b.String()
 }
@@ -83,7 +95,7 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 	dir := filepath.Join(e.workdir, "controls")
 	models := filepath.Join(dir, "models.yaml")
 	if err = os.MkdirAll(dir, 0o700); err == nil {
-		err = os.WriteFile(models, []byte(controlsModelsYAML(e.upAddr)), 0o600)
+		err = os.WriteFile(models, []byte(controlsModelsYAML(e.upAddr, e.cfg.teamSteps)), 0o600)
 	}
 	if err != nil {
 		ce.stop()

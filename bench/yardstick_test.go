@@ -180,6 +180,12 @@ func TestWithSecretFirewall(t *testing.T) {
 	if i < 0 || j < i || !strings.Contains(cf[i:], "models /m.yaml") {
 		t.Fatalf("the firewall is not in the llm_gateway block:\n%s", cf)
 	}
+	if n := strings.Count(controlsModelsYAML("up", true), `secrets: {action: "off"}`); n != 2 {
+		t.Fatalf("%d stamped entries unscanned, want 2 (priced-ts, priced-tf)", n)
+	}
+	if strings.Contains(controlsModelsYAML("up", false), "secrets:") {
+		t.Fatal("the proxy scenarios' models file sets a secrets action")
+	}
 }
 
 // The yardstick's mocks answer on the upstream: the 20 ms one as the
