@@ -36,19 +36,22 @@ func sustainedBest(points []loadPoint) (best loadPoint, ok bool) {
 }
 
 // climbDone says a target needs no higher level: its last level broke
-// the criteria, or gained less than sustainMinGain over the best before
-// it (saturated: more workers only queue).
+// the criteria, or its last two levels each gained less than
+// sustainMinGain over the best before them (saturated: more workers only
+// queue). One flat level is not enough on a noisy machine.
 func climbDone(points []loadPoint) bool {
 	n := len(points)
 	if n == 0 {
 		return false
 	}
-	last := points[n-1]
-	if !last.meets() {
+	if !points[n-1].meets() {
 		return true
 	}
-	prev, ok := sustainedBest(points[:n-1])
-	return ok && last.rps < sustainMinGain*prev.rps
+	flat := func(i int) bool {
+		prev, ok := sustainedBest(points[:i])
+		return ok && points[i].rps < sustainMinGain*prev.rps
+	}
+	return n >= 3 && flat(n-1) && flat(n-2)
 }
 
 // sustainResult is one target's climb.

@@ -40,8 +40,10 @@ func TestClimbDone(t *testing.T) {
 		{"nothing measured", nil, false},
 		{"one good level", []loadPoint{ok(32, 1000)}, false},
 		{"still gaining", []loadPoint{ok(32, 1000), ok(64, 1900)}, false},
-		{"saturated", []loadPoint{ok(32, 1000), ok(64, 1900), ok(128, 1950)}, true},
-		{"fell back", []loadPoint{ok(32, 1000), ok(64, 800)}, true},
+		{"one flat level", []loadPoint{ok(32, 1000), ok(64, 1900), ok(128, 1950)}, false},
+		{"one level fell back", []loadPoint{ok(32, 1000), ok(64, 800)}, false},
+		{"saturated", []loadPoint{ok(32, 1000), ok(64, 1900), ok(128, 1950), ok(256, 1800)}, true},
+		{"flat, then gaining", []loadPoint{ok(32, 1000), ok(64, 1000), ok(128, 2000)}, false},
 		{"broke the criteria", []loadPoint{ok(32, 1000), {conc: 64, rps: 3000, p99: 2 * time.Second, requests: 1000}}, true},
 	} {
 		if got := climbDone(tc.points); got != tc.done {
