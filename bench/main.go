@@ -144,12 +144,9 @@ func main() {
 			fatal(err)
 		}
 		// Portkey is one of the yardstick's rows unless -portkey=false says not.
-		c.portkey = true
-		flag.Visit(func(f *flag.Flag) {
-			if f.Name == "portkey" {
-				c.portkey = f.Value.String() == "true"
-			}
-		})
+		portkeySet := false
+		flag.Visit(func(f *flag.Flag) { portkeySet = portkeySet || f.Name == "portkey" })
+		c.portkey = c.portkey || !portkeySet
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := runYardstick(ctx, c, *yc, os.Stdout); err != nil {
