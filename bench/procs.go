@@ -166,6 +166,18 @@ func modelsYAML(up string) string {
       model: openai/fake-stamped
       api_base: http://%[1]s/tf/v1
       api_key: bench-upstream-openai
+  - model_name: oa-unscanned
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://%[1]s/openai/v1
+      api_key: bench-upstream-openai
+    secrets: {action: "off"}
+  - model_name: slow-unscanned
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://%[1]s/slow/v1
+      api_key: bench-upstream-openai
+    secrets: {action: "off"}
 `, up)
 }
 

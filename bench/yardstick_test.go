@@ -138,7 +138,7 @@ func TestYardstickTargets(t *testing.T) {
 		return strings.Join(k, ",")
 	}
 	ts := e.yardstickTargets()
-	if got, want := keys(ts.load), "direct,caddy,gw-openai,gw-messages,gw-responses,gw-gemini"; got != want {
+	if got, want := keys(ts.load), "direct,caddy,gw-openai,gw-unscanned,gw-messages,gw-responses,gw-gemini"; got != want {
 		t.Fatalf("load rows %s, want %s", got, want)
 	}
 	if got, want := keys(ts.streams), "direct,caddy,gw-openai"; got != want {
@@ -147,7 +147,7 @@ func TestYardstickTargets(t *testing.T) {
 	e.controls = &controlsEnv{gw: &child{}, base: "http://127.0.0.1:4", key: "sk-loaded"}
 	e.pk, e.pkBase = &child{}, "http://127.0.0.1:5"
 	ts = e.yardstickTargets()
-	if got, want := keys(ts.c1), "direct,caddy,gw-openai,gw-controls,gw-messages,gw-responses,gw-gemini,portkey"; got != want {
+	if got, want := keys(ts.c1), "direct,caddy,gw-openai,gw-unscanned,gw-controls,gw-messages,gw-responses,gw-gemini,portkey"; got != want {
 		t.Fatalf("c1 rows %s, want %s", got, want)
 	}
 	if got, want := keys(ts.ttft), "direct,caddy,gw-openai,gw-controls,portkey"; got != want {
