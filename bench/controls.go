@@ -109,7 +109,7 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 			return err
 		}
 		ce.base, ce.admin = fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", admin)
-		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":14`)
+		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":15`)
 		cf := budgetCaddyfile(port, admin, models, true)
 		if e.cfg.teamSteps {
 			cf = withSecretFirewall(cf)

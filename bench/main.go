@@ -327,7 +327,7 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 			return err
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":10`)
+		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":11`)
 		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin, e.cfg.durability), probe, []string{"BENCH_KEY=" + benchKey})
 		if err == nil {
 			e.gwBase, e.gwAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)

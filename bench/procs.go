@@ -178,6 +178,12 @@ func modelsYAML(up string) string {
       api_base: http://%[1]s/slow/v1
       api_key: bench-upstream-openai
     secrets: {action: "off"}
+  - model_name: tf-unscanned
+    proxy_params:
+      model: openai/fake-stamped
+      api_base: http://%[1]s/tf/v1
+      api_key: bench-upstream-openai
+    secrets: {action: "off"}
 `, up)
 }
 

@@ -115,7 +115,7 @@ func (e *env) yardstickTargets() ysTargets {
 	// The firewall scans every request of a local entry (action log) by
 	// default; this row has it off, to tell its cost from the rest.
 	row("gw-unscanned", "Modelgate openai/ (pass-through), secret firewall off", e.gw,
-		gwChat(e.gwBase, gw, "oa-unscanned", false), gwChat(e.gwBase, gw, "slow-unscanned", false), nil, nil)
+		gwChat(e.gwBase, gw, "oa-unscanned", false), gwChat(e.gwBase, gw, "slow-unscanned", false), gwChat(e.gwBase, gw, "tf-unscanned", true), nil)
 	if c := e.controls; c != nil {
 		h := bearer(c.key)
 		row("gw-controls", "Modelgate, team controls on", c.gw,
