@@ -147,24 +147,14 @@ func main() {
 		portkeySet := false
 		flag.Visit(func(f *flag.Flag) { portkeySet = portkeySet || f.Name == "portkey" })
 		c.portkey = c.portkey || !portkeySet
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := runYardstick(ctx, c, *yc, os.Stdout); err != nil {
-			stop()
-			fatal(err)
-		}
+		untilSignal(func(ctx context.Context) error { return runYardstick(ctx, c, *yc, os.Stdout) })
 		return
 	}
 	if fc.on {
 		if err := parseField(); err != nil {
 			fatal(err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := runField(ctx, c, *fc, os.Stdout); err != nil {
-			stop()
-			fatal(err)
-		}
+		untilSignal(func(ctx context.Context) error { return runField(ctx, c, *fc, os.Stdout) })
 		return
 	}
 	var err error
@@ -179,6 +169,17 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c); err != nil {
+		stop()
+		fatal(err)
+	}
+}
+
+// untilSignal runs a mode with a context that Ctrl-C or SIGTERM cancels,
+// so everything it started is stopped; an error ends the program.
+func untilSignal(run func(context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
 		stop()
 		fatal(err)
 	}

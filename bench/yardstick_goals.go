@@ -96,61 +96,53 @@ func judgeGoals(f ysFigures, controls bool, streamLevels []int) []goal {
 	}
 	ratioGoal("gw-controls", "team controls on", goalControlsRatio)
 
-	caddyAdded, haveC1 := f.addedP99["caddy"]
-	for _, k := range []struct{ key, name string }{{"gw-openai", "pass-through"}, {"gw-controls", "team controls on"}} {
-		g := goal{name: fmt.Sprintf("%s: added p99 at concurrency 1 within %.0f %% of Caddy's own", k.name, 100*goalC1Slack)}
-		added, ok := f.addedP99[k.key]
-		switch {
-		case k.key == "gw-controls" && !controls:
-			g.verdict = "not measured: needs -postgres and -redis"
-		case !ok || !haveC1:
-			g.verdict = "not measured"
-		default:
-			// Caddy's own added p99 can read below zero on a noisy run; the
-			// slack is then taken on its size.
-			bound := caddyAdded + time.Duration(goalC1Slack*float64(abs(caddyAdded)))
-			g.measured = fmt.Sprintf("%s against Caddy's %s", signedUs(added), signedUs(caddyAdded))
-			if caddyAdded > 0 {
-				g.measured += fmt.Sprintf(" (%.2f×)", float64(added)/float64(caddyAdded))
+	// perRow judges one goal for pass-through and for controls on; judge
+	// says what was measured and the verdict, ok false when nothing was.
+	perRow := func(name string, judge func(key string) (measured, v string, ok bool)) {
+		for _, k := range []struct{ key, name string }{{"gw-openai", "pass-through"}, {"gw-controls", "team controls on"}} {
+			g := goal{name: k.name + ": " + name}
+			m, v, ok := judge(k.key)
+			switch {
+			case k.key == "gw-controls" && !controls:
+				g.verdict = "not measured: needs -postgres and -redis"
+			case !ok:
+				g.verdict = "not measured"
+			default:
+				g.measured, g.verdict = m, v
 			}
-			g.verdict = verdict(added <= bound)
+			out = append(out, g)
 		}
-		out = append(out, g)
 	}
-
-	for _, k := range []struct{ key, name string }{{"gw-openai", "pass-through"}, {"gw-controls", "team controls on"}} {
-		g := goal{name: fmt.Sprintf("%s: added TTFT p99 ≤ %s", k.name, us(goalTTFT))}
-		added, ok := f.addedTTFT[k.key]
-		switch {
-		case k.key == "gw-controls" && !controls:
-			g.verdict = "not measured: needs -postgres and -redis"
-		case !ok:
-			g.verdict = "not measured"
-		default:
-			g.measured = signedUs(added)
-			if c, ok := f.addedTTFT["caddy"]; ok {
-				g.measured += fmt.Sprintf(" (Caddy's %s)", signedUs(c))
-			}
-			g.verdict = verdict(added <= goalTTFT)
+	perRow(fmt.Sprintf("added p99 at concurrency 1 within %.0f %% of Caddy's own", 100*goalC1Slack), func(key string) (string, string, bool) {
+		added, ok := f.addedP99[key]
+		caddy, haveCaddy := f.addedP99["caddy"]
+		if !ok || !haveCaddy {
+			return "", "", false
 		}
-		out = append(out, g)
-	}
-
-	for _, k := range []struct{ key, name string }{{"gw-openai", "pass-through"}, {"gw-controls", "team controls on"}} {
-		g := goal{name: fmt.Sprintf("%s: %d stall-free paced streams", k.name, goalStreams)}
-		n, ok := f.streams[k.key]
-		switch {
-		case k.key == "gw-controls" && !controls:
-			g.verdict = "not measured: needs -postgres and -redis"
-		case !ok:
-			g.verdict = "not measured"
-		case !slices.Contains(streamLevels, goalStreams):
-			g.measured, g.verdict = fmt.Sprint(n), fmt.Sprintf("not judged: -ys-stream-levels does not reach %d", goalStreams)
-		default:
-			g.measured, g.verdict = fmt.Sprint(n), verdict(n >= goalStreams)
+		// Caddy's own added p99 can read below zero on a noisy run; the
+		// slack is then taken on its size.
+		bound := caddy + time.Duration(goalC1Slack*float64(abs(caddy)))
+		m := fmt.Sprintf("%s against Caddy's %s", signedUs(added), signedUs(caddy))
+		if caddy > 0 {
+			m += fmt.Sprintf(" (%.2f×)", float64(added)/float64(caddy))
 		}
-		out = append(out, g)
-	}
+		return m, verdict(added <= bound), true
+	})
+	perRow(fmt.Sprintf("added TTFT p99 ≤ %s", us(goalTTFT)), func(key string) (string, string, bool) {
+		added, ok := f.addedTTFT[key]
+		m := signedUs(added)
+		if c, ok := f.addedTTFT["caddy"]; ok {
+			m += fmt.Sprintf(" (Caddy's %s)", signedUs(c))
+		}
+		return m, verdict(added <= goalTTFT), ok
+	})
+	perRow(fmt.Sprintf("%d stall-free paced streams", goalStreams), func(key string) (string, string, bool) {
+		n, ok := f.streams[key]
+		if !slices.Contains(streamLevels, goalStreams) {
+			return fmt.Sprint(n), fmt.Sprintf("not judged: -ys-stream-levels does not reach %d", goalStreams), ok
+		}
+		return fmt.Sprint(n), verdict(n >= goalStreams), ok
+	})
 
 	ratioGoal("gw-responses", "Responses translated", goalTranslatedRatio)
 	ratioGoal("gw-gemini", "Gemini translated", goalTranslatedRatio)
