@@ -199,17 +199,8 @@ func isControls(key string) bool { return key == "gw-controls" || key == "s-gw-c
 // rather than in Redis or PostgreSQL (the shared store failed or was too
 // slow): rows that fell back measured less than the controls.
 func (c *controlsEnv) reportFallbacks() {
-	resp, err := http.Get("http://" + c.admin + "/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
-			fmt.Fprintln(os.Stderr, "gw-controls:", line)
-		}
+	for _, line := range c.fallbacks() {
+		fmt.Fprintln(os.Stderr, "gw-controls:", line)
 	}
 	// The gateway's warnings say why (the first of each outage).
 	for _, line := range strings.Split(c.gw.log.String(), "\n") {
@@ -217,4 +208,23 @@ func (c *controlsEnv) reportFallbacks() {
 			fmt.Fprintln(os.Stderr, "gw-controls log:", line)
 		}
 	}
+}
+
+// fallbacks are the gateway's metric lines counting requests admitted in
+// the process because Redis or PostgreSQL failed or was too slow.
+func (c *controlsEnv) fallbacks() []string {
+	resp, err := http.Get("http://" + c.admin + "/metrics")
+	if err != nil {
+		return []string{"metrics unreadable: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -202,6 +202,11 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 	}
 	printStreams(w, fc, streams)
 	printGoals(w, judgeGoals(figuresOf(c1, load, ttft, streams), e.controls != nil, yc.streamLevels))
+	if e.controls != nil {
+		// A row whose controls fell back to counting in the process measured
+		// less than the controls: the table says how much.
+		fmt.Fprintf(w, "\nTeam controls counted in the process instead of the shared stores: %s.\n", strings.Join(e.controls.fallbacks(), "; "))
+	}
 	fmt.Fprintf(w, "\nWhole run %s; load average at the end %s.\n", time.Since(began).Round(time.Second), loadAverage())
 	return nil
 }
