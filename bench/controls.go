@@ -34,16 +34,38 @@ type controlsEnv struct {
 	drop  func() // drops the ledger schema
 }
 
-func controlsModelsYAML(up string) string {
-	return pricedModelsYAML(up) + fmt.Sprintf(`  - model_name: priced-ts
+// controlsModelsYAML is the priced models file; with streamsUnscanned the
+// stamped streams' entries turn the secret firewall off. A stamped
+// stream is one word without whitespace (a Unix-nanosecond stamp per
+// delta), which the firewall's stream redactor holds back whole, up to
+// 256 bytes, as it would a secret's start: deltas would arrive merged
+// and late, and the streams metric could no longer count them.
+func controlsModelsYAML(up string, streamsUnscanned bool) string {
+	var b strings.Builder
+	b.WriteString(pricedModelsYAML(up))
+	// Priced twins of the stamped streams and of the yardstick's mocks.
+	for _, m := range []struct {
+		name, model, path string
+		stamped           bool
+	}{
+		{"priced-ts", "fake-stamped", "ts", true},
+		{"priced-slow", "fake-gpt", "slow", false},
+		{"priced-tf", "fake-stamped", "tf", true},
+	} {
+		fmt.Fprintf(&b, `  - model_name: %s
     proxy_params:
-      model: openai/fake-stamped
-      api_base: http://%s/ts/v1
+      model: openai/%s
+      api_base: http://%s/%s/v1
       api_key: bench-upstream-openai
     model_info:
       input_cost_per_token: %s
       output_cost_per_token: %s
-`, up, strconv.FormatFloat(pricedInputPico/1e12, 'f', -1, 64), strconv.FormatFloat(pricedOutputPico/1e12, 'f', -1, 64))
+`, m.name, m.model, up, m.path, strconv.FormatFloat(pricedInputPico/1e12, 'f', -1, 64), strconv.FormatFloat(pricedOutputPico/1e12, 'f', -1, 64))
+		if m.stamped && streamsUnscanned {
+			b.WriteString("    secrets: {action: \"off\"}\n")
+		}
+	}
+	return b.String()
 }
 
 // startControls starts the controlled gateway on a fresh schema of
@@ -73,7 +95,7 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 	dir := filepath.Join(e.workdir, "controls")
 	models := filepath.Join(dir, "models.yaml")
 	if err = os.MkdirAll(dir, 0o700); err == nil {
-		err = os.WriteFile(models, []byte(controlsModelsYAML(e.upAddr)), 0o600)
+		err = os.WriteFile(models, []byte(controlsModelsYAML(e.upAddr, e.cfg.teamSteps)), 0o600)
 	}
 	if err != nil {
 		ce.stop()
@@ -87,8 +109,12 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 			return err
 		}
 		ce.base, ce.admin = fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", admin)
-		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":8`)
-		ce.gw, err = startCaddy(ctx, "gateway-controls", bin, dir, budgetCaddyfile(port, admin, models, true), probe, env)
+		probe := probeHTTP(http.MethodGet, ce.base+"/health/readiness", nil, nil, `"deployments":15`)
+		cf := budgetCaddyfile(port, admin, models, true)
+		if e.cfg.teamSteps {
+			cf = withSecretFirewall(cf)
+		}
+		ce.gw, err = startCaddy(ctx, "gateway-controls", bin, dir, cf, probe, env)
 		if err == nil {
 			break
 		}
@@ -100,6 +126,14 @@ func (e *env) startControls(ctx context.Context, bin string) error {
 	gs := []gatewayInstance{{c: ce.gw, base: ce.base}}
 	client := newClient(8)
 	defer client.CloseIdleConnections()
+	// Set first: every instance reads spend limits each second, and the
+	// keys below take longer than that to create.
+	if e.cfg.teamSteps {
+		if err := setOrganizationSpendLimit(ctx, client, ce.base); err != nil {
+			ce.stop()
+			return err
+		}
+	}
 	// 999 keys with small budgets of their own, as a team's would be.
 	if _, err := createKeys(ctx, client, gs[0], controlsKeys-1, 10); err != nil {
 		ce.stop()
@@ -165,17 +199,8 @@ func isControls(key string) bool { return key == "gw-controls" || key == "s-gw-c
 // rather than in Redis or PostgreSQL (the shared store failed or was too
 // slow): rows that fell back measured less than the controls.
 func (c *controlsEnv) reportFallbacks() {
-	resp, err := http.Get("http://" + c.admin + "/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
-			fmt.Fprintln(os.Stderr, "gw-controls:", line)
-		}
+	for _, line := range c.fallbacks() {
+		fmt.Fprintln(os.Stderr, "gw-controls:", line)
 	}
 	// The gateway's warnings say why (the first of each outage).
 	for _, line := range strings.Split(c.gw.log.String(), "\n") {
@@ -183,4 +208,23 @@ func (c *controlsEnv) reportFallbacks() {
 			fmt.Fprintln(os.Stderr, "gw-controls log:", line)
 		}
 	}
+}
+
+// fallbacks are the gateway's metric lines counting requests admitted in
+// the process because Redis or PostgreSQL failed or was too slow.
+func (c *controlsEnv) fallbacks() []string {
+	resp, err := http.Get("http://" + c.admin + "/metrics")
+	if err != nil {
+		return []string{"metrics unreadable: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
+			out = append(out, line)
+		}
+	}
+	return out
 }

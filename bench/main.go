@@ -52,6 +52,9 @@ type config struct {
 	profile    *regexp.Regexp
 	// postgres and redis: the gw-controls scenarios' ledger and limits.
 	postgres, redis string
+	// teamSteps turns on the newer steps in the controlled gateway too:
+	// the secret firewall (redact) and an organization spend limit.
+	teamSteps bool
 }
 
 // selects reports whether -only picks the scenario key. The field metrics
@@ -97,6 +100,7 @@ func main() {
 	flag.StringVar(&oc.redis, "redis", os.Getenv("MODELGATE_TEST_REDIS"), "-overshoot: Redis URL for shared rate limits (default $MODELGATE_TEST_REDIS; empty: none)")
 	flag.StringVar(&oc.label, "label", "shared", "-overshoot: the reservations column of the table (e.g. per-process, for an older -caddy binary)")
 	fc, parseField := fieldFlags()
+	yc, parseYardstick := yardstickFlags()
 	flag.Parse()
 	c.postgres, c.redis = rc.postgres, oc.redis
 	if *overshootMode {
@@ -135,16 +139,22 @@ func main() {
 		}
 		return
 	}
+	if yc.on {
+		if err := parseYardstick(); err != nil {
+			fatal(err)
+		}
+		// Portkey is one of the yardstick's rows unless -portkey=false says not.
+		portkeySet := false
+		flag.Visit(func(f *flag.Flag) { portkeySet = portkeySet || f.Name == "portkey" })
+		c.portkey = c.portkey || !portkeySet
+		untilSignal(func(ctx context.Context) error { return runYardstick(ctx, c, *yc, os.Stdout) })
+		return
+	}
 	if fc.on {
 		if err := parseField(); err != nil {
 			fatal(err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := runField(ctx, c, *fc, os.Stdout); err != nil {
-			stop()
-			fatal(err)
-		}
+		untilSignal(func(ctx context.Context) error { return runField(ctx, c, *fc, os.Stdout) })
 		return
 	}
 	var err error
@@ -164,6 +174,17 @@ func main() {
 	}
 }
 
+// untilSignal runs a mode with a context that Ctrl-C or SIGTERM cancels,
+// so everything it started is stopped; an error ends the program.
+func untilSignal(run func(context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		stop()
+		fatal(err)
+	}
+}
+
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
 	os.Exit(1)
@@ -176,6 +197,7 @@ type env struct {
 	up, gw, caddy, pk   *child
 	gwBase, caddyBase   string
 	pkBase              string
+	pkSkipped           string // why Portkey did not start, when asked for
 	gwAdmin, caddyAdmin string
 	workdir             string
 	controls            *controlsEnv
@@ -306,7 +328,7 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 			return err
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":6`)
+		probe := probeHTTP(http.MethodGet, base+"/health/readiness", nil, nil, `"deployments":11`)
 		e.gw, err = startCaddy(ctx, "gateway", bin, gwDir, gatewayCaddyfile(gwDir, port, admin, e.cfg.durability), probe, []string{"BENCH_KEY=" + benchKey})
 		if err == nil {
 			e.gwBase, e.gwAdmin = base, fmt.Sprintf("127.0.0.1:%d", admin)
@@ -342,6 +364,7 @@ func (e *env) startAll(ctx context.Context, bin string) error {
 		e.pk, e.pkBase, err = startPortkey(ctx)
 		if err != nil {
 			// Optional peer: say why and go on without it.
+			e.pkSkipped = err.Error()
 			fmt.Fprintln(os.Stderr, "bench: portkey skipped:", err)
 		}
 	}

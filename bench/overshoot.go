@@ -283,7 +283,7 @@ func startInstances(ctx context.Context, c overshootConfig, bin, dir, models, ds
 				return nil, err
 			}
 			g.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-			probe := probeHTTP(http.MethodGet, g.base+"/health/readiness", nil, nil, `"deployments":7`)
+			probe := probeHTTP(http.MethodGet, g.base+"/health/readiness", nil, nil, `"deployments":12`)
 			g.c, err = startCaddy(ctx, fmt.Sprintf("gateway-%d", i), bin, filepath.Join(dir, fmt.Sprintf("gw%d", i)),
 				budgetCaddyfile(port, admin, models, c.redis != ""), probe, env)
 			if err == nil {

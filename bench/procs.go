@@ -156,7 +156,32 @@ func modelsYAML(up string) string {
   - model_name: echo
     proxy_params:
       model: echo/echo
-`, up)
+  - model_name: slow
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://%[1]s/slow/v1
+      api_key: bench-upstream-openai
+  - model_name: tf
+    proxy_params:
+      model: openai/fake-stamped
+      api_base: http://%[1]s/tf/v1
+      api_key: bench-upstream-openai
+`, up) + unscannedYAML(up)
+}
+
+// unscannedYAML are twins of the instant, 20 ms and short-stream mocks'
+// entries with the secret firewall off (a local entry logs by default,
+// which scans every request), so its cost shows beside the default's.
+func unscannedYAML(up string) string {
+	var b strings.Builder
+	for _, m := range []struct{ name, model, path string }{
+		{"oa-unscanned", "fake-gpt", "openai"},
+		{"slow-unscanned", "fake-gpt", "slow"},
+		{"tf-unscanned", "fake-stamped", "tf"},
+	} {
+		fmt.Fprintf(&b, "  - model_name: %s\n    proxy_params:\n      model: openai/%s\n      api_base: http://%s/%s/v1\n      api_key: bench-upstream-openai\n    secrets: {action: \"off\"}\n", m.name, m.model, up, m.path)
+	}
+	return b.String()
 }
 
 // gatewayCaddyfile is a gateway as a team would run it, ledger on, with

@@ -67,7 +67,7 @@ func (e *env) startTraced(ctx context.Context, bin string) error {
 			return err
 		}
 		te.base, te.admin = fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", admin)
-		probe := probeHTTP(http.MethodGet, te.base+"/health/readiness", nil, nil, `"deployments":6`)
+		probe := probeHTTP(http.MethodGet, te.base+"/health/readiness", nil, nil, `"deployments":11`)
 		site := fmt.Sprintf("http://127.0.0.1:%d {\n", port)
 		cf := strings.Replace(gatewayCaddyfile(dir, port, admin, e.cfg.durability), site, site+"\ttracing\n", 1)
 		te.gw, err = startCaddy(ctx, "gateway-traced", bin, dir, cf, probe, env)

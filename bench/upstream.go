@@ -23,6 +23,8 @@ import (
 //	/ollama/api/chat                Ollama fake
 //	/ts/v1/chat/completions         OpenAI SSE whose deltas carry their send time
 //	/idle/v1/chat/completions       OpenAI SSE that pauses for an hour after its first chunk
+//	/slow/v1/chat/completions       OpenAI fake answering after mockDelay (the field's 20 ms mock)
+//	/tf/v1/chat/completions         short stamped stream (ttftChunks deltas ttftGap apart), for time to first token
 func upstreamMux(o fakes.Options) http.Handler { return upstreamMuxWith(o, nil) }
 
 // upstreamMuxWith records what the OpenAI fake receives in rec (tests).
@@ -35,7 +37,29 @@ func upstreamMuxWith(o fakes.Options, rec *fakes.Recorder) http.Handler {
 	idle := o
 	idle.Gap = time.Hour
 	mux.Handle("/idle/", http.StripPrefix("/idle", fakes.OpenAI(idle, nil)))
+	mux.Handle("/slow/", http.StripPrefix("/slow", delayed(mockDelay, fakes.OpenAI(o, nil))))
+	short := o
+	short.Chunks, short.Gap = ttftChunks, ttftGap
+	mux.Handle("/tf/", http.StripPrefix("/tf", stampedStream(short)))
 	return mux
+}
+
+// The yardstick's mocks: the field measures sustained throughput against
+// an upstream that takes 20 ms to answer, and time to first token on
+// streams short enough that a few seconds give thousands of them.
+const (
+	mockDelay  = 20 * time.Millisecond
+	ttftChunks = 8
+	ttftGap    = time.Millisecond
+)
+
+// delayed answers with h after d (sooner when the client goes away).
+func delayed(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fakes.Pause(r, d) {
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 // stampedStream is an OpenAI chat-completions SSE stream whose content
