@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
@@ -127,7 +128,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	st, _, err := states.LoadOrNew("deployments", func() (caddy.Destructor, error) {
-		return deploymentStates{handlers.NewStates()}, nil
+		return deploymentStates{handlers.NewStates(), responses.NewRuns()}, nil
 	})
 	if err != nil {
 		return err
@@ -169,6 +170,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MaxConcurrentPerKey: g.MaxConcurrentPerKey,
 		WebSocketLifetime:   time.Duration(g.WebSocketLifetime),
 		States:              st.(deploymentStates).States,
+		BackgroundRuns:      st.(deploymentStates).runs,
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
@@ -195,8 +197,13 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// deploymentStates lets the state table live in a UsagePool.
-type deploymentStates struct{ *handlers.States }
+// deploymentStates lets the state table and the background responses
+// running here live in a UsagePool, so a reload keeps (and can still
+// cancel) them.
+type deploymentStates struct {
+	*handlers.States
+	runs *responses.Runs
+}
 
 func (deploymentStates) Destruct() error { return nil }
 

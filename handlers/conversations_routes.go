@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"io"
 	"net/http"
 	"net/url"
@@ -108,21 +109,21 @@ type conversationCall struct {
 	ctx  context.Context
 	cs   ledger.ConversationStore
 	key  string
-	body conversationBody
+	body responses.ConversationBody
 }
 
 // conversationRoute prepares the call a route h answers: a route needs the
 // ledger database, and a POST's body must be a valid create or update.
 func (g *Gateway) conversationRoute(h func(*conversationCall)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &conversationCall{w: w, r: r, cs: g.conversationStore()}
+		c := &conversationCall{w: w, r: r, cs: g.rstate.Conversations()}
 		if c.cs == nil {
 			c.write(&providers.APIError{Status: http.StatusNotImplemented,
 				Message: "conversations need the gateway's ledger database (ledger in the Caddyfile)"})
 			return
 		}
-		c.key = keyOf(policy.IdentityFrom(r.Context()))
-		ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
+		c.key = responses.KeyOf(policy.IdentityFrom(r.Context()))
+		ctx, cancel := context.WithTimeout(r.Context(), responses.Timeout)
 		defer cancel()
 		c.ctx = ctx
 		if r.Method == http.MethodPost {
@@ -145,12 +146,12 @@ func (c *conversationCall) readBody(limit int64) *providers.APIError {
 			return &providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object: " + err.Error()}
 		}
 	}
-	if apiErr := checkMetadata(c.body.Metadata); apiErr != nil {
+	if apiErr := responses.CheckMetadata(c.body.Metadata); apiErr != nil {
 		return apiErr
 	}
-	if len(c.body.Items) > maxConversationCreate {
+	if len(c.body.Items) > responses.MaxConversationCreate {
 		return &providers.APIError{Status: http.StatusBadRequest, Param: "items", Code: "invalid_value",
-			Message: fmt.Sprintf("at most %d items may be added at once", maxConversationCreate)}
+			Message: fmt.Sprintf("at most %d items may be added at once", responses.MaxConversationCreate)}
 	}
 	return nil
 }
@@ -175,7 +176,7 @@ func (c *conversationCall) fail(err error) {
 		c.write(&providers.APIError{Status: http.StatusNotFound, Code: "not_found",
 			Message: fmt.Sprintf("Item with id %q not found.", c.item())})
 	default:
-		c.write(stateUnavailable(err))
+		c.write(responses.Unavailable(err))
 	}
 }
 
@@ -188,17 +189,17 @@ func (c *conversationCall) metadata() json.RawMessage {
 }
 
 func (g *Gateway) createConversation(c *conversationCall) {
-	items, apiErr := conversationItems(c.body.Items, "items")
+	items, apiErr := responses.ConversationItems(c.body.Items, "items")
 	if apiErr != nil {
 		c.write(apiErr)
 		return
 	}
-	conv := ledger.Conversation{ID: newConversationID("conv_"), KeyID: c.key, Created: time.Unix(g.now().Unix(), 0), Metadata: c.metadata()}
+	conv := ledger.Conversation{ID: responses.NewConversationID("conv_"), KeyID: c.key, Created: time.Unix(g.now().Unix(), 0), Metadata: c.metadata()}
 	if err := c.cs.CreateConversation(c.ctx, conv, items); err != nil {
 		c.fail(err)
 		return
 	}
-	c.ok(conversationObject(conv))
+	c.ok(responses.ConversationObject(conv))
 }
 
 func getConversation(c *conversationCall) {
@@ -207,7 +208,7 @@ func getConversation(c *conversationCall) {
 		c.fail(err)
 		return
 	}
-	c.ok(conversationObject(conv))
+	c.ok(responses.ConversationObject(conv))
 }
 
 func updateConversation(c *conversationCall) {
@@ -216,7 +217,7 @@ func updateConversation(c *conversationCall) {
 		c.fail(err)
 		return
 	}
-	c.ok(conversationObject(conv))
+	c.ok(responses.ConversationObject(conv))
 }
 
 func deleteConversation(c *conversationCall) {
@@ -229,7 +230,7 @@ func deleteConversation(c *conversationCall) {
 }
 
 func addConversationItems(c *conversationCall) {
-	items, apiErr := conversationItems(c.body.Items, "items")
+	items, apiErr := responses.ConversationItems(c.body.Items, "items")
 	if apiErr != nil {
 		c.write(apiErr)
 		return
@@ -242,7 +243,7 @@ func addConversationItems(c *conversationCall) {
 		c.fail(err)
 		return
 	}
-	c.ok(itemList(items))
+	c.ok(responses.ItemList(items))
 }
 
 func listConversationItems(c *conversationCall) {
@@ -252,7 +253,7 @@ func listConversationItems(c *conversationCall) {
 		return
 	}
 	all, _ := json.Marshal(items)
-	page, apiErr := inputItemsPage(c.r, all)
+	page, apiErr := responses.InputItemsPage(c.r.URL.RawQuery, all)
 	if apiErr != nil {
 		c.write(apiErr)
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"net/http"
 	"strings"
 	"sync"
@@ -93,6 +94,11 @@ type GatewayOptions struct {
 	// returns nil while the ledger is not open, and a nil func means no
 	// state: previous_response_id and item_reference are then unknown.
 	Responses func() ledger.ResponseStore
+	// BackgroundRuns is the background responses running on this
+	// instance; it outlives a config (caddymodule keeps it beside
+	// States), so a reload can still cancel them. nil: a registry of
+	// this gateway's own.
+	BackgroundRuns *responses.Runs
 	// Budgets admits requests against the budgets of their key, workspace
 	// and session; nil: no budgets.
 	Budgets *policy.Budgets
@@ -136,8 +142,13 @@ type GatewayOptions struct {
 type Gateway struct {
 	opts GatewayOptions
 	// stopSweep ends the sweep for background responses whose instance
-	// stopped (sweepLapsed); nil without a responses store.
+	// stopped (responses.State.SweepLapsed); nil without a responses
+	// store.
 	stopSweep context.CancelFunc
+	// rstate is the Responses API's stored state (package responses);
+	// state is the same, as the core calls it.
+	rstate *responses.State
+	state  responseState
 	// retired is closed by Close, when the config that built this
 	// gateway is replaced: the Responses WebSockets it admitted close
 	// (1012) instead of serving on under a config no request is admitted
@@ -261,6 +272,13 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.chains[alias] = chain
 		g.bounds[alias] = boundsOf(chain)
 	}
+	runs := o.BackgroundRuns
+	if runs == nil {
+		runs = responses.NewRuns()
+	}
+	g.rstate = &responses.State{Store: o.Responses, Runs: runs, Now: func() time.Time { return g.now() }, Redact: g.redactStored,
+		Report: func(alias, err string) { g.obs.Attempt(Attempt{Alias: alias, Err: err}) }}
+	g.state = g.rstate
 	g.buildSecretActions()
 	g.buildParsers()
 	g.batches = g.newBatches()
@@ -279,7 +297,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 	if o.Responses != nil {
 		var ctx context.Context
 		ctx, g.stopSweep = context.WithCancel(context.Background())
-		go g.sweepLapsed(ctx)
+		go g.rstate.SweepLapsed(ctx)
 	}
 	return g
 }

@@ -16,15 +16,12 @@ type States struct {
 	// (router_settings.session_affinity); it lives here so that a reload
 	// keeps the sessions where their caches are.
 	affinity *upstream.Affinity
-	// bg is the background responses running here; it lives here so a
-	// reload can still cancel them.
-	bg *bgRuns
 }
 
 // NewStates returns an empty state table.
 func NewStates() *States {
 	return &States{m: make(map[string]*upstream.State), keys: make(map[string]*keySlots),
-		affinity: upstream.NewAffinity(upstream.DefaultAffinitySessions, upstream.DefaultAffinityTTL), bg: newBGRuns()}
+		affinity: upstream.NewAffinity(upstream.DefaultAffinitySessions, upstream.DefaultAffinityTTL)}
 }
 
 // keySlots counts one key's requests in progress. Entries are dropped when
