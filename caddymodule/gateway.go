@@ -276,7 +276,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	if policy.IdentityFrom(r.Context()) == nil && !policy.IsPublicPath(r) {
+	if policy.IdentityFrom(r.Context()) == nil && !g.h.Public(r) {
 		if !g.InsecureNoAuth {
 			g.h.Unauthenticated(w, r)
 			return nil

@@ -9,13 +9,20 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers"
 )
 
 // PresentedKey is the key a request carries, for policy.Auth.Identify:
 // a Bearer token, x-api-key, x-goog-api-key, or (the Gemini API's paths
-// only) ?key=; "" when it carries none.
-func PresentedKey(r *http.Request) string {
+// only: the site's entries in Gemini's family) ?key=; "" when it carries
+// none.
+func (s *Site) PresentedKey(r *http.Request) string {
+	return presentedKey(r, r.URL.RawQuery != "" && s.t.family(r) == providers.FormatGemini)
+}
+
+// presentedKey is the key r carries, taking ?key= only when keyInQuery.
+func presentedKey(r *http.Request, keyInQuery bool) string {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			return strings.TrimSpace(h[7:])
@@ -29,7 +36,7 @@ func PresentedKey(r *http.Request) string {
 	}
 	// Google's ?key= is taken on the Gemini API's paths only: a key in a
 	// URL ends up in logs and histories, so no other path invites it.
-	if isGeminiRequest(r) && r.URL.RawQuery != "" {
+	if keyInQuery && r.URL.RawQuery != "" {
 		return strings.TrimSpace(r.URL.Query().Get("key"))
 	}
 	return ""
@@ -45,4 +52,10 @@ func callerFormat(r *http.Request) providers.Format {
 		return providers.FormatAnthropic
 	}
 	return providers.FormatOpenAI
+}
+
+// family is the error family r's entry names, nil where it names none.
+func (t *routeTable) family(r *http.Request) apierror.Audience {
+	e, _ := t.lookup(r)
+	return e.family
 }

@@ -332,27 +332,6 @@ func (g *Gateway) Close() {
 	}
 }
 
-// underAPI reports whether p is in the path space of the APIs the gateway
-// speaks. A request there that no endpoint serves is a client's mistake (a
-// wrong base URL, a typo, a newer endpoint) and gets a 404 its SDK can
-// read, never the empty 200 of whatever handler comes next. Leading
-// slashes are folded first, so "//v1/chat/completions" counts: it is a
-// base URL with a trailing slash, not a path for another handler.
-func underAPI(p string) bool {
-	for len(p) > 1 && p[1] == '/' {
-		p = p[1:]
-	}
-	if p == "/v1" || p == "/v1beta" {
-		return true
-	}
-	for _, pre := range [...]string{"/v1/", "/v1beta/", "/chat/", "/responses", "/embeddings", "/models/", "/messages"} {
-		if strings.HasPrefix(p, pre) {
-			return true
-		}
-	}
-	return false
-}
-
 // serveNotFound names the method and path in the caller's error family.
 func (g *Gateway) serveNotFound(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path

@@ -95,3 +95,47 @@ func TestSiteOwnersAndFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestSitePublicEntries: the paths answered without a key are the table's
+// public entries, each for the methods it names, and nothing else is:
+// not a health path's POST, not the dashboard's POST, not an API path.
+func TestSitePublicEntries(t *testing.T) {
+	s := NewSite()
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"GET", "/health/liveliness", true}, {"HEAD", "/health/liveness", true}, {"GET", "/health/readiness", true},
+		{"POST", "/health/readiness", false}, {"GET", "/health", false},
+		{"HEAD", "/", true}, {"GET", "/", false},
+		{"GET", "/ui", true}, {"GET", "/ui/app.js", true}, {"POST", "/ui/", false},
+		{"GET", "/ui/spend-requests/req_1", true}, {"POST", "/ui/spend-requests/req_1", true},
+		{"GET", "/mcp-approvals/tok", true}, {"POST", "/mcp-approvals/tok", true}, {"DELETE", "/mcp-approvals/tok", false},
+		{"GET", "/v1/models", false}, {"POST", "/v1/chat/completions", false}, {"GET", "/v1/organizations", false},
+		{"GET", "/auth/oidc/login", false}, {"GET", "/uix", false},
+	} {
+		if got := s.Public(httptest.NewRequest(tc.method, tc.path, nil)); got != tc.want {
+			t.Errorf("Public(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestSitePresentedKeyGeminiOnly: ?key= is a key only on the entries in
+// Gemini's family; a header key wins everywhere.
+func TestSitePresentedKeyGeminiOnly(t *testing.T) {
+	s := NewSite()
+	for target, want := range map[string]string{
+		"/v1beta/models/m:generateContent?key=k": "k", "/v1/models/m:streamGenerateContent?alt=sse&key=k": "k",
+		"/v1beta/models?key=k": "k", "/v1/chat/completions?key=k": "", "/v1/messages?key=k": "", "/v1/models?key=k": "k",
+	} {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if got := s.PresentedKey(r); got != want {
+			t.Errorf("PresentedKey(%s) = %q, want %q", target, got, want)
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/v1beta/models/m:generateContent?key=k", nil)
+	r.Header.Set("X-Goog-Api-Key", "h")
+	if got := s.PresentedKey(r); got != "h" {
+		t.Errorf("header key lost to ?key=: %q", got)
+	}
+}

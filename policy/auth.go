@@ -168,25 +168,6 @@ func IsBrowserRoot(r *http.Request) bool {
 	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe, the liveness/readiness checks, the dashboard's page
-// and MCP approval links.
-func IsPublicPath(r *http.Request) bool {
-	switch r.URL.Path {
-	case "/health/liveliness", "/health/liveness", "/health/readiness":
-		return r.Method == http.MethodGet || r.Method == http.MethodHead
-	case "/":
-		return r.Method == http.MethodHead
-	}
-	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
-	// tool calls): its token is the credential.
-	if strings.HasPrefix(r.URL.Path, SpendLinkPath) || strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
-		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
-	}
-	// The dashboard's page and assets: it signs in itself.
-	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
-}
-
 // PathSet is a set of paths matched the way Caddy's path matcher would
 // take a request's path: case-insensitive, with repeated slashes and dot
 // segments cleaned, so "/METRICS" or "//metrics" cannot slip past a rule
