@@ -57,8 +57,9 @@ type Gateway struct {
 	// Timeout bounds a whole upstream request when neither the model
 	// entry nor router_settings sets one. Default 10m.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// MaxConcurrentPerKey bounds the chat/messages requests one key may
-	// have in progress; more get 429 with Retry-After: 1. 0: no limit.
+	// MaxConcurrentPerKey is deprecated: it is the max_parallel of every
+	// key that sets none of its own (handlers.GatewayOptions), and
+	// Provision warns of it. 0: none.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
 	// WebSocketLifetime bounds how long a Responses WebSocket stays open;
 	// at its end the connection is closed (1000, with the reason) once
@@ -103,6 +104,7 @@ func (Gateway) CaddyModule() caddy.ModuleInfo {
 // Provision loads and validates the model list and builds the handler.
 func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
+	g.warnDeprecated(g.logger)
 	if g.Models == "" {
 		return fmt.Errorf("models: the path of a models YAML file is required, e.g. llm_gateway { models /etc/modelgate/models.yaml }")
 	}
@@ -195,6 +197,15 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		SecretEvents:   seen.event,
 	})
 	return nil
+}
+
+// warnDeprecated logs the options the config still uses under a
+// deprecated name, with what to set instead.
+func (g *Gateway) warnDeprecated(log *zap.Logger) {
+	if g.MaxConcurrentPerKey > 0 {
+		log.Warn("max_concurrent_per_key is deprecated: it is now the max_parallel of every key that sets none of its own; set max_parallel on the keys, workspaces or groups instead",
+			zap.Int("max_concurrent_per_key", g.MaxConcurrentPerKey))
+	}
 }
 
 // deploymentStates lets the state table and the background responses

@@ -50,8 +50,11 @@ type GatewayOptions struct {
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
 	Timeout time.Duration
-	// MaxConcurrentPerKey bounds the chat and messages requests one key
-	// may have in progress; more get 429 with Retry-After. 0: no limit.
+	// MaxConcurrentPerKey is the max_parallel of a key that sets none of
+	// its own (the deprecated max_concurrent_per_key, folded into
+	// max_parallel): counted by Rates like any max_parallel, shared
+	// through Redis when Rates is; a gateway without Rates counts it per
+	// process. 0: none.
 	MaxConcurrentPerKey int
 	// WebSocketLifetime bounds how long one Responses WebSocket stays
 	// open; at its end the connection is closed once its turn in progress
@@ -271,6 +274,11 @@ func NewGateway(o GatewayOptions) *Gateway {
 		}
 		g.chains[alias] = chain
 		g.bounds[alias] = boundsOf(chain)
+	}
+	if o.MaxConcurrentPerKey > 0 && o.Rates == nil {
+		// The folded max_concurrent_per_key counts as a max_parallel
+		// even without the app's limits: per process.
+		g.opts.Rates = policy.NewRateLimits(nil, 0, nil, nil)
 	}
 	runs := o.BackgroundRuns
 	if runs == nil {
