@@ -33,6 +33,9 @@ const (
 	// family of their own (Bedrock's control plane, which Claude Code's
 	// Bedrock mode asks first): a refusal there is in that family.
 	OwnerNone
+	// OwnerSpendLinks is the approvers' chat links to spend increase
+	// requests (llm_admin), under the dashboard's path.
+	OwnerSpendLinks
 )
 
 // gatewayRoute is one entry of the site's route table: an http.ServeMux
@@ -145,7 +148,7 @@ func (g *Gateway) siteRoutes() []gatewayRoute {
 		{pattern: "/ui/{file...}", owner: OwnerDashboard, public: mGet | mHead},
 		// An approvers' chat link to a spend increase request: its token
 		// is the credential.
-		{pattern: policy.SpendLinkPath + "{id...}", owner: OwnerDashboard, public: mGet | mHead | mPost},
+		{pattern: policy.SpendLinkPath + "{id...}", owner: OwnerSpendLinks, public: mGet | mHead | mPost},
 		// HEAD / is a client's reachability probe (Route answers it).
 		{pattern: "/", public: mHead},
 		{pattern: "/inference-profiles", owner: OwnerNone, family: apierror.Bedrock},

@@ -73,7 +73,7 @@ func TestSiteOwnersAndFamilies(t *testing.T) {
 	s := NewSite()
 	for path, want := range map[string]Owner{
 		"/auth/oidc/callback": OwnerOIDC, "/scim/v2": OwnerSCIM, "/scim/v2/Users/1": OwnerSCIM,
-		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard,
+		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard, "/ui/spend-requests/req_1": OwnerSpendLinks,
 		"/inference-profiles": OwnerNone, "/v1/messages": OwnerGateway, "/v1/organizationsx": OwnerGateway, "/nope": OwnerGateway,
 	} {
 		if got := s.Owner(httptest.NewRequest(http.MethodGet, path, nil)); got != want {

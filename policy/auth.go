@@ -156,9 +156,6 @@ func (a *Auth) checkWorkspace(id *Identity) (*Identity, *apierror.Error) {
 // UIPath is where the dashboard lives (llm_admin serves it).
 const UIPath = "/ui/"
 
-// IsUIPath reports the dashboard's paths.
-func IsUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
-
 // IsBrowserRoot reports a browser opening the site's root (it asks for
 // HTML), which is sent to the dashboard instead of an API client's 401.
 // The redirect is answered by whoever sees it first (llm_auth for a

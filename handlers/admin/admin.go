@@ -72,12 +72,17 @@ type Handler struct {
 // for the paths it does not serve) and the dashboard's files, and a
 // browser opening the site's root.
 func (a *Handler) Match(r *http.Request) bool {
-	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
-	switch a.site.Owner(r) {
-	case handlers.OwnerAdmin, handlers.OwnerDashboard:
+	switch a.owner(r) {
+	case handlers.OwnerAdmin, handlers.OwnerDashboard, handlers.OwnerSpendLinks:
 		return true
 	}
 	return policy.IsBrowserRoot(r)
+}
+
+// owner is who the site's route table says serves r.
+func (a *Handler) owner(r *http.Request) handlers.Owner {
+	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
+	return a.site.Owner(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -97,10 +102,11 @@ func ValidateAdminKey(key string) error {
 // ServeHTTP serves the dashboard's files and the browser's redirect to it
 // as they are, and the API through its routes (routes.go).
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	owner := a.owner(r)
 	switch {
-	case strings.HasPrefix(r.URL.Path, SpendLinkPath):
+	case owner == handlers.OwnerSpendLinks:
 		a.serveSpendLink(w, r)
-	case policy.IsUIPath(r.URL.Path):
+	case owner == handlers.OwnerDashboard:
 		serveUI(w, r)
 	case policy.IsBrowserRoot(r):
 		http.Redirect(w, r, policy.UIPath, http.StatusFound)
