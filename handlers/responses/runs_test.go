@@ -1,6 +1,14 @@
 package responses
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/modelgate/modelgate/apierror"
+)
 
 // TestBGRunsPerKey: a key runs at most max background responses at once;
 // a finished one frees its slot, other keys are counted apart, and a run
@@ -30,3 +38,55 @@ func TestBGRunsPerKey(t *testing.T) {
 		t.Fatalf("finished keys left behind: %v %v", b.perKey, b.runs)
 	}
 }
+
+// TestRunSinkKeepsEventsForReplay: a run's streamed answer is kept event
+// by event (split writes, CRLF lines and [DONE] included), and a replay
+// after a sequence number sends the rest with their event names, then
+// ends when the run does; an error answer is kept for the failed
+// Response's error instead.
+func TestRunSinkKeepsEventsForReplay(t *testing.T) {
+	run := NewRun("resp_1", "k", 1, func() {})
+	out := NewRunSink(run)
+	out.Header().Set("Content-Type", "text/event-stream")
+	out.Start(http.StatusOK)
+	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n" +
+		"event: response.output_text.delta\r\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1}\r\n\n" +
+		"data: {\"type\":\"response.completed\",\"sequence_number\":2}\n\ndata: [DONE]\n\n"
+	for i := 0; i < len(stream); i += 7 {
+		_ = out.Write([]byte(stream[i:min(i+7, len(stream))]))
+	}
+	run.End()
+	var got recorderOut
+	if !run.Replay(context.Background(), &got, 0) {
+		t.Fatal("replay refused a run that kept every event")
+	}
+	want := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2}\n\n"
+	if got.body.String() != want || got.status != http.StatusOK || got.h.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("replay after 0: %d %v\n%s", got.status, got.h, got.body.String())
+	}
+
+	failed := NewRunSink(NewRun("resp_2", "k", 1, func() {}))
+	failed.Fail(&apierror.Error{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Message: "slow down"})
+	var e struct{ Code, Message string }
+	if err := json.Unmarshal(failed.failure(), &e); err != nil || e.Code != "rate_limit_exceeded" || e.Message != "slow down" {
+		t.Fatalf("failure: %s (%v)", failed.failure(), err)
+	}
+}
+
+// recorderOut is an Out that keeps what a replay writes.
+type recorderOut struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (o *recorderOut) Header() http.Header {
+	if o.h == nil {
+		o.h = http.Header{}
+	}
+	return o.h
+}
+func (o *recorderOut) Start(status int)     { o.status = status }
+func (o *recorderOut) Write(p []byte) error { o.body.Write(p); return nil }
+func (o *recorderOut) Flush() error         { return nil }
