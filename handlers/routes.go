@@ -188,8 +188,6 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/responses/input_tokens", family: providers.FormatResponses, method: http.MethodPost, h: g.serveInputTokens},
 		{pattern: "/v1/responses/compact", family: providers.FormatResponses, method: http.MethodPost, h: g.serveCompact},
 		{pattern: "/responses/compact", family: providers.FormatResponses, method: http.MethodPost, h: g.serveCompact},
-		{pattern: "/v1/responses/{rest...}", family: providers.FormatResponses, h: g.serveStoredResponse},
-		{pattern: "/responses/{rest...}", family: providers.FormatResponses, h: g.serveStoredResponse},
 		{pattern: "/v1/embeddings", family: providers.FormatEmbeddings, method: http.MethodPost, h: post(providers.FormatEmbeddings)},
 		{pattern: "/embeddings", family: providers.FormatEmbeddings, method: http.MethodPost, h: post(providers.FormatEmbeddings)},
 		// The models list and lookup answer in the shape of the SDK that
@@ -224,7 +222,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if g == nil {
 		// The table as the modules before the gateway read it (Site):
 		// who serves what, no handlers.
-		return append(rt, g.conversationRoutes()...)
+		return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
 	}
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
@@ -245,7 +243,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if at := g.opts.AgentTelemetry; at != nil {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}
-	return append(rt, g.conversationRoutes()...)
+	return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
 }
 
 // buildRoutes builds the route table once, with the method check and the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestRouteFamilies: a route's refusals are in the family its entry
@@ -138,4 +139,37 @@ func TestSitePresentedKeyGeminiOnly(t *testing.T) {
 	if got := s.PresentedKey(r); got != "h" {
 		t.Errorf("header key lost to ?key=: %q", got)
 	}
+}
+
+// TestStoredResponseRoutes: a stored response's calls are route-table
+// entries: a method a call does not take is a 405 naming the ones it does
+// (HEAD too, which a GET pattern would take), in OpenAI's family, under
+// /v1/responses and /responses alike; an unknown call below an id is the
+// gateway's 404; without a store every id is not found.
+func TestStoredResponseRoutes(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/v1/responses/resp_1", "GET, DELETE"},
+		{"HEAD", "/v1/responses/resp_1/input_items", "GET"},
+		{"GET", "/responses/resp_1/cancel", "POST"},
+		{"PUT", "/responses/resp_1", "GET, DELETE"},
+	} {
+		rec := serveAs(g, tc.method, tc.path)
+		if rec.Code != 405 || rec.Header().Get("Allow") != tc.allow || tc.method != "HEAD" && !strings.Contains(rec.Body.String(), `"error":{"message":"method `+tc.method) {
+			t.Errorf("%s %s: %d Allow %q %s", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), rec.Body)
+		}
+	}
+	for _, p := range []string{"/v1/responses/resp_1", "/responses/resp_1/input_items", "/v1/responses/resp_1/nosuch"} {
+		if rec := serveAs(g, "GET", p); rec.Code != 404 || !strings.Contains(rec.Body.String(), `"error":{"message"`) {
+			t.Errorf("GET %s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+}
+
+// serveAs serves method path for alice.
+func serveAs(g *Gateway, method, path string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req.WithContext(policy.WithIdentity(req.Context(), alice)))
+	return rec
 }

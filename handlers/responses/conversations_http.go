@@ -96,13 +96,9 @@ func (c *conversationCall) readBody(limit int64) *providers.APIError {
 }
 
 // write answers e in the Conversations API's family, OpenAI's.
-func (c *conversationCall) write(e *providers.APIError) { e.Write(c.w, providers.FormatResponses) }
+func (c *conversationCall) write(e *providers.APIError) { writeError(c.w, e) }
 
-func (c *conversationCall) ok(body []byte) {
-	c.w.Header().Set("Content-Type", "application/json")
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(body)
-}
+func (c *conversationCall) ok(body []byte) { writeJSON(c.w, body) }
 
 // id and item are the path's conversation and item ids.
 func (c *conversationCall) id() string   { return c.r.PathValue("id") }
