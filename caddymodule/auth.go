@@ -463,7 +463,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		_, _ = w.Write([]byte(`{"enabled":false}`))
 		return nil
 	}
-	if policy.IsPublicPath(r) {
+	if site.Public(r) {
 		return next.ServeHTTP(w, r)
 	}
 	if a.scim != nil && owner == handlers.OwnerSCIM {
@@ -471,7 +471,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		a.scim.ServeHTTP(w, r)
 		return nil
 	}
-	presented := handlers.PresentedKey(r)
+	presented := site.PresentedKey(r)
 	if presented == "" && a.identity != nil {
 		// A person's dashboard session; a key, when one is presented,
 		// always decides instead, so no session can lock a key out.

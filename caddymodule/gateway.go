@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelgate/modelgate/agentotel"
 	"github.com/modelgate/modelgate/handlers"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/modellist"
@@ -56,8 +57,9 @@ type Gateway struct {
 	// Timeout bounds a whole upstream request when neither the model
 	// entry nor router_settings sets one. Default 10m.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// MaxConcurrentPerKey bounds the chat/messages requests one key may
-	// have in progress; more get 429 with Retry-After: 1. 0: no limit.
+	// MaxConcurrentPerKey is deprecated: it is the max_parallel of every
+	// key that sets none of its own (handlers.GatewayOptions), and
+	// Provision warns of it. 0: none.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
 	// WebSocketLifetime bounds how long a Responses WebSocket stays open;
 	// at its end the connection is closed (1000, with the reason) once
@@ -102,6 +104,7 @@ func (Gateway) CaddyModule() caddy.ModuleInfo {
 // Provision loads and validates the model list and builds the handler.
 func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
+	g.warnDeprecated(g.logger)
 	if g.Models == "" {
 		return fmt.Errorf("models: the path of a models YAML file is required, e.g. llm_gateway { models /etc/modelgate/models.yaml }")
 	}
@@ -127,7 +130,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	st, _, err := states.LoadOrNew("deployments", func() (caddy.Destructor, error) {
-		return deploymentStates{handlers.NewStates()}, nil
+		return deploymentStates{handlers.NewStates(), responses.NewRuns()}, nil
 	})
 	if err != nil {
 		return err
@@ -169,6 +172,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MaxConcurrentPerKey: g.MaxConcurrentPerKey,
 		WebSocketLifetime:   time.Duration(g.WebSocketLifetime),
 		States:              st.(deploymentStates).States,
+		BackgroundRuns:      st.(deploymentStates).runs,
 		Recorder:            g.app,
 		Observer:            &observer{logger: g.logger, metrics: g.metrics},
 		Ready:               g.app.Ready,
@@ -196,8 +200,22 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// deploymentStates lets the state table live in a UsagePool.
-type deploymentStates struct{ *handlers.States }
+// warnDeprecated logs the options the config still uses under a
+// deprecated name, with what to set instead.
+func (g *Gateway) warnDeprecated(log *zap.Logger) {
+	if g.MaxConcurrentPerKey > 0 {
+		log.Warn("max_concurrent_per_key is deprecated: it is now the max_parallel of every key that sets none of its own; set max_parallel on the keys, workspaces or groups instead",
+			zap.Int("max_concurrent_per_key", g.MaxConcurrentPerKey))
+	}
+}
+
+// deploymentStates lets the state table and the background responses
+// running here live in a UsagePool, so a reload keeps (and can still
+// cancel) them.
+type deploymentStates struct {
+	*handlers.States
+	runs *responses.Runs
+}
 
 func (deploymentStates) Destruct() error { return nil }
 
@@ -270,7 +288,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	if policy.IdentityFrom(r.Context()) == nil && !policy.IsPublicPath(r) {
+	if policy.IdentityFrom(r.Context()) == nil && !g.h.Public(r) {
 		if !g.InsecureNoAuth {
 			g.h.Unauthenticated(w, r)
 			return nil

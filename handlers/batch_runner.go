@@ -25,7 +25,7 @@ func (g *Gateway) newBatches() *batch.Service {
 	}
 	o := g.opts.Batches
 	o.Store = func() ledger.BatchStore {
-		bs, _ := g.responseStore().(ledger.BatchStore)
+		bs, _ := g.rstate.OpenStore().(ledger.BatchStore)
 		return bs
 	}
 	o.Runner = g

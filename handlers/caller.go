@@ -20,13 +20,14 @@ type caller struct {
 	fixed  *policy.Identity
 }
 
-// callerOf is the caller of request r.
-func callerOf(r *http.Request) caller {
+// callerOf is the caller of request r, a call in format cf: a Gemini
+// call's key may be its ?key=.
+func callerOf(r *http.Request, cf providers.Format) caller {
 	res := policy.ResolverFrom(r.Context())
 	if res == nil {
 		return caller{fixed: policy.IdentityFrom(r.Context())}
 	}
-	return caller{res: res, secret: PresentedKey(r)}
+	return caller{res: res, secret: presentedKey(r, cf == providers.FormatGemini)}
 }
 
 // identify is the caller as an HTTP request presenting the same key would

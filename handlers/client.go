@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/upstream"
 )
@@ -16,8 +17,14 @@ import (
 // PresentedKey is the key a request carries, for policy.Auth.Identify:
 // X-Modelgate-Key (a seat, whose Authorization is its provider's), a
 // Bearer token, x-api-key, x-goog-api-key, or (the Gemini API's paths
-// only) ?key=; "" when it carries none.
-func PresentedKey(r *http.Request) string {
+// only: the site's entries in Gemini's family) ?key=; "" when it carries
+// none.
+func (s *Site) PresentedKey(r *http.Request) string {
+	return presentedKey(r, r.URL.RawQuery != "" && s.t.family(r) == providers.FormatGemini)
+}
+
+// presentedKey is the key r carries, taking ?key= only when keyInQuery.
+func presentedKey(r *http.Request, keyInQuery bool) string {
 	if k := r.Header.Get(upstream.SeatKeyHeader); k != "" {
 		// A seat: Authorization carries the provider's credential.
 		return strings.TrimSpace(k)
@@ -35,7 +42,7 @@ func PresentedKey(r *http.Request) string {
 	}
 	// Google's ?key= is taken on the Gemini API's paths only: a key in a
 	// URL ends up in logs and histories, so no other path invites it.
-	if isGeminiRequest(r) && r.URL.RawQuery != "" {
+	if keyInQuery && r.URL.RawQuery != "" {
 		return strings.TrimSpace(r.URL.Query().Get("key"))
 	}
 	return ""
@@ -51,4 +58,10 @@ func callerFormat(r *http.Request) providers.Format {
 		return providers.FormatAnthropic
 	}
 	return providers.FormatOpenAI
+}
+
+// family is the error family r's entry names, nil where it names none.
+func (t *routeTable) family(r *http.Request) apierror.Audience {
+	e, _ := t.lookup(r)
+	return e.family
 }

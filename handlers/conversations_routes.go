@@ -1,20 +1,12 @@
 package handlers
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelgate/modelgate/internal/route"
-	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
 
@@ -39,19 +31,23 @@ func (g *Gateway) conversationRoutes() []gatewayRoute {
 	}
 	for _, rt := range []struct {
 		pattern string
-		h       func(*conversationCall)
+		op      responses.ConversationOp
 	}{
-		{"POST " + conversationsPath, g.createConversation},
-		{"POST " + conversationsPath + "/{$}", g.createConversation},
-		{"GET " + one, getConversation},
-		{"POST " + one, updateConversation},
-		{"DELETE " + one, deleteConversation},
-		{"GET " + items, listConversationItems},
-		{"POST " + items, addConversationItems},
-		{"GET " + item, getConversationItem},
-		{"DELETE " + item, deleteConversationItem},
+		{"POST " + conversationsPath, responses.CreateConversation},
+		{"POST " + conversationsPath + "/{$}", responses.CreateConversation},
+		{"GET " + one, responses.GetConversation},
+		{"POST " + one, responses.UpdateConversation},
+		{"DELETE " + one, responses.DeleteConversation},
+		{"GET " + items, responses.ListConversationItems},
+		{"POST " + items, responses.AddConversationItems},
+		{"GET " + item, responses.GetConversationItem},
+		{"DELETE " + item, responses.DeleteConversationItem},
 	} {
-		add(rt.pattern, g.conversationRoute(rt.h))
+		var h http.HandlerFunc
+		if g != nil {
+			h = g.rstate.ConversationHandler(rt.op, g.maxBody())
+		}
+		add(rt.pattern, h)
 	}
 
 	// What the routes do not take.
@@ -97,183 +93,4 @@ func conversationNotAllowed(allow string) http.HandlerFunc {
 		(&providers.APIError{Status: http.StatusMethodNotAllowed,
 			Message: "method " + r.Method + " not allowed on " + r.URL.Path + "; use " + allow}).Write(w, providers.FormatResponses)
 	}
-}
-
-// conversationCall is what every conversation route starts from: the
-// store, the calling key, the store's deadline and, for a POST, the
-// checked body.
-type conversationCall struct {
-	w    http.ResponseWriter
-	r    *http.Request
-	ctx  context.Context
-	cs   ledger.ConversationStore
-	key  string
-	body conversationBody
-}
-
-// conversationRoute prepares the call a route h answers: a route needs the
-// ledger database, and a POST's body must be a valid create or update.
-func (g *Gateway) conversationRoute(h func(*conversationCall)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := &conversationCall{w: w, r: r, cs: g.conversationStore()}
-		if c.cs == nil {
-			c.write(&providers.APIError{Status: http.StatusNotImplemented,
-				Message: "conversations need the gateway's ledger database (ledger in the Caddyfile)"})
-			return
-		}
-		c.key = keyOf(policy.IdentityFrom(r.Context()))
-		ctx, cancel := context.WithTimeout(r.Context(), stateTimeout)
-		defer cancel()
-		c.ctx = ctx
-		if r.Method == http.MethodPost {
-			if apiErr := c.readBody(g.maxBody()); apiErr != nil {
-				c.write(apiErr)
-				return
-			}
-		}
-		h(c)
-	}
-}
-
-func (c *conversationCall) readBody(limit int64) *providers.APIError {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, limit))
-	if err != nil {
-		return &providers.APIError{Status: http.StatusRequestEntityTooLarge, Message: "request body too large or unreadable: " + err.Error()}
-	}
-	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &c.body); err != nil {
-			return &providers.APIError{Status: http.StatusBadRequest, Message: "request body must be a JSON object: " + err.Error()}
-		}
-	}
-	if apiErr := checkMetadata(c.body.Metadata); apiErr != nil {
-		return apiErr
-	}
-	if len(c.body.Items) > maxConversationCreate {
-		return &providers.APIError{Status: http.StatusBadRequest, Param: "items", Code: "invalid_value",
-			Message: fmt.Sprintf("at most %d items may be added at once", maxConversationCreate)}
-	}
-	return nil
-}
-
-// write answers e in the Conversations API's family, OpenAI's.
-func (c *conversationCall) write(e *providers.APIError) { e.Write(c.w, providers.FormatResponses) }
-
-func (c *conversationCall) ok(body []byte) { writeJSON(c.w, http.StatusOK, body) }
-
-// id and item are the path's conversation and item ids.
-func (c *conversationCall) id() string   { return c.r.PathValue("id") }
-func (c *conversationCall) item() string { return c.r.PathValue("item") }
-
-// fail answers a store error: a 404 naming what was not found, or the
-// store being unavailable.
-func (c *conversationCall) fail(err error) {
-	switch {
-	case errors.Is(err, ledger.ErrConversationNotFound):
-		c.write(&providers.APIError{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("Conversation with id %q not found.", c.id())})
-	case errors.Is(err, ledger.ErrItemNotFound):
-		c.write(&providers.APIError{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("Item with id %q not found.", c.item())})
-	default:
-		c.write(stateUnavailable(err))
-	}
-}
-
-// metadata is the body's metadata, an empty object when it has none.
-func (c *conversationCall) metadata() json.RawMessage {
-	if meta := c.body.Metadata; len(meta) > 0 && string(meta) != "null" {
-		return meta
-	}
-	return json.RawMessage("{}")
-}
-
-func (g *Gateway) createConversation(c *conversationCall) {
-	items, apiErr := conversationItems(c.body.Items, "items")
-	if apiErr != nil {
-		c.write(apiErr)
-		return
-	}
-	conv := ledger.Conversation{ID: newConversationID("conv_"), KeyID: c.key, Created: time.Unix(g.now().Unix(), 0), Metadata: c.metadata()}
-	if err := c.cs.CreateConversation(c.ctx, conv, items); err != nil {
-		c.fail(err)
-		return
-	}
-	c.ok(conversationObject(conv))
-}
-
-func getConversation(c *conversationCall) {
-	conv, err := c.cs.GetConversation(c.ctx, c.key, c.id())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.ok(conversationObject(conv))
-}
-
-func updateConversation(c *conversationCall) {
-	conv, err := c.cs.UpdateConversation(c.ctx, c.key, c.id(), c.metadata())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.ok(conversationObject(conv))
-}
-
-func deleteConversation(c *conversationCall) {
-	if err := c.cs.DeleteConversation(c.ctx, c.key, c.id()); err != nil {
-		c.fail(err)
-		return
-	}
-	b, _ := json.Marshal(map[string]any{"id": c.id(), "object": "conversation.deleted", "deleted": true})
-	c.ok(b)
-}
-
-func addConversationItems(c *conversationCall) {
-	items, apiErr := conversationItems(c.body.Items, "items")
-	if apiErr != nil {
-		c.write(apiErr)
-		return
-	}
-	if len(items) == 0 {
-		c.write(&providers.APIError{Status: http.StatusBadRequest, Param: "items", Code: "invalid_value", Message: "items must list at least one item"})
-		return
-	}
-	if err := c.cs.AppendConversationItems(c.ctx, c.key, c.id(), items); err != nil {
-		c.fail(err)
-		return
-	}
-	c.ok(itemList(items))
-}
-
-func listConversationItems(c *conversationCall) {
-	items, err := c.cs.ConversationItems(c.ctx, c.key, c.id())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	all, _ := json.Marshal(items)
-	page, apiErr := inputItemsPage(c.r, all)
-	if apiErr != nil {
-		c.write(apiErr)
-		return
-	}
-	c.ok(page)
-}
-
-func getConversationItem(c *conversationCall) {
-	it, err := c.cs.ConversationItem(c.ctx, c.key, c.id(), c.item())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.ok(it)
-}
-
-// deleteConversationItem answers with the conversation, as OpenAI does.
-func deleteConversationItem(c *conversationCall) {
-	if err := c.cs.DeleteConversationItem(c.ctx, c.key, c.id(), c.item()); err != nil {
-		c.fail(err)
-		return
-	}
-	getConversation(c)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -57,7 +58,7 @@ type Call struct {
 	// WebSocket connection) holds while it runs.
 	carrierHeld int64
 	// run is set on a background response's own run.
-	run *bgRun
+	run *responses.Run
 	// req is the body's buffer and the body memory it holds while the
 	// core serves the call (readRequest, releaseRequest).
 	req clientRequest
@@ -105,6 +106,15 @@ type Sink interface {
 	// Fail answers the call with e instead of an answer, in its
 	// client's error family. After Start it does nothing.
 	Fail(e *apierror.Error)
+}
+
+// responseState is the Responses API's stored state as the core uses it
+// (package responses): a turn's history resolved before the call is
+// admitted, a finished response kept (and a conversation's turn added)
+// before its client has the end.
+type responseState interface {
+	ResolveHistory(ctx context.Context, id *policy.Identity, t *providers.ResponsesTurn) error
+	Keep(id *policy.Identity, info providers.RequestInfo, rec *ledger.Record)
 }
 
 // bodySource reads a call's body into req, bounded and counted as every

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"net/http"
 	"strings"
 	"sync"
@@ -50,8 +51,11 @@ type GatewayOptions struct {
 	// Timeout bounds a whole upstream request when neither the deployment
 	// nor router_settings set one. Default 10m.
 	Timeout time.Duration
-	// MaxConcurrentPerKey bounds the chat and messages requests one key
-	// may have in progress; more get 429 with Retry-After. 0: no limit.
+	// MaxConcurrentPerKey is the max_parallel of a key that sets none of
+	// its own (the deprecated max_concurrent_per_key, folded into
+	// max_parallel): counted by Rates like any max_parallel, shared
+	// through Redis when Rates is; a gateway without Rates counts it per
+	// process. 0: none.
 	MaxConcurrentPerKey int
 	// WebSocketLifetime bounds how long one Responses WebSocket stays
 	// open; at its end the connection is closed once its turn in progress
@@ -94,6 +98,11 @@ type GatewayOptions struct {
 	// returns nil while the ledger is not open, and a nil func means no
 	// state: previous_response_id and item_reference are then unknown.
 	Responses func() ledger.ResponseStore
+	// BackgroundRuns is the background responses running on this
+	// instance; it outlives a config (caddymodule keeps it beside
+	// States), so a reload can still cancel them. nil: a registry of
+	// this gateway's own.
+	BackgroundRuns *responses.Runs
 	// Budgets admits requests against the budgets of their key, workspace
 	// and session; nil: no budgets.
 	Budgets *policy.Budgets
@@ -140,8 +149,13 @@ type GatewayOptions struct {
 type Gateway struct {
 	opts GatewayOptions
 	// stopSweep ends the sweep for background responses whose instance
-	// stopped (sweepLapsed); nil without a responses store.
+	// stopped (responses.State.SweepLapsed); nil without a responses
+	// store.
 	stopSweep context.CancelFunc
+	// rstate is the Responses API's stored state (package responses);
+	// state is the same, as the core calls it.
+	rstate *responses.State
+	state  responseState
 	// retired is closed by Close, when the config that built this
 	// gateway is replaced: the Responses WebSockets it admitted close
 	// (1012) instead of serving on under a config no request is admitted
@@ -265,6 +279,18 @@ func NewGateway(o GatewayOptions) *Gateway {
 		g.chains[alias] = chain
 		g.bounds[alias] = boundsOf(chain)
 	}
+	if o.MaxConcurrentPerKey > 0 && o.Rates == nil {
+		// The folded max_concurrent_per_key counts as a max_parallel
+		// even without the app's limits: per process.
+		g.opts.Rates = policy.NewRateLimits(nil, 0, nil, nil)
+	}
+	runs := o.BackgroundRuns
+	if runs == nil {
+		runs = responses.NewRuns()
+	}
+	g.rstate = &responses.State{Store: o.Responses, Runs: runs, Now: func() time.Time { return g.now() }, Redact: g.redactStored,
+		Report: func(alias, err string) { g.obs.Attempt(Attempt{Alias: alias, Err: err}) }}
+	g.state = g.rstate
 	g.buildSecretActions()
 	g.buildParsers()
 	g.batches = g.newBatches()
@@ -283,7 +309,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 	if o.Responses != nil {
 		var ctx context.Context
 		ctx, g.stopSweep = context.WithCancel(context.Background())
-		go g.sweepLapsed(ctx)
+		go g.rstate.SweepLapsed(ctx)
 	}
 	return g
 }
@@ -316,27 +342,6 @@ func (g *Gateway) Close() {
 		}
 		b.Close()
 	}
-}
-
-// underAPI reports whether p is in the path space of the APIs the gateway
-// speaks. A request there that no endpoint serves is a client's mistake (a
-// wrong base URL, a typo, a newer endpoint) and gets a 404 its SDK can
-// read, never the empty 200 of whatever handler comes next. Leading
-// slashes are folded first, so "//v1/chat/completions" counts: it is a
-// base URL with a trailing slash, not a path for another handler.
-func underAPI(p string) bool {
-	for len(p) > 1 && p[1] == '/' {
-		p = p[1:]
-	}
-	if p == "/v1" || p == "/v1beta" {
-		return true
-	}
-	for _, pre := range [...]string{"/v1/", "/v1beta/", "/chat/", "/responses", "/embeddings", "/models/", "/messages"} {
-		if strings.HasPrefix(p, pre) {
-			return true
-		}
-	}
-	return false
 }
 
 // serveNotFound names the method and path in the caller's error family.

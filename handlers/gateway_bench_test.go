@@ -175,6 +175,7 @@ func BenchmarkAuthIdentify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	site := NewSite()
 	for _, tc := range []struct{ name, header, value string }{
 		{"bearer", "Authorization", "Bearer " + keys[14].Secret},
 		{"x-api-key", "X-Api-Key", keys[14].Secret},
@@ -182,12 +183,12 @@ func BenchmarkAuthIdentify(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 			r.Header.Set(tc.header, tc.value)
-			if id, apiErr := a.Identify(PresentedKey(r)); apiErr != nil || id.KeyID != "member-14" {
+			if id, apiErr := a.Identify(site.PresentedKey(r)); apiErr != nil || id.KeyID != "member-14" {
 				b.Fatalf("Identify = %v, %v", id, apiErr)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = a.Identify(PresentedKey(r))
+				_, _ = a.Identify(site.PresentedKey(r))
 			}
 		})
 	}

@@ -57,13 +57,6 @@ func geminiMethod(action string) bool {
 	return false
 }
 
-// isGeminiRequest: the Gemini API's paths and calls, whose callers read
-// Google's error shape and may send their key as ?key=.
-func isGeminiRequest(r *http.Request) bool {
-	p := r.URL.Path
-	return strings.HasPrefix(p, "/v1beta/") || p == "/v1beta" || geminiCall(r) || geminiModelsOnV1(r)
-}
-
 // geminiModelsOnV1 reports a Gemini client listing or looking up models on
 // the /v1 API version (@google/genai 3.x's default): GET /v1/models or
 // /v1/models/{alias} with its key in x-goog-api-key or ?key=, and none of

@@ -213,7 +213,7 @@ func TestGeminiModelsOnV1(t *testing.T) {
 		"/v1/chat/completions?key=gemini-secret-key": http.StatusUnauthorized,
 	} {
 		got := 0
-		if _, apiErr := a.Identify(PresentedKey(httptest.NewRequest("GET", target, nil))); apiErr != nil {
+		if _, apiErr := a.Identify(NewSite().PresentedKey(httptest.NewRequest("GET", target, nil))); apiErr != nil {
 			got = apiErr.Status
 		}
 		if got != want {

@@ -73,14 +73,6 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 	}
 	span.Model(alias, info.Stream, info.MaxTokens())
 	g.opts.Telemetry.Content(span, body)
-	if max := g.opts.MaxConcurrentPerKey; max > 0 && id != nil {
-		if !g.states.acquireKey(id.KeyID, max) {
-			out.Fail(&providers.APIError{Status: http.StatusTooManyRequests, RetryAfter: "1", Code: "concurrency_limit",
-				Message: fmt.Sprintf("key %q already has %d requests in progress, the gateway's limit; retry when one finishes", id.KeyID, max)})
-			return
-		}
-		defer g.states.releaseKey(id.KeyID)
-	}
 	rec.Alias, rec.Stream = alias, info.Stream
 	rec.SessionID, rec.Agent = resolveSession(c.Session, body, cf, info)
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
@@ -132,7 +124,7 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 			}
 			est.tokens = info.InputBytes(body) + bound*info.Choices()
 		}
-		rate, decision, refusal := g.opts.Rates.Admit(ctx, id, ws, est.tokens)
+		rate, decision, refusal := g.opts.Rates.AdmitWithDefault(ctx, id, ws, est.tokens, int64(g.opts.MaxConcurrentPerKey))
 		setRateHeaders(out.Header(), cf, decision)
 		if refusal != nil {
 			settleBudget(hold, rec)

@@ -18,12 +18,12 @@ func (g *Gateway) readResponsesRequest(ctx context.Context, c *Call, body []byte
 	if run := c.run; run != nil {
 		// A background response's run keeps the id and time its client
 		// was answered with.
-		t.ID, t.Created = run.id, run.created
+		t.ID, t.Created = run.ID, run.Created
 	}
 	// Codex drops a message with a refusal part it cannot parse; its
 	// requests say who they are in originator.
 	t.RefusalAsText = c.Codex
-	if err := g.resolveHistory(ctx, c.Identity, t); err != nil {
+	if err := g.state.ResolveHistory(ctx, c.Identity, t); err != nil {
 		return providers.RequestInfo{}, err
 	}
 	return t.Info(), nil

@@ -62,7 +62,7 @@ func (g *Gateway) serveResponsesWebSocket(w http.ResponseWriter, r *http.Request
 	c.SetReadLimit(g.maxBody() + 1)
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	conn := &wsConn{g: g, c: c, caller: callerOf(r), call: callOf(r, providers.FormatResponses)}
+	conn := &wsConn{g: g, c: c, caller: callerOf(r, providers.FormatResponses), call: callOf(r, providers.FormatResponses)}
 	conn.call.Endpoint = ledger.EndpointResponsesWebSocket
 	conn.call.Client = conn.call.Client.Clone()
 	defer conn.forget()

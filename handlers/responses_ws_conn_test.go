@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -204,7 +205,7 @@ func TestBackgroundStartReidentifies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := storedStatus(stored.Response); s == "failed" {
+		if s := responses.StoredStatus(stored.Response); s == "failed" {
 			if !strings.Contains(string(stored.Response), "archived") {
 				t.Errorf("failed without the refusal: %s", stored.Response)
 			}
@@ -269,7 +270,7 @@ func TestSweepLapsedBackground(t *testing.T) {
 	put("resp_live", "in_progress", now.Add(time.Minute))
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go g.sweepLapsedEvery(sctx, 10*time.Millisecond)
+	go g.rstate.SweepLapsedEvery(sctx, 10*time.Millisecond)
 	for deadline := time.Now().Add(3 * time.Second); ; {
 		lapsed, err := rs.LapsedResponses(ctx, now, 10)
 		if err != nil {
@@ -285,7 +286,7 @@ func TestSweepLapsedBackground(t *testing.T) {
 	}
 	for id, want := range map[string]string{"resp_dead": "failed", "resp_cancelled": "cancelled", "resp_live": "in_progress"} {
 		got, err := rs.GetResponse(ctx, "alice", id)
-		if err != nil || storedStatus(got.Response) != want {
+		if err != nil || responses.StoredStatus(got.Response) != want {
 			t.Errorf("%s: %s (%v), want %s", id, got.Response, err, want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/internal/route"
+	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 	"github.com/modelgate/modelgate/workctx"
 )
@@ -33,6 +34,9 @@ const (
 	// family of their own (Bedrock's control plane, which Claude Code's
 	// Bedrock mode asks first): a refusal there is in that family.
 	OwnerNone
+	// OwnerSpendLinks is the approvers' chat links to spend increase
+	// requests (llm_admin), under the dashboard's path.
+	OwnerSpendLinks
 )
 
 // gatewayRoute is one entry of the site's route table: an http.ServeMux
@@ -51,6 +55,16 @@ type gatewayRoute struct {
 	family apierror.Audience
 	h      http.HandlerFunc
 	match  func(r *http.Request) bool
+	// public is the methods the path is answered with without a key
+	// (health checks, the dashboard's page, approvers' chat links):
+	// llm_auth passes them on unauthenticated.
+	public methods
+	// api: the entry is a path space of the APIs the gateway speaks, not
+	// an endpoint: a request there that no other entry takes is a
+	// client's mistake (a wrong base URL, a typo, a newer endpoint) and
+	// gets a 404 its SDK can read, never the empty 200 of whatever
+	// handler comes next.
+	api bool
 	// bare: the handler needs the ResponseWriter itself (a WebSocket
 	// upgrade hijacks it; the MCP SDK flushes its streams through
 	// http.Flusher), so it is not wrapped in the panic guard's writer;
@@ -58,12 +72,35 @@ type gatewayRoute struct {
 	bare bool
 }
 
-// routed is what a lookup in the table finds: the entry's owner and
-// family, and its handler, wrapped, for the gateway's own.
+// routed is what a lookup in the table finds: the entry's owner, family
+// and public methods, and its handler, wrapped, for the gateway's own.
 type routed struct {
 	owner  Owner
 	family apierror.Audience
+	public methods
 	h      http.HandlerFunc
+}
+
+// methods is a set of HTTP methods.
+type methods uint8
+
+const (
+	mGet methods = 1 << iota
+	mHead
+	mPost
+)
+
+// has reports whether method is in m.
+func (m methods) has(method string) bool {
+	switch method {
+	case http.MethodGet:
+		return m&mGet != 0
+	case http.MethodHead:
+		return m&mHead != 0
+	case http.MethodPost:
+		return m&mPost != 0
+	}
+	return false
 }
 
 // routeTable is the site's routes as a lookup finds them, all built from
@@ -81,6 +118,9 @@ type routeTable struct {
 	// a path under none is not the mux's.
 	muxPrefixes []prefixRoute
 	mux         *http.ServeMux
+	// api is the API's path spaces (entries marked api): a path or
+	// its subtree.
+	api []prefixRoute
 }
 
 // matcherRoute is an entry ServeMux cannot express.
@@ -105,8 +145,13 @@ func (g *Gateway) siteRoutes() []gatewayRoute {
 		{pattern: "/scim/v2/{resource...}", owner: OwnerSCIM},
 		{pattern: "/v1/organizations", owner: OwnerAdmin, family: apierror.Anthropic},
 		{pattern: "/v1/organizations/{call...}", owner: OwnerAdmin, family: apierror.Anthropic},
-		{pattern: "/ui", owner: OwnerDashboard},
-		{pattern: "/ui/{file...}", owner: OwnerDashboard},
+		{pattern: "/ui", owner: OwnerDashboard, public: mGet | mHead},
+		{pattern: "/ui/{file...}", owner: OwnerDashboard, public: mGet | mHead},
+		// An approvers' chat link to a spend increase request: its token
+		// is the credential.
+		{pattern: policy.SpendLinkPath + "{id...}", owner: OwnerSpendLinks, public: mGet | mHead | mPost},
+		// HEAD / is a client's reachability probe (Route answers it).
+		{pattern: "/", public: mHead},
 		{pattern: "/inference-profiles", owner: OwnerNone, family: apierror.Bedrock},
 		{pattern: "/inference-profiles/{profile...}", owner: OwnerNone, family: apierror.Bedrock},
 		{pattern: "/foundation-models", owner: OwnerNone, family: apierror.Bedrock},
@@ -144,8 +189,6 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/responses/input_tokens", family: providers.FormatResponses, method: http.MethodPost, h: g.serveInputTokens},
 		{pattern: "/v1/responses/compact", family: providers.FormatResponses, method: http.MethodPost, h: g.serveCompact},
 		{pattern: "/responses/compact", family: providers.FormatResponses, method: http.MethodPost, h: g.serveCompact},
-		{pattern: "/v1/responses/{rest...}", family: providers.FormatResponses, h: g.serveStoredResponse},
-		{pattern: "/responses/{rest...}", family: providers.FormatResponses, h: g.serveStoredResponse},
 		{pattern: "/v1/embeddings", family: providers.FormatEmbeddings, method: http.MethodPost, h: post(providers.FormatEmbeddings)},
 		{pattern: "/embeddings", family: providers.FormatEmbeddings, method: http.MethodPost, h: post(providers.FormatEmbeddings)},
 		// The models list and lookup answer in the shape of the SDK that
@@ -162,25 +205,31 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/v1/messages/{unknown...}", family: providers.FormatAnthropic, h: g.serveNotFound},
 		{pattern: "/v1beta", family: providers.FormatGemini, h: g.serveNotFound},
 		{pattern: "/v1beta/{unknown...}", family: providers.FormatGemini, h: g.serveNotFound},
-		{pattern: "/health/liveliness", h: g.serveLiveness},
-		{pattern: "/health/liveness", h: g.serveLiveness},
-		{pattern: "/health/readiness", h: g.serveReadiness},
+		{pattern: "/health/liveliness", h: g.serveLiveness, public: mGet | mHead},
+		{pattern: "/health/liveness", h: g.serveLiveness, public: mGet | mHead},
+		{pattern: "/health/readiness", h: g.serveReadiness, public: mGet | mHead},
 		{pattern: "/health", method: http.MethodGet, h: g.serveHealth},
 		{pattern: "/v1/me", method: http.MethodGet, h: g.serveMe},
+		// An MCP tool call's approval link (mcp/approval): its token is the
+		// credential. Served when the gateway has approvals.
+		{pattern: "/mcp-approvals/{token...}", h: g.approvalLinks(), public: mGet | mHead | mPost},
+		// A loop breaker's resume link (breaker): its token is the
+		// credential. Served when the gateway has a breaker.
+		{pattern: breaker.ResumePath, h: g.resumeLink(), public: mGet | mPost},
+		// The APIs' path spaces: what no entry above takes is a 404 in
+		// the caller's family.
+		{pattern: "/v1", api: true}, {pattern: "/v1/{unknown...}", api: true},
+		{pattern: "/v1beta/{unknown...}", api: true}, {pattern: "/chat/{unknown...}", api: true},
+		{pattern: "/responses/{unknown...}", api: true}, {pattern: "/embeddings/{unknown...}", api: true},
+		{pattern: "/models/{unknown...}", api: true}, {pattern: "/messages", api: true}, {pattern: "/messages/{unknown...}", api: true},
 	}
 	if g == nil {
 		// The table as the modules before the gateway read it (Site):
 		// who serves what, no handlers.
-		return append(rt, g.conversationRoutes()...)
+		return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
 	}
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
-	}
-	if g.opts.Breaker != nil {
-		rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: g.serveResume})
-	}
-	if l := g.opts.ApprovalLinks; l != nil {
-		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})
 	}
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
@@ -198,7 +247,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if at := g.opts.AgentTelemetry; at != nil {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}
-	return append(rt, g.conversationRoutes()...)
+	return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
 }
 
 // buildRoutes builds the route table once, with the method check and the
@@ -241,7 +290,15 @@ func compileRoutes(rts []gatewayRoute, wrap func(gatewayRoute) http.HandlerFunc,
 		if e.h != nil && wrap != nil {
 			h = wrap(e)
 		}
-		ro := routed{owner: e.owner, family: e.family, h: h}
+		ro := routed{owner: e.owner, family: e.family, public: e.public, h: h}
+		if e.api {
+			p := subtree(e.pattern)
+			if p == "" {
+				p = e.pattern
+			}
+			t.api = append(t.api, prefixRoute{prefix: p})
+			continue
+		}
 		if e.match != nil {
 			t.matchers = append(t.matchers, matcherRoute{e.match, ro})
 			continue
@@ -323,11 +380,38 @@ func (g *Gateway) Route(r *http.Request) (http.HandlerFunc, bool) {
 	if e, ok := g.routes.lookup(r); ok && e.owner == OwnerGateway && e.h != nil {
 		return e.h, true
 	}
-	if g.opts.AnswerAllPaths || underAPI(p) {
+	if g.opts.AnswerAllPaths || g.routes.underAPI(p) {
 		return g.notFound, true
 	}
 	return nil, false
 }
+
+// underAPI reports whether p is in one of the table's API path spaces
+// (its entries marked api). Leading slashes are folded first, so
+// "//v1/chat/completions" counts: it is a base URL with a trailing slash,
+// not a path for another handler.
+func (t *routeTable) underAPI(p string) bool {
+	for len(p) > 1 && p[1] == '/' {
+		p = p[1:]
+	}
+	for _, a := range t.api {
+		if p == a.prefix || strings.HasSuffix(a.prefix, "/") && strings.HasPrefix(p, a.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// public reports whether r is answered without a key: its entry names
+// r's method public.
+func (t *routeTable) public(r *http.Request) bool {
+	e, ok := t.lookup(r)
+	return ok && e.public.has(r.Method)
+}
+
+// Public reports whether r is answered without a key (the table's public
+// entries), for a gateway running without llm_auth's identity.
+func (g *Gateway) Public(r *http.Request) bool { return g.routes.public(r) }
 
 // Site is the site's route table as the modules before llm_gateway read
 // it (llm_auth, llm_admin): who serves a path, and the error family its
@@ -339,6 +423,11 @@ func NewSite() *Site {
 	var g *Gateway
 	return &Site{t: compileRoutes(g.siteRoutes(), nil, nil)}
 }
+
+// Public reports whether r is answered without a key: Claude Code's
+// reachability probe, the liveness and readiness checks, the dashboard's
+// page and approvers' chat links, each for the methods its entry names.
+func (s *Site) Public(r *http.Request) bool { return s.t.public(r) }
 
 // Owner is who serves r's path: OwnerGateway also for a path no entry
 // takes (the gateway answers it, or the next handler does).
@@ -366,4 +455,20 @@ func subtree(pattern string) string {
 		return ""
 	}
 	return pattern[:i]
+}
+
+// resumeLink is the loop breaker's resume link handler, or nil.
+func (g *Gateway) resumeLink() http.HandlerFunc {
+	if g == nil || g.opts.Breaker == nil {
+		return nil
+	}
+	return g.serveResume
+}
+
+// approvalLinks is the MCP approval links' handler, or nil.
+func (g *Gateway) approvalLinks() http.HandlerFunc {
+	if g == nil || g.opts.ApprovalLinks == nil {
+		return nil
+	}
+	return g.opts.ApprovalLinks.ServeHTTP
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestRouteFamilies: a route's refusals are in the family its entry
@@ -73,7 +74,7 @@ func TestSiteOwnersAndFamilies(t *testing.T) {
 	s := NewSite()
 	for path, want := range map[string]Owner{
 		"/auth/oidc/callback": OwnerOIDC, "/scim/v2": OwnerSCIM, "/scim/v2/Users/1": OwnerSCIM,
-		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard,
+		"/v1/organizations": OwnerAdmin, "/v1/organizations/api_keys": OwnerAdmin, "/ui": OwnerDashboard, "/ui/app.js": OwnerDashboard, "/ui/spend-requests/req_1": OwnerSpendLinks,
 		"/inference-profiles": OwnerNone, "/v1/messages": OwnerGateway, "/v1/organizationsx": OwnerGateway, "/nope": OwnerGateway,
 	} {
 		if got := s.Owner(httptest.NewRequest(http.MethodGet, path, nil)); got != want {
@@ -94,4 +95,81 @@ func TestSiteOwnersAndFamilies(t *testing.T) {
 			t.Errorf("%s: %d %s %v", tc.path, w.Code, w.Body, w.Header())
 		}
 	}
+}
+
+// TestSitePublicEntries: the paths answered without a key are the table's
+// public entries, each for the methods it names, and nothing else is:
+// not a health path's POST, not the dashboard's POST, not an API path.
+func TestSitePublicEntries(t *testing.T) {
+	s := NewSite()
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"GET", "/health/liveliness", true}, {"HEAD", "/health/liveness", true}, {"GET", "/health/readiness", true},
+		{"POST", "/health/readiness", false}, {"GET", "/health", false},
+		{"HEAD", "/", true}, {"GET", "/", false},
+		{"GET", "/ui", true}, {"GET", "/ui/app.js", true}, {"POST", "/ui/", false},
+		{"GET", "/ui/spend-requests/req_1", true}, {"POST", "/ui/spend-requests/req_1", true},
+		{"GET", "/mcp-approvals/tok", true}, {"POST", "/mcp-approvals/tok", true}, {"DELETE", "/mcp-approvals/tok", false},
+		{"GET", "/v1/models", false}, {"POST", "/v1/chat/completions", false}, {"GET", "/v1/organizations", false},
+		{"GET", "/auth/oidc/login", false}, {"GET", "/uix", false},
+	} {
+		if got := s.Public(httptest.NewRequest(tc.method, tc.path, nil)); got != tc.want {
+			t.Errorf("Public(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestSitePresentedKeyGeminiOnly: ?key= is a key only on the entries in
+// Gemini's family; a header key wins everywhere.
+func TestSitePresentedKeyGeminiOnly(t *testing.T) {
+	s := NewSite()
+	for target, want := range map[string]string{
+		"/v1beta/models/m:generateContent?key=k": "k", "/v1/models/m:streamGenerateContent?alt=sse&key=k": "k",
+		"/v1beta/models?key=k": "k", "/v1/chat/completions?key=k": "", "/v1/messages?key=k": "", "/v1/models?key=k": "k",
+	} {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if got := s.PresentedKey(r); got != want {
+			t.Errorf("PresentedKey(%s) = %q, want %q", target, got, want)
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/v1beta/models/m:generateContent?key=k", nil)
+	r.Header.Set("X-Goog-Api-Key", "h")
+	if got := s.PresentedKey(r); got != "h" {
+		t.Errorf("header key lost to ?key=: %q", got)
+	}
+}
+
+// TestStoredResponseRoutes: a stored response's calls are route-table
+// entries: a method a call does not take is a 405 naming the ones it does
+// (HEAD too, which a GET pattern would take), in OpenAI's family, under
+// /v1/responses and /responses alike; an unknown call below an id is the
+// gateway's 404; without a store every id is not found.
+func TestStoredResponseRoutes(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/v1/responses/resp_1", "GET, DELETE"},
+		{"HEAD", "/v1/responses/resp_1/input_items", "GET"},
+		{"GET", "/responses/resp_1/cancel", "POST"},
+		{"PUT", "/responses/resp_1", "GET, DELETE"},
+	} {
+		rec := serveAs(g, tc.method, tc.path)
+		if rec.Code != 405 || rec.Header().Get("Allow") != tc.allow || tc.method != "HEAD" && !strings.Contains(rec.Body.String(), `"error":{"message":"method `+tc.method) {
+			t.Errorf("%s %s: %d Allow %q %s", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), rec.Body)
+		}
+	}
+	for _, p := range []string{"/v1/responses/resp_1", "/responses/resp_1/input_items", "/v1/responses/resp_1/nosuch"} {
+		if rec := serveAs(g, "GET", p); rec.Code != 404 || !strings.Contains(rec.Body.String(), `"error":{"message"`) {
+			t.Errorf("GET %s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+}
+
+// serveAs serves method path for alice.
+func serveAs(g *Gateway, method, path string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req.WithContext(policy.WithIdentity(req.Context(), alice)))
+	return rec
 }

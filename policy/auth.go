@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
-	"github.com/modelgate/modelgate/breaker"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -157,9 +156,6 @@ func (a *Auth) checkWorkspace(id *Identity) (*Identity, *apierror.Error) {
 // UIPath is where the dashboard lives (llm_admin serves it).
 const UIPath = "/ui/"
 
-// IsUIPath reports the dashboard's paths.
-func IsUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath) }
-
 // IsBrowserRoot reports a browser opening the site's root (it asks for
 // HTML), which is sent to the dashboard instead of an API client's 401.
 // The redirect is answered by whoever sees it first (llm_auth for a
@@ -167,28 +163,6 @@ func IsUIPath(p string) bool { return p == "/ui" || strings.HasPrefix(p, UIPath)
 // unauthenticated to what follows on the site.
 func IsBrowserRoot(r *http.Request) bool {
 	return r.URL.Path == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html")
-}
-
-// IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe, the liveness/readiness checks, the dashboard's page,
-// MCP approval links and the loop breaker's resume link.
-func IsPublicPath(r *http.Request) bool {
-	switch r.URL.Path {
-	case "/health/liveliness", "/health/liveness", "/health/readiness":
-		return r.Method == http.MethodGet || r.Method == http.MethodHead
-	case "/":
-		return r.Method == http.MethodHead
-	case breaker.ResumePath:
-		// A loop breaker's resume link: its token is its credential.
-		return r.Method == http.MethodGet || r.Method == http.MethodPost
-	}
-	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
-	// tool calls): its token is the credential.
-	if strings.HasPrefix(r.URL.Path, SpendLinkPath) || strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
-		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
-	}
-	// The dashboard's page and assets: it signs in itself.
-	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // PathSet is a set of paths matched the way Caddy's path matcher would

@@ -289,12 +289,24 @@ func (s *rateScope) label() string {
 // workspace's when the key has no limits), which the door writes in the
 // client format's own header names.
 func (rl *RateLimits) Admit(ctx context.Context, id *Identity, ws ledger.Limits, reserve int64) (*RateHold, RateDecision, *apierror.Error) {
+	return rl.AdmitWithDefault(ctx, id, ws, reserve, 0)
+}
+
+// AdmitWithDefault is Admit where keyParallel is the max_parallel of a
+// key that sets none of its own (a gateway's max_concurrent_per_key,
+// folded into max_parallel); 0: none.
+func (rl *RateLimits) AdmitWithDefault(ctx context.Context, id *Identity, ws ledger.Limits, reserve, keyParallel int64) (*RateHold, RateDecision, *apierror.Error) {
 	if rl == nil || id == nil {
 		return nil, RateDecision{}, nil
 	}
 	var scopes []rateScope
-	if l := id.Limits; l.RPM > 0 || l.TPM > 0 || l.MaxParallel > 0 {
-		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: l.MaxParallel})
+	l := id.Limits
+	par := l.MaxParallel
+	if par == 0 {
+		par = keyParallel
+	}
+	if l.RPM > 0 || l.TPM > 0 || par > 0 {
+		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: par})
 	}
 	if id.Workspace != "" && (ws.RPM > 0 || ws.TPM > 0 || ws.MaxParallel > 0) {
 		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})

@@ -138,7 +138,7 @@ func checkDeployment(d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget) er
 	}
 	c := pod.Containers[0]
 	// The kubelet sends no key, so each probe must GET a path the gateway
-	// answers without one (policy.IsPublicPath in the gateway's module);
+	// answers without one (the route table's public entries, handlers/routes.go in the gateway's module);
 	// /health needs an admin key and would answer 401 forever.
 	probes := []struct {
 		name  string

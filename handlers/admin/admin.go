@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/breaker"
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
@@ -76,12 +76,17 @@ type Handler struct {
 // for the paths it does not serve) and the dashboard's files, and a
 // browser opening the site's root.
 func (a *Handler) Match(r *http.Request) bool {
-	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
-	switch a.site.Owner(r) {
-	case handlers.OwnerAdmin, handlers.OwnerDashboard:
+	switch a.owner(r) {
+	case handlers.OwnerAdmin, handlers.OwnerDashboard, handlers.OwnerSpendLinks:
 		return true
 	}
 	return policy.IsBrowserRoot(r)
+}
+
+// owner is who the site's route table says serves r.
+func (a *Handler) owner(r *http.Request) handlers.Owner {
+	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
+	return a.site.Owner(r)
 }
 
 // ValidateAdminKey checks that key looks like an organization admin key,
@@ -101,10 +106,11 @@ func ValidateAdminKey(key string) error {
 // ServeHTTP serves the dashboard's files and the browser's redirect to it
 // as they are, and the API through its routes (routes.go).
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	owner := a.owner(r)
 	switch {
-	case strings.HasPrefix(r.URL.Path, SpendLinkPath):
+	case owner == handlers.OwnerSpendLinks:
 		a.serveSpendLink(w, r)
-	case policy.IsUIPath(r.URL.Path):
+	case owner == handlers.OwnerDashboard:
 		serveUI(w, r)
 	case policy.IsBrowserRoot(r):
 		http.Redirect(w, r, policy.UIPath, http.StatusFound)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -18,7 +19,7 @@ func TestDashboardFiles(t *testing.T) {
 	a := &Handler{}
 	for path, ctype := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
 		r := httptest.NewRequest("GET", path, nil)
-		if !policy.IsPublicPath(r) || !a.Match(r) {
+		if !handlers.NewSite().Public(r) || !a.Match(r) {
 			t.Errorf("%s is not public or not the admin handler's", path)
 		}
 		w := httptest.NewRecorder()
@@ -39,7 +40,7 @@ func TestDashboardFiles(t *testing.T) {
 	if w.Code != 404 {
 		t.Errorf("path traversal: %d", w.Code)
 	}
-	if r := httptest.NewRequest("POST", "/ui/", nil); policy.IsPublicPath(r) {
+	if r := httptest.NewRequest("POST", "/ui/", nil); handlers.NewSite().Public(r) {
 		t.Error("POST /ui/ is public")
 	}
 	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
@@ -71,7 +72,7 @@ func TestBrowserAtRootGoesToDashboard(t *testing.T) {
 	a := &Handler{}
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-	if policy.IsPublicPath(r) || !policy.IsBrowserRoot(r) || !a.Match(r) {
+	if handlers.NewSite().Public(r) || !policy.IsBrowserRoot(r) || !a.Match(r) {
 		t.Fatal("a browser's GET / is public, or not seen as a browser's, or not the admin handler's")
 	}
 	w := httptest.NewRecorder()
@@ -82,7 +83,7 @@ func TestBrowserAtRootGoesToDashboard(t *testing.T) {
 	for _, c := range []struct{ method, accept string }{{"GET", ""}, {"GET", "*/*"}, {"GET", "application/json"}, {"POST", "text/html"}} {
 		r := httptest.NewRequest(c.method, "/", nil)
 		r.Header.Set("Accept", c.accept)
-		if policy.IsPublicPath(r) || a.Match(r) {
+		if handlers.NewSite().Public(r) || a.Match(r) {
 			t.Errorf("%s / with Accept %q is public or the admin handler's", c.method, c.accept)
 		}
 	}

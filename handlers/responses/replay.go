@@ -1,4 +1,4 @@
-package handlers
+package responses
 
 import (
 	"encoding/json"
@@ -10,11 +10,11 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// wantsReplay reports whether GET /v1/responses/{id} asks for the
+// WantsReplay reports whether GET /v1/responses/{id} asks for the
 // response's events (the SDKs' retrieve with stream: Python sends
 // ?stream=true, openai-go a JSON body {"stream":true}), and after which
 // sequence number (starting_after) they start; -1 is from the first.
-func wantsReplay(r *http.Request) (bool, int, *providers.APIError) {
+func WantsReplay(r *http.Request) (bool, int, *providers.APIError) {
 	q, err := ledger.ParseRawQuery(r.URL.RawQuery)
 	if err != nil {
 		return false, 0, &providers.APIError{Status: http.StatusBadRequest, Message: err.Error()}
@@ -38,12 +38,12 @@ func wantsReplay(r *http.Request) (bool, int, *providers.APIError) {
 	return stream, after, nil
 }
 
-// replayResponse writes a stored response as the stream of events that
+// ReplayStored writes a stored response as the stream of events that
 // makes it: response.created, each output item added, its text or
 // arguments, done, and response.completed (or the stored status), with
 // sequence numbers from 0. The stored response holds the final items, so
 // each text comes as one delta.
-func replayResponse(out Sink, stored json.RawMessage, after int) {
+func ReplayStored(out Out, stored json.RawMessage, after int) {
 	var resp map[string]json.RawMessage
 	_ = json.Unmarshal(stored, &resp)
 	var output []json.RawMessage

@@ -1,4 +1,4 @@
-package handlers
+package responses
 
 import (
 	"bytes"
@@ -21,22 +21,25 @@ import (
 // history and appends its own input and output. Every lookup is scoped to
 // the calling key; another key's conversation is a 404.
 
-// maxConversationCreate is how many items one create may carry, as OpenAI
+// MaxConversationCreate is how many items one create may carry, as OpenAI
 // allows.
-const maxConversationCreate = 20
+const MaxConversationCreate = 20
 
-func (g *Gateway) conversationStore() ledger.ConversationStore {
-	cs, _ := g.responseStore().(ledger.ConversationStore)
+// conversationStore is the open store's conversations, or nil.
+func (s *State) conversationStore() ledger.ConversationStore {
+	cs, _ := s.store().(ledger.ConversationStore)
 	return cs
 }
 
-func newConversationID(prefix string) string {
+// NewConversationID is a new random id with prefix (conv_, msg_, …).
+func NewConversationID(prefix string) string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func conversationObject(c ledger.Conversation) []byte {
+// ConversationObject is c as the Conversations API answers it.
+func ConversationObject(c ledger.Conversation) []byte {
 	meta := c.Metadata
 	if len(bytes.TrimSpace(meta)) == 0 || string(meta) == "null" {
 		meta = json.RawMessage("{}")
@@ -45,10 +48,10 @@ func conversationObject(c ledger.Conversation) []byte {
 	return b
 }
 
-// conversationItems checks and normalizes items a client adds: each is an
+// ConversationItems checks and normalizes items a client adds: each is an
 // object; a message given the short way ({role, content: "text"}) is
 // written out as OpenAI lists it; each gets an id.
-func conversationItems(raw []json.RawMessage, param string) ([]json.RawMessage, *providers.APIError) {
+func ConversationItems(raw []json.RawMessage, param string) ([]json.RawMessage, *providers.APIError) {
 	out := make([]json.RawMessage, 0, len(raw))
 	for i, it := range raw {
 		var m map[string]any
@@ -92,20 +95,20 @@ func normalizeConversationItem(m map[string]any) json.RawMessage {
 		case "function_call":
 			prefix = "fc_"
 		}
-		m["id"] = newConversationID(prefix)
+		m["id"] = NewConversationID(prefix)
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
 
-// conversationBody is a create or update request.
-type conversationBody struct {
+// ConversationBody is a create or update request.
+type ConversationBody struct {
 	Items    []json.RawMessage `json:"items"`
 	Metadata json.RawMessage   `json:"metadata"`
 }
 
-// checkMetadata allows what OpenAI allows: up to 16 string pairs.
-func checkMetadata(meta json.RawMessage) *providers.APIError {
+// CheckMetadata allows what OpenAI allows: up to 16 string pairs.
+func CheckMetadata(meta json.RawMessage) *providers.APIError {
 	if len(meta) == 0 || string(meta) == "null" {
 		return nil
 	}
@@ -117,15 +120,9 @@ func checkMetadata(meta json.RawMessage) *providers.APIError {
 	return nil
 }
 
-// itemList is a list page holding every one of items.
-func itemList(items []json.RawMessage) []byte {
-	page := struct {
-		Object  string            `json:"object"`
-		Data    []json.RawMessage `json:"data"`
-		FirstID *string           `json:"first_id"`
-		LastID  *string           `json:"last_id"`
-		HasMore bool              `json:"has_more"`
-	}{Object: "list", Data: items}
+// ItemList is a list page holding every one of items.
+func ItemList(items []json.RawMessage) []byte {
+	page := listPage{Object: "list", Data: items}
 	if len(items) > 0 {
 		first, last := itemID(items[0]), itemID(items[len(items)-1])
 		page.FirstID, page.LastID = &first, &last
@@ -144,10 +141,10 @@ func itemID(raw json.RawMessage) string {
 
 // conversationHistory is the named conversation's items, for a Responses
 // turn to read before its own input.
-func (g *Gateway) conversationHistory(ctx context.Context, key, id string) ([]json.RawMessage, *providers.APIError) {
+func (s *State) conversationHistory(ctx context.Context, key, id string) ([]json.RawMessage, *providers.APIError) {
 	notFound := &providers.APIError{Status: http.StatusNotFound, Param: "conversation", Code: "not_found",
 		Message: fmt.Sprintf("Conversation with id %q not found.", id)}
-	cs := g.conversationStore()
+	cs := s.conversationStore()
 	if cs == nil {
 		return nil, notFound
 	}
@@ -156,14 +153,14 @@ func (g *Gateway) conversationHistory(ctx context.Context, key, id string) ([]js
 	case errors.Is(err, ledger.ErrConversationNotFound):
 		return nil, notFound
 	case err != nil:
-		return nil, stateUnavailable(err)
+		return nil, Unavailable(err)
 	}
 	return items, nil
 }
 
 // appendTurn adds a finished turn's input and output to its conversation.
-func (g *Gateway) appendTurn(id *policy.Identity, t *providers.ResponsesTurn) {
-	cs := g.conversationStore()
+func (s *State) appendTurn(id *policy.Identity, t *providers.ResponsesTurn) {
+	cs := s.conversationStore()
 	if cs == nil || t.ConversationID == "" || t.Response == nil || (t.Status != "completed" && t.Status != "incomplete") {
 		return
 	}
@@ -176,9 +173,12 @@ func (g *Gateway) appendTurn(id *policy.Identity, t *providers.ResponsesTurn) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	if err := cs.AppendConversationItems(ctx, keyOf(id), t.ConversationID, items); err != nil {
-		g.obs.Attempt(Attempt{Alias: t.Alias, Err: "conversation_store: " + err.Error()})
+	if err := cs.AppendConversationItems(ctx, KeyOf(id), t.ConversationID, items); err != nil {
+		s.report(t.Alias, "conversation_store: "+err.Error())
 	}
 }
+
+// Conversations is the open store's conversations, or nil.
+func (s *State) Conversations() ledger.ConversationStore { return s.conversationStore() }
