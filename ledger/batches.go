@@ -80,6 +80,12 @@ type BatchFile struct {
 // only within a site (its llm_auth), so rows are scoped to both.
 type BatchOwner struct{ Site, KeyID string }
 
+// Owner is whose b is.
+func (b Batch) Owner() BatchOwner { return BatchOwner{Site: b.Site, KeyID: b.KeyID} }
+
+// Owner is whose f is.
+func (f BatchFile) Owner() BatchOwner { return BatchOwner{Site: f.Site, KeyID: f.KeyID} }
+
 // BatchStore keeps batches, their items and files in the ledger database.
 // Lookups of another owner's rows answer ErrBatchNotFound or
 // ErrBatchFileNotFound, as for an unknown id.
