@@ -348,7 +348,9 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 			limits[k.Workspace] = ledger.Limits{}
 		}
 	}
-	controls.RegisterStatic(auth.Identities(), workspaces, limits)
+	if err := controls.RegisterStatic(siteOf(ctx), auth.Identities(), workspaces, limits); err != nil {
+		return err
+	}
 	a.auth = auth
 	return a.provisionIdentity(ctx, repl, controls, appIface.(*App))
 }
