@@ -9,8 +9,8 @@ import (
 )
 
 // siteOf names the site a handler being provisioned belongs to: its
-// server's listen addresses and the host and path matchers of the
-// server's top-level route that holds it (a Caddyfile site block is one such route, its host
+// server's listen addresses and the host matchers of the server's
+// top-level route that holds it (a Caddyfile site block is one such route, its host
 // matchers included; a site on its own port has none). Caddy provisions a
 // server's routes in order and fills a route's handlers only once all of
 // them are provisioned, so the route being provisioned is the first with
@@ -40,27 +40,21 @@ func siteOf(ctx caddy.Context) string {
 	return name
 }
 
-// matchersOf writes a route's host and path matchers, the ones a site
-// block's address makes, in a stable order: the loaded matchers, since
-// Caddy drops their JSON once it has loaded them.
+// matchersOf writes a route's host matchers, what a site block's address
+// makes, in a stable order: the loaded matchers, since Caddy drops their
+// JSON once it has loaded them. Path matchers are left out: llm_auth at a
+// site's top and llm_gateway in a handle block of it are one site.
 func matchersOf(sets caddyhttp.MatcherSets) string {
 	var out []string
 	for _, set := range sets {
-		var parts []string
 		for _, m := range set {
-			switch m := m.(type) {
-			case *caddyhttp.MatchHost:
-				hosts := slices.Clone(*m)
+			if h, ok := m.(*caddyhttp.MatchHost); ok {
+				hosts := slices.Clone(*h)
 				slices.Sort(hosts)
-				parts = append(parts, "host="+strings.Join(hosts, ","))
-			case *caddyhttp.MatchPath:
-				paths := slices.Clone(*m)
-				slices.Sort(paths)
-				parts = append(parts, "path="+strings.Join(paths, ","))
+				out = append(out, strings.Join(hosts, ","))
 			}
 		}
-		slices.Sort(parts)
-		out = append(out, strings.Join(parts, " "))
 	}
+	slices.Sort(out)
 	return strings.Join(out, " | ")
 }
