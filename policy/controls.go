@@ -147,6 +147,18 @@ func (c *Controls) RegisterStatic(site string, keys []*Identity, workspaces []st
 	return nil
 }
 
+// StaticElsewhere is the other sites whose Caddyfile keys include keyID.
+func (c *Controls) StaticElsewhere(site, keyID string) []string {
+	var out []string
+	for s, keys := range c.static.Load().keys {
+		if s != site && slices.ContainsFunc(keys, func(id *Identity) bool { return id.KeyID == keyID }) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // siteName is a site as a config error shows it.
 func siteName(site string) string {
 	if site == "" {
