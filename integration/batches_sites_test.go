@@ -120,6 +120,18 @@ func TestBatchesTwoSites(t *testing.T) {
 		t.Errorf("site A's bob reads own file: %d %s", status, out)
 	}
 
+	// The shared id is warned about, as records and budgets still count
+	// it as one key; the admin keys' default id is not.
+	var warned []string
+	for _, line := range strings.Split(a.stderr.String(), "\n") {
+		if strings.Contains(line, "a key id is declared on more than one site") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `"key_id":"bob"`) {
+		t.Errorf("warnings of a shared key id: %q", warned)
+	}
+
 	// Each site's admin API lists its own Caddyfile keys.
 	for _, c := range []struct {
 		g         *gateway
