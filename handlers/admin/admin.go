@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
-	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/breaker"
+	"github.com/modelgate/modelgate/handlers"
 	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
