@@ -45,7 +45,7 @@ func (s *Service) createAnthropic(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	ident, key := keyOf(r)
+	ident, key := s.ownerOf(r)
 	body, e := readBounded(w, r, s.o.MaxBytes)
 	if e != nil {
 		e.Write(w, f)
@@ -56,7 +56,7 @@ func (s *Service) createAnthropic(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	b := ledger.Batch{ID: "msgbatch_" + randomID(12), KeyID: key, API: apiAnthropic, Endpoint: "/v1/messages", Metadata: json.RawMessage("null")}
+	b := ledger.Batch{ID: "msgbatch_" + randomID(12), Site: key.Site, KeyID: key.KeyID, API: apiAnthropic, Endpoint: "/v1/messages", Metadata: json.RawMessage("null")}
 	b.OutputFileID = "file-" + b.ID
 	if b, ok := s.create(w, r, st, f, ident, b, reqs); ok {
 		writeJSON(w, http.StatusOK, anthropicBatchJSON(r, b))
@@ -107,11 +107,11 @@ func (s *Service) deleteAnthropic(w http.ResponseWriter, r *http.Request, id str
 	if !ok {
 		return
 	}
-	if err := st.DeleteBatch(r.Context(), b.KeyID, id); err != nil {
+	if err := st.DeleteBatch(r.Context(), b.Owner(), id); err != nil {
 		storeError(err, "message batch", id).Write(w, apierror.Anthropic)
 		return
 	}
-	_ = st.DeleteBatchFile(r.Context(), b.KeyID, b.OutputFileID)
+	_ = st.DeleteBatchFile(r.Context(), b.Owner(), b.OutputFileID)
 	out, _ := json.Marshal(map[string]string{"id": id, "type": "message_batch_deleted"})
 	writeJSON(w, http.StatusOK, out)
 }
@@ -127,7 +127,7 @@ func (s *Service) resultsAnthropic(w http.ResponseWriter, r *http.Request, id st
 			Message: "message batch " + quoteID(id) + " is still processing; its results are ready once processing_status is \"ended\""}).Write(w, f)
 		return
 	}
-	file, err := st.BatchFileContent(r.Context(), b.KeyID, b.OutputFileID)
+	file, err := st.BatchFileContent(r.Context(), b.Owner(), b.OutputFileID)
 	if err != nil {
 		(&apierror.Error{Status: http.StatusNotFound,
 			Message: "the results of message batch " + quoteID(id) + " are no longer kept (the gateway's batch_retention)"}).Write(w, f)

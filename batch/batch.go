@@ -51,8 +51,12 @@ type Options struct {
 	// Store is the ledger's batch store, nil while the ledger is not open.
 	Store  func() ledger.BatchStore
 	Runner Runner
-	// Identify is the key keyID as a request presenting it would be
-	// admitted now (revoked, expired, archived: a refusal); nil takes
+	// Site names the site (its llm_auth and llm_gateway) this service
+	// answers for: its batches, items and files are stored under it, and
+	// its worker claims only its items.
+	Site string
+	// Identify is the key keyID, of this site, as a request presenting it
+	// would be admitted now (revoked, expired, archived: a refusal); nil takes
 	// every key as it was at create, with no limits of its own.
 	Identify func(keyID string) (*policy.Identity, *apierror.Error)
 	// Allows reports whether id may use the model an item names; nil
@@ -153,13 +157,14 @@ func (s *Service) store() (ledger.BatchStore, *apierror.Error) {
 		Message: "the ledger database is not open yet, and batches live there; retry shortly"}
 }
 
-// keyOf is the caller's key id: batches and files are scoped to it.
-func keyOf(r *http.Request) (*policy.Identity, string) {
+// ownerOf is the caller's key on this site: batches and files are scoped
+// to both, since a key id is unique only within a site's llm_auth.
+func (s *Service) ownerOf(r *http.Request) (*policy.Identity, ledger.BatchOwner) {
 	id := policy.IdentityFrom(r.Context())
 	if id == nil {
-		return nil, ""
+		return nil, ledger.BatchOwner{Site: s.o.Site}
 	}
-	return id, id.KeyID
+	return id, ledger.BatchOwner{Site: s.o.Site, KeyID: id.KeyID}
 }
 
 func randomID(n int) string {

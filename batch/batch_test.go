@@ -429,13 +429,13 @@ func TestBatchResumesAfterStop(t *testing.T) {
 	a.ServeHTTP(rr, req)
 	id := field(t, rr.Body.Bytes(), "id")
 	if !testwait.Until(func() bool {
-		b, err := st.GetBatch(context.Background(), "alice", id)
+		b, err := st.GetBatch(context.Background(), ledger.BatchOwner{KeyID: "alice"}, id)
 		return err == nil && b.Counts.Running == 2
 	}) {
 		t.Fatal("A never ran two items")
 	}
 	a.Close()
-	if b, _ := st.GetBatch(context.Background(), "alice", id); b.Counts.Pending != 3 {
+	if b, _ := st.GetBatch(context.Background(), ledger.BatchOwner{KeyID: "alice"}, id); b.Counts.Pending != 3 {
 		t.Fatalf("after A stopped: %+v, want every item pending again", b.Counts)
 	}
 	run := newRunner()

@@ -139,13 +139,13 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	_, key := keyOf(r)
+	_, key := s.ownerOf(r)
 	now := s.o.Now().UTC()
 	keep := s.o.Retention
 	if up.ExpiresAfter > 0 {
 		keep = min(keep, up.ExpiresAfter)
 	}
-	file := ledger.BatchFile{ID: "file-" + randomID(12), KeyID: key, Purpose: up.Purpose, Filename: up.Filename,
+	file := ledger.BatchFile{ID: "file-" + randomID(12), Site: key.Site, KeyID: key.KeyID, Purpose: up.Purpose, Filename: up.Filename,
 		Bytes: int64(len(up.Content)), Created: now, Expires: now.Add(keep), Content: up.Content}
 	if err := st.PutBatchFile(r.Context(), file); err != nil {
 		storeError(err, "file", file.ID).Write(w, f)
@@ -161,7 +161,7 @@ func (s *Service) openAIFile(r *http.Request, id string) (ledger.BatchFile, ledg
 	if e != nil {
 		return ledger.BatchFile{}, nil, e
 	}
-	_, key := keyOf(r)
+	_, key := s.ownerOf(r)
 	file, err := st.GetBatchFile(r.Context(), key, id)
 	if err == nil && file.Purpose == purposeResults {
 		err = ledger.ErrBatchFileNotFound
@@ -184,7 +184,7 @@ func (s *Service) getFile(w http.ResponseWriter, r *http.Request, id string) {
 func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request, id string) {
 	file, st, e := s.openAIFile(r, id)
 	if e == nil {
-		if err := st.DeleteBatchFile(r.Context(), file.KeyID, id); err != nil {
+		if err := st.DeleteBatchFile(r.Context(), file.Owner(), id); err != nil {
 			e = storeError(err, "file", id)
 		}
 	}
@@ -202,7 +202,7 @@ func (s *Service) fileContent(w http.ResponseWriter, r *http.Request, id string)
 		e.Write(w, apierror.OpenAI)
 		return
 	}
-	_, key := keyOf(r)
+	_, key := s.ownerOf(r)
 	file, err := st.BatchFileContent(r.Context(), key, id)
 	if err != nil {
 		storeError(err, "file", id).Write(w, apierror.OpenAI)

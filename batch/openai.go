@@ -31,7 +31,7 @@ func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	ident, key := keyOf(r)
+	ident, key := s.ownerOf(r)
 	body, e := readBounded(w, r, 1<<20)
 	if e != nil {
 		e.Write(w, f)
@@ -77,7 +77,7 @@ func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	b := ledger.Batch{ID: "batch_" + randomID(12), KeyID: key, API: apiOpenAI, Endpoint: in.Endpoint, InputFileID: in.InputFileID, Metadata: in.Metadata}
+	b := ledger.Batch{ID: "batch_" + randomID(12), Site: key.Site, KeyID: key.KeyID, API: apiOpenAI, Endpoint: in.Endpoint, InputFileID: in.InputFileID, Metadata: in.Metadata}
 	b.OutputFileID, b.ErrorFileID = "file-"+randomID(12), "file-"+randomID(12)
 	if b, ok := s.create(w, r, st, f, ident, b, reqs); ok {
 		writeJSON(w, http.StatusOK, openAIBatchJSON(b))

@@ -73,7 +73,7 @@ func (s *Service) batchOf(w http.ResponseWriter, r *http.Request, api, id string
 		e.Write(w, f)
 		return nil, ledger.Batch{}, false
 	}
-	_, key := keyOf(r)
+	_, key := s.ownerOf(r)
 	b, err := st.GetBatch(r.Context(), key, id)
 	if err == nil && b.API != api {
 		err = ledger.ErrBatchNotFound
@@ -91,7 +91,7 @@ func (s *Service) cancel(w http.ResponseWriter, r *http.Request, api, id string,
 	if !ok {
 		return
 	}
-	b, err := st.CancelBatch(r.Context(), b.KeyID, id, s.o.Now())
+	b, err := st.CancelBatch(r.Context(), b.Owner(), id, s.o.Now())
 	if err != nil {
 		f := apierror.OpenAI
 		if api == apiAnthropic {
@@ -107,7 +107,7 @@ func (s *Service) cancel(w http.ResponseWriter, r *http.Request, api, id string,
 // listing starts a list call: the store, the caller's key and the page
 // size (def when absent, at most most), or false once the refusal is
 // written.
-func (s *Service) listing(w http.ResponseWriter, r *http.Request, f apierror.Family, def, most int) (ledger.BatchStore, string, int, bool) {
+func (s *Service) listing(w http.ResponseWriter, r *http.Request, f apierror.Family, def, most int) (ledger.BatchStore, ledger.BatchOwner, int, bool) {
 	st, e := s.store()
 	limit := 0
 	if e == nil {
@@ -115,9 +115,9 @@ func (s *Service) listing(w http.ResponseWriter, r *http.Request, f apierror.Fam
 	}
 	if e != nil {
 		e.Write(w, f)
-		return nil, "", 0, false
+		return nil, ledger.BatchOwner{}, 0, false
 	}
-	_, key := keyOf(r)
+	_, key := s.ownerOf(r)
 	return st, key, limit, true
 }
 

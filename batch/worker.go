@@ -104,7 +104,7 @@ func (s *Service) claim(ctx context.Context, st ledger.BatchStore, held *running
 	}
 	now := s.o.Now()
 	cctx, cancel := context.WithTimeout(ctx, storeBudget)
-	claimed, err := st.ClaimBatchItems(cctx, s.owner, now, now.Add(leaseFor), free)
+	claimed, err := st.ClaimBatchItems(cctx, s.o.Site, s.owner, now, now.Add(leaseFor), free)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -259,7 +259,7 @@ func (s *Service) purge(ctx context.Context, st ledger.BatchStore, now time.Time
 // OpenAI's output and error files (each only when it has a line).
 func (s *Service) resultFiles(b ledger.Batch, items []ledger.BatchItem, now time.Time) []ledger.BatchFile {
 	f := func(id, purpose, name string, content []byte) ledger.BatchFile {
-		return ledger.BatchFile{ID: id, KeyID: b.KeyID, Purpose: purpose, Filename: name,
+		return ledger.BatchFile{ID: id, Site: b.Site, KeyID: b.KeyID, Purpose: purpose, Filename: name,
 			Created: now, Expires: now.Add(s.o.Retention), Content: content}
 	}
 	if b.API == apiAnthropic {

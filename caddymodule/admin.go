@@ -56,7 +56,7 @@ func (a *Admin) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading modelgate app: %v", err)
 	}
-	h.Controls = appIface.(*App).Controls()
+	h.Controls, h.Site = appIface.(*App).Controls(), siteOf(ctx)
 	h.Audit = appIface.(*App).Audit()
 	if a.TicketPattern != "" {
 		if h.Tickets, err = admin.CompileTicketPattern(a.TicketPattern); err != nil {

@@ -348,7 +348,19 @@ func (a *Auth) Provision(ctx caddy.Context) error {
 			limits[k.Workspace] = ledger.Limits{}
 		}
 	}
-	controls.RegisterStatic(auth.Identities(), workspaces, limits)
+	site := siteOf(ctx)
+	if err := controls.RegisterStatic(site, auth.Identities(), workspaces, limits); err != nil {
+		return err
+	}
+	// Batches and the admin API keep sites apart; the ledger's records,
+	// key budgets and api_key spend limits know a key by its id alone.
+	// Admin keys (each site's is "admin" by default) spend nothing.
+	for _, id := range auth.Identities() {
+		if other := controls.StaticElsewhere(site, id.KeyID); len(other) > 0 && id.Role != policy.RoleAdmin {
+			ctx.Logger().Warn("a key id is declared on more than one site; usage reports, key budgets and api_key spend limits count them as one key: give different keys different ids",
+				zap.String("key_id", id.KeyID), zap.String("site", site), zap.Strings("other_sites", other))
+		}
+	}
 	a.auth = auth
 	return a.provisionIdentity(ctx, repl, controls, appIface.(*App))
 }

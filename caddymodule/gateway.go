@@ -185,6 +185,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Responses:           g.app.ResponseStore,
 		Budgets:             g.app.Budgets(),
 		Controls:            g.app.Controls(),
+		Site:                siteOf(ctx),
 		Rates:               g.app.Rates(),
 		CacheWatch:          g.app.CacheWatch(),
 		Batches:             g.app.batchOptions(g.logger),

@@ -34,8 +34,9 @@ func (g *Gateway) newBatches() *batch.Service {
 		// tests) the key is taken as it is named, with no limits.
 		return &policy.Identity{KeyID: keyID, Role: policy.RoleUser}, nil
 	}
+	o.Site = g.opts.Site
 	if c := g.opts.Controls; c != nil {
-		o.Identify = c.IdentifyID
+		o.Identify = func(keyID string) (*policy.Identity, *apierror.Error) { return c.IdentifyID(o.Site, keyID) }
 	}
 	// As readRequest resolves a model: an alias, or a name model_aliases
 	// maps to one.

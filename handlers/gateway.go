@@ -108,6 +108,9 @@ type GatewayOptions struct {
 	Budgets *policy.Budgets
 	// Controls know the workspaces' limits; nil: none.
 	Controls *policy.Controls
+	// Site names this gateway's site among those registered in Controls:
+	// its batches are stored under it, and their items run as its keys.
+	Site string
 	// Rates applies the keys' and workspaces' rpm, tpm and max_parallel;
 	// nil: none.
 	Rates *policy.RateLimits

@@ -122,6 +122,7 @@ type gatewayConfig struct {
 	env         []string
 	dir         string // reuse a directory (restart tests)
 	tls         bool   // serve https://localhost with Caddy's internal CA
+	moreSites   string // other site blocks, after the gateway's
 }
 
 // startGateway writes the Caddyfile and models file and starts caddy run.
@@ -193,7 +194,8 @@ func startGateway(t *testing.T, c gatewayConfig) *gateway {
 	}
 	respond "not found" 404
 }
-	`, adminPort, ledgerLine, globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"))
+%s
+	`, adminPort, ledgerLine, globalExtra, site, c.siteExtra, c.authExtra, filepath.Join(dir, "models.yaml"), c.moreSites)
 		g, err := launchGateway(t, c, dir, base, siteLn, adminPort, caddyfile)
 		if err == nil {
 			return g

@@ -13,8 +13,10 @@ import (
 // set of requests the gateway runs on its own, kept in the ledger database
 // so that every instance on it answers for the batch and runs its items.
 type Batch struct {
-	ID    string
-	KeyID string // the key that created it; every lookup is scoped to it
+	ID string
+	// Site and KeyID are the site and key that created it; every lookup
+	// is scoped to both (BatchOwner).
+	Site, KeyID string
 	// API is the wire family it was created in: "anthropic" or "openai".
 	API string
 	// Endpoint is the path every item is served as (/v1/messages,
@@ -61,51 +63,62 @@ type BatchItem struct {
 	Attempts int64
 	// Filled by ClaimBatchItems from the item's batch: whose it is, what
 	// it is served as, and whether it should still run.
-	KeyID, Endpoint    string
-	Expires, Cancelled time.Time
+	Site, KeyID, Endpoint string
+	Expires, Cancelled    time.Time
 }
 
 // BatchFile is a file of the Files API: an uploaded batch input, or a
 // batch's output or error file written when it ended.
 type BatchFile struct {
-	ID, KeyID, Purpose, Filename string
-	Bytes                        int64
-	Created, Expires             time.Time
-	Content                      []byte // only from BatchFileContent
+	ID, Site, KeyID, Purpose, Filename string
+	Bytes                              int64
+	Created, Expires                   time.Time
+	Content                            []byte // only from BatchFileContent
 }
 
+// BatchOwner is whose batches and files a lookup sees: a key id is unique
+// only within a site (its llm_auth), so rows are scoped to both.
+type BatchOwner struct{ Site, KeyID string }
+
+// Owner is whose b is.
+func (b Batch) Owner() BatchOwner { return BatchOwner{Site: b.Site, KeyID: b.KeyID} }
+
+// Owner is whose f is.
+func (f BatchFile) Owner() BatchOwner { return BatchOwner{Site: f.Site, KeyID: f.KeyID} }
+
 // BatchStore keeps batches, their items and files in the ledger database.
-// Lookups of another key's rows answer ErrBatchNotFound or
+// Lookups of another owner's rows answer ErrBatchNotFound or
 // ErrBatchFileNotFound, as for an unknown id.
 type BatchStore interface {
 	PutBatchFile(ctx context.Context, f BatchFile) error
-	GetBatchFile(ctx context.Context, keyID, id string) (BatchFile, error)
-	BatchFileContent(ctx context.Context, keyID, id string) (BatchFile, error)
-	// ListBatchFiles is the key's files, newest first, those created
+	GetBatchFile(ctx context.Context, o BatchOwner, id string) (BatchFile, error)
+	BatchFileContent(ctx context.Context, o BatchOwner, id string) (BatchFile, error)
+	// ListBatchFiles is the owner's files, newest first, those created
 	// before the file after (when not "") only.
-	ListBatchFiles(ctx context.Context, keyID, purpose, after string, limit int) ([]BatchFile, error)
-	DeleteBatchFile(ctx context.Context, keyID, id string) error
+	ListBatchFiles(ctx context.Context, o BatchOwner, purpose, after string, limit int) ([]BatchFile, error)
+	DeleteBatchFile(ctx context.Context, o BatchOwner, id string) error
 
 	// CreateBatch stores b and its items, all pending.
 	CreateBatch(ctx context.Context, b Batch, items []BatchItem) error
-	GetBatch(ctx context.Context, keyID, id string) (Batch, error)
-	// ListBatches is the key's batches of api, newest first: those older
+	GetBatch(ctx context.Context, o BatchOwner, id string) (Batch, error)
+	// ListBatches is the owner's batches of api, newest first: those older
 	// than after, or newer than before, when set (Anthropic's after_id
 	// and before_id, OpenAI's after).
-	ListBatches(ctx context.Context, keyID, api, after, before string, limit int) ([]Batch, error)
+	ListBatches(ctx context.Context, o BatchOwner, api, after, before string, limit int) ([]Batch, error)
 	// CancelBatch asks b to stop: its pending items end canceled at once;
 	// running ones finish.
-	CancelBatch(ctx context.Context, keyID, id string, now time.Time) (Batch, error)
+	CancelBatch(ctx context.Context, o BatchOwner, id string, now time.Time) (Batch, error)
 	// DeleteBatch removes an ended batch with its items; a batch not
 	// ended answers ErrBatchRunning.
-	DeleteBatch(ctx context.Context, keyID, id string) error
+	DeleteBatch(ctx context.Context, o BatchOwner, id string) error
 	// BatchItems is every item of the batch in input order, with results.
 	BatchItems(ctx context.Context, batchID string) ([]BatchItem, error)
 
 	// ClaimBatchItems leases up to n runnable items (pending and due, or
 	// running under a lease that lapsed) to owner until until: two
 	// instances never hold one item at once.
-	ClaimBatchItems(ctx context.Context, owner string, now, until time.Time, n int) ([]BatchItem, error)
+	// Only the items of site's batches are claimed.
+	ClaimBatchItems(ctx context.Context, site, owner string, now, until time.Time, n int) ([]BatchItem, error)
 	// RenewBatchItems moves the lease of owner's running items ids.
 	RenewBatchItems(ctx context.Context, owner string, ids []string, until time.Time) error
 	// FinishBatchItem stores an item's end, if owner still holds it.
@@ -168,34 +181,34 @@ type execer interface {
 }
 
 func (s *sqlStore) insertBatchFile(ctx context.Context, db execer, f BatchFile) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO batch_files (id, key_id, purpose, filename, bytes, created_us, expires_us, content)
-VALUES (`+s.ph(1, 8)+`)`, f.ID, f.KeyID, f.Purpose, f.Filename, int64(len(f.Content)), us(f.Created), us(f.Expires), string(f.Content))
+	_, err := db.ExecContext(ctx, `INSERT INTO batch_files (id, site, key_id, purpose, filename, bytes, created_us, expires_us, content)
+VALUES (`+s.ph(1, 9)+`)`, f.ID, f.Site, f.KeyID, f.Purpose, f.Filename, int64(len(f.Content)), us(f.Created), us(f.Expires), string(f.Content))
 	return err
 }
 
-const batchFileColumns = `id, key_id, purpose, filename, bytes, created_us, expires_us`
+const batchFileColumns = `id, site, key_id, purpose, filename, bytes, created_us, expires_us`
 
 func scanBatchFile(sc interface{ Scan(...any) error }, extra ...any) (BatchFile, error) {
 	var f BatchFile
 	var c, e int64
-	err := sc.Scan(append([]any{&f.ID, &f.KeyID, &f.Purpose, &f.Filename, &f.Bytes, &c, &e}, extra...)...)
+	err := sc.Scan(append([]any{&f.ID, &f.Site, &f.KeyID, &f.Purpose, &f.Filename, &f.Bytes, &c, &e}, extra...)...)
 	f.Created, f.Expires = fromUS(c), fromUS(e)
 	return f, err
 }
 
-func (s *sqlStore) GetBatchFile(ctx context.Context, keyID, id string) (BatchFile, error) {
+func (s *sqlStore) GetBatchFile(ctx context.Context, o BatchOwner, id string) (BatchFile, error) {
 	p := s.d.placeholder
-	f, err := scanBatchFile(s.db.QueryRowContext(ctx, `SELECT `+batchFileColumns+` FROM batch_files WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID))
+	f, err := scanBatchFile(s.db.QueryRowContext(ctx, `SELECT `+batchFileColumns+` FROM batch_files WHERE id = `+p(1)+` AND site = `+p(2)+` AND key_id = `+p(3), id, o.Site, o.KeyID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, ErrBatchFileNotFound
 	}
 	return f, err
 }
 
-func (s *sqlStore) BatchFileContent(ctx context.Context, keyID, id string) (BatchFile, error) {
+func (s *sqlStore) BatchFileContent(ctx context.Context, o BatchOwner, id string) (BatchFile, error) {
 	p := s.d.placeholder
 	var content string
-	f, err := scanBatchFile(s.db.QueryRowContext(ctx, `SELECT `+batchFileColumns+`, content FROM batch_files WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID), &content)
+	f, err := scanBatchFile(s.db.QueryRowContext(ctx, `SELECT `+batchFileColumns+`, content FROM batch_files WHERE id = `+p(1)+` AND site = `+p(2)+` AND key_id = `+p(3), id, o.Site, o.KeyID), &content)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, ErrBatchFileNotFound
 	}
@@ -203,17 +216,17 @@ func (s *sqlStore) BatchFileContent(ctx context.Context, keyID, id string) (Batc
 	return f, err
 }
 
-func (s *sqlStore) ListBatchFiles(ctx context.Context, keyID, purpose, after string, limit int) ([]BatchFile, error) {
+func (s *sqlStore) ListBatchFiles(ctx context.Context, o BatchOwner, purpose, after string, limit int) ([]BatchFile, error) {
 	p := s.d.placeholder
-	q := `SELECT ` + batchFileColumns + ` FROM batch_files WHERE key_id = ` + p(1)
-	args := []any{keyID}
+	q := `SELECT ` + batchFileColumns + ` FROM batch_files WHERE site = ` + p(1) + ` AND key_id = ` + p(2)
+	args := []any{o.Site, o.KeyID}
 	if purpose != "" {
 		args = append(args, purpose)
 		q += ` AND purpose = ` + p(len(args))
 	}
 	if after != "" {
-		args = append(args, after, keyID)
-		q += ` AND (created_us, id) < (SELECT created_us, id FROM batch_files WHERE id = ` + p(len(args)-1) + ` AND key_id = ` + p(len(args)) + `)`
+		args = append(args, after, o.Site, o.KeyID)
+		q += ` AND (created_us, id) < (SELECT created_us, id FROM batch_files WHERE id = ` + p(len(args)-2) + ` AND site = ` + p(len(args)-1) + ` AND key_id = ` + p(len(args)) + `)`
 	}
 	args = append(args, limit)
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_us DESC, id DESC LIMIT `+p(len(args)), args...)
@@ -232,9 +245,9 @@ func (s *sqlStore) ListBatchFiles(ctx context.Context, keyID, purpose, after str
 	return out, rows.Err()
 }
 
-func (s *sqlStore) DeleteBatchFile(ctx context.Context, keyID, id string) error {
+func (s *sqlStore) DeleteBatchFile(ctx context.Context, o BatchOwner, id string) error {
 	p := s.d.placeholder
-	res, err := s.db.ExecContext(ctx, `DELETE FROM batch_files WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID)
+	res, err := s.db.ExecContext(ctx, `DELETE FROM batch_files WHERE id = `+p(1)+` AND site = `+p(2)+` AND key_id = `+p(3), id, o.Site, o.KeyID)
 	if err != nil {
 		return err
 	}
@@ -258,23 +271,23 @@ func (s *sqlStore) CreateBatch(ctx context.Context, b Batch, items []BatchItem) 
 	if meta == "" {
 		meta = "null"
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, key_id, api, endpoint, input_file_id, created_us, expires_us,
-	cancel_us, ended_us, total, metadata, output_file_id, error_file_id) VALUES (`+s.ph(1, 7)+`, 0, 0, `+s.ph(8, 4)+`)`,
-		b.ID, b.KeyID, b.API, b.Endpoint, b.InputFileID, us(b.Created), us(b.Expires),
+	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, site, key_id, api, endpoint, input_file_id, created_us, expires_us,
+	cancel_us, ended_us, total, metadata, output_file_id, error_file_id) VALUES (`+s.ph(1, 8)+`, 0, 0, `+s.ph(9, 4)+`)`,
+		b.ID, b.Site, b.KeyID, b.API, b.Endpoint, b.InputFileID, us(b.Created), us(b.Expires),
 		int64(len(items)), meta, b.OutputFileID, b.ErrorFileID); err != nil {
 		return err
 	}
 	for start := 0; start < len(items); start += batchItemChunk {
 		chunk := items[start:min(start+batchItemChunk, len(items))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO batch_items (id, batch_id, seq, custom_id, body, not_before_us, state, lease_until_us, owner, attempts, status_code, result) VALUES `)
-		args := make([]any, 0, 6*len(chunk))
+		q.WriteString(`INSERT INTO batch_items (id, batch_id, site, seq, custom_id, body, not_before_us, state, lease_until_us, owner, attempts, status_code, result) VALUES `)
+		args := make([]any, 0, 7*len(chunk))
 		for i, it := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(" + s.ph(len(args)+1, 6) + `, 'pending', 0, '', 0, 0, '')`)
-			args = append(args, it.ID, b.ID, it.Seq, it.CustomID, string(it.Body), us(b.Created))
+			q.WriteString("(" + s.ph(len(args)+1, 7) + `, 'pending', 0, '', 0, 0, '')`)
+			args = append(args, it.ID, b.ID, b.Site, it.Seq, it.CustomID, string(it.Body), us(b.Created))
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
@@ -283,20 +296,20 @@ func (s *sqlStore) CreateBatch(ctx context.Context, b Batch, items []BatchItem) 
 	return tx.Commit()
 }
 
-const batchColumns = `id, key_id, api, endpoint, input_file_id, created_us, expires_us, cancel_us, ended_us, total, metadata, output_file_id, error_file_id`
+const batchColumns = `id, site, key_id, api, endpoint, input_file_id, created_us, expires_us, cancel_us, ended_us, total, metadata, output_file_id, error_file_id`
 
 func scanBatch(sc interface{ Scan(...any) error }) (Batch, error) {
 	var b Batch
 	var c, e, x, end int64
 	var meta string
-	err := sc.Scan(&b.ID, &b.KeyID, &b.API, &b.Endpoint, &b.InputFileID, &c, &e, &x, &end, &b.Total, &meta, &b.OutputFileID, &b.ErrorFileID)
+	err := sc.Scan(&b.ID, &b.Site, &b.KeyID, &b.API, &b.Endpoint, &b.InputFileID, &c, &e, &x, &end, &b.Total, &meta, &b.OutputFileID, &b.ErrorFileID)
 	b.Created, b.Expires, b.Cancelled, b.Ended = fromUS(c), fromUS(e), fromUS(x), fromUS(end)
 	b.Metadata = json.RawMessage(meta)
 	return b, err
 }
 
-func (s *sqlStore) GetBatch(ctx context.Context, keyID, id string) (Batch, error) {
-	return s.getBatch(ctx, s.db, keyID, id)
+func (s *sqlStore) GetBatch(ctx context.Context, o BatchOwner, id string) (Batch, error) {
+	return s.getBatch(ctx, s.db, o, id)
 }
 
 type queryer interface {
@@ -304,9 +317,9 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func (s *sqlStore) getBatch(ctx context.Context, q queryer, keyID, id string) (Batch, error) {
+func (s *sqlStore) getBatch(ctx context.Context, q queryer, o BatchOwner, id string) (Batch, error) {
 	p := s.d.placeholder
-	b, err := scanBatch(q.QueryRowContext(ctx, `SELECT `+batchColumns+` FROM batches WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID))
+	b, err := scanBatch(q.QueryRowContext(ctx, `SELECT `+batchColumns+` FROM batches WHERE id = `+p(1)+` AND site = `+p(2)+` AND key_id = `+p(3), id, o.Site, o.KeyID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, ErrBatchNotFound
 	}
@@ -348,19 +361,19 @@ func (s *sqlStore) batchCounts(ctx context.Context, q queryer, id string) (Batch
 	return c, rows.Err()
 }
 
-func (s *sqlStore) ListBatches(ctx context.Context, keyID, api, after, before string, limit int) ([]Batch, error) {
+func (s *sqlStore) ListBatches(ctx context.Context, o BatchOwner, api, after, before string, limit int) ([]Batch, error) {
 	p := s.d.placeholder
-	q := `SELECT ` + batchColumns + ` FROM batches WHERE key_id = ` + p(1) + ` AND api = ` + p(2)
-	args := []any{keyID, api}
+	q := `SELECT ` + batchColumns + ` FROM batches WHERE site = ` + p(1) + ` AND key_id = ` + p(2) + ` AND api = ` + p(3)
+	args := []any{o.Site, o.KeyID, api}
 	order := ` ORDER BY created_us DESC, id DESC`
 	switch {
 	case after != "":
-		args = append(args, after, keyID)
-		q += ` AND (created_us, id) < (SELECT created_us, id FROM batches WHERE id = ` + p(3) + ` AND key_id = ` + p(4) + `)`
+		args = append(args, after, o.Site, o.KeyID)
+		q += ` AND (created_us, id) < (SELECT created_us, id FROM batches WHERE id = ` + p(4) + ` AND site = ` + p(5) + ` AND key_id = ` + p(6) + `)`
 	case before != "":
 		// The page just newer than before: read upwards, then turn it.
-		args = append(args, before, keyID)
-		q += ` AND (created_us, id) > (SELECT created_us, id FROM batches WHERE id = ` + p(3) + ` AND key_id = ` + p(4) + `)`
+		args = append(args, before, o.Site, o.KeyID)
+		q += ` AND (created_us, id) > (SELECT created_us, id FROM batches WHERE id = ` + p(4) + ` AND site = ` + p(5) + ` AND key_id = ` + p(6) + `)`
 		order = ` ORDER BY created_us, id`
 	}
 	args = append(args, limit)
@@ -394,15 +407,15 @@ func (s *sqlStore) ListBatches(ctx context.Context, keyID, api, after, before st
 	return out, nil
 }
 
-func (s *sqlStore) CancelBatch(ctx context.Context, keyID, id string, now time.Time) (Batch, error) {
+func (s *sqlStore) CancelBatch(ctx context.Context, o BatchOwner, id string, now time.Time) (Batch, error) {
 	p := s.d.placeholder
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Batch{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, `UPDATE batches SET cancel_us = `+p(1)+` WHERE id = `+p(2)+` AND key_id = `+p(3)+` AND cancel_us = 0 AND ended_us = 0`,
-		us(now), id, keyID)
+	res, err := tx.ExecContext(ctx, `UPDATE batches SET cancel_us = `+p(1)+` WHERE id = `+p(2)+` AND site = `+p(3)+` AND key_id = `+p(4)+` AND cancel_us = 0 AND ended_us = 0`,
+		us(now), id, o.Site, o.KeyID)
 	if err != nil {
 		return Batch{}, err
 	}
@@ -411,14 +424,14 @@ func (s *sqlStore) CancelBatch(ctx context.Context, keyID, id string, now time.T
 			return Batch{}, err
 		}
 	}
-	b, err := s.getBatch(ctx, tx, keyID, id)
+	b, err := s.getBatch(ctx, tx, o, id)
 	if err != nil {
 		return b, err
 	}
 	return b, tx.Commit()
 }
 
-func (s *sqlStore) DeleteBatch(ctx context.Context, keyID, id string) error {
+func (s *sqlStore) DeleteBatch(ctx context.Context, o BatchOwner, id string) error {
 	p := s.d.placeholder
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -426,7 +439,7 @@ func (s *sqlStore) DeleteBatch(ctx context.Context, keyID, id string) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	var ended int64
-	err = tx.QueryRowContext(ctx, `SELECT ended_us FROM batches WHERE id = `+p(1)+` AND key_id = `+p(2), id, keyID).Scan(&ended)
+	err = tx.QueryRowContext(ctx, `SELECT ended_us FROM batches WHERE id = `+p(1)+` AND site = `+p(2)+` AND key_id = `+p(3), id, o.Site, o.KeyID).Scan(&ended)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrBatchNotFound
 	}

@@ -10,7 +10,7 @@ import (
 // database: a claim re-checks the row it takes, so two claims that chose
 // the same item find it taken once the first commits.
 
-func (s *sqlStore) ClaimBatchItems(ctx context.Context, owner string, now, until time.Time, n int) ([]BatchItem, error) {
+func (s *sqlStore) ClaimBatchItems(ctx context.Context, site, owner string, now, until time.Time, n int) ([]BatchItem, error) {
 	p := s.d.placeholder
 	runnable := func(a int) string {
 		return `(state = 'pending' AND not_before_us <= ` + p(a) + `) OR (state = 'running' AND lease_until_us < ` + p(a+1) + `)`
@@ -29,10 +29,12 @@ func (s *sqlStore) ClaimBatchItems(ctx context.Context, owner string, now, until
 	// bounds nothing (a claim of 2 took 200).
 	// Placeholders in the order they appear: SQLite's are positional.
 	t := us(now)
-	rows, err := s.db.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM batch_items WHERE `+runnable(1)+` ORDER BY seq, not_before_us LIMIT `+p(3)+lock+`)
-UPDATE batch_items SET state = 'running', lease_until_us = `+p(4)+`, owner = `+p(5)+`, attempts = attempts + 1
-WHERE id IN (SELECT id FROM picked) AND (`+runnable(6)+`)
-RETURNING id, batch_id, custom_id, seq, body`, t, t, n, us(until), owner, t, t)
+	// Only the site's own items: another site's run on its own keys and
+	// models.
+	rows, err := s.db.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM batch_items WHERE site = `+p(1)+` AND (`+runnable(2)+`) ORDER BY seq, not_before_us LIMIT `+p(4)+lock+`)
+UPDATE batch_items SET state = 'running', lease_until_us = `+p(5)+`, owner = `+p(6)+`, attempts = attempts + 1
+WHERE id IN (SELECT id FROM picked) AND (`+runnable(7)+`)
+RETURNING id, batch_id, custom_id, seq, body`, site, t, t, n, us(until), owner, t, t)
 	if err != nil {
 		return nil, err
 	}
@@ -57,20 +59,20 @@ RETURNING id, batch_id, custom_id, seq, body`, t, t, n, us(until), owner, t, t)
 // fillClaimed adds to each claimed item what its batch says of it.
 func (s *sqlStore) fillClaimed(ctx context.Context, items []BatchItem) error {
 	type info struct {
-		key, endpoint string
-		exp, cancel   int64
+		site, key, endpoint string
+		exp, cancel         int64
 	}
 	seen := map[string]info{}
 	for i := range items {
 		in, ok := seen[items[i].BatchID]
 		if !ok {
-			if err := s.db.QueryRowContext(ctx, `SELECT key_id, endpoint, expires_us, cancel_us FROM batches WHERE id = `+s.d.placeholder(1),
-				items[i].BatchID).Scan(&in.key, &in.endpoint, &in.exp, &in.cancel); err != nil {
+			if err := s.db.QueryRowContext(ctx, `SELECT site, key_id, endpoint, expires_us, cancel_us FROM batches WHERE id = `+s.d.placeholder(1),
+				items[i].BatchID).Scan(&in.site, &in.key, &in.endpoint, &in.exp, &in.cancel); err != nil {
 				return err
 			}
 			seen[items[i].BatchID] = in
 		}
-		items[i].KeyID, items[i].Endpoint = in.key, in.endpoint
+		items[i].Site, items[i].KeyID, items[i].Endpoint = in.site, in.key, in.endpoint
 		items[i].Expires, items[i].Cancelled = fromUS(in.exp), fromUS(in.cancel)
 	}
 	return nil

@@ -527,6 +527,13 @@ CREATE INDEX breaker_trips_ts ON breaker_trips (ts_us)`,
 		// A seat's request (passthrough_auth): served on the caller's own
 		// subscription, its cost notional, at list price (Record.Notional).
 		36: `ALTER TABLE usage_records ADD COLUMN notional SMALLINT NOT NULL DEFAULT 0`,
+		// The site (the Caddyfile site block: its listen addresses and
+		// host matchers) a batch, its items and files belong to: a key id
+		// is a label unique only within a site's llm_auth, and a site's
+		// worker runs only its own items, against its own models.
+		41: `ALTER TABLE batches ADD COLUMN site TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_items ADD COLUMN site TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 	}
 }
 

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,11 +42,13 @@ type Controls struct {
 	OpenWait time.Duration
 }
 
-// staticControls are the Caddyfile's keys and workspaces.
+// staticControls are the Caddyfile's keys, by site (a key id is a label
+// unique only within its site's llm_auth), and every site's workspaces.
 type staticControls struct {
-	keys       []*Identity
+	keys       map[string][]*Identity // by site
 	workspaces []string
 	limits     map[string]ledger.Limits // by workspace name
+	declared   map[string]string        // the site that set a workspace's limits
 }
 
 type controlSnapshot struct {
@@ -108,20 +113,71 @@ func (c *Controls) Store() ledger.ControlStore {
 	return c.store
 }
 
-// RegisterStatic records the Caddyfile's keys and workspaces for listing.
-func (c *Controls) RegisterStatic(keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
-	c.static.Store(&staticControls{keys: keys, workspaces: workspaces, limits: limits})
+// RegisterStatic records one site's Caddyfile keys and workspaces, beside
+// the other sites' (each llm_auth registers its own): the admin API and the
+// batch worker of a site see that site's keys. Workspaces are one namespace
+// for every site, as runtime ones are: two sites giving one workspace
+// different limits is an error naming both.
+func (c *Controls) RegisterStatic(site string, keys []*Identity, workspaces []string, limits map[string]ledger.Limits) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.static.Load()
+	n := &staticControls{keys: maps.Clone(old.keys), workspaces: slices.Clone(old.workspaces),
+		limits: maps.Clone(old.limits), declared: maps.Clone(old.declared)}
+	if n.keys == nil {
+		n.keys, n.limits, n.declared = map[string][]*Identity{}, map[string]ledger.Limits{}, map[string]string{}
+	}
+	n.keys[site] = append(slices.Clone(n.keys[site]), keys...)
+	for _, ws := range workspaces {
+		l, had := n.limits[ws]
+		switch by, set := n.declared[ws]; {
+		case !had:
+			n.workspaces = append(n.workspaces, ws)
+		case set && by != site && !limitsEqual(l, limits[ws]) && !limitsEqual(limits[ws], ledger.Limits{}):
+			return fmt.Errorf("workspace %s: site %s gives it other limits than site %s; workspaces are shared by every site, so declare its limits on one site only or make them the same", ws, siteName(site), siteName(by))
+		case set:
+			continue
+		}
+		n.limits[ws] = limits[ws]
+		if !limitsEqual(limits[ws], ledger.Limits{}) {
+			n.declared[ws] = site
+		}
+	}
+	c.static.Store(n)
+	return nil
 }
+
+// StaticElsewhere is the other sites whose Caddyfile keys include keyID.
+func (c *Controls) StaticElsewhere(site, keyID string) []string {
+	var out []string
+	for s, keys := range c.static.Load().keys {
+		if s != site && slices.ContainsFunc(keys, func(id *Identity) bool { return id.KeyID == keyID }) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// siteName is a site as a config error shows it.
+func siteName(site string) string {
+	if site == "" {
+		return "(unnamed)"
+	}
+	return strconv.Quote(site)
+}
+
+func limitsEqual(a, b ledger.Limits) bool { return reflect.DeepEqual(a, b) }
 
 // Now is the registry's clock.
 func (c *Controls) Now() time.Time { return c.now() }
 
-// Static is what RegisterStatic recorded: the Caddyfile's keys, its
-// workspaces, and their limits by workspace name. The caller must not
-// change them.
-func (c *Controls) Static() (keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
+// Static is what RegisterStatic recorded: site's Caddyfile keys, every
+// site's workspaces, and their limits by workspace name. The caller must
+// not change them.
+func (c *Controls) Static(site string) (keys []*Identity, workspaces []string, limits map[string]ledger.Limits) {
 	s := c.static.Load()
-	return s.keys, s.workspaces, s.limits
+	return s.keys[site], s.workspaces, s.limits
 }
 
 // Runtime is the runtime keys and workspaces (archived ones included) of

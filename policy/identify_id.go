@@ -7,13 +7,13 @@ import (
 	"github.com/modelgate/modelgate/apierror"
 )
 
-// IdentifyID is the key keyID as a request presenting its secret would be
-// admitted now: a Caddyfile key, else a runtime key of the snapshot this
+// IdentifyID is the key keyID as a request presenting its secret to site
+// would be admitted now: a Caddyfile key of site, else a runtime key of the snapshot this
 // instance serves on, refused when archived, inactive, expired, in an
 // archived workspace or unknown. It serves work a key left to run later,
 // whose secret the gateway never keeps (a batch's items).
-func (c *Controls) IdentifyID(keyID string) (*Identity, *apierror.Error) {
-	static, _, _ := c.Static()
+func (c *Controls) IdentifyID(site, keyID string) (*Identity, *apierror.Error) {
+	static, _, _ := c.Static(site)
 	for _, id := range static {
 		if id.KeyID == keyID {
 			return c.workspaceOpen(id)

@@ -52,6 +52,9 @@ type Handler struct {
 	Now      func() time.Time // injectable clock; default time.Now
 	// Controls are the runtime keys and workspaces the admin API manages.
 	Controls *policy.Controls
+	// Site names this handler's site among those registered in Controls:
+	// the Caddyfile keys the API lists are that site's.
+	Site string
 	// Audit receives every admin action; nil records none.
 	Audit audit.Recorder
 	// Tickets finds ticket keys in branch names and pull request titles

@@ -165,7 +165,7 @@ func workspaceID(o adminapi.Workspace) string { return o.ID }
 // allKeys is every key, the Caddyfile's first, as API objects.
 func (a *Handler) allKeys() []adminapi.Key {
 	var out []adminapi.Key
-	static, _, _ := a.Controls.Static()
+	static, _, _ := a.Controls.Static(a.Site)
 	for _, id := range static {
 		out = append(out, staticKeyObject(id))
 	}
@@ -571,7 +571,7 @@ func storableField(name, v string) string {
 
 // knownWorkspace reports whether id names a workspace of either kind.
 func (a *Handler) knownWorkspace(id string) bool {
-	_, static, _ := a.Controls.Static()
+	_, static, _ := a.Controls.Static(a.Site)
 	for _, ws := range static {
 		if ws == id {
 			return true
@@ -700,7 +700,7 @@ func findable(id string) bool { return id != "" && ledger.StorableText(id) }
 // revoke) is never written back over.
 func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	static, _, _ := a.Controls.Static()
+	static, _, _ := a.Controls.Static(a.Site)
 	for _, s := range static {
 		if s.KeyID == id {
 			fail(w, http.StatusBadRequest, "API key "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")
@@ -740,7 +740,7 @@ func (a *Handler) updateKey(w http.ResponseWriter, r *http.Request) {
 
 func (a *Handler) allWorkspaces(includeArchived bool) []adminapi.Workspace {
 	var out []adminapi.Workspace
-	_, static, limits := a.Controls.Static()
+	_, static, limits := a.Controls.Static(a.Site)
 	for _, name := range static {
 		o := adminapi.Workspace{ID: name, Type: "workspace", Name: name, CreatedBy: adminapi.CreatedBy{ID: "caddyfile", Type: "config"}}
 		o.Budget, o.SoftBudget, o.SessionBudget, o.RPM, o.TPM, o.MaxParallel = limitFields(limits[name])
@@ -778,7 +778,7 @@ func (a *Handler) archiveWorkspace(w http.ResponseWriter, r *http.Request) {
 // the fields the request names; archiving is final.
 func (a *Handler) saveWorkspace(w http.ResponseWriter, r *http.Request, id string, archive bool) {
 	c := a.Controls
-	_, static, _ := c.Static()
+	_, static, _ := c.Static(a.Site)
 	for _, name := range static {
 		if id != "" && name == id {
 			fail(w, http.StatusBadRequest, "workspace "+strconv.Quote(id)+" is defined in the Caddyfile; edit it there and reload")

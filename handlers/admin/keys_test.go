@@ -234,7 +234,7 @@ func TestBudgetZeroAndNone(t *testing.T) {
 // enforced all along, show in the admin API too.
 func TestCaddyfileWorkspaceLimitsShown(t *testing.T) {
 	a, _ := controlsAdmin(t)
-	a.Controls.RegisterStatic(nil, []string{"frontend"}, map[string]ledger.Limits{
+	_ = a.Controls.RegisterStatic("", nil, []string{"frontend"}, map[string]ledger.Limits{
 		"frontend": {BudgetCents: ledger.Cents(50000), BudgetPeriod: "weekly", SessionBudgetCents: ledger.Cents(0), RPM: 600}})
 	_, got := adminCall(t, a, http.MethodGet, workspacesPath+"/frontend", "")
 	b, _ := got["budget"].(map[string]any)

@@ -39,7 +39,7 @@ func (a *Handler) personOf() func(string) string {
 		return nil
 	}
 	people := map[string]string{}
-	static, _, _ := a.Controls.Static()
+	static, _, _ := a.Controls.Static(a.Site)
 	for _, id := range static {
 		if id.Person != "" {
 			people[id.KeyID] = id.Person
