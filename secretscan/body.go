@@ -52,8 +52,8 @@ var errSyntax = errors.New("secretscan: body is not valid JSON")
 // ScanBody finds the secrets in every string value and member name of a
 // JSON body.
 func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.getScratch()}
-	defer rs.putScratch(w.s)
+	w := newWalker(rs, body, nil)
+	defer w.done()
 	if err := w.run(); err != nil {
 		return nil, err
 	}
@@ -64,8 +64,8 @@ func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
 // member names replaced by the namer's placeholder, and what it replaced.
 // With nothing found it returns body itself and no detections.
 func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.getScratch(), names: names}
-	defer rs.putScratch(w.s)
+	w := newWalker(rs, body, names)
+	defer w.done()
 	if err := w.run(); err != nil {
 		return body, nil, err
 	}
@@ -125,6 +125,22 @@ type mark struct {
 	at          int
 	start, end  int
 	placeholder string
+}
+
+// newWalker walks body with a pooled scratch, whose path and frames it
+// reuses.
+func newWalker(rs *Rules, body []byte, names Namer) walker {
+	s := rs.getScratch()
+	return walker{rs: rs, src: body, s: s, names: names, path: s.path[:0], frames: s.frames[:0]}
+}
+
+// done gives the scratch back, with the path and frames grown, cleared of
+// the body's names.
+func (w *walker) done() {
+	clear(w.frames[:cap(w.frames)])
+	clear(w.path[:cap(w.path)])
+	w.s.path, w.s.frames = w.path[:0], w.frames[:0]
+	w.rs.putScratch(w.s)
 }
 
 func (w *walker) run() error {

@@ -32,6 +32,9 @@ type scratch struct {
 	hex   []byte
 	inner *scratch
 	noHex bool
+	// path and frames are a body walk's, kept for the next body.
+	path   []pathElem
+	frames []frame
 }
 
 func (rs *Rules) newScratch() *scratch {
