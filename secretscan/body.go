@@ -447,12 +447,21 @@ func (w *walker) location() Location {
 	if len(w.path) > 1 && w.path[1].index >= 0 {
 		loc.Message = w.path[1].index
 	}
-	loc.Path = string(appendLocation(nil, w.path))
+	path := appendLocation(nil, w.path)
+	if len(path) > maxPath {
+		// A path is ASCII: cut in its middle, a deep body's path stays
+		// a log line.
+		path = append(append(path[:maxPath/2-2:maxPath/2-2], "…"...), path[len(path)-maxPath/2+2:]...)
+	}
+	loc.Path = string(path)
 	if loc.Path == "" {
 		loc.Path = "$"
 	}
 	return loc
 }
+
+// maxPath bounds a location's path.
+const maxPath = 256
 
 // appendLocation writes path as a detection shows it: indices and the
 // formats' own member names; any other member is <member N>.

@@ -294,3 +294,15 @@ func TestStreamedMemberNameIsRedacted(t *testing.T) {
 		}
 	}
 }
+
+func TestDeepPathIsBounded(t *testing.T) {
+	p := pat(t)
+	body := strings.Repeat(`{"a":[`, 500) + `"` + p + `"` + strings.Repeat(`]}`, 500)
+	dets, err := rules(t).ScanBody([]byte(body))
+	if err != nil || len(dets) != 1 {
+		t.Fatalf("dets %v err %v", dets, err)
+	}
+	if n := len(dets[0].Location.Path); n > maxPath+4 || !strings.HasSuffix(dets[0].Location.Path, "<member 0>[0]") {
+		t.Fatalf("path of %d bytes: %s", n, dets[0].Location.Path)
+	}
+}
