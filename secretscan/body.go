@@ -271,7 +271,9 @@ func (w *walker) array() error {
 	w.pos++ // [
 	w.arrays++
 	defer func() { w.arrays-- }()
-	w.s.startParts(w.arrays)
+	if w.str == nil {
+		w.s.startParts(w.arrays)
+	}
 	w.ws()
 	if w.pos < len(w.src) && w.src[w.pos] == ']' {
 		w.pos++

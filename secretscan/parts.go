@@ -39,7 +39,7 @@ func (s *scratch) startParts(d int) {
 // "text" member of an object that is an element of a list.
 func (w *walker) textPart() bool {
 	n := len(w.path)
-	return n >= 2 && w.path[n-1].index < 0 && w.path[n-1].key == "text" && w.path[n-2].index >= 0 && w.arrays > 0
+	return w.str == nil && n >= 2 && w.path[n-1].index < 0 && w.path[n-1].key == "text" && w.path[n-2].index >= 0 && w.arrays > 0
 }
 
 // joinPart scans the seam between the list's previous adjacent text parts

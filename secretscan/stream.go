@@ -35,7 +35,7 @@ type StreamRedactor struct {
 	carry   []byte // delta text held back
 	context []byte // the delta text just before carry, already sent
 	channel string // the carried delta's path
-	where   string // the same as a detection shows it
+	where   []byte // the same as a detection shows it
 	// template is the last delta event as sent, its delta string's span
 	// (quotes included) at tStart:tEnd: the copy that carries a flush.
 	template     []byte
@@ -158,7 +158,7 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 		dst = sr.flush(dst)
 	}
 	if haveDelta && string(sr.pathBuf) != sr.channel {
-		sr.channel, sr.where = string(sr.pathBuf), string(sr.whereBuf)
+		sr.channel, sr.where = string(sr.pathBuf), append(sr.where[:0], sr.whereBuf...)
 	}
 	if !sr.redact {
 		// Detect only: the event goes out as it came.
@@ -378,7 +378,7 @@ func (sr *StreamRedactor) release(text []byte) string {
 		if h.End <= n {
 			continue
 		}
-		d := Detection{Rule: h.Rule, Location: Location{Path: sr.where, Message: -1}}
+		d := Detection{Rule: h.Rule, Location: Location{Path: string(sr.where), Message: -1}}
 		s := max(h.Start, n)
 		b.WriteString(full[last:s])
 		if sr.redact {
