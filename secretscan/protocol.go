@@ -80,17 +80,29 @@ func memberKinds(key string) memberKind {
 	return unknownMember
 }
 
-// notText are the members whose string values an upstream reads as ids,
-// names of formats or opaque tokens the gateway must hand back unchanged
-// (a thinking signature altered is a refused request). They are left
+// notText are the members whose string values are ids or opaque signed
+// data the upstream must get back unchanged (a thinking signature altered
+// is a refused request), and that may well look random. They are left
 // alone only where the formats put them: in an object of the protocol's
-// own structure, never inside free-form data.
+// own structure, never inside free-form data. Names of formats and states
+// (type, role, model, status, …) are scanned: a real one never looks like
+// a secret, and a secret put there is text.
 func notText(key string) bool {
 	switch key {
 	case "id", "tool_use_id", "tool_call_id", "call_id", "toolUseId", "previous_response_id",
-		"response_id", "item_id", "file_id", "conversation", "model", "type", "role",
-		"signature", "thoughtSignature", "thought_signature", "encrypted_content",
-		"media_type", "mime_type", "mimeType", "format", "status", "stop_reason", "finish_reason":
+		"response_id", "item_id", "file_id", "conversation",
+		"signature", "thoughtSignature", "thought_signature", "encrypted_content":
+		return true
+	}
+	return false
+}
+
+// stateMember are the members that name a format or a state: scanned as
+// text, but never a streamed delta's text.
+func stateMember(key string) bool {
+	switch key {
+	case "model", "type", "role", "media_type", "mime_type", "mimeType", "format", "status", "stop_reason",
+		"finish_reason", "stopReason", "finishReason":
 		return true
 	}
 	return false

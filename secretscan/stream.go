@@ -273,8 +273,8 @@ func isDelta(path []pathElem) bool {
 		return false
 	}
 	last := path[len(path)-1].key
-	switch last {
-	case "thinking", "reasoning_content", "reasoning":
+	switch {
+	case last == "thinking", last == "reasoning_content", last == "reasoning", stateMember(last):
 		return false
 	}
 	if len(path) == 1 {
