@@ -124,7 +124,7 @@ func TestToolArgumentsNamedLikeIDsAreScanned(t *testing.T) {
 		"converse toolUse.input": `{"messages":[{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"f","input":{"format":"` + p +
 			`"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"json":{"model":"` + p + `"}}]}}]}]}`,
 		"type, role and status": `{"model":"m","messages":[{"role":"` + p + `","content":[{"type":"` + p + `","text":"x"}]}],"status":"` + p + `"}`,
-		"unknown member": `{"model":"m","messages":[{"role":"user","content":"x"}],"extra":{"id":"` + p + `"}}`,
+		"unknown member":        `{"model":"m","messages":[{"role":"user","content":"x"}],"extra":{"id":"` + p + `"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, dets := redactClean(t, body, p); len(dets) == 0 {
