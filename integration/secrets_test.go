@@ -198,14 +198,33 @@ func TestSecretFirewallEveryFormat(t *testing.T) {
 		!strings.Contains(string(out), `modelgate_secrets_detected_total{action="redact",alias="coder",direction="answer",rule="private-key"}`) {
 		t.Errorf("metrics: %d %s", status, out)
 	}
-	// The block is in the audit log: rule and place, never the value.
+	// Hostile review 4: a secret as a tool argument's name or under an
+	// argument called id is redacted; a block whose secret sits under a
+	// member named by another secret names neither.
+	toolUse := func(alias string, input map[string]any) string {
+		return js(map[string]any{"model": alias, "max_tokens": 9, "messages": []any{
+			map[string]any{"role": "user", "content": "x"},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "cfg", "input": input}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}}}}})
+	}
+	if status, _, out := g.do(t, "POST", "/v1/messages", aliceKey, toolUse("coder", map[string]any{creds[8].Value: 1, "id": creds[9].Value}), "Anthropic-Version", "2023-06-01"); status != 200 {
+		t.Fatalf("tool input: %d %s", status, out)
+	}
+	status, _, out = g.do(t, "POST", "/v1/messages", aliceKey, toolUse("strict", map[string]any{creds[8].Value: creds[3].Value}), "Anthropic-Version", "2023-06-01")
+	if status != 400 || !strings.Contains(string(out), "rule github-pat") || secrettest.Leaked(string(out), creds) != "" {
+		t.Fatalf("block under a secret name: %d %s", status, out)
+	}
+	if rec.Count() != 5 {
+		t.Fatalf("upstream got %d requests, want 5 (the blocked ones never)", rec.Count())
+	}
+	// The blocks are in the audit log: rule and place, never the value.
 	if !testwait.Until(func() bool {
 		status, _, out = g.do(t, "GET", "/v1/organizations/audit_log?limit=100", adminKey, "")
-		return status == 200 && strings.Contains(string(out), `"secret.block"`)
+		return status == 200 && strings.Count(string(out), `"secret.block"`) >= 3
 	}) {
 		t.Errorf("audit log: %d %s", status, out)
 	}
-	if !strings.Contains(string(out), "aws-access-token") || strings.Contains(string(out), creds[3].Value) {
+	if !strings.Contains(string(out), "aws-access-token") || secrettest.Leaked(string(out), creds) != "" {
 		t.Errorf("audit entry: %s", out)
 	}
 	logText := g.stderr.String()

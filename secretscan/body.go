@@ -2,20 +2,24 @@ package secretscan
 
 import (
 	"errors"
+	"slices"
 	"strconv"
-	"strings"
 )
 
 // Location is where in a request body a secret was: never the value.
 type Location struct {
 	// Path is the JSON path of the string, e.g. messages[3].content[0].content.
+	// It names only indices and the members the wire formats define; any
+	// other member (a tool argument, a metadata key) is <member N>, its
+	// position in its object, so that no path carries a client's text.
 	Path string
 	// Message is the index in the body's top-level list (messages, input,
 	// contents, system), or -1.
 	Message int
 	// ToolCallID is the tool call the text belongs to (tool_use_id,
 	// tool_call_id, call_id, toolUseId, or the id of the block or item
-	// holding it), or "".
+	// holding it), or "": only a short plain id that is not itself a
+	// secret is kept.
 	ToolCallID string
 }
 
@@ -45,40 +49,46 @@ type Namer interface {
 // refused it, so this only guards against a caller that did not parse.
 var errSyntax = errors.New("secretscan: body is not valid JSON")
 
-// ScanBody finds the secrets in every string value of a JSON body.
+// ScanBody finds the secrets in every string value and member name of a
+// JSON body.
 func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.getScratch()}
-	defer rs.putScratch(w.s)
+	w := newWalker(rs, body, nil)
+	defer w.done()
 	if err := w.run(); err != nil {
 		return nil, err
 	}
 	return w.dets, nil
 }
 
-// RedactBody returns body with every secret in its string values replaced
-// by the namer's placeholder, and what it replaced. With nothing found it
-// returns body itself and no detections.
+// RedactBody returns body with every secret in its string values and
+// member names replaced by the namer's placeholder, and what it replaced.
+// With nothing found it returns body itself and no detections.
 func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, error) {
-	w := walker{rs: rs, src: body, s: rs.getScratch(), names: names}
-	defer rs.putScratch(w.s)
+	w := newWalker(rs, body, names)
+	defer w.done()
 	if err := w.run(); err != nil {
 		return body, nil, err
 	}
-	if w.out == nil {
+	if len(w.edits) == 0 {
 		return body, w.dets, nil
 	}
-	return append(w.out, body[w.copied:]...), w.dets, nil
+	return w.rewrite(), w.dets, nil
 }
 
 type pathElem struct {
-	key   string
-	index int // -1 for an object member
+	key    string
+	index  int  // -1 for an object member
+	member int  // an object member's position in its object
+	free   bool // the value is free-form data: ids and names in it are text
 }
 
 type frame struct {
 	firstDet int
 	toolID   string
-	idRank   int // how good toolID is: a specific key beats a bare "id"
+	idRank   int      // how good toolID is: a specific key beats a bare "id"
+	start    int      // the object's '{' in src
+	names    []string // the object's member names, read when one is renamed
+	renamed  []string // the names renamed members were given
 }
 
 type walker struct {
@@ -90,12 +100,47 @@ type walker struct {
 	path   []pathElem
 	frames []frame
 	dets   []Detection
-	out    []byte // the rewritten body so far, nil until the first secret
-	copied int    // src[:copied] is in out
+	edits  []edit // the strings to rewrite, nil until the first secret
+	marks  []mark // the secrets in them
 	text   []byte // a decoded string
+	arrays int    // how many arrays the walk is in
 	// str, when set, is called for each text string instead of scanning
 	// it (the stream redactor collects them).
 	str func(path []pathElem, start, end int, escaped bool)
+}
+
+// edit is a string of src (quotes included) that the redacted body
+// rewrites: a value, with its marks replaced, or a member's new name.
+type edit struct {
+	start, end int
+	escaped    bool
+	isName     bool
+	name       string
+}
+
+// mark is a secret's bytes in the decoded text of the string at src
+// offset at; placeholder replaces them ("" for the later pieces of a
+// secret split over several strings: one placeholder stands for it).
+type mark struct {
+	at          int
+	start, end  int
+	placeholder string
+}
+
+// newWalker walks body with a pooled scratch, whose path and frames it
+// reuses.
+func newWalker(rs *Rules, body []byte, names Namer) walker {
+	s := rs.getScratch()
+	return walker{rs: rs, src: body, s: s, names: names, path: s.path[:0], frames: s.frames[:0]}
+}
+
+// done gives the scratch back, with the path and frames grown, cleared of
+// the body's names.
+func (w *walker) done() {
+	clear(w.frames[:cap(w.frames)])
+	clear(w.path[:cap(w.path)])
+	w.s.path, w.s.frames = w.path[:0], w.frames[:0]
+	w.rs.putScratch(w.s)
 }
 
 func (w *walker) run() error {
@@ -120,29 +165,9 @@ func (w *walker) ws() {
 	}
 }
 
-// notText are members whose string values an upstream reads as ids,
-// names of formats or opaque tokens the gateway must hand back unchanged
-// (a thinking signature altered is a refused request).
-func notText(key string) bool {
-	switch key {
-	case "id", "tool_use_id", "tool_call_id", "call_id", "toolUseId", "previous_response_id",
-		"response_id", "item_id", "file_id", "conversation", "model", "type", "role",
-		"signature", "thoughtSignature", "thought_signature", "encrypted_content",
-		"media_type", "mime_type", "mimeType", "format", "status", "stop_reason", "finish_reason":
-		return true
-	}
-	return false
-}
-
-// toolIDRank ranks the members that name a tool call.
-func toolIDRank(key string) int {
-	switch key {
-	case "tool_use_id", "tool_call_id", "call_id", "toolUseId":
-		return 2
-	case "id":
-		return 1
-	}
-	return 0
+// free says whether the value being walked is free-form data.
+func (w *walker) free() bool {
+	return len(w.path) > 0 && w.path[len(w.path)-1].free
 }
 
 func (w *walker) value(key string) error {
@@ -157,18 +182,20 @@ func (w *walker) value(key string) error {
 		return w.array()
 	case '"':
 		start := w.pos
-		end, escaped, err := w.stringEnd()
+		end, escaped, err := stringEnd(w.src, w.pos)
 		if err != nil {
 			return err
 		}
 		w.pos = end
-		if rank := toolIDRank(key); rank > 0 && len(w.frames) > 0 {
-			if f := &w.frames[len(w.frames)-1]; rank > f.idRank {
-				f.toolID, f.idRank = w.decodedString(start, end, escaped), rank
+		if !w.free() {
+			if rank := toolIDRank(key); rank > 0 && len(w.frames) > 0 {
+				if f := &w.frames[len(w.frames)-1]; rank > f.idRank {
+					f.toolID, f.idRank = w.decodedString(start, end, escaped), rank
+				}
 			}
-		}
-		if notText(key) {
-			return nil
+			if notText(key) {
+				return nil
+			}
 		}
 		if w.str != nil {
 			w.str(w.path, start, end, escaped)
@@ -188,43 +215,49 @@ func (w *walker) value(key string) error {
 }
 
 func (w *walker) object() error {
+	w.frames = append(w.frames, frame{firstDet: len(w.dets), start: w.pos})
 	w.pos++ // {
-	w.frames = append(w.frames, frame{firstDet: len(w.dets)})
 	defer w.closeFrame()
+	parentFree, top := w.free(), len(w.path) == 0
 	w.ws()
 	if w.pos < len(w.src) && w.src[w.pos] == '}' {
 		w.pos++
 		return nil
 	}
-	for {
+	for m := 0; ; m++ {
 		w.ws()
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
 			return errSyntax
 		}
 		start := w.pos
-		end, escaped, err := w.stringEnd()
+		end, escaped, err := stringEnd(w.src, w.pos)
 		if err != nil {
 			return err
 		}
 		key := w.keyString(start, end, escaped)
 		w.pos = end
+		kind := kindOf(key, top)
+		elem := pathElem{key: key, index: -1, member: m, free: parentFree || kind != protocolMember}
+		if kind == unknownMember {
+			w.scanName(elem, start, end, escaped)
+		}
 		w.ws()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
 			return errSyntax
 		}
 		w.pos++
-		if done, err := w.member(pathElem{key: key, index: -1}, '}'); done || err != nil {
+		if done, err := w.member(elem, '}'); done || err != nil {
 			return err
 		}
 	}
 }
 
 // closeFrame ends an object: the tool call id it named goes to the
-// detections inside it that have none.
+// detections inside it that have none, when it may be shown.
 func (w *walker) closeFrame() {
 	f := w.frames[len(w.frames)-1]
 	w.frames = w.frames[:len(w.frames)-1]
-	if f.toolID == "" {
+	if f.toolID == "" || f.firstDet == len(w.dets) || !w.rs.printableToolID(f.toolID, w.s) {
 		return
 	}
 	for i := f.firstDet; i < len(w.dets); i++ {
@@ -236,13 +269,18 @@ func (w *walker) closeFrame() {
 
 func (w *walker) array() error {
 	w.pos++ // [
+	w.arrays++
+	defer func() { w.arrays-- }()
+	if w.str == nil {
+		w.s.startParts(w.arrays)
+	}
 	w.ws()
 	if w.pos < len(w.src) && w.src[w.pos] == ']' {
 		w.pos++
 		return nil
 	}
 	for i := 0; ; i++ {
-		if done, err := w.member(pathElem{index: i}, ']'); done || err != nil {
+		if done, err := w.member(pathElem{index: i, free: w.free()}, ']'); done || err != nil {
 			return err
 		}
 	}
@@ -271,12 +309,12 @@ func (w *walker) member(elem pathElem, closing byte) (bool, error) {
 	return false, errSyntax
 }
 
-// stringEnd returns the offset just past the string starting at w.pos
-// and whether it holds an escape.
-func (w *walker) stringEnd() (int, bool, error) {
+// stringEnd returns the offset just past the string starting at pos and
+// whether it holds an escape.
+func stringEnd(src []byte, pos int) (int, bool, error) {
 	escaped := false
-	for i := w.pos + 1; i < len(w.src); i++ {
-		switch c := w.src[i]; {
+	for i := pos + 1; i < len(src); i++ {
+		switch c := src[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
 		case c == '\\':
@@ -308,71 +346,145 @@ func (w *walker) decodedString(start, end int, escaped bool) string {
 	return string(appendUnescaped(nil, raw))
 }
 
-func (w *walker) scanString(start, end int, escaped bool) error {
+// textOf views the string at src[start:end] as text, valid until the next
+// call.
+func (w *walker) textOf(start, end int, escaped bool) string {
 	raw := w.src[start+1 : end-1]
-	if len(raw) < minSecret {
+	if !escaped {
+		return unsafeString(raw)
+	}
+	w.text = appendUnescaped(w.text[:0], raw)
+	return unsafeString(w.text)
+}
+
+func (w *walker) scanString(start, end int, escaped bool) error {
+	part := w.textPart()
+	if end-start-2 < minSecret && !part {
 		return nil
 	}
-	var text string
-	if escaped {
-		w.text = appendUnescaped(w.text[:0], raw)
-		text = unsafeString(w.text)
-	} else {
-		text = unsafeString(raw)
-	}
+	text := w.textOf(start, end, escaped)
 	hits := w.rs.scan(text, w.s)
-	if len(hits) == 0 {
-		return nil
-	}
-	loc := w.location()
-	var rewritten []byte
-	if w.names != nil {
-		if w.out == nil {
-			w.out = make([]byte, 0, len(w.src)+64)
+	if len(hits) > 0 {
+		loc := w.location()
+		for _, h := range hits {
+			d := Detection{Rule: h.Rule, Location: loc}
+			if w.names != nil {
+				d.Placeholder = w.names.Placeholder(h.Rule, text[h.Start:h.End])
+				w.mark(start, end, escaped, h.Start, h.End, d.Placeholder)
+			}
+			w.dets = append(w.dets, d)
 		}
-		w.out = append(w.out, w.src[w.copied:start]...)
-		rewritten = append(w.out, '"')
 	}
-	last := 0
-	for _, h := range hits {
-		d := Detection{Rule: h.Rule, Location: loc}
-		if w.names != nil {
-			d.Placeholder = w.names.Placeholder(h.Rule, text[h.Start:h.End])
-			rewritten = appendEscaped(rewritten, text[last:h.Start])
-			rewritten = appendEscaped(rewritten, d.Placeholder)
-			last = h.End
-		}
-		w.dets = append(w.dets, d)
-	}
-	if w.names != nil {
-		rewritten = appendEscaped(rewritten, text[last:])
-		w.out = append(rewritten, '"')
-		w.copied = end
+	if part {
+		w.joinPart(start, end, escaped, text)
 	}
 	return nil
 }
 
-func (w *walker) location() Location {
-	var b strings.Builder
-	loc := Location{Message: -1}
-	for i, p := range w.path {
-		if p.index >= 0 {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(p.index))
-			b.WriteByte(']')
-			if i == 1 {
-				loc.Message = p.index
-			}
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(p.key)
+// mark records a secret in the string at src[start:end].
+func (w *walker) mark(start, end int, escaped bool, from, to int, placeholder string) {
+	found := false
+	for i := len(w.edits) - 1; i >= 0 && !found; i-- {
+		found = w.edits[i].start == start && !w.edits[i].isName
 	}
-	loc.Path = b.String()
+	if !found {
+		w.edits = append(w.edits, edit{start: start, end: end, escaped: escaped})
+	}
+	w.marks = append(w.marks, mark{at: start, start: from, end: to, placeholder: placeholder})
+}
+
+// rewrite is the body with its edits applied.
+func (w *walker) rewrite() []byte {
+	slices.SortFunc(w.edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(w.src)+64)
+	copied := 0
+	var ms []mark
+	for _, e := range w.edits {
+		out = append(out, w.src[copied:e.start]...)
+		out = append(out, '"')
+		if e.isName {
+			out = appendEscaped(out, e.name)
+		} else {
+			text := w.textOf(e.start, e.end, e.escaped)
+			ms = ms[:0]
+			for _, m := range w.marks {
+				if m.at == e.start {
+					ms = append(ms, m)
+				}
+			}
+			out = appendMarked(out, text, ms)
+		}
+		out = append(out, '"')
+		copied = e.end
+	}
+	return append(out, w.src[copied:]...)
+}
+
+// appendMarked writes text with its marks (overlapping ones as one)
+// replaced by their placeholders.
+func appendMarked(out []byte, text string, ms []mark) []byte {
+	slices.SortFunc(ms, func(a, b mark) int { return a.start - b.start })
+	last := 0
+	for i := 0; i < len(ms); i++ {
+		cur := ms[i]
+		for i+1 < len(ms) && ms[i+1].start < cur.end {
+			i++
+			cur.end = max(cur.end, ms[i].end)
+			if cur.placeholder == "" {
+				cur.placeholder = ms[i].placeholder
+			}
+		}
+		if cur.start < last {
+			cur.start = last
+		}
+		out = appendEscaped(out, text[last:cur.start])
+		out = appendEscaped(out, cur.placeholder)
+		last = max(last, cur.end)
+	}
+	return appendEscaped(out, text[last:])
+}
+
+func (w *walker) location() Location {
+	loc := Location{Message: -1}
+	if len(w.path) > 1 && w.path[1].index >= 0 {
+		loc.Message = w.path[1].index
+	}
+	path := appendLocation(nil, w.path)
+	if len(path) > maxPath {
+		// A path is ASCII: cut in its middle, a deep body's path stays
+		// a log line.
+		path = append(append(path[:maxPath/2-2:maxPath/2-2], "…"...), path[len(path)-maxPath/2+2:]...)
+	}
+	loc.Path = string(path)
 	if loc.Path == "" {
 		loc.Path = "$"
 	}
 	return loc
+}
+
+// maxPath bounds a location's path.
+const maxPath = 256
+
+// appendLocation writes path as a detection shows it: indices and the
+// formats' own member names; any other member is <member N>.
+func appendLocation(dst []byte, path []pathElem) []byte {
+	for i, p := range path {
+		if p.index >= 0 {
+			dst = append(dst, '[')
+			dst = strconv.AppendInt(dst, int64(p.index), 10)
+			dst = append(dst, ']')
+			continue
+		}
+		if i > 0 {
+			dst = append(dst, '.')
+		}
+		if knownMember(p.key) {
+			dst = append(dst, p.key...)
+			continue
+		}
+		dst = append(dst, "<member "...)
+		dst = strconv.AppendInt(dst, int64(p.member), 10)
+		dst = append(dst, '>')
+	}
+	return dst
 }

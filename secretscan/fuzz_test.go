@@ -3,7 +3,6 @@ package secretscan
 import (
 	"encoding/json"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -40,6 +39,7 @@ func FuzzRedactBody(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","content":"hi"}]}`, 0)
 	f.Add(`{"a":["x",{"b":"y\n"}],"tool_use_id":"t"}`, 3)
 	f.Add(`["s", 1, true, null, {"k": "v"}]`, 8)
+	f.Add(`{"input":{"v":1,"[REDACTED:github-pat:1]":2},"parts":[{"text":"v"},{"text":"v"}]}`, 8)
 	rs := rules(f)
 	creds := secrettest.Corpus(4)
 	f.Fuzz(func(t *testing.T, body string, which int) {
@@ -69,21 +69,18 @@ func FuzzRedactBody(f *testing.F) {
 	})
 }
 
-// shape is a value's structure without its strings.
+// shape is a value's structure without its strings: a member's name is
+// left out too (a secret in one is renamed), but not how many there are
+// (a renamed member stays unique in its object).
 func shape(v any) string {
 	switch v := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
+		members := make([]string, 0, len(v))
+		for _, m := range v {
+			members = append(members, shape(m))
 		}
-		sort.Strings(keys)
-		var b strings.Builder
-		b.WriteString("{")
-		for _, k := range keys {
-			b.WriteString(strconv.Quote(k) + ":" + shape(v[k]) + ",")
-		}
-		return b.String() + "}"
+		sort.Strings(members)
+		return "{" + strings.Join(members, ",") + "}"
 	case []any:
 		var b strings.Builder
 		b.WriteString("[")
@@ -142,4 +139,33 @@ func perByteValid(s string) string {
 		s = s[n:]
 	}
 	return b.String()
+}
+
+// FuzzScan: whatever the text (format characters, hex runs, any bytes),
+// hits lie inside it, in order, apart; a github token hidden by format
+// characters or hex-encoded at the text's end is still found.
+func FuzzScan(f *testing.F) {
+	f.Add("token ghp_\u200b" + strings.Repeat("a1B2", 9))
+	f.Add("6768705f" + strings.Repeat("61314232", 9))
+	f.Add("\xe2\x80\x8b\xe2\x80")
+	rs := rules(f)
+	p := secrettest.Corpus(5)[8].Value
+	f.Fuzz(func(t *testing.T, text string) {
+		check := func(text string) []Hit {
+			hits := rs.Scan(text)
+			last := 0
+			for _, h := range hits {
+				if h.Start < last || h.End <= h.Start || h.End > len(text) {
+					t.Fatalf("%q: hit %+v out of place (%v)", text, h, hits)
+				}
+				last = h.End
+			}
+			return hits
+		}
+		check(text)
+		hidden := text + " " + p[:7] + "\u200b" + p[7:]
+		if hits := check(hidden); len(hits) == 0 || hits[len(hits)-1].End != len(hidden) {
+			t.Fatalf("%q: hidden token not found: %v", hidden, hits)
+		}
+	})
 }

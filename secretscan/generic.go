@@ -23,8 +23,8 @@ func tokenByte(c byte) bool {
 		c == '_' || c == '-' || c == '+' || c == '/'
 }
 
-// appendGeneric adds the hits of this package's own two checks.
-func (rs *Rules) appendGeneric(hits []Hit, text string) []Hit {
+// appendGeneric adds the hits of this package's own checks.
+func (rs *Rules) appendGeneric(hits []Hit, text string, s *scratch) []Hit {
 	for i := 0; i < len(text); {
 		if !tokenByte(text[i]) {
 			i++
@@ -33,6 +33,9 @@ func (rs *Rules) appendGeneric(hits []Hit, text string) []Hit {
 		j := i
 		for j < len(text) && tokenByte(text[j]) {
 			j++
+		}
+		if !s.noHex && j-i >= minHexRun {
+			hits = rs.appendHex(hits, text, i, j, s)
 		}
 		// base64 padding ends a token; an = inside one is an assignment
 		// (NAME=value), whose name is not part of the secret.

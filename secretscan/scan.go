@@ -21,6 +21,20 @@ type scratch struct {
 	open   []bool
 	lo, hi []int
 	hits   []Hit
+	// parts are the text-part windows by array depth, join a seam's text.
+	parts []partWindow
+	join  []byte
+	// norm is a text without its format characters, orig each of its
+	// bytes' offset in the text.
+	norm []byte
+	orig []int32
+	// hex decodes a hex run; inner scans it (and looks for no hex inside).
+	hex   []byte
+	inner *scratch
+	noHex bool
+	// path and frames are a body walk's, kept for the next body.
+	path   []pathElem
+	frames []frame
 }
 
 func (rs *Rules) newScratch() *scratch {
@@ -52,7 +66,7 @@ func (rs *Rules) Scan(text string) []Hit {
 	return rs.scan(text, rs.newScratch())
 }
 
-// scan runs a rule only where one of its keywords occurs: in a window
+// scanText runs a rule only where one of its keywords occurs: in a window
 // around each occurrence (windows that touch are one). For a rule whose
 // matches may be longer than maxWindowSpan or cross many lines (private
 // keys, Kubernetes secrets) the window is multiLineSpan either side;
@@ -61,7 +75,7 @@ func (rs *Rules) Scan(text string) []Hit {
 // spans at most two lines is found, at a cost that grows with the
 // occurrences, not the text (gitleaks runs every rule whose keyword occurs
 // anywhere over the whole text: 4 MB/s on source code instead of 30+).
-func (rs *Rules) scan(text string, s *scratch) []Hit {
+func (rs *Rules) scanText(text string, s *scratch) []Hit {
 	s.hits = s.hits[:0]
 	if len(text) < minSecret {
 		return nil
@@ -96,7 +110,7 @@ func (rs *Rules) scan(text string, s *scratch) []Hit {
 	for _, i := range rs.always {
 		rs.match(&rs.rules[i], text, 0, len(text), s)
 	}
-	s.hits = rs.appendGeneric(s.hits, text)
+	s.hits = rs.appendGeneric(s.hits, text, s)
 	if len(s.hits) == 0 {
 		return nil
 	}

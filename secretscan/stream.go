@@ -23,17 +23,19 @@ type StreamRedactor struct {
 	redact bool // false: only detect (the log action)
 	s      *scratch
 
-	spans   []strSpan // an event's strings, reused
-	pathBuf []byte    // a delta's path, reused
-	dec     []byte    // a decoded string, reused
-	joined  []byte    // context and released text, reused
-	path    []pathElem
-	frames  []frame
+	spans    []strSpan // an event's strings, reused
+	pathBuf  []byte    // a delta's path, reused
+	whereBuf []byte    // the same as a detection shows it, reused
+	dec      []byte    // a decoded string, reused
+	joined   []byte    // context and released text, reused
+	path     []pathElem
+	frames   []frame
 
 	pending []byte // an event not yet complete
 	carry   []byte // delta text held back
 	context []byte // the delta text just before carry, already sent
 	channel string // the carried delta's path
+	where   []byte // the same as a detection shows it
 	// template is the last delta event as sent, its delta string's span
 	// (quotes included) at tStart:tEnd: the copy that carries a flush.
 	template     []byte
@@ -110,6 +112,8 @@ type strSpan struct {
 	start, end int
 	escaped    bool
 	delta      bool
+	renamed    bool   // a member name with a secret in it
+	name       string // what it is renamed to
 }
 
 func (sr *StreamRedactor) event(dst, ev []byte) []byte {
@@ -122,6 +126,9 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	sr.pathBuf = sr.pathBuf[:0]
 	haveDelta := false
 	w := walker{rs: sr.rules, src: payload, s: sr.s, path: sr.path[:0], frames: sr.frames[:0]}
+	if sr.redact {
+		w.names = sr.names
+	}
 	w.str = func(path []pathElem, start, end int, escaped bool) {
 		if end-start-2 == 0 {
 			return
@@ -134,6 +141,7 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 		if d {
 			haveDelta = true
 			sr.pathBuf = appendPath(sr.pathBuf, path)
+			sr.whereBuf = appendLocation(sr.whereBuf[:0], path)
 		}
 		spans = append(spans, strSpan{start: start, end: end, escaped: escaped, delta: d})
 	}
@@ -142,11 +150,15 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	if err != nil {
 		return append(sr.flush(dst), ev...)
 	}
+	sr.Detections = append(sr.Detections, w.dets...)
+	if len(w.edits) > 0 {
+		spans = withNames(spans, w.edits)
+	}
 	if !haveDelta || (len(sr.carry) > 0 && string(sr.pathBuf) != sr.channel) {
 		dst = sr.flush(dst)
 	}
 	if haveDelta && string(sr.pathBuf) != sr.channel {
-		sr.channel = string(sr.pathBuf)
+		sr.channel, sr.where = string(sr.pathBuf), append(sr.where[:0], sr.whereBuf...)
 	}
 	if !sr.redact {
 		// Detect only: the event goes out as it came.
@@ -167,7 +179,9 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	for _, sp := range spans {
 		text := sr.decode(payload, sp)
 		var out string
-		if sp.delta {
+		if sp.renamed {
+			out = sp.name
+		} else if sp.delta {
 			out = sr.advance(text)
 		} else {
 			var changed bool
@@ -194,6 +208,19 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 		sr.tStart, sr.tEnd = tStart, tEnd
 	}
 	return dst
+}
+
+// withNames merges the renamed member names into an event's strings, in
+// the order they come.
+func withNames(spans []strSpan, names []edit) []strSpan {
+	merged := make([]strSpan, 0, len(spans)+len(names))
+	for _, e := range names {
+		for len(spans) > 0 && spans[0].start < e.start {
+			merged, spans = append(merged, spans[0]), spans[1:]
+		}
+		merged = append(merged, strSpan{start: e.start, end: e.end, renamed: true, name: e.name})
+	}
+	return append(merged, spans...)
 }
 
 // decode views a string of the event as text, valid until the next
@@ -246,8 +273,8 @@ func isDelta(path []pathElem) bool {
 		return false
 	}
 	last := path[len(path)-1].key
-	switch last {
-	case "thinking", "reasoning_content", "reasoning":
+	switch {
+	case last == "thinking", last == "reasoning_content", last == "reasoning", stateMember(last):
 		return false
 	}
 	if len(path) == 1 {
@@ -351,7 +378,7 @@ func (sr *StreamRedactor) release(text []byte) string {
 		if h.End <= n {
 			continue
 		}
-		d := Detection{Rule: h.Rule, Location: Location{Path: sr.channel, Message: -1}}
+		d := Detection{Rule: h.Rule, Location: Location{Path: string(sr.where), Message: -1}}
 		s := max(h.Start, n)
 		b.WriteString(full[last:s])
 		if sr.redact {
