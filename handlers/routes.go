@@ -55,14 +55,18 @@ type gatewayRoute struct {
 	// http.Flusher), so it is not wrapped in the panic guard's writer;
 	// what a WebSocket serves is guarded by the core's Serve.
 	bare bool
+	// resource: an OAuth protected resource (RFC 9728); a caller without
+	// a key is told where to get one (Site.ProtectedResource).
+	resource bool
 }
 
 // routed is what a lookup in the table finds: the entry's owner and
 // family, and its handler, wrapped, for the gateway's own.
 type routed struct {
-	owner  Owner
-	family apierror.Audience
-	h      http.HandlerFunc
+	owner    Owner
+	family   apierror.Audience
+	h        http.HandlerFunc
+	resource bool
 }
 
 // routeTable is the site's routes as a lookup finds them, all built from
@@ -100,6 +104,10 @@ type prefixRoute struct {
 func (g *Gateway) siteRoutes() []gatewayRoute {
 	return append(g.gatewayRoutes(), []gatewayRoute{
 		{pattern: "/auth/oidc/{step...}", owner: OwnerOIDC},
+		// The MCP authorization spec's metadata (identity/mcpauth.go).
+		{pattern: "/.well-known/oauth-protected-resource", owner: OwnerOIDC},
+		{pattern: "/.well-known/oauth-protected-resource/{resource...}", owner: OwnerOIDC},
+		{pattern: "/.well-known/oauth-authorization-server", owner: OwnerOIDC},
 		{pattern: "/scim/v2", owner: OwnerSCIM},
 		{pattern: "/scim/v2/{resource...}", owner: OwnerSCIM},
 		{pattern: "/v1/organizations", owner: OwnerAdmin, family: apierror.Anthropic},
@@ -170,10 +178,10 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if g == nil {
 		// The table as the modules before the gateway read it (Site):
 		// who serves what, no handlers.
-		return append(rt, g.conversationRoutes()...)
+		return append(append(rt, mcpRoutes(nil)...), g.conversationRoutes()...)
 	}
 	if m := g.opts.MCP; m != nil {
-		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
+		rt = append(rt, mcpRoutes(m.ServeHTTP)...)
 	}
 	if l := g.opts.ApprovalLinks; l != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})
@@ -195,6 +203,12 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}
 	return append(rt, g.conversationRoutes()...)
+}
+
+// mcpRoutes are the MCP gateway's paths, protected resources whose
+// clients sign in by OAuth when llm_auth has an oidc block.
+func mcpRoutes(h http.HandlerFunc) []gatewayRoute {
+	return []gatewayRoute{{pattern: "/mcp", h: h, bare: true, resource: true}, {pattern: "/mcp/{server...}", h: h, bare: true, resource: true}}
 }
 
 // buildRoutes builds the route table once, with the method check and the
@@ -237,7 +251,7 @@ func compileRoutes(rts []gatewayRoute, wrap func(gatewayRoute) http.HandlerFunc,
 		if e.h != nil && wrap != nil {
 			h = wrap(e)
 		}
-		ro := routed{owner: e.owner, family: e.family, h: h}
+		ro := routed{owner: e.owner, family: e.family, h: h, resource: e.resource}
 		if e.match != nil {
 			t.matchers = append(t.matchers, matcherRoute{e.match, ro})
 			continue
@@ -341,6 +355,13 @@ func NewSite() *Site {
 func (s *Site) Owner(r *http.Request) Owner {
 	e, _ := s.t.lookup(r)
 	return e.owner
+}
+
+// ProtectedResource reports whether r's path is an OAuth protected
+// resource (the MCP gateway's).
+func (s *Site) ProtectedResource(r *http.Request) bool {
+	e, _ := s.t.lookup(r)
+	return e.resource
 }
 
 // WriteError answers e in the error family r's entry names, or the
