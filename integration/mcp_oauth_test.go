@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/modelgate/modelgate/internal/testbin"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/internal/testwait"
 )
 
 // TestMCPOAuthSignIn: an MCP client given only the gateway's /mcp URL
@@ -132,4 +140,109 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	if code, m := refresh(); code != http.StatusBadRequest || m["error"] != "invalid_grant" {
 		t.Fatalf("a refresh token used twice: %d %v, want 400 invalid_grant", code, m)
 	}
+}
+
+// TestMCPOAuthClaudeCode: real Claude Code, given the gateway's /mcp URL
+// with no header (`claude mcp add --transport http gw …`), signs in with
+// `claude mcp login gw --no-browser` (it prints the authorization URL and
+// waits on its loopback callback; the test's cookie-jar browser walks the
+// real provider's login and the gateway's consent page to it), then a
+// print-mode run calls the tool through the gateway with the key it got.
+func TestMCPOAuthClaudeCode(t *testing.T) {
+	claude := testbin.ClaudeCode(t)
+	probe := probeServer(t)
+	script := &scriptedBackend{pick: pickProbe}
+	up := httptest.NewServer(script)
+	t.Cleanup(up.Close)
+	s := startIdentityWith(t, identityOptions{models: scriptedProbeModels(up.URL, probe.URL)})
+	g := s.g
+	home, project := t.TempDir(), t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	add := exec.CommandContext(ctx, claude, "mcp", "add", "--scope", "local", "--transport", "http", "gw", g.base+"/mcp")
+	add.Dir, add.Env = project, env
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("claude mcp add: %v\n%s", err, out)
+	}
+
+	// The "browser" Claude Code opens: a script that hands the URL to the test.
+	opened := filepath.Join(home, "opened-url")
+	browser := filepath.Join(home, "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s\\n' \"$1\" >>"+opened+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// It signs in only on a terminal: script(1) gives it one.
+	login := exec.CommandContext(ctx, "script", "-qfec", claude+" mcp login gw", "/dev/null")
+	login.Dir, login.Env, login.WaitDelay = project, append(env, "BROWSER="+browser, "DISPLAY=:0"), 5*time.Second
+	var out syncBuffer
+	login.Stdout, login.Stderr = &out, &out
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	authorizeURL := regexp.MustCompile(`https?://\S+/auth/oidc/mcp/authorize\?\S+`)
+	var link string
+	found := func() bool {
+		b, _ := os.ReadFile(opened)
+		link = authorizeURL.FindString(string(b) + " " + out.String())
+		return link != ""
+	}
+	for try := 0; try < 6 && link == ""; try++ {
+		testwait.Until(found)
+	}
+	if link == "" {
+		t.Fatalf("claude mcp login printed no authorization URL:\n%s", out.String())
+	}
+	b := newBrowserless(t)
+	b.visit(http.MethodGet, link, nil)
+	b.signIn(s.issuer, "alice")
+	if !strings.Contains(b.body, "Allow") || !strings.Contains(b.body, "alice@example.com") {
+		t.Fatalf("no consent page after sign-in: %s (%d) %.800s", b.last, b.status, b.body)
+	}
+	b.submit(nil)
+	if !isLoopback(b.last.Hostname()) || b.last.Path != "/callback" {
+		t.Fatalf("consent ended at %s (%d), not Claude Code's callback", b.last, b.status)
+	}
+	if err := login.Wait(); err != nil {
+		t.Fatalf("claude mcp login: %v\n%s", err, out.String())
+	}
+	t.Logf("claude mcp login:\n%s", out.String())
+
+	res := runClaude(t, claude, claudeRun{
+		prompt: "Call the gateway probe tool with the word kiwi, then say you are done.",
+		dir:    project,
+		env:    []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + g.base, "ANTHROPIC_AUTH_TOKEN=" + aliceKey, "ANTHROPIC_MODEL=coder"},
+		args:   []string{"--allowedTools", "mcp__gw__internal-" + probeTool},
+	})
+	if !strings.Contains(res.Result, finalReply) {
+		t.Errorf("result %q lacks the backend's final text", res.Result)
+	}
+	answered := false
+	for _, c := range script.requests() {
+		if _, content, ok := c.req.toolResult(); ok && strings.Contains(content, probeAnswer) {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Fatalf("the model never got the probe's answer %q back", probeAnswer)
+	}
+	// The MCP call was made with the key the sign-in minted for Alice
+	// (not the static key the model calls use): her group's workspace.
+	n := 0
+	for _, r := range g.ledgerRecords(t) {
+		if r.Endpoint == ledger.EndpointMCP && r.UpstreamModel == probeTool {
+			n++
+			if r.Outcome != ledger.OutcomeOK || !strings.HasPrefix(r.KeyID, "apikey_") || r.Workspace != "eng" {
+				t.Errorf("mcp record %+v: want ok, a minted key, workspace eng", r)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no ledger record with endpoint mcp for the probe call")
+	}
+}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
