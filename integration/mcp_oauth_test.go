@@ -22,8 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/modelgate/modelgate/internal/testbin"
-	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/internal/testwait"
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // TestMCPOAuthSignIn: an MCP client given only the gateway's /mcp URL
