@@ -145,8 +145,8 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 		oauthFail(w, http.StatusInternalServerError, "server_error", "the client could not be registered")
 		return
 	}
-	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: "anonymous", Action: "oidc.mcp_client_registered", Source: source(r),
-		Fields: map[string]string{"client_name": reg.Name, "redirect_uris": strings.Join(reg.RedirectURIs, " ")}})
+	// Not audited: anyone may register, and nothing is kept; a person
+	// allowing the client (consent) is.
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"client_id": clientIDPrefix + sealed, "client_id_issued_at": h.now().Unix(), "client_name": reg.Name,
 		"redirect_uris": reg.RedirectURIs, "token_endpoint_auth_method": "none",
@@ -285,7 +285,7 @@ func (h *Handler) consent(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Set("code", code)
 	h.record(r.Context(), AuditEvent{Time: h.now().UTC(), Actor: g.Person.ID(), Action: "oidc.mcp_client_allowed", Source: source(r),
-		Fields: map[string]string{"redirect_uri": g.Redirect}})
+		Fields: map[string]string{"redirect_uri": g.Redirect, "client_id": g.ClientID[:min(len(g.ClientID), 16)] + "…"}})
 	http.Redirect(w, r, withQuery(g.Redirect, v), http.StatusSeeOther)
 }
 
