@@ -150,6 +150,9 @@ func TestMCPOAuthSignIn(t *testing.T) {
 // print-mode run calls the tool through the gateway with the key it got.
 func TestMCPOAuthClaudeCode(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) (util-linux) is missing: Claude Code signs in to an MCP server only on a terminal, which it provides")
+	}
 	probe := probeServer(t)
 	script := &scriptedBackend{pick: pickProbe}
 	up := httptest.NewServer(script)
