@@ -502,6 +502,9 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			http.Redirect(w, r, policy.UIPath, http.StatusFound)
 			return nil
 		}
+		if a.identity != nil && site.ProtectedResource(r) {
+			a.identity.Challenge(w, r, presented != "")
+		}
 		site.WriteError(w, r, apiErr)
 		return nil
 	}

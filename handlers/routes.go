@@ -70,15 +70,19 @@ type gatewayRoute struct {
 	// http.Flusher), so it is not wrapped in the panic guard's writer;
 	// what a WebSocket serves is guarded by the core's Serve.
 	bare bool
+	// resource: an OAuth protected resource (RFC 9728); a caller without
+	// a key is told where to get one (Site.ProtectedResource).
+	resource bool
 }
 
 // routed is what a lookup in the table finds: the entry's owner, family
 // and public methods, and its handler, wrapped, for the gateway's own.
 type routed struct {
-	owner  Owner
-	family apierror.Audience
-	public methods
-	h      http.HandlerFunc
+	owner    Owner
+	family   apierror.Audience
+	public   methods
+	h        http.HandlerFunc
+	resource bool
 }
 
 // methods is a set of HTTP methods.
@@ -141,6 +145,10 @@ type prefixRoute struct {
 func (g *Gateway) siteRoutes() []gatewayRoute {
 	return append(g.gatewayRoutes(), []gatewayRoute{
 		{pattern: "/auth/oidc/{step...}", owner: OwnerOIDC},
+		// The MCP authorization spec's metadata (identity/mcpauth.go).
+		{pattern: "/.well-known/oauth-protected-resource", owner: OwnerOIDC},
+		{pattern: "/.well-known/oauth-protected-resource/{resource...}", owner: OwnerOIDC},
+		{pattern: "/.well-known/oauth-authorization-server", owner: OwnerOIDC},
 		{pattern: "/scim/v2", owner: OwnerSCIM},
 		{pattern: "/scim/v2/{resource...}", owner: OwnerSCIM},
 		{pattern: "/v1/organizations", owner: OwnerAdmin, family: apierror.Anthropic},
@@ -226,10 +234,10 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if g == nil {
 		// The table as the modules before the gateway read it (Site):
 		// who serves what, no handlers.
-		return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
+		return append(append(append(rt, mcpRoutes(nil)...), g.storedResponseRoutes()...), g.conversationRoutes()...)
 	}
 	if m := g.opts.MCP; m != nil {
-		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
+		rt = append(rt, mcpRoutes(m.ServeHTTP)...)
 	}
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
@@ -248,6 +256,12 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}
 	return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
+}
+
+// mcpRoutes are the MCP gateway's paths, protected resources whose
+// clients sign in by OAuth when llm_auth has an oidc block.
+func mcpRoutes(h http.HandlerFunc) []gatewayRoute {
+	return []gatewayRoute{{pattern: "/mcp", h: h, bare: true, resource: true}, {pattern: "/mcp/{server...}", h: h, bare: true, resource: true}}
 }
 
 // buildRoutes builds the route table once, with the method check and the
@@ -290,7 +304,7 @@ func compileRoutes(rts []gatewayRoute, wrap func(gatewayRoute) http.HandlerFunc,
 		if e.h != nil && wrap != nil {
 			h = wrap(e)
 		}
-		ro := routed{owner: e.owner, family: e.family, public: e.public, h: h}
+		ro := routed{owner: e.owner, family: e.family, public: e.public, h: h, resource: e.resource}
 		if e.api {
 			p := subtree(e.pattern)
 			if p == "" {
@@ -434,6 +448,13 @@ func (s *Site) Public(r *http.Request) bool { return s.t.public(r) }
 func (s *Site) Owner(r *http.Request) Owner {
 	e, _ := s.t.lookup(r)
 	return e.owner
+}
+
+// ProtectedResource reports whether r's path is an OAuth protected
+// resource (the MCP gateway's).
+func (s *Site) ProtectedResource(r *http.Request) bool {
+	e, _ := s.t.lookup(r)
+	return e.resource
 }
 
 // WriteError answers e in the error family r's entry names, or the

@@ -77,6 +77,9 @@ type Handler struct {
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
 	healthAt time.Time
+	// redeemed are the MCP authorization codes this instance has
+	// exchanged, until they expire: a code is good once.
+	redeemed map[string]time.Time
 }
 
 // New checks cfg and builds the handler. It makes no network call: the
@@ -230,8 +233,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		LoginPath: {http.MethodGet, h.login}, CallbackPath: {http.MethodGet, h.callback},
 		LogoutPath: {http.MethodPost, h.logout}, StatusPath: {http.MethodGet, h.status},
 		DevicePath: {http.MethodPost, h.device}, TokenPath: {http.MethodPost, h.token},
+		ProtectedResourcePath: {http.MethodGet, h.protectedResource}, AuthorizationServerPath: {http.MethodGet, h.authorizationServer},
+		RegisterPath: {http.MethodPost, h.register}, AuthorizePath: {http.MethodGet, h.authorize}, OAuthTokenPath: {http.MethodPost, h.oauthToken},
+		ConsentPath: {http.MethodPost, h.consent},
 	}
-	rt, ok := routes[r.URL.Path]
+	path := r.URL.Path
+	if strings.HasPrefix(path, ProtectedResourcePath+"/") {
+		// RFC 9728 §3.1: the resource's path follows the well-known name.
+		path = ProtectedResourcePath
+	}
+	rt, ok := routes[path]
 	switch {
 	case !ok:
 		fail(w, http.StatusNotFound, "", "no endpoint for "+r.Method+" "+r.URL.Path+" on this gateway")
@@ -323,6 +334,9 @@ type flow struct {
 	// redeems it with the verifier of CLIChallenge.
 	CLIPort      int    `json:"cp,omitempty"`
 	CLIChallenge string `json:"cc,omitempty"`
+	// MCP is set when an MCP client's authorization request started the
+	// sign-in (mcpauth.go): it ends at the client's redirect URI.
+	MCP *mcpAuthorization `json:"m,omitempty"`
 }
 
 // safeReturn keeps a return address on this site: a path, never another
@@ -366,6 +380,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		}
 		f.CLIPort, f.CLIChallenge = port, q.Get("cli_challenge")
 	}
+	h.begin(w, r, p, f)
+}
+
+// begin keeps f sealed in the browser and sends it to the provider.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request, p *oidc.Provider, f flow) {
 	sealed, err := h.seal.seal(flowCookie, f)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "", "sign-in could not start")
@@ -439,6 +458,10 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.CLIPort != 0 {
 		h.handOff(w, r, f, person, tok.RefreshToken)
+		return
+	}
+	if f.MCP != nil {
+		h.mcpHandOff(w, r, f, person, tok.RefreshToken)
 		return
 	}
 	exp := h.now().Add(h.cfg.SessionTTL)

@@ -241,7 +241,7 @@ func (h *Handler) issue(w http.ResponseWriter, r *http.Request, person Person, r
 		fail(w, http.StatusForbidden, "permission_error", refusal)
 		return
 	}
-	ans, err := h.mint(r.Context(), person, grant)
+	ans, err := h.mint(r.Context(), person, grant, "oidc: ", h.cfg.KeyTTL)
 	if err != nil {
 		fail(w, http.StatusServiceUnavailable, "api_error", "the key could not be stored; retry")
 		return
@@ -293,13 +293,14 @@ func (h *Handler) pollDevice(ctx context.Context, conf *oauth2.Config, code stri
 }
 
 // mint stores a new key for person in the runtime key store.
-func (h *Handler) mint(ctx context.Context, person Person, grant Grant) (adminapi.PersonKey, error) {
+// name prefixes the key's name ("oidc: ", "mcp: "); it lives for ttl.
+func (h *Handler) mint(ctx context.Context, person Person, grant Grant, name string, ttl time.Duration) (adminapi.PersonKey, error) {
 	// The group's budget is the person's, over all their keys: a key
 	// carries it as their default, not as a budget of its own (which
 	// every sign-in would copy).
 	limits, budget := grant.Split()
-	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: "oidc: " + person.ID(), Workspace: grant.Workspace,
-		ExpiresAt: h.controls.Now().UTC().Add(h.cfg.KeyTTL), Limits: limits,
+	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: name + person.ID(), Workspace: grant.Workspace,
+		ExpiresAt: h.controls.Now().UTC().Add(ttl), Limits: limits,
 		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject,
 			Groups: ledger.GroupLines(grant.Matched), Budget: budget}})
 	if err != nil {
