@@ -176,12 +176,17 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
 	}
+	// The chat links are answered without a key (policy.IsPublicPath):
+	// without their feature they are a 404 here, not passed on keyless to
+	// what follows on the site.
+	resume, approvals := g.serveNotFound, g.serveNotFound
 	if g.opts.Breaker != nil {
-		rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: g.serveResume})
+		resume = g.serveResume
 	}
 	if l := g.opts.ApprovalLinks; l != nil {
-		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})
+		approvals = l.ServeHTTP
 	}
+	rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: resume}, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: approvals})
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
 	}
