@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,9 +52,6 @@ type Turn struct {
 	// Rules are the thresholds of the caller's key, workspace or group;
 	// nil: the session is not watched.
 	Rules *ledger.BreakerRules
-	// Origin is the gateway's address as the caller reached it
-	// (https://host), for the resume link.
-	Origin string
 }
 
 // Decision is what the breaker decided for a request.
@@ -88,6 +86,12 @@ type Options struct {
 	// Post sends a line to the team chat (the alerts webhook); nil: no
 	// chat messages.
 	Post func(ctx context.Context, text string) error
+	// PublicURL is the gateway's address as people's browsers reach it
+	// (https://gateway.example.com), configured: the base of a pause's
+	// resume link. Never the request's Host, which the caller chooses:
+	// a forged one would put a link to another site in the team chat.
+	// "": the chat line gives the CLI command alone.
+	PublicURL string
 	// Trips is where trips are recorded (the ledger database); nil or a
 	// nil result: not recorded.
 	Trips func() ledger.BreakerStore
@@ -221,8 +225,8 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 	trip := Trip{Pattern: f.pattern, Action: r.action, KeyID: t.KeyID, Workspace: t.Workspace, SessionID: t.Session, Agent: t.Agent,
 		SpentPico: s.spent, VelocityPico: v, EstimatePico: min(ledger.MaxCost, v*60), Turns: s.turns, Time: now, Person: person, Repo: t.Repo}
 	what := describe(f, p.tool, r)
-	if ts.token != "" && t.Origin != "" {
-		trip.URL = t.Origin + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {t.Session}, "t": {ts.token}}.Encode()
+	if base := strings.TrimRight(b.o.PublicURL, "/"); ts.token != "" && base != "" {
+		trip.URL = base + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {t.Session}, "t": {ts.token}}.Encode()
 	}
 	b.counted(trip)
 	trace.SpanFromContext(ctx).AddEvent("modelgate.breaker.trip", trace.WithAttributes(

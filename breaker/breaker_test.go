@@ -71,13 +71,12 @@ func newTestBreaker(t *testing.T, store Store) (*Breaker, *chat, *clock) {
 	t.Helper()
 	ch := &chat{}
 	clk := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	b := New(Options{Store: store, Post: ch.post, Now: clk.now, Failed: func(err error) { t.Errorf("breaker failed: %v", err) }})
+	b := New(Options{Store: store, Post: ch.post, Now: clk.now, Failed: func(err error) { t.Errorf("breaker failed: %v", err) }, PublicURL: "https://gw.example/"})
 	return b, ch, clk
 }
 
 func turnOf(body []byte, rules *ledger.BreakerRules) *Turn {
-	return &Turn{Format: FormatMessages, Body: body, Session: "sess-1", KeyID: "alice-laptop", Agent: "claude-code", Rules: rules,
-		Origin: "https://gw.example"}
+	return &Turn{Format: FormatMessages, Body: body, Session: "sess-1", KeyID: "alice-laptop", Agent: "claude-code", Rules: rules}
 }
 
 func TestRepeatedFailingBashWarnsOnce(t *testing.T) {

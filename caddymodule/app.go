@@ -68,6 +68,13 @@ type App struct {
 	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
+	// PublicURL is the gateway's address as people's browsers reach it
+	// (https://gateway.example.com): the base of the loop breaker's
+	// resume link in the alerts chat. Without it the chat line gives the
+	// CLI command alone; the request's Host is never used, as its sender
+	// chooses it.
+	PublicURL string `json:"public_url,omitempty"`
+
 	// MCPApprovals is where MCP tool calls that need a person's approval
 	// are announced, and their default wait.
 	MCPApprovals *MCPApprovalsConfig `json:"mcp_approvals,omitempty"`
@@ -212,7 +219,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.MCPApprovals.provision(); err != nil {
 		return err
 	}
-	a.provisionBreaker(hook)
+	pub, err := publicURL("public_url", a.PublicURL)
+	if err != nil {
+		return err
+	}
+	a.provisionBreaker(hook, pub)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:
@@ -615,6 +626,10 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		case "alerts_webhook":
 			if !d.AllArgs(&a.AlertsWebhook) {
 				return nil, d.Err("alerts_webhook: give the chat's incoming webhook URL, e.g. alerts_webhook {env.CHAT_WEBHOOK_URL}")
+			}
+		case "public_url":
+			if !d.AllArgs(&a.PublicURL) {
+				return nil, d.Err("public_url: give the gateway's base URL as people's browsers reach it, e.g. public_url https://gateway.example.com")
 			}
 		case "mcp_approvals":
 			c, err := parseMCPApprovals(d)

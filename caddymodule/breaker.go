@@ -99,8 +99,9 @@ func parseBreaker(d *caddyfile.Dispenser) (*ledger.BreakerRules, error) {
 
 // provisionBreaker builds the loop breaker: its sessions in Redis when
 // rate limits are (`limits redis`), else in this process; its trips posted
-// to alerts_webhook, recorded in the ledger and audited.
-func (a *App) provisionBreaker(hook string) {
+// to alerts_webhook (with a resume link on publicURL, when set), recorded
+// in the ledger and audited.
+func (a *App) provisionBreaker(hook, publicURL string) {
 	logger := a.logger
 	var lastWarn atomic.Int64
 	o := breaker.Options{
@@ -108,9 +109,10 @@ func (a *App) provisionBreaker(hook string) {
 			s, _ := a.Store().(ledger.BreakerStore)
 			return s
 		},
-		Audit: a.audit,
-		Names: a.controls.RuntimeName,
-		Owner: a.keyOwner,
+		Audit:     a.audit,
+		Names:     a.controls.RuntimeName,
+		PublicURL: publicURL,
+		Owner:     a.keyOwner,
 		// A Redis that is down fails every request's watch: said once a
 		// minute, not once a request.
 		Failed: func(err error) {

@@ -47,21 +47,32 @@ func (c *MCPApprovalsConfig) provision() error {
 	if hook != "" && !strings.HasPrefix(hook, "https://") && !strings.HasPrefix(hook, "http://") {
 		return errors.New("mcp_approvals webhook: want the chat's incoming webhook URL (https://…)")
 	}
-	pub, err := repl.ReplaceOrErr(c.PublicURL, true, true)
+	pub, err := publicURL("mcp_approvals public_url", c.PublicURL)
 	if err != nil {
-		return fmt.Errorf("mcp_approvals public_url: %v", err)
-	}
-	if pub != "" {
-		u, err := url.Parse(pub)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			return fmt.Errorf("mcp_approvals public_url: %q must be the gateway's base URL, e.g. https://gateway.example.com", pub)
-		}
+		return err
 	}
 	if c.Timeout < 0 {
 		return errors.New("mcp_approvals timeout: must not be negative")
 	}
 	c.webhook, c.publicURL = hook, pub
 	return nil
+}
+
+// publicURL resolves a configured base URL of the gateway, as people's
+// browsers reach it (opt names the option for the error): scheme and
+// host, no path or query.
+func publicURL(opt, configured string) (string, error) {
+	pub, err := caddy.NewReplacer().ReplaceOrErr(configured, true, true)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", opt, err)
+	}
+	if pub != "" {
+		u, err := url.Parse(pub)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return "", fmt.Errorf("%s: %q must be the gateway's base URL, e.g. https://gateway.example.com", opt, pub)
+		}
+	}
+	return pub, nil
 }
 
 // parseMCPApprovals reads `mcp_approvals { webhook … public_url … timeout … }`.

@@ -83,7 +83,7 @@ func DecodeContext(b []byte) (workctx.Context, error) {
 	case clean.SessionID == "":
 		return clean, errString("session_id: required, at most 128 printable characters")
 	case clean.Repository == "":
-		return clean, errString("repository: required, a git remote URL such as https://github.com/acme/shop.git")
+		return clean, errString("repository: " + workctx.RepoProblem(in.Repository))
 	}
 	return clean, nil
 }

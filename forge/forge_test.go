@@ -137,6 +137,18 @@ func TestDecodeContext(t *testing.T) {
 			t.Errorf("%s: accepted", bad)
 		}
 	}
+	// A URL with a query, parameters or a fragment is told so, not that
+	// the repository is missing, and the error does not echo its token.
+	for _, repo := range []string{"git@github.com:acme/shop.git?x=ghp_TOKEN", "https://github.com/acme/shop;ghp_TOKEN"} {
+		_, err := DecodeContext([]byte(`{"session_id":"s","repository":"` + repo + `"}`))
+		if err == nil || !strings.Contains(err.Error(), "repository: a remote URL with a query") || strings.Contains(err.Error(), "ghp_TOKEN") {
+			t.Errorf("%s: %v", repo, err)
+		}
+	}
+	// A token pasted into the path is not stored.
+	if c, err := DecodeContext([]byte(`{"session_id":"s","repository":"ssh://git@github.com:22/acme/shop/ghp_u8jzpde0igxld6gncfbaepfjbd0kh8oool8d"}`)); err != nil || c.Repository != "github.com/acme/shop" {
+		t.Errorf("a token in the path: %+v %v", c, err)
+	}
 }
 
 func FuzzDecodeGitHub(f *testing.F) {

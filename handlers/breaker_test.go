@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -190,6 +191,38 @@ func TestBreakerOffWithoutRules(t *testing.T) {
 	for n := 1; n <= 8; n++ {
 		if rec := post(g, alice, "/v1/chat/completions", loopingChat("m", n), "Session-Id", "s1"); rec.Code != http.StatusOK {
 			t.Fatalf("turn %d: %d", n, rec.Code)
+		}
+	}
+}
+
+// TestBreakerLinkIgnoresCallersHost: the resume link in the team chat is
+// built on the configured public URL; a key holder's forged Host used to
+// become the link's site. Without a public URL the line has no link.
+func TestBreakerLinkIgnoresCallersHost(t *testing.T) {
+	for _, public := range []string{"", "https://gw.example.com"} {
+		var mu sync.Mutex
+		var lines []string
+		b := breaker.New(breaker.Options{PublicURL: public, Post: func(_ context.Context, text string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, text)
+			return nil
+		}})
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeOpenAI(w, r, "up") }))
+		t.Cleanup(up.Close)
+		g, _ := testGateway(t, "model_list:\n"+entry("m", up.URL), func(o *GatewayOptions) { o.Breaker = b })
+		for n := 1; n <= 3; n++ {
+			post(g, breakerAlice, "http://evil.example/v1/chat/completions", loopingChat("m", n), "Session-Id", "s1")
+		}
+		b.Drain(context.Background())
+		mu.Lock()
+		got := strings.Join(lines, "\n")
+		mu.Unlock()
+		if strings.Contains(got, "evil.example") || !strings.Contains(got, "`caddy modelgate resume s1 --api-key-id alice`") {
+			t.Errorf("public URL %q: chat %q names the caller's Host or lacks the CLI command", public, got)
+		}
+		if hasLink := strings.Contains(got, "https://gw.example.com"+breaker.ResumePath+"?"); hasLink != (public != "") {
+			t.Errorf("public URL %q: chat %q, want a link exactly when one is configured", public, got)
 		}
 	}
 }

@@ -221,3 +221,21 @@ func TestGeminiModelsOnV1(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfiguredChatLinksAre404: the resume and MCP approval links are
+// answered without a key; without their feature they used to pass on to
+// the next handler and end as Caddy's empty 200.
+func TestUnconfiguredChatLinksAre404(t *testing.T) {
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) { o.Breaker = nil; o.ApprovalLinks = nil })
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/mcp-approvals/xyz"},
+		{"POST", "/mcp-approvals/xyz"},
+		{"GET", "/modelgate/breaker/resume?k=a&s=b&t=c"},
+		{"POST", "/modelgate/breaker/resume"},
+	} {
+		rec := get(g, nil, tc.method, tc.path)
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"error":{"message"`) {
+			t.Errorf("%s %s without the feature: %d %q, want a 404", tc.method, tc.path, rec.Code, rec.Body.String())
+		}
+	}
+}

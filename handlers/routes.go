@@ -417,10 +417,13 @@ func (t *routeTable) underAPI(p string) bool {
 }
 
 // public reports whether r is answered without a key: its entry names
-// r's method public.
+// r's method public, and r names it as it is, without dot segments or
+// doubled slashes. Public entries are served only under their own names;
+// the lookup's prefix test on the raw path would let
+// "/mcp-approvals/../v1/…" through keyless to whatever cleans it later.
 func (t *routeTable) public(r *http.Request) bool {
 	e, ok := t.lookup(r)
-	return ok && e.public.has(r.Method)
+	return ok && e.public.has(r.Method) && route.Canonical(r.URL.Path)
 }
 
 // Public reports whether r is answered without a key (the table's public
@@ -478,18 +481,28 @@ func subtree(pattern string) string {
 	return pattern[:i]
 }
 
-// resumeLink is the loop breaker's resume link handler, or nil.
+// resumeLink is the loop breaker's resume link handler: without a
+// breaker, the gateway's 404, as the link is answered without a key and
+// must not pass on keyless to what follows on the site. nil for Site.
 func (g *Gateway) resumeLink() http.HandlerFunc {
-	if g == nil || g.opts.Breaker == nil {
+	switch {
+	case g == nil:
 		return nil
+	case g.opts.Breaker == nil:
+		return g.serveNotFound
 	}
 	return g.serveResume
 }
 
-// approvalLinks is the MCP approval links' handler, or nil.
+// approvalLinks is the MCP approval links' handler: without approvals,
+// the gateway's 404 (see resumeLink). nil for Site.
 func (g *Gateway) approvalLinks() http.HandlerFunc {
-	if g == nil || g.opts.ApprovalLinks == nil {
+	switch {
+	case g == nil:
 		return nil
+	case g.opts.ApprovalLinks == nil:
+		// Answered without a key: a 404 here, not passed on (resumeLink).
+		return g.serveNotFound
 	}
 	return g.opts.ApprovalLinks.ServeHTTP
 }

@@ -114,6 +114,13 @@ func TestSitePublicEntries(t *testing.T) {
 		{"GET", "/mcp-approvals/tok", true}, {"POST", "/mcp-approvals/tok", true}, {"DELETE", "/mcp-approvals/tok", false},
 		{"GET", "/v1/models", false}, {"POST", "/v1/chat/completions", false}, {"GET", "/v1/organizations", false},
 		{"GET", "/auth/oidc/login", false}, {"GET", "/uix", false},
+		// Only under their own names: dot segments and doubled slashes
+		// (curl --path-as-is, %2e%2e) used to pass the raw prefix test
+		// on their way to an endpoint that needs a key.
+		{"POST", "/mcp-approvals/../v1/chat/completions", false}, {"POST", "/mcp-approvals/%2e%2e/v1/chat/completions", false},
+		{"POST", "/mcp-approvals//x", false}, {"POST", "/ui/spend-requests/../../v1/messages", false},
+		{"GET", "/ui/../v1/models", false}, {"GET", "/ui/./app.js", false}, {"GET", "//health/liveness", false},
+		{"GET", "/modelgate/breaker/resume/../../../v1/models", false},
 	} {
 		if got := s.Public(httptest.NewRequest(tc.method, tc.path, nil)); got != tc.want {
 			t.Errorf("Public(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)

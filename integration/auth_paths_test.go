@@ -82,3 +82,34 @@ func TestReviewNoKeyNoService(t *testing.T) {
 		t.Errorf("unauthenticated requests reached upstreams %d times", n)
 	}
 }
+
+// TestKeylessChatLinkPathsStopAtTheGateway: the chat links' prefixes are
+// answered without a key, but only under their own names: dot segments
+// under them are refused for want of a key, and a link whose feature is
+// not configured (MCP approvals here) is the gateway's 404. Neither is
+// passed on keyless to what follows on the site (here a `respond "not
+// found"`, elsewhere an empty 200).
+func TestKeylessChatLinkPathsStopAtTheGateway(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	g := startGateway(t, gatewayConfig{models: u.modelsYAML()})
+	for _, c := range []struct {
+		method, target string
+		status         int
+	}{
+		{"POST", "/mcp-approvals/../v1/chat/completions", http.StatusUnauthorized},
+		{"POST", "/mcp-approvals/%2e%2e/v1/chat/completions", http.StatusUnauthorized},
+		{"POST", "/ui/spend-requests/../../v1/chat/completions", http.StatusUnauthorized},
+		{"GET", "/ui/../v1/models", http.StatusUnauthorized},
+		{"POST", "/modelgate/breaker/resume/../../../v1/chat/completions", http.StatusUnauthorized},
+		{"GET", "/mcp-approvals/xyz", http.StatusNotFound},
+		{"POST", "/mcp-approvals/xyz", http.StatusNotFound},
+	} {
+		status, body := rawRequest(t, g.base, c.method, c.target)
+		if status != c.status || !strings.Contains(body, `"error"`) {
+			t.Errorf("%s %s without a key: %d %q, want the gateway's %d", c.method, c.target, status, body, c.status)
+		}
+	}
+	if n := u.openaiRec.Count() + u.anthropicRec.Count() + u.ollamaRec.Count(); n != 0 {
+		t.Errorf("unauthenticated requests reached upstreams %d times", n)
+	}
+}

@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +29,15 @@ func TestCodexWebSocketKeyArchivedMidSession(t *testing.T) {
 	var key createdKey
 	archived := make(chan int, 1)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The turn is read whole, and so counted, before the key is
+		// archived: archiving makes the gateway cancel its upstream
+		// request, which could otherwise cut the body short and leave the
+		// turn in progress uncounted.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("reading the turn in progress: %v", err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		once.Do(func() {
 			req, _ := http.NewRequest("POST", g.base+"/v1/organizations/api_keys/"+key.ID, strings.NewReader(`{"status":"archived"}`))
 			req.Header.Set("Authorization", "Bearer "+adminKey)

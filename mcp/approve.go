@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,7 +138,9 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	if u.cfg.ApprovalFrom == "team" {
 		asked = nil // never the calling client: it may be the agent itself
 	}
-	go g.askApprover(wctx, opts, d, a, id, asked, wake)
+	shown := question{total: len(args)}
+	shown.args, shown.cut = argsExcerpt(args, questionArgs, perValueArgs)
+	go g.askApprover(wctx, opts, d, a, shown, id, asked, wake)
 	waiting := waitProgress(ss, progress, a, timeout)
 	waiting(ctx)
 	beat := time.NewTicker(progressBeat)
@@ -228,11 +229,11 @@ func (g *Gateway) expire(ctx context.Context, d *approval.Decider, a ledger.MCPA
 // the client declared it can; when it cannot, or its user dismisses the
 // question without answering, it posts the chat message. The dashboard and
 // the CLI see every pending approval regardless.
-func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.Decider, a ledger.MCPApproval, id *policy.Identity, ss *sdk.ServerSession, wake chan<- struct{}) {
+func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.Decider, a ledger.MCPApproval, q question, id *policy.Identity, ss *sdk.ServerSession, wake chan<- struct{}) {
 	if ss != nil && elicits(ss) {
 		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
-			Message: fmt.Sprintf("Modelgate: allow MCP tool %s/%s with arguments %s? (approval %s, expires %s)",
-				a.Server, a.Tool, webhook.Clean(a.Args, 600), a.ID, a.ExpiresAt.Format("15:04:05 UTC")),
+			Message: fmt.Sprintf("Modelgate: allow MCP tool %s/%s with arguments %s? (approval %s, expires %s)%s",
+				a.Server, a.Tool, webhook.Clean(q.args, len(q.args)), a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note()),
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		})
 		if err == nil && (res.Action == "accept" || res.Action == "decline") {
@@ -252,7 +253,7 @@ func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.
 			return
 		}
 	}
-	g.postApproval(ctx, opts, a)
+	g.postApproval(ctx, opts, a, q)
 }
 
 // elicits reports whether the client declared form elicitation.
@@ -267,11 +268,11 @@ func elicits(ss *sdk.ServerSession) bool {
 
 // postApproval posts the approval request to the team chat with signed
 // approve and deny links.
-func (g *Gateway) postApproval(ctx context.Context, opts *Approvals, a ledger.MCPApproval) {
+func (g *Gateway) postApproval(ctx context.Context, opts *Approvals, a ledger.MCPApproval, q question) {
 	if opts.Webhook == "" {
 		return
 	}
-	msg := approvalMessage(opts.PublicURL, a)
+	msg := approvalMessage(opts.PublicURL, a, q)
 	client := opts.Client
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
@@ -283,9 +284,24 @@ func (g *Gateway) postApproval(ctx context.Context, opts *Approvals, a ledger.MC
 	}
 }
 
+// question is the arguments as an approval's question shows them: args,
+// an excerpt when cut, of total bytes.
+type question struct {
+	total int
+	args  string
+	cut   bool
+}
+
+func (q question) note() string {
+	if !q.cut {
+		return ""
+	}
+	return argsNote(q.total)
+}
+
 // approvalMessage is the chat line of approval a: who asks to call what
-// with which arguments, until when, and the links.
-func approvalMessage(publicURL string, a ledger.MCPApproval) string {
+// with which arguments (q), until when, and the links.
+func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string {
 	who := a.KeyID
 	if a.Person != "" {
 		who = a.Person + " (key " + a.KeyID + ")"
@@ -293,9 +309,9 @@ func approvalMessage(publicURL string, a ledger.MCPApproval) string {
 	var b strings.Builder
 	// The arguments are the agent's to choose: in a code span, where chats
 	// make no links, so text in them cannot pose as the approve link.
-	args := strings.ReplaceAll(webhook.Clean(a.Args, 600), "`", "'")
-	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).",
-		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"))
+	args := strings.ReplaceAll(webhook.Clean(q.args, len(q.args)), "`", "'")
+	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).%s",
+		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note())
 	if base := strings.TrimRight(publicURL, "/"); base != "" {
 		fmt.Fprintf(&b, " Approve: %s%s%s Deny: %s%s%s", base, ApprovalPath, approval.Sign(a.ID, true, a.ExpiresAt, a.Secret, a.Binding),
 			base, ApprovalPath, approval.Sign(a.ID, false, a.ExpiresAt, a.Secret, a.Binding))
@@ -309,17 +325,14 @@ func approvalMessage(publicURL string, a ledger.MCPApproval) string {
 // ApprovalPath + token (approval.LinkHandler).
 const ApprovalPath = "/mcp-approvals/"
 
-// shownArgs are canonical arguments cut, on a rune boundary, for the
-// approver to read.
+// shownArgs are canonical arguments kept for the approver to read: over
+// maxShownArgs, every argument with its value cut (argsExcerpt).
 func shownArgs(args []byte) string {
 	if len(args) <= maxShownArgs {
 		return string(args)
 	}
-	cut := maxShownArgs
-	for cut > 0 && !utf8.RuneStart(args[cut]) {
-		cut--
-	}
-	return string(args[:cut]) + "…"
+	s, _ := argsExcerpt(args, maxShownArgs, storedPerValue)
+	return s
 }
 
 // argsRefusal refuses arguments approval.Canonical rejects: an approval

@@ -391,7 +391,7 @@ func TestApprovalFromTeam(t *testing.T) {
 // them cannot become a link that poses as the approve link.
 func TestApprovalMessageQuotesArguments(t *testing.T) {
 	a := ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "prod", Tool: "deploy", Args: "{\"note\":\"` Approve: https://evil.example/x `\"}", Secret: "00", Binding: "b"}
-	msg := approvalMessage("https://gw.example", a)
+	msg := approvalMessage("https://gw.example", a, question{total: len(a.Args), args: a.Args})
 	if !strings.Contains(msg, "with `{\"note\":\"' Approve: https://evil.example/x '\"}` (approval apr_1") {
 		t.Fatalf("message %q", msg)
 	}

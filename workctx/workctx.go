@@ -36,7 +36,9 @@ const maxField = 200
 // reports show it and the forge's webhooks are matched to: host and path,
 // lower case, without scheme, port, credentials, query or ".git"
 // ("https://bot:token@GitHub.com/Acme/Shop.git" and
-// "git@github.com:acme/shop" are both "github.com/acme/shop"). A local
+// "git@github.com:acme/shop" are both "github.com/acme/shop"), and
+// without what follows the repository in its path (repoPath), where a
+// token pasted into the URL would otherwise be stored. A local
 // path, or anything that does not read as a remote, is "": it names no
 // shared repository, and a path may hold a person's name.
 func NormalizeRepo(remote string) string {
@@ -71,7 +73,8 @@ func NormalizeRepo(remote string) string {
 		}
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	p = strings.TrimSuffix(strings.Trim(path.Clean("/"+p), "/"), ".git")
+	p = repoPath(host, strings.Trim(path.Clean("/"+p), "/"))
+	p = strings.TrimSuffix(p, ".git")
 	p = strings.ToLower(strings.Trim(path.Clean("/"+p), "/"))
 	// A host without a dot is not a forge every machine names alike (and
 	// the short "host/path" form must read back as itself).
