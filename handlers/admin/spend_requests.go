@@ -105,8 +105,15 @@ func (a *Handler) leads(id *policy.Identity, groups []string) bool {
 	return false
 }
 
-// mayResolve reports whether the caller may approve or deny r.
+// mayResolve reports whether the caller may approve or deny r: an admin
+// or a lead of one of the person's groups, and never the person who asked,
+// admins included (no one approves their own spend; a sole admin who
+// needs more uses the gateway's admin key, which is no person and is
+// audited as the key).
 func (a *Handler) mayResolve(id *policy.Identity, r ledger.IncreaseRequest) bool {
+	if id == nil || (id.PersonID() != "" && id.PersonID() == r.Person) {
+		return false
+	}
 	return id.Role == policy.RoleAdmin || a.leads(id, r.Groups)
 }
 
@@ -305,7 +312,11 @@ func (a *Handler) getIncreaseRequest(w http.ResponseWriter, r *http.Request, st 
 // it (doing is what they are doing, for the refusal).
 func (a *Handler) resolvable(w http.ResponseWriter, r *http.Request, st spendStore, doing string) (ledger.IncreaseRequest, bool) {
 	req, ok := a.findRequest(w, r, st)
-	if ok && !a.mayResolve(policy.IdentityFrom(r.Context()), req) {
+	if id := policy.IdentityFrom(r.Context()); ok && !a.mayResolve(id, req) {
+		if id.PersonID() == req.Person {
+			fail(w, http.StatusForbidden, doing+" your own request is for another approver: an admin, or another lead of one of your groups")
+			return req, false
+		}
 		fail(w, http.StatusForbidden, doing+" needs the gateway's admin key, an admin sign-in, or a lead of one of the person's groups")
 		return req, false
 	}

@@ -1,0 +1,47 @@
+package admin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Regression tests for hostile review 4's spend-limit findings.
+
+// A group's lead who is also a member asks for more: neither they nor an
+// admin signed in as themselves approves their own request; another lead
+// or the gateway's admin key does (hostile review 4, finding 1).
+func TestNoOneApprovesTheirOwnIncreaseRequest(t *testing.T) {
+	sa := newSpendAdmin(t)
+	ctx := context.Background()
+	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
+	k, _, err := sa.a.Controls.MintKey(ctx, policy.NewKey{Name: "oidc: lead", CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: "lead@example.com",
+		Email: "lead@example.com", Groups: "eng", Budget: budget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := &policy.Identity{KeyID: k.ID, Owner: "lead@example.com", Groups: "eng", Runtime: true, PersonBudget: budget}
+	rec := sa.call(t, lead, "POST", adminapi.IncreaseRequestsPath, `{"amount":"100"}`)
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	created := decode[adminapi.IncreaseRequest](t, rec)
+	for _, action := range []string{"approve", "deny"} {
+		rec = sa.call(t, lead, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/"+action, `{"amount":"10000000"}`)
+		if rec.Code != 403 {
+			t.Errorf("the lead %ss their own request: %d %s", action, rec.Code, rec.Body)
+		}
+	}
+	// An admin signed in as the same person is refused too.
+	adminLead := &policy.Identity{KeyID: "lead@example.com", Person: "lead@example.com", Role: policy.RoleAdmin, Groups: "eng"}
+	if rec = sa.call(t, adminLead, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100"}`); rec.Code != 403 {
+		t.Errorf("an admin approves their own request: %d %s", rec.Code, rec.Body)
+	}
+	// The gateway's admin key, which is no person, may.
+	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100"}`); rec.Code != 200 {
+		t.Errorf("the admin key approving: %d %s", rec.Code, rec.Body)
+	}
+}
