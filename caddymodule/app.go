@@ -100,6 +100,8 @@ type App struct {
 	// leads are the group rules' leads, who resolve their members'
 	// spend limit increase requests (spend.go).
 	leads *atomic.Pointer[map[string][]string]
+	// downgrades check at_cap downgrade aliases (spend.go).
+	downgrades *downgradeTargets
 	// cacheWatch alerts on sessions that write a prompt cache they never
 	// read; nil without alerts_webhook.
 	cacheWatch *policy.CacheWatch
@@ -181,6 +183,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = policy.NewControls(nil)
 	a.leads = new(atomic.Pointer[map[string][]string])
+	a.downgrades = &downgradeTargets{}
 	a.audit = &audit.Log{Source: a.controls}
 	if err := a.provisionRates(); err != nil {
 		return err

@@ -193,7 +193,10 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		SecretsFor:     g.Secrets.actionFor,
 		SecretEvents:   seen.event,
 	})
-	return nil
+	if g.app.downgrades == nil {
+		return nil
+	}
+	return g.app.downgrades.addGateway(g.h.DowngradeTarget)
 }
 
 // deploymentStates lets the state table live in a UsagePool.

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/modelgate/modelgate/adminapi"
@@ -43,5 +44,27 @@ func TestNoOneApprovesTheirOwnIncreaseRequest(t *testing.T) {
 	// The gateway's admin key, which is no person, may.
 	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100"}`); rec.Code != 200 {
 		t.Errorf("the admin key approving: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// The Spend Limits API refuses an at_cap downgrade to an alias that is not
+// free, naming it and why (hostile review 4, finding 6).
+func TestSpendLimitRefusesADowngradeThatIsNotFree(t *testing.T) {
+	sa := newSpendAdmin(t)
+	sa.a.Spend.DowngradeTarget = func(alias string) string {
+		if alias == "local" {
+			return ""
+		}
+		return `"` + alias + `" is not free: openai/gpt-x is a cloud model`
+	}
+	rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"1","scope":{"type":"api_key","api_key_id":"alice"},"at_cap":{"action":"downgrade","alias":"unpriced"}}`)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `at_cap.alias: \"unpriced\" is not free`) {
+		t.Errorf("a downgrade to an unpriced alias: %d %s", rec.Code, rec.Body)
+	}
+	rec = sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"1","scope":{"type":"api_key","api_key_id":"alice"},"at_cap":{"action":"downgrade","alias":"local"}}`)
+	if rec.Code != 200 {
+		t.Errorf("a downgrade to a free alias: %d %s", rec.Code, rec.Body)
 	}
 }
