@@ -51,8 +51,9 @@ type Turn struct {
 	// Rules are the thresholds of the caller's key, workspace or group;
 	// nil: the session is not watched.
 	Rules *ledger.BreakerRules
-	// Origin is the gateway's address as the caller reached it
-	// (https://host), for the resume link.
+	// Origin is the gateway's configured public URL (https://host), the
+	// base of the resume link; "" posts no link (never the caller's Host
+	// header, which the caller chooses).
 	Origin string
 }
 

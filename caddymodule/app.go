@@ -68,6 +68,11 @@ type App struct {
 	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
+	// PublicURL is the gateway's base URL as people's browsers reach it
+	// (https://gateway.example.com): the base of every link it posts to a
+	// chat (public_url.go); without it, the chat lines carry no link.
+	PublicURL string `json:"public_url,omitempty"`
+
 	// MCPApprovals is where MCP tool calls that need a person's approval
 	// are announced, and their default wait.
 	MCPApprovals *MCPApprovalsConfig `json:"mcp_approvals,omitempty"`
@@ -100,6 +105,8 @@ type App struct {
 	// leads are the group rules' leads, who resolve their members'
 	// spend limit increase requests (spend.go).
 	leads *atomic.Pointer[map[string][]string]
+	// publicURL is PublicURL resolved, without a trailing slash.
+	publicURL string
 	// downgrades check at_cap downgrade aliases (spend.go).
 	downgrades *downgradeTargets
 	// cacheWatch alerts on sessions that write a prompt cache they never
@@ -213,6 +220,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.cacheWatch = policy.NewCacheWatch(a.alerter.Notify)
 	}
 	if err := a.MCPApprovals.provision(); err != nil {
+		return err
+	}
+	if err := a.provisionPublicURL(); err != nil {
 		return err
 	}
 	a.provisionBreaker(hook)
@@ -618,6 +628,10 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		case "alerts_webhook":
 			if !d.AllArgs(&a.AlertsWebhook) {
 				return nil, d.Err("alerts_webhook: give the chat's incoming webhook URL, e.g. alerts_webhook {env.CHAT_WEBHOOK_URL}")
+			}
+		case "public_url":
+			if !d.AllArgs(&a.PublicURL) {
+				return nil, d.Err("public_url: give the gateway's base URL as people's browsers reach it, e.g. public_url https://gateway.example.com")
 			}
 		case "mcp_approvals":
 			c, err := parseMCPApprovals(d)

@@ -175,6 +175,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MCPNotConnected:     mcpNotConnected(g, cfg),
 		MCP:                 mcpHandler,
 		ApprovalLinks:       g.approvalLinks,
+		PublicURL:           g.app.publicURL,
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),

@@ -13,7 +13,7 @@ import (
 // ledger and budgets, its alerts webhook for the chat lines, and the
 // group rules' leads llm_auth registered.
 func (a *App) spendLimits() admin.SpendLimits {
-	s := admin.SpendLimits{Store: a.Store, Budgets: a.budgets, Leads: a.groupLeads, DowngradeTarget: a.downgrades.check}
+	s := admin.SpendLimits{Store: a.Store, Budgets: a.budgets, Leads: a.groupLeads, DowngradeTarget: a.downgrades.check, PublicURL: a.publicURL}
 	if a.alerter != nil {
 		s.Chat = a.alerter.Say
 	}

@@ -28,10 +28,8 @@ type turnIn struct {
 	rec  *ledger.Record // its session and agent resolved
 	body []byte
 	info providers.RequestInfo
-	// host and tls are how the caller reached the gateway, for the resume
-	// link; repo the work context's repository, when known.
-	host, repo string
-	tls        bool
+	// repo is the work context's repository, when known.
+	repo string
 	// header is the answer's, for HeaderBreaker.
 	header http.Header
 }
@@ -53,7 +51,7 @@ func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []
 		return breaker.Decision{}, in.body, in.info
 	}
 	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: in.body, Session: in.rec.SessionID, KeyID: in.id.KeyID,
-		Workspace: in.id.Workspace, Person: in.id.Person, Agent: in.rec.Agent, Repo: in.repo, Rules: rules, Origin: origin(in.host, in.tls)})
+		Workspace: in.id.Workspace, Person: in.id.Person, Agent: in.rec.Agent, Repo: in.repo, Rules: rules, Origin: g.opts.PublicURL})
 	if d.Refusal == nil && d.Body != nil {
 		if nudged, err := reparse(d.Body); err == nil {
 			in.header.Set(HeaderBreaker, "nudge")
@@ -75,15 +73,6 @@ func breakerFormat(cf providers.Format) breaker.Format {
 		return breaker.FormatGemini
 	}
 	return breaker.FormatOther
-}
-
-// origin is the gateway's address as the caller reached it, for links
-// back to it.
-func origin(host string, tls bool) string {
-	if tls {
-		return "https://" + host
-	}
-	return "http://" + host
 }
 
 // serveResume answers a loop breaker's resume link: GET shows the paused

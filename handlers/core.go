@@ -41,9 +41,6 @@ type Call struct {
 	// Model and Action are what the URL names: a Gemini call's model and
 	// action, a Converse call's model id and operation.
 	Model, Action string
-	// Origin is how the client reached the gateway, for a link the
-	// gateway writes for people (the loop breaker's resume link).
-	Origin Origin
 	// Codex says the caller is Codex (its originator header), whose
 	// Responses parser drops a refusal part it cannot read.
 	Codex bool
@@ -61,12 +58,6 @@ type Call struct {
 	// req is the body's buffer and the body memory it holds while the
 	// core serves the call (readRequest, releaseRequest).
 	req clientRequest
-}
-
-// Origin is the host a client reached and whether over TLS.
-type Origin struct {
-	Host string
-	TLS  bool
 }
 
 // SessionHints is what a request's headers say of its coding-agent

@@ -36,7 +36,7 @@ func newHTTPDoor(w http.ResponseWriter, r *http.Request, cf providers.Format, au
 // callOf is the call r makes in format cf, without its body.
 func callOf(r *http.Request, cf providers.Format) Call {
 	c := Call{Format: cf, Identity: policy.IdentityFrom(r.Context()), Client: clientMeta(r),
-		Session: sessionHints(r.Header), caller: callerOf(r), Origin: Origin{Host: r.Host, TLS: r.TLS != nil},
+		Session: sessionHints(r.Header), caller: callerOf(r),
 		Codex: strings.HasPrefix(r.Header.Get("Originator"), "codex")}
 	c.Model, c.Action, _ = geminiAction(r.URL.Path)
 	return c

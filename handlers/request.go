@@ -89,7 +89,7 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 	if wc := g.opts.WorkContexts; wc != nil && rec.SessionID != "" {
 		wc.Note(rec.KeyID, rec.SessionID, c.Session.Repo, c.Session.Branch, start)
 	}
-	turn, body, info := g.admitTurn(ctx, turnIn{cf: cf, id: id, rec: rec, body: body, info: info, host: c.Origin.Host, tls: c.Origin.TLS,
+	turn, body, info := g.admitTurn(ctx, turnIn{cf: cf, id: id, rec: rec, body: body, info: info,
 		repo: c.Session.Repo, header: out.Header()},
 		func(b []byte) (providers.RequestInfo, error) { return g.parsers[cf](ctx, c, b) })
 	if turn.Refusal != nil {

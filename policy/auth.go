@@ -170,8 +170,10 @@ func IsBrowserRoot(r *http.Request) bool {
 }
 
 // IsPublicPath reports the paths answered without a key: Claude Code's
-// reachability probe, the liveness/readiness checks, the dashboard's page,
-// MCP approval links and the loop breaker's resume link.
+// reachability probe, the liveness/readiness checks, the dashboard's pages
+// (the spend-limit approvers' link page among them: its POST needs an
+// approver's key or session), MCP approval links and the loop breaker's
+// resume link.
 func IsPublicPath(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/health/liveliness", "/health/liveness", "/health/readiness":
@@ -182,9 +184,8 @@ func IsPublicPath(r *http.Request) bool {
 		// A loop breaker's resume link: its token is its credential.
 		return r.Method == http.MethodGet || r.Method == http.MethodPost
 	}
-	// An approvers' chat link (llm_admin's spend limits, mcp/approval's
-	// tool calls): its token is the credential.
-	if strings.HasPrefix(r.URL.Path, SpendLinkPath) || strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
+	// MCP tool calls' approvers' chat link: its token is the credential.
+	if strings.HasPrefix(r.URL.Path, "/mcp-approvals/") {
 		return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost
 	}
 	// The dashboard's page and assets: it signs in itself.

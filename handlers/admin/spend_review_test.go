@@ -68,3 +68,24 @@ func TestSpendLimitRefusesADowngradeThatIsNotFree(t *testing.T) {
 		t.Errorf("a downgrade to a free alias: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// The approvers' link is built on the configured public URL, never the
+// Host the person asking sent; without one the line has no link and says
+// where to decide (hostile review 4, finding 2).
+func TestApproversLinkIgnoresTheRequestHost(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	if rec := sa.call(t, bob, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"5000"}`); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if line := sa.chat[0]; strings.Contains(line, "evil.example") || !strings.Contains(line, "https://gw.example"+SpendLinkPath) {
+		t.Errorf("approvers' line: %s", line)
+	}
+	sa.a.Spend.PublicURL = ""
+	if rec := sa.call(t, bob, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"6000"}`); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if line := sa.chat[1]; strings.Contains(line, "://") || !strings.Contains(line, "set public_url") || !strings.Contains(line, "caddy modelgate requests approve splir_") {
+		t.Errorf("approvers' line without a public URL: %s", line)
+	}
+}
