@@ -50,7 +50,7 @@ func breakerGateway(t *testing.T, script *scriptedBackend, rules, extra string, 
 		hook = startChatSink(t)
 	}
 	g := startGateway(t, gatewayConfig{models: breakerModels(up.URL),
-		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + extra + "\n\t\talerts_webhook {env.HOOK}",
+		ledgerLine: "ledger sqlite " + filepath.Join(t.TempDir(), "ledger.db") + extra + "\n\t\talerts_webhook {env.HOOK}\n\t\tpublic_url " + gatewayBaseURL,
 		env:        append([]string{"HOOK=" + hook.URL + "/services/T/B/secret"}, env...),
 		siteExtra:  "handle /metrics {\n\t\tmetrics\n\t}",
 		authExtra:  "workspace frontend {\n\t\t\tbreaker " + rules + "\n\t\t}"})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -79,6 +80,12 @@ func (a *Handler) Match(r *http.Request) bool {
 	a.siteOnce.Do(func() { a.site = handlers.NewSite() })
 	switch a.site.Owner(r) {
 	case handlers.OwnerAdmin, handlers.OwnerDashboard:
+		return true
+	}
+	// A path that cleans to the organization API's ("//v1/organizations/…")
+	// is answered in its family: a 404, as ServeHTTP answers any path
+	// that is not canonical.
+	if p := r.URL.Path; !route.Canonical(r.URL.EscapedPath()) && strings.HasPrefix(path.Clean("/"+p)+"/", "/v1/organizations/") {
 		return true
 	}
 	return policy.IsBrowserRoot(r)

@@ -332,8 +332,12 @@ func (a *Handler) approveIncreaseRequest(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	cents, err := money.ParseCents(in.Amount)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "amount: required: the person's new limit in cents as a decimal string; "+err.Error())
+	switch {
+	case in.Amount == "":
+		fail(w, http.StatusBadRequest, "amount: required: the person's new limit in cents as a decimal string (\"5000\" is $50.00)")
+		return
+	case err != nil:
+		fail(w, http.StatusBadRequest, "amount: "+err.Error())
 		return
 	}
 	period := req.Period

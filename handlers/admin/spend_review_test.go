@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -87,5 +88,39 @@ func TestApproversLinkIgnoresTheRequestHost(t *testing.T) {
 	}
 	if line := sa.chat[1]; strings.Contains(line, "://") || !strings.Contains(line, "set public_url") || !strings.Contains(line, "caddy modelgate requests approve splir_") {
 		t.Errorf("approvers' line without a public URL: %s", line)
+	}
+}
+
+// The spend limit routes answer methods and paths they do not take in the
+// API's family and status (hostile review 4, finding 11).
+func TestSpendLimitRoutesMethodsAndPaths(t *testing.T) {
+	sa := newSpendAdmin(t)
+	member := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Runtime: true}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"OPTIONS", adminapi.SpendLimitsPath + "/spl_x", 405, "GET, HEAD, DELETE"},
+		{"OPTIONS", adminapi.EffectiveLimitsPath, 405, "GET, HEAD"},
+		{"DELETE", adminapi.EffectiveLimitsPath, 405, "GET, HEAD"},
+		{"GET", "/" + adminapi.SpendLimitsPath, 404, ""},
+	} {
+		rec := sa.call(t, member, tc.method, tc.path, "")
+		if rec.Code != tc.status || rec.Header().Get("Allow") != tc.allow || !strings.Contains(rec.Body.String(), `"type":"error"`) {
+			t.Errorf("%s %s: %d Allow %q %s; want %d Allow %q in Anthropic's family", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), rec.Body, tc.status, tc.allow)
+		}
+	}
+	req := httptest.NewRequest("GET", "//v1/organizations/spend_limits", nil)
+	if !sa.a.Match(req) {
+		t.Error("llm_admin does not take //v1/organizations/spend_limits, which the gateway would answer in OpenAI's family")
+	}
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	created := decode[adminapi.IncreaseRequest](t, sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"5000"}`))
+	for body, want := range map[string]string{`{}`: "amount: required", `{"amount":"100000001"}`: "amount: ", `{"amount":"1.5"}`: "amount: "} {
+		rec := sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", body)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), want) || (body != `{}` && strings.Contains(rec.Body.String(), "required")) {
+			t.Errorf("approve %s: %d %s; want 400 %q", body, rec.Code, rec.Body, want)
+		}
 	}
 }
