@@ -48,6 +48,19 @@ func newSpendAdmin(t *testing.T) *spendAdmin {
 	return sa
 }
 
+// signedIn is the identity of email's key minted at sign-in, in group eng
+// with its $2 monthly budget.
+func (sa *spendAdmin) signedIn(t *testing.T, email string) *policy.Identity {
+	t.Helper()
+	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
+	k, _, err := sa.a.Controls.MintKey(context.Background(), policy.NewKey{Name: "oidc: " + email, CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: email,
+		Email: email, Groups: "eng", Budget: budget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policy.Identity{KeyID: k.ID, Owner: email, Groups: "eng", Runtime: true, PersonBudget: budget}
+}
+
 // call sends a request as id.
 func (sa *spendAdmin) call(t *testing.T, id *policy.Identity, method, target, body string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
@@ -81,13 +94,7 @@ func TestIncreaseRequestApprovedThroughTheChatLink(t *testing.T) {
 	sa := newSpendAdmin(t)
 	ctx := context.Background()
 	// bob signed in: his key carries his group and its $2 monthly budget.
-	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
-	k, _, err := sa.a.Controls.MintKey(ctx, policy.NewKey{Name: "oidc: bob", CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: "bob@example.com",
-		Email: "bob@example.com", Groups: "eng", Budget: budget}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob := &policy.Identity{KeyID: k.ID, Owner: "bob@example.com", Groups: "eng", Runtime: true, PersonBudget: budget}
+	bob := sa.signedIn(t, "bob@example.com")
 	// bob is at his $2 cap: a $2.50 request is refused, naming how to ask.
 	if err := sa.budgets.Refresh(ctx); err != nil {
 		t.Fatal(err)

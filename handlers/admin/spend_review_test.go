@@ -1,13 +1,11 @@
 package admin
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelgate/modelgate/adminapi"
-	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -18,14 +16,7 @@ import (
 // or the gateway's admin key does (hostile review 4, finding 1).
 func TestNoOneApprovesTheirOwnIncreaseRequest(t *testing.T) {
 	sa := newSpendAdmin(t)
-	ctx := context.Background()
-	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
-	k, _, err := sa.a.Controls.MintKey(ctx, policy.NewKey{Name: "oidc: lead", CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: "lead@example.com",
-		Email: "lead@example.com", Groups: "eng", Budget: budget}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead := &policy.Identity{KeyID: k.ID, Owner: "lead@example.com", Groups: "eng", Runtime: true, PersonBudget: budget}
+	lead := sa.signedIn(t, "lead@example.com")
 	rec := sa.call(t, lead, "POST", adminapi.IncreaseRequestsPath, `{"amount":"100"}`)
 	if rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
