@@ -28,7 +28,7 @@ const SpendLinkPath = policy.SpendLinkPath
 
 var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>Spend limit request</title><link rel="stylesheet" href="/ui/style.css"></head>
+<title>Spend limit request</title><link rel="stylesheet" href="/ui/style.css"><link rel="icon" href="/ui/favicon.svg" type="image/svg+xml"></head>
 <body><main id="spend-link" data-id="{{.}}">
 <h1>Spend limit request</h1>
 <p id="link-status">Loading…</p>

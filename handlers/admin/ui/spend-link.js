@@ -18,6 +18,11 @@
   if (location.search) history.replaceState(null, '', location.pathname);
   const token = sessionStorage.getItem(slot) || '';
   const key = () => sessionStorage.getItem('mg-key') || '';
+  // As the dashboard: /v1/me is asked only of a tab that may be signed in
+  // (a key, a person's session this browser started, or the return from
+  // the provider), so a visitor gets no 401 for the browser to log.
+  const returned = params.has('signed-in');
+  const mayBeSignedIn = () => Boolean(key() || localStorage.getItem('mg-person') || returned);
   let me = null;
 
   function say(text) { $('#link-status').textContent = text; }
@@ -48,7 +53,7 @@
       if (st && st.enabled && st.ready) {
         const a = $('#link-idp');
         a.textContent = 'Sign in with ' + st.name;
-        a.href = st.login_url + '?return=' + encodeURIComponent(location.pathname);
+        a.href = st.login_url + '?return=' + encodeURIComponent(location.pathname + '?signed-in');
         a.hidden = false;
       }
     } catch (e) { /* key sign-in still works */ }
@@ -67,7 +72,11 @@
 
   async function start() {
     if (!token) { say('This link carries no token: open it from the chat message, or use the dashboard.'); return; }
-    try { me = await call('/v1/me'); } catch (e) { me = null; }
+    me = null;
+    if (mayBeSignedIn()) {
+      try { me = await call('/v1/me'); } catch (e) { me = null; }
+    }
+    if (me && me.type === 'person') localStorage.setItem('mg-person', '1');
     if (!me) { await offerSignIn('Sign in to see and decide this request.'); return; }
     $('#link-signin').hidden = true;
     let r;
