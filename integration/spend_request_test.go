@@ -182,7 +182,8 @@ func runClaudeOutput(t *testing.T, claude, dir string, env []string, prompt stri
 	return string(out)
 }
 
-// TestClaudeCodeDowngradedAtTheCap: a key's spend limit of $0 with
+// TestClaudeCodeDowngradedAtTheCap: a downgrade to an unpriced model is
+// refused when it is set; a key's spend limit of $0 with
 // `at_cap downgrade local` sends real Claude Code's requests for the paid
 // model to the free local alias: Claude Code goes on, answered by it, and
 // the ledger keeps the alias asked for; the paid upstream is never called.
@@ -201,10 +202,22 @@ func TestClaudeCodeDowngradedAtTheCap(t *testing.T) {
   - model_name: local
     proxy_params:
       model: echo/echo
+  - model_name: unpriced
+    proxy_params:
+      model: openai/gpt-5.9-turbo-preview
+      api_base: %s/v1
+      api_key: upstream-openai-secret
 model_aliases:
   "claude-*": paid
-`, u.anthropic.URL)
+`, u.anthropic.URL, u.openai.URL)
 	g := startGateway(t, gatewayConfig{models: models})
+	// An unpriced model is no downgrade target, even at an api_base on
+	// loopback: the set names it and why (hostile review 4, finding 6).
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"unpriced"}}`); st != http.StatusBadRequest ||
+		!strings.Contains(string(body), `at_cap.alias: \"unpriced\" is not free`) {
+		t.Errorf("a downgrade to an unpriced model: %d %s", st, body)
+	}
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
 		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"local"}}`); st != http.StatusOK {
 		t.Fatalf("setting alice's limit: %d %s", st, body)
