@@ -117,6 +117,13 @@ type ApproveIncreaseRequest struct {
 	SuppressNotification bool    `json:"suppress_notification,omitempty"`
 }
 
+// SpendLinkDecision is the body the approvers' link page POSTs to its
+// link (/ui/spend-requests/{id}), with the approver's credentials.
+type SpendLinkDecision struct {
+	Token  string `json:"token"`
+	Action string `json:"action"` // approve or deny
+}
+
 // DenyIncreaseRequest is the body of POST …/{id}/deny.
 type DenyIncreaseRequest struct {
 	SuppressNotification bool `json:"suppress_notification,omitempty"`

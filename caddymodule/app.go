@@ -68,11 +68,9 @@ type App struct {
 	// incoming webhook URL. Placeholders such as {env.CHAT_WEBHOOK_URL} are expanded.
 	AlertsWebhook string `json:"alerts_webhook,omitempty"`
 
-	// PublicURL is the gateway's address as people's browsers reach it
-	// (https://gateway.example.com): the base of the loop breaker's
-	// resume link in the alerts chat. Without it the chat line gives the
-	// CLI command alone; the request's Host is never used, as its sender
-	// chooses it.
+	// PublicURL is the gateway's base URL as people's browsers reach it
+	// (https://gateway.example.com): the base of every link it posts to a
+	// chat (public_url.go); without it, the chat lines carry no link.
 	PublicURL string `json:"public_url,omitempty"`
 
 	// MCPApprovals is where MCP tool calls that need a person's approval
@@ -107,6 +105,10 @@ type App struct {
 	// leads are the group rules' leads, who resolve their members'
 	// spend limit increase requests (spend.go).
 	leads *atomic.Pointer[map[string][]string]
+	// publicURL is PublicURL resolved, without a trailing slash.
+	publicURL string
+	// downgrades check at_cap downgrade aliases (spend.go).
+	downgrades *downgradeTargets
 	// cacheWatch alerts on sessions that write a prompt cache they never
 	// read; nil without alerts_webhook.
 	cacheWatch *policy.CacheWatch
@@ -188,6 +190,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.controls = policy.NewControls(nil)
 	a.leads = new(atomic.Pointer[map[string][]string])
+	a.downgrades = &downgradeTargets{}
 	a.audit = &audit.Log{Source: a.controls}
 	if err := a.provisionRates(); err != nil {
 		return err
@@ -219,11 +222,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.MCPApprovals.provision(); err != nil {
 		return err
 	}
-	pub, err := publicURL("public_url", a.PublicURL)
-	if err != nil {
+	if err := a.provisionPublicURL(); err != nil {
 		return err
 	}
-	a.provisionBreaker(hook, pub)
+	a.provisionBreaker(hook, a.publicURL)
 	switch a.Durability {
 	case "", "async", "sync":
 	default:

@@ -399,11 +399,14 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 			return errors.New("oidc client_secret: the placeholder resolved to nothing; set the environment variable it names")
 		}
 	}
-	leads := map[string][]string{}
+	leads, downgrades := map[string][]string{}, map[string]string{}
 	if appIface, err := ctx.App("modelgate"); err == nil {
 		defer appIface.(*App).setGroupLeads(leads)
 	}
 	for _, g := range a.Groups {
+		if g.Downgrade != "" {
+			downgrades[g.Name] = g.Downgrade
+		}
 		if len(g.Leads) > 0 {
 			leads[g.Name] = g.Leads
 		}
@@ -418,6 +421,11 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		}
 		rule.Limits = g.Limits.ledger(nil)
 		cfg.Groups = append(cfg.Groups, rule)
+	}
+	if app != nil && app.downgrades != nil {
+		if err := app.downgrades.addGroups(downgrades); err != nil {
+			return err
+		}
 	}
 	log := ctx.Logger(a)
 	audit := identity.AuditFunc(func(rctx context.Context, e identity.AuditEvent) {

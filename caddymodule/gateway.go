@@ -179,6 +179,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MCPNotConnected:     mcpNotConnected(g, cfg),
 		MCP:                 mcpHandler,
 		ApprovalLinks:       g.approvalLinks,
+		PublicURL:           g.app.publicURL,
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,
 		Durable:             g.app.Durable(),
@@ -198,7 +199,10 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		SecretsFor:     g.Secrets.actionFor,
 		SecretEvents:   seen.event,
 	})
-	return nil
+	if g.app.downgrades == nil {
+		return nil
+	}
+	return g.app.downgrades.addGateway(g.h.DowngradeTarget)
 }
 
 // warnDeprecated logs the options the config still uses under a

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -23,8 +22,8 @@ type MCPApprovalsConfig struct {
 	// {env.APPROVALS_WEBHOOK}); the request is posted there when the
 	// calling client cannot ask its user.
 	Webhook string `json:"webhook,omitempty"`
-	// PublicURL is the gateway's address as approvers' browsers reach it,
-	// the base of the message's approve and deny links.
+	// PublicURL is the older name of the app's public_url (public_url.go),
+	// kept for configurations that set it here.
 	PublicURL string `json:"public_url,omitempty"`
 	// Timeout is how long a call waits when its server sets no
 	// approval_timeout. Default 2 minutes.
@@ -47,7 +46,7 @@ func (c *MCPApprovalsConfig) provision() error {
 	if hook != "" && !strings.HasPrefix(hook, "https://") && !strings.HasPrefix(hook, "http://") {
 		return errors.New("mcp_approvals webhook: want the chat's incoming webhook URL (https://…)")
 	}
-	pub, err := publicURL("mcp_approvals public_url", c.PublicURL)
+	pub, err := resolvePublicURL("mcp_approvals public_url", c.PublicURL)
 	if err != nil {
 		return err
 	}
@@ -56,23 +55,6 @@ func (c *MCPApprovalsConfig) provision() error {
 	}
 	c.webhook, c.publicURL = hook, pub
 	return nil
-}
-
-// publicURL resolves a configured base URL of the gateway, as people's
-// browsers reach it (opt names the option for the error): scheme and
-// host, no path or query.
-func publicURL(opt, configured string) (string, error) {
-	pub, err := caddy.NewReplacer().ReplaceOrErr(configured, true, true)
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", opt, err)
-	}
-	if pub != "" {
-		u, err := url.Parse(pub)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			return "", fmt.Errorf("%s: %q must be the gateway's base URL, e.g. https://gateway.example.com", opt, pub)
-		}
-	}
-	return pub, nil
 }
 
 // parseMCPApprovals reads `mcp_approvals { webhook … public_url … timeout … }`.
@@ -121,8 +103,9 @@ func mcpApprovals(app *App) *mcp.Approvals {
 		Audit:             app.Audit(),
 		WorkspaceApproval: func(ws string) []string { return app.Controls().WorkspaceLimits(ws).MCPApproval },
 	}
+	o.PublicURL = app.publicURL
 	if c := app.MCPApprovals; c != nil {
-		o.Webhook, o.PublicURL, o.Timeout = c.webhook, c.publicURL, time.Duration(c.Timeout)
+		o.Webhook, o.Timeout = c.webhook, time.Duration(c.Timeout)
 	}
 	return o
 }

@@ -25,7 +25,7 @@ func TestDowngradeAtTheCap(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		for _, m := range []string{"paid-up", "free-up", "pricey-up"} {
+		for _, m := range []string{"paid-up", "free-up", "pricey-up", "unpriced-up"} {
 			if strings.Contains(string(body), `"`+m+`"`) {
 				served[m]++
 			}
@@ -36,9 +36,11 @@ func TestDowngradeAtTheCap(t *testing.T) {
 	}))
 	defer srv.Close()
 	price := "    model_info:\n      input_cost_per_token: 0.001\n      output_cost_per_token: 0.001\n"
+	zero := "    model_info:\n      input_cost_per_token: 0\n      output_cost_per_token: 0\n"
 	yaml := "model_list:\n" + kindEntry("paid", "openai/paid-up", srv.URL) + price +
-		kindEntry("free", "openai/free-up", srv.URL) +
-		kindEntry("leaky", "openai/free-up", srv.URL) + kindEntry("pricey", "openai/pricey-up", srv.URL) + price +
+		kindEntry("free", "openai/free-up", srv.URL) + zero +
+		kindEntry("unpriced", "openai/unpriced-up", srv.URL) +
+		kindEntry("leaky", "openai/free-up", srv.URL) + zero + kindEntry("pricey", "openai/pricey-up", srv.URL) + price +
 		"router_settings:\n  fallbacks:\n    - leaky: [pricey]\n"
 	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
 	if err != nil {
@@ -56,6 +58,7 @@ func TestDowngradeAtTheCap(t *testing.T) {
 	}
 	set("bob@example.com", "free")
 	set("carol@example.com", "leaky")
+	set("dan@example.com", "unpriced")
 	if err := budgets.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +74,28 @@ func TestDowngradeAtTheCap(t *testing.T) {
 	if rr := post(g, carol, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
 		t.Errorf("carol's downgrade falls back to a paid model: %d %s", rr.Code, rr.Body)
 	}
+	// An unpriced model is not free, even at an api_base on loopback
+	// (hostile review 4, finding 6).
+	dan := &policy.Identity{KeyID: "apikey_dan", Owner: "dan@example.com", Role: policy.RoleUser, Runtime: true}
+	if rr := post(g, dan, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
+		t.Errorf("dan's downgrade to an unpriced model: %d %s", rr.Code, rr.Body)
+	}
+	if known, why := g.DowngradeTarget("unpriced"); !known || !strings.Contains(why, "unpriced") {
+		t.Errorf("DowngradeTarget(unpriced) = %v %q", known, why)
+	}
+	if known, why := g.DowngradeTarget("free"); !known || why != "" {
+		t.Errorf("DowngradeTarget(free) = %v %q", known, why)
+	}
+	if known, _ := g.DowngradeTarget("nope"); known {
+		t.Error("DowngradeTarget knows an alias the models file lacks")
+	}
 	limited := &policy.Identity{KeyID: "apikey_bob2", Owner: "bob@example.com", Role: policy.RoleUser, Runtime: true, Models: map[string]struct{}{"paid": {}}}
 	if rr := post(g, limited, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
 		t.Errorf("a key that may not use the downgrade alias: %d %s", rr.Code, rr.Body)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if served["paid-up"] != 0 || served["pricey-up"] != 0 || served["free-up"] != 1 {
+	if served["paid-up"] != 0 || served["pricey-up"] != 0 || served["unpriced-up"] != 0 || served["free-up"] != 1 {
 		t.Errorf("upstream calls %v; want one to the free model only", served)
 	}
 }

@@ -130,6 +130,10 @@ type GatewayOptions struct {
 	// Batches sets the batch APIs' retention, workers and limits; they
 	// are served whenever there is a ledger (Responses).
 	Batches batch.Options
+	// PublicURL is the gateway's base URL as people's browsers reach it
+	// (the modelgate app's public_url), the base of the links it posts
+	// (the loop breaker's resume link); "" posts none.
+	PublicURL string
 	// ApprovalLinks serves the approve and deny links of MCP tool-call
 	// approvals (/mcp-approvals/…, package mcp/approval); nil: none.
 	ApprovalLinks http.Handler

@@ -243,6 +243,9 @@ type aliasBounds struct {
 	// with its price, so these give estimate the dearest deployment's
 	// cost without a walk of the chain per request.
 	inputPrice, tokenPico int64
+	// notFree is why a request the chain serves may cost money ("" when
+	// every deployment is free), for at_cap downgrade (downgrade.go).
+	notFree string
 }
 
 func boundsOf(chain []aliasLink) aliasBounds {
@@ -262,6 +265,7 @@ func boundsOf(chain []aliasLink) aliasBounds {
 	// A retry and a fallback may each take as long, then the writer's
 	// batch; past that the request is gone.
 	b.lease = 2*longest + time.Minute
+	b.notFree = notFree(chain)
 	return b
 }
 

@@ -157,7 +157,7 @@ func (g *Gateway) siteRoutes() []gatewayRoute {
 		{pattern: "/ui/{file...}", owner: OwnerDashboard, public: mGet | mHead},
 		// An approvers' chat link to a spend increase request: its token
 		// is the credential.
-		{pattern: policy.SpendLinkPath + "{id...}", owner: OwnerSpendLinks, public: mGet | mHead | mPost},
+		{pattern: policy.SpendLinkPath + "{id...}", owner: OwnerSpendLinks, public: mGet | mHead},
 		// HEAD / is a client's reachability probe (Route answers it).
 		{pattern: "/", public: mHead},
 		{pattern: "/inference-profiles", owner: OwnerNone, family: apierror.Bedrock},

@@ -592,7 +592,7 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 		}
 	}
 	_, hasGroups := claims[h.cfg.GroupsClaim]
-	if claims == nil || claims["email"] == nil || !hasGroups {
+	if claims == nil || claims["email"] == nil || claims["email_verified"] == nil || !hasGroups {
 		if ui, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil {
 			var extra map[string]any
 			if ui.Claims(&extra) == nil {
@@ -614,7 +614,14 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 	}
 	person := Person{}
 	person.Subject, _ = claims["sub"].(string)
-	person.Email, _ = claims["email"].(string)
+	// The email names the person (their limits, the groups they lead) only
+	// when the provider says it verified it: an address a user could set
+	// themselves would let them become someone else. Entra ID sends no
+	// email_verified; its optional claim xms_edov says the email's domain
+	// is the tenant's, verified.
+	if emailVerified(claims["email_verified"]) || emailVerified(claims["xms_edov"]) {
+		person.Email, _ = claims["email"].(string)
+	}
 	if person.Subject == "" {
 		return Person{}, nil, errors.New("ID token: no subject")
 	}
@@ -632,6 +639,18 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 		person.Groups = []string{}
 	}
 	return person, idt, nil
+}
+
+// emailVerified reads an email_verified claim: true, or "true" as some
+// providers (Amazon Cognito) send it; absent is not verified.
+func emailVerified(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		return v == "true"
+	}
+	return false
 }
 
 // record sends e to the auditor.

@@ -36,9 +36,12 @@ func TestIDTokenChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	claimsVerified := func(aud string, exp time.Time, nonce, verified string) string {
+		return fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"u1","email":"u1@example.com",%s"groups":["eng"],"nonce":%q,"iat":%d,"exp":%d}`,
+			srv.URL, aud, verified, nonce, now.Add(-time.Minute).Unix(), exp.Unix())
+	}
 	claims := func(aud string, exp time.Time, nonce string) string {
-		return fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"u1","email":"u1@example.com","groups":["eng"],"nonce":%q,"iat":%d,"exp":%d}`,
-			srv.URL, aud, nonce, now.Add(-time.Minute).Unix(), exp.Unix())
+		return claimsVerified(aud, exp, nonce, `"email_verified":true,`)
 	}
 	tok := func(raw string) *oauth2.Token {
 		return (&oauth2.Token{AccessToken: "at"}).WithExtra(map[string]any{"id_token": raw})
@@ -47,6 +50,20 @@ func TestIDTokenChecks(t *testing.T) {
 	person, _, err := h.person(context.Background(), p, tok(good), "n1", true)
 	if err != nil || person.ID() != "u1@example.com" || strings.Join(person.Groups, ",") != "eng" {
 		t.Fatalf("a good ID token: %+v, %v", person, err)
+	}
+	// An email the provider did not verify does not name the person: they
+	// are their subject (hostile review 4, finding 9).
+	for _, verified := range []string{``, `"email_verified":false,`, `"email_verified":"false",`} {
+		raw := oidctest.SignIDToken(key, "k1", "RS256", claimsVerified("gw", now.Add(time.Hour), "n1", verified))
+		if person, _, err := h.person(context.Background(), p, tok(raw), "n1", true); err != nil || person.ID() != "u1" || person.Email != "" {
+			t.Errorf("email_verified %q: %+v, %v; want the subject u1", verified, person, err)
+		}
+	}
+	for _, verified := range []string{`"email_verified":"true",`, `"xms_edov":true,`} {
+		raw := oidctest.SignIDToken(key, "k1", "RS256", claimsVerified("gw", now.Add(time.Hour), "n1", verified))
+		if person, _, err := h.person(context.Background(), p, tok(raw), "n1", true); err != nil || person.ID() != "u1@example.com" {
+			t.Errorf(`%s: %+v, %v`, verified, person, err)
+		}
 	}
 	for _, tc := range []struct{ name, raw, nonce, want string }{
 		{"expired", oidctest.SignIDToken(key, "k1", "RS256", claims("gw", now.Add(-time.Minute), "n1")), "n1", "expired"},

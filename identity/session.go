@@ -95,7 +95,7 @@ func (h *Handler) csrfOK(r *http.Request, s session) bool {
 // sessionPath reports what a dashboard session may call: the person's
 // own view and the admin API. Model calls need a key.
 func sessionPath(p string) bool {
-	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/")
+	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, policy.SpendLinkPath)
 }
 
 // Authenticate reads a dashboard session from a request that presented

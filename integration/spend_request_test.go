@@ -24,9 +24,11 @@ import (
 // lives it: bob signs in with `caddy modelgate login`, an admin holds him
 // to $0 this month, real Claude Code is refused with a message saying how
 // to ask; bob runs `caddy modelgate request-increase`; the approvers' chat
-// line carries a link, whose approve button raises his limit; he is told
-// in the chat, his next request is admitted within 2 s, and Claude Code
-// goes on.
+// line carries a link at the configured public URL, which decides nothing
+// for bob, who reads the same chat, nor for anyone not signed in; alice,
+// an admin signed in to the dashboard, approves through it, which raises
+// his limit; he is told in the chat, his next request is admitted within
+// 2 s, and Claude Code goes on.
 func TestClaudeCodeAsksForMoreAndGoesOn(t *testing.T) {
 	claude := testbin.ClaudeCode(t)
 	hook := startChatSink(t)
@@ -44,7 +46,7 @@ func TestClaudeCodeAsksForMoreAndGoesOn(t *testing.T) {
 model_aliases:
   "claude-*": echo
 `, u.anthropic.URL)
-	s := startIdentityWith(t, identityOptions{models: models, ledgerLine: "ledger sqlite {env.LEDGER}\n\t\talerts_webhook {env.HOOK}",
+	s := startIdentityWith(t, identityOptions{models: models, ledgerLine: "ledger sqlite {env.LEDGER}\n\t\talerts_webhook {env.HOOK}\n\t\tpublic_url " + gatewayBaseURL,
 		env: []string{"HOOK=" + hook.URL, "LEDGER=" + filepath.Join(t.TempDir(), "ledger.db")}})
 	g := s.g
 	home := t.TempDir()
@@ -95,8 +97,8 @@ model_aliases:
 		t.Fatalf("no line for the approvers: %q", hook.Posts())
 	}
 	link, err := url.Parse(regexp.MustCompile(`https?://\S+`).FindString(line))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || link.Host != strings.TrimPrefix(g.base, "http://") {
+		t.Fatalf("the approvers' link %v (%v) is not at the public URL %s", link, err, g.base)
 	}
 	// Opening the link (a chat's preview does) approves nothing.
 	resp, err := http.Get(link.String())
@@ -107,12 +109,28 @@ model_aliases:
 	if st, _ := messages(); st != http.StatusTooManyRequests {
 		t.Fatalf("opening the link let bob in: %d", st)
 	}
-	approvedAt := time.Now()
-	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"approve"}, "token": {link.Query().Get("key")}})
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("approving through the link: %v %v", err, resp)
+	decision := func(action string) string {
+		return fmt.Sprintf(`{"token":%q,"action":%q}`, link.Query().Get("key"), action)
+	}
+	post := func(b *browserless, action string) (int, map[string]any) {
+		_, me := b.call(http.MethodGet, g.base+"/v1/me", "")
+		csrf, _ := me["csrf_token"].(string)
+		return b.call(http.MethodPost, link.Scheme+"://"+link.Host+link.Path, decision(action), "X-CSRF-Token", csrf)
+	}
+	// The token alone is no approver: bob has it, from the same chat.
+	resp, err = http.Post(link.Scheme+"://"+link.Host+link.Path, "application/json", strings.NewReader(decision("approve")))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the link's token with no sign-in: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	if st, out := post(b, "approve"); st != http.StatusForbidden || !strings.Contains(errMessage(out), "your own request") {
+		t.Fatalf("bob approving his own request through the link: %d %v", st, out)
+	}
+	alice := dashboardSignIn(t, s, "alice")
+	approvedAt := time.Now()
+	if st, out := post(alice, "approve"); st != http.StatusOK || out["status"] != "approved" {
+		t.Fatalf("alice approving through the link: %d %v", st, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
@@ -141,14 +159,13 @@ model_aliases:
 		t.Errorf("Claude Code after the approval:\n%s", out)
 	}
 	// The link worked once.
-	resp, err = http.PostForm(link.Scheme+"://"+link.Host+link.Path, url.Values{"action": {"deny"}, "token": {link.Query().Get("key")}})
-	if err == nil {
-		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(b.String(), "already approved") {
-			t.Errorf("the link used again: %d %s", resp.StatusCode, b.String())
-		}
+	if st, out := post(alice, "deny"); st != http.StatusBadRequest || !strings.Contains(errMessage(out), "already approved") {
+		t.Errorf("the link used again: %d %v", st, out)
+	}
+	// resolved_by is alice, not the link.
+	_, _, body := g.do(t, http.MethodGet, adminapi.IncreaseRequestsPath+"?status[]=approved", adminKey, "")
+	if !strings.Contains(string(body), `"resolved_by":{"type":"user_actor","user_id":"alice@example.com"`) {
+		t.Errorf("the approved request: %s", body)
 	}
 }
 
@@ -165,7 +182,8 @@ func runClaudeOutput(t *testing.T, claude, dir string, env []string, prompt stri
 	return string(out)
 }
 
-// TestClaudeCodeDowngradedAtTheCap: a key's spend limit of $0 with
+// TestClaudeCodeDowngradedAtTheCap: a downgrade to an unpriced model is
+// refused when it is set; a key's spend limit of $0 with
 // `at_cap downgrade local` sends real Claude Code's requests for the paid
 // model to the free local alias: Claude Code goes on, answered by it, and
 // the ledger keeps the alias asked for; the paid upstream is never called.
@@ -184,10 +202,22 @@ func TestClaudeCodeDowngradedAtTheCap(t *testing.T) {
   - model_name: local
     proxy_params:
       model: echo/echo
+  - model_name: unpriced
+    proxy_params:
+      model: openai/gpt-5.9-turbo-preview
+      api_base: %s/v1
+      api_key: upstream-openai-secret
 model_aliases:
   "claude-*": paid
-`, u.anthropic.URL)
+`, u.anthropic.URL, u.openai.URL)
 	g := startGateway(t, gatewayConfig{models: models})
+	// An unpriced model is no downgrade target, even at an api_base on
+	// loopback: the set names it and why (hostile review 4, finding 6).
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"unpriced"}}`); st != http.StatusBadRequest ||
+		!strings.Contains(string(body), `at_cap.alias: \"unpriced\" is not free`) {
+		t.Errorf("a downgrade to an unpriced model: %d %s", st, body)
+	}
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
 		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"local"}}`); st != http.StatusOK {
 		t.Fatalf("setting alice's limit: %d %s", st, body)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,6 +82,12 @@ type Handler struct {
 func (a *Handler) Match(r *http.Request) bool {
 	switch a.owner(r) {
 	case handlers.OwnerAdmin, handlers.OwnerDashboard, handlers.OwnerSpendLinks:
+		return true
+	}
+	// A path that cleans to the organization API's ("//v1/organizations/…")
+	// is answered in its family: a 404, as ServeHTTP answers any path
+	// that is not canonical.
+	if p := r.URL.Path; !route.Canonical(r.URL.EscapedPath()) && strings.HasPrefix(path.Clean("/"+p)+"/", "/v1/organizations/") {
 		return true
 	}
 	return policy.IsBrowserRoot(r)

@@ -57,7 +57,7 @@ func (a *Handler) routes() *http.ServeMux {
 		{"POST " + adminapi.SpendLimitsPath, a.spendCaller(a.setSpendLimit), false},
 		{"GET " + adminapi.EffectiveLimitsPath, a.spendCaller(a.effectiveLimits), false},
 		{"GET " + adminapi.SpendLimitsPath + "/{id}", a.spendCaller(a.getSpendLimit), false},
-		{"DELETE " + adminapi.SpendLimitsPath + "/{id}", a.spendCaller(a.deleteSpendLimit), false},
+		{"DELETE " + adminapi.SpendLimitsPath + "/{id}", notOnEffective(a.spendCaller(a.deleteSpendLimit)), false},
 		{"GET " + adminapi.IncreaseRequestsPath, a.spendCaller(a.listIncreaseRequests), false},
 		{"POST " + adminapi.IncreaseRequestsPath, a.spendCaller(a.createIncreaseRequest), false},
 		{"GET " + adminapi.IncreaseRequestsPath + "/{id}", a.spendCaller(a.getIncreaseRequest), false},
@@ -92,8 +92,15 @@ func (a *Handler) routes() *http.ServeMux {
 	for _, p := range []string{UsageReportPath, CostReportPath, ClaudeCodeReportPath, MCPReportPath, WorkReportPath, SecretsReportPath} {
 		m.HandleFunc(p, a.reportCaller(notAllowed("GET, HEAD", "GET", false)))
 	}
-	// (A method-less pattern under spend_limits/ would conflict with the
-	// effective report's: other methods there get the 404 of "/".)
+	// A limit's path and the effective report's share one method-less
+	// pattern ("/effective" alone would conflict with "GET …/{id}").
+	m.HandleFunc(adminapi.SpendLimitsPath+"/{id}", requireCaller(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == "effective" {
+			notAllowed("GET, HEAD", "GET", false)(w, r)
+			return
+		}
+		notAllowed("GET, HEAD, DELETE", "GET or DELETE", false)(w, r)
+	}))
 	for p, allow := range map[string]string{adminapi.SpendLimitsPath: "GET, POST", adminapi.IncreaseRequestsPath: "GET, POST",
 		adminapi.IncreaseRequestsPath + "/{id}": "GET", adminapi.IncreaseRequestsPath + "/{id}/approve": "POST",
 		adminapi.IncreaseRequestsPath + "/{id}/deny": "POST"} {
@@ -108,6 +115,18 @@ func (a *Handler) routes() *http.ServeMux {
 	}
 	m.HandleFunc("/", noEndpoint)
 	return m
+}
+
+// notOnEffective keeps DELETE …/spend_limits/{id} off the effective
+// report's path, which is no limit's id.
+func notOnEffective(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == "effective" {
+			requireCaller(notAllowed("GET, HEAD", "GET", false))(w, r)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // notAllowed answers a method a resource does not take; onPath names the

@@ -35,6 +35,12 @@ type SpendLimits struct {
 	// Leads are the people who may resolve the requests of a group's
 	// members (nil: admins only).
 	Leads func(group string) []string
+	// DowngradeTarget is why alias may not be an at_cap downgrade's
+	// target ("" when it may: it is known and free); nil checks nothing.
+	DowngradeTarget func(alias string) string
+	// PublicURL is the gateway's base URL as approvers' browsers reach
+	// it, the base of the approvers' chat link; "" posts no link.
+	PublicURL string
 }
 
 // spendStore is the ledger's spend limit and request tables.
@@ -155,6 +161,12 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 	l, ok := readBody(w, r, decodeSetSpendLimit)
 	if !ok {
 		return
+	}
+	if l.Downgrade != "" && a.Spend.DowngradeTarget != nil {
+		if why := a.Spend.DowngradeTarget(l.Downgrade); why != "" {
+			fail(w, http.StatusBadRequest, "at_cap.alias: "+why)
+			return
+		}
 	}
 	l.UpdatedAt = a.now()
 	stored, err := st.PutSpendLimit(r.Context(), l)

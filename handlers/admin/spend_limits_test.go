@@ -37,7 +37,8 @@ func newSpendAdmin(t *testing.T) *spendAdmin {
 	c.SetStore(s.(ledger.ControlStore))
 	sa := &spendAdmin{budgets: policy.NewBudgets(func() ledger.SpendStore { return s.(ledger.SpendStore) }, nil)}
 	sa.a = &Handler{Store: s, Controls: c, Spend: SpendLimits{Store: func() ledger.Store { return s }, Budgets: sa.budgets,
-		Chat: func(text string) { sa.mu.Lock(); sa.chat = append(sa.chat, text); sa.mu.Unlock() },
+		Chat:      func(text string) { sa.mu.Lock(); sa.chat = append(sa.chat, text); sa.mu.Unlock() },
+		PublicURL: "https://gw.example",
 		Leads: func(g string) []string {
 			if g == "eng" {
 				return []string{"lead@example.com"}
@@ -45,6 +46,19 @@ func newSpendAdmin(t *testing.T) *spendAdmin {
 			return nil
 		}}}
 	return sa
+}
+
+// signedIn is the identity of email's key minted at sign-in, in group eng
+// with its $2 monthly budget.
+func (sa *spendAdmin) signedIn(t *testing.T, email string) *policy.Identity {
+	t.Helper()
+	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
+	k, _, err := sa.a.Controls.MintKey(context.Background(), policy.NewKey{Name: "oidc: " + email, CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: email,
+		Email: email, Groups: "eng", Budget: budget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policy.Identity{KeyID: k.ID, Owner: email, Groups: "eng", Runtime: true, PersonBudget: budget}
 }
 
 // call sends a request as id.
@@ -72,20 +86,15 @@ func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
 }
 
 // A person at their group's cap asks for more; the approvers' chat line
-// carries a link; its POST approves once, writes the person's limit,
+// carries a link at the configured public URL; its POST, by an approver
+// signed in, approves once, writes the person's limit,
 // which admission uses after the next refresh, and tells them; the link
 // then works no more.
 func TestIncreaseRequestApprovedThroughTheChatLink(t *testing.T) {
 	sa := newSpendAdmin(t)
 	ctx := context.Background()
 	// bob signed in: his key carries his group and its $2 monthly budget.
-	budget := &ledger.PersonBudget{Cents: 200, Period: "monthly"}
-	k, _, err := sa.a.Controls.MintKey(ctx, policy.NewKey{Name: "oidc: bob", CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: "bob@example.com",
-		Email: "bob@example.com", Groups: "eng", Budget: budget}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob := &policy.Identity{KeyID: k.ID, Owner: "bob@example.com", Groups: "eng", Runtime: true, PersonBudget: budget}
+	bob := sa.signedIn(t, "bob@example.com")
 	// bob is at his $2 cap: a $2.50 request is refused, naming how to ask.
 	if err := sa.budgets.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -108,31 +117,49 @@ func TestIncreaseRequestApprovedThroughTheChatLink(t *testing.T) {
 	}
 	link := regexp.MustCompile(`https?://\S+`).FindString(sa.chat[0])
 	u, err := url.Parse(link)
-	if err != nil || !strings.HasPrefix(u.Path, SpendLinkPath) {
-		t.Fatalf("link %q", link)
+	if err != nil || !strings.HasPrefix(link, "https://gw.example"+SpendLinkPath) {
+		t.Fatalf("link %q: want the configured public URL's", link)
 	}
 	// Another member sees no request of bob's, nor may approve it.
 	carol := &policy.Identity{KeyID: "apikey_carol", Owner: "carol@example.com", Groups: "eng", Runtime: true}
 	if rec := sa.call(t, carol, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100000"}`); rec.Code != 404 {
 		t.Errorf("carol approving: %d %s", rec.Code, rec.Body)
 	}
-	// Opening the link (a chat preview does) changes nothing.
-	if rec := sa.call(t, nil, "GET", u.RequestURI(), ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Approve") {
+	// Opening the link (a chat preview does) shows a page that tells
+	// nothing of the request and changes nothing.
+	if rec := sa.call(t, nil, "GET", u.RequestURI(), ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), "/ui/spend-link.js") ||
+		strings.Contains(rec.Body.String(), "bob@example.com") {
 		t.Fatalf("GET link: %d %s", rec.Code, rec.Body)
 	}
-	// A wrong token does nothing.
-	if rec := sa.call(t, nil, "POST", u.Path, "action=approve&token=x", "Content-Type", "application/x-www-form-urlencoded"); rec.Code != 403 {
+	decision := func(action, token string) string {
+		b, _ := json.Marshal(adminapi.SpendLinkDecision{Token: token, Action: action})
+		return string(b)
+	}
+	token := u.Query().Get("key")
+	// The token alone decides nothing: whoever reads the chat has it,
+	// bob included (hostile review 4, finding 3).
+	if rec := sa.call(t, nil, "POST", u.Path, decision("approve", token)); rec.Code != 401 {
+		t.Errorf("the token without a sign-in: %d %s", rec.Code, rec.Body)
+	}
+	if rec := sa.call(t, bob, "POST", u.Path, decision("approve", token)); rec.Code != 403 || !strings.Contains(rec.Body.String(), "your own request") {
+		t.Errorf("bob with his own request's token: %d %s", rec.Code, rec.Body)
+	}
+	if rec := sa.call(t, carol, "POST", u.Path, decision("approve", token)); rec.Code != 403 {
+		t.Errorf("carol, no lead, with the token: %d %s", rec.Code, rec.Body)
+	}
+	lead := &policy.Identity{KeyID: "lead@example.com", Person: "lead@example.com", Groups: "eng"}
+	// A wrong token does nothing, even for an approver.
+	if rec := sa.call(t, lead, "POST", u.Path, decision("approve", "x")); rec.Code != 403 {
 		t.Errorf("wrong token: %d", rec.Code)
 	}
-	form := url.Values{"action": {"approve"}, "token": {u.Query().Get("key")}}.Encode()
-	if rec := sa.call(t, nil, "POST", u.Path, form, "Content-Type", "application/x-www-form-urlencoded"); rec.Code != 200 || !strings.Contains(rec.Body.String(), "approved") {
+	if rec := sa.call(t, lead, "POST", u.Path, decision("approve", token)); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":"approved"`) {
 		t.Fatalf("approve by link: %d %s", rec.Code, rec.Body)
 	}
 	if len(sa.chat) != 2 || !strings.Contains(sa.chat[1], "bob@example.com: your monthly spend limit is now $50.00") {
 		t.Errorf("bob's line: %q", sa.chat)
 	}
 	// Replayed, the link resolves nothing more.
-	if rec := sa.call(t, nil, "POST", u.Path, strings.Replace(form, "approve", "deny", 1), "Content-Type", "application/x-www-form-urlencoded"); !strings.Contains(rec.Body.String(), "already approved") {
+	if rec := sa.call(t, lead, "POST", u.Path, decision("deny", token)); !strings.Contains(rec.Body.String(), "already approved") {
 		t.Errorf("replayed link: %d %s", rec.Code, rec.Body)
 	}
 	if err := sa.budgets.Refresh(ctx); err != nil {
@@ -142,7 +169,7 @@ func TestIncreaseRequestApprovedThroughTheChatLink(t *testing.T) {
 		t.Errorf("after approval: %+v", refusal)
 	}
 	got := decode[adminapi.IncreaseRequest](t, sa.call(t, bob, "GET", adminapi.IncreaseRequestsPath+"/"+created.ID, ""))
-	if got.Status != "approved" || got.ResolvedBy == nil || got.ResolvedBy.ScopedAPIKeyID != chatLinkActor || got.ResolvedAt == nil {
+	if got.Status != "approved" || got.ResolvedBy == nil || got.ResolvedBy.UserID != "lead@example.com" || got.ResolvedAt == nil {
 		t.Errorf("bob's request now %+v", got)
 	}
 	// The effective report shows bob's own limit, from his user scope.

@@ -5,117 +5,101 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
-	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 )
 
 // SpendLinkPath is where the approvers' chat links point.
 const SpendLinkPath = policy.SpendLinkPath
 
-// The approvers' chat link. Opening it (GET, as a chat's link preview
-// also does) only shows the request and two buttons; the buttons POST
-// the token back, which approves or denies once: the request leaves
-// pending in the same statement, and the token expires with linkTTL.
+// The approvers' chat link. The chat that carries it is also where the
+// person asking is told the outcome, so the link is no credential on its
+// own: opening it (GET, as a chat's link preview also does) serves a page
+// that shows nothing and approves nothing; the page signs the approver in
+// (a dashboard session, or the gateway's admin key pasted there), shows
+// the request through the API, and its buttons POST the link's token back
+// with the approver's credentials. The POST resolves the request only for
+// a caller who may (mayResolve: an admin, or a lead of one of the person's
+// groups, never the person), with the token unexpired, once: the request
+// leaves pending in the same statement, and the token expires with
+// linkTTL. The resolution is the approver's, in resolved_by and the audit
+// log.
 
 var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<meta name="referrer" content="no-referrer"><title>Spend limit request</title></head>
-<body style="font-family:system-ui;max-width:36em;margin:2em auto">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Spend limit request</title><link rel="stylesheet" href="/ui/style.css"><link rel="icon" href="/ui/favicon.svg" type="image/svg+xml"></head>
+<body><main id="spend-link" data-id="{{.}}">
 <h1>Spend limit request</h1>
-{{if .Done}}<p>{{.Done}}</p>{{else}}
-<p><b>{{.Person}}</b> asks for a {{.Period}} spend limit of <b>{{.Amount}}</b>.</p>
-{{if .Reason}}<p>Reason: {{.Reason}}</p>{{end}}
-<form method="post"><input type="hidden" name="token" value="{{.Token}}">
-<button name="action" value="approve">Approve</button>
-<button name="action" value="deny">Deny</button></form>{{end}}
-</body></html>`))
+<p id="link-status">Loading…</p>
+<div id="link-request" hidden></div>
+<div id="link-actions" hidden><button type="button" id="link-approve">Approve</button> <button type="button" id="link-deny">Deny</button></div>
+<form id="link-signin" hidden><p>Approving needs an approver signed in: an admin, or a lead of the person's group.</p>
+<p><a id="link-idp" hidden>Sign in</a></p>
+<p><label>or the gateway's admin key <input id="link-key" type="password" autocomplete="off"></label> <button type="submit">Use key</button></p></form>
+</main><script src="/ui/spend-link.js"></script></body></html>`))
 
-type linkView struct {
-	Person, Period, Amount, Reason, Token, Done string
-}
-
-// serveSpendLink answers the chat link.
+// serveSpendLink answers the chat link: GET its page, POST its decision.
 func (a *Handler) serveSpendLink(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	var st spendStore
-	if a.Spend.Store != nil {
-		st, _ = a.Spend.Store().(spendStore)
-	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
 	id := strings.TrimPrefix(r.URL.Path, SpendLinkPath)
-	if st == nil || id == "" || strings.Contains(id, "/") {
-		http.Error(w, "no such request", http.StatusNotFound)
+	if id == "" || strings.Contains(id, "/") {
+		fail(w, http.StatusNotFound, "no such request")
 		return
 	}
-	// The link carries its token as ?key=, which the access log filter
-	// docs/team-gateway.md gives already redacts.
-	token := r.URL.Query().Get("key")
-	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, 4096)
-		if err := r.ParseForm(); err != nil {
-			http.Error(w, "bad form", http.StatusBadRequest)
-			return
-		}
-		token = r.PostForm.Get("token")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		h.Set("Content-Security-Policy", uiCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		_ = linkPage.Execute(w, id)
+	case http.MethodPost:
+		a.spendCaller(func(w http.ResponseWriter, r *http.Request, st spendStore) { a.resolveByLink(w, r, st, id) })(w, r)
+	default:
+		h.Set("Allow", "GET, HEAD, POST")
+		fail(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on the approvers' link; use GET or POST")
+	}
+}
+
+// resolveByLink answers the link page's POST {"token", "action"}: the
+// signed-in approver's decision, with the link's token.
+func (a *Handler) resolveByLink(w http.ResponseWriter, r *http.Request, st spendStore, id string) {
+	in, ok := readBody(w, r, strictly[adminapi.SpendLinkDecision])
+	if !ok {
+		return
 	}
 	req, found, err := st.IncreaseRequest(r.Context(), id)
 	switch {
 	case err != nil:
-		http.Error(w, "the ledger database did not answer; retry", http.StatusServiceUnavailable)
+		storeFailed(w, err)
 		return
-	case !found || !linkTokenOK(req, token, a.now()):
+	case !found || !linkTokenOK(req, in.Token, a.now()):
 		// One answer for all: an unknown id, a wrong token and an
 		// expired one look alike.
-		http.Error(w, "this link is not valid or has expired; use the dashboard or `caddy modelgate requests`", http.StatusForbidden)
+		fail(w, http.StatusForbidden, "this link is not valid or has expired; use the dashboard or `caddy modelgate requests`")
 		return
 	}
-	v := linkView{Person: req.Person, Period: req.Period, Amount: money.Dollars(req.AmountCents), Reason: req.Reason, Token: token}
-	if req.Status != ledger.RequestPending {
-		v.Done = "This request was already " + req.Status + "."
-	}
-	if r.Method == http.MethodPost && v.Done == "" {
-		var limit *ledger.SpendLimit
-		status := ledger.RequestDenied
-		switch r.PostForm.Get("action") {
-		case "approve":
-			amount := req.AmountCents
-			status, limit = ledger.RequestApproved, &ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: req.Person, Period: req.Period, AmountCents: &amount}
-		case "deny":
-		default:
-			http.Error(w, "action: approve or deny", http.StatusBadRequest)
+	caller := policy.IdentityFrom(r.Context())
+	if !a.mayResolve(caller, req) {
+		if caller.PersonID() == req.Person {
+			fail(w, http.StatusForbidden, "this is your own request: another approver decides (an admin, or another lead of one of your groups)")
 			return
 		}
-		rec := &statusRecorder{ResponseWriter: w}
-		a.resolve(rec, r, st, req, status, chatLinkActor, limit, false)
-		if rec.status != http.StatusOK {
-			return
-		}
-		v.Done = "Done: the request is " + status + "."
+		fail(w, http.StatusForbidden, "deciding this request needs the gateway's admin key, an admin sign-in, or a lead of one of "+req.Person+"'s groups")
+		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = linkPage.Execute(w, v)
-}
-
-// statusRecorder keeps resolve's JSON answer to itself unless it failed.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	if code != http.StatusOK {
-		s.ResponseWriter.WriteHeader(code)
+	var limit *ledger.SpendLimit
+	status := ledger.RequestDenied
+	switch in.Action {
+	case "approve":
+		amount := req.AmountCents
+		status, limit = ledger.RequestApproved, &ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: req.Person, Period: req.Period, AmountCents: &amount}
+	case "deny":
+	default:
+		fail(w, http.StatusBadRequest, "action: approve or deny")
+		return
 	}
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	if s.status != http.StatusOK {
-		return s.ResponseWriter.Write(b)
-	}
-	return len(b), nil
+	a.resolve(w, r, st, req, status, resolverOf(caller), limit, false)
 }

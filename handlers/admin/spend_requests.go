@@ -25,7 +25,8 @@ import (
 // Increase requests: a person asks for a higher limit of their own (the
 // API, `caddy modelgate request-increase`, the dashboard); approvers (admins,
 // and the leads of the person's groups) see them here and in the chat,
-// whose line carries a single-use link that expires (spend_link.go); an
+// whose line carries a single-use link that expires and decides only for
+// an approver signed in (spend_link.go); an
 // approval writes the person's limit, which every instance's budgets read
 // within a second or two.
 
@@ -105,8 +106,15 @@ func (a *Handler) leads(id *policy.Identity, groups []string) bool {
 	return false
 }
 
-// mayResolve reports whether the caller may approve or deny r.
+// mayResolve reports whether the caller may approve or deny r: an admin
+// or a lead of one of the person's groups, and never the person who asked,
+// admins included (no one approves their own spend; a sole admin who
+// needs more uses the gateway's admin key, which is no person and is
+// audited as the key).
 func (a *Handler) mayResolve(id *policy.Identity, r ledger.IncreaseRequest) bool {
+	if id == nil || (id.PersonID() != "" && id.PersonID() == r.Person) {
+		return false
+	}
 	return id.Role == policy.RoleAdmin || a.leads(id, r.Groups)
 }
 
@@ -160,7 +168,7 @@ func (a *Handler) createIncreaseRequest(w http.ResponseWriter, r *http.Request, 
 	a.record(r, "spend_limit_increase_request.create", created.ID, map[string]string{"person": person, "period": created.Period,
 		"amount": strconv.FormatInt(created.AmountCents, 10)})
 	wire := a.requestWire(created)
-	a.tellApprovers(r, created, wire.SpendSummary, secret)
+	a.tellApprovers(created, wire.SpendSummary, secret)
 	writeJSON(w, wire)
 }
 
@@ -204,8 +212,10 @@ func decodeCreateIncrease(body []byte) (increaseRequest, string) {
 	return increaseRequest{AmountCents: c, Period: req.Period, Reason: webhook.Clean(req.Reason, maxReason)}, ""
 }
 
-// tellApprovers posts the one chat line approvers act on.
-func (a *Handler) tellApprovers(r *http.Request, req ledger.IncreaseRequest, now *adminapi.SpendSummary, secret string) {
+// tellApprovers posts the one chat line approvers act on. Its link's base
+// is the configured public URL, never the request's Host, which the
+// person asking chooses; without one the line says where to decide.
+func (a *Handler) tellApprovers(req ledger.IncreaseRequest, now *adminapi.SpendSummary, secret string) {
 	if a.Spend.Chat == nil {
 		return
 	}
@@ -229,8 +239,11 @@ func (a *Handler) tellApprovers(r *http.Request, req ledger.IncreaseRequest, now
 	if len(leads) > 0 {
 		who += ", " + webhook.Clean(strings.Join(leads, ", "), 300)
 	}
-	link := siteOf(r) + SpendLinkPath + req.ID + "?key=" + secret
-	fmt.Fprintf(&b, ". Approve or deny (%s; link works once, for 24 h): %s", who, link)
+	if base := strings.TrimRight(a.Spend.PublicURL, "/"); base != "" {
+		fmt.Fprintf(&b, ". Approve or deny, signed in (%s; link works once, for 24 h): %s%s%s?key=%s", who, base, SpendLinkPath, req.ID, secret)
+	} else {
+		fmt.Fprintf(&b, ". Approve or deny (%s) in the dashboard or with `caddy modelgate requests approve %s` (no link: set public_url in the modelgate block)", who, req.ID)
+	}
 	a.Spend.Chat(b.String())
 }
 
@@ -242,15 +255,6 @@ func centsAsDollars(cents string) string {
 		return cents
 	}
 	return strings.TrimPrefix(money.Dollars(c), "$")
-}
-
-// siteOf is the site the request came to, for links back to it.
-func siteOf(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 // listIncreaseRequests answers GET …/spend_limit_increase_requests, most
@@ -305,7 +309,11 @@ func (a *Handler) getIncreaseRequest(w http.ResponseWriter, r *http.Request, st 
 // it (doing is what they are doing, for the refusal).
 func (a *Handler) resolvable(w http.ResponseWriter, r *http.Request, st spendStore, doing string) (ledger.IncreaseRequest, bool) {
 	req, ok := a.findRequest(w, r, st)
-	if ok && !a.mayResolve(policy.IdentityFrom(r.Context()), req) {
+	if id := policy.IdentityFrom(r.Context()); ok && !a.mayResolve(id, req) {
+		if id.PersonID() == req.Person {
+			fail(w, http.StatusForbidden, doing+" your own request is for another approver: an admin, or another lead of one of your groups")
+			return req, false
+		}
 		fail(w, http.StatusForbidden, doing+" needs the gateway's admin key, an admin sign-in, or a lead of one of the person's groups")
 		return req, false
 	}
@@ -324,8 +332,12 @@ func (a *Handler) approveIncreaseRequest(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	cents, err := money.ParseCents(in.Amount)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "amount: required: the person's new limit in cents as a decimal string; "+err.Error())
+	switch {
+	case in.Amount == "":
+		fail(w, http.StatusBadRequest, "amount: required: the person's new limit in cents as a decimal string (\"5000\" is $50.00)")
+		return
+	case err != nil:
+		fail(w, http.StatusBadRequest, "amount: "+err.Error())
 		return
 	}
 	period := req.Period

@@ -1,0 +1,117 @@
+package admin
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Regression tests for hostile review 4's spend-limit findings.
+
+// A group's lead who is also a member asks for more: neither they nor an
+// admin signed in as themselves approves their own request; another lead
+// or the gateway's admin key does (hostile review 4, finding 1).
+func TestNoOneApprovesTheirOwnIncreaseRequest(t *testing.T) {
+	sa := newSpendAdmin(t)
+	lead := sa.signedIn(t, "lead@example.com")
+	rec := sa.call(t, lead, "POST", adminapi.IncreaseRequestsPath, `{"amount":"100"}`)
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	created := decode[adminapi.IncreaseRequest](t, rec)
+	for _, action := range []string{"approve", "deny"} {
+		rec = sa.call(t, lead, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/"+action, `{"amount":"10000000"}`)
+		if rec.Code != 403 {
+			t.Errorf("the lead %ss their own request: %d %s", action, rec.Code, rec.Body)
+		}
+	}
+	// An admin signed in as the same person is refused too.
+	adminLead := &policy.Identity{KeyID: "lead@example.com", Person: "lead@example.com", Role: policy.RoleAdmin, Groups: "eng"}
+	if rec = sa.call(t, adminLead, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100"}`); rec.Code != 403 {
+		t.Errorf("an admin approves their own request: %d %s", rec.Code, rec.Body)
+	}
+	// The gateway's admin key, which is no person, may.
+	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"100"}`); rec.Code != 200 {
+		t.Errorf("the admin key approving: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// The Spend Limits API refuses an at_cap downgrade to an alias that is not
+// free, naming it and why (hostile review 4, finding 6).
+func TestSpendLimitRefusesADowngradeThatIsNotFree(t *testing.T) {
+	sa := newSpendAdmin(t)
+	sa.a.Spend.DowngradeTarget = func(alias string) string {
+		if alias == "local" {
+			return ""
+		}
+		return `"` + alias + `" is not free: openai/gpt-x is a cloud model`
+	}
+	rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"1","scope":{"type":"api_key","api_key_id":"alice"},"at_cap":{"action":"downgrade","alias":"unpriced"}}`)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `at_cap.alias: \"unpriced\" is not free`) {
+		t.Errorf("a downgrade to an unpriced alias: %d %s", rec.Code, rec.Body)
+	}
+	rec = sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"1","scope":{"type":"api_key","api_key_id":"alice"},"at_cap":{"action":"downgrade","alias":"local"}}`)
+	if rec.Code != 200 {
+		t.Errorf("a downgrade to a free alias: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// The approvers' link is built on the configured public URL, never the
+// Host the person asking sent; without one the line has no link and says
+// where to decide (hostile review 4, finding 2).
+func TestApproversLinkIgnoresTheRequestHost(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	if rec := sa.call(t, bob, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"5000"}`); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if line := sa.chat[0]; strings.Contains(line, "evil.example") || !strings.Contains(line, "https://gw.example"+SpendLinkPath) {
+		t.Errorf("approvers' line: %s", line)
+	}
+	sa.a.Spend.PublicURL = ""
+	if rec := sa.call(t, bob, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"6000"}`); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if line := sa.chat[1]; strings.Contains(line, "://") || !strings.Contains(line, "set public_url") || !strings.Contains(line, "caddy modelgate requests approve splir_") {
+		t.Errorf("approvers' line without a public URL: %s", line)
+	}
+}
+
+// The spend limit routes answer methods and paths they do not take in the
+// API's family and status (hostile review 4, finding 11).
+func TestSpendLimitRoutesMethodsAndPaths(t *testing.T) {
+	sa := newSpendAdmin(t)
+	member := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Runtime: true}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"OPTIONS", adminapi.SpendLimitsPath + "/spl_x", 405, "GET, HEAD, DELETE"},
+		{"OPTIONS", adminapi.EffectiveLimitsPath, 405, "GET, HEAD"},
+		{"DELETE", adminapi.EffectiveLimitsPath, 405, "GET, HEAD"},
+		{"GET", "/" + adminapi.SpendLimitsPath, 404, ""},
+	} {
+		rec := sa.call(t, member, tc.method, tc.path, "")
+		if rec.Code != tc.status || rec.Header().Get("Allow") != tc.allow || !strings.Contains(rec.Body.String(), `"type":"error"`) {
+			t.Errorf("%s %s: %d Allow %q %s; want %d Allow %q in Anthropic's family", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), rec.Body, tc.status, tc.allow)
+		}
+	}
+	req := httptest.NewRequest("GET", "//v1/organizations/spend_limits", nil)
+	if !sa.a.Match(req) {
+		t.Error("llm_admin does not take //v1/organizations/spend_limits, which the gateway would answer in OpenAI's family")
+	}
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	created := decode[adminapi.IncreaseRequest](t, sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"5000"}`))
+	for body, want := range map[string]string{`{}`: "amount: required", `{"amount":"100000001"}`: "amount: ", `{"amount":"1.5"}`: "amount: "} {
+		rec := sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", body)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), want) || (body != `{}` && strings.Contains(rec.Body.String(), "required")) {
+			t.Errorf("approve %s: %d %s; want 400 %q", body, rec.Code, rec.Body, want)
+		}
+	}
+}
