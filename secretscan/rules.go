@@ -82,6 +82,8 @@ type rule struct {
 	// assign, for a semi-generic rule, is the shape a keyword occurrence
 	// must be followed by before the regex runs around it.
 	assign *assignShape
+	// needs are literals every match contains (see literals.go).
+	needs []needed
 }
 
 // Rules is the compiled rule set: built once (at provision) and shared by
@@ -123,7 +125,7 @@ func compileTOML(src string) (*Rules, error) {
 			return nil, fmt.Errorf("secretscan: rule %s: %w", tr.ID, err)
 		}
 		r := rule{id: tr.ID, re: re, span: spanOf(tr.Regex), group: tr.SecretGroup, entropy: tr.Entropy,
-			assign: compileAssign(tr.Regex, tr.Keywords)}
+			assign: compileAssign(tr.Regex, tr.Keywords), needs: neededOf(tr.Regex)}
 		for _, a := range tr.Allowlists {
 			al, ok, err := compileAllowlist(a)
 			if err != nil {
@@ -241,6 +243,14 @@ func shannon(s string) float64 {
 // maxWindowSpan bounds the windows: a rule whose matches may be longer
 // runs over the whole text (private keys, whose keyword is rare).
 const maxWindowSpan = 4096
+
+func neededOf(expr string) []needed {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return neededLiterals(re)
+}
 
 func spanOf(expr string) int {
 	re, err := syntax.Parse(expr, syntax.Perl)

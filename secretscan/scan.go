@@ -123,6 +123,9 @@ func (rs *Rules) match(r *rule, text string, lo, hi int, s *scratch) {
 	for k := 0; hi < len(text) && k < 64 && !isSpace(text[hi]); k++ {
 		hi++
 	}
+	if !r.hasNeeded(text, s.lower, lo, hi) {
+		return
+	}
 	for _, m := range r.re.FindAllStringSubmatchIndex(text[lo:hi], -1) {
 		for j := range m {
 			if m[j] >= 0 {

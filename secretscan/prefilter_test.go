@@ -1,0 +1,107 @@
+package secretscan
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/secretscan/secrettest"
+)
+
+// unfiltered is the rule set with the assignment-shape and needed-literal
+// prefilters off: every keyword window goes to the regex, as gitleaks
+// would run it. The prefilters must never change what a scan finds.
+func unfiltered(t testing.TB) *Rules {
+	t.Helper()
+	rs, err := Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaped, needing := 0, 0
+	for i := range rs.rules {
+		if rs.rules[i].assign != nil {
+			shaped++
+		}
+		if len(rs.rules[i].needs) > 0 {
+			needing++
+		}
+		rs.rules[i].assign, rs.rules[i].needs = nil, nil
+	}
+	if shaped < 80 || needing < 150 {
+		t.Fatalf("prefilters on %d (assignment shape) and %d (needed literals) rules, want at least 80 and 150", shaped, needing)
+	}
+	return rs
+}
+
+func samePrefiltered(t *testing.T, filtered, plain *Rules, name, text string) {
+	t.Helper()
+	if got, want := filtered.Scan(text), plain.Scan(text); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: prefiltered scan found %v, the plain rules %v", name, got, want)
+	}
+}
+
+// TestPrefiltersKeepEveryMatch scans the credential corpus in the shapes
+// an agent meets them (assignments, JSON, YAML, prose, a Kubernetes
+// secret) and Go sources with and without the prefilters: the hits must
+// be identical.
+func TestPrefiltersKeepEveryMatch(t *testing.T) {
+	rs, plain := rules(t), unfiltered(t)
+	shapes := []string{
+		"%s",
+		"export API_KEY=%s\n",
+		"config.token = \"%s\"",
+		`{"secret_key": "%s", "x": 1}`,
+		"password:\n  %s\n",
+		"here is my key, %s, please keep it",
+		"apiVersion: v1\nkind: Secret\ndata:\n  token: %s\n",
+		"curl -H \"Authorization: Bearer %s\" https://api.example.com",
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		for _, c := range secrettest.Corpus(seed) {
+			for _, shape := range shapes {
+				samePrefiltered(t, rs, plain, c.Kind, strings.ReplaceAll(shape, "%s", c.Text))
+			}
+		}
+	}
+	samePrefiltered(t, rs, plain, "prompt", benchPrompt)
+	const budget = 2 << 20
+	read := 0
+	root := filepath.Join(secrettest.GoRoot(t), "src")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || read >= budget {
+			return fs.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		read += len(b)
+		samePrefiltered(t, rs, plain, path, string(b))
+		return nil
+	})
+	if err != nil && err != fs.SkipDir {
+		t.Fatal(err)
+	}
+}
+
+// FuzzPrefiltersKeepEveryMatch holds the prefiltered scan to the plain one
+// on any text.
+func FuzzPrefiltersKeepEveryMatch(f *testing.F) {
+	for _, c := range secrettest.Corpus(1) {
+		f.Add(c.Text)
+		f.Add("token := " + c.Text)
+	}
+	f.Add(benchPrompt)
+	f.Add("kind: Secret\ndata:\n  password: c2VjcmV0cGFzc3dvcmQ=\n")
+	f.Add("\u212Aind: Secret\ndata:\n  api_\u212Aey: c2VjcmV0cGFzc3dvcmQ=\n")
+	rs, plain := rules(f), unfiltered(f)
+	f.Fuzz(func(t *testing.T, text string) {
+		samePrefiltered(t, rs, plain, "fuzz", text)
+	})
+}
