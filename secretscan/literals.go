@@ -96,3 +96,12 @@ func (r *rule) hasNeeded(text string, lower []byte, lo, hi int) bool {
 	}
 	return true
 }
+
+// mayMatchAt reports whether the rule's regex can match through a keyword
+// occurrence that ends at stop, by the shapes the rule's regex has.
+func (r *rule) mayMatchAt(text string, stop int) bool {
+	if r.assign != nil && !r.assign.allows(text, stop) {
+		return false
+	}
+	return r.follow == nil || r.follow.allows(text, stop)
+}

@@ -20,7 +20,7 @@ func unfiltered(t testing.TB) *Rules {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shaped, needing := 0, 0
+	shaped, needing, following := 0, 0, 0
 	for i := range rs.rules {
 		if rs.rules[i].assign != nil {
 			shaped++
@@ -28,10 +28,13 @@ func unfiltered(t testing.TB) *Rules {
 		if len(rs.rules[i].needs) > 0 {
 			needing++
 		}
-		rs.rules[i].assign, rs.rules[i].needs = nil, nil
+		if rs.rules[i].follow != nil {
+			following++
+		}
+		rs.rules[i].assign, rs.rules[i].needs, rs.rules[i].follow = nil, nil, nil
 	}
-	if shaped < 80 || needing < 150 {
-		t.Fatalf("prefilters on %d (assignment shape) and %d (needed literals) rules, want at least 80 and 150", shaped, needing)
+	if shaped < 80 || needing < 150 || following < 20 {
+		t.Fatalf("prefilters on %d (assignment shape), %d (needed literals) and %d (keyword-led) rules, want at least 80, 150 and 20", shaped, needing, following)
 	}
 	return rs
 }

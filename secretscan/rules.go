@@ -82,6 +82,9 @@ type rule struct {
 	// assign, for a semi-generic rule, is the shape a keyword occurrence
 	// must be followed by before the regex runs around it.
 	assign *assignShape
+	// follow, for a rule that starts with a keyword, is the run the
+	// keyword must be followed by (see follow.go).
+	follow *followShape
 	// needs are literals every match contains (see literals.go).
 	needs []needed
 }
@@ -125,7 +128,8 @@ func compileTOML(src string) (*Rules, error) {
 			return nil, fmt.Errorf("secretscan: rule %s: %w", tr.ID, err)
 		}
 		r := rule{id: tr.ID, re: re, span: spanOf(tr.Regex), group: tr.SecretGroup, entropy: tr.Entropy,
-			assign: compileAssign(tr.Regex, tr.Keywords), needs: neededOf(tr.Regex)}
+			assign: compileAssign(tr.Regex, tr.Keywords), needs: neededOf(tr.Regex),
+			follow: compileFollow(tr.Regex, tr.Keywords)}
 		for _, a := range tr.Allowlists {
 			al, ok, err := compileAllowlist(a)
 			if err != nil {

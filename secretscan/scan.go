@@ -70,7 +70,7 @@ func (rs *Rules) scan(text string, s *scratch) []Hit {
 	rs.trie.Walk(s.lower, func(end, n, pattern int64) bool {
 		start, stop := int(end-n+1), int(end+1)
 		for _, i := range rs.byKeyword[pattern] {
-			if a := rs.rules[i].assign; a != nil && !a.allows(text, stop) {
+			if !rs.rules[i].mayMatchAt(text, stop) {
 				continue
 			}
 			var lo, hi int
