@@ -108,3 +108,14 @@ func FuzzPrefiltersKeepEveryMatch(f *testing.F) {
 		samePrefiltered(t, rs, plain, "fuzz", text)
 	})
 }
+
+func TestTokenByteMasks(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		want := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+			b == '_' || b == '-' || b == '+' || b == '/'
+		if tokenByte(b) != want {
+			t.Errorf("tokenByte(%q) = %v, want %v", b, !want, want)
+		}
+	}
+}
