@@ -1,9 +1,6 @@
 package secretscan
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,27 +67,9 @@ func TestPrefiltersKeepEveryMatch(t *testing.T) {
 		}
 	}
 	samePrefiltered(t, rs, plain, "prompt", benchPrompt)
-	const budget = 2 << 20
-	read := 0
-	root := filepath.Join(secrettest.GoRoot(t), "src")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || read >= budget {
-			return fs.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		read += len(b)
-		samePrefiltered(t, rs, plain, path, string(b))
-		return nil
+	eachGoSource(t, 2<<20, func(path, src string) {
+		samePrefiltered(t, rs, plain, path, src)
 	})
-	if err != nil && err != fs.SkipDir {
-		t.Fatal(err)
-	}
 }
 
 // FuzzPrefiltersKeepEveryMatch holds the prefiltered scan to the plain one
