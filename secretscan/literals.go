@@ -16,8 +16,28 @@ type needed struct {
 	fold bool   // matched case-insensitively: looked up in the lower-cased text
 }
 
+// neededBytes is needed's string as bytes, made once at compile time for
+// the lookups in the lower-cased copy.
+type neededBytes struct {
+	needed
+	b []byte
+}
+
 // minNeeded is the shortest literal worth a lookup.
 const minNeeded = 3
+
+// neededOf is the needed literals of a rule's regular expression.
+func neededOf(expr string) []neededBytes {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	var out []neededBytes
+	for _, n := range neededLiterals(re) {
+		out = append(out, neededBytes{needed: n, b: []byte(n.s)})
+	}
+	return out
+}
 
 // neededLiterals lists literals every match of re contains.
 func neededLiterals(re *syntax.Regexp) []needed {
@@ -87,7 +107,7 @@ func intersectNeeded(a, b []needed) []needed {
 func (r *rule) hasNeeded(text string, lower []byte, lo, hi int) bool {
 	for _, n := range r.needs {
 		if n.fold {
-			if !bytes.Contains(lower[lo:hi], []byte(n.s)) {
+			if !bytes.Contains(lower[lo:hi], n.b) {
 				return false
 			}
 		} else if !strings.Contains(text[lo:hi], n.s) {

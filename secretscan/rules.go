@@ -86,7 +86,7 @@ type rule struct {
 	// keyword must be followed by (see follow.go).
 	follow *followShape
 	// needs are literals every match contains (see literals.go).
-	needs []needed
+	needs []neededBytes
 }
 
 // Rules is the compiled rule set: built once (at provision) and shared by
@@ -247,14 +247,6 @@ func shannon(s string) float64 {
 // maxWindowSpan bounds the windows: a rule whose matches may be longer
 // runs over the whole text (private keys, whose keyword is rare).
 const maxWindowSpan = 4096
-
-func neededOf(expr string) []needed {
-	re, err := syntax.Parse(expr, syntax.Perl)
-	if err != nil {
-		return nil
-	}
-	return neededLiterals(re)
-}
 
 func spanOf(expr string) int {
 	re, err := syntax.Parse(expr, syntax.Perl)
