@@ -79,6 +79,14 @@ type rule struct {
 	group   int
 	entropy float64
 	allow   []allowlist
+	// assign, for a semi-generic rule, is the shape a keyword occurrence
+	// must be followed by before the regex runs around it.
+	assign *assignShape
+	// follow, for a rule that starts with a keyword, is the run the
+	// keyword must be followed by (see follow.go).
+	follow *followShape
+	// needs are literals every match contains (see literals.go).
+	needs []neededBytes
 }
 
 // Rules is the compiled rule set: built once (at provision) and shared by
@@ -119,7 +127,9 @@ func compileTOML(src string) (*Rules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secretscan: rule %s: %w", tr.ID, err)
 		}
-		r := rule{id: tr.ID, re: re, span: spanOf(tr.Regex), group: tr.SecretGroup, entropy: tr.Entropy}
+		r := rule{id: tr.ID, re: re, span: spanOf(tr.Regex), group: tr.SecretGroup, entropy: tr.Entropy,
+			assign: compileAssign(tr.Regex, tr.Keywords), needs: neededOf(tr.Regex),
+			follow: compileFollow(tr.Regex, tr.Keywords)}
 		for _, a := range tr.Allowlists {
 			al, ok, err := compileAllowlist(a)
 			if err != nil {
