@@ -394,10 +394,92 @@ INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '')`,
 		// Retention deletes the spend rows of sessions idle past it
 		// (purgeSessionSpend): found by age, session rows only.
 		21: `CREATE INDEX budget_spend_session_age ON budget_spend (updated_us) WHERE scope = 'session'`,
+		// Spend limits set through the Spend Limits API (spend_limits.go):
+		// one row per scope and period, amount NULL for an explicit
+		// no-limit override.
+		22: `CREATE TABLE spend_limits (
+	id TEXT PRIMARY KEY,
+	scope TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	amount_cents BIGINT,
+	settings TEXT NOT NULL DEFAULT '{}',
+	created_us BIGINT NOT NULL,
+	updated_us BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX spend_limits_scope ON spend_limits (scope, scope_id, period)`,
+		// A person's requests for a higher limit (spend_requests.go).
+		23: `CREATE TABLE spend_limit_increase_requests (
+	id TEXT PRIMARY KEY,
+	person TEXT NOT NULL,
+	email TEXT NOT NULL DEFAULT '',
+	groups_list TEXT NOT NULL DEFAULT '',
+	period TEXT NOT NULL,
+	amount_cents BIGINT NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	status TEXT NOT NULL,
+	created_us BIGINT NOT NULL,
+	resolved_us BIGINT NOT NULL DEFAULT 0,
+	resolved_by TEXT NOT NULL DEFAULT '',
+	spend_limit_id TEXT NOT NULL DEFAULT '',
+	link_hash TEXT NOT NULL DEFAULT '',
+	link_expires_us BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_requests (created_us)`,
+		// The alias a request asked for when a spend limit at its cap sent
+		// it to a cheaper one (at_cap downgrade); '' for every other.
+		24: `ALTER TABLE usage_records ADD COLUMN downgraded_from TEXT NOT NULL DEFAULT ''`,
+		// The loop breaker's trips (breaker.go): one row per trip,
+		// for the breaker report; turns themselves are never written.
+		25: `CREATE TABLE breaker_trips (
+	ts_us BIGINT NOT NULL,
+	key_id TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	person TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	agent TEXT NOT NULL,
+	pattern TEXT NOT NULL,
+	action TEXT NOT NULL,
+	turns BIGINT NOT NULL,
+	spent_pico BIGINT NOT NULL,
+	velocity_pico BIGINT NOT NULL,
+	estimate_pico BIGINT NOT NULL
+);
+CREATE INDEX breaker_trips_ts ON breaker_trips (ts_us)`,
+		// What a coding session worked on, and the forge's pull requests
+		// (work.go): joined to the records when a report is read, so no
+		// request writes here.
+		26: workMigration,
+		// Coding agents' own counts of their work, for the Claude Code
+		// analytics report (agent_metrics.go).
+		27: agentMetricsMigration,
+		// MCP tool calls waiting for a person's approval, and the
+		// decisions (mcp_approvals.go); the pending list is read by state.
+		28: `CREATE TABLE mcp_approvals (
+	id TEXT PRIMARY KEY,
+	created_us BIGINT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	key_id TEXT NOT NULL,
+	person TEXT NOT NULL,
+	workspace TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	server TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	args_hash TEXT NOT NULL,
+	args TEXT NOT NULL,
+	policy_version TEXT NOT NULL,
+	binding TEXT NOT NULL,
+	secret TEXT NOT NULL,
+	state TEXT NOT NULL,
+	decided_by TEXT NOT NULL,
+	via TEXT NOT NULL,
+	decided_us BIGINT NOT NULL
+);
+CREATE INDEX mcp_approvals_state ON mcp_approvals (state, created_us)`,
 		// Batches (batches.go, batches_run.go): the files of the Files
 		// API, each batch, and its items with their lease and answer, so
 		// that any instance answers for a batch and runs its items.
-		33: `CREATE TABLE batch_files (
+		29: `CREATE TABLE batch_files (
 	id TEXT PRIMARY KEY,
 	key_id TEXT NOT NULL,
 	purpose TEXT NOT NULL,
@@ -444,94 +526,14 @@ CREATE TABLE batch_items (
 CREATE INDEX batch_items_batch ON batch_items (batch_id, state);
 CREATE INDEX batch_items_pending ON batch_items (seq, not_before_us) WHERE state = 'pending';
 CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = 'running'`,
-		// What a coding session worked on, and the forge's pull requests
-		// (work.go): joined to the records when a report is read, so no
-		// request writes here.
-		28: workMigration,
-		// Coding agents' own counts of their work, for the Claude Code
-		// analytics report (agent_metrics.go).
-		29: agentMetricsMigration,
-		// Spend limits set through the Spend Limits API (spend_limits.go):
-		// one row per scope and period, amount NULL for an explicit
-		// no-limit override.
-		22: `CREATE TABLE spend_limits (
-	id TEXT PRIMARY KEY,
-	scope TEXT NOT NULL,
-	scope_id TEXT NOT NULL,
-	period TEXT NOT NULL,
-	amount_cents BIGINT,
-	settings TEXT NOT NULL DEFAULT '{}',
-	created_us BIGINT NOT NULL,
-	updated_us BIGINT NOT NULL
-);
-CREATE UNIQUE INDEX spend_limits_scope ON spend_limits (scope, scope_id, period)`,
-		// A person's requests for a higher limit (spend_requests.go).
-		23: `CREATE TABLE spend_limit_increase_requests (
-	id TEXT PRIMARY KEY,
-	person TEXT NOT NULL,
-	email TEXT NOT NULL DEFAULT '',
-	groups_list TEXT NOT NULL DEFAULT '',
-	period TEXT NOT NULL,
-	amount_cents BIGINT NOT NULL,
-	reason TEXT NOT NULL DEFAULT '',
-	status TEXT NOT NULL,
-	created_us BIGINT NOT NULL,
-	resolved_us BIGINT NOT NULL DEFAULT 0,
-	resolved_by TEXT NOT NULL DEFAULT '',
-	spend_limit_id TEXT NOT NULL DEFAULT '',
-	link_hash TEXT NOT NULL DEFAULT '',
-	link_expires_us BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX spend_limit_increase_requests_created ON spend_limit_increase_requests (created_us)`,
-		// The alias a request asked for when a spend limit at its cap sent
-		// it to a cheaper one (at_cap downgrade); '' for every other.
-		24: `ALTER TABLE usage_records ADD COLUMN downgraded_from TEXT NOT NULL DEFAULT ''`,
-		// MCP tool calls waiting for a person's approval, and the
-		// decisions (mcp_approvals.go); the pending list is read by state.
-		31: `CREATE TABLE mcp_approvals (
-	id TEXT PRIMARY KEY,
-	created_us BIGINT NOT NULL,
-	expires_us BIGINT NOT NULL,
-	key_id TEXT NOT NULL,
-	person TEXT NOT NULL,
-	workspace TEXT NOT NULL,
-	session_id TEXT NOT NULL,
-	server TEXT NOT NULL,
-	tool TEXT NOT NULL,
-	args_hash TEXT NOT NULL,
-	args TEXT NOT NULL,
-	policy_version TEXT NOT NULL,
-	binding TEXT NOT NULL,
-	secret TEXT NOT NULL,
-	state TEXT NOT NULL,
-	decided_by TEXT NOT NULL,
-	via TEXT NOT NULL,
-	decided_us BIGINT NOT NULL
-);
-CREATE INDEX mcp_approvals_state ON mcp_approvals (state, created_us)`,
-		25: `CREATE TABLE breaker_trips (
-	ts_us BIGINT NOT NULL,
-	key_id TEXT NOT NULL,
-	workspace TEXT NOT NULL,
-	person TEXT NOT NULL,
-	session_id TEXT NOT NULL,
-	agent TEXT NOT NULL,
-	pattern TEXT NOT NULL,
-	action TEXT NOT NULL,
-	turns BIGINT NOT NULL,
-	spent_pico BIGINT NOT NULL,
-	velocity_pico BIGINT NOT NULL,
-	estimate_pico BIGINT NOT NULL
-);
-CREATE INDEX breaker_trips_ts ON breaker_trips (ts_us)`,
 		// A seat's request (passthrough_auth): served on the caller's own
 		// subscription, its cost notional, at list price (Record.Notional).
-		36: `ALTER TABLE usage_records ADD COLUMN notional SMALLINT NOT NULL DEFAULT 0`,
+		30: `ALTER TABLE usage_records ADD COLUMN notional SMALLINT NOT NULL DEFAULT 0`,
 		// The site (the Caddyfile site block: its listen addresses and
 		// host matchers) a batch, its items and files belong to: a key id
 		// is a label unique only within a site's llm_auth, and a site's
 		// worker runs only its own items, against its own models.
-		41: `ALTER TABLE batches ADD COLUMN site TEXT NOT NULL DEFAULT '';
+		31: `ALTER TABLE batches ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_items ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 	}
@@ -576,9 +578,6 @@ type sqlStore struct {
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
 	for v := 1; v < len(steps); v++ {
-		if steps[v] == "" {
-			continue // a number another branch holds: not recorded as applied
-		}
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
 		}

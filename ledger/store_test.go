@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -256,14 +257,13 @@ func TestOpenPostgresErrorHidesPassword(t *testing.T) {
 	}
 }
 
-// migrationCount is how many migrations migrate applies: the numbers in
-// use (one kept for another branch is empty and skipped).
+// migrationCount is how many migrations migrate applies: every number
+// from 1, contiguous.
 func migrationCount() int {
-	n := 0
-	for _, m := range migrations()[1:] {
-		if m != "" {
-			n++
+	for v, m := range migrations()[1:] {
+		if m == "" {
+			panic(fmt.Sprintf("migration %d is empty: migrations are numbered without gaps", v+1))
 		}
 	}
-	return n
+	return len(migrations()) - 1
 }
