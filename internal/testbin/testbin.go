@@ -18,8 +18,21 @@ import (
 var (
 	once     sync.Once
 	built    string
+	builtDir string
 	buildErr error
 )
+
+// Main runs a package's tests and then removes the binary Path built for
+// them, if it built one: each test process builds its own copy (about
+// 120 MB), which would otherwise stay in the temporary directory after
+// every run. A package whose tests call Path calls Main from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
 
 // Path returns the binary's path, building it if needed; it fails the test
 // when the build fails.
@@ -36,7 +49,7 @@ func Path(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		built = filepath.Join(dir, "caddy")
+		builtDir, built = dir, filepath.Join(dir, "caddy")
 		cmd := exec.Command("go", "build", "-o", built, "./cmd/caddy")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
