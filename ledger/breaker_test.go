@@ -40,15 +40,3 @@ func TestBreakerTrips(t *testing.T) {
 		}
 	})
 }
-
-// heldMigrations is how many migrations a database gets: every number
-// but those held for another branch's migration (empty until it is in).
-func heldMigrations() int {
-	n := 0
-	for _, m := range migrations()[1:] {
-		if m != "" {
-			n++
-		}
-	}
-	return n
-}
