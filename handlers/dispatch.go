@@ -258,7 +258,10 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	upBody, dropUsage, err := b.Body(cf, body, info)
 	if err == nil && x.resume != nil {
 		var ok bool
-		if upBody, ok = resumeBody(x, b, upBody); !ok {
+		if upBody, ok = resumeBody(x, b, upBody); ok {
+			upBody, ok = g.screenContinuation(x, upBody)
+		}
+		if !ok {
 			b.State().Release(probe)
 			return result{retryable: true, err: x.resume.err}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
 
 // anthropicScript is a fake Anthropic upstream that streams text in
@@ -399,5 +400,51 @@ func TestResumeResponsesClient(t *testing.T) {
 	}
 	if created != 1 || completed != 1 || text.String() != "Hello, world!" {
 		t.Fatalf("%d created, %d completed, text %q:\n%s", created, completed, text.String(), w.Body)
+	}
+}
+
+// A stream cut after the upstream wrote a secret continues with the
+// answer so far as the prefill: the firewall redacts that prefill as it
+// redacted the client's copy, so the next deployment never sees the
+// value (a hostile review found it sent raw: the journal copies the
+// upstream's events before the client's redaction).
+func TestResumePrefillPassesTheFirewall(t *testing.T) {
+	var pat string
+	for _, c := range secrettest.Corpus(3) {
+		if c.Kind == "github-pat" {
+			pat = c.Value
+		}
+	}
+	if pat == "" {
+		t.Fatal("the corpus has no github-pat")
+	}
+	fw, err := testFirewall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &anthropicScript{pieces: []string{"Your token is ", pat + " and "}, cut: true}
+	rest := &anthropicScript{pieces: []string{"that is all."}}
+	one, two := httptest.NewServer(cut), httptest.NewServer(rest)
+	t.Cleanup(one.Close)
+	t.Cleanup(two.Close)
+	yaml := "model_list:\n" + kindEntry("a", "anthropic/claude-x", one.URL) + kindEntry("b", "anthropic/claude-x", two.URL) +
+		"router_settings:\n  fallbacks:\n    - a: [b]\n"
+	g, _ := testGateway(t, yaml, func(o *GatewayOptions) { o.Secrets = fw })
+	w := post(g, alice, "/v1/messages", `{"model":"a","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Anthropic-Version", "2023-06-01")
+	if w.Code != 200 {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), pat) {
+		t.Errorf("the client saw the secret:\n%s", w.Body)
+	}
+	reqs := rest.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the continuation was not sent: %v", reqs)
+	}
+	if strings.Contains(reqs[0], pat) {
+		t.Errorf("the continuation carried the secret to the next deployment: %s", reqs[0])
+	}
+	if !strings.Contains(reqs[0], "[REDACTED:") {
+		t.Errorf("the continuation's prefill has no placeholder: %s", reqs[0])
 	}
 }

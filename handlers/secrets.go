@@ -95,6 +95,29 @@ func (g *Gateway) screenBody(ctx context.Context, c *Call, cf providers.Format, 
 	return parsed, nil
 }
 
+// screenContinuation passes a resumed stream's continuation request
+// through the firewall: its prefill is the answer so far as the upstream
+// wrote it, before the client's copy was redacted, and it may go to
+// another deployment or a fallback. Redact rewrites it (the same
+// placeholders the client saw); block refuses to continue (false: the
+// client gets the stream's error event).
+func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
+	action := g.secretActions[x.alias]
+	if action == secretscan.Off || action == "" {
+		return body, true
+	}
+	id := x.call.Identity
+	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(x.rec.SessionID, id) }}
+	v, err := g.opts.Secrets.Screen(action, body, scope)
+	if err != nil {
+		return nil, false
+	}
+	if len(v.Detections) > 0 {
+		g.reportSecrets(action, "request", x.alias, id, x.rec.SessionID, v.Detections)
+	}
+	return v.Body, !v.Blocked
+}
+
 // secretScope is whose numbering a placeholder takes: the session's, so
 // that "the same key" stays the same across its requests, else the key's.
 func secretScope(session string, id *policy.Identity) string {
