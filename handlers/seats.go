@@ -7,6 +7,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -55,21 +56,37 @@ type KeyKnower interface{ Knows(secret string) bool }
 // key would leave the gateway) or that sends a second, different
 // gateway key there.
 func SeatRequest(r *http.Request, keys KeyKnower) (*http.Request, *providers.APIError) {
-	for _, cred := range [...]string{bearer(r.Header.Get("Authorization")), strings.TrimSpace(r.Header.Get("X-Api-Key"))} {
-		if cred != "" && keys.Knows(cred) {
-			return r, &providers.APIError{Status: http.StatusBadRequest, Code: "gateway_key_in_provider_header",
-				Message: "with " + upstream.SeatKeyHeader + " set, Authorization and x-api-key are passed to the provider as your own credential, and this request has a gateway key there; send the gateway key in " + upstream.SeatKeyHeader + " only"}
+	for _, name := range [...]string{"Authorization", "X-Api-Key"} {
+		vs := r.Header.Values(name)
+		if len(vs) > 1 {
+			// Every value would go on to the provider; one credential is
+			// a seat's, and a second could be anything.
+			return r, &providers.APIError{Status: http.StatusBadRequest, Code: "seat_credential_repeated",
+				Message: "with " + upstream.SeatKeyHeader + " set, " + name + " is passed to the provider as your own credential and must be sent once; this request sends it " + strconv.Itoa(len(vs)) + " times"}
+		}
+		for _, v := range vs {
+			if seatCarriesGatewayKey(v, keys) {
+				return r, &providers.APIError{Status: http.StatusBadRequest, Code: "gateway_key_in_provider_header",
+					Message: "with " + upstream.SeatKeyHeader + " set, Authorization and x-api-key are passed to the provider as your own credential, and this request has a gateway key there; send the gateway key in " + upstream.SeatKeyHeader + " only"}
+			}
 		}
 	}
 	return r.WithContext(upstream.WithSeatCredential(r.Context())), nil
 }
 
-// bearer is the token of an Authorization: Bearer header, or "".
-func bearer(h string) string {
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
+// seatCarriesGatewayKey reports whether a provider header's value holds a
+// gateway key: as it is, or after any scheme word (Bearer, Basic, a
+// made-up one), since the value goes on to the provider whole.
+func seatCarriesGatewayKey(v string, keys KeyKnower) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
 	}
-	return ""
+	if keys.Knows(v) {
+		return true
+	}
+	_, rest, ok := strings.Cut(v, " ")
+	return ok && keys.Knows(strings.TrimSpace(rest))
 }
 
 // seatRefused reports whether a seat's provider refused the caller's own

@@ -151,6 +151,25 @@ func TestSeatNeedsSeparateKey(t *testing.T) {
 			t.Errorf("%s holding a gateway key: %+v", h[0], apiErr)
 		}
 	}
+	// Every value of the provider headers goes upstream: a second value,
+	// or a gateway key after another scheme word or none, is refused too
+	// (a hostile review got a second Authorization and a schemeless key
+	// through).
+	for _, hs := range [][][2]string{
+		{{"Authorization", "Bearer sk-ant-oat01-seat"}, {"Authorization", "Bearer " + gatewayKey}},
+		{{"X-Api-Key", "sk-ant-seat"}, {"X-Api-Key", gatewayKey}},
+		{{"Authorization", gatewayKey}},
+		{{"Authorization", "Basic " + gatewayKey}},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", nil)
+		for _, h := range hs {
+			req.Header.Add(h[0], h[1])
+		}
+		req.Header.Set("X-Modelgate-Key", "mg-other")
+		if _, apiErr := SeatRequest(req, knownKeys{gatewayKey}); apiErr == nil || apiErr.Status != http.StatusBadRequest || strings.Contains(apiErr.Message, gatewayKey) {
+			t.Errorf("%v: %+v", hs, apiErr)
+		}
+	}
 }
 
 // Every entry of an alias must agree on passthrough_auth, and only
