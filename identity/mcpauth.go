@@ -163,8 +163,9 @@ func (h *Handler) client(id string) (clientRegistration, bool) {
 
 // authorize checks an MCP client's authorization request and signs the
 // person in through the provider; the callback ends at the consent page.
-// An unknown client or redirect URI is answered here, never redirected
-// (RFC 6749 §4.1.2.1); every other error goes back to the client.
+// Every error is answered here, never redirected: an unknown client or
+// redirect URI as RFC 6749 §4.1.2.1 requires, and a malformed request too,
+// since anyone may register a redirect URI.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	reg, ok := h.client(q.Get("client_id"))
@@ -177,22 +178,19 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "invalid_request_error", "redirect_uri: not one the client registered")
 		return
 	}
-	back := func(code, desc string) {
-		v := url.Values{"error": {code}, "error_description": {desc}, "iss": {h.origin(r)}}
-		if s := q.Get("state"); s != "" {
-			v.Set("state", s)
-		}
-		http.Redirect(w, r, withQuery(redirect, v), http.StatusFound)
-	}
+	// Nothing is sent to the redirect URI before the person has seen the
+	// consent page naming it: registration is open to anyone, so a
+	// redirect on a malformed request would make the gateway an open
+	// redirector (with the caller's state text) for any https URI.
 	switch {
 	case q.Get("response_type") != "code":
-		back("unsupported_response_type", "response_type: only code")
+		fail(w, http.StatusBadRequest, "invalid_request_error", "response_type: only code (unsupported_response_type)")
 		return
 	case q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43:
-		back("invalid_request", "code_challenge: PKCE with S256 is required")
+		fail(w, http.StatusBadRequest, "invalid_request_error", "code_challenge: PKCE with S256 is required (invalid_request)")
 		return
 	case !h.sameResource(r, q.Get("resource")):
-		back("invalid_target", "resource: not this gateway")
+		fail(w, http.StatusBadRequest, "invalid_request_error", "resource: not this gateway (invalid_target)")
 		return
 	}
 	p, err := h.provider(r.Context())
