@@ -286,6 +286,20 @@ type Status struct {
 	Turns   int64  `json:"turns"`
 }
 
+// LinkStatus is Status for the holder of a resume link: ok only while
+// token is the session's current pause's, so that a guessed link learns
+// nothing of a session (whether it is paused, and why).
+func (b *Breaker) LinkStatus(ctx context.Context, keyID, session, token string) (st Status, ok bool, err error) {
+	if b == nil {
+		return Status{}, false, nil
+	}
+	s, found, err := b.o.Store.Peek(ctx, ledger.SessionScopeID(keyID, session))
+	if err != nil || !found || s.token == "" || !tokenEqual(s.token, token) {
+		return Status{}, false, err
+	}
+	return b.Status(ctx, keyID, session)
+}
+
 // Status is the session's state; ok is false for a session the breaker
 // does not know (never watched, or idle past a day).
 func (b *Breaker) Status(ctx context.Context, keyID, session string) (st Status, ok bool, err error) {

@@ -96,12 +96,14 @@ func (g *Gateway) serveResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet {
-		st, found, err := g.opts.Breaker.Status(r.Context(), key, session)
+		st, found, err := g.opts.Breaker.LinkStatus(r.Context(), key, session, token)
 		switch {
 		case err != nil:
 			resumePage(w, http.StatusServiceUnavailable, "The gateway could not read the session's state; try again.", "")
 		case !found || st.State != "paused":
-			resumePage(w, http.StatusOK, "Session "+session+" is not paused: nothing to resume.", "")
+			// One answer for a wrong token and a session not paused: a
+			// guessed link learns nothing of the session.
+			resumePage(w, http.StatusOK, "This link resumes nothing: the session is not paused under it (resumed already, paused again since, or not a link the gateway made).", "")
 		default:
 			resumePage(w, http.StatusOK, "Session "+session+" (key "+key+") was paused by the loop breaker ("+st.Pattern+").", r.Form.Encode())
 		}
