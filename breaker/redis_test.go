@@ -26,7 +26,7 @@ func twoInstances(t *testing.T) (a, b *Breaker, ch *chat) {
 	prefix := "test:breaker:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 	ch = &chat{}
 	mk := func() *Breaker {
-		return New(Options{Store: NewRedis(r.Client(), prefix), Post: ch.post, Failed: func(err error) { t.Errorf("breaker failed: %v", err) }})
+		return New(Options{Store: NewRedis(r.Client(), prefix), Post: ch.post, Failed: func(err error) { t.Errorf("breaker failed: %v", err) }, PublicURL: "https://gw.example/"})
 	}
 	return mk(), mk(), ch
 }
