@@ -19,6 +19,17 @@ type StreamJournal interface {
 	Resume(inner StreamTranslator, used Usage) (*Resumption, error)
 }
 
+// MaxJournal bounds what a journal copies of one stream: an answer
+// longer than this is not continued elsewhere (its cut ends with the error
+// event, as before continuation existed), so that every streamed request
+// on an alias with somewhere to continue does not hold a whole copy of a
+// long answer.
+const MaxJournal = 1 << 20
+
+// journalFull reports whether adding n bytes to buf would pass
+// MaxJournal.
+func journalFull(buf []byte, n int) bool { return len(buf)+n > MaxJournal }
+
 // Resumption is how a cut stream goes on.
 type Resumption struct {
 	// Translator feeds the continuation's events to the client's

@@ -41,7 +41,11 @@ func AnthropicPreamble(ev Event) bool {
 // AnthropicJournal keeps the events of an Anthropic upstream stream that
 // say what the client has been sent. It copies them as they pass and reads
 // them only when the stream breaks.
-type AnthropicJournal struct{ buf []byte }
+type AnthropicJournal struct {
+	buf []byte
+	// full: the stream passed MaxJournal and is not continued.
+	full bool
+}
 
 // Add notes one upstream event; a nil journal notes nothing.
 func (j *AnthropicJournal) Add(ev Event) {
@@ -50,12 +54,19 @@ func (j *AnthropicJournal) Add(ev Event) {
 	}
 	switch string(ev.Name) {
 	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta":
+		if j.full || journalFull(j.buf, len(ev.Name)+len(ev.Data)+16) {
+			j.full, j.buf = true, nil
+			return
+		}
 		j.buf = AppendSSE(j.buf, ev.Name, ev.Data)
 	}
 }
 
 // Resume implements StreamJournal.
 func (j *AnthropicJournal) Resume(inner StreamTranslator, used Usage) (*Resumption, error) {
+	if j.full {
+		return nil, ErrNotResumable
+	}
 	p, err := j.Prefix()
 	if err != nil {
 		return nil, err

@@ -27,13 +27,22 @@ const (
 )
 
 // ChatJournal keeps the chunks of a chat-completions upstream stream.
-type ChatJournal struct{ buf []byte }
+type ChatJournal struct {
+	buf []byte
+	// full: the stream passed MaxJournal and is not continued.
+	full bool
+}
 
 // Add notes one upstream chunk.
 func (j *ChatJournal) Add(ev Event) {
-	if j != nil {
-		j.buf = AppendSSE(j.buf, "", ev.Data)
+	if j == nil || j.full {
+		return
 	}
+	if journalFull(j.buf, len(ev.Data)+16) {
+		j.full, j.buf = true, nil
+		return
+	}
+	j.buf = AppendSSE(j.buf, "", ev.Data)
 }
 
 // chatChunkIn is what a continuation reads of a chunk.
@@ -54,6 +63,9 @@ type chatChunkIn struct {
 // Resume implements StreamJournal: a stream of one choice that carried
 // text only and had not finished can go on.
 func (j *ChatJournal) Resume(inner StreamTranslator, used Usage) (*Resumption, error) {
+	if j.full {
+		return nil, ErrNotResumable
+	}
 	var text strings.Builder
 	id := ""
 	r := NewSSEReader(bytes.NewReader(j.buf), bufio.NewReaderSize(nil, 4096))
