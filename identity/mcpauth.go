@@ -238,10 +238,7 @@ func (h *Handler) mcpHandOff(w http.ResponseWriter, r *http.Request, f flow, per
 		return
 	}
 	http.SetCookie(w, h.cookie(r, flowCookie, "", prefix, time.Time{}))
-	host := m.Redirect
-	if u, err := url.Parse(m.Redirect); err == nil && u.Host != "" {
-		host = u.Scheme + "://" + u.Host
-	}
+	host, source := consentTarget(m.Redirect)
 	name := m.Name
 	if name == "" {
 		name = "an MCP client"
@@ -249,8 +246,25 @@ func (h *Handler) mcpHandOff(w http.ResponseWriter, r *http.Request, f flow, per
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'; default-src 'none'; style-src 'unsafe-inline'; form-action 'self' "+host)
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'; default-src 'none'; style-src 'unsafe-inline'; form-action 'self' "+source)
 	_ = consentPage.Execute(w, map[string]string{"Client": name, "Person": person.ID(), "Host": host, "Action": ConsentPath, "Grant": sealed})
+}
+
+// consentTarget is what the consent page names of a redirect URI (its
+// scheme and host, or the whole URI for an app's own scheme) and the CSP
+// source its form may go on to: scheme and host, or only "scheme:" for an
+// app's scheme, so that no registered text reaches the header beyond
+// what a CSP source can be (a URI such as "myapp:x;script-src *" was put
+// in it whole).
+func consentTarget(redirect string) (host, source string) {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme == "" {
+		return redirect, "'none'"
+	}
+	if u.Host != "" {
+		return u.Scheme + "://" + u.Host, u.Scheme + "://" + u.Host
+	}
+	return redirect, u.Scheme + ":"
 }
 
 // consent redirects to the client with a code, or with access_denied.

@@ -222,3 +222,17 @@ func TestMCPAuthConsentDeny(t *testing.T) {
 		t.Fatalf("the consent field redeemed as a code: %d %s", w.Code, w.Body)
 	}
 }
+
+// The consent page's CSP names only a scheme and host (or an app's
+// scheme) of the redirect URI, never registered text beyond it.
+func TestConsentTargetKeepsTheCSPToASource(t *testing.T) {
+	for uri, want := range map[string]string{
+		"http://localhost:5555/callback?x=1": "http://localhost:5555",
+		"myapp:x;script-src *":               "myapp:",
+		"com.example.app:/oauth":             "com.example.app:",
+	} {
+		if _, source := consentTarget(uri); source != want {
+			t.Errorf("%q: CSP source %q, want %q", uri, source, want)
+		}
+	}
+}
