@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testlane"
+	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -435,9 +436,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(archivedText, "made-in-the-browser") || strings.Contains(archivedText, longName) {
 		t.Errorf("keys list filtered to archived: %q", archivedText)
 	}
-	if err := chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#overview"), chromedp.Reload(), chromedp.WaitVisible("#top-keys", chromedp.ByID),
-		chromedp.Text("#top-keys", &overviewKeys, chromedp.ByID)); err != nil {
-		t.Fatal(err)
+	// The long key's spend reaches the report once the ledger's writer has
+	// flushed it: read the overview again until it shows (bounded).
+	var overviewErr error
+	testwait.Until(func() bool {
+		overviewErr = chromedp.Run(ctx, chromedp.Navigate(g.base+"/ui/#overview"), chromedp.Reload(), chromedp.WaitVisible("#top-keys", chromedp.ByID),
+			chromedp.Text("#top-keys", &overviewKeys, chromedp.ByID))
+		return overviewErr != nil || strings.Contains(overviewKeys, longName)
+	})
+	if overviewErr != nil {
+		t.Fatal(overviewErr)
 	}
 	if !strings.Contains(overviewKeys, longName) || strings.Contains(overviewKeys, long.ID) {
 		t.Errorf("top keys: want %q by name, not %s: %q", longName, long.ID, overviewKeys)
