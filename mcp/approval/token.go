@@ -78,7 +78,7 @@ func Parse(tok string) (Link, error) {
 		return Link{}, ErrBadToken
 	}
 	pEnc, mEnc, ok := strings.Cut(rest, ".")
-	if !ok {
+	if !ok || !base64URLText(pEnc) || !base64URLText(mEnc) {
 		return Link{}, ErrBadToken
 	}
 	enc := base64.RawURLEncoding.Strict()
@@ -107,4 +107,16 @@ func Parse(tok string) (Link, error) {
 // binding.
 func (l Link) Verify(secretHex, binding string) bool {
 	return hmac.Equal(l.mac, mac(secretHex, binding, payload(l.ID, l.Approve, l.Expires)))
+}
+
+// base64URLText reports whether s holds only the unpadded base64url
+// alphabet: encoding/base64 skips CR and LF even when Strict, which would
+// give one token two spellings.
+func base64URLText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
