@@ -248,7 +248,7 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 		_, _ = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: claimed.Sealed, ExpiresAt: claimed.ExpiresAt, UpdatedAt: b.now()}, claimed.Version)
 		return "", fmt.Errorf("renewing the token at the authorization server failed: %s", oauthReason(err))
 	}
-	set.Access, set.Type, set.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	set.Access, set.Type, set.Expiry = tok.AccessToken, tok.TokenType, b.expiry(tok)
 	if tok.RefreshToken != "" {
 		set.Refresh = tok.RefreshToken
 	}
@@ -262,6 +262,15 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 		return "", fmt.Errorf("storing the renewed token: %w", err)
 	}
 	return set.Access, nil
+}
+
+// expiry is tok's expiry on the broker's clock (oauth2 computes it from
+// expires_in on the wall clock).
+func (b *Broker) expiry(tok *oauth2.Token) time.Time {
+	if tok.Expiry.IsZero() {
+		return time.Time{}
+	}
+	return b.now().Add(time.Until(tok.Expiry))
 }
 
 // oauthReason is an OAuth failure without anything the answer carried

@@ -175,7 +175,7 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		b.page(w, http.StatusBadGateway, "Not connected", st.Server+"'s authorization server refused the code ("+oauthReason(err)+"); start again from "+Path, nil)
 		return
 	}
-	set := tokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry, ClientID: st.ClientID,
+	set := tokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: b.expiry(tok), ClientID: st.ClientID,
 		ClientSecret: st.ClientSecret, TokenURL: st.TokenURL, AuthStyle: st.AuthStyle, Scopes: st.Scopes, Connected: b.now().UTC()}
 	sealed, err := b.seal.sealTokens(st.Server, st.Unit, set)
 	if err == nil {
