@@ -60,7 +60,7 @@ func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenSt
 	b, err := New(Options{
 		Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}},
 		Key:     testKey, PublicURL: testPublic, Now: c.Now,
-		Store:   func() ledger.MCPUpstreamTokenStore { return st },
+		Store: func() ledger.MCPUpstreamTokenStore { return st },
 	})
 	if err != nil {
 		t.Fatal(err)
