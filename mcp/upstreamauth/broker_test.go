@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/pgtest"
+	"github.com/modelgate/modelgate/internal/testclock"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -25,24 +26,6 @@ const (
 	testPublic = "https://gw.example"
 	resource   = "http://127.0.0.1:1/mcp"
 )
-
-// clock is a test's settable time.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func sqliteStore(t *testing.T) (ledger.MCPUpstreamTokenStore, string) {
 	t.Helper()
@@ -55,7 +38,7 @@ func sqliteStore(t *testing.T) (ledger.MCPUpstreamTokenStore, string) {
 	return s.(ledger.MCPUpstreamTokenStore), path
 }
 
-func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenStore, c *clock) *Broker {
+func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenStore, c *testclock.Clock) *Broker {
 	t.Helper()
 	b, err := New(Options{
 		Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}},
@@ -120,7 +103,7 @@ func TestConnectFlow(t *testing.T) {
 	as := fakes.NewOAuthServer(resource)
 	defer as.Close()
 	st, path := sqliteStore(t)
-	c := &clock{now: time.Now()}
+	c := testclock.New(time.Now())
 	b := newBroker(t, as, st, c)
 	ctx := context.Background()
 
@@ -215,7 +198,7 @@ func TestRefresh(t *testing.T) {
 func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 	as := fakes.NewOAuthServer(resource)
 	defer as.Close()
-	c := &clock{now: time.Now()}
+	c := testclock.New(time.Now())
 	b1, b2 := newBroker(t, as, one, c), newBroker(t, as, two, c)
 	connect(t, b1, "bob", "bob-at-gh")
 	ctx := context.Background()
@@ -223,7 +206,7 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	as.ExpireAll()
 	var wg sync.WaitGroup
 	got := make([]string, 16)
@@ -253,7 +236,7 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 		t.Fatalf("after a rejection: %q %v", again, err)
 	}
 	// The rotated refresh token was kept: a second expiry renews again.
-	c.add(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	if third, err := b2.Token(ctx, "gh", "p:bob", ""); err != nil || third == again {
 		t.Fatalf("second renewal: %v", err)
 	}
@@ -272,7 +255,7 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 	if _, err := one.PutMCPUpstreamToken(ctx, ledger.MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: c.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	var nc *NotConnectedError
 	if _, err := b3.Token(ctx, "gh", "p:bob", ""); !errors.As(err, &nc) || !strings.Contains(err.Error(), "invalid_grant") {
 		t.Fatalf("a forgotten grant: %v", err)
