@@ -76,7 +76,10 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 	defer cancel()
 	var answers strings.Builder // everything the clients were answered
 
-	type person struct{ user, upstream, key string }
+	type person struct {
+		user, upstream, key string
+		browser             *browserless
+	}
 	people := []*person{{user: "bob", upstream: "bob-at-people"}, {user: "alice", upstream: "alice-at-people"}}
 	for _, p := range people {
 		home := filepath.Join(t.TempDir(), p.user)
@@ -122,6 +125,7 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 			}
 		}
 		b := dashboardSignIn(t, s, p.user)
+		p.browser = b
 		b.jar.SetCookies(mustURL(t, as.URL), []*http.Cookie{{Name: fakes.OAuthUserCookie, Value: p.upstream}})
 		b.visit(http.MethodGet, link, nil)
 		if b.status != http.StatusOK || !strings.Contains(b.body, "Connected your account to MCP server people") {
@@ -156,6 +160,23 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 	}
 	if served, reused := as.Refreshes(); served != 2 || reused != 0 {
 		t.Fatalf("refresh grants %d (want one per person), spent refresh tokens reused %d", served, reused)
+	}
+
+	// Bob's dashboard: the server connected; disconnect forgets the grant,
+	// and his next call asks him to connect again.
+	bob := people[0]
+	st, list := bob.browser.call(http.MethodGet, g.base+"/mcp-connect/?format=json", "")
+	if data, _ := list["data"].([]any); st != http.StatusOK || len(data) != 1 || data[0].(map[string]any)["connected"] != true {
+		t.Fatalf("bob's connections: %d %v", st, list)
+	}
+	_, me := bob.browser.call(http.MethodGet, g.base+"/v1/me", "")
+	if st, out := bob.browser.call(http.MethodPost, g.base+"/mcp-connect/disconnect/people", "", "X-CSRF-Token", fmt.Sprint(me["csrf_token"])); st != http.StatusOK {
+		t.Fatalf("disconnect: %d %v", st, out)
+	}
+	_, err := call(sessions["bob"], "people-whoami")
+	linkOf(err)
+	if got, err := call(sessions["alice"], "people-whoami"); err != nil || got != "you are alice-at-people" {
+		t.Fatalf("alice after bob disconnected: %q %v", got, err)
 	}
 
 	for _, cs := range sessions {

@@ -200,7 +200,7 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 
 func (b *Broker) disconnect(w http.ResponseWriter, r *http.Request, id *policy.Identity, name string) {
 	if !b.Has(name) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no auth: oauth MCP server is called " + bounded(name)})
+		writeJSON(w, http.StatusNotFound, apiError("no auth: oauth MCP server is called "+bounded(name)))
 		return
 	}
 	var store ledger.MCPUpstreamTokenStore
@@ -208,13 +208,13 @@ func (b *Broker) disconnect(w http.ResponseWriter, r *http.Request, id *policy.I
 		store = b.opts.Store()
 	}
 	if store == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": ErrNoStore.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, apiError(ErrNoStore.Error()))
 		return
 	}
 	unit := "p:" + id.Person
 	gone, err := store.DeleteMCPUpstreamToken(r.Context(), name, unit)
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the gateway's ledger database did not answer; try again"})
+		writeJSON(w, http.StatusServiceUnavailable, apiError("the gateway's ledger database did not answer; try again"))
 		return
 	}
 	if b.onDisconnect != nil {
@@ -281,7 +281,7 @@ func (b *Broker) list(w http.ResponseWriter, r *http.Request, id *policy.Identit
 		b.page(w, http.StatusServiceUnavailable, "Try again", "The gateway's ledger database did not answer.", nil)
 		return
 	}
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
 		writeJSON(w, http.StatusOK, map[string]any{"person": id.Person, "data": conns})
 		return
 	}

@@ -24,7 +24,7 @@ document.querySelectorAll("button[data-server]").forEach(function (b) {
   b.addEventListener("click", async function () {
     const me = await (await fetch("/v1/me")).json();
     const r = await fetch("disconnect/" + encodeURIComponent(b.dataset.server), {method: "POST", headers: {"X-CSRF-Token": me.csrf_token}});
-    if (r.ok) { location.reload(); } else { alert((await r.json()).error || r.status); }
+    if (r.ok) { location.reload(); } else { alert(((await r.json()).error || {}).message || r.status); }
   });
 });
 </script>{{end}}
@@ -44,6 +44,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiError is an error in the shape the dashboard reads.
+func apiError(msg string) map[string]any {
+	return map[string]any{"error": map[string]string{"message": msg}}
 }
 
 // bounded is text from elsewhere cut to 64 bytes on a rune boundary.
