@@ -97,13 +97,18 @@ func (g *Gateway) runPersonal(ctx context.Context, u *upstream) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			g.pool.mu.Lock()
-			for k, ps := range g.pool.m {
-				if k.server == u.cfg.Name && now.Sub(ps.last) > personalIdle {
-					g.pool.drop(k, ps)
-				}
-			}
-			g.pool.mu.Unlock()
+			g.pool.evictIdle(u.cfg.Name, now)
+		}
+	}
+}
+
+// evictIdle closes server's sessions unused for personalIdle at now.
+func (p *personalPool) evictIdle(server string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, ps := range p.m {
+		if k.server == server && now.Sub(ps.last) > personalIdle {
+			p.drop(k, ps)
 		}
 	}
 }
