@@ -33,6 +33,9 @@ func mcpCredentials(app *App, servers []*modellist.MCPServer) (*upstreamauth.Bro
 	if err != nil || key == "" {
 		return nil, fmt.Errorf("mcp_token_key: the placeholder resolved to nothing; %s", fix)
 	}
+	if app.publicURL == "" {
+		return nil, fmt.Errorf("mcp_servers.%s: auth: oauth sends each person's browser to the server's authorization server and back to the gateway: set public_url in the modelgate global options (the gateway's base URL as browsers reach it, e.g. public_url https://gateway.example.com)", first)
+	}
 	return upstreamauth.New(upstreamauth.Options{
 		Servers: servers, Key: key, PublicURL: app.publicURL, Audit: app.Audit(),
 		Store: func() ledger.MCPUpstreamTokenStore {

@@ -32,12 +32,15 @@ func TestMCPTokenKey(t *testing.T) {
 		"":            "mcp_servers.gh: auth: oauth keeps each person's tokens sealed in the ledger under a key of the gateway's: add mcp_token_key {env.MCP_TOKEN_KEY} to the modelgate global options",
 		"SECRET-tiny": "mcp_token_key: too short; give at least 32 random bytes",
 	} {
-		_, err := mcpCredentials(&App{MCPTokenKey: key}, oauth)
+		_, err := mcpCredentials(&App{MCPTokenKey: key, publicURL: "https://gw.example"}, oauth)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("key %q: %v, want %q", key, err, want)
 		}
 	}
-	if b, err := mcpCredentials(&App{MCPTokenKey: strings.Repeat("k", 32)}, oauth); b == nil || err != nil || !b.Has("gh") || b.Has("plain") {
+	if _, err := mcpCredentials(&App{MCPTokenKey: strings.Repeat("k", 32)}, oauth); err == nil || !strings.Contains(err.Error(), "mcp_servers.gh: auth: oauth sends each person's browser") || !strings.Contains(err.Error(), "set public_url") {
+		t.Errorf("without public_url: %v", err)
+	}
+	if b, err := mcpCredentials(&App{MCPTokenKey: strings.Repeat("k", 32), publicURL: "https://gw.example"}, oauth); b == nil || err != nil || !b.Has("gh") || b.Has("plain") {
 		t.Errorf("with a key: %v", err)
 	}
 }
