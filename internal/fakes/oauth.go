@@ -30,6 +30,7 @@ type OAuthServer struct {
 
 	mu       sync.Mutex
 	clients  map[string][]string // client id → redirect URIs
+	secrets  map[string]string   // client id → secret, for confidential clients
 	codes    map[string]oauthCode
 	access   map[string]oauthAccess
 	refresh  map[string]string // live refresh token → user
@@ -52,7 +53,7 @@ type oauthAccess struct {
 
 // NewOAuthServer starts a server issuing tokens for resource.
 func NewOAuthServer(resource string) *OAuthServer {
-	s := &OAuthServer{Resource: resource, AccessTTL: time.Hour, clients: map[string][]string{}, codes: map[string]oauthCode{},
+	s := &OAuthServer{Resource: resource, AccessTTL: time.Hour, clients: map[string][]string{}, secrets: map[string]string{}, codes: map[string]oauthCode{},
 		access: map[string]oauthAccess{}, refresh: map[string]string{}, spent: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
@@ -66,7 +67,7 @@ func NewOAuthServer(resource string) *OAuthServer {
 func (s *OAuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 	oauthJSON(w, http.StatusOK, map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token",
 		"registration_endpoint": s.URL + "/register", "response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
+		"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic"},
 		"authorization_response_iss_parameter_supported": true})
 }
 
@@ -126,6 +127,19 @@ func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A confidential client authenticates with HTTP Basic (RFC 6749
+	// 2.3.1); a public one names itself in the form.
+	client := f.Get("client_id")
+	if id, secret, basic := r.BasicAuth(); basic {
+		client = id
+		if want, ok := s.secrets[id]; !ok || want != secret {
+			oauthJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+			return
+		}
+	} else if _, confidential := s.secrets[client]; confidential {
+		oauthJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
 	var user string
 	switch f.Get("grant_type") {
 	case "authorization_code":
@@ -133,7 +147,7 @@ func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 		delete(s.codes, f.Get("code"))
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
 		switch {
-		case !ok || c.client != f.Get("client_id") || c.redirect != f.Get("redirect_uri"):
+		case !ok || c.client != client || c.redirect != f.Get("redirect_uri"):
 			oauthJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 			return
 		case base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge:
@@ -167,6 +181,14 @@ func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 	s.refresh[rt] = user
 	w.Header().Set("Cache-Control", "no-store")
 	oauthJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": int(s.AccessTTL.Seconds()), "refresh_token": rt})
+}
+
+// AddClient registers a confidential client, as an operator would by hand.
+func (s *OAuthServer) AddClient(id, secret, redirect string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[id] = []string{redirect}
+	s.secrets[id] = secret
 }
 
 // Who is the user an access token was issued to, while it is valid.

@@ -38,10 +38,14 @@ func sqliteStore(t *testing.T) (ledger.MCPUpstreamTokenStore, string) {
 	return s.(ledger.MCPUpstreamTokenStore), path
 }
 
-func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenStore, c *testclock.Clock) *Broker {
+func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenStore, c *testclock.Clock, client ...string) *Broker {
 	t.Helper()
+	o := &modellist.MCPOAuth{AuthorizationServer: as.URL}
+	if len(client) == 2 {
+		o.ClientID, o.ClientSecret = client[0], client[1]
+	}
 	b, err := New(Options{
-		Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}},
+		Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: o}},
 		Key:     testKey, PublicURL: testPublic, Now: c.Now,
 		Store: func() ledger.MCPUpstreamTokenStore { return st },
 	})
@@ -158,6 +162,31 @@ func TestConnectFlow(t *testing.T) {
 	b.ServeHTTP(w, r)
 	if _, err := b.Token(ctx, "gh", "p:bob", ""); w.Code != http.StatusOK || !errors.As(err, &nc) {
 		t.Fatalf("after disconnect: %d %v", w.Code, err)
+	}
+}
+
+// TestConfiguredClient: a client_id and client_secret of the operator's
+// are used instead of registering, the secret sent as HTTP Basic on the
+// code exchange and on refresh.
+func TestConfiguredClient(t *testing.T) {
+	as := fakes.NewOAuthServer(resource)
+	defer as.Close()
+	as.AddClient("modelgate", "s3cret", testPublic+Path+"callback")
+	st, _ := sqliteStore(t)
+	c := testclock.New(time.Now())
+	b := newBroker(t, as, st, c, "modelgate", "s3cret")
+	connect(t, b, "bob", "bob-at-gh")
+	c.Advance(2 * time.Hour)
+	tok, err := b.Token(context.Background(), "gh", "p:bob", "")
+	if who, ok := as.Who(tok); err != nil || !ok || who != "bob-at-gh" {
+		t.Fatalf("renewed with the configured client: %q %v", who, err)
+	}
+	// A wrong secret: the exchange is refused with the server's error
+	// code, and nothing of the client's secret is shown.
+	wrong := newBroker(t, as, st, c, "modelgate", "wrong-s3cret")
+	cb := authorize(t, serve(wrong, http.MethodGet, Path+"server/gh", "alice"), "alice-at-gh")
+	if w := serve(wrong, http.MethodGet, cb, "alice"); w.Code != http.StatusBadGateway || !strings.Contains(w.Body.String(), "invalid_client") || strings.Contains(w.Body.String(), "s3cret") {
+		t.Fatalf("a wrong client secret: %d %s", w.Code, w.Body)
 	}
 }
 
