@@ -92,7 +92,7 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	if err == nil && u.personal() {
 		if cs, err = g.personalSession(ctx, u, id); err != nil {
 			c.Outcome = OutcomeUnavailable
-			return nil, personalError(tool, u.cfg.Name, err)
+			return nil, personalError(fmt.Sprintf("tool %q", tool), u.cfg.Name, err)
 		}
 		if res := connectAnswer(u, tool); res != nil {
 			return res, nil

@@ -285,7 +285,7 @@ func (g *Gateway) featureSession(ctx context.Context, u *upstream, id *policy.Id
 	cs, _, err := u.current()
 	if err == nil && u.personal() {
 		if cs, err = g.personalSession(ctx, u, id); err != nil {
-			return nil, personalError(u.cfg.Name, u.cfg.Name, err)
+			return nil, personalError("its resources and prompts", u.cfg.Name, err)
 		}
 	}
 	if err != nil {

@@ -277,18 +277,18 @@ func (t *bearerTransport) with(r *http.Request, tok string) *http.Request {
 	return r
 }
 
-// personalError is the JSON-RPC error of a call to a personal server
-// that could not get a session.
-func personalError(tool, server string, err error) error {
+// personalError is the JSON-RPC error of a request (what: `tool "x"`)
+// to a personal server that could not get the caller's session.
+func personalError(what, server string, err error) error {
 	var nc *upstreamauth.NotConnectedError
 	if errors.As(err, &nc) {
-		e := &jsonrpc.Error{Code: codeConnect, Message: fmt.Sprintf("tool %q: %s", tool, nc.Error())}
+		e := &jsonrpc.Error{Code: codeConnect, Message: what + ": " + nc.Error()}
 		if nc.URL != "" {
 			e.Data = []byte(fmt.Sprintf(`{"connect_url":%q}`, nc.URL))
 		}
 		return e
 	}
-	return rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q: %v; try again later", tool, server, err)
+	return rpcError(jsonrpc.CodeInternalError, "%s: MCP server %q: %v; try again later", what, server, err)
 }
 
 // connectAnswer is the result of the connect tool for a caller who is
