@@ -179,6 +179,15 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 		t.Fatalf("alice after bob disconnected: %q %v", got, err)
 	}
 
+	// Each connect and the disconnect are in the audit log, by person.
+	code, _, body := g.do(t, http.MethodGet, "/v1/organizations/audit_log?limit=100", adminKey, "")
+	answers.Write(body)
+	for _, want := range []string{`"action":"mcp.upstream.connected","target":"people"`, `"actor":"alice@example.com"`, `"action":"mcp.upstream.disconnected"`} {
+		if code != http.StatusOK || !strings.Contains(strings.ReplaceAll(string(body), " ", ""), want) {
+			t.Fatalf("audit log (%d) lacks %s: %.1500s", code, want, body)
+		}
+	}
+
 	for _, cs := range sessions {
 		cs.Close()
 	}
