@@ -162,6 +162,23 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 		t.Fatalf("refresh grants %d (want one per person), spent refresh tokens reused %d", served, reused)
 	}
 
+	// A reload starts a new MCP gateway that has listed nothing: a
+	// connected person's first tools/list opens their own session and
+	// shows the server's tools at once; their grant outlived the reload.
+	g.reload(t)
+	for _, p := range people {
+		sessions[p.user].Close()
+		cs := mcpConnect(ctx, t, g.base+"/mcp", p.key)
+		sessions[p.user] = cs
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) != 1 || res.Tools[0].Name != "people-whoami" {
+			t.Fatalf("%s's first tools/list after a reload: %v %v", p.user, res, err)
+		}
+		if got, err := call(cs, "people-whoami"); err != nil || got != "you are "+p.upstream {
+			t.Fatalf("%s's whoami after a reload: %q %v", p.user, got, err)
+		}
+	}
+
 	// Bob's dashboard: the server connected; disconnect forgets the grant,
 	// and his next call asks him to connect again.
 	bob := people[0]

@@ -55,6 +55,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			if !g.settled.Load() {
 				g.awaitFirst(ctx, g.waitsFor(v, method, req))
 			}
+			if method == "tools/list" {
+				g.listPersonal(ctx, v, identityOf(req))
+			}
 			if v.search && method == "tools/list" {
 				return &sdk.ListToolsResult{Tools: searchTools()}, nil
 			}

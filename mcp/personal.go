@@ -27,10 +27,12 @@ import (
 //
 // tools/list is the same for everyone: the tools the server listed to the
 // last session opened (servers list the same tools to every account, as a
-// rule), and, until anyone's session has listed them in this process, one
-// tool, connect, whose call answers the caller's connect link or, once
-// connected, lists the tools. A caller who has not connected gets the
-// connect link as the error of any call (codeConnect).
+// rule). Until a session has listed them in this process (after a start
+// or a reload), a connected caller's tools/list opens their session first
+// (listPersonal), and a caller not connected sees one tool, connect, whose
+// call answers their connect link or, once connected, lists the tools. A
+// caller who has not connected gets the connect link as the error of any
+// call (codeConnect).
 
 // codeConnect is the JSON-RPC error of a call by someone who has not
 // connected the server: its message carries their connect link, and its
@@ -289,6 +291,28 @@ func personalError(what, server string, err error) error {
 		return e
 	}
 	return rpcError(jsonrpc.CodeInternalError, "%s: MCP server %q: %v; try again later", what, server, err)
+}
+
+// listPersonal opens the caller's own session to each personal server of
+// v that has not listed its tools in this process (after a start or a
+// reload), when the caller is connected to it: the list they get is then
+// the server's, not only its connect tool. Someone not connected costs a
+// ledger read per such server.
+func (g *Gateway) listPersonal(ctx context.Context, v *view, id *policy.Identity) {
+	if id == nil || g.opts.Credentials == nil {
+		return
+	}
+	for _, u := range g.ups {
+		if !u.personal() || (v.single != "" && v.single != u.cfg.Name) || !serverAllowed(g.allowList(id), u.cfg.Name) {
+			continue
+		}
+		u.mu.Lock()
+		listed := u.listed
+		u.mu.Unlock()
+		if !listed {
+			_, _ = g.personalSession(ctx, u, id)
+		}
+	}
 }
 
 // connectAnswer is the result of the connect tool for a caller who is
