@@ -225,7 +225,12 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 		if err != nil {
 			return "", fmt.Errorf("claiming the refresh: %w", err)
 		}
-		return b.refresh(ctx, st, serverName, unit, set, claimed)
+		tok, err := b.refresh(ctx, st, serverName, unit, set, claimed)
+		if errors.Is(err, ledger.ErrTokenChanged) {
+			// The person connected again meanwhile: their new grant wins.
+			continue
+		}
+		return tok, err
 	}
 }
 
@@ -259,6 +264,9 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 	// Stored with the context's cancel ignored: the old refresh token may
 	// be spent already, so losing the new one would end the grant.
 	if _, err := st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}, claimed.Version); err != nil {
+		if errors.Is(err, ledger.ErrTokenChanged) {
+			return "", err
+		}
 		return "", fmt.Errorf("storing the renewed token: %w", err)
 	}
 	return set.Access, nil
