@@ -77,6 +77,11 @@ type App struct {
 	// are announced, and their default wait.
 	MCPApprovals *MCPApprovalsConfig `json:"mcp_approvals,omitempty"`
 
+	// MCPTokenKey seals people's own tokens to auth: oauth MCP servers in
+	// the ledger (mcp_upstream_auth.go); a placeholder such as
+	// {env.MCP_TOKEN_KEY}.
+	MCPTokenKey string `json:"mcp_token_key,omitempty"`
+
 	// Limits is where rate limits are counted: "redis" with a URL shares
 	// them between instances; default: in each process.
 	Limits *LimitsBackend `json:"limits,omitempty"`
@@ -632,6 +637,10 @@ func parseAppOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		case "public_url":
 			if !d.AllArgs(&a.PublicURL) {
 				return nil, d.Err("public_url: give the gateway's base URL as people's browsers reach it, e.g. public_url https://gateway.example.com")
+			}
+		case "mcp_token_key":
+			if !d.AllArgs(&a.MCPTokenKey) {
+				return nil, d.Err("mcp_token_key: give one key of at least 32 random bytes, e.g. mcp_token_key {env.MCP_TOKEN_KEY}")
 			}
 		case "mcp_approvals":
 			c, err := parseMCPApprovals(d)

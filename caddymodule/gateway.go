@@ -88,6 +88,9 @@ type Gateway struct {
 	// approvalLinks serves the links of MCP approval requests; nil
 	// without mcp_servers.
 	approvalLinks http.Handler
+	// mcpConnect serves people's connections to auth: oauth MCP servers;
+	// nil without such servers.
+	mcpConnect http.Handler
 	// holdsStates records that Provision took a reference on the pooled
 	// deployment states, so Cleanup releases exactly that one.
 	holdsStates bool
@@ -140,7 +143,15 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if len(cfg.MCPServers) > 0 {
+		creds, err := mcpCredentials(g.app, cfg.MCPServers)
+		if err != nil {
+			return err
+		}
+		if creds != nil {
+			g.mcpConnect = creds
+		}
 		g.mcp = mcp.New(mcp.Options{
+			Credentials:    creds,
 			Servers:        cfg.MCPServers,
 			WorkspaceMCP:   func(ws string) []string { return g.app.Controls().WorkspaceLimits(ws).MCP },
 			MaxRequestBody: g.MaxRequestBody,
@@ -179,6 +190,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MCPNotConnected:     mcpNotConnected(g, cfg),
 		MCP:                 mcpHandler,
 		ApprovalLinks:       g.approvalLinks,
+		MCPConnect:          g.mcpConnect,
 		PublicURL:           g.app.publicURL,
 		LedgerDown:          g.app.LedgerDown,
 		AnswerAllPaths:      g.AnswerAllPaths,

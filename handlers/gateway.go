@@ -137,6 +137,9 @@ type GatewayOptions struct {
 	// ApprovalLinks serves the approve and deny links of MCP tool-call
 	// approvals (/mcp-approvals/…, package mcp/approval); nil: none.
 	ApprovalLinks http.Handler
+	// MCPConnect serves a person's connections to auth: oauth MCP
+	// servers (mcp/upstreamauth), nil when there are none.
+	MCPConnect http.Handler
 	// WorkContexts takes sessions' work contexts: POST /v1/work/context
 	// from the agents' hooks, and the X-Modelgate-Repo and
 	// X-Modelgate-Branch headers; nil: neither.

@@ -221,6 +221,9 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		// An MCP tool call's approval link (mcp/approval): its token is the
 		// credential. Served when the gateway has approvals.
 		{pattern: "/mcp-approvals/{token...}", h: g.approvalLinks(), public: mGet | mHead | mPost},
+		// A person's own accounts at auth: oauth MCP servers
+		// (mcp/upstreamauth): a dashboard session's pages and links.
+		{pattern: policy.MCPConnectPath + "{rest...}", h: g.mcpConnect()},
 		// A loop breaker's resume link (breaker): its token is the
 		// credential. Served when the gateway has a breaker.
 		{pattern: breaker.ResumePath, h: g.resumeLink(), public: mGet | mPost},
@@ -492,6 +495,18 @@ func (g *Gateway) resumeLink() http.HandlerFunc {
 		return g.serveNotFound
 	}
 	return g.serveResume
+}
+
+// mcpConnect is the MCP connect pages' handler: without auth: oauth
+// servers, the gateway's 404. nil for Site.
+func (g *Gateway) mcpConnect() http.HandlerFunc {
+	switch {
+	case g == nil:
+		return nil
+	case g.opts.MCPConnect == nil:
+		return g.serveNotFound
+	}
+	return g.opts.MCPConnect.ServeHTTP
 }
 
 // approvalLinks is the MCP approval links' handler: without approvals,

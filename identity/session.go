@@ -3,6 +3,7 @@ package identity
 import (
 	"crypto/hmac"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -95,7 +96,18 @@ func (h *Handler) csrfOK(r *http.Request, s session) bool {
 // sessionPath reports what a dashboard session may call: the person's
 // own view and the admin API. Model calls need a key.
 func sessionPath(p string) bool {
-	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, policy.SpendLinkPath)
+	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, policy.SpendLinkPath) || strings.HasPrefix(p, policy.MCPConnectPath)
+}
+
+// signInFirst sends a browser opening a person's MCP connect page or link
+// without a session to sign in, and back (handled true); other requests
+// go on to the key check.
+func (h *Handler) signInFirst(w http.ResponseWriter, r *http.Request) bool {
+	if !strings.HasPrefix(r.URL.Path, policy.MCPConnectPath) || r.Method != http.MethodGet {
+		return false
+	}
+	http.Redirect(w, r, prefix+"login?return="+url.QueryEscape(r.URL.RequestURI()), http.StatusFound)
+	return true
 }
 
 // Authenticate reads a dashboard session from a request that presented
@@ -105,12 +117,18 @@ func sessionPath(p string) bool {
 // (nil, false): llm_auth then asks for a key as before, so a session can
 // never stand in the way of a key.
 func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *policy.Identity, handled bool) {
-	if _, err := r.Cookie(sessionCookie); err != nil || !sessionPath(r.URL.Path) {
+	if !sessionPath(r.URL.Path) {
 		return nil, false
+	}
+	if _, err := r.Cookie(sessionCookie); err != nil {
+		return nil, h.signInFirst(w, r)
 	}
 	s, state := h.currentSession(r)
 	switch state {
 	case sessionNone:
+		if h.signInFirst(w, r) {
+			return nil, true
+		}
 		http.SetCookie(w, h.cookie(r, sessionCookie, "", "/", time.Time{}))
 		fail(w, http.StatusUnauthorized, "authentication_error", "your sign-in session has ended (it lasts as long as the identity provider's ID token, and ends on sign-out); sign in again")
 		return nil, true

@@ -536,6 +536,25 @@ CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = '
 		31: `ALTER TABLE batches ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_items ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
+		// Each person's own OAuth tokens to auth: oauth MCP servers
+		// (mcp_upstream_tokens.go): sealed with the Caddyfile's key, one
+		// row per server and person, versioned for compare-and-swap.
+		32: `CREATE TABLE mcp_upstream_tokens (
+	server TEXT NOT NULL,
+	unit TEXT NOT NULL,
+	sealed TEXT NOT NULL,
+	expires_us BIGINT NOT NULL,
+	version BIGINT NOT NULL,
+	refresh_until_us BIGINT NOT NULL,
+	created_us BIGINT NOT NULL,
+	updated_us BIGINT NOT NULL,
+	PRIMARY KEY (server, unit)
+)`,
+		// The connect links used, so each completes once on any instance.
+		33: `CREATE TABLE mcp_upstream_links (
+	nonce TEXT PRIMARY KEY,
+	expires_us BIGINT NOT NULL
+)`,
 	}
 }
 

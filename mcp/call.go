@@ -89,6 +89,15 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 		args = canon
 	}
 	cs, _, err := u.current()
+	if err == nil && u.personal() {
+		if cs, err = g.personalSession(ctx, u, id); err != nil {
+			c.Outcome = OutcomeUnavailable
+			return nil, personalError(fmt.Sprintf("tool %q", tool), u.cfg.Name, err)
+		}
+		if res := connectAnswer(u, tool); res != nil {
+			return res, nil
+		}
+	}
 	if err != nil {
 		c.Outcome = OutcomeUnavailable
 		return nil, rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q %v; try again later", tool, u.cfg.Name, err)

@@ -55,6 +55,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			if !g.settled.Load() {
 				g.awaitFirst(ctx, g.waitsFor(v, method, req))
 			}
+			if method == "tools/list" {
+				g.listPersonal(ctx, v, identityOf(req))
+			}
 			if v.search && method == "tools/list" {
 				return &sdk.ListToolsResult{Tools: searchTools()}, nil
 			}
@@ -73,17 +76,17 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 			allow := g.allowList(id)
 			switch r := req.(type) {
 			case *sdk.ListResourcesRequest:
-				return g.listResources(ctx, v, allow, r.Params)
+				return g.listResources(ctx, v, allow, id, r.Params)
 			case *sdk.ListResourceTemplatesRequest:
-				return g.listTemplates(ctx, v, allow, r.Params)
+				return g.listTemplates(ctx, v, allow, id, r.Params)
 			case *sdk.ListPromptsRequest:
-				return g.listPrompts(ctx, v, allow, r.Params)
+				return g.listPrompts(ctx, v, allow, id, r.Params)
 			case *sdk.ReadResourceRequest:
 				u, uri, err := g.route(v, allow, r.Params.URI, "resource")
 				if err != nil {
 					return nil, err
 				}
-				cs, err := u.featureSession()
+				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
 				}
@@ -110,7 +113,7 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				cs, err := u.featureSession()
+				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
 				}
@@ -138,7 +141,7 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				cs, err := u.featureSession()
+				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
 				}
@@ -279,9 +282,15 @@ func (g *Gateway) route(v *view, allow []string, target, kind string) (*upstream
 	return u, rest, nil
 }
 
-// featureSession is the live session, or the error a caller gets at once.
-func (u *upstream) featureSession() (*sdk.ClientSession, error) {
+// featureSession is the live session (for an auth: oauth server, the
+// caller's own), or the error a caller gets at once.
+func (g *Gateway) featureSession(ctx context.Context, u *upstream, id *policy.Identity) (*sdk.ClientSession, error) {
 	cs, _, err := u.current()
+	if err == nil && u.personal() {
+		if cs, err = g.personalSession(ctx, u, id); err != nil {
+			return nil, personalError("its resources and prompts", u.cfg.Name, err)
+		}
+	}
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "MCP server %q %v; try again later", u.cfg.Name, err)
 	}
@@ -312,10 +321,10 @@ func (u *upstream) wrap(ctx context.Context, method string, err error) error {
 // that declared it (has). A one-server view answers that server's page as
 // it is (single); the aggregate walks every page of each server (each)
 // and adds its items prefixed (add).
-func listAcross[T any](ctx context.Context, g *Gateway, v *view, allow []string, method string, has func(*sdk.ServerCapabilities) bool,
+func listAcross[T any](ctx context.Context, g *Gateway, v *view, allow []string, id *policy.Identity, method string, has func(*sdk.ServerCapabilities) bool,
 	single func(context.Context, *sdk.ClientSession) error, each func(context.Context, *sdk.ClientSession) iter.Seq2[*T, error], add func(server string, t *T)) error {
 	for _, u := range g.featureUpstreams(v, allow) {
-		cs, caps, err := u.featureCaps()
+		cs, caps, err := g.featureCaps(ctx, u, id)
 		if err != nil || !has(caps) {
 			if v.single != "" && err != nil {
 				return err
@@ -343,9 +352,9 @@ func listAcross[T any](ctx context.Context, g *Gateway, v *view, allow []string,
 	return nil
 }
 
-func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
+func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, id *policy.Identity, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
 	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
-	err := listAcross(ctx, g, v, allow, "resources/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
+	err := listAcross(ctx, g, v, allow, id, "resources/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
 		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
 			out, err = cs.ListResources(ctx, p)
 			return err
@@ -364,9 +373,9 @@ func (g *Gateway) listResources(ctx context.Context, v *view, allow []string, p 
 	return out, nil
 }
 
-func (g *Gateway) listTemplates(ctx context.Context, v *view, allow []string, p *sdk.ListResourceTemplatesParams) (*sdk.ListResourceTemplatesResult, error) {
+func (g *Gateway) listTemplates(ctx context.Context, v *view, allow []string, id *policy.Identity, p *sdk.ListResourceTemplatesParams) (*sdk.ListResourceTemplatesResult, error) {
 	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
-	err := listAcross(ctx, g, v, allow, "resources/templates/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
+	err := listAcross(ctx, g, v, allow, id, "resources/templates/list", func(c *sdk.ServerCapabilities) bool { return c.Resources != nil },
 		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
 			out, err = cs.ListResourceTemplates(ctx, p)
 			return err
@@ -385,9 +394,9 @@ func (g *Gateway) listTemplates(ctx context.Context, v *view, allow []string, p 
 	return out, nil
 }
 
-func (g *Gateway) listPrompts(ctx context.Context, v *view, allow []string, p *sdk.ListPromptsParams) (*sdk.ListPromptsResult, error) {
+func (g *Gateway) listPrompts(ctx context.Context, v *view, allow []string, id *policy.Identity, p *sdk.ListPromptsParams) (*sdk.ListPromptsResult, error) {
 	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
-	err := listAcross(ctx, g, v, allow, "prompts/list", func(c *sdk.ServerCapabilities) bool { return c.Prompts != nil },
+	err := listAcross(ctx, g, v, allow, id, "prompts/list", func(c *sdk.ServerCapabilities) bool { return c.Prompts != nil },
 		func(ctx context.Context, cs *sdk.ClientSession) (err error) {
 			out, err = cs.ListPrompts(ctx, p)
 			return err
@@ -408,8 +417,8 @@ func (g *Gateway) listPrompts(ctx context.Context, v *view, allow []string, p *s
 
 // featureCaps is the live session and the capabilities the server
 // declared.
-func (u *upstream) featureCaps() (*sdk.ClientSession, *sdk.ServerCapabilities, error) {
-	cs, err := u.featureSession()
+func (g *Gateway) featureCaps(ctx context.Context, u *upstream, id *policy.Identity) (*sdk.ClientSession, *sdk.ServerCapabilities, error) {
+	cs, err := g.featureSession(ctx, u, id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/modelgate/modelgate/mcp/upstreamauth"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
@@ -76,6 +77,9 @@ type Options struct {
 	// ToolSearch reports whether a caller gets the small tool list
 	// (toolsearch.go); nil gives everyone every tool.
 	ToolSearch func(id *policy.Identity) bool
+	// Credentials hold each person's own tokens to the auth: oauth
+	// servers (personal.go); nil leaves those servers unreachable.
+	Credentials *upstreamauth.Broker
 }
 
 // Gateway serves the MCP endpoints. Close stops its upstream sessions and
@@ -111,6 +115,9 @@ type Gateway struct {
 	pmu      sync.Mutex
 	pseq     uint64
 	progress map[string]progressTarget
+
+	// pool is the callers' own sessions to auth: oauth servers.
+	pool personalPool
 }
 
 type view struct {
@@ -144,6 +151,9 @@ func New(o Options) *Gateway {
 	g := &Gateway{opts: o, obs: o.Observer, connectTimeout: 30 * time.Second, firstWait: firstAttemptWait, byName: map[string]*upstream{}, single: map[string]http.Handler{}, servers: map[string]*view{}, progress: map[string]progressTarget{}}
 	if g.obs == nil {
 		g.obs = nopObserver{}
+	}
+	if o.Credentials != nil {
+		o.Credentials.OnDisconnect(g.forget)
 	}
 	hopts := &sdk.StreamableHTTPOptions{MaxRequestBodyBytes: o.MaxRequestBody, DisableLocalhostProtection: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	g.agg = g.withToken(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return g.server(r, "") }, hopts))

@@ -41,6 +41,9 @@ type upstream struct {
 	firstOnce sync.Once
 	// refresh wakes the loop to re-list tools after list_changed.
 	refresh chan struct{}
+	// listed: an auth: oauth server has listed its tools to someone's
+	// session (personal.go); until then it shows its connect tool.
+	listed bool
 }
 
 // headerTransport adds the server's configured headers to each request.
@@ -59,10 +62,16 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (u *upstream) transport(ctx context.Context) sdk.Transport {
+	return u.transportOver(ctx, headerTransport{u.cfg.Headers, http.DefaultTransport})
+}
+
+// transportOver is the server's transport over base, which adds the
+// credentials: the entry's headers, or a person's token (personal.go).
+func (u *upstream) transportOver(ctx context.Context, base http.RoundTripper) sdk.Transport {
 	// answerGuard turns a call's bad answer into that call's error; the
 	// SDK's own event bound is set above it, so the SDK never meets an
 	// event it would end the session for.
-	guard := answerGuard{base: headerTransport{u.cfg.Headers, http.DefaultTransport}, max: maxAnswer}
+	guard := answerGuard{base: base, max: maxAnswer}
 	switch u.cfg.Transport {
 	case modellist.MCPTransportSSE:
 		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxEventSize: 2 * maxAnswer}
@@ -95,6 +104,10 @@ func (u *upstream) transport(ctx context.Context) sdk.Transport {
 // backoff (1 s doubling to 30 s) whenever the session ends or a connect
 // fails. A stdio server is thereby restarted when its process exits.
 func (u *upstream) run(ctx context.Context) {
+	if u.personal() {
+		u.g.runPersonal(ctx, u)
+		return
+	}
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -202,7 +215,12 @@ func (u *upstream) list(ctx context.Context, cs *sdk.ClientSession) error {
 		}
 	}
 	u.mu.Lock()
-	u.sess, u.tools, u.down = cs, tools, nil
+	u.tools, u.down = tools, nil
+	if !u.personal() {
+		u.sess = cs
+	} else {
+		u.listed = true
+	}
 	if u.known == nil {
 		u.known = map[string]bool{}
 	}
@@ -234,6 +252,10 @@ func (u *upstream) knows(tool string) bool {
 func (u *upstream) current() (*sdk.ClientSession, []*sdk.Tool, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.personal() {
+		// No shared session: each caller has their own (personal.go).
+		return nil, u.personalTools(), nil
+	}
 	if u.sess == nil {
 		return nil, nil, errDown
 	}

@@ -42,6 +42,10 @@ type MCPServer struct {
 	// client's user through an elicitation when it can, else the team) or
 	// "team" (never the calling client: the chat, dashboard and CLI).
 	ApprovalFrom string
+	// Auth is MCPAuthShared (the headers, for every caller) or
+	// MCPAuthOAuth (each person's own token; OAuth holds its client).
+	Auth  string
+	OAuth *MCPOAuth
 }
 
 // NeedsApproval reports whether require_approval names tool.
@@ -59,7 +63,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 }
 
 func mcpFields() []string {
-	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from"}
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from", "auth", "authorization_server", "client_id", "client_secret", "scopes"}
 }
 
 // mcpName is what a server name may be: it becomes the tool prefix
@@ -94,7 +98,7 @@ func (p *parser) mcpServers(c *Config, n *yaml.Node) {
 }
 
 func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
-	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from")
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from, auth, authorization_server, client_id, client_secret, scopes")
 	if !ok {
 		return nil
 	}
@@ -188,6 +192,7 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 			p.errorf(n, w, "needs either url (transport http or sse) or command (transport stdio)")
 		}
 	}
+	p.mcpAuth(s, fs, n, w)
 	for _, t := range s.AllowedTools {
 		if slices.Contains(s.DisallowedTools, t) {
 			p.errorf(n, w.sub("disallowed_tools"), "tool %q is in both allowed_tools and disallowed_tools; keep it in one", t)

@@ -176,6 +176,11 @@ func (b *Budgets) Effective(set *spendlimit.Set, c spendlimit.Caller) []Effectiv
 // (SpendLinkPath + id + "?token=…"), answered without a key.
 const SpendLinkPath = "/ui/spend-requests/"
 
+// MCPConnectPath starts a person's pages and links that connect their own
+// account to an auth: oauth MCP server (package mcp/upstreamauth): a
+// dashboard session's, like the admin API.
+const MCPConnectPath = "/mcp-connect/"
+
 // Downgrade is the alias a request refused by est's estimate goes to
 // instead (at_cap downgrade): every budget without room for even the
 // request's floor must be a spend limit that names one, and the first

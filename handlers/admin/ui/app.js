@@ -655,7 +655,33 @@ async function approvals() {
       a.decided_by ? a.decided_by + (a.via ? ' (' + a.via + ')' : '') : '-'])));
 }
 
-const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests, secrets, approvals };
+// connections is the signed-in person's own accounts at the MCP servers
+// that act as them (auth: oauth, docs/mcp-upstream-auth.md): connect opens
+// the authorization in this browser, disconnect forgets the grant.
+async function connections() {
+  const title = el('h2', {}, 'My MCP accounts');
+  let rep;
+  try {
+    rep = await api('/mcp-connect/?format=json');
+  } catch (e) {
+    const why = e.status === 404 ? 'No MCP server of this gateway acts as you.' : 'Sign in with your identity provider to connect your own accounts.';
+    view.replaceChildren(title, el('p', { class: 'empty', id: 'connections' }, why));
+    return;
+  }
+  const disconnect = (c) => async () => {
+    try {
+      await api('/mcp-connect/disconnect/' + encodeURIComponent(c.server), { method: 'POST' });
+      say('Disconnected ' + c.server + '.');
+    } catch (e) { say(e.message, true); return; }
+    await connections();
+  };
+  view.replaceChildren(title, el('div', { id: 'connections' }, table(['Server', 'State', ''], rep.data.map((c) => [c.server,
+    c.connected ? 'connected ' + c.connected_at.slice(0, 10) : 'not connected',
+    el('span', {}, el('a', { href: c.connect_url }, c.connected ? 'Connect again' : 'Connect'),
+      c.connected ? el('button', { type: 'button', onclick: disconnect(c) }, 'Disconnect') : '')]))));
+}
+
+const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests, secrets, approvals, connections };
 
 async function show() {
   const name = (location.hash || '#overview').slice(1);

@@ -1,0 +1,300 @@
+// Package upstreamauth holds each person's own OAuth credentials to the
+// upstream MCP servers whose mcp_servers entry says auth: oauth: it finds
+// a server's authorization server (RFC 9728, RFC 8414), registers the
+// gateway there when no client is configured (RFC 7591), runs the
+// authorization code flow with PKCE S256 and RFC 8707's resource for a
+// person once (the connect link, connect.go), keeps the tokens sealed in
+// the ledger (ledger.MCPUpstreamTokenStore) and refreshes them, one
+// instance at a time. The MCP gateway asks it for a caller's token
+// (Broker.Token) on every request to such a server. A token never leaves
+// this package except as an upstream request's Authorization header.
+package upstreamauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/audit"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// Path is where the connect links and the person's page are served.
+const Path = policy.MCPConnectPath
+
+// Options configure a Broker.
+type Options struct {
+	// Servers are the auth: oauth entries; others are ignored.
+	Servers []*modellist.MCPServer
+	// Key is the Caddyfile's mcp_token_key (at least MinKeyLength bytes).
+	Key string
+	// Store is the ledger's token table, nil while the ledger is not open.
+	Store func() ledger.MCPUpstreamTokenStore
+	// PublicURL is the gateway's base URL as browsers reach it: the base
+	// of the connect links and of the OAuth redirect URI. Without it the
+	// errors say how to connect from the dashboard.
+	PublicURL string
+	// Audit records connects and disconnects; nil records nothing.
+	Audit audit.Recorder
+	// HTTPClient reaches the authorization servers; nil is a client of
+	// the gateway's own (no proxy environment's loopback checks: the
+	// servers are the operator's, often internal).
+	HTTPClient *http.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Broker hands out and renews the people's upstream tokens.
+type Broker struct {
+	opts    Options
+	servers map[string]*server
+	seal    *sealer
+	hc      *http.Client
+	cache   cache
+	// onDisconnect is told when a person disconnects a server, so the
+	// MCP gateway ends their session to it.
+	onDisconnect func(server, unit string)
+}
+
+type server struct {
+	name, url string
+	oauth     modellist.MCPOAuth
+}
+
+// New builds the broker; it fails without a usable key.
+func New(o Options) (*Broker, error) {
+	s, err := newSealer(o.Key)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient,
+		cache: cache{byS: map[string]*discovered{}, errs: map[string]failure{}}}
+	if b.hc == nil {
+		// A dialer of the gateway's own: the SDK's discovery then leaves
+		// private addresses alone (an internal MCP server is normal here).
+		b.hc = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second}}
+	}
+	for _, m := range o.Servers {
+		if m.Auth == modellist.MCPAuthOAuth && m.OAuth != nil {
+			b.servers[m.Name] = &server{name: m.Name, url: m.URL, oauth: *m.OAuth}
+		}
+	}
+	return b, nil
+}
+
+// OnDisconnect sets what is told of a disconnect.
+func (b *Broker) OnDisconnect(f func(server, unit string)) { b.onDisconnect = f }
+
+func (b *Broker) now() time.Time {
+	if b.opts.Now != nil {
+		return b.opts.Now()
+	}
+	return time.Now()
+}
+
+func (b *Broker) redirect() string { return b.opts.PublicURL + Path + "callback" }
+
+// Unit is whose token a caller uses: the person behind the key (who
+// signed in, or whom the key was minted for), else the key itself.
+func Unit(id *policy.Identity) string {
+	if id == nil {
+		return ""
+	}
+	if p := id.PersonID(); p != "" {
+		return "p:" + p
+	}
+	return "k:" + id.KeyID
+}
+
+// unitPerson is the person a unit is, "" for a key's.
+func unitPerson(unit string) string {
+	p, _ := strings.CutPrefix(unit, "p:")
+	if p == unit {
+		return ""
+	}
+	return p
+}
+
+// NotConnectedError is a caller who has not connected the server (or
+// whose grant ended): URL is their connect link.
+type NotConnectedError struct {
+	Server, URL, Why string
+}
+
+func (e *NotConnectedError) Error() string {
+	if e.URL == "" {
+		return fmt.Sprintf("MCP server %q needs your own sign-in (%s); connect it on the gateway's page %s (the dashboard's MCP connections) and call again", e.Server, e.Why, Path)
+	}
+	return fmt.Sprintf("MCP server %q needs your own sign-in (%s): open %s once, sign in, and call again", e.Server, e.Why, e.URL)
+}
+
+// ErrNoStore is the ledger not being open: tokens live there.
+var ErrNoStore = errors.New("the gateway's ledger database, where people's upstream tokens are kept, is not open")
+
+// linkTTL is how long a connect link, and an authorization begun from it,
+// may take.
+const linkTTL = 15 * time.Minute
+
+// Link is unit's connect link to server.
+func (b *Broker) Link(serverName, unit string) string {
+	if b.opts.PublicURL == "" {
+		return ""
+	}
+	sealed, err := seal(b.seal.links, linkAD, link{Server: serverName, Unit: unit, Expires: b.now().Add(linkTTL), Nonce: randomID()})
+	if err != nil {
+		return ""
+	}
+	return b.opts.PublicURL + Path + "link/" + sealed
+}
+
+func (b *Broker) notConnected(serverName, unit, why string) error {
+	return &NotConnectedError{Server: serverName, URL: b.Link(serverName, unit), Why: why}
+}
+
+// Has reports whether server is an auth: oauth server of the broker.
+func (b *Broker) Has(serverName string) bool { return b.servers[serverName] != nil }
+
+// refreshAhead renews a token this long before it expires, so a call never
+// reaches the server with one that lapses on the way.
+const refreshAhead = 30 * time.Second
+
+// refreshLease bounds how long one instance holds a refresh; another
+// waits for it, then takes over.
+const refreshLease = 20 * time.Second
+
+// Token is unit's access token to server, renewed first when it is about
+// to expire or is rejected (the token the server just refused; "" for
+// none). A caller who never connected, or whose grant the authorization
+// server no longer renews, gets a *NotConnectedError.
+func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (string, error) {
+	var st ledger.MCPUpstreamTokenStore
+	if b.opts.Store != nil {
+		st = b.opts.Store()
+	}
+	if st == nil {
+		return "", ErrNoStore
+	}
+	deadline := b.now().Add(refreshLease + 5*time.Second)
+	for {
+		row, found, err := st.MCPUpstreamToken(ctx, serverName, unit)
+		if err != nil {
+			return "", fmt.Errorf("reading the token: %w", err)
+		}
+		if !found {
+			return "", b.notConnected(serverName, unit, "not connected yet")
+		}
+		set, err := b.seal.openTokens(serverName, unit, row.Sealed)
+		if err != nil {
+			return "", b.notConnected(serverName, unit, "the stored grant cannot be read with this mcp_token_key")
+		}
+		now := b.now()
+		fresh := set.Access != rejected && (set.Expiry.IsZero() || now.Add(refreshAhead).Before(set.Expiry))
+		if fresh {
+			return set.Access, nil
+		}
+		if set.Refresh == "" {
+			if set.Access != rejected && now.Before(set.Expiry) {
+				return set.Access, nil
+			}
+			return "", b.notConnected(serverName, unit, "the grant expired and has no refresh token")
+		}
+		if row.RefreshUntil.After(now) {
+			// Another instance is renewing it: wait for its result.
+			if now.After(deadline) {
+				return "", errors.New("another instance is still renewing the token; try again")
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		claimed, err := st.ClaimMCPUpstreamRefresh(ctx, serverName, unit, row.Version, now, now.Add(refreshLease))
+		if errors.Is(err, ledger.ErrTokenChanged) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("claiming the refresh: %w", err)
+		}
+		tok, err := b.refresh(ctx, st, serverName, unit, set, claimed)
+		if errors.Is(err, ledger.ErrTokenChanged) {
+			// The person connected again meanwhile: their new grant wins.
+			continue
+		}
+		return tok, err
+	}
+}
+
+// refresh renews set under the claimed row and stores the result over it.
+func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string, set tokenSet, claimed ledger.MCPUpstreamToken) (string, error) {
+	conf := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret,
+		Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: oauth2.AuthStyle(set.AuthStyle)}}
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, b.hc), 15*time.Second)
+	defer cancel()
+	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: set.Refresh, Expiry: time.Unix(1, 0)}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
+			// The grant ended (revoked, rotated away, the person gone):
+			// only connecting again helps.
+			_, _ = st.DeleteMCPUpstreamToken(context.WithoutCancel(ctx), serverName, unit)
+			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+re.ErrorCode+")")
+		}
+		// Give the lease back at once: the grant is still good.
+		_, _ = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: claimed.Sealed, ExpiresAt: claimed.ExpiresAt, UpdatedAt: b.now()}, claimed.Version)
+		return "", fmt.Errorf("renewing the token at the authorization server failed: %s", oauthReason(err))
+	}
+	set.Access, set.Type, set.Expiry = tok.AccessToken, tok.TokenType, b.expiry(tok)
+	if tok.RefreshToken != "" {
+		set.Refresh = tok.RefreshToken
+	}
+	sealed, err := b.seal.sealTokens(serverName, unit, set)
+	if err != nil {
+		return "", err
+	}
+	// Stored with the context's cancel ignored: the old refresh token may
+	// be spent already, so losing the new one would end the grant.
+	if _, err := st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}, claimed.Version); err != nil {
+		if errors.Is(err, ledger.ErrTokenChanged) {
+			return "", err
+		}
+		return "", fmt.Errorf("storing the renewed token: %w", err)
+	}
+	return set.Access, nil
+}
+
+// expiry is tok's expiry on the broker's clock (oauth2 computes it from
+// expires_in on the wall clock).
+func (b *Broker) expiry(tok *oauth2.Token) time.Time {
+	if tok.Expiry.IsZero() {
+		return time.Time{}
+	}
+	return b.now().Add(time.Until(tok.Expiry))
+}
+
+// oauthReason is an OAuth failure without anything the answer carried
+// beyond its error code: a token endpoint's body is not shown.
+func oauthReason(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			return re.ErrorCode
+		}
+		if re.Response != nil {
+			return re.Response.Status
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer in time"
+	}
+	return "the token endpoint could not be reached"
+}

@@ -1,0 +1,64 @@
+package upstreamauth
+
+import (
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
+)
+
+// TestDiscoveryFailures: what a person sees when the server's or the
+// authorization server's metadata lets the gateway down names the server
+// and what the operator sets instead.
+func TestDiscoveryFailures(t *testing.T) {
+	var asMeta map[string]any
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(asMeta)
+	})
+	base := map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize", "token_endpoint": srv.URL + "/token", "code_challenge_methods_supported": []string{"S256"}}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for kk, vv := range base {
+			m[kk] = vv
+		}
+		m[k] = v
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		as   string // authorization_server; "" discovers
+		meta map[string]any
+		want string
+	}{
+		{"no resource metadata, and the fix", "", base, "or set authorization_server on its mcp_servers entry"},
+		{"no resource metadata", "", base, "protected-resource metadata (RFC 9728): GetProtectedResourceMetadata"},
+		{"no registration", srv.URL, base, "offers no dynamic client registration; register the gateway there (redirect URI https://gw.example/mcp-connect/callback) and set client_id"},
+		{"no S256", srv.URL, with("code_challenge_methods_supported", []string{"plain"}), "does not offer PKCE S256"},
+		{"another issuer", srv.URL, with("issuer", "https://evil.example"), "does not match issuer"},
+		{"a script URL", srv.URL, with("authorization_endpoint", "javascript:alert(1)"), `MCP server "gh": authorization server`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asMeta = tc.meta
+			st, _ := sqliteStore(t)
+			b, err := New(Options{Key: testKey, PublicURL: testPublic, Store: func() ledger.MCPUpstreamTokenStore { return st },
+				Servers: []*modellist.MCPServer{{Name: "gh", URL: srv.URL + "/mcp", Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: tc.as}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := serve(b, http.MethodGet, Path+"server/gh", "bob")
+			body := html.UnescapeString(w.Body.String())
+			if w.Code != http.StatusBadGateway || !strings.Contains(body, tc.want) || !strings.Contains(body, `MCP server "gh"`) {
+				t.Fatalf("%d %s; want %q", w.Code, w.Body, tc.want)
+			}
+		})
+	}
+}

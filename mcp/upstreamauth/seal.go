@@ -1,0 +1,133 @@
+package upstreamauth
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// MinKeyLength is the shortest mcp_token_key accepted, in bytes: the key
+// is the one secret between the ledger's ciphertext and every person's
+// upstream tokens.
+const MinKeyLength = 32
+
+// sealer encrypts with AES-256-GCM under a key derived from the
+// Caddyfile's mcp_token_key, one derived key per use, and binds each
+// ciphertext to what it is for (its additional data), so a token row
+// cannot be moved to another person or server, and a connect link cannot
+// stand for an OAuth state.
+type sealer struct {
+	tokens, links cipher.AEAD
+}
+
+func newSealer(secret string) (*sealer, error) {
+	if len(secret) < MinKeyLength {
+		return nil, errors.New("mcp_token_key: too short; give at least 32 random bytes, e.g. mcp_token_key {env.MCP_TOKEN_KEY} with MCP_TOKEN_KEY=$(openssl rand -base64 32)")
+	}
+	derive := func(label string) cipher.AEAD {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte("modelgate mcp upstream " + label))
+		block, _ := aes.NewCipher(m.Sum(nil))
+		aead, _ := cipher.NewGCM(block)
+		return aead
+	}
+	return &sealer{tokens: derive("tokens"), links: derive("links")}, nil
+}
+
+var errTampered = errors.New("not issued by this gateway, altered, or sealed under another mcp_token_key")
+
+func seal(aead cipher.AEAD, ad string, v any) (string, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(ad))), nil
+}
+
+func open(aead cipher.AEAD, ad, text string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(text)
+	if err != nil || len(b) < aead.NonceSize() {
+		return errTampered
+	}
+	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(ad))
+	if err != nil || json.Unmarshal(plain, v) != nil {
+		return errTampered
+	}
+	return nil
+}
+
+// tokenSet is what a row of mcp_upstream_tokens holds, sealed: the
+// tokens, and the client and endpoint that renew them (a registered
+// client's secret too), so any instance refreshes without discovery.
+type tokenSet struct {
+	Access       string    `json:"a"`
+	Refresh      string    `json:"r,omitempty"`
+	Type         string    `json:"t,omitempty"`
+	Expiry       time.Time `json:"e,omitzero"`
+	ClientID     string    `json:"c"`
+	ClientSecret string    `json:"s,omitempty"`
+	TokenURL     string    `json:"u"`
+	// AuthStyle is how the client authenticates at TokenURL
+	// (oauth2.AuthStyle: 1 in the form, 2 in a Basic header).
+	AuthStyle int    `json:"y,omitempty"`
+	Scopes    string `json:"o,omitempty"`
+	// Connected is when the person granted it.
+	Connected time.Time `json:"k"`
+}
+
+func tokenAD(server, unit string) string { return "token\x00" + server + "\x00" + unit }
+
+func (s *sealer) sealTokens(server, unit string, t tokenSet) (string, error) {
+	return seal(s.tokens, tokenAD(server, unit), t)
+}
+
+func (s *sealer) openTokens(server, unit, sealed string) (tokenSet, error) {
+	var t tokenSet
+	err := open(s.tokens, tokenAD(server, unit), sealed, &t)
+	return t, err
+}
+
+// link is a connect link's content: which server, for whom, until when,
+// and the nonce that makes it complete once.
+type link struct {
+	Server  string    `json:"s"`
+	Unit    string    `json:"u"`
+	Expires time.Time `json:"e"`
+	Nonce   string    `json:"n"`
+}
+
+// state is the OAuth state of one authorization in flight: the link it
+// came from, and everything the callback needs on any instance (PKCE
+// verifier, client, endpoint), encrypted so the authorization server and
+// the browser, which carry it, read none of it.
+type state struct {
+	link
+	Verifier     string `json:"v"`
+	ClientID     string `json:"c"`
+	ClientSecret string `json:"cs,omitempty"`
+	AuthStyle    int    `json:"y,omitempty"`
+	TokenURL     string `json:"t"`
+	Issuer       string `json:"i"`
+	Resource     string `json:"x"`
+	Redirect     string `json:"r"`
+	Scopes       string `json:"o,omitempty"`
+}
+
+const (
+	linkAD  = "connect-link"
+	stateAD = "oauth-state"
+)
+
+func randomID() string {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
