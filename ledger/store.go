@@ -536,6 +536,7 @@ CREATE INDEX batch_items_running ON batch_items (lease_until_us) WHERE state = '
 		31: `ALTER TABLE batches ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_items ADD COLUMN site TEXT NOT NULL DEFAULT '';
 ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
+		36: redeemedGrantsMigration,
 	}
 }
 
