@@ -150,16 +150,27 @@ func TestBusyKeyWithManySessionsDoesNotTrip(t *testing.T) {
 			}
 			tr := turnOf(body, rules)
 			tr.Session = fmt.Sprint("busy-", i)
-			d := b.Admit(ctx, tr)
-			if d.Refusal != nil || d.Body != nil {
-				t.Fatalf("session %d turn %d was held: %+v", i, turn+1, d.Refusal)
-			}
-			b.Done(ctx, d, 5*money.PicoPerCent)
+			goesOn(t, b, tr, 5*money.PicoPerCent, fmt.Sprintf("session %d turn %d", i, turn+1))
 		}
 	}
-	b.Drain(ctx)
+	noTrips(t, b, ch, "a busy key of progressing sessions")
+}
+
+// goesOn admits a turn that must go on as sent, and counts its cost.
+func goesOn(t *testing.T, b *Breaker, tr *Turn, costPico int64, what string) {
+	t.Helper()
+	d := b.Admit(context.Background(), tr)
+	if d.Refusal != nil || d.Body != nil {
+		t.Fatalf("%s was held or nudged: %v", what, d.Refusal)
+	}
+	b.Done(context.Background(), d, costPico)
+}
+
+func noTrips(t *testing.T, b *Breaker, ch *chat, what string) {
+	t.Helper()
+	b.Drain(context.Background())
 	if lines := ch.all(); len(lines) != 0 {
-		t.Fatalf("a busy key of progressing sessions tripped: %q", lines)
+		t.Fatalf("%s tripped: %q", what, lines)
 	}
 }
 
@@ -177,7 +188,6 @@ func TestSessionlessAppSharingAFirstEntryDoesNotTrip(t *testing.T) {
 			} else {
 				b, _, ch = twoInstances(t)
 			}
-			ctx := context.Background()
 			rules := &ledger.BreakerRules{Repeat: 3, Cycle: 2, Failing: 3, VelocityCents: 10, Turns: 50, Action: ActionStop}
 			cs := make([]*claudeSession, 10)
 			for i := range cs {
@@ -187,17 +197,10 @@ func TestSessionlessAppSharingAFirstEntryDoesNotTrip(t *testing.T) {
 			for turn := range 12 {
 				for i, c := range cs {
 					body := c.turn("get_weather", map[string]any{"city": "Paris"}, "sunny, 21C", false)
-					d := b.Admit(ctx, rotating(body, -1, rules))
-					if d.Refusal != nil || d.Body != nil {
-						t.Fatalf("conversation %d turn %d was held: %v", i, turn+1, d.Refusal)
-					}
-					b.Done(ctx, d, 20*money.PicoPerCent)
+					goesOn(t, b, rotating(body, -1, rules), 20*money.PicoPerCent, fmt.Sprintf("conversation %d turn %d", i, turn+1))
 				}
 			}
-			b.Drain(ctx)
-			if lines := ch.all(); len(lines) != 0 {
-				t.Fatalf("an app's interleaved conversations tripped: %q", lines)
-			}
+			noTrips(t, b, ch, "an app's interleaved conversations")
 		})
 	}
 }

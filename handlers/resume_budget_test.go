@@ -37,18 +37,7 @@ func TestResumedStreamCountedWithinItsReservation(t *testing.T) {
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "the end.") {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
 	}
-	recs := obs.Records()
-	if len(recs) != 2 {
-		t.Fatalf("records %+v", recs)
-	}
-	var cutRec, restRec ledger.Record
-	for _, r := range recs {
-		if r.Outcome == ledger.OutcomeOK {
-			restRec = r
-		} else {
-			cutRec = r
-		}
-	}
+	cutRec, restRec := cutAndRest(t, obs)
 	if cutRec.OutputTokens < 100 {
 		t.Errorf("the cut part is charged %d output tokens; its client read 400 bytes (100 tokens)", cutRec.OutputTokens)
 	}
