@@ -50,6 +50,10 @@ type Turn struct {
 	// Workspace, Person, Agent and Repo name the run in a trip's messages
 	// (Person and Repo when known).
 	Workspace, Person, Agent, Repo string
+	// Owner is the person the key was minted for (policy.Identity's
+	// Owner), when known: a conversation is then watched as the person's,
+	// over all their keys (conversation.go).
+	Owner string
 	// Rules are the thresholds of the caller's key, workspace or group;
 	// nil: the session is not watched.
 	Rules *ledger.BreakerRules
@@ -105,6 +109,10 @@ type Options struct {
 	// Owner gives the person a key was minted for (its email), for a
 	// trip of a request that did not name one; nil or "": unknown.
 	Owner func(keyID string) string
+	// PersonOf gives the person a key was minted for as Turn.Owner names
+	// them, so that a resume naming a person's key finds their
+	// conversation; nil or "": conversations are the key's.
+	PersonOf func(keyID string) string
 	// OnTrip is called on the instance that tripped a session (a
 	// Prometheus counter, an OpenTelemetry event).
 	OnTrip func(Trip)
@@ -305,7 +313,7 @@ func (b *Breaker) Resume(ctx context.Context, keyID, session, token, actor strin
 	if b == nil {
 		return "", false, nil
 	}
-	was, ok, err = b.o.Store.Resume(ctx, ledger.SessionScopeID(keyID, session), token)
+	was, ok, err = b.o.Store.Resume(ctx, b.scopeOf(keyID, session), token)
 	if err == nil && ok {
 		b.o.Audit.Record(ctx, audit.Event{Time: b.o.Now(), Actor: actor, Action: "breaker.resume", Target: session,
 			Fields: map[string]string{"api_key_id": keyID, "was": was}})
@@ -330,7 +338,7 @@ func (b *Breaker) LinkStatus(ctx context.Context, keyID, session, token string) 
 	if b == nil {
 		return Status{}, false, nil
 	}
-	s, found, err := b.o.Store.Peek(ctx, ledger.SessionScopeID(keyID, session))
+	s, found, err := b.o.Store.Peek(ctx, b.scopeOf(keyID, session))
 	if err != nil || !found || s.token == "" || !tokenEqual(s.token, token) {
 		return Status{}, false, err
 	}
@@ -343,7 +351,7 @@ func (b *Breaker) Status(ctx context.Context, keyID, session string) (st Status,
 	if b == nil {
 		return Status{}, false, nil
 	}
-	s, found, err := b.o.Store.Peek(ctx, ledger.SessionScopeID(keyID, session))
+	s, found, err := b.o.Store.Peek(ctx, b.scopeOf(keyID, session))
 	if err != nil || !found {
 		return Status{}, false, err
 	}

@@ -3,6 +3,9 @@ package breaker
 import (
 	"context"
 	"strconv"
+	"strings"
+
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // The conversation view: a loop that sends each request under a new
@@ -13,7 +16,9 @@ import (
 // conversation is named by its history's first entry, as a session's
 // conversations are, whatever session id its requests carry, so the same
 // rules see every turn of a loop that rotates its ids. A held
-// conversation is refused under every session id of the key.
+// conversation is refused under every session id of the key. For a key
+// minted for a person (Turn.Owner), the conversation is the person's, over
+// all their keys, so that a new sign-in's key does not evade it either.
 //
 // Two things keep honest traffic out of it. A session joins the view with
 // its first turn only (whose history has no answer of the model yet, so
@@ -42,17 +47,43 @@ func ConversationID(thread uint64) string {
 	return conversationPrefix + strconv.FormatUint(thread, 16)
 }
 
-// conversationView is the conversation's view under keyID: its scope is
-// ledger.SessionScopeID(keyID, ConversationID(thread)), built in one
-// allocation, as every request of a watched key builds it.
-func conversationView(keyID string, thread uint64) view {
+// conversationView is the conversation's view under owner (a key id, or
+// a person's personOwner): its scope is ledger.SessionScopeID(owner,
+// ConversationID(thread)), built in one allocation, as every request of
+// a watched key builds it.
+func conversationView(owner string, thread uint64) view {
 	var buf [128]byte
-	b := append(buf[:0], keyID...)
+	b := append(buf[:0], owner...)
 	b = append(b, ' ')
 	b = append(b, conversationPrefix...)
 	b = strconv.AppendUint(b, thread, 16)
 	scope := string(b)
-	return view{name: scope[len(keyID)+1:], scope: scope, conversation: true}
+	return view{name: scope[len(owner)+1:], scope: scope, conversation: true}
+}
+
+// personOwner owns the conversations of a person's keys: a NUL, which no
+// key id has, then the person.
+func personOwner(person string) string { return "\x00" + person }
+
+// ownerOf is who owns the turn's conversation: the person its key was
+// minted for, when known, else the key.
+func ownerOf(t *Turn) string {
+	if t.Owner != "" {
+		return personOwner(t.Owner)
+	}
+	return t.KeyID
+}
+
+// scopeOf is the scope of a session, or of a conversation (named by
+// ConversationID) of keyID's person, or else of keyID, for a resume or a
+// status that names the key.
+func (b *Breaker) scopeOf(keyID, session string) string {
+	if strings.HasPrefix(session, conversationPrefix) && b.o.PersonOf != nil {
+		if p := b.o.PersonOf(keyID); p != "" {
+			return ledger.SessionScopeID(personOwner(p), session)
+		}
+	}
+	return ledger.SessionScopeID(keyID, session)
 }
 
 // admitConversation watches the request as a turn of its conversation
@@ -63,7 +94,7 @@ func (b *Breaker) admitConversation(ctx context.Context, t *Turn, r rules, p pri
 	if p.thread == 0 {
 		return d
 	}
-	v := conversationView(t.KeyID, p.thread)
+	v := conversationView(ownerOf(t), p.thread)
 	if !fresh {
 		s, found, err := b.o.Store.Peek(ctx, v.scope)
 		if err != nil {

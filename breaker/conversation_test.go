@@ -211,3 +211,48 @@ func TestConversationViewIsTheSessionScope(t *testing.T) {
 		t.Fatalf("view %+v", v)
 	}
 }
+
+// TestPersonsConversationOverTheirKeys: a loop whose requests alternate
+// between two keys minted for one person, each under a new session id,
+// trips as one conversation of the person's; the pause holds on either
+// key, not on another person's; a resume naming either key frees it.
+func TestPersonsConversationOverTheirKeys(t *testing.T) {
+	ch := &chat{}
+	people := map[string]string{"dana-laptop": "oidc:dana", "dana-desktop": "oidc:dana", "erin-laptop": "oidc:erin"}
+	b := New(Options{Post: ch.post, PersonOf: func(k string) string { return people[k] }, Failed: func(err error) { t.Errorf("breaker failed: %v", err) }})
+	ctx := context.Background()
+	c := newClaudeSession("fix the build")
+	rules := &ledger.BreakerRules{Action: ActionStop}
+	keys := []string{"dana-laptop", "dana-desktop"}
+	turn := func(body []byte, key string, n int) Decision {
+		tr := rotating(body, n, rules)
+		tr.KeyID, tr.Owner = key, people[key]
+		return b.Admit(ctx, tr)
+	}
+	var d Decision
+	for i := range DefaultRepeat {
+		d = turn(c.turn("Bash", map[string]any{"command": "make"}, "Exit code 2\nmake: *** No rule", true), keys[i%2], i)
+	}
+	if d.Refusal == nil || !strings.Contains(d.Refusal.Message, "caddy modelgate resume "+conversationPrefix) {
+		t.Fatalf("a loop over two keys of one person was not stopped: %+v", d)
+	}
+	name := d.Refusal.Message[strings.Index(d.Refusal.Message, conversationPrefix):]
+	name = name[:strings.IndexByte(name, ' ')]
+	for _, k := range keys {
+		if d := turn(c.body(), k, 100); d.Refusal == nil {
+			t.Fatalf("key %s evaded the stop", k)
+		}
+	}
+	if d := turn(c.body(), "erin-laptop", 101); d.Refusal != nil {
+		t.Fatalf("another person's key was held: %v", d.Refusal)
+	}
+	if st, ok, err := b.Status(ctx, "dana-desktop", name); err != nil || !ok || st.State != "stopped" {
+		t.Fatalf("status through the other key: %+v %v %v", st, ok, err)
+	}
+	if was, ok, err := b.Resume(ctx, "dana-desktop", name, "", "admin"); err != nil || !ok || was != ActionStop {
+		t.Fatalf("an admin's resume naming the other key: %q %v %v", was, ok, err)
+	}
+	if d := turn(c.turn("Bash", map[string]any{"command": "make -k"}, "ok", false), keys[0], 102); d.Refusal != nil {
+		t.Fatalf("the cleared conversation is held: %v", d.Refusal)
+	}
+}

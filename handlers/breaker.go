@@ -52,7 +52,7 @@ func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []
 		return breaker.Decision{}, in.body, in.info
 	}
 	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: in.body, Session: in.rec.SessionID, KeyID: in.id.KeyID,
-		Workspace: in.id.Workspace, Person: in.id.Person, Agent: in.rec.Agent, Repo: in.repo, Rules: rules})
+		Workspace: in.id.Workspace, Person: in.id.Person, Owner: in.id.Owner, Agent: in.rec.Agent, Repo: in.repo, Rules: rules})
 	if d.Refusal == nil && d.Body != nil {
 		if nudged, err := reparse(d.Body); err == nil {
 			in.header.Set(HeaderBreaker, "nudge")
