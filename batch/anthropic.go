@@ -46,7 +46,9 @@ func (s *Service) createAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ident, key := s.ownerOf(r)
-	body, e := readBounded(w, r, s.o.MaxBytes)
+	h := s.newHold(r.Context())
+	defer h.release()
+	body, e := readBounded(w, r, s.o.MaxBytes, h)
 	if e != nil {
 		e.Write(w, f)
 		return

@@ -73,6 +73,10 @@ type Options struct {
 	MaxBytes int64
 	// MaxItems bounds the requests of one batch. Default DefaultMaxItems.
 	MaxItems int
+	// Memory, when set, is the gateway's body memory, which a batch's
+	// input counts against while it is read, decoded and stored; nil:
+	// only MaxBytes bounds it.
+	Memory Memory
 	// Failed hears store failures of the worker, which retries them.
 	Failed func(what string, err error)
 	Now    func() time.Time

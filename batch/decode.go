@@ -22,11 +22,14 @@ type Request struct {
 	Body     []byte
 }
 
-// readBounded reads a create request's body up to limit bytes.
-func readBounded(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierror.Error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// readBounded reads a create request's body up to limit bytes, counted
+// against h.
+func readBounded(w http.ResponseWriter, r *http.Request, limit int64, h *hold) ([]byte, *apierror.Error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, h.body(r), limit))
 	var tooBig *http.MaxBytesError
 	switch {
+	case h.refused != nil:
+		return nil, h.refused
 	case errors.As(err, &tooBig):
 		return nil, tooLarge(limit)
 	case err != nil:

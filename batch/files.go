@@ -128,8 +128,13 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 	}
 	// The form around the file is small; the file itself is bounded by
 	// DecodeUpload, the whole body here.
-	body := http.MaxBytesReader(w, r.Body, s.o.MaxBytes+64<<10)
+	h := s.newHold(r.Context())
+	defer h.release()
+	body := http.MaxBytesReader(w, h.body(r), s.o.MaxBytes+64<<10)
 	up, e := DecodeUpload(body, r.Header.Get("Content-Type"), s.o.MaxBytes)
+	if h.refused != nil {
+		e = h.refused
+	}
 	if e != nil {
 		// The body's bound (MaxBytesReader) reaches DecodeUpload as a read
 		// error of the part it cut.

@@ -32,7 +32,9 @@ func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ident, key := s.ownerOf(r)
-	body, e := readBounded(w, r, 1<<20)
+	h := s.newHold(r.Context())
+	defer h.release()
+	body, e := readBounded(w, r, 1<<20, h)
 	if e != nil {
 		e.Write(w, f)
 		return
@@ -62,6 +64,16 @@ func (s *Service) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		in.Metadata = json.RawMessage("null")
 	} else if in.Metadata[0] != '{' {
 		invalid("metadata", "want an object of string values").Write(w, f)
+		return
+	}
+	// The input file is read whole: its working set is counted first.
+	meta, err := st.GetBatchFile(r.Context(), key, in.InputFileID)
+	if err != nil {
+		storeError(err, "file", in.InputFileID).Write(w, f)
+		return
+	}
+	if e := h.cover(meta.Bytes); e != nil {
+		e.Write(w, f)
 		return
 	}
 	input, err := st.BatchFileContent(r.Context(), key, in.InputFileID)

@@ -43,12 +43,17 @@ const ResumePath = "/modelgate/breaker/resume"
 type Turn struct {
 	Format Format
 	Body   []byte
-	// Session is the agent's session id; without one nothing is watched.
+	// Session is the agent's session id; without one only the
+	// conversation under the key is watched.
 	Session string
 	KeyID   string
 	// Workspace, Person, Agent and Repo name the run in a trip's messages
 	// (Person and Repo when known).
 	Workspace, Person, Agent, Repo string
+	// Owner is the person the key was minted for (policy.Identity's
+	// Owner), when known: a conversation is then watched as the person's,
+	// over all their keys (conversation.go).
+	Owner string
 	// Rules are the thresholds of the caller's key, workspace or group;
 	// nil: the session is not watched.
 	Rules *ledger.BreakerRules
@@ -62,8 +67,10 @@ type Decision struct {
 	// Body, when set, is the request to send instead: the history with
 	// the breaker's note (action nudge).
 	Body []byte
-	// scope names the session for Done; "" when not watched.
-	scope string
+	// scope names the session for Done, conversation the conversation
+	// under the key when the request joined its watch; "" when not
+	// watched.
+	scope, conversation string
 }
 
 // Trip is one trip, as the gateway's metrics and traces see it.
@@ -102,6 +109,10 @@ type Options struct {
 	// Owner gives the person a key was minted for (its email), for a
 	// trip of a request that did not name one; nil or "": unknown.
 	Owner func(keyID string) string
+	// PersonOf gives the person a key was minted for as Turn.Owner names
+	// them, so that a resume naming a person's key finds their
+	// conversation; nil or "": conversations are the key's.
+	PersonOf func(keyID string) string
 	// OnTrip is called on the instance that tripped a session (a
 	// Prometheus counter, an OpenTelemetry event).
 	OnTrip func(Trip)
@@ -170,28 +181,54 @@ func New(o Options) *Breaker {
 	return &Breaker{o: o, queue: make(chan tripEvent, 256)}
 }
 
-// Admit counts the request as a turn of its session and decides it.
+// Admit counts the request as a turn of its session, and of its
+// conversation under the key when the session cannot watch it (see
+// conversation.go), and decides it.
 func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
-	if b == nil || t.Rules == nil || t.Session == "" {
+	if b == nil || t.Rules == nil {
 		return Decision{}
 	}
 	r := resolve(t.Rules)
 	p := fingerprint(t.Format, t.Body)
-	scope := ledger.SessionScopeID(t.KeyID, t.Session)
-	now := b.o.Now()
-	s, err := b.o.Store.Turn(ctx, scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, now)
-	if err != nil {
-		b.failed(err)
-		return Decision{}
+	var d Decision
+	fresh := true
+	if t.Session != "" {
+		v := view{name: t.Session, scope: ledger.SessionScopeID(t.KeyID, t.Session)}
+		s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, 0, b.o.Now())
+		if err != nil {
+			b.failed(err)
+			return Decision{}
+		}
+		d = b.decide(ctx, t, r, p, v, s)
+		if d.Refusal != nil || d.Body != nil {
+			return d
+		}
+		fresh = s.turns <= freshTurns
 	}
-	d := Decision{scope: scope}
+	return b.admitConversation(ctx, t, r, p, d, fresh)
+}
+
+// view is what the breaker watches a turn as: a session, or a
+// conversation under its key (whatever session id its requests carry).
+type view struct {
+	// name is the session id, or the conversation's (ConversationID),
+	// as messages, links and the resume command give it.
+	name, scope  string
+	conversation bool
+}
+
+// decide applies the rules to a view's state after the turn s counted,
+// and acts on a trip.
+func (b *Breaker) decide(ctx context.Context, t *Turn, r rules, p print, v view, s state) Decision {
+	d := Decision{scope: v.scope}
 	if s.status != "" {
-		d.Refusal = held(t, s.status, patternText(s.pattern), s.spent)
+		d.Refusal = held(t, v, s.status, patternText(s.pattern), s.spent)
 		return d
 	}
 	if s.dup {
 		return d
 	}
+	now := b.o.Now()
 	minute := now.Unix() / 60
 	f, ok := detect(r, &s, minute)
 	if !ok {
@@ -207,7 +244,7 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 	if f.pattern == PatternVelocity {
 		ts.vtrip = minute
 	}
-	won, err := b.o.Store.Trip(ctx, scope, p.thread, s.trips, ts)
+	won, err := b.o.Store.Trip(ctx, v.scope, p.thread, s.trips, ts)
 	if err != nil {
 		b.failed(err)
 		return d
@@ -217,16 +254,19 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 		// trip is the one told and acted on.
 		return d
 	}
-	v := s.velocity(minute)
+	vel := s.velocity(minute)
 	person := t.Person
 	if person == "" && b.o.Owner != nil {
 		person = b.o.Owner(t.KeyID)
 	}
-	trip := Trip{Pattern: f.pattern, Action: r.action, KeyID: t.KeyID, Workspace: t.Workspace, SessionID: t.Session, Agent: t.Agent,
-		SpentPico: s.spent, VelocityPico: v, EstimatePico: min(ledger.MaxCost, v*60), Turns: s.turns, Time: now, Person: person, Repo: t.Repo}
+	trip := Trip{Pattern: f.pattern, Action: r.action, KeyID: t.KeyID, Workspace: t.Workspace, SessionID: v.name, Agent: t.Agent,
+		SpentPico: s.spent, VelocityPico: vel, EstimatePico: min(ledger.MaxCost, vel*60), Turns: s.turns, Time: now, Person: person, Repo: t.Repo}
 	what := describe(f, p.tool, r)
+	if v.conversation {
+		what += conversationNote
+	}
 	if base := strings.TrimRight(b.o.PublicURL, "/"); ts.token != "" && base != "" {
-		trip.URL = base + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {t.Session}, "t": {ts.token}}.Encode()
+		trip.URL = base + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {v.name}, "t": {ts.token}}.Encode()
 	}
 	b.counted(trip)
 	trace.SpanFromContext(ctx).AddEvent("modelgate.breaker.trip", trace.WithAttributes(
@@ -246,18 +286,23 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 			d.Body = body
 		}
 	case ActionPause, ActionStop:
-		d.Refusal = held(t, r.action, what, s.spent)
+		d.Refusal = held(t, v, r.action, what, s.spent)
 	}
 	return d
 }
 
 // Done adds what a request of the session cost; d is its Admit's.
 func (b *Breaker) Done(ctx context.Context, d Decision, costPico int64) {
-	if b == nil || d.scope == "" || costPico <= 0 || d.Refusal != nil {
+	if b == nil || costPico <= 0 || d.Refusal != nil {
 		return
 	}
-	if err := b.o.Store.Spend(context.WithoutCancel(ctx), d.scope, costPico, b.o.Now()); err != nil {
-		b.failed(err)
+	for _, scope := range [2]string{d.scope, d.conversation} {
+		if scope == "" {
+			continue
+		}
+		if err := b.o.Store.Spend(context.WithoutCancel(ctx), scope, costPico, b.o.Now()); err != nil {
+			b.failed(err)
+		}
 	}
 }
 
@@ -268,7 +313,7 @@ func (b *Breaker) Resume(ctx context.Context, keyID, session, token, actor strin
 	if b == nil {
 		return "", false, nil
 	}
-	was, ok, err = b.o.Store.Resume(ctx, ledger.SessionScopeID(keyID, session), token)
+	was, ok, err = b.o.Store.Resume(ctx, b.scopeOf(keyID, session), token)
 	if err == nil && ok {
 		b.o.Audit.Record(ctx, audit.Event{Time: b.o.Now(), Actor: actor, Action: "breaker.resume", Target: session,
 			Fields: map[string]string{"api_key_id": keyID, "was": was}})
@@ -293,7 +338,7 @@ func (b *Breaker) LinkStatus(ctx context.Context, keyID, session, token string) 
 	if b == nil {
 		return Status{}, false, nil
 	}
-	s, found, err := b.o.Store.Peek(ctx, ledger.SessionScopeID(keyID, session))
+	s, found, err := b.o.Store.Peek(ctx, b.scopeOf(keyID, session))
 	if err != nil || !found || s.token == "" || !tokenEqual(s.token, token) {
 		return Status{}, false, err
 	}
@@ -306,7 +351,7 @@ func (b *Breaker) Status(ctx context.Context, keyID, session string) (st Status,
 	if b == nil {
 		return Status{}, false, nil
 	}
-	s, found, err := b.o.Store.Peek(ctx, ledger.SessionScopeID(keyID, session))
+	s, found, err := b.o.Store.Peek(ctx, b.scopeOf(keyID, session))
 	if err != nil || !found {
 		return Status{}, false, err
 	}
@@ -321,16 +366,20 @@ func (b *Breaker) Status(ctx context.Context, keyID, session string) (st Status,
 }
 
 // held is the refusal of a paused or stopped session's request.
-func held(t *Turn, status, what string, spent int64) *apierror.Error {
+func held(t *Turn, v view, status, what string, spent int64) *apierror.Error {
 	how := "resume it with the link in your team chat, from the dashboard's sessions page, or with `caddy modelgate resume " +
-		t.Session + " --api-key-id " + t.KeyID + "`"
+		v.name + " --api-key-id " + t.KeyID + "`"
 	if status == ActionStop {
-		how = "an admin must clear it (`caddy modelgate resume " + t.Session + " --api-key-id " + t.KeyID + "` with the admin key)"
+		how = "an admin must clear it (`caddy modelgate resume " + v.name + " --api-key-id " + t.KeyID + "` with the admin key)"
+	}
+	others := "Other sessions of this key are not affected."
+	if v.conversation {
+		others = "Other conversations of this key are not affected; a new session id does not resume this one."
 	}
 	word := map[string]string{ActionPause: "paused", ActionStop: "stopped"}[status]
 	return &apierror.Error{Status: http.StatusTooManyRequests, Code: "agent_session_" + word, Type: "rate_limit_error", NoRetry: true,
 		Message: "Modelgate's loop breaker " + word + " this agent session: " + what + " (" + dollars(spent) + " spent so far). To go on, " + how +
-			". Other sessions of this key are not affected."}
+			". " + others}
 }
 
 func newToken() string {

@@ -255,14 +255,15 @@ func TestRetryIsNotATurn(t *testing.T) {
 	}
 }
 
-func TestUnwatchedWithoutRulesOrSession(t *testing.T) {
+func TestUnwatchedWithoutRules(t *testing.T) {
 	b, _, _ := newTestBreaker(t, nil)
 	body := newClaudeSession("x").turn("Read", nil, "a", false)
 	if d := b.Admit(context.Background(), &Turn{Format: FormatMessages, Body: body, Session: "s"}); d.scope != "" {
 		t.Fatal("a request without rules was watched")
 	}
-	if d := b.Admit(context.Background(), &Turn{Format: FormatMessages, Body: body, Rules: &ledger.BreakerRules{}}); d.scope != "" {
-		t.Fatal("a request without a session was watched")
+	// Without a session, only the conversation under the key is watched.
+	if d := b.Admit(context.Background(), &Turn{Format: FormatMessages, Body: body, Rules: &ledger.BreakerRules{}}); d.scope != "" || d.conversation == "" {
+		t.Fatalf("a request without a session: %+v, want its conversation watched alone", d)
 	}
 	var nilB *Breaker
 	if d := nilB.Admit(context.Background(), turnOf(body, &ledger.BreakerRules{})); d.Refusal != nil {

@@ -58,6 +58,8 @@ type print struct {
 	tail uint64
 	// thread tells apart the conversations of one session.
 	thread uint64
+	// depth is how many entries the history has.
+	depth int
 	// tool is the first tool the turn called.
 	tool string
 }
@@ -118,7 +120,7 @@ func fingerprint(f Format, body []byte) print {
 	from := t.spans[min(first, t.n-1)].start
 	// The tail's place in the history is part of it: a format without
 	// call ids (Gemini's) writes the same turn twice in the same bytes.
-	p := print{tail: xxhash.Sum64(body[from:t.spans[t.n-1].end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end])}
+	p := print{tail: xxhash.Sum64(body[from:t.spans[t.n-1].end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end]), depth: t.total}
 	if first == i {
 		return p // no answer of the model yet: the session's first turn
 	}

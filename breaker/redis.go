@@ -24,7 +24,7 @@ type Redis struct {
 
 // NewRedis keeps its sessions under prefix (e.g. "modelgate:breaker:").
 func NewRedis(c *redis.Client, prefix string) *Redis {
-	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(turnScript), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
+	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(fmt.Sprintf(turnScript, velocityMinutes-1)), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
 		trip: redis.NewScript(tripScript), resume: redis.NewScript(resumeScript)}
 }
 
@@ -45,6 +45,15 @@ if st and st ~= '' then
 elseif ARGV[1] ~= '0' and redis.call('HGET', KEYS[1], 'tail') == ARGV[1] then
   dup = 1
 else
+  local depth = tonumber(ARGV[5])
+  if depth > 0 then
+    if depth <= tonumber(redis.call('HGET', KEYS[1], 'depth') or '0') then
+      redis.call('DEL', KEYS[2])
+      redis.call('HSET', KEYS[1], 'turns', 0, 'spent', 0)
+      for i = 0, %d do redis.call('HDEL', KEYS[1], 'm'..i, 'b'..i) end
+    end
+    redis.call('HSET', KEYS[1], 'depth', depth)
+  end
   redis.call('HSET', KEYS[1], 'tail', ARGV[1])
   redis.call('HINCRBY', KEYS[1], 'turns', 1)
   if ARGV[2] ~= '' then
@@ -103,8 +112,8 @@ func decodeMark(s string) (mark, bool) {
 }
 
 // Turn implements Store.
-func (r *Redis) Turn(ctx context.Context, scope string, thread, tail uint64, m mark, _ time.Time) (state, error) {
-	v, err := r.turn.Run(ctx, r.c, r.keys(scope, thread), strconv.FormatUint(tail, 10), encodeMark(m), ttlMillis, ringSize).Slice()
+func (r *Redis) Turn(ctx context.Context, scope string, thread, tail uint64, m mark, depth int, _ time.Time) (state, error) {
+	v, err := r.turn.Run(ctx, r.c, r.keys(scope, thread), strconv.FormatUint(tail, 10), encodeMark(m), ttlMillis, ringSize, depth).Slice()
 	if err != nil {
 		return state{}, err
 	}

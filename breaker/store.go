@@ -15,8 +15,12 @@ type Store interface {
 	// Turn counts a request of the session: unless its tail is the one
 	// counted last (a retry) or the session is paused or stopped, the
 	// turn count goes up and m, when its key is not 0, joins the ring of
-	// thread. It returns the session's state after.
-	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, now time.Time) (state, error)
+	// thread. With depth > 0 (the conversation view's turns, see
+	// conversation.go), a turn whose history is not deeper than the last
+	// one counted first forgets the scope's turns, ring and spend: the
+	// scope is more than one conversation. It returns the session's state
+	// after.
+	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, depth int, now time.Time) (state, error)
 	// Spend adds what a request of the session cost.
 	Spend(ctx context.Context, scope string, pico int64, now time.Time) error
 	// Trip records a trip if the session's trip count is still seen (no
@@ -57,6 +61,7 @@ type memSession struct {
 	used    time.Time
 	s       state
 	tail    uint64
+	depth   int
 	threads map[uint64][]mark
 }
 
@@ -92,7 +97,7 @@ func (m *Memory) session(scope string, now time.Time, create bool) *memSession {
 }
 
 // Turn implements Store.
-func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, now time.Time) (state, error) {
+func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, depth int, now time.Time) (state, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.session(scope, now, true)
@@ -102,9 +107,16 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 	case ms.tail == tail && tail != 0:
 		s.dup = true
 	default:
+		if depth > 0 {
+			if depth <= ms.depth {
+				clear(ms.threads)
+				ms.s.turns, ms.s.spent, ms.s.window = 0, 0, [velocityMinutes]bucket{}
+			}
+			ms.depth = depth
+		}
 		ms.tail = tail
 		ms.s.turns++
-		s.turns = ms.s.turns
+		s = ms.s
 		if mk.key != 0 {
 			ring, ok := ms.threads[thread]
 			if !ok && len(ms.threads) >= maxThreads {

@@ -444,6 +444,7 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		return err
 	}
 	a.identity = h
+	h.SetUnavailable(func(err error) { log.Warn("identity provider unavailable", zap.Error(err)) })
 	if app != nil {
 		h.SetBudgets(app.Budgets())
 	}
@@ -473,6 +474,12 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	owner := site.Owner(r)
 	if a.identity != nil && owner == handlers.OwnerOIDC {
+		if presented := site.PresentedKey(r); presented != "" && r.URL.Path == identity.StatusPath {
+			// The status shows an admin why the provider cannot be used.
+			if id, apiErr := a.auth.Identify(presented); apiErr == nil {
+				r = r.WithContext(policy.WithIdentity(r.Context(), id))
+			}
+		}
 		a.identity.ServeHTTP(w, r)
 		return nil
 	}

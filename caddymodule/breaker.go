@@ -113,6 +113,7 @@ func (a *App) provisionBreaker(hook, publicURL string) {
 		Names:     a.controls.RuntimeName,
 		PublicURL: publicURL,
 		Owner:     a.keyOwner,
+		PersonOf:  a.keyPerson,
 		// A Redis that is down fails every request's watch: said once a
 		// minute, not once a request.
 		Failed: func(err error) {
@@ -147,6 +148,19 @@ func (a *App) keyOwner(keyID string) string {
 				return k.CreatedBy.Email
 			}
 			return k.CreatedBy.Subject
+		}
+	}
+	return ""
+}
+
+// keyPerson is the person a runtime key was minted for as its identity
+// names them (policy.Identity's Owner): the owner of its conversations
+// in the loop breaker; "" for other keys.
+func (a *App) keyPerson(keyID string) string {
+	keys, _ := a.controls.Runtime()
+	for _, k := range keys {
+		if k.ID == keyID && k.CreatedBy != nil && k.CreatedBy.Type == "oidc" {
+			return k.CreatedBy.ID
 		}
 	}
 	return ""

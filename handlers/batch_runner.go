@@ -29,6 +29,7 @@ func (g *Gateway) newBatches() *batch.Service {
 		return bs
 	}
 	o.Runner = g
+	o.Memory = batchMemory{g}
 	o.Identify = func(keyID string) (*policy.Identity, *apierror.Error) {
 		// Without a key registry (a gateway built without the app, in
 		// tests) the key is taken as it is named, with no limits.
@@ -48,6 +49,16 @@ func (g *Gateway) newBatches() *batch.Service {
 	s.Start()
 	return s
 }
+
+// batchMemory counts a batch's input against the gateway's body memory
+// (max_body_memory), as a request's body is.
+type batchMemory struct{ g *Gateway }
+
+func (m batchMemory) Acquire(ctx context.Context, n int64) bool {
+	return m.g.bodyMem.acquire(ctx, n, m.g.now().Add(m.g.opts.BodyMemoryWait))
+}
+func (m batchMemory) Release(n int64) { m.g.bodyMem.release(n) }
+func (m batchMemory) Max() int64      { return m.g.bodyMem.max }
 
 // batchFormats are the paths a batch item may name and the client format
 // each is read in.

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -126,5 +128,39 @@ func TestBatchItemWaitsForTheKeysLimit(t *testing.T) {
 	wg.Wait()
 	if !testwait.Until(func() bool { return strings.Contains(get(), `"succeeded":1`) }) {
 		t.Fatalf("never ran: %s", get())
+	}
+}
+
+// TestBatchUploadWithinBodyMemory: a gateway with max_body_memory of
+// 4 MiB refuses a 2 MiB batch input file (held four times over while it
+// is read and stored) with 413 in OpenAI's shape, and gives back what
+// it held: batch inputs count against the same bound as request bodies.
+func TestBatchUploadWithinBodyMemory(t *testing.T) {
+	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	g, _ := testGateway(t, "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n", func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
+		o.MaxRequestBody, o.BodyMemory = 1<<20, 4<<20
+	})
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("purpose", "batch")
+	fw, _ := mw.CreateFormFile("file", "input.jsonl")
+	line := `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"local","messages":[{"role":"user","content":"hi"}]}}` + "\n"
+	_, _ = fw.Write(bytes.Repeat([]byte(line), (2<<20)/len(line)))
+	_ = mw.Close()
+	req := httptest.NewRequest(http.MethodPost, "/v1/files", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req = req.WithContext(policy.WithIdentity(req.Context(), &policy.Identity{KeyID: "bob"}))
+	rr := httptest.NewRecorder()
+	g.ServeHTTP(rr, req)
+	if rr.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rr.Body.String(), `"error"`) || !strings.Contains(rr.Body.String(), "max_body_memory") {
+		t.Fatalf("a batch file past max_body_memory: %d %.300s", rr.Code, rr.Body)
+	}
+	if used, _, _ := g.bodyMem.stats(); used != 0 {
+		t.Fatalf("the body memory holds %d bytes after the refusal", used)
 	}
 }

@@ -34,13 +34,14 @@ type turnIn struct {
 	header http.Header
 }
 
-// admitTurn asks the breaker about a request of an agent session. A
+// admitTurn asks the breaker about a request of an agent session (or, with
+// no session id, of its conversation under the key). A
 // decision with a Refusal is the answer (the caller renders it in the
 // client's family); otherwise body and info are the request to send, a
 // nudge's when the breaker added its note.
 // reparse reads a nudged body as the client's format does.
 func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []byte) (providers.RequestInfo, error)) (breaker.Decision, []byte, providers.RequestInfo) {
-	if g.opts.Breaker == nil || in.id == nil || in.rec.SessionID == "" {
+	if g.opts.Breaker == nil || in.id == nil {
 		return breaker.Decision{}, in.body, in.info
 	}
 	rules := in.id.Limits.Breaker
@@ -51,7 +52,7 @@ func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []
 		return breaker.Decision{}, in.body, in.info
 	}
 	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: in.body, Session: in.rec.SessionID, KeyID: in.id.KeyID,
-		Workspace: in.id.Workspace, Person: in.id.Person, Agent: in.rec.Agent, Repo: in.repo, Rules: rules})
+		Workspace: in.id.Workspace, Person: in.id.Person, Owner: in.id.Owner, Agent: in.rec.Agent, Repo: in.repo, Rules: rules})
 	if d.Refusal == nil && d.Body != nil {
 		if nudged, err := reparse(d.Body); err == nil {
 			in.header.Set(HeaderBreaker, "nudge")

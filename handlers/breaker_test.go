@@ -229,3 +229,26 @@ func TestBreakerLinkIgnoresCallersHost(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerRotatingSessionIDsHeld: a loop that sends each request under
+// a new session id, or none, is paused at the same turn as a session's
+// (its conversation under the key is watched), in the caller's family.
+func TestBreakerRotatingSessionIDsHeld(t *testing.T) {
+	g := breakerGateway(t, func(w http.ResponseWriter, r *http.Request) { writeOpenAI(w, r, "up") })
+	for n := 1; n <= 2; n++ {
+		if rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", n), "Session-Id", fmt.Sprint("rot-", n)); rec.Code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", n, rec.Code, rec.Body)
+		}
+	}
+	rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", 3))
+	var e struct {
+		Error struct{ Message, Code string }
+	}
+	if rec.Code != http.StatusTooManyRequests || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code != "agent_session_paused" ||
+		!strings.Contains(e.Error.Message, "caddy modelgate resume conversation-") {
+		t.Fatalf("the looping turn without a session id: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", 4), "Session-Id", "rot-new"); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("a new session id evaded the pause: %d", rec.Code)
+	}
+}

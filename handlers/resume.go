@@ -73,12 +73,22 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 	if err != nil {
 		return result{}, false
 	}
-	if upBody, _, err := b.Body(x.cf, x.body, x.info); err != nil {
+	part := *x.rec
+	applyUsage(&part, next.Used, b)
+	body, info, ok := boundRest(x, countedCost(&part))
+	if !ok {
+		return result{}, false
+	}
+	if upBody, _, err := b.Body(x.cf, body, info); err != nil {
 		return result{}, false
 	} else if _, err := next.Prefill(upBody, b.Entry().AssistantPrefill); err != nil {
 		return result{}, false
 	}
-	part := *x.rec
+	x.body, x.info = body, info
+	// The part is the request's: its cost counts within the request's
+	// reservation (settled with the continuation's), its record holds
+	// none of it.
+	x.hold.CountPart(countedCost(&part))
 	part.Status, part.Outcome = apiErr.Status, ledger.OutcomeError
 	part.Latency = g.now().Sub(part.Time)
 	part.Ticket, part.Lease, part.LeasePico = 0, 0, 0
@@ -89,6 +99,26 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 	applyUsage(x.rec, providers.Usage{}, b)
 	x.resume = &resumeState{next: next, inner: tr, err: apiErr}
 	return result{retryable: true, class: class, err: apiErr}, true
+}
+
+// boundRest is the client's request for the rest of an answer whose cut
+// part cost partPico: its output bound lowered to what the request's
+// reservation still pays for, the part counted (policy.Reservation
+// PartRoom). ok is false when nothing is left for the rest: the stream
+// then ends with the error event rather than spend past its budget.
+func boundRest(x *exchange, partPico int64) ([]byte, providers.RequestInfo, bool) {
+	room, bounded := x.hold.PartRoom(partPico)
+	if !bounded {
+		return x.body, x.info, true
+	}
+	if room < 1 {
+		return nil, x.info, false
+	}
+	if n := x.info.OutputLimit(); n > 0 && n <= room {
+		return x.body, x.info, true
+	}
+	body, info, err := x.info.WithOutputLimit(x.body, room, x.cf.BoundMember())
+	return body, info, err == nil
 }
 
 // resumeBody is the continuation's request for deployment b: the

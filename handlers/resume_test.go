@@ -153,21 +153,28 @@ func TestResumeAnthropicStreamOnFallback(t *testing.T) {
 	if len(reqs) != 1 || !strings.Contains(reqs[0], `{"content":[{"text":"Hello, wor","type":"text"}],"role":"assistant"}`) {
 		t.Errorf("the continuation's request: %v", reqs)
 	}
+	cutRec, restRec := cutAndRest(t, obs)
+	if cutRec.Status != http.StatusBadGateway || cutRec.InputTokens != 10 || restRec.Alias != "a" || restRec.InputTokens != 10 || restRec.OutputTokens != 10 {
+		t.Errorf("the cut part %+v, the rest %+v", cutRec, restRec)
+	}
+}
+
+// cutAndRest are the two records of a stream cut and continued: the cut
+// part's (an error) and the continuation's.
+func cutAndRest(t *testing.T, obs *recorder) (cut, rest ledger.Record) {
+	t.Helper()
 	recs := obs.Records()
 	if len(recs) != 2 {
 		t.Fatalf("records %+v", recs)
 	}
-	var cutRec, restRec ledger.Record
 	for _, r := range recs {
 		if r.Outcome == ledger.OutcomeOK {
-			restRec = r
+			rest = r
 		} else {
-			cutRec = r
+			cut = r
 		}
 	}
-	if cutRec.Status != http.StatusBadGateway || cutRec.InputTokens != 10 || restRec.Alias != "a" || restRec.InputTokens != 10 || restRec.OutputTokens != 10 {
-		t.Errorf("the cut part %+v, the rest %+v", cutRec, restRec)
-	}
+	return cut, rest
 }
 
 // An OpenAI client of the same alias sees one chat stream: one role, one

@@ -77,6 +77,9 @@ type Handler struct {
 	// answers, made at most every retryDiscovery for the status page.
 	health   error
 	healthAt time.Time
+	// unavailable hears why the provider cannot be used (the log), at
+	// most once per retryDiscovery; nil: not told.
+	unavailable func(error)
 	// redeemed are the MCP authorization codes this instance has
 	// exchanged, until they expire: a code is good once.
 	redeemed map[string]time.Time
@@ -179,6 +182,7 @@ func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
 	defer h.mu.Unlock()
 	if err != nil {
 		h.provErr, h.provAt = fmt.Errorf("the identity provider %s cannot be used: %v", h.cfg.Issuer, err), h.now()
+		h.tell(h.provErr)
 		return nil, h.provErr
 	}
 	h.prov, h.deviceURL, h.provErr = p, device, nil
@@ -263,7 +267,12 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	}
 	out["ready"] = err == nil
 	if err != nil {
-		out["error"] = err.Error()
+		// The provider's address and the dial error name the inside of
+		// the network: the page is keyless, so only an admin reads them.
+		out["error"] = providerUnavailable
+		if h.admin(r) {
+			out["error"] = err.Error()
+		}
 	} else {
 		refused := h.deviceRefusal()
 		h.mu.Lock()
@@ -279,6 +288,24 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// providerUnavailable is what a caller who is not an admin is told of a
+// provider that cannot be used.
+const providerUnavailable = "sign-in with the identity provider is unavailable right now; key sign-in still works, and an admin sees why on this page (with an admin key or signed in) and in the gateway's log"
+
+// admin reports whether the caller of a keyless path is an admin: by the
+// key the gateway identified on it, or by a dashboard session.
+func (h *Handler) admin(r *http.Request) bool {
+	if id := policy.IdentityFrom(r.Context()); id != nil {
+		return id.Role == policy.RoleAdmin
+	}
+	s, state := h.currentSession(r)
+	if state != sessionOK {
+		return false
+	}
+	grant, refusal := h.grantFor(r.Context(), s.Person)
+	return refusal == "" && grant.Role.Policy() == policy.RoleAdmin
 }
 
 // deviceRefusal is the provider's remembered refusal of the device grant,
@@ -317,6 +344,9 @@ func (h *Handler) alive(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	h.health, h.healthAt = err, h.now()
+	if err != nil {
+		h.tell(err)
+	}
 	h.mu.Unlock()
 	return err
 }
@@ -366,7 +396,7 @@ func (h *Handler) cookie(r *http.Request, name, value, path string, expires time
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error()+"; key sign-in still works")
+		fail(w, http.StatusBadGateway, "idp_unavailable", providerUnavailable)
 		return
 	}
 	q := r.URL.Query()
@@ -504,6 +534,21 @@ func (h *Handler) SetBudgets(b *policy.Budgets) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.budgets = b
+}
+
+// SetUnavailable makes the handler tell f why its provider cannot be used
+// (for the log): callers who are not admins are told only that it is not.
+func (h *Handler) SetUnavailable(f func(error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unavailable = f
+}
+
+// tell passes err to the unavailable hook; the caller holds mu.
+func (h *Handler) tell(err error) {
+	if h.unavailable != nil {
+		h.unavailable(err)
+	}
 }
 
 // SetDirectory makes sign-ins, sessions and key renewals consult d: a

@@ -12,6 +12,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc/oidctest"
 	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/policy"
 )
 
 // TestIDTokenChecks: an ID token that is expired, for another client,
@@ -88,23 +90,36 @@ func TestStatusNoticesOutage(t *testing.T) {
 	idp := &oidctest.Server{}
 	srv := httptest.NewServer(idp)
 	idp.SetIssuer(srv.URL)
-	h, err := New(Config{Issuer: srv.URL, ClientID: "gw"}, nil, nil)
+	h, err := New(Config{Issuer: srv.URL, ClientID: "gw", Name: "Acme SSO"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := time.Now()
 	h.now = func() time.Time { return clock }
-	status := func() string {
+	status := func(id *policy.Identity) string {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", StatusPath, nil))
+		r := httptest.NewRequest("GET", StatusPath, nil)
+		if id != nil {
+			r = r.WithContext(policy.WithIdentity(r.Context(), id))
+		}
+		h.ServeHTTP(w, r)
 		return w.Body.String()
 	}
-	if s := status(); !strings.Contains(s, `"ready":true`) {
+	if s := status(nil); !strings.Contains(s, `"ready":true`) {
 		t.Fatalf("status with the provider up: %s", s)
 	}
 	srv.Close()
 	clock = clock.Add(retryDiscovery + time.Second)
-	if s := status(); !strings.Contains(s, `"ready":false`) || !strings.Contains(s, "does not answer") {
-		t.Errorf("status after the provider went down: %s", s)
+	// An admin is told why; anyone else only that sign-in is unavailable,
+	// never the provider's address or the dial error.
+	if s := status(&policy.Identity{KeyID: "root", Role: policy.RoleAdmin}); !strings.Contains(s, `"ready":false`) || !strings.Contains(s, "does not answer") {
+		t.Errorf("status after the provider went down, to an admin: %s", s)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, id := range []*policy.Identity{nil, {KeyID: "alice", Role: policy.RoleUser}} {
+		if s := status(id); !strings.Contains(s, `"ready":false`) || !strings.Contains(s, "unavailable") || strings.Contains(s, host) ||
+			strings.Contains(s, "does not answer") || !strings.Contains(s, `"name":"Acme SSO"`) {
+			t.Errorf("status after the provider went down, to %v: %s", id, s)
+		}
 	}
 }

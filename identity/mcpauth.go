@@ -12,6 +12,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/ledger"
 )
 
 // The gateway as the authorization server of its MCP endpoints (the MCP
@@ -26,7 +28,8 @@ import (
 // Nothing is stored: a registered client's id, an authorization code and
 // a refresh token are sealed (AES-GCM, the cookies' key), so every
 // instance that shares the client secret accepts them. A code and a
-// refresh token are good once on the instance that redeems them.
+// refresh token are good once: their use is kept in the ledger database
+// the instances share (ledger.GrantRedeemer).
 
 // Paths of the authorization server; the well-known ones are the route
 // table's (handlers/routes.go), the rest are under /auth/oidc/.
@@ -314,8 +317,19 @@ func withQuery(redirect string, v url.Values) string {
 	return u.String()
 }
 
-// redeem marks a code or refresh token used, false when it was already.
-func (h *Handler) redeem(id string, until time.Time) bool {
+// redeem marks a code or refresh token used, false when it was already:
+// in the ledger database (ledger.GrantRedeemer), so that it is good once
+// over every instance that shares it, or, for a key store that keeps no
+// such table, in this instance's memory.
+func (h *Handler) redeem(ctx context.Context, store ledger.ControlStore, id string, until time.Time) (bool, error) {
+	if gr, ok := store.(ledger.GrantRedeemer); ok {
+		return gr.RedeemGrant(ctx, id, until, h.now())
+	}
+	return h.redeemHere(id, until), nil
+}
+
+// redeemHere is redeem in this instance's memory.
+func (h *Handler) redeemHere(id string, until time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
@@ -346,7 +360,11 @@ func (h *Handler) oauthToken(w http.ResponseWriter, r *http.Request) {
 		oerr.write(w)
 		return
 	}
-	if h.controls == nil || h.controls.WaitStore(r.Context()) == nil {
+	var store ledger.ControlStore
+	if h.controls != nil {
+		store = h.controls.WaitStore(r.Context())
+	}
+	if store == nil {
 		oauthFail(w, http.StatusServiceUnavailable, "temporarily_unavailable", "per-person keys are kept in the gateway's key store (its ledger database), which is not open")
 		return
 	}
@@ -377,7 +395,10 @@ func (h *Handler) oauthToken(w http.ResponseWriter, r *http.Request) {
 		oauthFail(w, http.StatusBadRequest, "invalid_target", "resource: not the one authorized")
 		return
 	}
-	if !h.redeem(what+g.ID, g.Expires) {
+	if fresh, err := h.redeem(r.Context(), store, what+g.ID, g.Expires); err != nil {
+		oauthFail(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the gateway's ledger database, where used codes and refresh tokens are kept, did not answer; retry")
+		return
+	} else if !fresh {
 		oauthFail(w, http.StatusBadRequest, "invalid_grant", what+": already used")
 		return
 	}

@@ -538,15 +538,24 @@ func TestOIDCForgedSignIn(t *testing.T) {
 // provider, and keys keep working.
 func TestOIDCProviderDown(t *testing.T) {
 	dead := freePort(t)
-	auth := fmt.Sprintf("oidc {\n\t\t\tissuer http://127.0.0.1:%d\n\t\t\tclient_id x\n\t\t}", dead)
+	auth := fmt.Sprintf("oidc {\n\t\t\tissuer http://127.0.0.1:%d\n\t\t\tclient_id x\n\t\t\tname Acme\n\t\t}", dead)
 	g := startGateway(t, gatewayConfig{models: "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n", authExtra: auth})
+	// Without a key: that sign-in is unavailable, not where the provider
+	// is nor how dialling it failed; with the admin key: why.
+	internal := fmt.Sprintf("127.0.0.1:%d", dead)
 	st, _, body := g.do(t, http.MethodGet, "/auth/oidc/status", "", "")
 	var out map[string]any
 	_ = json.Unmarshal(body, &out)
-	if st != http.StatusOK || out["ready"] != false || !strings.Contains(fmt.Sprint(out["error"]), "cannot be used") {
-		t.Errorf("status with the provider down: %d %s", st, body)
+	if st != http.StatusOK || out["ready"] != false || !strings.Contains(fmt.Sprint(out["error"]), "unavailable") || strings.Contains(string(body), internal) {
+		t.Errorf("status with the provider down, without a key: %d %s", st, body)
 	}
-	if st, _, body := g.do(t, http.MethodGet, "/auth/oidc/login", "", ""); st != http.StatusBadGateway || !strings.Contains(string(body), "key sign-in still works") {
+	st, _, body = g.do(t, http.MethodGet, "/auth/oidc/status", adminKey, "")
+	out = nil
+	_ = json.Unmarshal(body, &out)
+	if st != http.StatusOK || out["ready"] != false || !strings.Contains(fmt.Sprint(out["error"]), "cannot be used") || !strings.Contains(string(body), internal) {
+		t.Errorf("status with the provider down, to the admin: %d %s", st, body)
+	}
+	if st, _, body := g.do(t, http.MethodGet, "/auth/oidc/login", "", ""); st != http.StatusBadGateway || !strings.Contains(string(body), "key sign-in still works") || strings.Contains(string(body), internal) {
 		t.Errorf("login with the provider down: %d %s", st, body)
 	}
 	if st, _, body := g.do(t, http.MethodGet, "/v1/me", adminKey, ""); st != http.StatusOK {

@@ -555,6 +555,8 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 	nonce TEXT PRIMARY KEY,
 	expires_us BIGINT NOT NULL
 )`,
+		// One-use grants redeemed (redeemed.go), shared by every instance.
+		34: redeemedGrantsMigration,
 	}
 }
 

@@ -57,9 +57,9 @@ func (r *Reservation) Settle(costPico int64) {
 	if r == nil {
 		return
 	}
-	costPico = max(costPico, 0)
 	b := r.b
 	b.mu.Lock()
+	costPico = max(costPico, 0) + r.parts
 	if r.done {
 		var settled int64
 		if r.local != nil {

@@ -37,7 +37,20 @@ type Resumption struct {
 	Translator StreamTranslator
 	// Upstream is the format the continuation must come in.
 	Upstream Format
-	text     string
+	// Used is the cut part's usage: as its upstream reported it, its
+	// output at least what the client was sent (relayedUsage).
+	Used Usage
+	text string
+}
+
+// relayedUsage is the usage of a cut part whose client was sent text:
+// an upstream reports its output count at the end, or as 1 in
+// Anthropic's message_start, so the output is at least a token per 4
+// bytes of the text relayed (a cut stream must not be cheaper than what
+// its client read).
+func relayedUsage(u Usage, text string) Usage {
+	u.OutputTokens = max(u.OutputTokens, int64(len(text)+3)/4)
+	return u
 }
 
 // NewStreamJournal is the journal of an upstream stream in format up, or

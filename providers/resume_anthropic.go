@@ -71,7 +71,8 @@ func (j *AnthropicJournal) Resume(inner StreamTranslator, used Usage) (*Resumpti
 	if err != nil {
 		return nil, err
 	}
-	return &Resumption{Translator: NewAnthropicResumed(inner, p, used), Upstream: FormatAnthropic, text: p.Text}, nil
+	used = relayedUsage(used, p.Text)
+	return &Resumption{Translator: NewAnthropicResumed(inner, p, used), Upstream: FormatAnthropic, Used: used, text: p.Text}, nil
 }
 
 // AnthropicPrefix is what the client of a cut stream has.

@@ -92,7 +92,8 @@ func (j *ChatJournal) Resume(inner StreamTranslator, used Usage) (*Resumption, e
 			text.WriteString(d.Content)
 		}
 	}
-	return &Resumption{Translator: &chatResumed{inner: inner, first: used, id: id}, Upstream: FormatOpenAI, text: text.String()}, nil
+	used = relayedUsage(used, text.String())
+	return &Resumption{Translator: &chatResumed{inner: inner, first: used, id: id}, Upstream: FormatOpenAI, Used: used, text: text.String()}, nil
 }
 
 // ChatPrefill is the chat request body that asks for the rest of an
