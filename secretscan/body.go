@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // Location is where in a request body a secret was: never the value.
@@ -343,7 +345,7 @@ func (w *walker) decodedString(start, end int, escaped bool) string {
 	if !escaped {
 		return string(raw)
 	}
-	return string(appendUnescaped(nil, raw))
+	return string(jsonfast.AppendUnescaped(nil, raw))
 }
 
 // textOf views the string at src[start:end] as text, valid until the next
@@ -353,7 +355,7 @@ func (w *walker) textOf(start, end int, escaped bool) string {
 	if !escaped {
 		return unsafeString(raw)
 	}
-	w.text = appendUnescaped(w.text[:0], raw)
+	w.text = jsonfast.AppendUnescaped(w.text[:0], raw)
 	return unsafeString(w.text)
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // StreamRedactor redacts a streamed answer in the client's format
@@ -230,7 +232,7 @@ func (sr *StreamRedactor) decode(payload []byte, sp strSpan) string {
 	if !sp.escaped {
 		return unsafeString(raw)
 	}
-	sr.dec = appendUnescaped(sr.dec[:0], raw)
+	sr.dec = jsonfast.AppendUnescaped(sr.dec[:0], raw)
 	return unsafeString(sr.dec)
 }
 
