@@ -106,14 +106,16 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 	if action == secretscan.Off || action == "" {
 		return body, true
 	}
-	id := x.call.Identity
-	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(x.rec.SessionID, id) }}
+	// The scope's closure takes copies: capturing x would move every
+	// request's exchange to the heap.
+	id, session := x.call.Identity, x.rec.SessionID
+	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(session, id) }}
 	v, err := g.opts.Secrets.Screen(action, body, scope)
 	if err != nil {
 		return nil, false
 	}
 	if len(v.Detections) > 0 {
-		g.reportSecrets(action, "request", x.alias, id, x.rec.SessionID, v.Detections)
+		g.reportSecrets(action, "request", x.alias, id, session, v.Detections)
 	}
 	return v.Body, !v.Blocked
 }
