@@ -156,13 +156,22 @@ func (g *Gateway) answerScope(id *policy.Identity, alias string, rec *ledger.Rec
 	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(rec.SessionID, id) }}
 }
 
-// screenAnswer redacts the secrets a model wrote in a whole answer.
-func (g *Gateway) screenAnswer(id *policy.Identity, alias string, rec *ledger.Record, out []byte) []byte {
+// screenAnswer redacts the secrets a model wrote in a whole answer in
+// format cf.
+func (g *Gateway) screenAnswer(id *policy.Identity, alias string, rec *ledger.Record, cf providers.Format, out []byte) []byte {
 	action, id, names := g.answerScope(id, alias, rec)
 	if names == nil {
 		return out
 	}
-	out, dets := g.opts.Secrets.RedactAnswer(action, out, names)
+	// A Response echoes its request (instructions, tools, metadata), which
+	// the request's screen saw: scanning it again cost a Responses call
+	// more than its request's scan, and reported the client's own text as
+	// the model's. Its output is what the model wrote.
+	member := ""
+	if cf == providers.FormatResponses {
+		member = "output"
+	}
+	out, dets := g.opts.Secrets.RedactAnswerMember(action, out, member, names)
 	g.reportSecrets(action, "answer", alias, id, rec.SessionID, dets)
 	return out
 }

@@ -54,7 +54,14 @@ var errSyntax = errors.New("secretscan: body is not valid JSON")
 // ScanBody finds the secrets in every string value and member name of a
 // JSON body.
 func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
+	return rs.scanBody(body, "")
+}
+
+// scanBody is ScanBody; a non-empty only limits the scan to that member
+// of the top-level object.
+func (rs *Rules) scanBody(body []byte, only string) ([]Detection, error) {
 	w := newWalker(rs, body, nil)
+	w.only = only
 	defer w.done()
 	if err := w.run(); err != nil {
 		return nil, err
@@ -66,7 +73,14 @@ func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
 // member names replaced by the namer's placeholder, and what it replaced.
 // With nothing found it returns body itself and no detections.
 func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, error) {
+	return rs.redactBody(body, names, "")
+}
+
+// redactBody is RedactBody; a non-empty only limits it to that member of
+// the top-level object.
+func (rs *Rules) redactBody(body []byte, names Namer, only string) ([]byte, []Detection, error) {
 	w := newWalker(rs, body, names)
+	w.only = only
 	defer w.done()
 	if err := w.run(); err != nil {
 		return body, nil, err
@@ -109,6 +123,9 @@ type walker struct {
 	// str, when set, is called for each text string instead of scanning
 	// it (the stream redactor collects them).
 	str func(path []pathElem, start, end int, escaped bool)
+	// only, when set, is the one member of the top-level object walked;
+	// the others are skipped unread.
+	only string
 }
 
 // edit is a string of src (quotes included) that the redacted body
@@ -248,10 +265,40 @@ func (w *walker) object() error {
 			return errSyntax
 		}
 		w.pos++
+		if top && w.only != "" && key != w.only {
+			if done, err := w.skipMember(); done || err != nil {
+				return err
+			}
+			continue
+		}
 		if done, err := w.member(elem, '}'); done || err != nil {
 			return err
 		}
 	}
+}
+
+// skipMember passes over a member's value unread and the comma or brace
+// after it; done is true after the brace.
+func (w *walker) skipMember() (bool, error) {
+	w.ws()
+	end, err := jsonfast.SkipValue(w.src, w.pos)
+	if err != nil {
+		return false, errSyntax
+	}
+	w.pos = end
+	w.ws()
+	if w.pos >= len(w.src) {
+		return false, errSyntax
+	}
+	switch w.src[w.pos] {
+	case ',':
+		w.pos++
+		return false, nil
+	case '}':
+		w.pos++
+		return true, nil
+	}
+	return false, errSyntax
 }
 
 // closeFrame ends an object: the tool call id it named goes to the
