@@ -308,7 +308,14 @@ func appendPath(dst []byte, path []pathElem) []byte {
 
 // wholeHits scans a complete string of an event and returns it redacted.
 func (sr *StreamRedactor) wholeHits(text, path string) (string, bool) {
-	hits := sr.rules.scan(text, sr.s)
+	// A stream's short strings (its id, a call's id) are its own: only
+	// long ones (a Response's echoed instructions) come back.
+	var hits []Hit
+	if len(text) >= cleanStreamMinText {
+		hits = sr.rules.scan(text, sr.s)
+	} else {
+		hits = sr.rules.scanNormalized(text, sr.s)
+	}
 	if len(hits) == 0 {
 		return text, false
 	}
@@ -369,7 +376,9 @@ func (sr *StreamRedactor) release(text []byte) string {
 	n := len(sr.context)
 	sr.joined = append(append(sr.joined[:0], sr.context...), text...)
 	full := unsafeString(sr.joined)
-	hits := sr.rules.scan(full, sr.s)
+	// A delta's window is new text every time: remembering it would only
+	// copy it.
+	hits := sr.rules.scanNormalized(full, sr.s)
 	if len(hits) == 0 || hits[len(hits)-1].End <= n {
 		sr.keepContext(full)
 		return string(text)
