@@ -286,19 +286,7 @@ func (w *walker) skipMember() (bool, error) {
 		return false, errSyntax
 	}
 	w.pos = end
-	w.ws()
-	if w.pos >= len(w.src) {
-		return false, errSyntax
-	}
-	switch w.src[w.pos] {
-	case ',':
-		w.pos++
-		return false, nil
-	case '}':
-		w.pos++
-		return true, nil
-	}
-	return false, errSyntax
+	return w.valueEnd('}')
 }
 
 // closeFrame ends an object: the tool call id it named goes to the
@@ -343,6 +331,12 @@ func (w *walker) member(elem pathElem, closing byte) (bool, error) {
 		return false, err
 	}
 	w.path = w.path[:len(w.path)-1]
+	return w.valueEnd(closing)
+}
+
+// valueEnd passes the comma or closing bracket after a value; done is
+// true after the closing one.
+func (w *walker) valueEnd(closing byte) (done bool, err error) {
 	w.ws()
 	if w.pos >= len(w.src) {
 		return false, errSyntax
