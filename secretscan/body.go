@@ -91,6 +91,11 @@ func (rs *Rules) redactBody(body []byte, names Namer, only string) ([]byte, []De
 	return w.rewrite(), w.dets, nil
 }
 
+// stringCollector takes the strings of a walk (the stream redactor).
+type stringCollector interface {
+	collect(path []pathElem, start, end int, escaped bool)
+}
+
 type pathElem struct {
 	key    string
 	index  int  // -1 for an object member
@@ -100,11 +105,14 @@ type pathElem struct {
 
 type frame struct {
 	firstDet int
-	toolID   string
-	idRank   int      // how good toolID is: a specific key beats a bare "id"
-	start    int      // the object's '{' in src
-	names    []string // the object's member names, read when one is renamed
-	renamed  []string // the names renamed members were given
+	// The member that names the object's tool call, as a span of src
+	// (decoded only when a detection needs it).
+	idStart, idEnd int
+	idEscaped      bool
+	idRank         int      // how good the id is: a specific key beats a bare "id"
+	start          int      // the object's '{' in src
+	names          []string // the object's member names, read when one is renamed
+	renamed        []string // the names renamed members were given
 }
 
 type walker struct {
@@ -120,9 +128,9 @@ type walker struct {
 	marks  []mark // the secrets in them
 	text   []byte // a decoded string
 	arrays int    // how many arrays the walk is in
-	// str, when set, is called for each text string instead of scanning
-	// it (the stream redactor collects them).
-	str func(path []pathElem, start, end int, escaped bool)
+	// str, when set, is given each text string instead of it being
+	// scanned (the stream redactor collects them).
+	str stringCollector
 	// only, when set, is the one member of the top-level object walked;
 	// the others are skipped unread.
 	only string
@@ -209,7 +217,7 @@ func (w *walker) value(key string) error {
 		if !w.free() {
 			if rank := toolIDRank(key); rank > 0 && len(w.frames) > 0 {
 				if f := &w.frames[len(w.frames)-1]; rank > f.idRank {
-					f.toolID, f.idRank = w.decodedString(start, end, escaped), rank
+					f.idStart, f.idEnd, f.idEscaped, f.idRank = start, end, escaped, rank
 				}
 			}
 			if notText(key) {
@@ -217,7 +225,7 @@ func (w *walker) value(key string) error {
 			}
 		}
 		if w.str != nil {
-			w.str(w.path, start, end, escaped)
+			w.str.collect(w.path, start, end, escaped)
 			return nil
 		}
 		return w.scanString(start, end, escaped)
@@ -294,12 +302,16 @@ func (w *walker) skipMember() (bool, error) {
 func (w *walker) closeFrame() {
 	f := w.frames[len(w.frames)-1]
 	w.frames = w.frames[:len(w.frames)-1]
-	if f.toolID == "" || f.firstDet == len(w.dets) || !w.rs.printableToolID(f.toolID, w.s) {
+	if f.idRank == 0 || f.idEnd-f.idStart == 2 || f.firstDet == len(w.dets) {
+		return
+	}
+	toolID := w.decodedString(f.idStart, f.idEnd, f.idEscaped)
+	if !w.rs.printableToolID(toolID, w.s) {
 		return
 	}
 	for i := f.firstDet; i < len(w.dets); i++ {
 		if w.dets[i].Location.ToolCallID == "" {
-			w.dets[i].Location.ToolCallID = f.toolID
+			w.dets[i].Location.ToolCallID = toolID
 		}
 	}
 }
