@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&c.idle, "idle-streams", 5000, "concurrent idle streams to hold (0 skips)")
 	flag.IntVar(&c.rounds, "rounds", 1, "run every scenario this many times, interleaved, and report each one's median round by throughput (for shared, noisy machines)")
 	flag.StringVar(&c.caddyBin, "caddy", ".cache/bin/caddy", "caddy binary with Modelgate")
-	flag.StringVar(&c.baseline, "baseline", "", "an earlier caddy binary (e.g. built from the commit before a change): every selected scenario also runs on it, interleaved round by round with -caddy's, and both are reported, so before and after share one run's machine state")
+	flag.StringVar(&c.baseline, "baseline", "", "an earlier caddy binary (e.g. built from the commit before a change): every selected scenario also runs on it, interleaved round by round with -caddy's, and both are reported, so before and after share one run's machine state; with -yardstick, its Modelgate rows run beside this binary's")
 	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
 	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
 	flag.StringVar(&c.durability, "durability", "async", "the gateway's ledger durability: async (batched) or sync (each record written before its answer completes)")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -143,6 +144,29 @@ func (e *env) yardstickTargets() ysTargets {
 	return t
 }
 
+// baselineKey marks a row of the -baseline binary.
+const baselineKey = "@baseline"
+
+// withBaseline adds the baseline's Modelgate rows to t, each after this
+// binary's row of the same key: the goals are judged on this binary's
+// rows, and the baseline's stand beside them.
+func (t ysTargets) withBaseline(base ysTargets) ysTargets {
+	merge := func(cur, old []proxyTarget) []proxyTarget {
+		var out []proxyTarget
+		for _, r := range cur {
+			out = append(out, r)
+			for _, b := range old {
+				if b.key == r.key && strings.HasPrefix(r.key, "gw-") {
+					b.key, b.label = b.key+baselineKey, b.label+", baseline binary"
+					out = append(out, b)
+				}
+			}
+		}
+		return out
+	}
+	return ysTargets{c1: merge(t.c1, base.c1), load: merge(t.load, base.load), ttft: merge(t.ttft, base.ttft), streams: merge(t.streams, base.streams)}
+}
+
 // runYardstick starts the processes (the controlled gateway with the
 // secret firewall and a spend limit on too), probes every row, then runs
 // the four metrics and judges the goals, printing markdown to w.
@@ -161,6 +185,19 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 	}
 	defer stop()
 	ts := e.yardstickTargets()
+	if c.baseline != "" {
+		// The baseline binary's gateway rows run in the same run,
+		// interleaved with this binary's: on a shared machine two runs
+		// minutes apart differ by more than most changes do.
+		bc := c
+		bc.caddyBin, bc.build, bc.portkey, bc.workdir = c.baseline, false, false, filepath.Join(e.workdir, "baseline")
+		base, stopBase, err := startEnv(ctx, bc)
+		if err != nil {
+			return fmt.Errorf("-baseline: %w", err)
+		}
+		defer stopBase()
+		ts = ts.withBaseline(base.yardstickTargets())
+	}
 	// Every row must answer before anything is timed: a refused row would
 	// otherwise time its error page. Portkey's streams fail on Node (its
 	// open bug), which the streams table reports; they are not probed.

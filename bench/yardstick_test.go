@@ -217,3 +217,29 @@ func TestYardstickMocks(t *testing.T) {
 		t.Fatalf("short stream: %d deltas, [DONE] %v, %v; want %d", o.frames, o.done, o.err, ttftChunks)
 	}
 }
+
+// TestYardstickBaselineRowsFollowTheirs: a -baseline run puts the
+// baseline's Modelgate rows right after this binary's, under their own
+// keys, and adds no second direct or Caddy row.
+func TestYardstickBaselineRowsFollowTheirs(t *testing.T) {
+	rows := func(keys ...string) []proxyTarget {
+		var out []proxyTarget
+		for _, k := range keys {
+			out = append(out, proxyTarget{key: k, label: k})
+		}
+		return out
+	}
+	cur := ysTargets{c1: rows("direct", "caddy", "gw-openai", "gw-controls"), load: rows("direct", "caddy", "gw-responses")}
+	base := ysTargets{c1: rows("direct", "caddy", "gw-openai", "gw-controls"), load: rows("direct", "caddy", "gw-responses")}
+	got := cur.withBaseline(base)
+	var keys []string
+	for _, r := range got.c1 {
+		keys = append(keys, r.key)
+	}
+	if want := "direct caddy gw-openai gw-openai@baseline gw-controls gw-controls@baseline"; strings.Join(keys, " ") != want {
+		t.Fatalf("c1 rows %q, want %q", keys, want)
+	}
+	if len(got.load) != 4 || got.load[3].key != "gw-responses@baseline" || !strings.HasSuffix(got.load[3].label, "baseline binary") {
+		t.Fatalf("load rows %+v", got.load)
+	}
+}

@@ -93,7 +93,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
-	answer = g.screenAnswer(x.call.Identity, x.alias, rec, answer)
+	answer = g.screenAnswer(x.call.Identity, x.alias, rec, cf, answer)
 	x.span.Answer(answer)
 	h := out.Header()
 	relayHeaders(h, resp.Header)

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -294,8 +295,8 @@ type wsSink struct {
 	header    http.Header
 	status    int
 	body      bytes.Buffer // an answer that is not a stream
-	pending   []byte       // stream bytes not yet a whole event
-	completed []byte       // the response.completed event's data
+	events    responses.Events
+	completed []byte // the response.completed event's data
 	werr      error
 	cancel    context.CancelFunc
 }
@@ -333,7 +334,7 @@ func (e *wsSink) Write(p []byte) error {
 		e.body.Write(p)
 		return nil
 	}
-	e.pending = append(e.pending, p...)
+	e.events.Add(p)
 	e.flushEvents(false)
 	return e.werr
 }
@@ -346,28 +347,9 @@ func (e *wsSink) Flush() error { return e.werr }
 // data; at the end the rest is sent too.
 func (e *wsSink) flushEvents(final bool) {
 	for e.werr == nil {
-		i := bytes.Index(e.pending, []byte("\n\n"))
-		var ev []byte
-		if i < 0 {
-			if !final || len(bytes.TrimSpace(e.pending)) == 0 {
-				return
-			}
-			ev, e.pending = e.pending, nil
-		} else {
-			ev, e.pending = e.pending[:i], e.pending[i+2:]
-		}
-		var data []byte
-		for _, line := range bytes.Split(ev, []byte("\n")) {
-			line = bytes.TrimSuffix(line, []byte("\r"))
-			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				if len(data) > 0 {
-					data = append(data, '\n')
-				}
-				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
-			}
-		}
-		if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
-			continue
+		data, ok := e.events.Next(final)
+		if !ok {
+			return
 		}
 		if bytes.Contains(data[:min(len(data), 64)], []byte(`"response.completed"`)) {
 			e.completed = append([]byte(nil), data...)

@@ -106,14 +106,16 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 	if action == secretscan.Off || action == "" {
 		return body, true
 	}
-	id := x.call.Identity
-	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(x.rec.SessionID, id) }}
+	// The scope's closure takes copies: capturing x would move every
+	// request's exchange to the heap.
+	id, session := x.call.Identity, x.rec.SessionID
+	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(session, id) }}
 	v, err := g.opts.Secrets.Screen(action, body, scope)
 	if err != nil {
 		return nil, false
 	}
 	if len(v.Detections) > 0 {
-		g.reportSecrets(action, "request", x.alias, id, x.rec.SessionID, v.Detections)
+		g.reportSecrets(action, "request", x.alias, id, session, v.Detections)
 	}
 	return v.Body, !v.Blocked
 }
@@ -154,13 +156,22 @@ func (g *Gateway) answerScope(id *policy.Identity, alias string, rec *ledger.Rec
 	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(rec.SessionID, id) }}
 }
 
-// screenAnswer redacts the secrets a model wrote in a whole answer.
-func (g *Gateway) screenAnswer(id *policy.Identity, alias string, rec *ledger.Record, out []byte) []byte {
+// screenAnswer redacts the secrets a model wrote in a whole answer in
+// format cf.
+func (g *Gateway) screenAnswer(id *policy.Identity, alias string, rec *ledger.Record, cf providers.Format, out []byte) []byte {
 	action, id, names := g.answerScope(id, alias, rec)
 	if names == nil {
 		return out
 	}
-	out, dets := g.opts.Secrets.RedactAnswer(action, out, names)
+	// A Response echoes its request (instructions, tools, metadata), which
+	// the request's screen saw: scanning it again cost a Responses call
+	// more than its request's scan, and reported the client's own text as
+	// the model's. Its output is what the model wrote.
+	member := ""
+	if cf == providers.FormatResponses {
+		member = "output"
+	}
+	out, dets := g.opts.Secrets.RedactAnswerMember(action, out, member, names)
 	g.reportSecrets(action, "answer", alias, id, rec.SessionID, dets)
 	return out
 }

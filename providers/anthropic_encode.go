@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // Hand-written encoders for the translators' output structs, here the
 // Anthropic ones (the chat ones are in hub_*_encode.go, Ollama's in

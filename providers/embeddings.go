@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // Embeddings: OpenAI's POST /v1/embeddings (and Gemini's embedContent /

@@ -3,7 +3,7 @@ package providers
 import (
 	"encoding/json"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // chatAnswer is a chat completion, or one chunk of its stream, as the hub

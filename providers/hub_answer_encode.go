@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // Hand-written encoders for chat answers and the tool calls and functions
 // chat requests and answers share, byte for byte what json.Marshal writes

@@ -3,7 +3,7 @@ package providers
 import (
 	"strconv"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // chunker writes OpenAI chat.completion.chunk SSE events straight into the

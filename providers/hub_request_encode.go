@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // encodeChat is a spoke's built chat request as bytes, in a buffer about
 // the size of the client's request (size), which the hub request is.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // RewriteModel replaces the value of the top-level "model" member with

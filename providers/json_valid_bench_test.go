@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // BenchmarkValidJSON compares jsonfast.Valid with json.Valid on the

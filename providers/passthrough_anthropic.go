@@ -3,7 +3,7 @@ package providers
 import (
 	"encoding/json"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // anthropicPassthroughStream forwards Anthropic events unchanged while

@@ -3,7 +3,7 @@ package providers
 import (
 	"strconv"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // RequestInfo is what the gateway reads from a request body before

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // ErrNotResumable is the answer when the part of an answer the client has

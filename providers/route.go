@@ -3,7 +3,7 @@ package providers
 import (
 	"fmt"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // Route is how requests of one client format reach one upstream format:

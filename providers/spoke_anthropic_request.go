@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // toolErrorPrefix marks a tool_result with is_error: OpenAI tool messages

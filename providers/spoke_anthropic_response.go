@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // OpenAIToAnthropicResponse renders an upstream OpenAI chat completion as

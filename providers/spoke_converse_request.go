@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // ConverseTurn is one Bedrock Converse or ConverseStream request parsed

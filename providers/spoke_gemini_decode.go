@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // The fast path reads a Gemini request in one walk of the document (after
 // one jsonfast.Valid) with jsonfast.Reader, as the Responses spoke does:

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // GeminiTurn is one Gemini API request (generateContent,

@@ -5,7 +5,7 @@ import (
 	"cmp"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // geminiStream turns the hub's chat chunks into Gemini's stream: one

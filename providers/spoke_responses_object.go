@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgate/modelgate/apierror"
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // The Response object and its output items, shared by the whole-answer

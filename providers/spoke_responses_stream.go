@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // responsesStream turns the hub's chat completion chunks into the

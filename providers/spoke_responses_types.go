@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // ResponsesRequest is an OpenAI Responses API request (POST /v1/responses)

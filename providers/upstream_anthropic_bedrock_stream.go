@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // BedrockEventReader reads InvokeModelWithResponseStream's answer, a

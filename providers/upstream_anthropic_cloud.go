@@ -13,7 +13,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // Versions the clouds require in the body instead of the anthropic-version

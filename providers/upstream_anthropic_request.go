@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // fallbackMaxTokens is used when neither the client nor the configuration

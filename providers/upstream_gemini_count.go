@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // GeminiCountBody wraps gen, the generateContent body a generation on

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // geminiUpstreamChunk is a Gemini answer or stream chunk as the gateway

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // OpenAIToOllamaRequest translates an OpenAI chat completions request body

@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // The Ollama request encoder, byte for byte what json.Marshal writes
 // (translate_encode_test.go holds it to that).

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelgate/modelgate/providers/internal/jsonfast"
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // jsonEqual compares two JSON documents by value.

@@ -1,6 +1,6 @@
 package providers
 
-import "github.com/modelgate/modelgate/providers/internal/jsonfast"
+import "github.com/modelgate/modelgate/internal/jsonfast"
 
 // Usage conversions between the two families (docs/wire-formats.md §5.4) and the
 // provider-neutral ledger Usage.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // Location is where in a request body a secret was: never the value.
@@ -52,7 +54,14 @@ var errSyntax = errors.New("secretscan: body is not valid JSON")
 // ScanBody finds the secrets in every string value and member name of a
 // JSON body.
 func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
+	return rs.scanBody(body, "")
+}
+
+// scanBody is ScanBody; a non-empty only limits the scan to that member
+// of the top-level object.
+func (rs *Rules) scanBody(body []byte, only string) ([]Detection, error) {
 	w := newWalker(rs, body, nil)
+	w.only = only
 	defer w.done()
 	if err := w.run(); err != nil {
 		return nil, err
@@ -64,7 +73,14 @@ func (rs *Rules) ScanBody(body []byte) ([]Detection, error) {
 // member names replaced by the namer's placeholder, and what it replaced.
 // With nothing found it returns body itself and no detections.
 func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, error) {
+	return rs.redactBody(body, names, "")
+}
+
+// redactBody is RedactBody; a non-empty only limits it to that member of
+// the top-level object.
+func (rs *Rules) redactBody(body []byte, names Namer, only string) ([]byte, []Detection, error) {
 	w := newWalker(rs, body, names)
+	w.only = only
 	defer w.done()
 	if err := w.run(); err != nil {
 		return body, nil, err
@@ -73,6 +89,11 @@ func (rs *Rules) RedactBody(body []byte, names Namer) ([]byte, []Detection, erro
 		return body, w.dets, nil
 	}
 	return w.rewrite(), w.dets, nil
+}
+
+// stringCollector takes the strings of a walk (the stream redactor).
+type stringCollector interface {
+	collect(path []pathElem, start, end int, escaped bool)
 }
 
 type pathElem struct {
@@ -84,11 +105,14 @@ type pathElem struct {
 
 type frame struct {
 	firstDet int
-	toolID   string
-	idRank   int      // how good toolID is: a specific key beats a bare "id"
-	start    int      // the object's '{' in src
-	names    []string // the object's member names, read when one is renamed
-	renamed  []string // the names renamed members were given
+	// The member that names the object's tool call, as a span of src
+	// (decoded only when a detection needs it).
+	idStart, idEnd int
+	idEscaped      bool
+	idRank         int      // how good the id is: a specific key beats a bare "id"
+	start          int      // the object's '{' in src
+	names          []string // the object's member names, read when one is renamed
+	renamed        []string // the names renamed members were given
 }
 
 type walker struct {
@@ -104,9 +128,12 @@ type walker struct {
 	marks  []mark // the secrets in them
 	text   []byte // a decoded string
 	arrays int    // how many arrays the walk is in
-	// str, when set, is called for each text string instead of scanning
-	// it (the stream redactor collects them).
-	str func(path []pathElem, start, end int, escaped bool)
+	// str, when set, is given each text string instead of it being
+	// scanned (the stream redactor collects them).
+	str stringCollector
+	// only, when set, is the one member of the top-level object walked;
+	// the others are skipped unread.
+	only string
 }
 
 // edit is a string of src (quotes included) that the redacted body
@@ -190,7 +217,7 @@ func (w *walker) value(key string) error {
 		if !w.free() {
 			if rank := toolIDRank(key); rank > 0 && len(w.frames) > 0 {
 				if f := &w.frames[len(w.frames)-1]; rank > f.idRank {
-					f.toolID, f.idRank = w.decodedString(start, end, escaped), rank
+					f.idStart, f.idEnd, f.idEscaped, f.idRank = start, end, escaped, rank
 				}
 			}
 			if notText(key) {
@@ -198,7 +225,7 @@ func (w *walker) value(key string) error {
 			}
 		}
 		if w.str != nil {
-			w.str(w.path, start, end, escaped)
+			w.str.collect(w.path, start, end, escaped)
 			return nil
 		}
 		return w.scanString(start, end, escaped)
@@ -246,10 +273,28 @@ func (w *walker) object() error {
 			return errSyntax
 		}
 		w.pos++
+		if top && w.only != "" && key != w.only {
+			if done, err := w.skipMember(); done || err != nil {
+				return err
+			}
+			continue
+		}
 		if done, err := w.member(elem, '}'); done || err != nil {
 			return err
 		}
 	}
+}
+
+// skipMember passes over a member's value unread and the comma or brace
+// after it; done is true after the brace.
+func (w *walker) skipMember() (bool, error) {
+	w.ws()
+	end, err := jsonfast.SkipValue(w.src, w.pos)
+	if err != nil {
+		return false, errSyntax
+	}
+	w.pos = end
+	return w.valueEnd('}')
 }
 
 // closeFrame ends an object: the tool call id it named goes to the
@@ -257,12 +302,16 @@ func (w *walker) object() error {
 func (w *walker) closeFrame() {
 	f := w.frames[len(w.frames)-1]
 	w.frames = w.frames[:len(w.frames)-1]
-	if f.toolID == "" || f.firstDet == len(w.dets) || !w.rs.printableToolID(f.toolID, w.s) {
+	if f.idRank == 0 || f.idEnd-f.idStart == 2 || f.firstDet == len(w.dets) {
+		return
+	}
+	toolID := w.decodedString(f.idStart, f.idEnd, f.idEscaped)
+	if !w.rs.printableToolID(toolID, w.s) {
 		return
 	}
 	for i := f.firstDet; i < len(w.dets); i++ {
 		if w.dets[i].Location.ToolCallID == "" {
-			w.dets[i].Location.ToolCallID = f.toolID
+			w.dets[i].Location.ToolCallID = toolID
 		}
 	}
 }
@@ -294,6 +343,12 @@ func (w *walker) member(elem pathElem, closing byte) (bool, error) {
 		return false, err
 	}
 	w.path = w.path[:len(w.path)-1]
+	return w.valueEnd(closing)
+}
+
+// valueEnd passes the comma or closing bracket after a value; done is
+// true after the closing one.
+func (w *walker) valueEnd(closing byte) (done bool, err error) {
 	w.ws()
 	if w.pos >= len(w.src) {
 		return false, errSyntax
@@ -343,7 +398,7 @@ func (w *walker) decodedString(start, end int, escaped bool) string {
 	if !escaped {
 		return string(raw)
 	}
-	return string(appendUnescaped(nil, raw))
+	return string(jsonfast.AppendUnescaped(nil, raw))
 }
 
 // textOf views the string at src[start:end] as text, valid until the next
@@ -353,7 +408,7 @@ func (w *walker) textOf(start, end int, escaped bool) string {
 	if !escaped {
 		return unsafeString(raw)
 	}
-	w.text = appendUnescaped(w.text[:0], raw)
+	w.text = jsonfast.AppendUnescaped(w.text[:0], raw)
 	return unsafeString(w.text)
 }
 

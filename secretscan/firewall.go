@@ -74,15 +74,23 @@ func (f *Firewall) Names(scope string) *Names { return f.names.For(scope) }
 // scope's numbering; only Redact and Block change it (an answer is already
 // paid for: blocking it would only hide it, so Block redacts).
 func (f *Firewall) RedactAnswer(action Action, body []byte, names Namer) ([]byte, []Detection) {
+	return f.RedactAnswerMember(action, body, "", names)
+}
+
+// RedactAnswerMember is RedactAnswer for an answer whose top-level
+// members other than member echo the request (a Responses object's
+// instructions, tools, metadata): the request's own screen saw those, so
+// only member, what the model wrote, is scanned. "" scans it all.
+func (f *Firewall) RedactAnswerMember(action Action, body []byte, member string, names Namer) ([]byte, []Detection) {
 	switch action {
 	case Redact, Block:
-		out, dets, err := f.rules.RedactBody(body, names)
+		out, dets, err := f.rules.redactBody(body, names, member)
 		if err != nil {
 			return body, nil
 		}
 		return out, dets
 	case Log:
-		dets, _ := f.rules.ScanBody(body)
+		dets, _ := f.rules.scanBody(body, member)
 		return body, dets
 	}
 	return body, nil

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/modelgate/modelgate/internal/jsonfast"
 	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
 
-// FuzzUnescape holds appendUnescaped to encoding/json on every valid JSON
+// FuzzUnescape holds jsonfast.AppendUnescaped to encoding/json on every valid JSON
 // string.
 func FuzzUnescape(f *testing.F) {
 	for _, s := range []string{`"plain"`, `"a\nb\tc\"d\\e\/f"`, `"\u00e9\ud83d\ude00"`, `"\ud800x"`, `"\ud800\u0041"`, `"\udc00"`, "\"\" "} {
@@ -27,7 +28,7 @@ func FuzzUnescape(f *testing.F) {
 		if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
 			return
 		}
-		got := string(appendUnescaped(nil, []byte(s[1:len(s)-1])))
+		got := string(jsonfast.AppendUnescaped(nil, []byte(s[1:len(s)-1])))
 		if perByteValid(got) != want {
 			t.Fatalf("%q: got %q, encoding/json %q", s, got, want)
 		}

@@ -1,6 +1,10 @@
 package secretscan
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
+)
 
 // scanName looks for a secret in a member's name: a tool argument or a
 // metadata key may be the credential itself. A redacted name keeps its
@@ -91,7 +95,7 @@ func objectNames(src []byte, start int) []string {
 			if expectName {
 				raw := src[i+1 : end-1]
 				if escaped {
-					raw = appendUnescaped(nil, raw)
+					raw = jsonfast.AppendUnescaped(nil, raw)
 				}
 				names = append(names, string(raw))
 				expectName = false

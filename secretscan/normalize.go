@@ -14,6 +14,22 @@ import (
 // scan returns the secrets in text, ordered by position, overlaps merged
 // into the first (leftmost, then longest) hit.
 func (rs *Rules) scan(text string, s *scratch) []Hit {
+	if rs.clean == nil || !cacheable(text) {
+		return rs.scanNormalized(text, s)
+	}
+	if rs.clean.has(text) {
+		return nil
+	}
+	hits := rs.scanNormalized(text, s)
+	if len(hits) == 0 {
+		rs.clean.add(text)
+		return nil
+	}
+	return hits
+}
+
+// scanNormalized is scan without the memory of clean texts.
+func (rs *Rules) scanNormalized(text string, s *scratch) []Hit {
 	first := firstFormatChar(text)
 	if first < 0 {
 		return rs.scanText(text, s)

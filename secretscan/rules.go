@@ -99,6 +99,8 @@ type Rules struct {
 	always    []int   // rules with no keyword, run on every text
 	urlCreds  *regexp.Regexp
 	scratches sync.Pool // *scratch, one per scan in progress
+	// clean remembers long texts with no hit (clean.go); nil: none.
+	clean *cleanTexts
 }
 
 // Compile reads the embedded gitleaks rule set.
@@ -109,7 +111,7 @@ func compileTOML(src string) (*Rules, error) {
 	if _, err := toml.Decode(src, &c); err != nil {
 		return nil, fmt.Errorf("secretscan: reading the gitleaks rules: %w", err)
 	}
-	rs := &Rules{urlCreds: regexp.MustCompile(urlCredsPattern)}
+	rs := &Rules{urlCreds: regexp.MustCompile(urlCredsPattern), clean: newCleanTexts()}
 	global, ok, err := compileAllowlist(c.Allowlist)
 	if err != nil {
 		return nil, fmt.Errorf("secretscan: global allowlist: %w", err)

@@ -50,3 +50,28 @@ func BenchmarkRedactBodyChatTurn(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnswerResponses is the log action's scan of a Responses answer
+// to the bench's request (the system prompt echoed as instructions, a
+// short output): the whole object, and its output alone, as the gateway
+// scans it.
+func BenchmarkAnswerResponses(b *testing.B) {
+	instructions, _ := json.Marshal(benchPrompt)
+	body := []byte(`{"id":"resp_0123","object":"response","created_at":1764400000,"status":"completed","error":null,"instructions":` +
+		string(instructions) + `,"model":"oa","output":[{"id":"msg_0123","type":"message","status":"completed","role":"assistant",` +
+		`"content":[{"type":"output_text","annotations":[],"text":"Add the new key next to the old one, reload, move clients over, then remove the old key."}]}],` +
+		`"parallel_tool_calls":true,"store":false,"tools":[],"usage":{"input_tokens":512,"output_tokens":24,"total_tokens":536},"metadata":{}}`)
+	fw := &Firewall{rules: rules(b)}
+	names := NewPlaceholders(10, 10).For("bench")
+	for _, c := range []struct{ name, member string }{{"whole", ""}, {"output", "output"}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, dets := fw.RedactAnswerMember(Log, body, c.member, names); len(dets) != 0 {
+					b.Fatalf("detections in an ordinary answer: %v", dets)
+				}
+			}
+		})
+	}
+}

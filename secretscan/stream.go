@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // StreamRedactor redacts a streamed answer in the client's format
@@ -23,13 +25,15 @@ type StreamRedactor struct {
 	redact bool // false: only detect (the log action)
 	s      *scratch
 
-	spans    []strSpan // an event's strings, reused
-	pathBuf  []byte    // a delta's path, reused
-	whereBuf []byte    // the same as a detection shows it, reused
-	dec      []byte    // a decoded string, reused
-	joined   []byte    // context and released text, reused
-	path     []pathElem
-	frames   []frame
+	spans []strSpan // an event's strings, reused
+	// haveDelta: the event being walked had its delta.
+	haveDelta bool
+	pathBuf   []byte // a delta's path, reused
+	whereBuf  []byte // the same as a detection shows it, reused
+	dec       []byte // a decoded string, reused
+	joined    []byte // context and released text, reused
+	path      []pathElem
+	frames    []frame
 
 	pending []byte // an event not yet complete
 	carry   []byte // delta text held back
@@ -122,31 +126,15 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 		return append(sr.flush(dst), ev...)
 	}
 	payload := ev[ds:de]
-	spans := sr.spans[:0]
+	sr.spans, sr.haveDelta = sr.spans[:0], false
 	sr.pathBuf = sr.pathBuf[:0]
-	haveDelta := false
-	w := walker{rs: sr.rules, src: payload, s: sr.s, path: sr.path[:0], frames: sr.frames[:0]}
+	w := walker{rs: sr.rules, src: payload, s: sr.s, path: sr.path[:0], frames: sr.frames[:0], str: sr}
 	if sr.redact {
 		w.names = sr.names
 	}
-	w.str = func(path []pathElem, start, end int, escaped bool) {
-		if end-start-2 == 0 {
-			return
-		}
-		// One delta per event: the first; any other string is whole.
-		d := !haveDelta && isDelta(path)
-		if !d && end-start-2 < minSecret {
-			return
-		}
-		if d {
-			haveDelta = true
-			sr.pathBuf = appendPath(sr.pathBuf, path)
-			sr.whereBuf = appendLocation(sr.whereBuf[:0], path)
-		}
-		spans = append(spans, strSpan{start: start, end: end, escaped: escaped, delta: d})
-	}
 	err := w.run()
-	sr.spans, sr.path, sr.frames = spans, w.path, w.frames
+	spans, haveDelta := sr.spans, sr.haveDelta
+	sr.path, sr.frames = w.path, w.frames
 	if err != nil {
 		return append(sr.flush(dst), ev...)
 	}
@@ -210,6 +198,27 @@ func (sr *StreamRedactor) event(dst, ev []byte) []byte {
 	return dst
 }
 
+// collect takes an event's string at payload[start:end] for event: the
+// first delta, and the strings long enough to hold a secret. (A method
+// rather than a closure over event's variables, which moved them and the
+// closure to the heap on every event.)
+func (sr *StreamRedactor) collect(path []pathElem, start, end int, escaped bool) {
+	if end-start-2 == 0 {
+		return
+	}
+	// One delta per event: the first; any other string is whole.
+	d := !sr.haveDelta && isDelta(path)
+	if !d && end-start-2 < minSecret {
+		return
+	}
+	if d {
+		sr.haveDelta = true
+		sr.pathBuf = appendPath(sr.pathBuf, path)
+		sr.whereBuf = appendLocation(sr.whereBuf[:0], path)
+	}
+	sr.spans = append(sr.spans, strSpan{start: start, end: end, escaped: escaped, delta: d})
+}
+
 // withNames merges the renamed member names into an event's strings, in
 // the order they come.
 func withNames(spans []strSpan, names []edit) []strSpan {
@@ -230,7 +239,7 @@ func (sr *StreamRedactor) decode(payload []byte, sp strSpan) string {
 	if !sp.escaped {
 		return unsafeString(raw)
 	}
-	sr.dec = appendUnescaped(sr.dec[:0], raw)
+	sr.dec = jsonfast.AppendUnescaped(sr.dec[:0], raw)
 	return unsafeString(sr.dec)
 }
 
@@ -306,7 +315,14 @@ func appendPath(dst []byte, path []pathElem) []byte {
 
 // wholeHits scans a complete string of an event and returns it redacted.
 func (sr *StreamRedactor) wholeHits(text, path string) (string, bool) {
-	hits := sr.rules.scan(text, sr.s)
+	// A stream's short strings (its id, a call's id) are its own: only
+	// long ones (a Response's echoed instructions) come back.
+	var hits []Hit
+	if len(text) >= cleanStreamMinText {
+		hits = sr.rules.scan(text, sr.s)
+	} else {
+		hits = sr.rules.scanNormalized(text, sr.s)
+	}
 	if len(hits) == 0 {
 		return text, false
 	}
@@ -367,7 +383,9 @@ func (sr *StreamRedactor) release(text []byte) string {
 	n := len(sr.context)
 	sr.joined = append(append(sr.joined[:0], sr.context...), text...)
 	full := unsafeString(sr.joined)
-	hits := sr.rules.scan(full, sr.s)
+	// A delta's window is new text every time: remembering it would only
+	// copy it.
+	hits := sr.rules.scanNormalized(full, sr.s)
 	if len(hits) == 0 || hits[len(hits)-1].End <= n {
 		sr.keepContext(full)
 		return string(text)

@@ -136,11 +136,11 @@ type Out interface {
 // are kept for replay; an answer that is not a stream (an error) is kept
 // for the failed Response.
 type RunSink struct {
-	run     *Run
-	header  http.Header
-	status  int
-	body    bytes.Buffer
-	pending []byte
+	run    *Run
+	header http.Header
+	status int
+	body   bytes.Buffer
+	events Events
 }
 
 // NewRunSink is the sink run's call is served into.
@@ -177,17 +177,9 @@ func (b *RunSink) Write(p []byte) error {
 		}
 		return nil
 	}
-	b.pending = append(b.pending, p...)
-	for {
-		i := bytes.Index(b.pending, []byte("\n\n"))
-		if i < 0 {
-			break
-		}
-		ev := b.pending[:i]
-		b.pending = b.pending[i+2:]
-		if data := eventData(ev); len(data) > 0 {
-			b.event(data)
-		}
+	b.events.Add(p)
+	for data, ok := b.events.Next(false); ok; data, ok = b.events.Next(false) {
+		b.event(data)
 	}
 	return nil
 }
@@ -229,24 +221,6 @@ func (b *RunSink) failure() json.RawMessage {
 	}
 	out, _ := json.Marshal(map[string]string{"code": "server_error", "message": "the background response ended without finishing; see the gateway's ledger for this request"})
 	return out
-}
-
-// eventData is the data of one SSE event.
-func eventData(ev []byte) []byte {
-	var data []byte
-	for _, line := range bytes.Split(ev, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
-		}
-	}
-	if bytes.Equal(data, []byte("[DONE]")) {
-		return nil
-	}
-	return data
 }
 
 // Replay streams a running background response's events after sequence

@@ -12,7 +12,10 @@
 //   - reader.go: Reader, a single-pass reader that fills structs the way
 //     json.Unmarshal does and gives up (OK turns false) wherever the two
 //     could differ, so the caller falls back to json.Unmarshal;
-//   - unquote.go: string decoding with encoding/json's rules.
+//   - unquote.go: string decoding with encoding/json's rules (Unquote),
+//     and AppendUnescaped, which keeps bytes that are not UTF-8 as they
+//     are, for the secret firewall (held to encoding/json by its
+//     FuzzUnescape).
 //
 // The per-type readers (a chat request, a Gemini request, a Responses
 // request and its items, a chat answer) are plain functions in package
