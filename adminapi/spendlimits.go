@@ -31,6 +31,19 @@ type SpendScope struct {
 type AtCap struct {
 	Action string `json:"action"`
 	Alias  string `json:"alias,omitempty"`
+	// MaxPrice and Allowance let Alias be a priced alias: every
+	// deployment of its chain, fallbacks included, costs at most MaxPrice,
+	// and the requests sent to it past the cap spend at most Allowance
+	// (cents as a decimal string) in the limit's period.
+	MaxPrice  *PricePerMillion `json:"max_price,omitempty"`
+	Allowance string           `json:"allowance,omitempty"`
+}
+
+// PricePerMillion is a price in cents per million tokens, each a decimal
+// string ("15" is $0.15, "7.5" is $0.075).
+type PricePerMillion struct {
+	Input  string `json:"input"`
+	Output string `json:"output"`
 }
 
 // SpendLimit is a configured spend limit.

@@ -80,13 +80,13 @@ func TestDowngradeAtTheCap(t *testing.T) {
 	if rr := post(g, dan, "/v1/chat/completions", `{"model":"paid","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); rr.Code != 429 {
 		t.Errorf("dan's downgrade to an unpriced model: %d %s", rr.Code, rr.Body)
 	}
-	if known, why := g.DowngradeTarget("unpriced"); !known || !strings.Contains(why, "unpriced") {
+	if known, why := g.DowngradeTarget("unpriced", ledger.DowngradeBound{}); !known || !strings.Contains(why, "unpriced") {
 		t.Errorf("DowngradeTarget(unpriced) = %v %q", known, why)
 	}
-	if known, why := g.DowngradeTarget("free"); !known || why != "" {
+	if known, why := g.DowngradeTarget("free", ledger.DowngradeBound{}); !known || why != "" {
 		t.Errorf("DowngradeTarget(free) = %v %q", known, why)
 	}
-	if known, _ := g.DowngradeTarget("nope"); known {
+	if known, _ := g.DowngradeTarget("nope", ledger.DowngradeBound{}); known {
 		t.Error("DowngradeTarget knows an alias the models file lacks")
 	}
 	limited := &policy.Identity{KeyID: "apikey_bob2", Owner: "bob@example.com", Role: policy.RoleUser, Runtime: true, Models: map[string]struct{}{"paid": {}}}

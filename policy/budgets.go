@@ -256,6 +256,9 @@ type budget struct {
 	// limit is the spend limit set through the API or a group rule that
 	// made the budget; nil for a key's, workspace's or session's own.
 	limit *spendlimit.Applied
+	// allowancePico is in limitPico for a request downgraded to a priced
+	// alias past the cap (budgets_downgrade.go); 0 for every other.
+	allowancePico int64
 }
 
 // label names the budget in refusals and alerts ("api key alice",
@@ -391,7 +394,11 @@ func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Lim
 		return nil, nil
 	}
 	now := b.now()
-	list := b.applicable(id, ws, session, now)
+	return b.admit(ctx, b.applicable(id, ws, session, now), est, lease, now)
+}
+
+// admit is AdmitEstimate on the budgets in list.
+func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease time.Duration, now time.Time) (*Reservation, *apierror.Error) {
 	if len(list) == 0 || est.Pico() <= 0 {
 		// A request estimated at nothing (a free local model) costs no
 		// budget, so a spent one does not refuse it, nor does it need a

@@ -37,7 +37,7 @@ type SpendLimits struct {
 	Leads func(group string) []string
 	// DowngradeTarget is why alias may not be an at_cap downgrade's
 	// target ("" when it may: it is known and free); nil checks nothing.
-	DowngradeTarget func(alias string) string
+	DowngradeTarget func(alias string, bound ledger.DowngradeBound) string
 	// PublicURL is the gateway's base URL as approvers' browsers reach
 	// it, the base of the approvers' chat link; "" posts no link.
 	PublicURL string
@@ -83,7 +83,7 @@ func limitWire(l ledger.SpendLimit) adminapi.SpendLimit {
 		out.Amount = &s
 	}
 	if l.Downgrade != "" {
-		out.AtCap = &adminapi.AtCap{Action: "downgrade", Alias: l.Downgrade}
+		out.AtCap = atCapWire(l)
 	}
 	return out
 }
@@ -163,7 +163,7 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 		return
 	}
 	if l.Downgrade != "" && a.Spend.DowngradeTarget != nil {
-		if why := a.Spend.DowngradeTarget(l.Downgrade); why != "" {
+		if why := a.Spend.DowngradeTarget(l.Downgrade, l.Bound); why != "" {
 			fail(w, http.StatusBadRequest, "at_cap.alias: "+why)
 			return
 		}
@@ -179,7 +179,7 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 		amount = strconv.FormatInt(*stored.AmountCents, 10)
 	}
 	a.record(r, "spend_limit.set", stored.ID, map[string]string{"scope": stored.Scope, "scope_id": stored.ScopeID,
-		"period": stored.Period, "amount": amount, "downgrade": stored.Downgrade})
+		"period": stored.Period, "amount": amount, "downgrade": stored.Downgrade, "downgrade_bound": boundText(stored.Bound)})
 	writeJSON(w, limitWire(stored))
 }
 
@@ -224,14 +224,17 @@ func decodeSetSpendLimit(body []byte) (ledger.SpendLimit, string) {
 	if c := req.AtCap; c != nil {
 		switch c.Action {
 		case "refuse":
-			if c.Alias != "" {
-				return l, "at_cap.alias: only with action downgrade"
+			if c.Alias != "" || c.MaxPrice != nil || c.Allowance != "" {
+				return l, "at_cap: alias, max_price and allowance go only with action downgrade"
 			}
 		case "downgrade":
 			if c.Alias == "" || len(c.Alias) > 256 {
 				return l, "at_cap.alias: name the cheaper alias requests go to past the cap"
 			}
 			l.Downgrade = c.Alias
+			if l.Bound, msg = boundOf(c); msg != "" {
+				return l, msg
+			}
 		default:
 			return l, "at_cap.action: " + strconv.Quote(c.Action) + " is not refuse or downgrade"
 		}
