@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/internal/fakes"
+	"github.com/modelgate/modelgate/internal/testwait"
+)
+
+// TestDowngradeToAPricedAliasStopsAtTheAllowance: through the binary, a
+// key's spend limit of $0 with `at_cap downgrade cheap` under a price
+// bound and a 2-cent allowance. A downgrade whose chain falls back to a
+// dearer model is refused when it is set; past the cap, requests for the
+// paid model are served by the cheap one, charged, and recorded with the
+// alias asked for, until the allowance is spent, then refused naming it.
+// The paid upstream is never called; the cheap one only within the
+// allowance, and the ledger's spend stays within it.
+func TestDowngradeToAPricedAliasStopsAtTheAllowance(t *testing.T) {
+	u := startUpstreams(t, fakes.Options{})
+	models := fmt.Sprintf(`model_list:
+  - model_name: paid
+    proxy_params:
+      model: anthropic/claude-fake
+      api_base: %s
+      api_key: upstream-anthropic-secret
+    model_info:
+      input_cost_per_token: 0.000003
+      output_cost_per_token: 0.000025
+  - model_name: cheap
+    proxy_params:
+      model: openai/fake-mini
+      api_base: %s/v1
+      api_key: upstream-openai-secret
+    model_info:
+      input_cost_per_token: 0.00001
+      output_cost_per_token: 0.00002
+  - model_name: leaky
+    proxy_params:
+      model: openai/fake-mini
+      api_base: %s/v1
+      api_key: upstream-openai-secret
+    model_info:
+      input_cost_per_token: 0.00001
+      output_cost_per_token: 0.00002
+router_settings:
+  fallbacks:
+    - leaky: [paid]
+`, u.anthropic.URL, u.openai.URL, u.openai.URL)
+	g := startGateway(t, gatewayConfig{models: models})
+	// $10 and $20 per million tokens: the cheap model's prices, and
+	// under them the paid fallback's $25 output is not.
+	bound := `"max_price":{"input":"1000","output":"2000"},"allowance":"2"`
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"leaky",`+bound+`}}`); st != http.StatusBadRequest ||
+		!strings.Contains(string(body), `alias \"paid\": anthropic/claude-fake costs $3 input, $25 output`) {
+		t.Errorf("a downgrade whose fallback is dearer than the bound: %d %s", st, body)
+	}
+	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
+		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"cheap",`+bound+`}}`); st != http.StatusOK {
+		t.Fatalf("setting alice's limit: %d %s", st, body)
+	}
+	// Admission reads the limits with the spend every second; /v1/me shows
+	// what it holds.
+	if !testwait.Until(func() bool {
+		_, _, me := g.do(t, http.MethodGet, "/v1/me", aliceKey, "")
+		return strings.Contains(string(me), `"scope":"api_key","period":"daily","amount":"0"`)
+	}) {
+		t.Fatal("alice's limit never reached admission")
+	}
+	req := `{"model":"paid","max_tokens":16,"messages":[{"role":"user","content":"downgrade me"}]}`
+	served, refusal := 0, ""
+	for range 100 {
+		st, h, body := g.do(t, http.MethodPost, "/v1/messages", aliceKey, req)
+		if st == http.StatusTooManyRequests {
+			refusal = string(body)
+			break
+		}
+		if st != http.StatusOK || h.Get("X-Modelgate-Downgraded-From") != "paid" {
+			t.Fatalf("request %d past the cap: %d %q %s", served, st, h.Get("X-Modelgate-Downgraded-From"), body)
+		}
+		served++
+	}
+	if served == 0 || !strings.Contains(refusal, "$0.02 past it that requests downgraded to cheap may spend") {
+		t.Fatalf("%d served, then %q; want some served, then the allowance's refusal", served, refusal)
+	}
+	if n := u.anthropicRec.Count(); n != 0 {
+		t.Errorf("the paid upstream was called %d times", n)
+	}
+	if n := u.openaiRec.Count(); n != served {
+		t.Errorf("the cheap upstream was called %d times, %d served", n, served)
+	}
+	var spent int64
+	for _, r := range g.ledgerRecords(t) {
+		if r.Status != http.StatusOK {
+			continue
+		}
+		if r.Alias != "cheap" || r.DowngradedFrom != "paid" || r.CostPicoUSD <= 0 {
+			t.Errorf("a record past the cap: alias %s from %q cost %d", r.Alias, r.DowngradedFrom, r.CostPicoUSD)
+		}
+		spent += r.CostPicoUSD
+	}
+	if allowance := int64(2e10); spent > allowance || spent < allowance/2 {
+		t.Errorf("spent %d picodollars past a $0 cap with a 2-cent allowance", spent)
+	}
+}
