@@ -24,6 +24,11 @@ type SpendScope struct {
 	// the gateway's extensions.
 	APIKeyID string `json:"api_key_id,omitempty"`
 	Shared   bool   `json:"shared,omitempty"`
+	// SessionID (type "session", the gateway's extension: a coding-agent
+	// session's cap) names one session; a session scope with UserID or
+	// RBACGroupID caps each session of that person or group's members,
+	// with none each session of everyone.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // AtCap is what happens past a limit (extension): "refuse", or
@@ -93,6 +98,17 @@ type SpendSummary struct {
 	// leaves (cents, up to 3 decimals) and when the period ends.
 	Remaining string `json:"remaining"`
 	ResetsAt  string `json:"resets_at"`
+	// SessionLimit (extension) is the cap on each of the member's
+	// coding-agent sessions, when a session-scoped limit applies to them.
+	SessionLimit *SessionLimit `json:"session_limit,omitempty"`
+}
+
+// SessionLimit is the session-scoped limit that caps each session of a
+// member: its amount (cents), where it was set and its id.
+type SessionLimit struct {
+	Amount       string     `json:"amount"`
+	Source       SpendScope `json:"source"`
+	SpendLimitID string     `json:"spend_limit_id"`
 }
 
 // IncreaseRequest is a spend limit increase request.

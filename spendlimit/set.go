@@ -62,6 +62,8 @@ type Caller struct {
 	Person string // "" for a key of no one
 	Groups string // the person's matched groups in rule order, one per line
 	KeyID  string
+	// Session is the request's session id ("" for none, and in reports).
+	Session string
 	// Default is the per-person budget the person's group rule sets in
 	// the Caddyfile; limits set through the API come first.
 	Default *ledger.PersonBudget
@@ -111,6 +113,9 @@ func (s *Set) Append(dst []Applied, c Caller) []Applied {
 		if a, ok := s.Person(c, period); ok {
 			dst = append(dst, a)
 		}
+	}
+	if a, ok := s.Session(c); ok {
+		dst = append(dst, a)
 	}
 	if d := c.Default; c.Person != "" && d != nil && (d.Period == "total" || d.Period == "") {
 		dst = append(dst, Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: "total", Cents: min(max(d.Cents, 0), money.MaxBudgetCents),

@@ -293,6 +293,8 @@ func FuzzSetSpendLimit(f *testing.F) {
 	f.Add([]byte(`{"amount":"5000","scope":{"type":"user","user_id":"a"},"period":"daily"}`))
 	f.Add([]byte(`{"amount":null,"scope":{"type":"rbac_group","rbac_group_id":"g","shared":true},"at_cap":{"action":"downgrade","alias":"x"}}`))
 	f.Add([]byte(`{"amount":"99999999999","scope":{"type":"organization"}}`))
+	f.Add([]byte(`{"amount":"100","scope":{"type":"session","user_id":"a"},"period":"total"}`))
+	f.Add([]byte(`{"amount":null,"scope":{"type":"session","session_id":"claude:1"}}`))
 	f.Add([]byte(`{"amount":"100","scope":{"type":"user","user_id":"a"},"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"7.5"},"allowance":"500"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		l, msg := decodeSetSpendLimit(body)
@@ -303,13 +305,20 @@ func FuzzSetSpendLimit(f *testing.F) {
 			b.MaxOutputPico > money.MaxPricePico || b.AllowanceCents > money.MaxBudgetCents) {
 			t.Fatalf("bound %+v accepted", b)
 		}
+		if l.Scope == ledger.ScopeSession {
+			// The scope shown reads back as the one set.
+			if scope, id, msg := scopeOf(scopeWire(l.Scope, l.ScopeID)); msg != "" || scope != l.Scope || id != l.ScopeID {
+				t.Fatalf("session scope %q reads back as %q %q %q", l.ScopeID, scope, id, msg)
+			}
+		}
 		if b := l.Bound; b.Priced() {
 			// What the API shows reads back as it was set.
 			if back, msg := boundOf(atCapWire(l)); msg != "" || back != b {
 				t.Fatalf("bound %+v reads back as %+v %q", b, back, msg)
 			}
 		}
-		if l.Scope == "" || l.ScopeID == "" || (l.Period != "daily" && l.Period != "weekly" && l.Period != "monthly") {
+		if l.Scope == "" || l.ScopeID == "" || (l.Scope == ledger.ScopeSession) != (l.Period == "total") ||
+			(l.Period != "daily" && l.Period != "weekly" && l.Period != "monthly" && l.Period != "total") {
 			t.Fatalf("accepted %q as %+v", body, l)
 		}
 		if l.AmountCents != nil && (*l.AmountCents < 0 || *l.AmountCents > 1e11) {
