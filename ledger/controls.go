@@ -98,14 +98,6 @@ type PersonBudget struct {
 	Bound *DowngradeBound `json:"downgrade_bound,omitempty"`
 }
 
-// DowngradeBound is b's bound on a priced downgrade; zero when none.
-func (b *PersonBudget) DowngradeBound() DowngradeBound {
-	if b == nil || b.Bound == nil {
-		return DowngradeBound{}
-	}
-	return *b.Bound
-}
-
 // keySettings is a key's settings column: its limits, flattened as they
 // always were, and who created it, so no migration is needed for it.
 type keySettings struct {

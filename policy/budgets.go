@@ -256,9 +256,6 @@ type budget struct {
 	// limit is the spend limit set through the API or a group rule that
 	// made the budget; nil for a key's, workspace's or session's own.
 	limit *spendlimit.Applied
-	// allowancePico is in limitPico for a request downgraded to a priced
-	// alias past the cap (budgets_downgrade.go); 0 for every other.
-	allowancePico int64
 }
 
 // label names the budget in refusals and alerts ("api key alice",

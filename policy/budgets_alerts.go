@@ -49,7 +49,7 @@ func (b *Budgets) watchLocked(bg budget, now time.Time) *budgetWatch {
 		b.watch[bg.key] = w
 	}
 	// Alerts are of the cap, never of a downgrade's allowance past it.
-	bg.limitPico, bg.allowancePico = bg.limitPico-bg.allowancePico, 0
+	bg.limitPico -= bg.allowance()
 	w.bg, w.seen = bg, now
 	return w
 }

@@ -30,19 +30,30 @@ func (b *Budgets) AdmitDowngrade(ctx context.Context, id *Identity, ws ledger.Li
 	list := b.applicable(id, ws, session, now)
 	for i := range list {
 		bg := &list[i]
-		if l := bg.limit; l != nil && l.Downgrade == to && l.Bound.Admits(inputPico, outputPico) {
-			bg.allowancePico = min(max(l.Bound.AllowanceCents, 0), money.MaxBudgetCents) * money.PicoPerCent
-			bg.limitPico += bg.allowancePico
+		if l := bg.limit; l != nil && l.Downgrade == to && l.Bound != nil && l.Bound.Admits(inputPico, outputPico) {
+			bg.limitPico += min(max(l.Bound.AllowanceCents, 0), money.MaxBudgetCents) * money.PicoPerCent
 		}
 	}
 	return b.admit(ctx, list, est, lease, now)
 }
 
+// allowance is what bg's limit was raised by for a request downgraded to
+// a priced alias past its cap: the limit's allowance; 0 for any other
+// (a spend limit's budget is otherwise its cap, or a session_budget
+// tighter than it).
+func (bg *budget) allowance() int64 {
+	if bg.limit == nil {
+		return 0
+	}
+	return max(bg.limitPico-bg.limit.Cents*money.PicoPerCent, 0)
+}
+
 // allowanceText names, in a refusal, the allowance past bg's cap that a
 // downgraded request was admitted against.
 func allowanceText(bg *budget) string {
-	if bg.allowancePico == 0 || bg.limit == nil {
+	a := bg.allowance()
+	if a == 0 {
 		return ""
 	}
-	return " and the " + dollars(bg.allowancePico) + " past it that requests downgraded to " + bg.limit.Downgrade + " may spend"
+	return " and the " + dollars(a) + " past it that requests downgraded to " + bg.limit.Downgrade + " may spend"
 }

@@ -97,5 +97,5 @@ func (s *Set) Session(c Caller) (Applied, bool) {
 	}
 	return Applied{Scope: ledger.ScopeSession, ScopeID: ledger.SessionScopeID(c.KeyID, c.Session), Period: SessionPeriod,
 		Cents: min(max(*l.AmountCents, 0), money.MaxBudgetCents), SourceScope: l.Scope, SourceID: l.ScopeID, LimitID: l.ID,
-		Downgrade: l.Downgrade, Bound: l.Bound}, true
+		Downgrade: l.Downgrade, Bound: &l.Bound}, true
 }

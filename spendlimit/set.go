@@ -81,13 +81,14 @@ type Applied struct {
 	// for the Caddyfile's group budget.
 	SourceScope, SourceID, LimitID string
 	Downgrade                      string
-	// Bound lets Downgrade be a priced alias within it.
-	Bound ledger.DowngradeBound
+	// Bound lets Downgrade be a priced alias within it; nil: only a free
+	// one (a pointer into the immutable set, so admission copies less).
+	Bound *ledger.DowngradeBound
 }
 
 func applied(scope, id string, l *ledger.SpendLimit) Applied {
 	return Applied{Scope: scope, ScopeID: id, Period: l.Period, Cents: min(max(*l.AmountCents, 0), money.MaxBudgetCents),
-		SourceScope: l.Scope, SourceID: l.ScopeID, LimitID: l.ID, Downgrade: l.Downgrade, Bound: l.Bound}
+		SourceScope: l.Scope, SourceID: l.ScopeID, LimitID: l.ID, Downgrade: l.Downgrade, Bound: &l.Bound}
 }
 
 // Append appends to dst every limit that applies to c.
@@ -119,7 +120,7 @@ func (s *Set) Append(dst []Applied, c Caller) []Applied {
 	}
 	if d := c.Default; c.Person != "" && d != nil && (d.Period == "total" || d.Period == "") {
 		dst = append(dst, Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: "total", Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.DowngradeBound()})
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound})
 	}
 	return dst
 }
@@ -157,7 +158,7 @@ func (s *Set) Person(c Caller, period string) (Applied, bool) {
 	}
 	if d := c.Default; d != nil && d.Period == period {
 		return Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: period, Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.DowngradeBound()}, true
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound}, true
 	}
 	return Applied{}, false
 }
