@@ -27,7 +27,8 @@ import (
 // What the ledger charged him, served and reported, is at most $2 (each
 // request is admitted only when its worst case fits: no overshoot), the
 // effective report shows that spend and the limit's room as admission
-// does, and a request past it is refused on both instances naming him.
+// does, and a request past it is refused on both instances naming him;
+// an admin taking the agent's report back takes it off his spend.
 func TestPersonSigningInThreeTimesOnTwoInstances(t *testing.T) {
 	redisURL := testlane.RedisURL(t)
 	dsn, conn, schema := freshSchema(t)
@@ -149,6 +150,26 @@ func TestPersonSigningInThreeTimesOnTwoInstances(t *testing.T) {
 	// tokens: under 6 cents).
 	if eff.amount != "200" || eff.source != "engineering" || math.Abs(eff.remaining-(200-cents)) > 0.001 || eff.remaining >= 6 {
 		t.Errorf("effective row %+v after %v cents charged; refused with %s", eff, cents, refusal)
+	}
+	// An admin takes the agent's report back: it comes off bob's spend
+	// too, and his keys have room again.
+	var me struct {
+		ID string `json:"id"`
+	}
+	if _, _, body := a.do(t, http.MethodGet, "/v1/me", keys[2], ""); json.Unmarshal(body, &me) != nil || me.ID == "" {
+		t.Fatalf("/v1/me of bob's third key: %s", body)
+	}
+	if st, _, body := a.do(t, http.MethodDelete, "/v1/organizations/sessions/sess-bob-agent/agent_reported?api_key_id="+me.ID, adminKey, ""); st != http.StatusOK {
+		t.Fatalf("deleting bob's agent's report: %d %s", st, body)
+	}
+	if !testwait.Until(func() bool { return math.Abs(effectiveSpend(t, b, "bob@example.com").spent-(cents-50)) < 0.001 }) {
+		t.Errorf("the deleted report's 50 cents never came off bob's spend (%v cents before)", cents)
+	}
+	if !testwait.Until(func() bool {
+		st, _, _ := b.do(t, http.MethodPost, "/v1/chat/completions", keys[1], req)
+		return st == http.StatusOK
+	}) {
+		t.Error("bob's keys were not admitted again after the report came off his spend")
 	}
 }
 
