@@ -2,12 +2,7 @@ package handlers
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -21,36 +16,16 @@ import (
 // bound a chain's pricier fallback breaks is refused at config time
 // (DowngradeTarget) and at the request (no paid fallback past a cap).
 func TestDowngradeToAPricedAliasWithinItsAllowance(t *testing.T) {
-	var mu sync.Mutex
-	served := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		for _, m := range []string{"paid-up", "cheap-up"} {
-			if strings.Contains(string(body), `"`+m+`"`) {
-				served[m]++
-			}
-		}
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","model":"x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}`))
-	}))
-	defer srv.Close()
+	url, served := modelCounter(t, `{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}`)
 	// $500 and $10 per million tokens in; $1,000 and $20 out.
 	paid := "    model_info:\n      input_cost_per_token: 0.0005\n      output_cost_per_token: 0.001\n"
 	cheap := "    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00002\n"
-	yaml := "model_list:\n" + kindEntry("paid", "openai/paid-up", srv.URL) + paid +
-		kindEntry("cheap", "openai/cheap-up", srv.URL) + cheap +
-		kindEntry("cheapleaky", "openai/cheap-up", srv.URL) + cheap +
-		kindEntry("unpriced", "openai/gpt-unknown-model", srv.URL) +
+	yaml := "model_list:\n" + kindEntry("paid", "openai/paid-up", url) + paid +
+		kindEntry("cheap", "openai/cheap-up", url) + cheap +
+		kindEntry("cheapleaky", "openai/cheap-up", url) + cheap +
+		kindEntry("unpriced", "openai/gpt-unknown-model", url) +
 		"router_settings:\n  fallbacks:\n    - cheapleaky: [paid]\n"
-	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "l.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	budgets := policy.NewBudgets(func() ledger.SpendStore { return st.(ledger.SpendStore) }, nil)
-	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = budgets })
+	g, obs, st, budgets := budgetedGateway(t, yaml)
 
 	bound := ledger.DowngradeBound{MaxInputPico: 10_000_000, MaxOutputPico: 20_000_000, AllowanceCents: 2}
 	for _, c := range []struct {
@@ -69,13 +44,7 @@ func TestDowngradeToAPricedAliasWithinItsAllowance(t *testing.T) {
 		}
 	}
 
-	set := func(person, to string, b ledger.DowngradeBound) {
-		zero := int64(1)
-		if _, err := st.(ledger.SpendLimitStore).PutSpendLimit(context.Background(), ledger.SpendLimit{Scope: ledger.ScopeUser, ScopeID: person,
-			Period: "monthly", AmountCents: &zero, Downgrade: to, Bound: b}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	set := func(person, to string, b ledger.DowngradeBound) { putUserLimit(t, st, person, 1, to, b) }
 	set("erin@example.com", "cheap", bound)
 	// Stored before the check, or by another gateway's models file: the
 	// request still never reaches the paid fallback.
@@ -123,9 +92,7 @@ func TestDowngradeToAPricedAliasWithinItsAllowance(t *testing.T) {
 	if rr := post(g, frank, "/v1/chat/completions", req); rr.Code != 429 {
 		t.Errorf("frank's downgrade whose chain falls back to the paid model: %d %s", rr.Code, rr.Body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if served["paid-up"] != 0 || served["cheap-up"] != downgraded {
-		t.Errorf("upstream calls %v; want %d to the cheap model only", served, downgraded)
+	if n := served(); n["paid-up"] != 0 || n["cheap-up"] != downgraded {
+		t.Errorf("upstream calls %v; want %d to the cheap model only", n, downgraded)
 	}
 }

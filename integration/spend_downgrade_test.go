@@ -21,35 +21,11 @@ import (
 // allowance, and the ledger's spend stays within it.
 func TestDowngradeToAPricedAliasStopsAtTheAllowance(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
-	models := fmt.Sprintf(`model_list:
-  - model_name: paid
-    proxy_params:
-      model: anthropic/claude-fake
-      api_base: %s
-      api_key: upstream-anthropic-secret
-    model_info:
-      input_cost_per_token: 0.000003
-      output_cost_per_token: 0.000025
-  - model_name: cheap
-    proxy_params:
-      model: openai/fake-mini
-      api_base: %s/v1
-      api_key: upstream-openai-secret
-    model_info:
-      input_cost_per_token: 0.00001
-      output_cost_per_token: 0.00002
-  - model_name: leaky
-    proxy_params:
-      model: openai/fake-mini
-      api_base: %s/v1
-      api_key: upstream-openai-secret
-    model_info:
-      input_cost_per_token: 0.00001
-      output_cost_per_token: 0.00002
-router_settings:
-  fallbacks:
-    - leaky: [paid]
-`, u.anthropic.URL, u.openai.URL, u.openai.URL)
+	models := "model_list:\n" +
+		pricedEntry("paid", "anthropic/claude-fake", u.anthropic.URL, "upstream-anthropic-secret", "0.000003", "0.000025") +
+		pricedEntry("cheap", "openai/fake-mini", u.openai.URL+"/v1", "upstream-openai-secret", "0.00001", "0.00002") +
+		pricedEntry("leaky", "openai/fake-mini", u.openai.URL+"/v1", "upstream-openai-secret", "0.00001", "0.00002") +
+		"router_settings:\n  fallbacks:\n    - leaky: [paid]\n"
 	g := startGateway(t, gatewayConfig{models: models})
 	// $10 and $20 per million tokens: the cheap model's prices, and
 	// under them the paid fallback's $25 output is not.
@@ -106,4 +82,11 @@ router_settings:
 	if allowance := int64(2e10); spent > allowance || spent < allowance/2 {
 		t.Errorf("spent %d picodollars past a $0 cap with a 2-cent allowance", spent)
 	}
+}
+
+// pricedEntry is a models-file entry of alias for model at base, priced
+// per input and output token in model_info.
+func pricedEntry(alias, model, base, key, input, output string) string {
+	return fmt.Sprintf("  - model_name: %s\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: %s\n"+
+		"    model_info:\n      input_cost_per_token: %s\n      output_cost_per_token: %s\n", alias, model, base, key, input, output)
 }

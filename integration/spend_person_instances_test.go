@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -33,16 +32,7 @@ func TestPersonSigningInThreeTimesOnTwoInstances(t *testing.T) {
 	redisURL := testlane.RedisURL(t)
 	dsn, conn, schema := freshSchema(t)
 	u := startUpstreams(t, fakes.Options{})
-	models := fmt.Sprintf(`model_list:
-  - model_name: echo
-    proxy_params:
-      model: openai/fake-gpt
-      api_base: %s/v1
-      api_key: upstream-openai-secret
-    model_info:
-      input_cost_per_token: 0.0005
-      output_cost_per_token: 0.001
-`, u.openai.URL)
+	models := "model_list:\n" + pricedEntry("echo", "openai/fake-gpt", u.openai.URL+"/v1", "upstream-openai-secret", "0.0005", "0.001")
 	s := startIdentityWith(t, identityOptions{models: models, more: 1,
 		ledgerLine: "ledger postgres {env.DATABASE_URL}\n\t\tlimits redis {env.REDIS_URL}",
 		authExtra:  "workspace eng {\n\t\t\tcount_agent_reported\n\t\t}",
