@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,4 +91,59 @@ func TestDowngradeToAPricedAliasStopsAtTheAllowance(t *testing.T) {
 func pricedEntry(alias, model, base, key, input, output string) string {
 	return fmt.Sprintf("  - model_name: %s\n    proxy_params:\n      model: %s\n      api_base: %s\n      api_key: %s\n"+
 		"    model_info:\n      input_cost_per_token: %s\n      output_cost_per_token: %s\n", alias, model, base, key, input, output)
+}
+
+// TestPricedDowngradeGroupRuleValidated: a group rule's priced downgrade
+// whose chain falls back to a model dearer than its bound is a config
+// error naming the group, the alias and the dearer deployment; within
+// the bound it validates.
+func TestPricedDowngradeGroupRuleValidated(t *testing.T) {
+	dir := t.TempDir()
+	models := "model_list:\n" +
+		pricedEntry("paid", "anthropic/claude-fake", "https://api.anthropic.com", "k", "0.000003", "0.000025") +
+		pricedEntry("cheap", "openai/fake-mini", "https://api.openai.com/v1", "k", "0.00001", "0.00002") +
+		pricedEntry("leaky", "openai/fake-mini", "https://api.openai.com/v1", "k", "0.00001", "0.00002") +
+		"router_settings:\n  fallbacks:\n    - leaky: [paid]\n"
+	if err := os.WriteFile(filepath.Join(dir, "models.yaml"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]string{
+		"leaky": `group eng: at_cap downgrade leaky: "leaky" is dearer than the bound ($10 input, $20 output per million tokens): alias "paid": anthropic/claude-fake costs $3 input, $25 output`,
+		"cheap": "",
+	} {
+		cf := filepath.Join(dir, "Caddyfile-"+alias)
+		if err := os.WriteFile(cf, []byte(fmt.Sprintf(`{
+	admin off
+	modelgate {
+		ledger sqlite %s
+	}
+}
+http://127.0.0.1:0 {
+	llm_auth {
+		admin_key sk-test-admin-0123456789
+		oidc {
+			issuer http://127.0.0.1:1
+			client_id gateway
+		}
+		group eng {
+			budget 1 monthly
+			at_cap downgrade %s max_price 10 20 allowance 5
+		}
+	}
+	llm_admin
+	llm_gateway {
+		models %s
+	}
+}
+`, filepath.Join(dir, "ledger.db"), alias, filepath.Join(dir, "models.yaml"))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, err := caddyCmd(t, nil, "validate", "--config", cf, "--adapter", "caddyfile")
+		if want == "" && (err != nil || !strings.Contains(out, "Valid configuration")) {
+			t.Errorf("a priced downgrade within its bound: %v\n%s%s", err, out, stderr)
+		}
+		if want != "" && (err == nil || !strings.Contains(stderr, want)) {
+			t.Errorf("a priced downgrade past its bound: %v\n%s", err, stderr)
+		}
+	}
 }
