@@ -1,11 +1,14 @@
 package admin
 
 import (
+	"context"
+	"net/http"
 	"strconv"
 
 	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/money"
+	"github.com/modelgate/modelgate/spendlimit"
 )
 
 // The at_cap extension's bound on a downgrade to a priced alias
@@ -54,4 +57,24 @@ func boundText(b ledger.DowngradeBound) string {
 		return ""
 	}
 	return "max_price " + money.PerMillion(b.MaxInputPico) + " " + money.PerMillion(b.MaxOutputPico) + " per million tokens, allowance " + money.Dollars(b.AllowanceCents)
+}
+
+// keepAtCap gives the limit an approval writes for req's person what
+// happens at the cap of their own limit in its period now (set for them,
+// or their group's default): raising a limit keeps its downgrade and
+// bound. false: the limits could not be read (the answer is written).
+func keepAtCap(ctx context.Context, w http.ResponseWriter, st spendStore, req ledger.IncreaseRequest, limit *ledger.SpendLimit) bool {
+	all, err := st.SpendLimits(ctx)
+	if err != nil {
+		storeFailed(w, err)
+		return false
+	}
+	own, ok := spendlimit.NewSet(all).Person(spendlimit.Caller{Person: req.Person, Groups: ledger.GroupLines(req.Groups)}, limit.Period)
+	if ok {
+		limit.Downgrade = own.Downgrade
+		if own.Bound != nil {
+			limit.Bound = *own.Bound
+		}
+	}
+	return true
 }

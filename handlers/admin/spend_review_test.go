@@ -151,3 +151,25 @@ func TestSpendLimitPricedDowngrade(t *testing.T) {
 		t.Errorf("get: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// Approving a person's increase request raises their limit and keeps what
+// happens at its cap: here their group's per-member default's priced
+// downgrade, which the user limit the approval writes carries on.
+func TestIncreaseApprovalKeepsTheDowngrade(t *testing.T) {
+	sa := newSpendAdmin(t)
+	if rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"100","scope":{"type":"rbac_group","rbac_group_id":"eng"},"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}}`); rec.Code != 200 {
+		t.Fatalf("eng's default: %d %s", rec.Code, rec.Body)
+	}
+	bob := sa.signedIn(t, "bob@example.com")
+	rec := sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"300"}`)
+	created := decode[adminapi.IncreaseRequest](t, rec)
+	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"300"}`); rec.Code != 200 {
+		t.Fatalf("approve: %d %s", rec.Code, rec.Body)
+	}
+	list := sa.call(t, adminID, "GET", adminapi.SpendLimitsPath+"?scope_type[]=user", "", "anthropic-beta", adminapi.SpendLimitReadsBeta)
+	if !strings.Contains(list.Body.String(), `"amount":"300"`) ||
+		!strings.Contains(list.Body.String(), `"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}`) {
+		t.Errorf("bob's limit after the approval: %s", list.Body)
+	}
+}
