@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 )
 
 // An at_cap downgrade to an alias a gateway has and finds not free is
@@ -94,4 +95,22 @@ func TestParseDowngradeBound(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// FuzzParseDowngradeBound: whatever follows `at_cap downgrade <alias>`,
+// no panic, and an accepted bound lets a priced alias in within the
+// bounds every price and budget has.
+func FuzzParseDowngradeBound(f *testing.F) {
+	for _, s := range []string{"max_price 0.15 0.60 allowance 5", "allowance 5", "max_price 1e3 1 allowance 5", "allowance 1000000 max_price 1000 1000", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := parseDowngradeBound(strings.Fields(s))
+		if err != nil || b == nil {
+			return
+		}
+		if !b.Priced() || b.MaxInputPico > money.MaxPricePico || b.MaxOutputPico > money.MaxPricePico || b.AllowanceCents > money.MaxBudgetCents {
+			t.Fatalf("%q accepted as %+v", s, *b)
+		}
+	})
 }
