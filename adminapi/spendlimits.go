@@ -24,6 +24,11 @@ type SpendScope struct {
 	// the gateway's extensions.
 	APIKeyID string `json:"api_key_id,omitempty"`
 	Shared   bool   `json:"shared,omitempty"`
+	// SessionID (type "session", the gateway's extension: a coding-agent
+	// session's cap) names one session; a session scope with UserID or
+	// RBACGroupID caps each session of that person or group's members,
+	// with none each session of everyone.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // AtCap is what happens past a limit (extension): "refuse", or
@@ -31,6 +36,19 @@ type SpendScope struct {
 type AtCap struct {
 	Action string `json:"action"`
 	Alias  string `json:"alias,omitempty"`
+	// MaxPrice and Allowance let Alias be a priced alias: every
+	// deployment of its chain, fallbacks included, costs at most MaxPrice,
+	// and the requests sent to it past the cap spend at most Allowance
+	// (cents as a decimal string) in the limit's period.
+	MaxPrice  *PricePerMillion `json:"max_price,omitempty"`
+	Allowance string           `json:"allowance,omitempty"`
+}
+
+// PricePerMillion is a price in cents per million tokens, each a decimal
+// string ("15" is $0.15, "7.5" is $0.075).
+type PricePerMillion struct {
+	Input  string `json:"input"`
+	Output string `json:"output"`
 }
 
 // SpendLimit is a configured spend limit.
@@ -80,6 +98,17 @@ type SpendSummary struct {
 	// leaves (cents, up to 3 decimals) and when the period ends.
 	Remaining string `json:"remaining"`
 	ResetsAt  string `json:"resets_at"`
+	// SessionLimit (extension) is the cap on each of the member's
+	// coding-agent sessions, when a session-scoped limit applies to them.
+	SessionLimit *SessionLimit `json:"session_limit,omitempty"`
+}
+
+// SessionLimit is the session-scoped limit that caps each session of a
+// member: its amount (cents), where it was set and its id.
+type SessionLimit struct {
+	Amount       string     `json:"amount"`
+	Source       SpendScope `json:"source"`
+	SpendLimitID string     `json:"spend_limit_id"`
 }
 
 // IncreaseRequest is a spend limit increase request.

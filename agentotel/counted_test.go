@@ -43,3 +43,26 @@ func TestReportedCostCountsOnlyWhereTurnedOnAndBounded(t *testing.T) {
 		})
 	}
 }
+
+// A counted cost is the person's and their groups' as much as the key's
+// (their spend limits count it: one sum whatever key reports it); a
+// report only carries them too, and no budget counts it.
+func TestReportedCostIsChargedToThePerson(t *testing.T) {
+	for _, ws := range []string{"counted", "plain"} {
+		var got []ledger.Record
+		rc := NewReceiver(Options{
+			Record:     func(r ledger.Record) bool { got = append(got, r); return true },
+			Counted:    func(ws string) bool { return ws == "counted" },
+			ListPrices: func(string) ledger.Prices { return ledger.Prices{Input: 1_000_000, Output: 5_000_000} },
+			Person: func(ctx context.Context) (string, string) {
+				return "bob@example.com", "eng\nplatform"
+			},
+		})
+		if res, _, status := rc.Logs(context.Background(), claudeCodeLogsProto("s-1", 0.0001), "key-1", ws); status != 200 || res.Recorded != 1 {
+			t.Fatalf("%s: %d %+v", ws, status, res)
+		}
+		if r := got[0]; r.Person != "bob@example.com" || r.Groups != "eng\nplatform" || r.ReportOnly != (ws == "plain") {
+			t.Errorf("%s: person %q groups %q report-only %v", ws, r.Person, r.Groups, r.ReportOnly)
+		}
+	}
+}

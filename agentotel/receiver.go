@@ -29,6 +29,12 @@ type Options struct {
 	// session: its agent-reported requests are then dropped, because the
 	// gateway's own records already count them. nil: nothing is dropped.
 	Served func(ctx context.Context, sessionID string) (bool, error)
+	// Person names the person the caller's key was minted for (or who
+	// signed in) and their matched groups, one per line, from the context
+	// the gateway's auth left: a counted cost is theirs as much as the
+	// key's, so their spend limits count it (one sum whatever key the
+	// agent reports with). nil: the key's and workspace's only.
+	Person func(ctx context.Context) (person, groups string)
 	// Counted reports whether the workspace's budgets count the costs its
 	// agents report (an admin's per-workspace choice); nil or false: the
 	// records are reports only (ledger.Record.ReportOnly), because the
@@ -141,6 +147,10 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 	served := map[string]bool{}
 	now := rc.o.Now().UTC()
 	counted := rc.o.Counted != nil && rc.o.Counted(workspace)
+	var person, groups string
+	if rc.o.Person != nil {
+		person, groups = rc.o.Person(ctx)
+	}
 	for _, ev := range ex.Requests {
 		dup, seen := served[ev.SessionID]
 		if !seen && rc.seen.has(ev.SessionID) {
@@ -161,6 +171,7 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 			continue
 		}
 		rec := ev.Record(keyID, workspace, now)
+		rec.Person, rec.Groups = person, groups
 		if counted {
 			rc.bound(&rec)
 		}

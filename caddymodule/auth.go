@@ -98,6 +98,9 @@ type GroupConfig struct {
 	// Downgrade is `at_cap downgrade <alias>`: past a member's budget,
 	// requests go to that free alias; "" (`at_cap refuse`) refuses them.
 	Downgrade string `json:"downgrade,omitempty"`
+	// DowngradeBound (`max_price <in> <out> allowance <dollars>` after the
+	// alias) lets Downgrade be a priced alias within it.
+	DowngradeBound *ledger.DowngradeBound `json:"downgrade_bound,omitempty"`
 }
 
 // Identity is the sign-in handler, nil without an oidc block: the
@@ -399,18 +402,22 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 			return errors.New("oidc client_secret: the placeholder resolved to nothing; set the environment variable it names")
 		}
 	}
-	leads, downgrades := map[string][]string{}, map[string]string{}
+	leads, downgrades := map[string][]string{}, map[string]groupDowngrade{}
 	if appIface, err := ctx.App("modelgate"); err == nil {
 		defer appIface.(*App).setGroupLeads(leads)
 	}
 	for _, g := range a.Groups {
+		var bound ledger.DowngradeBound
+		if g.DowngradeBound != nil {
+			bound = *g.DowngradeBound
+		}
 		if g.Downgrade != "" {
-			downgrades[g.Name] = g.Downgrade
+			downgrades[g.Name] = groupDowngrade{g.Downgrade, bound}
 		}
 		if len(g.Leads) > 0 {
 			leads[g.Name] = g.Leads
 		}
-		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models, Downgrade: g.Downgrade}
+		rule := identity.Group{Name: g.Name, Workspace: g.Workspace, Models: g.Models, Downgrade: g.Downgrade, DowngradeBound: bound}
 		if g.Role != "" {
 			if rule.Role, err = identity.ParseRole(g.Role); err != nil {
 				return fmt.Errorf("group %s: %v", g.Name, err)
@@ -798,11 +805,16 @@ func (a *Auth) parseGroup(d *caddyfile.Dispenser) error {
 			args := d.RemainingArgs()
 			switch {
 			case len(args) == 1 && args[0] == "refuse":
-				g.Downgrade = ""
-			case len(args) == 2 && args[0] == "downgrade":
+				g.Downgrade, g.DowngradeBound = "", nil
+			case len(args) >= 2 && args[0] == "downgrade":
 				g.Downgrade = args[1]
+				bound, err := parseDowngradeBound(args[2:])
+				if err != nil {
+					return d.Errf("group %s: at_cap downgrade %s: %v", g.Name, args[1], err)
+				}
+				g.DowngradeBound = bound
 			default:
-				return d.Errf("group %s: at_cap: want `at_cap refuse` or `at_cap downgrade <alias>` (a free alias members' requests go to past their budget)", g.Name)
+				return d.Errf("group %s: at_cap: want `at_cap refuse` or `at_cap downgrade <alias> [max_price <input> <output> allowance <dollars>]` (a free alias, or a priced one under a price bound, members' requests go to past their budget)", g.Name)
 			}
 		case "leads":
 			if g.Leads = d.RemainingArgs(); len(g.Leads) == 0 {

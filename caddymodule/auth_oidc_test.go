@@ -8,6 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/modelgate/modelgate/ledger"
 )
 
 func TestAuthOIDCCaddyfile(t *testing.T) {
@@ -39,14 +41,19 @@ func TestAuthOIDCCaddyfile(t *testing.T) {
 				at_cap downgrade local
 				leads lead@example.com
 			}
+			group ops {
+				at_cap downgrade mini max_price 0.15 0.60 allowance 5
+			}
 		}`, want: Auth{AdminKeys: []KeyConfig{{Key: "{env.ADMIN}"}},
 			OIDC: &OIDCConfig{Issuer: "https://example.okta.com", ClientID: "abc", ClientSecret: "{env.OIDC_SECRET}", GroupsClaim: "roles",
 				Scopes: []string{"openid", "email", "groups"}, SessionTTL: caddy.Duration(time.Hour), KeyTTL: caddy.Duration(30 * time.Minute),
 				Name: "Okta", RedirectURL: "https://gw.example.com/auth/oidc/callback"},
 			Groups: []GroupConfig{{Name: "admins", Role: "admin"},
 				{Name: "eng", Workspace: "eng", Models: []string{"claude", "coder"}, Limits: &LimitsConfig{BudgetCents: &budget, BudgetPeriod: "monthly"},
-					Downgrade: "local", Leads: []string{"lead@example.com"}}}}},
-		{name: "bad at_cap", input: "llm_auth {\ngroup g {\nat_cap downgrade\n}\n}", wantErr: "group g: at_cap: want `at_cap refuse` or `at_cap downgrade <alias>`"},
+					Downgrade: "local", Leads: []string{"lead@example.com"}},
+				{Name: "ops", Downgrade: "mini", DowngradeBound: &ledger.DowngradeBound{MaxInputPico: 150_000, MaxOutputPico: 600_000, AllowanceCents: 500}}}}},
+		{name: "bad at_cap", input: "llm_auth {\ngroup g {\nat_cap downgrade\n}\n}", wantErr: "group g: at_cap: want `at_cap refuse` or `at_cap downgrade <alias> [max_price"},
+		{name: "priced at_cap without allowance", input: "llm_auth {\ngroup g {\nat_cap downgrade mini max_price 0.15 0.60\n}\n}", wantErr: "group g: at_cap downgrade mini: a priced downgrade needs both"},
 		{name: "no leads", input: "llm_auth {\ngroup g {\nleads\n}\n}", wantErr: "group g: leads: name at least one person"},
 		{name: "no issuer", input: "llm_auth {\noidc {\nclient_id x\n}\n}", wantErr: "issuer and client_id are required"},
 		{name: "bad role", input: "llm_auth {\ngroup g {\nrole owner\n}\n}", wantErr: `role "owner" is not admin, auditor or member`},

@@ -471,6 +471,12 @@ func agentTelemetry(app *App, listPrices func(model string) ledger.Prices) *agen
 			}
 			return id.KeyID, id.Workspace, true
 		},
+		Person: func(ctx context.Context) (string, string) {
+			if id := policy.IdentityFrom(ctx); id != nil {
+				return id.PersonID(), id.Groups
+			}
+			return "", ""
+		},
 		Record:  app.Enqueue,
 		Metrics: agentMetrics(app),
 		Served: func(ctx context.Context, sessionID string) (bool, error) {

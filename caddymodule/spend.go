@@ -2,11 +2,14 @@ package caddymodule
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/modelgate/modelgate/handlers/admin"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 )
 
 // spendLimits is what llm_admin's Spend Limits API stands on: the app's
@@ -40,67 +43,67 @@ func (a *App) groupLeads(group string) []string {
 
 // downgradeTargets are what the sites' gateways say of an at_cap
 // downgrade's alias, and the group rules' at_cap downgrades, so that a
-// downgrade to an alias that is not free is refused when it is set (the
-// Spend Limits API) or configured (a group rule), not found past a cap.
+// downgrade to an alias that is neither free nor priced within its bound
+// is refused when it is set (the Spend Limits API) or configured (a group
+// rule), not found past a cap.
 type downgradeTargets struct {
 	mu       sync.Mutex
-	gateways []func(alias string) (known bool, whyNot string)
-	groups   map[string]string // group → alias
+	gateways []downgradeTarget
+	groups   map[string]groupDowngrade
+}
+
+// downgradeTarget is a gateway's handlers.Gateway.DowngradeTarget.
+type downgradeTarget func(alias string, bound ledger.DowngradeBound) (known bool, whyNot string)
+
+// groupDowngrade is a group rule's at_cap downgrade.
+type groupDowngrade struct {
+	alias string
+	bound ledger.DowngradeBound
 }
 
 // addGateway registers a site's gateway and checks the group rules
 // registered before it.
-func (t *downgradeTargets) addGateway(f func(alias string) (known bool, whyNot string)) error {
+func (t *downgradeTargets) addGateway(f downgradeTarget) error {
 	t.mu.Lock()
 	t.gateways = append(t.gateways, f)
 	t.mu.Unlock()
 	return t.checkGroups()
 }
 
-// addGroups registers group rules' downgrades (group → alias) and checks
-// them against the gateways registered before them.
-func (t *downgradeTargets) addGroups(groups map[string]string) error {
+// addGroups registers group rules' downgrades and checks them against
+// the gateways registered before them.
+func (t *downgradeTargets) addGroups(groups map[string]groupDowngrade) error {
 	t.mu.Lock()
 	if t.groups == nil {
-		t.groups = map[string]string{}
+		t.groups = map[string]groupDowngrade{}
 	}
-	for g, alias := range groups {
-		t.groups[g] = alias
-	}
+	maps.Copy(t.groups, groups)
 	t.mu.Unlock()
 	return t.checkGroups()
 }
 
 // checkGroups refuses a group rule whose downgrade alias a gateway knows
-// and does not find free.
+// and does not find free or within the rule's bound.
 func (t *downgradeTargets) checkGroups() error {
 	t.mu.Lock()
-	gateways, groups := slices.Clone(t.gateways), make(map[string]string, len(t.groups))
-	for g, alias := range t.groups {
-		groups[g] = alias
-	}
+	gateways, groups := slices.Clone(t.gateways), maps.Clone(t.groups)
 	t.mu.Unlock()
-	for _, g := range slices.Sorted(func(yield func(string) bool) {
-		for g := range groups {
-			if !yield(g) {
-				return
-			}
-		}
-	}) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		for _, f := range gateways {
-			if known, why := f(groups[g]); known && why != "" {
-				return fmt.Errorf("group %s: at_cap downgrade %s: only a free alias may take requests past a budget, and %s", g, groups[g], why)
+			if known, why := f(groups[g].alias, groups[g].bound); known && why != "" {
+				return fmt.Errorf("group %s: at_cap downgrade %s: %s", g, groups[g].alias, why)
 			}
 		}
 	}
 	return nil
 }
 
-// check is why alias may not be an at_cap downgrade's target, "" when it
-// may: every gateway that has it finds it free, and one has it. Without a
-// gateway (llm_admin on a site of its own) nothing is known here; the
-// gateway still serves a downgrade only to a free alias.
-func (t *downgradeTargets) check(alias string) string {
+// check is why alias may not be an at_cap downgrade's target within
+// bound, "" when it may: every gateway that has it finds it free or
+// priced within bound, and one has it. Without a gateway (llm_admin on a
+// site of its own) nothing is known here; the gateway still serves a
+// downgrade only to a free alias or one within the limit's bound.
+func (t *downgradeTargets) check(alias string, bound ledger.DowngradeBound) string {
 	if t == nil {
 		return ""
 	}
@@ -112,9 +115,9 @@ func (t *downgradeTargets) check(alias string) string {
 	}
 	known := false
 	for _, f := range gateways {
-		k, why := f(alias)
+		k, why := f(alias, bound)
 		if k && why != "" {
-			return strconv.Quote(alias) + " is not free, and only a free alias may take requests past a cap: " + why
+			return why
 		}
 		known = known || k
 	}
@@ -122,4 +125,39 @@ func (t *downgradeTargets) check(alias string) string {
 		return "no alias " + strconv.Quote(alias) + " in the models file"
 	}
 	return ""
+}
+
+// parseDowngradeBound reads what follows `at_cap downgrade <alias>`:
+// nothing (a free alias), or `max_price <input> <output>` (US dollars per
+// million tokens) and `allowance <dollars>`, both, in either order.
+func parseDowngradeBound(args []string) (*ledger.DowngradeBound, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	var b ledger.DowngradeBound
+	var err error
+	seen := map[string]bool{}
+	for len(args) > 0 {
+		switch word := args[0]; {
+		case word == "max_price" && len(args) >= 3 && !seen[word]:
+			if b.MaxInputPico, err = money.ParsePerMillion(args[1], money.DollarsPerMillion); err != nil {
+				return nil, fmt.Errorf("max_price input: %v", err)
+			}
+			if b.MaxOutputPico, err = money.ParsePerMillion(args[2], money.DollarsPerMillion); err != nil {
+				return nil, fmt.Errorf("max_price output: %v", err)
+			}
+			seen[word], args = true, args[3:]
+		case word == "allowance" && len(args) >= 2 && !seen[word]:
+			if b.AllowanceCents, err = money.ParseDollars(args[1]); err != nil {
+				return nil, fmt.Errorf("allowance: %v", err)
+			}
+			seen[word], args = true, args[2:]
+		default:
+			return nil, fmt.Errorf("after the alias, want max_price <input> <output> (US dollars per million tokens) and allowance <dollars> (what requests past the cap may spend), e.g. max_price 0.15 0.60 allowance 5")
+		}
+	}
+	if !b.Priced() {
+		return nil, fmt.Errorf("a priced downgrade needs both max_price and a non-zero allowance, e.g. max_price 0.15 0.60 allowance 5 (a free alias needs neither)")
+	}
+	return &b, nil
 }

@@ -96,9 +96,11 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 		var refusal *providers.APIError
 		hold, refusal = g.budgetsFor(alias).AdmitEstimate(ctx, id, ws, rec.SessionID, est.budget, est.lease)
 		if refusal != nil {
-			if to := g.downgrade(out.Header(), id, ws, rec, alias, est); to != "" {
-				// A free alias needs no reservation, and no output bound.
-				alias, est, refusal = to, g.estimate(to, body, info), nil
+			d, stop, ok := g.downgrade(ctx, out.Header(), id, ws, rec, alias, body, info, est)
+			if ok {
+				alias, est, hold, refusal = d.alias, d.est, d.hold, nil
+			} else if stop != nil {
+				refusal = stop
 			}
 		}
 		if refusal != nil {
@@ -244,8 +246,9 @@ type aliasBounds struct {
 	// cost without a walk of the chain per request.
 	inputPrice, tokenPico int64
 	// notFree is why a request the chain serves may cost money ("" when
-	// every deployment is free), for at_cap downgrade (downgrade.go).
-	notFree string
+	// every deployment is free), unpriced why it has no price a bound can
+	// hold it to, for at_cap downgrade (downgrade.go).
+	notFree, unpriced string
 }
 
 func boundsOf(chain []aliasLink) aliasBounds {
@@ -265,7 +268,7 @@ func boundsOf(chain []aliasLink) aliasBounds {
 	// A retry and a fallback may each take as long, then the writer's
 	// batch; past that the request is gone.
 	b.lease = 2*longest + time.Minute
-	b.notFree = notFree(chain)
+	b.notFree, b.unpriced = notFree(chain), unpriced(chain)
 	return b
 }
 

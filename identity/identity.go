@@ -95,6 +95,8 @@ type Group struct {
 	// Downgrade: past the budget, requests go to this alias (at_cap
 	// downgrade); "" refuses them.
 	Downgrade string
+	// DowngradeBound lets Downgrade be a priced alias.
+	DowngradeBound ledger.DowngradeBound
 }
 
 // Groups are the rules in configuration order.
@@ -110,8 +112,10 @@ type Grant struct {
 	// alias (some matched group lists none).
 	Models []string
 	Limits ledger.Limits
-	// Downgrade is the at_cap alias of the group whose limits these are.
-	Downgrade string
+	// Downgrade is the at_cap alias of the group whose limits these are,
+	// DowngradeBound its bound.
+	Downgrade      string
+	DowngradeBound ledger.DowngradeBound
 	// Matched are the configured groups the person is in, in rule order.
 	Matched []string
 }
@@ -157,7 +161,7 @@ func (gs Groups) Resolve(groups []string) Grant {
 		if !limitsSet && hasLimits(rule.Limits) {
 			lm := rule.Limits
 			lm.Models = nil
-			g.Limits, g.Downgrade, limitsSet = lm, rule.Downgrade, true
+			g.Limits, g.Downgrade, g.DowngradeBound, limitsSet = lm, rule.Downgrade, rule.DowngradeBound, true
 		}
 		// MCP approvals only ever add: every matched group's count.
 		for _, e := range rule.Limits.MCPApproval {
@@ -188,6 +192,10 @@ func (g Grant) Split() (ledger.Limits, *ledger.PersonBudget) {
 		period = "total"
 	}
 	b := &ledger.PersonBudget{Cents: *l.BudgetCents, Period: period, SoftCents: l.SoftBudgetCents, Downgrade: g.Downgrade}
+	if g.DowngradeBound != (ledger.DowngradeBound{}) {
+		bound := g.DowngradeBound
+		b.Bound = &bound
+	}
 	l.BudgetCents, l.BudgetPeriod, l.SoftBudgetCents = nil, "", 0
 	return l, b
 }

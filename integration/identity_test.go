@@ -99,6 +99,9 @@ func startIdP(t *testing.T, port int, redirect string, env ...string) string {
 type identitySetup struct {
 	g      *gateway
 	issuer string
+	// more are the other instances (identityOptions.more), on the same
+	// ledger and IdP.
+	more []*gateway
 }
 
 // startIdentity starts a gateway whose llm_auth has an oidc block and
@@ -118,6 +121,9 @@ type identityOptions struct {
 	// models and ledgerLine replace the echo-only models file and the
 	// ledger line (gatewayConfig's) when set.
 	models, ledgerLine string
+	// more starts that many more instances of the gateway, each with
+	// its own callback among the IdP's redirect URIs.
+	more int
 }
 
 func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
@@ -149,10 +155,16 @@ func startIdentityWith(t *testing.T, o identityOptions) identitySetup {
 	if models == "" {
 		models = "model_list:\n  - model_name: echo\n    proxy_params:\n      model: echo/echo\n"
 	}
-	g := startGateway(t, gatewayConfig{models: models, ledgerLine: o.ledgerLine,
-		authExtra: auth, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)})
-	startIdP(t, idpPort, g.base+"/auth/oidc/callback", o.idpEnv...)
-	return identitySetup{g: g, issuer: issuer}
+	cfg := gatewayConfig{models: models, ledgerLine: o.ledgerLine,
+		authExtra: auth, env: append([]string{"OIDC_SECRET=" + idpClientSecret}, o.env...)}
+	s := identitySetup{g: startGateway(t, cfg), issuer: issuer}
+	redirects := []string{s.g.base + "/auth/oidc/callback"}
+	for range o.more {
+		s.more = append(s.more, startGateway(t, cfg))
+		redirects = append(redirects, s.more[len(s.more)-1].base+"/auth/oidc/callback")
+	}
+	startIdP(t, idpPort, strings.Join(redirects, ","), o.idpEnv...)
+	return s
 }
 
 // browserless is an HTTP client with a cookie jar that follows

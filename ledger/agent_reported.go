@@ -17,6 +17,11 @@ import (
 type AgentReportedSelector struct {
 	KeyID, SessionID string
 	RequestID        string // "": every record of the session
+	// Person and Groups are whom the key's counted reports were charged
+	// to besides it (Record.Person, Groups: the key's person and their
+	// groups, fixed when it was minted, and not stored with a record), so
+	// that their spend goes back too.
+	Person, Groups string
 }
 
 // AgentReportedDeleted is what a delete took back.
@@ -53,6 +58,9 @@ func (s *sqlStore) DeleteAgentReported(ctx context.Context, sel AgentReportedSel
 	recs, err := scanRecords(rows)
 	if err != nil || len(recs) == 0 {
 		return out, err
+	}
+	for i := range recs {
+		recs[i].Person, recs[i].Groups = sel.Person, sel.Groups
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_records`+where, args...); err != nil {
 		return out, fmt.Errorf("ledger delete: %w", err)

@@ -104,6 +104,7 @@ func TestAgentReportedReportOnlyAndDelete(t *testing.T) {
 		reported.CostPicoUSD, reported.ReportOnly = 50_000_000_000_000, true
 		counted := reported
 		counted.RequestID, counted.CostPicoUSD, counted.ReportOnly = "req_counted", 7_000, false
+		counted.Person, counted.Groups = "alice@example.com", "eng"
 		if err := s.Insert(ctx, []Record{served, reported, counted}); err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +120,18 @@ func TestAgentReportedReportOnlyAndDelete(t *testing.T) {
 		}
 
 		del := s.(AgentReportedDeleter)
-		got, err := del.DeleteAgentReported(ctx, AgentReportedSelector{KeyID: "alice", SessionID: "sess-agent", RequestID: "req_counted"})
+		if got := spendOfScope(t, s, now, ScopeUser, "alice@example.com", "monthly"); got != 7_000 {
+			t.Fatalf("the person's spend %d, want the counted report's 7000", got)
+		}
+		got, err := del.DeleteAgentReported(ctx, AgentReportedSelector{KeyID: "alice", SessionID: "sess-agent", RequestID: "req_counted",
+			Person: "alice@example.com", Groups: "eng"})
 		if err != nil || got != (AgentReportedDeleted{Records: 1, CostPico: 7_000, CountedPico: 7_000}) {
 			t.Fatalf("delete one: %+v, %v", got, err)
+		}
+		for _, sc := range [][2]string{{ScopeUser, "alice@example.com"}, {ScopeGroup, "eng"}} {
+			if got := spendOfScope(t, s, now, sc[0], sc[1], "monthly"); got != 0 {
+				t.Fatalf("%s %s spend after the delete %d, want 0", sc[0], sc[1], got)
+			}
 		}
 		if got := spendOfScope(t, s, now, ScopeWorkspace, "frontend", "monthly"); got != 1_000 {
 			t.Fatalf("workspace spend after the delete %d, want 1000", got)

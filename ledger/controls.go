@@ -94,6 +94,8 @@ type PersonBudget struct {
 	SoftCents int64  `json:"soft_cents,omitempty"`
 	// Downgrade is the alias requests go to past it (at_cap downgrade).
 	Downgrade string `json:"downgrade,omitempty"`
+	// Bound lets Downgrade be a priced alias.
+	Bound *DowngradeBound `json:"downgrade_bound,omitempty"`
 }
 
 // keySettings is a key's settings column: its limits, flattened as they

@@ -42,12 +42,15 @@ type SpendLimit struct {
 	AmountCents *int64
 	// Downgrade is the alias requests go to past the cap (at_cap
 	// downgrade); "" refuses them.
-	Downgrade            string
+	Downgrade string
+	// Bound lets Downgrade be a priced alias (downgrade_bound.go).
+	Bound                DowngradeBound
 	CreatedAt, UpdatedAt time.Time
 }
 
 type spendLimitSettings struct {
 	Downgrade string `json:"downgrade,omitempty"`
+	DowngradeBound
 }
 
 // SpendLimitStore keeps spend limits.
@@ -97,7 +100,7 @@ func scanSpendLimit(row interface{ Scan(...any) error }) (SpendLimit, error) {
 	}
 	var st spendLimitSettings
 	_ = json.Unmarshal([]byte(settings), &st) // written by this file only
-	l.Downgrade = st.Downgrade
+	l.Downgrade, l.Bound = st.Downgrade, st.DowngradeBound
 	l.CreatedAt, l.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	return l, nil
 }
@@ -110,7 +113,7 @@ func (s *sqlStore) PutSpendLimit(ctx context.Context, l SpendLimit) (SpendLimit,
 	if now.IsZero() {
 		now = time.Now()
 	}
-	settings, _ := json.Marshal(spendLimitSettings{Downgrade: l.Downgrade})
+	settings, _ := json.Marshal(spendLimitSettings{Downgrade: l.Downgrade, DowngradeBound: l.Bound})
 	var amount sql.NullInt64
 	if l.AmountCents != nil {
 		amount = sql.NullInt64{Int64: *l.AmountCents, Valid: true}

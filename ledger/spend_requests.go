@@ -138,7 +138,7 @@ func (s *sqlStore) ResolveIncreaseRequest(ctx context.Context, id, status, by st
 		if l.ID == "" {
 			l.ID = NewSpendLimitID()
 		}
-		settings, _ := json.Marshal(spendLimitSettings{Downgrade: l.Downgrade})
+		settings, _ := json.Marshal(spendLimitSettings{Downgrade: l.Downgrade, DowngradeBound: l.Bound})
 		var amount sql.NullInt64
 		if l.AmountCents != nil {
 			amount = sql.NullInt64{Int64: *l.AmountCents, Valid: true}

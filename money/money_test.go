@@ -55,3 +55,58 @@ func TestDollars(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePerMillion(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		unit int
+		want int64
+		ok   bool
+	}{
+		{"0.15", DollarsPerMillion, 150_000, true},
+		{"$3", DollarsPerMillion, 3_000_000, true},
+		{"15", CentsPerMillion, 150_000, true},
+		{"7.5", CentsPerMillion, 75_000, true},
+		{"0.0000001", DollarsPerMillion, 0, false},
+		{"1000", DollarsPerMillion, MaxPricePico, true},
+		{"1000.01", DollarsPerMillion, 0, false},
+		{"-1", DollarsPerMillion, 0, false},
+		{"1e3", CentsPerMillion, 0, false},
+		{"", CentsPerMillion, 0, false},
+	} {
+		got, err := ParsePerMillion(c.in, c.unit)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParsePerMillion(%q, %d) = %d, %v", c.in, c.unit, got, err)
+		}
+	}
+	if s := PerMillion(150_000); s != "$0.15" {
+		t.Errorf("PerMillion(150000) = %q", s)
+	}
+	if s := FormatPerMillion(75_000, CentsPerMillion); s != "7.5" {
+		t.Errorf("FormatPerMillion(75000, cents) = %q", s)
+	}
+}
+
+// FuzzParsePerMillion: an accepted price is inside the bound and reads
+// back from FormatPerMillion.
+func FuzzParsePerMillion(f *testing.F) {
+	for _, s := range []string{"0.15", "3", "$1000", "7.5", "0.000001", "1e3", "99999999999", "."} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, dollars bool) {
+		unit := CentsPerMillion
+		if dollars {
+			unit = DollarsPerMillion
+		}
+		n, err := ParsePerMillion(s, unit)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > MaxPricePico {
+			t.Fatalf("ParsePerMillion(%q) = %d", s, n)
+		}
+		if back, err := ParsePerMillion(FormatPerMillion(n, unit), unit); err != nil || back != n {
+			t.Fatalf("ParsePerMillion(FormatPerMillion(%d, %d)) = %d, %v", n, unit, back, err)
+		}
+	})
+}

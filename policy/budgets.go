@@ -394,7 +394,11 @@ func (b *Budgets) AdmitEstimate(ctx context.Context, id *Identity, ws ledger.Lim
 		return nil, nil
 	}
 	now := b.now()
-	list := b.applicable(id, ws, session, now)
+	return b.admit(ctx, b.applicable(id, ws, session, now), est, lease, now)
+}
+
+// admit is AdmitEstimate on the budgets in list.
+func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease time.Duration, now time.Time) (*Reservation, *apierror.Error) {
 	if len(list) == 0 || est.Pico() <= 0 {
 		// A request estimated at nothing (a free local model) costs no
 		// budget, so a spent one does not refuse it, nor does it need a

@@ -48,6 +48,8 @@ func (b *Budgets) watchLocked(bg budget, now time.Time) *budgetWatch {
 		w = &budgetWatch{}
 		b.watch[bg.key] = w
 	}
+	// Alerts are of the cap, never of a downgrade's allowance past it.
+	bg.limitPico -= bg.allowance()
 	w.bg, w.seen = bg, now
 	return w
 }

@@ -103,7 +103,7 @@ func budgetRefusal(bg budget, spentPico, reservedPico, needPico int64, now time.
 	}
 	wait = min(max(wait, 61), 86400)
 	var m strings.Builder
-	fmt.Fprintf(&m, "budget exceeded for %s: %s %s budget, %s spent", bg.label(), dollars(bg.limitPico), bg.key.period, dollars(spentPico))
+	fmt.Fprintf(&m, "budget exceeded for %s: %s %s budget%s, %s spent", bg.label(), dollars(bg.limitPico-bg.allowance()), bg.key.period, allowanceText(&bg), dollars(spentPico))
 	if reservedPico > 0 {
 		// With PostgreSQL this counts what other instances settled but
 		// have not recorded yet (it stays on their leases until then).

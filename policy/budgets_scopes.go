@@ -53,18 +53,38 @@ func applicableWith(set *spendlimit.Set, id *Identity, ws ledger.Limits, session
 	if set.Empty() && (id.PersonBudget == nil || id.PersonID() == "") {
 		return list
 	}
-	scoped := set.Append(make([]spendlimit.Applied, 0, 4), callerOf(id))
+	c := callerOf(id)
+	c.Session = session
+	scoped := set.Append(make([]spendlimit.Applied, 0, 4), c)
 	if need := len(list) + len(scoped); need > cap(list) {
 		// One allocation for them all, not appendBudget's growth.
 		list = append(make([]budget, 0, need), list...)
 	}
 	for i := range scoped {
 		a := &scoped[i]
+		if a.Scope == ledger.ScopeSession && tighterSession(list, a) {
+			continue
+		}
 		cents := a.Cents
 		list = appendBudget(list, id, session, now, a.Scope, a.ScopeID, &cents, a.Period, a.SoftCents)
 		list[len(list)-1].limit = a
 	}
 	return list
+}
+
+// tighterSession folds a session-scoped spend limit into the session's
+// own budget (a key's or workspace's session_budget) when list has one:
+// one budget per spend, the tighter limit. false: list has none.
+func tighterSession(list []budget, a *spendlimit.Applied) bool {
+	for i := range list {
+		if bg := &list[i]; bg.key.scope == ledger.ScopeSession {
+			if pico := a.Cents * 1e10; pico < bg.limitPico {
+				bg.limitPico, bg.limit = pico, a
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // scopeLabel names a spend limit's budget in refusals and alerts.

@@ -14,11 +14,11 @@ import (
 	"github.com/modelgate/modelgate/spendlimit"
 )
 
-// spendAs admits one request of est for id on in and, when admitted,
-// records it as the gateway does: charged to the key, the person and
-// their groups.
-func (in *leaseInstance) spendAs(t testing.TB, id *Identity, est int64) bool {
-	r, refusal := in.b.Admit(context.Background(), id, ledger.Limits{}, "", est, time.Minute)
+// spendInSession admits one request of est for id in session ("" for
+// none) on in and, when admitted, records it as the gateway does:
+// charged to the key, the person and their groups, and the session.
+func (in *leaseInstance) spendInSession(t testing.TB, id *Identity, session string, est int64) bool {
+	r, refusal := in.b.Admit(context.Background(), id, ledger.Limits{}, session, est, time.Minute)
 	if refusal != nil {
 		if refusal.Status != 429 {
 			t.Errorf("refusal %d %s", refusal.Status, refusal.Message)
@@ -26,7 +26,7 @@ func (in *leaseInstance) spendAs(t testing.TB, id *Identity, est int64) bool {
 		return false
 	}
 	rec := ledger.Record{Time: time.Now(), RequestID: "r", KeyID: id.KeyID, Person: id.PersonID(), Groups: id.Groups, Alias: "m",
-		Status: 200, Outcome: ledger.OutcomeOK, CostPicoUSD: est, Ticket: r.Ticket()}
+		Status: 200, Outcome: ledger.OutcomeOK, CostPicoUSD: est, Ticket: r.Ticket(), SessionID: session}
 	rec.Lease, rec.LeasePico = r.Lease()
 	r.Settle(est)
 	in.recs <- rec
@@ -52,6 +52,11 @@ func spendOfScope(t *testing.T, dsn, scope, id string) int64 {
 // hammer spends est from every caller on both instances until each has
 // been refused three times, and returns how many were admitted.
 func hammer(t *testing.T, a, b *leaseInstance, callers []*Identity, est int64) int64 {
+	return hammerIn(t, a, b, callers, "", est)
+}
+
+// hammerIn is hammer in session.
+func hammerIn(t *testing.T, a, b *leaseInstance, callers []*Identity, session string, est int64) int64 {
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 4 * len(callers) {
@@ -60,7 +65,7 @@ func hammer(t *testing.T, a, b *leaseInstance, callers []*Identity, est int64) i
 		go func() {
 			defer wg.Done()
 			for refusals := 0; refusals < 3; {
-				if in.spendAs(t, id, est) {
+				if in.spendInSession(t, id, session, est) {
 					admitted.Add(1)
 				} else {
 					refusals++

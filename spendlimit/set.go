@@ -62,6 +62,8 @@ type Caller struct {
 	Person string // "" for a key of no one
 	Groups string // the person's matched groups in rule order, one per line
 	KeyID  string
+	// Session is the request's session id ("" for none, and in reports).
+	Session string
 	// Default is the per-person budget the person's group rule sets in
 	// the Caddyfile; limits set through the API come first.
 	Default *ledger.PersonBudget
@@ -79,11 +81,14 @@ type Applied struct {
 	// for the Caddyfile's group budget.
 	SourceScope, SourceID, LimitID string
 	Downgrade                      string
+	// Bound lets Downgrade be a priced alias within it; nil: only a free
+	// one (a pointer into the immutable set, so admission copies less).
+	Bound *ledger.DowngradeBound
 }
 
 func applied(scope, id string, l *ledger.SpendLimit) Applied {
 	return Applied{Scope: scope, ScopeID: id, Period: l.Period, Cents: min(max(*l.AmountCents, 0), money.MaxBudgetCents),
-		SourceScope: l.Scope, SourceID: l.ScopeID, LimitID: l.ID, Downgrade: l.Downgrade}
+		SourceScope: l.Scope, SourceID: l.ScopeID, LimitID: l.ID, Downgrade: l.Downgrade, Bound: &l.Bound}
 }
 
 // Append appends to dst every limit that applies to c.
@@ -110,9 +115,12 @@ func (s *Set) Append(dst []Applied, c Caller) []Applied {
 			dst = append(dst, a)
 		}
 	}
+	if a, ok := s.Session(c); ok {
+		dst = append(dst, a)
+	}
 	if d := c.Default; c.Person != "" && d != nil && (d.Period == "total" || d.Period == "") {
 		dst = append(dst, Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: "total", Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade})
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound})
 	}
 	return dst
 }
@@ -150,7 +158,7 @@ func (s *Set) Person(c Caller, period string) (Applied, bool) {
 	}
 	if d := c.Default; d != nil && d.Period == period {
 		return Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: period, Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade}, true
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound}, true
 	}
 	return Applied{}, false
 }

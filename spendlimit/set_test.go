@@ -66,3 +66,47 @@ func TestPersonLimitPrecedence(t *testing.T) {
 		t.Errorf("no stored limits, a total group budget: %+v", got)
 	}
 }
+
+// A session's limit is the one set for its id (an explicit no-limit
+// exempts it), else its person's sessions', else their first group's
+// with one, else every session's; counted on the session's spend, per
+// key, for its whole life.
+func TestSessionLimitPrecedence(t *testing.T) {
+	set := NewSet([]ledger.SpendLimit{
+		{ID: "spl_all", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", ""), Period: SessionPeriod, AmountCents: cents(500)},
+		{ID: "spl_ops", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "ops", ""), Period: SessionPeriod, AmountCents: cents(300)},
+		{ID: "spl_bob", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("bob", "", ""), Period: SessionPeriod, AmountCents: cents(200)},
+		{ID: "spl_one", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "claude:one"), Period: SessionPeriod, AmountCents: cents(900)},
+		{ID: "spl_free", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "claude:free"), Period: SessionPeriod},
+	})
+	for _, c := range []struct {
+		caller Caller
+		want   string // limit id, "" for none
+	}{
+		{Caller{KeyID: "k", Session: "claude:x"}, "spl_all"},
+		{Caller{KeyID: "k", Person: "carol", Groups: "eng\nops", Session: "claude:x"}, "spl_ops"},
+		{Caller{KeyID: "k", Person: "bob", Groups: "ops", Session: "claude:x"}, "spl_bob"},
+		{Caller{KeyID: "k", Person: "bob", Session: "claude:one"}, "spl_one"},
+		{Caller{KeyID: "k", Person: "bob", Session: "claude:free"}, ""},
+		{Caller{KeyID: "k", Person: "bob"}, ""},
+	} {
+		got := ""
+		for _, a := range set.Append(nil, c.caller) {
+			if a.Scope == ledger.ScopeSession {
+				if a.ScopeID != ledger.SessionScopeID(c.caller.KeyID, c.caller.Session) || a.Period != SessionPeriod {
+					t.Errorf("%+v: counted on %s %s", c.caller, a.ScopeID, a.Period)
+				}
+				got = a.LimitID
+			}
+		}
+		if got != c.want {
+			t.Errorf("%+v: session limit %q, want %q", c.caller, got, c.want)
+		}
+	}
+	for _, id := range []string{SessionScopeID("", "", ""), SessionScopeID("u", "", ""), SessionScopeID("", "g", ""), SessionScopeID("", "", "user:x")} {
+		u, g, s := SessionSelector(id)
+		if back := SessionScopeID(u, g, s); back != id {
+			t.Errorf("SessionScopeID(SessionSelector(%q)) = %q", id, back)
+		}
+	}
+}

@@ -196,6 +196,7 @@ func (a *Handler) deleteAgentReported(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "agent-reported usage is kept in the gateway's own ledger, which this llm_admin does not read")
 		return
 	}
+	sel.Person, sel.Groups = a.keyPerson(sel.KeyID)
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	got, err := del.DeleteAgentReported(ctx, sel)

@@ -84,6 +84,7 @@ func (a *Handler) summaries(set *spendlimit.Set, m member, periods []string) []a
 		if !e.Resets.IsZero() {
 			s.ResetsAt = *rfc3339(e.Resets)
 		}
+		s.SessionLimit = sessionLimitOf(set, m.caller)
 		out = append(out, s)
 	}
 	return out

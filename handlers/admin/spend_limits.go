@@ -37,7 +37,7 @@ type SpendLimits struct {
 	Leads func(group string) []string
 	// DowngradeTarget is why alias may not be an at_cap downgrade's
 	// target ("" when it may: it is known and free); nil checks nothing.
-	DowngradeTarget func(alias string) string
+	DowngradeTarget func(alias string, bound ledger.DowngradeBound) string
 	// PublicURL is the gateway's base URL as approvers' browsers reach
 	// it, the base of the approvers' chat link; "" posts no link.
 	PublicURL string
@@ -83,7 +83,7 @@ func limitWire(l ledger.SpendLimit) adminapi.SpendLimit {
 		out.Amount = &s
 	}
 	if l.Downgrade != "" {
-		out.AtCap = &adminapi.AtCap{Action: "downgrade", Alias: l.Downgrade}
+		out.AtCap = atCapWire(l)
 	}
 	return out
 }
@@ -101,13 +101,16 @@ func scopeWire(scope, id string) adminapi.SpendScope {
 		return adminapi.SpendScope{Type: "api_key", APIKeyID: id}
 	case ledger.ScopeWorkspace:
 		return adminapi.SpendScope{Type: "workspace", WorkspaceID: id}
+	case ledger.ScopeSession:
+		user, group, session := spendlimit.SessionSelector(id)
+		return adminapi.SpendScope{Type: "session", UserID: user, RBACGroupID: group, SessionID: session}
 	}
 	return adminapi.SpendScope{Type: "organization"}
 }
 
 // scopeOrder is the list's order of scope types, as Anthropic's.
 func scopeOrder(scope string) int {
-	return slices.Index([]string{ledger.ScopeOrganization, ledger.ScopeGroup, ledger.ScopeGroupPool, ledger.ScopeUser, ledger.ScopeKey}, scope)
+	return slices.Index([]string{ledger.ScopeOrganization, ledger.ScopeGroup, ledger.ScopeGroupPool, ledger.ScopeUser, ledger.ScopeKey, ledger.ScopeSession}, scope)
 }
 
 // listSpendLimits answers GET /v1/organizations/spend_limits.
@@ -128,7 +131,7 @@ func (a *Handler) listSpendLimits(w http.ResponseWriter, r *http.Request, st spe
 	types := queryList(q, "scope_type")
 	for _, t := range types {
 		if _, ok := scopeTypes[t]; !ok {
-			fail(w, http.StatusBadRequest, "scope_type: "+strconv.Quote(t)+" is not a scope type this gateway has (organization, rbac_group, user, api_key)")
+			fail(w, http.StatusBadRequest, "scope_type: "+strconv.Quote(t)+" is not a scope type this gateway has (organization, rbac_group, user, api_key, session)")
 			return
 		}
 	}
@@ -149,7 +152,7 @@ func (a *Handler) listSpendLimits(w http.ResponseWriter, r *http.Request, st spe
 }
 
 // scopeTypes are the scope types a list may filter on.
-var scopeTypes = map[string]struct{}{"organization": {}, "rbac_group": {}, "user": {}, "api_key": {}}
+var scopeTypes = map[string]struct{}{"organization": {}, "rbac_group": {}, "user": {}, "api_key": {}, "session": {}}
 
 // setSpendLimit answers POST /v1/organizations/spend_limits: an upsert
 // keyed on scope and period.
@@ -163,7 +166,7 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 		return
 	}
 	if l.Downgrade != "" && a.Spend.DowngradeTarget != nil {
-		if why := a.Spend.DowngradeTarget(l.Downgrade); why != "" {
+		if why := a.Spend.DowngradeTarget(l.Downgrade, l.Bound); why != "" {
 			fail(w, http.StatusBadRequest, "at_cap.alias: "+why)
 			return
 		}
@@ -179,7 +182,7 @@ func (a *Handler) setSpendLimit(w http.ResponseWriter, r *http.Request, st spend
 		amount = strconv.FormatInt(*stored.AmountCents, 10)
 	}
 	a.record(r, "spend_limit.set", stored.ID, map[string]string{"scope": stored.Scope, "scope_id": stored.ScopeID,
-		"period": stored.Period, "amount": amount, "downgrade": stored.Downgrade})
+		"period": stored.Period, "amount": amount, "downgrade": stored.Downgrade, "downgrade_bound": boundText(stored.Bound)})
 	writeJSON(w, limitWire(stored))
 }
 
@@ -210,28 +213,27 @@ func decodeSetSpendLimit(body []byte) (ledger.SpendLimit, string) {
 		}
 		l.AmountCents = &c
 	}
-	l.Period = req.Period
-	if l.Period == "" {
-		l.Period = "monthly"
-	}
-	if periods := spendlimit.Periods(); !slices.Contains(periods[:], l.Period) {
-		return l, "period: " + strconv.Quote(l.Period) + " is not daily, weekly or monthly"
-	}
 	var msg string
 	if l.Scope, l.ScopeID, msg = scopeOf(req.Scope); msg != "" {
+		return l, msg
+	}
+	if l.Period, msg = periodOf(l.Scope, req.Period); msg != "" {
 		return l, msg
 	}
 	if c := req.AtCap; c != nil {
 		switch c.Action {
 		case "refuse":
-			if c.Alias != "" {
-				return l, "at_cap.alias: only with action downgrade"
+			if c.Alias != "" || c.MaxPrice != nil || c.Allowance != "" {
+				return l, "at_cap: alias, max_price and allowance go only with action downgrade"
 			}
 		case "downgrade":
 			if c.Alias == "" || len(c.Alias) > 256 {
 				return l, "at_cap.alias: name the cheaper alias requests go to past the cap"
 			}
 			l.Downgrade = c.Alias
+			if l.Bound, msg = boundOf(c); msg != "" {
+				return l, msg
+			}
 		default:
 			return l, "at_cap.action: " + strconv.Quote(c.Action) + " is not refuse or downgrade"
 		}
@@ -249,6 +251,9 @@ func scopeOf(s adminapi.SpendScope) (scope, id, msg string) {
 			return "scope." + field + ": at most 256 characters, on one line"
 		}
 		return ""
+	}
+	if s.SessionID != "" && s.Type != "session" {
+		return "", "", "scope.session_id: only a session scope names a session"
 	}
 	if s.Shared && s.Type != "rbac_group" {
 		return "", "", "scope.shared: only an rbac_group scope can be shared (one pool for its members together)"
@@ -274,12 +279,14 @@ func scopeOf(s adminapi.SpendScope) (scope, id, msg string) {
 			return "", "", msg
 		}
 		return ledger.ScopeKey, s.APIKeyID, ""
+	case "session":
+		return sessionScopeOf(s)
 	case "workspace":
 		return "", "", "scope.type: a workspace's limit is its budget: set it with POST /v1/organizations/workspaces/{id} {\"budget\": …}"
 	case "":
-		return "", "", "scope.type: required: organization, rbac_group, user or api_key"
+		return "", "", "scope.type: required: organization, rbac_group, user, api_key or session"
 	}
-	return "", "", "scope.type: " + strconv.Quote(s.Type) + " is not organization, rbac_group, user or api_key on this gateway"
+	return "", "", "scope.type: " + strconv.Quote(s.Type) + " is not organization, rbac_group, user, api_key or session on this gateway"
 }
 
 // getSpendLimit answers GET /v1/organizations/spend_limits/{id}.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelgate/modelgate/adminapi"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/money"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -195,14 +196,18 @@ func TestSpendLimitsCalls(t *testing.T) {
 		}
 	}
 	for body, want := range map[string]string{
-		`{"scope":{"type":"organization"}}`:                                  "amount: required",
-		`{"amount":"12.5","scope":{"type":"organization"}}`:                  "amount:",
-		`{"amount":5,"scope":{"type":"organization"}}`:                       "amount: must be a string",
-		`{"amount":"5","scope":{"type":"user"}}`:                             "scope.user_id: required",
-		`{"amount":"5","scope":{"type":"seat_tier"}}`:                        "scope.type",
-		`{"amount":"5","scope":{"type":"organization"},"period":"x"}`:        "period:",
-		`{"amount":"5","scope":{"type":"organization"},"extra":1}`:           "extra: unknown field",
-		`{"amount":"5","scope":{"type":"user","user_id":"a","shared":true}}`: "scope.shared",
+		`{"scope":{"type":"organization"}}`:                                                                            "amount: required",
+		`{"amount":"12.5","scope":{"type":"organization"}}`:                                                            "amount:",
+		`{"amount":5,"scope":{"type":"organization"}}`:                                                                 "amount: must be a string",
+		`{"amount":"5","scope":{"type":"user"}}`:                                                                       "scope.user_id: required",
+		`{"amount":"5","scope":{"type":"seat_tier"}}`:                                                                  "scope.type",
+		`{"amount":"5","scope":{"type":"organization"},"period":"x"}`:                                                  "period:",
+		`{"amount":"5","scope":{"type":"organization"},"extra":1}`:                                                     "extra: unknown field",
+		`{"amount":"5","scope":{"type":"user","user_id":"a","shared":true}}`:                                           "scope.shared",
+		`{"amount":"5","scope":{"type":"organization"},"at_cap":{"action":"downgrade","alias":"c","allowance":"500"}}`: "a priced downgrade needs both",
+		`{"amount":"5","scope":{"type":"organization"},"at_cap":{"action":"downgrade","alias":"c","max_price":{"input":"x","output":"1"},"allowance":"5"}}`: "at_cap.max_price.input",
+		`{"amount":"5","scope":{"type":"organization"},"at_cap":{"action":"downgrade","alias":"c","max_price":{"input":"1","output":"1"},"allowance":"0"}}`: "non-zero allowance",
+		`{"amount":"5","scope":{"type":"organization"},"at_cap":{"action":"refuse","allowance":"5"}}`:                                                       "only with action downgrade",
 	} {
 		rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath, body)
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), want) || !strings.Contains(rec.Body.String(), `"invalid_request_error"`) {
@@ -288,12 +293,32 @@ func FuzzSetSpendLimit(f *testing.F) {
 	f.Add([]byte(`{"amount":"5000","scope":{"type":"user","user_id":"a"},"period":"daily"}`))
 	f.Add([]byte(`{"amount":null,"scope":{"type":"rbac_group","rbac_group_id":"g","shared":true},"at_cap":{"action":"downgrade","alias":"x"}}`))
 	f.Add([]byte(`{"amount":"99999999999","scope":{"type":"organization"}}`))
+	f.Add([]byte(`{"amount":"100","scope":{"type":"session","user_id":"a"},"period":"total"}`))
+	f.Add([]byte(`{"amount":null,"scope":{"type":"session","session_id":"claude:1"}}`))
+	f.Add([]byte(`{"amount":"100","scope":{"type":"user","user_id":"a"},"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"7.5"},"allowance":"500"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		l, msg := decodeSetSpendLimit(body)
 		if msg != "" {
 			return
 		}
-		if l.Scope == "" || l.ScopeID == "" || (l.Period != "daily" && l.Period != "weekly" && l.Period != "monthly") {
+		if b := l.Bound; b != (ledger.DowngradeBound{}) && (!b.Priced() || l.Downgrade == "" || b.MaxInputPico > money.MaxPricePico ||
+			b.MaxOutputPico > money.MaxPricePico || b.AllowanceCents > money.MaxBudgetCents) {
+			t.Fatalf("bound %+v accepted", b)
+		}
+		if l.Scope == ledger.ScopeSession {
+			// The scope shown reads back as the one set.
+			if scope, id, msg := scopeOf(scopeWire(l.Scope, l.ScopeID)); msg != "" || scope != l.Scope || id != l.ScopeID {
+				t.Fatalf("session scope %q reads back as %q %q %q", l.ScopeID, scope, id, msg)
+			}
+		}
+		if b := l.Bound; b.Priced() {
+			// What the API shows reads back as it was set.
+			if back, msg := boundOf(atCapWire(l)); msg != "" || back != b {
+				t.Fatalf("bound %+v reads back as %+v %q", b, back, msg)
+			}
+		}
+		if l.Scope == "" || l.ScopeID == "" || (l.Scope == ledger.ScopeSession) != (l.Period == "total") ||
+			(l.Period != "daily" && l.Period != "weekly" && l.Period != "monthly" && l.Period != "total") {
 			t.Fatalf("accepted %q as %+v", body, l)
 		}
 		if l.AmountCents != nil && (*l.AmountCents < 0 || *l.AmountCents > 1e11) {

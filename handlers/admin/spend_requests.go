@@ -378,6 +378,9 @@ func (a *Handler) resolve(w http.ResponseWriter, r *http.Request, st spendStore,
 		return
 	}
 	now := a.now().UTC()
+	if limit != nil && !keepAtCap(r.Context(), w, st, req, limit) {
+		return
+	}
 	ok, stored, err := st.ResolveIncreaseRequest(r.Context(), req.ID, status, by, now, limit)
 	if err != nil {
 		storeFailed(w, err)

@@ -1,11 +1,13 @@
 package admin
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelgate/modelgate/adminapi"
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -43,7 +45,7 @@ func TestNoOneApprovesTheirOwnIncreaseRequest(t *testing.T) {
 // free, naming it and why (hostile review 4, finding 6).
 func TestSpendLimitRefusesADowngradeThatIsNotFree(t *testing.T) {
 	sa := newSpendAdmin(t)
-	sa.a.Spend.DowngradeTarget = func(alias string) string {
+	sa.a.Spend.DowngradeTarget = func(alias string, _ ledger.DowngradeBound) string {
 		if alias == "local" {
 			return ""
 		}
@@ -113,5 +115,61 @@ func TestSpendLimitRoutesMethodsAndPaths(t *testing.T) {
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), want) || (body != `{}` && strings.Contains(rec.Body.String(), "required")) {
 			t.Errorf("approve %s: %d %s; want 400 %q", body, rec.Code, rec.Body, want)
 		}
+	}
+}
+
+// A priced downgrade is set with its bound, checked against the
+// gateway's chain (a pricier fallback refused, naming it), and shown back
+// as it was set.
+func TestSpendLimitPricedDowngrade(t *testing.T) {
+	sa := newSpendAdmin(t)
+	var asked ledger.DowngradeBound
+	sa.a.Spend.DowngradeTarget = func(alias string, b ledger.DowngradeBound) string {
+		asked = b
+		if alias == "leaky" {
+			return `"leaky" is dearer than the bound ($0.15 input, $0.6 output per million tokens): alias "paid": openai/gpt-x costs $3 input, $15 output`
+		}
+		return ""
+	}
+	rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"100","scope":{"type":"user","user_id":"bob@example.com"},"at_cap":{"action":"downgrade","alias":"leaky","max_price":{"input":"15","output":"60"},"allowance":"500"}}`)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `at_cap.alias: \"leaky\" is dearer than the bound`) {
+		t.Errorf("a chain with a pricier fallback: %d %s", rec.Code, rec.Body)
+	}
+	if want := (ledger.DowngradeBound{MaxInputPico: 150_000, MaxOutputPico: 600_000, AllowanceCents: 500}); asked != want {
+		t.Errorf("the check was given %+v, want %+v", asked, want)
+	}
+	rec = sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"100","scope":{"type":"user","user_id":"bob@example.com"},"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}}`)
+	var got adminapi.SpendLimit
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &got) != nil || got.AtCap == nil || got.AtCap.Allowance != "500" ||
+		got.AtCap.MaxPrice == nil || *got.AtCap.MaxPrice != (adminapi.PricePerMillion{Input: "15", Output: "60"}) {
+		t.Fatalf("set a priced downgrade: %d %s", rec.Code, rec.Body)
+	}
+	rec = sa.call(t, adminID, "GET", adminapi.SpendLimitsPath+"/"+got.ID, "")
+	if !strings.Contains(rec.Body.String(), `"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}`) {
+		t.Errorf("get: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Approving a person's increase request raises their limit and keeps what
+// happens at its cap: here their group's per-member default's priced
+// downgrade, which the user limit the approval writes carries on.
+func TestIncreaseApprovalKeepsTheDowngrade(t *testing.T) {
+	sa := newSpendAdmin(t)
+	if rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath,
+		`{"amount":"100","scope":{"type":"rbac_group","rbac_group_id":"eng"},"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}}`); rec.Code != 200 {
+		t.Fatalf("eng's default: %d %s", rec.Code, rec.Body)
+	}
+	bob := sa.signedIn(t, "bob@example.com")
+	rec := sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"300"}`)
+	created := decode[adminapi.IncreaseRequest](t, rec)
+	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+created.ID+"/approve", `{"amount":"300"}`); rec.Code != 200 {
+		t.Fatalf("approve: %d %s", rec.Code, rec.Body)
+	}
+	list := sa.call(t, adminID, "GET", adminapi.SpendLimitsPath+"?scope_type[]=user", "", "anthropic-beta", adminapi.SpendLimitReadsBeta)
+	if !strings.Contains(list.Body.String(), `"amount":"300"`) ||
+		!strings.Contains(list.Body.String(), `"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}`) {
+		t.Errorf("bob's limit after the approval: %s", list.Body)
 	}
 }
