@@ -56,6 +56,9 @@ type MCPUpstreamTokenStore interface {
 	// MCPUpstreamTokensOf lists unit's rows (the dashboard's connected
 	// servers).
 	MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error)
+	// MCPUpstreamKeyTokens lists the rows of keys of no one (units
+	// "k:..."): an admin's view of which shared keys act as whom.
+	MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error)
 	// UseMCPUpstreamLink records a connect link's nonce as used; false
 	// when it was used before. Expired nonces are deleted on the way.
 	UseMCPUpstreamLink(ctx context.Context, nonce string, expires, now time.Time) (bool, error)
@@ -157,7 +160,16 @@ func (s *sqlStore) DeleteMCPUpstreamToken(ctx context.Context, server, unit stri
 
 // MCPUpstreamTokensOf lists unit's rows by server.
 func (s *sqlStore) MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
+	return s.upstreamTokens(ctx, `WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
+}
+
+// MCPUpstreamKeyTokens lists the key units' rows by unit and server.
+func (s *sqlStore) MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error) {
+	return s.upstreamTokens(ctx, `WHERE unit LIKE 'k:%' ORDER BY unit, server`)
+}
+
+func (s *sqlStore) upstreamTokens(ctx context.Context, where string, args ...any) ([]MCPUpstreamToken, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens `+where, args...)
 	if err != nil {
 		return nil, err
 	}

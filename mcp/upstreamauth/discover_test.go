@@ -2,7 +2,6 @@ package upstreamauth
 
 import (
 	"encoding/json"
-	"html"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,8 +53,12 @@ func TestDiscoveryFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := serve(b, http.MethodGet, Path+"server/gh", "bob")
-			body := html.UnescapeString(w.Body.String())
+			w := confirmAs(t, b, Path+"server/gh", signedIn("bob"))
+			var e struct {
+				Error struct{ Message string }
+			}
+			_ = json.Unmarshal(w.Body.Bytes(), &e)
+			body := e.Error.Message
 			if w.Code != http.StatusBadGateway || !strings.Contains(body, tc.want) || !strings.Contains(body, `MCP server "gh"`) {
 				t.Fatalf("%d %s; want %q", w.Code, w.Body, tc.want)
 			}
