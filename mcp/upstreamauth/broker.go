@@ -50,6 +50,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Site names the Caddy site the servers are configured in: grants are
+	// bound to it, so two sites sharing the ledger and mcp_token_key never
+	// use each other's (a server name and a key id are per site).
+	Site string
 }
 
 // Broker hands out and renews the people's upstream tokens.
@@ -67,6 +71,9 @@ type Broker struct {
 type server struct {
 	name, url string
 	oauth     modellist.MCPOAuth
+	// bind is what the server's grants are sealed to besides its name
+	// (tokenAD): its URL, its configured authorization server, the site.
+	bind string
 }
 
 // New builds the broker; it fails without a usable key.
@@ -84,7 +91,8 @@ func New(o Options) (*Broker, error) {
 	}
 	for _, m := range o.Servers {
 		if m.Auth == modellist.MCPAuthOAuth && m.OAuth != nil {
-			b.servers[m.Name] = &server{name: m.Name, url: m.URL, oauth: *m.OAuth}
+			b.servers[m.Name] = &server{name: m.Name, url: m.URL, oauth: *m.OAuth,
+				bind: m.URL + "\x00" + m.OAuth.AuthorizationServer + "\x00" + o.Site}
 		}
 	}
 	return b, nil
@@ -191,9 +199,9 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 		if !found {
 			return "", b.notConnected(serverName, unit, "not connected yet")
 		}
-		set, err := b.seal.openTokens(serverName, unit, row.Sealed)
+		set, err := b.openSet(serverName, unit, row.Sealed)
 		if err != nil {
-			return "", b.notConnected(serverName, unit, "the stored grant cannot be read with this mcp_token_key")
+			return "", b.notConnected(serverName, unit, "the stored grant was made for another url or authorization_server of the server, or another site, or under another mcp_token_key")
 		}
 		now := b.now()
 		fresh := set.Access != rejected && (set.Expiry.IsZero() || now.Add(refreshAhead).Before(set.Expiry))
@@ -234,6 +242,22 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 	}
 }
 
+// bind is what serverName's grants are sealed to besides its name.
+func (b *Broker) bind(serverName string) string {
+	if s := b.servers[serverName]; s != nil {
+		return s.bind
+	}
+	return ""
+}
+
+func (b *Broker) sealSet(serverName, unit string, set tokenSet) (string, error) {
+	return b.seal.sealTokens(serverName, unit, b.bind(serverName), set)
+}
+
+func (b *Broker) openSet(serverName, unit, sealed string) (tokenSet, error) {
+	return b.seal.openTokens(serverName, unit, b.bind(serverName), sealed)
+}
+
 // refresh renews set under the claimed row and stores the result over it.
 func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string, set tokenSet, claimed ledger.MCPUpstreamToken) (string, error) {
 	conf := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret,
@@ -257,7 +281,7 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 	if tok.RefreshToken != "" {
 		set.Refresh = tok.RefreshToken
 	}
-	sealed, err := b.seal.sealTokens(serverName, unit, set)
+	sealed, err := b.sealSet(serverName, unit, set)
 	if err != nil {
 		return "", err
 	}

@@ -321,9 +321,9 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 	defer as2.Close()
 	b3 := newBroker(t, as2, one, c)
 	row, _, _ := one.MCPUpstreamToken(ctx, "gh", "p:bob")
-	set, _ := b3.seal.openTokens("gh", "p:bob", row.Sealed)
+	set, _ := b1.openSet("gh", "p:bob", row.Sealed)
 	set.TokenURL = as2.URL + "/token"
-	sealed, _ := b3.seal.sealTokens("gh", "p:bob", set)
+	sealed, _ := b3.sealSet("gh", "p:bob", set)
 	if _, err := one.PutMCPUpstreamToken(ctx, ledger.MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: c.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -342,15 +342,15 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 func TestSealedRowsBound(t *testing.T) {
 	s, _ := newSealer(testKey)
 	other, _ := newSealer(testKey + "x")
-	sealed, _ := s.sealTokens("gh", "p:bob", tokenSet{Access: "a"})
-	if _, err := s.openTokens("gh", "p:bob", sealed); err != nil {
+	sealed, _ := s.sealTokens("gh", "p:bob", "u", tokenSet{Access: "a"})
+	if _, err := s.openTokens("gh", "p:bob", "u", sealed); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		s            *sealer
-		server, unit string
-	}{{s, "gh", "p:alice"}, {s, "linear", "p:bob"}, {other, "gh", "p:bob"}} {
-		if _, err := c.s.openTokens(c.server, c.unit, sealed); err == nil {
+		s                  *sealer
+		server, unit, bind string
+	}{{s, "gh", "p:alice", "u"}, {s, "linear", "p:bob", "u"}, {s, "gh", "p:bob", "elsewhere"}, {other, "gh", "p:bob", "u"}} {
+		if _, err := c.s.openTokens(c.server, c.unit, c.bind, sealed); err == nil {
 			t.Fatalf("opened as %s %s", c.server, c.unit)
 		}
 	}

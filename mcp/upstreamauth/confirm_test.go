@@ -3,6 +3,7 @@ package upstreamauth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -95,5 +98,41 @@ func TestOwnConnectNeedsConfirmation(t *testing.T) {
 	m := confirmLink.FindStringSubmatch(w.Body.String())
 	if w := serveAs(b, http.MethodPost, Path+"start", `{"link":"`+m[1]+`"}`, signedIn("alice")); w.Code != http.StatusForbidden {
 		t.Fatalf("alice posting bob's confirmation: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestGrantBoundToServerIdentity (hostile review H2): a grant is bound
+// to the server's URL, its configured authorization server and the site,
+// not only its name: after a reload that points "gh" at another URL or
+// authorization server, or on another site sharing the ledger and
+// mcp_token_key, the stored token is not handed out; the person is asked
+// to connect again.
+func TestGrantBoundToServerIdentity(t *testing.T) {
+	as := fakes.NewOAuthServer(resource)
+	defer as.Close()
+	st, _ := sqliteStore(t)
+	c := testclock.New(time.Now())
+	b1 := newBroker(t, as, st, c)
+	connect(t, b1, "bob", "bob-at-gh")
+	ctx := context.Background()
+	if _, err := b1.Token(ctx, "gh", "p:bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]Options{
+		"another url":                  {Servers: []*modellist.MCPServer{{Name: "gh", URL: "https://attacker.example/mcp", Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}}},
+		"another authorization server": {Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: "https://attacker.example"}}}},
+		"another site":                 {Site: ":8443 host other.example", Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}}},
+	} {
+		o.Key, o.PublicURL, o.Now = testKey, testPublic, c.Now
+		o.Store = func() ledger.MCPUpstreamTokenStore { return st }
+		b2, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := b2.Token(ctx, "gh", "p:bob", "")
+		var nc *NotConnectedError
+		if tok != "" || !errors.As(err, &nc) || !strings.Contains(err.Error(), "another url") {
+			t.Fatalf("%s: token %q, %v", name, tok, err)
+		}
 	}
 }

@@ -188,8 +188,8 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		return
 	}
 	set := tokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: b.expiry(tok), ClientID: st.ClientID,
-		ClientSecret: st.ClientSecret, TokenURL: st.TokenURL, AuthStyle: st.AuthStyle, Scopes: st.Scopes, Connected: b.now().UTC()}
-	sealed, err := b.seal.sealTokens(st.Server, st.Unit, set)
+		ClientSecret: st.ClientSecret, TokenURL: st.TokenURL, AuthStyle: st.AuthStyle, Scopes: st.Scopes, Connected: b.now().UTC(), Issuer: st.Issuer}
+	sealed, err := b.sealSet(st.Server, st.Unit, set)
 	if err == nil {
 		_, err = store.PutMCPUpstreamToken(context.WithoutCancel(r.Context()), ledger.MCPUpstreamToken{Server: st.Server, Unit: st.Unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()})
 	}
