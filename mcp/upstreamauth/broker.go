@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -108,7 +109,12 @@ func (b *Broker) now() time.Time {
 	return time.Now()
 }
 
-func (b *Broker) redirect() string { return b.opts.PublicURL + Path + "callback" }
+// redirect is serverName's OAuth redirect URI: one per server, so an
+// authorization server's answer arrives at the server it was asked for
+// (RFC 9700 4.4.2: a mix-up attack needs one shared URI).
+func (b *Broker) redirect(serverName string) string {
+	return b.opts.PublicURL + Path + "callback/" + url.PathEscape(serverName)
+}
 
 // Unit is whose token a caller uses: the person behind the key (who
 // signed in, or whom the key was minted for), else the key itself.

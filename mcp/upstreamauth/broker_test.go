@@ -214,7 +214,7 @@ func TestConnectFlow(t *testing.T) {
 func TestConfiguredClient(t *testing.T) {
 	as := fakes.NewOAuthServer(resource)
 	defer as.Close()
-	as.AddClient("modelgate", "s3cret", testPublic+Path+"callback")
+	as.AddClient("modelgate", "s3cret", testPublic+Path+"callback/gh")
 	st, _ := sqliteStore(t)
 	c := testclock.New(time.Now())
 	b := newBroker(t, as, st, c, "modelgate", "s3cret")

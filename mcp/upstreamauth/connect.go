@@ -23,7 +23,7 @@ import (
 //	GET  Path+"server/<name>"     a page asking the signed-in person to confirm connecting <name>
 //	GET  Path+"link/<sealed>"     the same page for a connect link from an MCP error: for the person it names only
 //	POST Path+"start"             the confirmation: {"link": sealed} in, {"redirect": the authorization URL} out
-//	GET  Path+"callback"          the authorization server's redirect back
+//	GET  Path+"callback/<name>"   the authorization server's redirect back, one URI per server
 //	POST Path+"disconnect/<name>" forget the person's grant, or with {"unit": "k:<key>"} an admin a key's
 //
 // A GET never starts an authorization: a cross-site page could make a
@@ -66,8 +66,8 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.confirm(w, id, l)
 	case rest == "start" && r.Method == http.MethodPost:
 		b.begin(w, r, id)
-	case rest == "callback" && r.Method == http.MethodGet:
-		b.callback(w, r, id)
+	case strings.HasPrefix(rest, "callback/") && r.Method == http.MethodGet:
+		b.callback(w, r, id, strings.TrimPrefix(rest, "callback/"))
 	case strings.HasPrefix(rest, "disconnect/") && r.Method == http.MethodPost:
 		b.disconnect(w, r, id, strings.TrimPrefix(rest, "disconnect/"))
 	default:
@@ -109,7 +109,7 @@ func (b *Broker) start(ctx context.Context, l link) (string, error) {
 		return "", err
 	}
 	st := state{link: l, Verifier: oauth2.GenerateVerifier(), ClientID: d.clientID, ClientSecret: d.secret, AuthStyle: int(d.authStyle),
-		TokenURL: d.tokenURL, Issuer: d.issuer, Resource: d.resource, Redirect: b.redirect(), Scopes: d.scopes}
+		TokenURL: d.tokenURL, Issuer: d.issuer, Resource: d.resource, Redirect: b.redirect(l.Server), Scopes: d.scopes, IssRequired: d.issRequired}
 	sealed, err := seal(b.seal.links, stateAD, st)
 	if err != nil {
 		return "", errors.New("the authorization could not be started")
@@ -135,7 +135,7 @@ func (st *state) config(authURL string) *oauth2.Config {
 // callback completes an authorization: the same person, once, in time;
 // the code is exchanged with its PKCE verifier and the resource, and the
 // tokens are stored sealed.
-func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Identity) {
+func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Identity, serverName string) {
 	q := r.URL.Query()
 	var st state
 	if open(b.seal.links, stateAD, q.Get("state"), &st) != nil {
@@ -155,8 +155,19 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 	case q.Get("error") != "":
 		b.page(w, http.StatusForbidden, "Not connected", st.Server+"'s authorization server answered "+bounded(q.Get("error"))+"; nothing was stored.", nil)
 		return
-	case q.Get("iss") != "" && strings.TrimSuffix(q.Get("iss"), "/") != strings.TrimSuffix(st.Issuer, "/"):
-		// RFC 9207: an answer from another authorization server.
+	case serverName != st.Server:
+		// The answer to one server's authorization arrived at another's
+		// redirect URI: a mix-up (RFC 9700 4.4.2); its code is sent
+		// nowhere.
+		b.page(w, http.StatusBadRequest, "Wrong server", "This answer is for another MCP server's sign-in than the one it came back to; nothing was sent or stored. Start again from "+Path, nil)
+		return
+	case q.Get("iss") == "" && st.IssRequired:
+		// RFC 9207 2.4: the server said it always sends iss.
+		b.page(w, http.StatusBadRequest, "No issuer", "The authorization server's answer lacks iss, which its metadata says it always sends; nothing was sent or stored.", nil)
+		return
+	case q.Get("iss") != "" && q.Get("iss") != st.Issuer:
+		// RFC 9207: an answer from another authorization server (iss is
+		// compared exactly, as RFC 9207 2.4 says).
 		b.page(w, http.StatusBadRequest, "Wrong issuer", "The answer came from another authorization server than the one the sign-in was sent to.", nil)
 		return
 	case q.Get("code") == "":

@@ -26,7 +26,10 @@ type discovered struct {
 	clientID  string
 	secret    string
 	authStyle oauth2.AuthStyle
-	at        time.Time
+	// issRequired is the authorization server saying it sends iss with
+	// every answer (RFC 9207): one without is then refused.
+	issRequired bool
+	at          time.Time
 }
 
 // discoveryTTL is how long discovery and a registered client are kept in
@@ -102,7 +105,7 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	if !containsString(asm.CodeChallengeMethodsSupported, "S256") {
 		return nil, fmt.Errorf("MCP server %q: authorization server %s does not offer PKCE S256, which the gateway requires", s.name, d.issuer)
 	}
-	d.authURL, d.tokenURL = asm.AuthorizationEndpoint, asm.TokenEndpoint
+	d.authURL, d.tokenURL, d.issRequired = asm.AuthorizationEndpoint, asm.TokenEndpoint, asm.AuthorizationResponseIssParameterSupported
 	if len(s.oauth.Scopes) > 0 {
 		scopes = s.oauth.Scopes
 	}
@@ -110,10 +113,10 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	d.clientID, d.secret = s.oauth.ClientID, s.oauth.ClientSecret
 	if d.clientID == "" {
 		if asm.RegistrationEndpoint == "" {
-			return nil, fmt.Errorf("MCP server %q: authorization server %s offers no dynamic client registration; register the gateway there (redirect URI %s) and set client_id on its mcp_servers entry", s.name, d.issuer, b.redirect())
+			return nil, fmt.Errorf("MCP server %q: authorization server %s offers no dynamic client registration; register the gateway there (redirect URI %s) and set client_id on its mcp_servers entry", s.name, d.issuer, b.redirect(s.name))
 		}
 		reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{b.redirect()}, ClientName: "Modelgate", GrantTypes: []string{"authorization_code", "refresh_token"},
+			RedirectURIs: []string{b.redirect(s.name)}, ClientName: "Modelgate", GrantTypes: []string{"authorization_code", "refresh_token"},
 			ResponseTypes: []string{"code"}, TokenEndpointAuthMethod: "none", Scope: d.scopes,
 		}, b.hc)
 		if err != nil {

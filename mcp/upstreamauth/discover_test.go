@@ -40,7 +40,7 @@ func TestDiscoveryFailures(t *testing.T) {
 	}{
 		{"no resource metadata, and the fix", "", base, "or set authorization_server on its mcp_servers entry"},
 		{"no resource metadata", "", base, "protected-resource metadata (RFC 9728): GetProtectedResourceMetadata"},
-		{"no registration", srv.URL, base, "offers no dynamic client registration; register the gateway there (redirect URI https://gw.example/mcp-connect/callback) and set client_id"},
+		{"no registration", srv.URL, base, "offers no dynamic client registration; register the gateway there (redirect URI https://gw.example/mcp-connect/callback/gh) and set client_id"},
 		{"no S256", srv.URL, with("code_challenge_methods_supported", []string{"plain"}), "does not offer PKCE S256"},
 		{"another issuer", srv.URL, with("issuer", "https://evil.example"), "does not match issuer"},
 		{"a script URL", srv.URL, with("authorization_endpoint", "javascript:alert(1)"), `MCP server "gh": authorization server`},

@@ -60,7 +60,7 @@ func FuzzCallback(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
-		r := httptest.NewRequest(http.MethodGet, Path+"callback", nil)
+		r := httptest.NewRequest(http.MethodGet, Path+"callback/gh", nil)
 		r.URL.RawQuery = query
 		r = r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{Person: "bob"}))
 		w := httptest.NewRecorder()

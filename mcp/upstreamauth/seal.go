@@ -128,6 +128,8 @@ type state struct {
 	Resource     string `json:"x"`
 	Redirect     string `json:"r"`
 	Scopes       string `json:"o,omitempty"`
+	// IssRequired: the answer must carry iss (RFC 9207 2.4).
+	IssRequired bool `json:"ir,omitempty"`
 }
 
 const (
