@@ -46,13 +46,19 @@ type MCPUpstreamTokenStore interface {
 	// (a person connecting again); its version is one past the old.
 	PutMCPUpstreamToken(ctx context.Context, t MCPUpstreamToken) (MCPUpstreamToken, error)
 	// ClaimMCPUpstreamRefresh takes the refresh lease on the row at
-	// version until lease; ErrTokenChanged when the version moved or
-	// another instance's lease runs.
-	ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, now, lease time.Time) (MCPUpstreamToken, error)
+	// version for lease, judged by the database's clock (so instances
+	// whose clocks disagree still hold one lease at a time);
+	// ErrTokenChanged when the version moved or another instance's lease
+	// runs.
+	ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, lease time.Duration) (MCPUpstreamToken, error)
 	// SwapMCPUpstreamToken stores t over the row at version, ending the
 	// lease; ErrTokenChanged when the version moved.
 	SwapMCPUpstreamToken(ctx context.Context, t MCPUpstreamToken, version int64) (MCPUpstreamToken, error)
 	DeleteMCPUpstreamToken(ctx context.Context, server, unit string) (bool, error)
+	// DeleteMCPUpstreamTokenAt removes the row only at version (a grant
+	// the refresh that claimed that version found dead); false when the
+	// row moved on (the person connected again meanwhile) or is gone.
+	DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit string, version int64) (bool, error)
 	// MCPUpstreamTokensOf lists unit's rows (the dashboard's connected
 	// servers).
 	MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error)
@@ -108,13 +114,24 @@ ON CONFLICT (server, unit) DO UPDATE SET sealed = excluded.sealed, expires_us = 
 	return got, err
 }
 
-// ClaimMCPUpstreamRefresh takes the refresh lease (see the type).
-func (s *sqlStore) ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, now, lease time.Time) (MCPUpstreamToken, error) {
+// ClaimMCPUpstreamRefresh takes the refresh lease (see the type): both
+// the lease's end and the check against a running one use the
+// database's clock, never the caller's.
+func (s *sqlStore) ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, lease time.Duration) (MCPUpstreamToken, error) {
 	p := s.d.placeholder
-	res, err := s.db.ExecContext(ctx, `UPDATE mcp_upstream_tokens SET version = version + 1, refresh_until_us = `+p(1)+
-		` WHERE server = `+p(2)+` AND unit = `+p(3)+` AND version = `+p(4)+` AND refresh_until_us < `+p(5),
-		lease.UnixMicro(), server, unit, version, now.UnixMicro())
+	now := s.dbNowMicros()
+	res, err := s.db.ExecContext(ctx, `UPDATE mcp_upstream_tokens SET version = version + 1, refresh_until_us = `+now+` + `+p(1)+
+		` WHERE server = `+p(2)+` AND unit = `+p(3)+` AND version = `+p(4)+` AND refresh_until_us < `+now,
+		lease.Microseconds(), server, unit, version)
 	return s.afterConditional(ctx, res, err, server, unit)
+}
+
+// dbNowMicros is the database's clock in Unix microseconds, as SQL.
+func (s *sqlStore) dbNowMicros() string {
+	if s.d.name == "postgres" {
+		return `CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)`
+	}
+	return `CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)`
 }
 
 // SwapMCPUpstreamToken stores t over the row at version.
@@ -151,6 +168,17 @@ func (s *sqlStore) afterConditional(ctx context.Context, res sql.Result, err err
 func (s *sqlStore) DeleteMCPUpstreamToken(ctx context.Context, server, unit string) (bool, error) {
 	p := s.d.placeholder
 	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE server = `+p(1)+` AND unit = `+p(2), server, unit)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// DeleteMCPUpstreamTokenAt removes the row at version only.
+func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit string, version int64) (bool, error) {
+	p := s.d.placeholder
+	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE server = `+p(1)+` AND unit = `+p(2)+` AND version = `+p(3), server, unit, version)
 	if err != nil {
 		return false, err
 	}

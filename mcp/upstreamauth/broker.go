@@ -180,9 +180,17 @@ func (b *Broker) Has(serverName string) bool { return b.servers[serverName] != n
 // reaches the server with one that lapses on the way.
 const refreshAhead = 30 * time.Second
 
-// refreshLease bounds how long one instance holds a refresh; another
-// waits for it, then takes over.
-const refreshLease = 20 * time.Second
+// refreshLease bounds how long one instance holds a refresh, on the
+// database's clock; another waits for it, then takes over. It is well
+// over refreshTimeout, so a slow refresh ends before anyone else may
+// spend the same refresh token.
+const (
+	refreshLease   = 60 * time.Second
+	refreshTimeout = 15 * time.Second
+	// refreshWait is how long a caller waits for another instance's
+	// refresh before giving up (the refresh ends within refreshTimeout).
+	refreshWait = refreshTimeout + 5*time.Second
+)
 
 // Token is unit's access token to server, renewed first when it is about
 // to expire or is rejected (the token the server just refused; "" for
@@ -196,7 +204,7 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 	if st == nil {
 		return "", ErrNoStore
 	}
-	deadline := b.now().Add(refreshLease + 5*time.Second)
+	deadline := time.Now().Add(refreshWait)
 	for {
 		row, found, err := st.MCPUpstreamToken(ctx, serverName, unit)
 		if err != nil {
@@ -220,20 +228,20 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 			}
 			return "", b.notConnected(serverName, unit, "the grant expired and has no refresh token")
 		}
-		if row.RefreshUntil.After(now) {
-			// Another instance is renewing it: wait for its result.
-			if now.After(deadline) {
-				return "", errors.New("another instance is still renewing the token; try again")
-			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		claimed, err := st.ClaimMCPUpstreamRefresh(ctx, serverName, unit, row.Version, now, now.Add(refreshLease))
+		claimed, err := st.ClaimMCPUpstreamRefresh(ctx, serverName, unit, row.Version, refreshLease)
 		if errors.Is(err, ledger.ErrTokenChanged) {
+			if !row.RefreshUntil.IsZero() {
+				// Another instance holds the lease (the database judged
+				// it): wait for its result.
+				if time.Now().After(deadline) {
+					return "", errors.New("another instance is still renewing the token; try again")
+				}
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -268,15 +276,21 @@ func (b *Broker) openSet(serverName, unit, sealed string) (tokenSet, error) {
 func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string, set tokenSet, claimed ledger.MCPUpstreamToken) (string, error) {
 	conf := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: oauth2.AuthStyle(set.AuthStyle)}}
-	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, b.hc), 15*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, b.hc), refreshTimeout)
 	defer cancel()
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: set.Refresh, Expiry: time.Unix(1, 0)}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
 			// The grant ended (revoked, rotated away, the person gone):
-			// only connecting again helps.
-			_, _ = st.DeleteMCPUpstreamToken(context.WithoutCancel(ctx), serverName, unit)
+			// only connecting again helps. Only the version this refresh
+			// claimed is deleted: a grant the person made meanwhile (the
+			// authorization server may have revoked the old one for it)
+			// is read and used instead.
+			gone, err := st.DeleteMCPUpstreamTokenAt(context.WithoutCancel(ctx), serverName, unit, claimed.Version)
+			if err == nil && !gone {
+				return "", ledger.ErrTokenChanged
+			}
 			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+re.ErrorCode+")")
 		}
 		// Give the lease back at once: the grant is still good.
