@@ -88,6 +88,11 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	defer cancel()
 	d := &discovered{resource: s.url, issuer: s.oauth.AuthorizationServer}
 	var scopes []string
+	if d.issuer == "" && s.oauth.ClientSecret != "" {
+		// The configuration refuses this too: the MCP server's metadata
+		// must not choose where the operator's secret goes.
+		return nil, fmt.Errorf("MCP server %q: a client_secret is sent only to an authorization server the configuration names; set authorization_server on its mcp_servers entry", s.name)
+	}
 	if d.issuer == "" {
 		prm, err := b.resourceMetadata(ctx, s.url)
 		if err != nil {

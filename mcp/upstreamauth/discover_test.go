@@ -1,10 +1,12 @@
 package upstreamauth
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -63,5 +65,27 @@ func TestDiscoveryFailures(t *testing.T) {
 				t.Fatalf("%d %s; want %q", w.Code, w.Body, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfiguredSecretOnlyToNamedIssuer (hostile review H8): a
+// client_secret without authorization_server would go to whatever
+// authorization server the MCP server's own metadata names; discovery
+// refuses it before asking anyone, naming the fix.
+func TestConfiguredSecretOnlyToNamedIssuer(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	b, err := New(Options{Servers: []*modellist.MCPServer{{Name: "idp", URL: srv.URL + "/mcp", Auth: modellist.MCPAuthOAuth,
+		OAuth: &modellist.MCPOAuth{ClientID: "corp-client", ClientSecret: "corp-SECRET"}}}, Key: testKey, PublicURL: testPublic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.discover(context.Background(), b.servers["idp"])
+	if d != nil || err == nil || !strings.Contains(err.Error(), "set authorization_server") || strings.Contains(err.Error(), "corp-SECRET") || asked.Load() != 0 {
+		t.Fatalf("discovery with a secret and no authorization_server: %+v %v (%d requests)", d, err, asked.Load())
 	}
 }
