@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -65,6 +66,11 @@ type MCPUpstreamTokenStore interface {
 	// MCPUpstreamKeyTokens lists the rows of keys of no one (units
 	// "k:..."): an admin's view of which shared keys act as whom.
 	MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error)
+	// DeleteMCPUpstreamTokensOfPerson removes every grant of the person
+	// whose email (compared case-insensitively) or subject is given (SCIM
+	// deprovisioning); it returns how many. A revoked key's grants go
+	// with the key (UpdateKey).
+	DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error)
 	// UseMCPUpstreamLink records a connect link's nonce as used; false
 	// when it was used before. Expired nonces are deleted on the way.
 	UseMCPUpstreamLink(ctx context.Context, nonce string, expires, now time.Time) (bool, error)
@@ -184,6 +190,33 @@ func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit st
 	}
 	n, err := res.RowsAffected()
 	return n > 0, err
+}
+
+// DeleteMCPUpstreamTokensOfPerson removes a person's grants (see the
+// type); an empty email or subject matches nothing.
+func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error) {
+	p := s.d.placeholder
+	byEmail, bySubject := "", "" // no unit is empty
+	if email != "" {
+		byEmail = strings.ToLower("p:" + email)
+	}
+	if subject != "" {
+		bySubject = "p:" + subject
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2), byEmail, bySubject)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// deleteKeyTokens removes the grants of key id (a key of no one's unit),
+// in tx: a revoked key's holders must not keep acting upstream as the
+// admin who connected it.
+func (s *sqlStore) deleteKeyTokens(ctx context.Context, tx *sql.Tx, id string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1), "k:"+id)
+	return err
 }
 
 // MCPUpstreamTokensOf lists unit's rows by server.

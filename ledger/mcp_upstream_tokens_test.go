@@ -143,3 +143,46 @@ func TestMCPUpstreamTokenVersionedDelete(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPUpstreamGrantsEndWithTheirHolder (hostile review H9): revoking
+// a key (status no longer active) deletes its shared grants, in the same
+// transaction; a deprovisioned person's grants are deleted by email
+// (any case) or subject; nobody else's are touched.
+func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ts, cs := s.(MCPUpstreamTokenStore), s.(ControlStore)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com"} {
+			for _, server := range []string{"gh", "linear"} {
+				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := cs.PutKey(ctx, ControlKey{ID: "ci", SecretHash: "h-ci", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.UpdateKey(ctx, "ci", func(k *ControlKey) error { k.Name = "renamed"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 4 {
+			t.Fatalf("a change that is no revoke removed grants: %d rows", len(rows))
+		}
+		if _, err := cs.UpdateKey(ctx, "ci", func(k *ControlKey) error { k.Status = "inactive"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 2 || rows[0].Unit != "k:other" {
+			t.Fatalf("after revoking key ci: %+v", rows)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 4 || err != nil {
+			t.Fatalf("deprovisioning dana: %d %v", n, err)
+		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "p:erin@example.com"); len(rows) != 2 {
+			t.Fatalf("erin's grants: %+v", rows)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", ""); n != 0 || err != nil {
+			t.Fatalf("an empty person: %d %v", n, err)
+		}
+	})
+}
