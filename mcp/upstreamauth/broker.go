@@ -291,7 +291,7 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 			if err == nil && !gone {
 				return "", ledger.ErrTokenChanged
 			}
-			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+re.ErrorCode+")")
+			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+errorCode(re.ErrorCode)+")")
 		}
 		// Give the lease back at once: the grant is still good.
 		_, _ = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: claimed.Sealed, ExpiresAt: claimed.ExpiresAt, UpdatedAt: b.now()}, claimed.Version)
@@ -331,7 +331,7 @@ func oauthReason(err error) string {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		if re.ErrorCode != "" {
-			return re.ErrorCode
+			return errorCode(re.ErrorCode)
 		}
 		if re.Response != nil {
 			return re.Response.Status

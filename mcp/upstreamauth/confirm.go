@@ -62,7 +62,7 @@ func (b *Broker) begin(w http.ResponseWriter, r *http.Request, id *policy.Identi
 	}
 	to, err := b.start(r.Context(), l)
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, apiError(err.Error()))
+		writeJSON(w, http.StatusBadGateway, apiError(discoveryText(err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"redirect": to})

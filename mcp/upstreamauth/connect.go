@@ -153,7 +153,7 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		b.page(w, http.StatusNotFound, "No such server", "The MCP server is no longer an auth: oauth server of this gateway.", nil)
 		return
 	case q.Get("error") != "":
-		b.page(w, http.StatusForbidden, "Not connected", st.Server+"'s authorization server answered "+bounded(q.Get("error"))+"; nothing was stored.", nil)
+		b.page(w, http.StatusForbidden, "Not connected", st.Server+"'s authorization server answered "+errorCode(q.Get("error"))+"; nothing was stored.", nil)
 		return
 	case serverName != st.Server:
 		// The answer to one server's authorization arrived at another's

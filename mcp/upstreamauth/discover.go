@@ -127,7 +127,7 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 		if err != nil {
 			var re *oauthex.ClientRegistrationError
 			if errors.As(err, &re) {
-				return nil, fmt.Errorf("MCP server %q: authorization server %s refused to register the gateway: %s", s.name, d.issuer, re.ErrorCode)
+				return nil, fmt.Errorf("MCP server %q: authorization server %s refused to register the gateway: %s", s.name, d.issuer, errorCode(re.ErrorCode))
 			}
 			// The SDK's other errors may quote the answer, which may hold
 			// a client secret: not shown.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -78,6 +79,44 @@ func apiError(msg string) map[string]any {
 // bounded is text from elsewhere cut to 64 bytes on a rune boundary.
 func bounded(s string) string {
 	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// errorCode is an OAuth error code from an authorization server as it
+// may be shown: only the characters RFC 6749 allows in one (%x20-21,
+// %x23-5B, %x5D-7E), at most 64 bytes, so the server cannot put prose
+// (or instructions to an agent's model) into what the gateway says.
+func errorCode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < 64; i++ {
+		if c := s[i]; c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return "an error"
+	}
+	return b.String()
+}
+
+// discoveryText is a discovery failure as a person is shown it: metadata
+// quoted from whatever URL a server named is cut to a bound and stripped
+// of control characters.
+func discoveryText(err error) string {
+	const limit = 400
+	s := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, err.Error())
 	if len(s) <= limit {
 		return s
 	}
