@@ -45,6 +45,16 @@ type cache struct {
 	mu   sync.Mutex
 	byS  map[string]*discovered
 	errs map[string]failure
+	// running is the discovery under way per server: the connects that
+	// arrive meanwhile wait for it instead of registering the gateway
+	// again each.
+	running map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	d    *discovered
+	err  error
 }
 
 type failure struct {
@@ -69,18 +79,35 @@ func (b *Broker) discover(ctx context.Context, s *server) (*discovered, error) {
 		b.cache.mu.Unlock()
 		return nil, f.err
 	}
+	if f := b.cache.running[s.name]; f != nil {
+		b.cache.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.d, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	if b.cache.running == nil {
+		b.cache.running = map[string]*flight{}
+	}
+	b.cache.running[s.name] = f
 	b.cache.mu.Unlock()
-	d, err := b.discoverNow(ctx, s)
+	// Not cut short by this caller leaving: others wait for the result.
+	f.d, f.err = b.discoverNow(context.WithoutCancel(ctx), s)
 	b.cache.mu.Lock()
 	defer b.cache.mu.Unlock()
-	if err != nil {
-		b.cache.errs[s.name] = failure{err, now}
-		return nil, err
+	delete(b.cache.running, s.name)
+	close(f.done)
+	if f.err != nil {
+		b.cache.errs[s.name] = failure{f.err, now}
+		return nil, f.err
 	}
-	d.at = now
-	b.cache.byS[s.name] = d
+	f.d.at = now
+	b.cache.byS[s.name] = f.d
 	delete(b.cache.errs, s.name)
-	return d, nil
+	return f.d, nil
 }
 
 func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error) {

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 )
@@ -88,4 +90,51 @@ func TestConfiguredSecretOnlyToNamedIssuer(t *testing.T) {
 	if d != nil || err == nil || !strings.Contains(err.Error(), "set authorization_server") || strings.Contains(err.Error(), "corp-SECRET") || asked.Load() != 0 {
 		t.Fatalf("discovery with a secret and no authorization_server: %+v %v (%d requests)", d, err, asked.Load())
 	}
+}
+
+// TestDiscoverySingleFlight (hostile review H11): many connects at once
+// on a cold cache register the gateway at the authorization server once,
+// not once each.
+func TestDiscoverySingleFlight(t *testing.T) {
+	as := fakes.NewOAuthServer(resource)
+	defer as.Close()
+	var registrations atomic.Int64
+	hc := &http.Client{Transport: countingTransport{n: &registrations, base: http.DefaultTransport}}
+	st, _ := sqliteStore(t)
+	b, err := New(Options{Servers: []*modellist.MCPServer{{Name: "gh", URL: resource, Auth: modellist.MCPAuthOAuth, OAuth: &modellist.MCPOAuth{AuthorizationServer: as.URL}}},
+		Key: testKey, PublicURL: testPublic, HTTPClient: hc, Store: func() ledger.MCPUpstreamTokenStore { return st }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	for i := range ids {
+		wg.Go(func() {
+			if d, err := b.discover(context.Background(), b.servers["gh"]); err == nil {
+				ids[i] = d.clientID
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id == "" || id != ids[0] {
+			t.Fatalf("client ids %q", ids)
+		}
+	}
+	if n := registrations.Load(); n != 1 {
+		t.Fatalf("%d registrations for 8 concurrent connects; want 1", n)
+	}
+}
+
+// countingTransport counts the registration requests it carries.
+type countingTransport struct {
+	n    *atomic.Int64
+	base http.RoundTripper
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/register") {
+		c.n.Add(1)
+	}
+	return c.base.RoundTrip(r)
 }
