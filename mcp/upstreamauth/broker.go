@@ -305,9 +305,18 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 	if err != nil {
 		return "", err
 	}
-	// Stored with the context's cancel ignored: the old refresh token may
-	// be spent already, so losing the new one would end the grant.
-	if _, err := st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}, claimed.Version); err != nil {
+	// Stored with the context's cancel ignored, and tried again a few
+	// times on a database error: the old refresh token may be spent
+	// already, so losing the new one would end the grant.
+	row := ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}
+	for wait := 100 * time.Millisecond; ; wait *= 4 {
+		_, err = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), row, claimed.Version)
+		if err == nil || errors.Is(err, ledger.ErrTokenChanged) || wait > 2*time.Second {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
 		if errors.Is(err, ledger.ErrTokenChanged) {
 			return "", err
 		}

@@ -136,3 +136,41 @@ func TestAuthorizationServerTextBounded(t *testing.T) {
 		t.Fatalf("the authorization server's error unbounded on the page: %.300s", w.Body)
 	}
 }
+
+// TestRenewedTokenStoredDespiteDatabaseHiccup (hostile review H12): the
+// renewed token (its refresh token rotated, the old one spent) is stored
+// even when the database refuses the first write; it is tried again.
+func TestRenewedTokenStoredDespiteDatabaseHiccup(t *testing.T) {
+	as := fakes.NewOAuthServer(resource)
+	defer as.Close()
+	st, _ := sqliteStore(t)
+	c := testclock.New(time.Now())
+	b := newBroker(t, as, st, c)
+	connect(t, b, "bob", "bob-at-gh")
+	c.Advance(2 * time.Hour)
+	flaky := &flakySwap{MCPUpstreamTokenStore: st, fail: 2}
+	b.opts.Store = func() ledger.MCPUpstreamTokenStore { return flaky }
+	ctx := context.Background()
+	tok, err := b.Token(ctx, "gh", "p:bob", "")
+	if who, _ := as.Who(tok); err != nil || who != "bob-at-gh" {
+		t.Fatalf("renewal over a flaky database: %q %v", who, err)
+	}
+	row, _, _ := st.MCPUpstreamToken(ctx, "gh", "p:bob")
+	if set, err := b.openSet("gh", "p:bob", row.Sealed); err != nil || set.Access != tok {
+		t.Fatalf("the renewed token was not stored: %v", err)
+	}
+}
+
+// flakySwap fails its first fail swaps as a database would.
+type flakySwap struct {
+	ledger.MCPUpstreamTokenStore
+	fail int
+}
+
+func (f *flakySwap) SwapMCPUpstreamToken(ctx context.Context, t ledger.MCPUpstreamToken, version int64) (ledger.MCPUpstreamToken, error) {
+	if f.fail > 0 {
+		f.fail--
+		return ledger.MCPUpstreamToken{}, errors.New("database is locked")
+	}
+	return f.MCPUpstreamTokenStore.SwapMCPUpstreamToken(ctx, t, version)
+}
