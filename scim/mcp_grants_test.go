@@ -2,11 +2,7 @@ package scim
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,23 +25,13 @@ func TestDeprovisionForgetsUpstreamGrants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const token = "scim-test-token-0123456789"
-	srv := httptest.NewServer(&Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Keys: &fakeKeys{}})
-	defer srv.Close()
+	h, call := scimServerOn(t, store, nil)
+	h.Keys = &fakeKeys{}
 	do := func(method, path, body string) map[string]any {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/scim+json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		status, out := call(method, path, body)
+		if status >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, status, out)
 		}
 		return out
 	}

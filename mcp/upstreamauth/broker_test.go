@@ -57,6 +57,17 @@ func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenSt
 	return b
 }
 
+// fixture is a fake authorization server, a SQLite token store, a test
+// clock and a broker over them.
+func fixture(t *testing.T) (*fakes.OAuthServer, ledger.MCPUpstreamTokenStore, *testclock.Clock, *Broker) {
+	t.Helper()
+	as := fakes.NewOAuthServer(resource)
+	t.Cleanup(as.Close)
+	st, _ := sqliteStore(t)
+	c := testclock.New(time.Now())
+	return as, st, c, newBroker(t, as, st, c)
+}
+
 // serve runs one request through b's handler as person (a dashboard
 // session); it returns the answer.
 func serve(b *Broker, method, target, person string) *httptest.ResponseRecorder {

@@ -25,11 +25,7 @@ import (
 // asking the authorization server for fresh consent. The admin then sees
 // the key's grant on their page and revokes it; a person cannot.
 func TestSharedKeyConnectNeedsConfirmation(t *testing.T) {
-	as := fakes.NewOAuthServer(resource)
-	defer as.Close()
-	st, _ := sqliteStore(t)
-	c := testclock.New(time.Now())
-	b := newBroker(t, as, st, c)
+	_, st, _, b := fixture(t)
 	ctx := context.Background()
 	_, err := b.Token(ctx, "gh", "k:shared-ci", "")
 	nc, _ := err.(*NotConnectedError)
@@ -108,11 +104,7 @@ func TestOwnConnectNeedsConfirmation(t *testing.T) {
 // mcp_token_key, the stored token is not handed out; the person is asked
 // to connect again.
 func TestGrantBoundToServerIdentity(t *testing.T) {
-	as := fakes.NewOAuthServer(resource)
-	defer as.Close()
-	st, _ := sqliteStore(t)
-	c := testclock.New(time.Now())
-	b1 := newBroker(t, as, st, c)
+	as, st, c, b1 := fixture(t)
 	connect(t, b1, "bob", "bob-at-gh")
 	ctx := context.Background()
 	if _, err := b1.Token(ctx, "gh", "p:bob", ""); err != nil {
