@@ -16,24 +16,32 @@ import (
 // a hop, but the transports below add it back on every request.
 type sameOrigin struct {
 	server, origin string
-	base           http.RoundTripper
+	// scheme, host and port are the origin's parts, compared per request
+	// without building a string.
+	scheme, host, port string
+	base               http.RoundTripper
 }
 
 func (t sameOrigin) RoundTrip(r *http.Request) (*http.Response, error) {
-	if got := originOf(r.URL); got != t.origin {
+	if !t.within(r.URL) {
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}
-		return nil, t.refused(got)
+		return nil, t.refused(originOf(r.URL))
 	}
 	return t.base.RoundTrip(r)
+}
+
+// within reports whether u is on the origin.
+func (t sameOrigin) within(u *url.URL) bool {
+	return u != nil && strings.EqualFold(u.Scheme, t.scheme) && strings.EqualFold(u.Hostname(), t.host) && portOf(u) == t.port
 }
 
 // checkRedirect is the upstream client's redirect policy: within the
 // origin only, which sameOrigin enforces again per request.
 func (t sameOrigin) checkRedirect(r *http.Request, via []*http.Request) error {
-	if got := originOf(r.URL); got != t.origin {
-		return t.refused(got)
+	if !t.within(r.URL) {
+		return t.refused(originOf(r.URL))
 	}
 	if len(via) >= 10 {
 		return fmt.Errorf("MCP server %q: more than 10 redirects", t.server)
@@ -45,36 +53,38 @@ func (t sameOrigin) refused(to string) error {
 	return fmt.Errorf("MCP server %q: refused a request to %s, another origin than its url's (%s); the gateway sends the server's credentials to its own origin only", t.server, to, t.origin)
 }
 
+// portOf is u's port, the scheme's default when it names none.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
 // originOf is u's scheme, host and port, lower-cased, the port explicit.
 func originOf(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "https":
-			port = "443"
-		case "http":
-			port = "80"
-		}
-	}
+	host := strings.ToLower(u.Hostname())
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return scheme + "://" + host + ":" + port
+	return strings.ToLower(u.Scheme) + "://" + host + ":" + portOf(u)
 }
 
-// originGuard is the sameOrigin of server's entry url over base.
+// originGuard is the sameOrigin of server's entry url over base; an
+// unparsable url lets nothing through.
 func originGuard(server, rawURL string, base http.RoundTripper) sameOrigin {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		u = nil
+	g := sameOrigin{server: server, origin: "(no valid url)", base: base}
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		g.origin, g.scheme, g.host, g.port = originOf(u), u.Scheme, u.Hostname(), portOf(u)
 	}
-	o := originOf(u)
-	if o == "" {
-		o = "(no valid url)"
-	}
-	return sameOrigin{server: server, origin: o, base: base}
+	return g
 }

@@ -93,3 +93,16 @@ func TestUpstreamRedirectKeepsCredentials(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// BenchmarkSameOrigin is the per-request cost of keeping an upstream's
+// requests on its origin: no allocation.
+func BenchmarkSameOrigin(b *testing.B) {
+	g := originGuard("gh", "https://MCP.example.com/mcp", nil)
+	req, _ := http.NewRequest(http.MethodPost, "https://mcp.example.com:443/mcp?x=1", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !g.within(req.URL) {
+			b.Fatal("refused its own origin")
+		}
+	}
+}
