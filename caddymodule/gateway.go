@@ -143,7 +143,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if len(cfg.MCPServers) > 0 {
-		creds, err := mcpCredentials(g.app, cfg.MCPServers)
+		creds, err := mcpCredentials(g.app, cfg.MCPServers, siteOf(ctx))
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,8 @@ import (
 // servers of servers (docs/mcp-upstream-auth.md); nil when none says
 // auth: oauth. Without the app's mcp_token_key such a server is a
 // configuration error: the tokens would have nothing to be sealed with.
-func mcpCredentials(app *App, servers []*modellist.MCPServer) (*upstreamauth.Broker, error) {
+// site binds the grants to the Caddy site (upstreamauth.Options.Site).
+func mcpCredentials(app *App, servers []*modellist.MCPServer, site string) (*upstreamauth.Broker, error) {
 	first := ""
 	for _, s := range servers {
 		if s.Auth == modellist.MCPAuthOAuth {
@@ -37,7 +38,7 @@ func mcpCredentials(app *App, servers []*modellist.MCPServer) (*upstreamauth.Bro
 		return nil, fmt.Errorf("mcp_servers.%s: auth: oauth sends each person's browser to the server's authorization server and back to the gateway: set public_url in the modelgate global options (the gateway's base URL as browsers reach it, e.g. public_url https://gateway.example.com)", first)
 	}
 	return upstreamauth.New(upstreamauth.Options{
-		Servers: servers, Key: key, PublicURL: app.publicURL, Audit: app.Audit(),
+		Servers: servers, Key: key, PublicURL: app.publicURL, Audit: app.Audit(), Site: site,
 		Store: func() ledger.MCPUpstreamTokenStore {
 			s, _ := app.Store().(ledger.MCPUpstreamTokenStore)
 			return s

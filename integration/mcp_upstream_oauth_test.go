@@ -127,13 +127,16 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 		b := dashboardSignIn(t, s, p.user)
 		p.browser = b
 		b.jar.SetCookies(mustURL(t, as.URL), []*http.Cookie{{Name: fakes.OAuthUserCookie, Value: p.upstream}})
-		b.visit(http.MethodGet, link, nil)
+		confirmConnect(t, g.base, b, link)
 		if b.status != http.StatusOK || !strings.Contains(b.body, "Connected your account to MCP server people") {
 			t.Fatalf("%s connecting: %s %d %.500s", p.user, b.last, b.status, b.body)
 		}
 		answers.WriteString(b.body)
 		// The link works once.
-		b.visit(http.MethodGet, link, nil)
+		confirmConnect(t, g.base, b, link)
+		if b.status != http.StatusConflict {
+			t.Fatalf("%s using the link twice: %d %.300s", p.user, b.status, b.body)
+		}
 		answers.WriteString(b.body)
 	}
 	for _, p := range people {
@@ -230,6 +233,33 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sealedLink is the link a connect page's confirmation button posts.
+var sealedLink = regexp.MustCompile(`data-link="([A-Za-z0-9_-]+)"`)
+
+// confirmConnect opens a connect link in b's session (a page that starts
+// nothing), checks that its confirmation without the session's CSRF token
+// is refused, posts it with the token as the page's button does, and
+// follows the authorization URL it answers to the end.
+func confirmConnect(t *testing.T, base string, b *browserless, link string) {
+	t.Helper()
+	b.visit(http.MethodGet, link, nil)
+	m := sealedLink.FindStringSubmatch(b.body)
+	if b.status != http.StatusOK || m == nil || !strings.Contains(b.body, "Connect my account") {
+		t.Fatalf("connect page: %s %d %.500s", b.last, b.status, b.body)
+	}
+	body := `{"link":"` + m[1] + `"}`
+	if st, out := b.call(http.MethodPost, base+"/mcp-connect/start", body); st != http.StatusForbidden {
+		t.Fatalf("a confirmation without the CSRF token: %d %v", st, out)
+	}
+	_, me := b.call(http.MethodGet, base+"/v1/me", "")
+	st, out := b.call(http.MethodPost, base+"/mcp-connect/start", body, "X-CSRF-Token", fmt.Sprint(me["csrf_token"]))
+	to, _ := out["redirect"].(string)
+	if st != http.StatusOK || to == "" {
+		t.Fatalf("confirming: %d %v", st, out)
+	}
+	b.visit(http.MethodGet, to, nil)
 }
 
 func mustURL(t *testing.T, s string) *url.URL {

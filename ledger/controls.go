@@ -248,6 +248,11 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 		k.Name, k.WorkspaceID, k.Status, micros(k.UpdatedAt), micros(k.ExpiresAt), string(newSettings), id); err != nil {
 		return k, err
 	}
+	if k.Status != "active" {
+		if err := s.deleteKeyTokens(ctx, tx, id); err != nil {
+			return k, err
+		}
+	}
 	k.ID = id
 	if err := s.bump(ctx, tx); err != nil {
 		return k, err

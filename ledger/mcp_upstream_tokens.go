@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -46,16 +47,30 @@ type MCPUpstreamTokenStore interface {
 	// (a person connecting again); its version is one past the old.
 	PutMCPUpstreamToken(ctx context.Context, t MCPUpstreamToken) (MCPUpstreamToken, error)
 	// ClaimMCPUpstreamRefresh takes the refresh lease on the row at
-	// version until lease; ErrTokenChanged when the version moved or
-	// another instance's lease runs.
-	ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, now, lease time.Time) (MCPUpstreamToken, error)
+	// version for lease, judged by the database's clock (so instances
+	// whose clocks disagree still hold one lease at a time);
+	// ErrTokenChanged when the version moved or another instance's lease
+	// runs.
+	ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, lease time.Duration) (MCPUpstreamToken, error)
 	// SwapMCPUpstreamToken stores t over the row at version, ending the
 	// lease; ErrTokenChanged when the version moved.
 	SwapMCPUpstreamToken(ctx context.Context, t MCPUpstreamToken, version int64) (MCPUpstreamToken, error)
 	DeleteMCPUpstreamToken(ctx context.Context, server, unit string) (bool, error)
+	// DeleteMCPUpstreamTokenAt removes the row only at version (a grant
+	// the refresh that claimed that version found dead); false when the
+	// row moved on (the person connected again meanwhile) or is gone.
+	DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit string, version int64) (bool, error)
 	// MCPUpstreamTokensOf lists unit's rows (the dashboard's connected
 	// servers).
 	MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error)
+	// MCPUpstreamKeyTokens lists the rows of keys of no one (units
+	// "k:..."): an admin's view of which shared keys act as whom.
+	MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error)
+	// DeleteMCPUpstreamTokensOfPerson removes every grant of the person
+	// whose email (compared case-insensitively) or subject is given (SCIM
+	// deprovisioning); it returns how many. A revoked key's grants go
+	// with the key (UpdateKey).
+	DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error)
 	// UseMCPUpstreamLink records a connect link's nonce as used; false
 	// when it was used before. Expired nonces are deleted on the way.
 	UseMCPUpstreamLink(ctx context.Context, nonce string, expires, now time.Time) (bool, error)
@@ -105,13 +120,24 @@ ON CONFLICT (server, unit) DO UPDATE SET sealed = excluded.sealed, expires_us = 
 	return got, err
 }
 
-// ClaimMCPUpstreamRefresh takes the refresh lease (see the type).
-func (s *sqlStore) ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, now, lease time.Time) (MCPUpstreamToken, error) {
+// ClaimMCPUpstreamRefresh takes the refresh lease (see the type): both
+// the lease's end and the check against a running one use the
+// database's clock, never the caller's.
+func (s *sqlStore) ClaimMCPUpstreamRefresh(ctx context.Context, server, unit string, version int64, lease time.Duration) (MCPUpstreamToken, error) {
 	p := s.d.placeholder
-	res, err := s.db.ExecContext(ctx, `UPDATE mcp_upstream_tokens SET version = version + 1, refresh_until_us = `+p(1)+
-		` WHERE server = `+p(2)+` AND unit = `+p(3)+` AND version = `+p(4)+` AND refresh_until_us < `+p(5),
-		lease.UnixMicro(), server, unit, version, now.UnixMicro())
+	now := s.dbNowMicros()
+	res, err := s.db.ExecContext(ctx, `UPDATE mcp_upstream_tokens SET version = version + 1, refresh_until_us = `+now+` + `+p(1)+
+		` WHERE server = `+p(2)+` AND unit = `+p(3)+` AND version = `+p(4)+` AND refresh_until_us < `+now,
+		lease.Microseconds(), server, unit, version)
 	return s.afterConditional(ctx, res, err, server, unit)
+}
+
+// dbNowMicros is the database's clock in Unix microseconds, as SQL.
+func (s *sqlStore) dbNowMicros() string {
+	if s.d.name == "postgres" {
+		return `CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)`
+	}
+	return `CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)`
 }
 
 // SwapMCPUpstreamToken stores t over the row at version.
@@ -155,9 +181,56 @@ func (s *sqlStore) DeleteMCPUpstreamToken(ctx context.Context, server, unit stri
 	return n > 0, err
 }
 
+// DeleteMCPUpstreamTokenAt removes the row at version only.
+func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit string, version int64) (bool, error) {
+	p := s.d.placeholder
+	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE server = `+p(1)+` AND unit = `+p(2)+` AND version = `+p(3), server, unit, version)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// DeleteMCPUpstreamTokensOfPerson removes a person's grants (see the
+// type); an empty email or subject matches nothing.
+func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error) {
+	p := s.d.placeholder
+	byEmail, bySubject := "", "" // no unit is empty
+	if email != "" {
+		byEmail = strings.ToLower("p:" + email)
+	}
+	if subject != "" {
+		bySubject = "p:" + subject
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2), byEmail, bySubject)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// deleteKeyTokens removes the grants of key id (a key of no one's unit),
+// in tx: a revoked key's holders must not keep acting upstream as the
+// admin who connected it.
+func (s *sqlStore) deleteKeyTokens(ctx context.Context, tx *sql.Tx, id string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1), "k:"+id)
+	return err
+}
+
 // MCPUpstreamTokensOf lists unit's rows by server.
 func (s *sqlStore) MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
+	return s.upstreamTokens(ctx, `WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
+}
+
+// MCPUpstreamKeyTokens lists the key units' rows by unit and server.
+func (s *sqlStore) MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error) {
+	return s.upstreamTokens(ctx, `WHERE unit LIKE 'k:%' ORDER BY unit, server`)
+}
+
+func (s *sqlStore) upstreamTokens(ctx context.Context, where string, args ...any) ([]MCPUpstreamToken, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens `+where, args...)
 	if err != nil {
 		return nil, err
 	}

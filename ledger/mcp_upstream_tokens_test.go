@@ -33,7 +33,7 @@ func TestMCPUpstreamTokens(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				if c, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 1, now, now.Add(20*time.Second)); err == nil {
+				if c, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 1, 20*time.Second); err == nil {
 					won.Add(1)
 					mu.Lock()
 					claimed = c
@@ -47,7 +47,7 @@ func TestMCPUpstreamTokens(t *testing.T) {
 		if won.Load() != 1 || claimed.Version != 2 {
 			t.Fatalf("%d instances claimed one refresh; claimed %+v", won.Load(), claimed)
 		}
-		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 2, now, now.Add(20*time.Second)); !errors.Is(err, ErrTokenChanged) {
+		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 2, 20*time.Second); !errors.Is(err, ErrTokenChanged) {
 			t.Fatalf("a second claim under a running lease: %v", err)
 		}
 		if _, err := ts.SwapMCPUpstreamToken(ctx, MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: "stale", UpdatedAt: now}, 1); !errors.Is(err, ErrTokenChanged) {
@@ -58,10 +58,10 @@ func TestMCPUpstreamTokens(t *testing.T) {
 			t.Fatalf("swap: %+v %v", row, err)
 		}
 		// A lease whose instance died lapses.
-		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 3, now, now.Add(-time.Second)); err != nil {
+		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 3, -time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if row, err = ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 4, now, now.Add(20*time.Second)); err != nil || row.Version != 5 {
+		if row, err = ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 4, 20*time.Second); err != nil || row.Version != 5 {
 			t.Fatalf("claim after a lapsed lease: %+v %v", row, err)
 		}
 		// The person connects again while that refresh runs: its swap loses.
@@ -83,7 +83,7 @@ func TestMCPUpstreamTokens(t *testing.T) {
 		if _, found, _ := ts.MCPUpstreamToken(ctx, "gh", "p:bob"); found {
 			t.Fatal("deleted row still read")
 		}
-		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 6, now, now.Add(time.Second)); !errors.Is(err, ErrTokenChanged) {
+		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 6, time.Second); !errors.Is(err, ErrTokenChanged) {
 			t.Fatalf("claiming a deleted row: %v", err)
 		}
 
@@ -91,6 +91,98 @@ func TestMCPUpstreamTokens(t *testing.T) {
 			if ok, err := ts.UseMCPUpstreamLink(ctx, "n1", now.Add(time.Minute), now); ok != want || err != nil {
 				t.Fatalf("use %d: %t %v", i, ok, err)
 			}
+		}
+	})
+}
+
+// TestMCPUpstreamTokenVersionedDelete (hostile review H5, H6): a dead
+// grant is deleted only at the version its refresh claimed, so a
+// reconnect that landed meanwhile survives; the lease is set and judged
+// on the database's clock (a running lease is refused to a second
+// claim whatever the caller's clock says, and lies ahead of the
+// database's now by about its length); the shared keys' rows are listed.
+func TestMCPUpstreamTokenVersionedDelete(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ts := s.(MCPUpstreamTokenStore)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: "c1", UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", 1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Until(claimed.RefreshUntil); d < 50*time.Second || d > 70*time.Second {
+			t.Fatalf("lease ends in %v; want about a minute on the database's clock", d)
+		}
+		if _, err := ts.ClaimMCPUpstreamRefresh(ctx, "gh", "p:bob", claimed.Version, time.Minute); !errors.Is(err, ErrTokenChanged) {
+			t.Fatalf("a second claim under a running lease: %v", err)
+		}
+		// The person connects again while the refresh is in flight.
+		if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: "c2", UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if gone, err := ts.DeleteMCPUpstreamTokenAt(ctx, "gh", "p:bob", claimed.Version); gone || err != nil {
+			t.Fatalf("the stale refresh deleted the new grant: %t %v", gone, err)
+		}
+		row, found, _ := ts.MCPUpstreamToken(ctx, "gh", "p:bob")
+		if !found || row.Sealed != "c2" {
+			t.Fatalf("after the stale delete: %+v %t", row, found)
+		}
+		if gone, err := ts.DeleteMCPUpstreamTokenAt(ctx, "gh", "p:bob", row.Version); !gone || err != nil {
+			t.Fatalf("delete at the current version: %t %v", gone, err)
+		}
+		for _, u := range []string{"k:ci", "p:alice", "k:build"} {
+			if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: "gh", Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rows, err := ts.MCPUpstreamKeyTokens(ctx); err != nil || len(rows) != 2 || rows[0].Unit != "k:build" || rows[1].Unit != "k:ci" {
+			t.Fatalf("key rows %+v %v", rows, err)
+		}
+	})
+}
+
+// TestMCPUpstreamGrantsEndWithTheirHolder (hostile review H9): revoking
+// a key (status no longer active) deletes its shared grants, in the same
+// transaction; a deprovisioned person's grants are deleted by email
+// (any case) or subject; nobody else's are touched.
+func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ts, cs := s.(MCPUpstreamTokenStore), s.(ControlStore)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com"} {
+			for _, server := range []string{"gh", "linear"} {
+				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := cs.PutKey(ctx, ControlKey{ID: "ci", SecretHash: "h-ci", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.UpdateKey(ctx, "ci", func(k *ControlKey) error { k.Name = "renamed"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 4 {
+			t.Fatalf("a change that is no revoke removed grants: %d rows", len(rows))
+		}
+		if _, err := cs.UpdateKey(ctx, "ci", func(k *ControlKey) error { k.Status = "inactive"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 2 || rows[0].Unit != "k:other" {
+			t.Fatalf("after revoking key ci: %+v", rows)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 4 || err != nil {
+			t.Fatalf("deprovisioning dana: %d %v", n, err)
+		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "p:erin@example.com"); len(rows) != 2 {
+			t.Fatalf("erin's grants: %+v", rows)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", ""); n != 0 || err != nil {
+			t.Fatalf("an empty person: %d %v", n, err)
 		}
 	})
 }

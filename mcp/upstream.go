@@ -71,10 +71,12 @@ func (u *upstream) transportOver(ctx context.Context, base http.RoundTripper) sd
 	// answerGuard turns a call's bad answer into that call's error; the
 	// SDK's own event bound is set above it, so the SDK never meets an
 	// event it would end the session for.
-	guard := answerGuard{base: base, max: maxAnswer}
+	// sameOrigin keeps the credentials base adds on the url's origin.
+	origin := originGuard(u.cfg.Name, u.cfg.URL, base)
+	guard := answerGuard{base: origin, max: maxAnswer}
 	switch u.cfg.Transport {
 	case modellist.MCPTransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxEventSize: 2 * maxAnswer}
+		return &sdk.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard, CheckRedirect: origin.checkRedirect}, MaxEventSize: 2 * maxAnswer}
 	case modellist.MCPTransportStdio:
 		cmd := exec.CommandContext(ctx, u.cfg.Command, u.cfg.Args...)
 		cmd.Env = os.Environ()
@@ -96,7 +98,7 @@ func (u *upstream) transportOver(ctx context.Context, base http.RoundTripper) sd
 	default:
 		guard.posts = true
 		guard.streams = newCallStreams(func(why string) { u.g.obs.Ignored(u.cfg.Name, why) })
-		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard}, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
+		return &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: guard, CheckRedirect: origin.checkRedirect}, MaxRetries: 1, MaxEventSize: 2 * maxAnswer}
 	}
 }
 

@@ -67,8 +67,13 @@ func (p *parser) mcpAuth(s *MCPServer, fs map[string]field, n *yaml.Node, w wher
 	}
 	if f, ok := fs["client_secret"]; ok {
 		o.ClientSecret, _ = p.optional(f.val, w.sub("client_secret"))
-		if o.ClientSecret != "" && o.ClientID == "" {
+		switch {
+		case o.ClientSecret != "" && o.ClientID == "":
 			p.errorf(f.val, w.sub("client_secret"), "a client_secret needs the client_id it belongs to; add client_id, or remove both to let the gateway register itself")
+		case o.ClientSecret != "" && o.AuthorizationServer == "":
+			// Without it the MCP server's own metadata (RFC 9728) would
+			// name where the secret is sent.
+			p.errorf(f.val, w.sub("client_secret"), "a client_secret is sent only to an authorization server you name; add authorization_server (the issuer the client is registered at, e.g. https://auth.example.com)")
 		}
 	}
 	if f, ok := fs["scopes"]; ok {

@@ -51,6 +51,8 @@ func TestMCPOAuthErrors(t *testing.T) {
 		{"mcp_servers:\n  a: {url: http://x, auth: oauth, authorization_server: http://auth.example.com}\n", "mcp_servers.a: authorization_server: must be"},
 		{"mcp_servers:\n  a: {url: http://x, auth: oauth, scopes: [\"a b\"]}\n", "mcp_servers.a: scopes: scope \"a b\""},
 		{"mcp_servers:\n  a: {url: http://x, auth: oauth, client_id: c, client_secret: os.environ/UNSET}\n", "environment variable UNSET is unset"},
+		// hostile review H8: the secret goes only to a named issuer.
+		{"mcp_servers:\n  a: {url: http://x, auth: oauth, client_id: c, client_secret: os.environ/SET}\n", "mcp_servers.a: client_secret: a client_secret is sent only to an authorization server you name; add authorization_server"},
 	} {
 		_, _, err := Parse([]byte(mcpBase+tc.yaml), "m.yaml", env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,6 +24,12 @@ func scimServer(t *testing.T, now func() time.Time) (*Handler, func(method, path
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
+	return scimServerOn(t, store, now)
+}
+
+// scimServerOn is scimServer over store.
+func scimServerOn(t *testing.T, store ledger.Store, now func() time.Time) (*Handler, func(method, path, body string) (int, map[string]any)) {
+	t.Helper()
 	const token = "scim-test-token-0123456789"
 	h := &Handler{Token: token, Source: fixedStore{store.(ledger.ControlStore)}, Now: now}
 	srv := httptest.NewServer(h)

@@ -521,9 +521,15 @@ func (c *call) delete(users bool, id string) error {
 	return nil
 }
 
-// revoke revokes u's keys; a store that cannot be written fails the call
-// (the IdP retries), since a person left active would keep their access.
+// revoke revokes u's keys and forgets their upstream MCP grants; a store
+// that cannot be written fails the call (the IdP retries), since a person
+// left active would keep their access.
 func (c *call) revoke(u User) (int, error) {
+	if g, ok := c.store.(ledger.MCPUpstreamTokenStore); ok {
+		if _, err := g.DeleteMCPUpstreamTokensOfPerson(c.r.Context(), u.UserName, u.ExternalID); err != nil {
+			return 0, &scimError{status: http.StatusServiceUnavailable, detail: "the person's upstream MCP grants could not be removed; retry"}
+		}
+	}
 	if c.h.Keys == nil {
 		return 0, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,6 +51,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Site names the Caddy site the servers are configured in: grants are
+	// bound to it, so two sites sharing the ledger and mcp_token_key never
+	// use each other's (a server name and a key id are per site).
+	Site string
 }
 
 // Broker hands out and renews the people's upstream tokens.
@@ -67,6 +72,9 @@ type Broker struct {
 type server struct {
 	name, url string
 	oauth     modellist.MCPOAuth
+	// bind is what the server's grants are sealed to besides its name
+	// (tokenAD): its URL, its configured authorization server, the site.
+	bind string
 }
 
 // New builds the broker; it fails without a usable key.
@@ -84,7 +92,8 @@ func New(o Options) (*Broker, error) {
 	}
 	for _, m := range o.Servers {
 		if m.Auth == modellist.MCPAuthOAuth && m.OAuth != nil {
-			b.servers[m.Name] = &server{name: m.Name, url: m.URL, oauth: *m.OAuth}
+			b.servers[m.Name] = &server{name: m.Name, url: m.URL, oauth: *m.OAuth,
+				bind: m.URL + "\x00" + m.OAuth.AuthorizationServer + "\x00" + o.Site}
 		}
 	}
 	return b, nil
@@ -100,7 +109,12 @@ func (b *Broker) now() time.Time {
 	return time.Now()
 }
 
-func (b *Broker) redirect() string { return b.opts.PublicURL + Path + "callback" }
+// redirect is serverName's OAuth redirect URI: one per server, so an
+// authorization server's answer arrives at the server it was asked for
+// (RFC 9700 4.4.2: a mix-up attack needs one shared URI).
+func (b *Broker) redirect(serverName string) string {
+	return b.opts.PublicURL + Path + "callback/" + url.PathEscape(serverName)
+}
 
 // Unit is whose token a caller uses: the person behind the key (who
 // signed in, or whom the key was minted for), else the key itself.
@@ -166,9 +180,17 @@ func (b *Broker) Has(serverName string) bool { return b.servers[serverName] != n
 // reaches the server with one that lapses on the way.
 const refreshAhead = 30 * time.Second
 
-// refreshLease bounds how long one instance holds a refresh; another
-// waits for it, then takes over.
-const refreshLease = 20 * time.Second
+// refreshLease bounds how long one instance holds a refresh, on the
+// database's clock; another waits for it, then takes over. It is well
+// over refreshTimeout, so a slow refresh ends before anyone else may
+// spend the same refresh token.
+const (
+	refreshLease   = 60 * time.Second
+	refreshTimeout = 15 * time.Second
+	// refreshWait is how long a caller waits for another instance's
+	// refresh before giving up (the refresh ends within refreshTimeout).
+	refreshWait = refreshTimeout + 5*time.Second
+)
 
 // Token is unit's access token to server, renewed first when it is about
 // to expire or is rejected (the token the server just refused; "" for
@@ -182,7 +204,7 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 	if st == nil {
 		return "", ErrNoStore
 	}
-	deadline := b.now().Add(refreshLease + 5*time.Second)
+	deadline := time.Now().Add(refreshWait)
 	for {
 		row, found, err := st.MCPUpstreamToken(ctx, serverName, unit)
 		if err != nil {
@@ -191,9 +213,9 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 		if !found {
 			return "", b.notConnected(serverName, unit, "not connected yet")
 		}
-		set, err := b.seal.openTokens(serverName, unit, row.Sealed)
+		set, err := b.openSet(serverName, unit, row.Sealed)
 		if err != nil {
-			return "", b.notConnected(serverName, unit, "the stored grant cannot be read with this mcp_token_key")
+			return "", b.notConnected(serverName, unit, "the stored grant was made for another url or authorization_server of the server, or another site, or under another mcp_token_key")
 		}
 		now := b.now()
 		fresh := set.Access != rejected && (set.Expiry.IsZero() || now.Add(refreshAhead).Before(set.Expiry))
@@ -206,20 +228,20 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 			}
 			return "", b.notConnected(serverName, unit, "the grant expired and has no refresh token")
 		}
-		if row.RefreshUntil.After(now) {
-			// Another instance is renewing it: wait for its result.
-			if now.After(deadline) {
-				return "", errors.New("another instance is still renewing the token; try again")
-			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		claimed, err := st.ClaimMCPUpstreamRefresh(ctx, serverName, unit, row.Version, now, now.Add(refreshLease))
+		claimed, err := st.ClaimMCPUpstreamRefresh(ctx, serverName, unit, row.Version, refreshLease)
 		if errors.Is(err, ledger.ErrTokenChanged) {
+			if !row.RefreshUntil.IsZero() {
+				// Another instance holds the lease (the database judged
+				// it): wait for its result.
+				if time.Now().After(deadline) {
+					return "", errors.New("another instance is still renewing the token; try again")
+				}
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -234,20 +256,42 @@ func (b *Broker) Token(ctx context.Context, serverName, unit, rejected string) (
 	}
 }
 
+// bind is what serverName's grants are sealed to besides its name.
+func (b *Broker) bind(serverName string) string {
+	if s := b.servers[serverName]; s != nil {
+		return s.bind
+	}
+	return ""
+}
+
+func (b *Broker) sealSet(serverName, unit string, set tokenSet) (string, error) {
+	return b.seal.sealTokens(serverName, unit, b.bind(serverName), set)
+}
+
+func (b *Broker) openSet(serverName, unit, sealed string) (tokenSet, error) {
+	return b.seal.openTokens(serverName, unit, b.bind(serverName), sealed)
+}
+
 // refresh renews set under the claimed row and stores the result over it.
 func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string, set tokenSet, claimed ledger.MCPUpstreamToken) (string, error) {
 	conf := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: oauth2.AuthStyle(set.AuthStyle)}}
-	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, b.hc), 15*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, b.hc), refreshTimeout)
 	defer cancel()
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: set.Refresh, Expiry: time.Unix(1, 0)}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
 			// The grant ended (revoked, rotated away, the person gone):
-			// only connecting again helps.
-			_, _ = st.DeleteMCPUpstreamToken(context.WithoutCancel(ctx), serverName, unit)
-			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+re.ErrorCode+")")
+			// only connecting again helps. Only the version this refresh
+			// claimed is deleted: a grant the person made meanwhile (the
+			// authorization server may have revoked the old one for it)
+			// is read and used instead.
+			gone, err := st.DeleteMCPUpstreamTokenAt(context.WithoutCancel(ctx), serverName, unit, claimed.Version)
+			if err == nil && !gone {
+				return "", ledger.ErrTokenChanged
+			}
+			return "", b.notConnected(serverName, unit, "the authorization server no longer renews the grant ("+errorCode(re.ErrorCode)+")")
 		}
 		// Give the lease back at once: the grant is still good.
 		_, _ = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: claimed.Sealed, ExpiresAt: claimed.ExpiresAt, UpdatedAt: b.now()}, claimed.Version)
@@ -257,13 +301,22 @@ func (b *Broker) refresh(ctx context.Context, st ledger.MCPUpstreamTokenStore, s
 	if tok.RefreshToken != "" {
 		set.Refresh = tok.RefreshToken
 	}
-	sealed, err := b.seal.sealTokens(serverName, unit, set)
+	sealed, err := b.sealSet(serverName, unit, set)
 	if err != nil {
 		return "", err
 	}
-	// Stored with the context's cancel ignored: the old refresh token may
-	// be spent already, so losing the new one would end the grant.
-	if _, err := st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}, claimed.Version); err != nil {
+	// Stored with the context's cancel ignored, and tried again a few
+	// times on a database error: the old refresh token may be spent
+	// already, so losing the new one would end the grant.
+	row := ledger.MCPUpstreamToken{Server: serverName, Unit: unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()}
+	for wait := 100 * time.Millisecond; ; wait *= 4 {
+		_, err = st.SwapMCPUpstreamToken(context.WithoutCancel(ctx), row, claimed.Version)
+		if err == nil || errors.Is(err, ledger.ErrTokenChanged) || wait > 2*time.Second {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
 		if errors.Is(err, ledger.ErrTokenChanged) {
 			return "", err
 		}
@@ -287,7 +340,7 @@ func oauthReason(err error) string {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		if re.ErrorCode != "" {
-			return re.ErrorCode
+			return errorCode(re.ErrorCode)
 		}
 		if re.Response != nil {
 			return re.Response.Status

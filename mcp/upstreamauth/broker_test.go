@@ -2,12 +2,14 @@ package upstreamauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +57,17 @@ func newBroker(t *testing.T, as *fakes.OAuthServer, st ledger.MCPUpstreamTokenSt
 	return b
 }
 
+// fixture is a fake authorization server, a SQLite token store, a test
+// clock and a broker over them.
+func fixture(t *testing.T) (*fakes.OAuthServer, ledger.MCPUpstreamTokenStore, *testclock.Clock, *Broker) {
+	t.Helper()
+	as := fakes.NewOAuthServer(resource)
+	t.Cleanup(as.Close)
+	st, _ := sqliteStore(t)
+	c := testclock.New(time.Now())
+	return as, st, c, newBroker(t, as, st, c)
+}
+
 // serve runs one request through b's handler as person (a dashboard
 // session); it returns the answer.
 func serve(b *Broker, method, target, person string) *httptest.ResponseRecorder {
@@ -67,14 +80,55 @@ func serve(b *Broker, method, target, person string) *httptest.ResponseRecorder 
 	return w
 }
 
-// authorize follows a connect's redirect to the fake authorization server
-// as user and returns the callback URL it sends the browser to.
-func authorize(t *testing.T, w *httptest.ResponseRecorder, user string) string {
+// confirmLink is the sealed link a confirmation page's button posts.
+var confirmLink = regexp.MustCompile(`data-link="([A-Za-z0-9_-]+)"`)
+
+// startAs opens target (a connect page or link) as id, checks it is a
+// confirmation page that starts nothing, posts its confirmation and
+// returns the authorization URL the answer sends the browser to.
+func startAs(t *testing.T, b *Broker, target string, id *policy.Identity) string {
 	t.Helper()
-	if w.Code != http.StatusFound {
-		t.Fatalf("connect: %d %s", w.Code, w.Body)
+	w := confirmAs(t, b, target, id)
+	var out struct {
+		Redirect string `json:"redirect"`
 	}
-	req, _ := http.NewRequest(http.MethodGet, w.Header().Get("Location"), nil)
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil || out.Redirect == "" {
+		t.Fatalf("confirming: %d %s", w.Code, w.Body)
+	}
+	return out.Redirect
+}
+
+// confirmAs opens target as id and posts its confirmation; it returns
+// the POST's answer.
+func confirmAs(t *testing.T, b *Broker, target string, id *policy.Identity) *httptest.ResponseRecorder {
+	t.Helper()
+	w := serveAs(b, http.MethodGet, target, "", id)
+	m := confirmLink.FindStringSubmatch(w.Body.String())
+	if w.Code != http.StatusOK || w.Header().Get("Location") != "" || m == nil {
+		t.Fatalf("connect page: %d %q %s", w.Code, w.Header().Get("Location"), w.Body)
+	}
+	return serveAs(b, http.MethodPost, Path+"start", `{"link":"`+m[1]+`"}`, id)
+}
+
+// serveAs runs one request with body through b's handler as id.
+func serveAs(b *Broker, method, target, body string, id *policy.Identity) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	if id != nil {
+		r = r.WithContext(policy.WithIdentity(r.Context(), id))
+	}
+	w := httptest.NewRecorder()
+	b.ServeHTTP(w, r)
+	return w
+}
+
+// signedIn is a signed-in person's dashboard identity.
+func signedIn(name string) *policy.Identity { return &policy.Identity{KeyID: name, Person: name} }
+
+// authorize follows the authorization URL to the fake authorization
+// server as user and returns the callback URL it sends the browser to.
+func authorize(t *testing.T, to, user string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, to, nil)
 	req.AddCookie(&http.Cookie{Name: fakes.OAuthUserCookie, Value: user})
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
@@ -83,7 +137,7 @@ func authorize(t *testing.T, w *httptest.ResponseRecorder, user string) string {
 	}
 	resp.Body.Close()
 	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, testPublic+Path+"callback?") || !strings.Contains(loc, "code=") {
+	if !strings.HasPrefix(loc, testPublic+Path+"callback") || !strings.Contains(loc, "code=") {
 		t.Fatalf("authorize answered %d to %q", resp.StatusCode, loc)
 	}
 	return strings.TrimPrefix(loc, testPublic)
@@ -91,10 +145,10 @@ func authorize(t *testing.T, w *httptest.ResponseRecorder, user string) string {
 
 // connect runs the whole flow for person, whose account at the
 // authorization server is user.
-func connect(t *testing.T, b *Broker, person, user string) {
+func connect(t *testing.T, b *Broker, name, user string) {
 	t.Helper()
-	cb := authorize(t, serve(b, http.MethodGet, Path+"server/gh", person), user)
-	if w := serve(b, http.MethodGet, cb, person); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Connected") {
+	cb := authorize(t, startAs(t, b, Path+"server/gh", signedIn(name)), user)
+	if w := serve(b, http.MethodGet, cb, name); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Connected") {
 		t.Fatalf("callback: %d %s", w.Code, w.Body)
 	}
 }
@@ -124,7 +178,7 @@ func TestConnectFlow(t *testing.T) {
 	if w := serve(b, http.MethodGet, link, ""); w.Code != http.StatusUnauthorized {
 		t.Fatalf("no session: %d", w.Code)
 	}
-	cb := authorize(t, serve(b, http.MethodGet, link, "bob"), "bob-at-gh")
+	cb := authorize(t, startAs(t, b, link, signedIn("bob")), "bob-at-gh")
 	if w := serve(b, http.MethodGet, cb, "alice@example.com"); w.Code != http.StatusForbidden {
 		t.Fatalf("alice completing bob's sign-in: %d %s", w.Code, w.Body)
 	}
@@ -171,7 +225,7 @@ func TestConnectFlow(t *testing.T) {
 func TestConfiguredClient(t *testing.T) {
 	as := fakes.NewOAuthServer(resource)
 	defer as.Close()
-	as.AddClient("modelgate", "s3cret", testPublic+Path+"callback")
+	as.AddClient("modelgate", "s3cret", testPublic+Path+"callback/gh")
 	st, _ := sqliteStore(t)
 	c := testclock.New(time.Now())
 	b := newBroker(t, as, st, c, "modelgate", "s3cret")
@@ -184,7 +238,7 @@ func TestConfiguredClient(t *testing.T) {
 	// A wrong secret: the exchange is refused with the server's error
 	// code, and nothing of the client's secret is shown.
 	wrong := newBroker(t, as, st, c, "modelgate", "wrong-s3cret")
-	cb := authorize(t, serve(wrong, http.MethodGet, Path+"server/gh", "alice"), "alice-at-gh")
+	cb := authorize(t, startAs(t, wrong, Path+"server/gh", signedIn("alice")), "alice-at-gh")
 	if w := serve(wrong, http.MethodGet, cb, "alice"); w.Code != http.StatusBadGateway || !strings.Contains(w.Body.String(), "invalid_client") || strings.Contains(w.Body.String(), "s3cret") {
 		t.Fatalf("a wrong client secret: %d %s", w.Code, w.Body)
 	}
@@ -278,9 +332,9 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 	defer as2.Close()
 	b3 := newBroker(t, as2, one, c)
 	row, _, _ := one.MCPUpstreamToken(ctx, "gh", "p:bob")
-	set, _ := b3.seal.openTokens("gh", "p:bob", row.Sealed)
+	set, _ := b1.openSet("gh", "p:bob", row.Sealed)
 	set.TokenURL = as2.URL + "/token"
-	sealed, _ := b3.seal.sealTokens("gh", "p:bob", set)
+	sealed, _ := b3.sealSet("gh", "p:bob", set)
 	if _, err := one.PutMCPUpstreamToken(ctx, ledger.MCPUpstreamToken{Server: "gh", Unit: "p:bob", Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: c.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -299,15 +353,15 @@ func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {
 func TestSealedRowsBound(t *testing.T) {
 	s, _ := newSealer(testKey)
 	other, _ := newSealer(testKey + "x")
-	sealed, _ := s.sealTokens("gh", "p:bob", tokenSet{Access: "a"})
-	if _, err := s.openTokens("gh", "p:bob", sealed); err != nil {
+	sealed, _ := s.sealTokens("gh", "p:bob", "u", tokenSet{Access: "a"})
+	if _, err := s.openTokens("gh", "p:bob", "u", sealed); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		s            *sealer
-		server, unit string
-	}{{s, "gh", "p:alice"}, {s, "linear", "p:bob"}, {other, "gh", "p:bob"}} {
-		if _, err := c.s.openTokens(c.server, c.unit, sealed); err == nil {
+		s                  *sealer
+		server, unit, bind string
+	}{{s, "gh", "p:alice", "u"}, {s, "linear", "p:bob", "u"}, {s, "gh", "p:bob", "elsewhere"}, {other, "gh", "p:bob", "u"}} {
+		if _, err := c.s.openTokens(c.server, c.unit, c.bind, sealed); err == nil {
 			t.Fatalf("opened as %s %s", c.server, c.unit)
 		}
 	}

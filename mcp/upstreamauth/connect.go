@@ -18,12 +18,17 @@ import (
 // The person's side, under Path, for a dashboard session (llm_auth sends
 // a browser without one to sign in first and back):
 //
-//	GET  Path                     the person's servers: connected or not, connect and disconnect
-//	GET  Path+"server/<name>"     connect the signed-in person to <name>
-//	GET  Path+"link/<sealed>"     a connect link from an MCP error: for the person it names only
-//	GET  Path+"callback"          the authorization server's redirect back
-//	POST Path+"disconnect/<name>" forget the person's grant (CSRF header, as every session POST)
+//	GET  Path                     the person's servers: connected or not, connect and disconnect;
+//	                              for an admin, the shared keys' grants too
+//	GET  Path+"server/<name>"     a page asking the signed-in person to confirm connecting <name>
+//	GET  Path+"link/<sealed>"     the same page for a connect link from an MCP error: for the person it names only
+//	POST Path+"start"             the confirmation: {"link": sealed} in, {"redirect": the authorization URL} out
+//	GET  Path+"callback/<name>"   the authorization server's redirect back, one URI per server
+//	POST Path+"disconnect/<name>" forget the person's grant, or with {"unit": "k:<key>"} an admin a key's
 //
+// A GET never starts an authorization: a cross-site page could make a
+// browser open a link. Only the POST does, and every POST of a session
+// carries its CSRF header (identity checks it before this handler runs).
 // A link names the person (or key) it was made for; it starts the
 // authorization only for that person's own session, so a link forwarded
 // to someone else cannot attach their account to the wrong person. The
@@ -51,16 +56,18 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.page(w, http.StatusNotFound, "No such server", "No auth: oauth MCP server is called "+name+".", nil)
 			return
 		}
-		b.start(w, r, id, link{Server: name, Unit: "p:" + id.Person, Expires: b.now().Add(linkTTL), Nonce: randomID()})
+		b.confirm(w, id, link{Server: name, Unit: "p:" + id.Person, Expires: b.now().Add(linkTTL), Nonce: randomID()})
 	case strings.HasPrefix(rest, "link/") && r.Method == http.MethodGet:
 		var l link
 		if open(b.seal.links, linkAD, strings.TrimPrefix(rest, "link/"), &l) != nil {
 			b.page(w, http.StatusBadRequest, "Link not valid", "This connect link was not made by this gateway, or was altered. Call the tool again for a new one, or connect from this page: "+Path, nil)
 			return
 		}
-		b.start(w, r, id, l)
-	case rest == "callback" && r.Method == http.MethodGet:
-		b.callback(w, r, id)
+		b.confirm(w, id, l)
+	case rest == "start" && r.Method == http.MethodPost:
+		b.begin(w, r, id)
+	case strings.HasPrefix(rest, "callback/") && r.Method == http.MethodGet:
+		b.callback(w, r, id, strings.TrimPrefix(rest, "callback/"))
 	case strings.HasPrefix(rest, "disconnect/") && r.Method == http.MethodPost:
 		b.disconnect(w, r, id, strings.TrimPrefix(rest, "disconnect/"))
 	default:
@@ -77,38 +84,43 @@ func mayAct(id *policy.Identity, unit string) bool {
 	return strings.HasPrefix(unit, "k:") && id.Role == policy.RoleAdmin
 }
 
-// start checks l against the signed-in person and sends them to the
-// authorization server.
-func (b *Broker) start(w http.ResponseWriter, r *http.Request, id *policy.Identity, l link) {
-	s := b.servers[l.Server]
+// refusal is why id may not connect l, as a page's status, title and
+// text; status 0 when it may.
+func (b *Broker) refusal(id *policy.Identity, l link) (int, string, string) {
 	switch {
-	case s == nil:
-		b.page(w, http.StatusNotFound, "No such server", "The MCP server this link names is no longer an auth: oauth server of this gateway.", nil)
-		return
+	case b.servers[l.Server] == nil:
+		return http.StatusNotFound, "No such server", "The MCP server this link names is no longer an auth: oauth server of this gateway."
 	case !b.now().Before(l.Expires):
-		b.page(w, http.StatusGone, "Link expired", "This connect link has expired. Call the tool again for a new one, or connect "+l.Server+" from "+Path, nil)
-		return
+		return http.StatusGone, "Link expired", "This connect link has expired. Call the tool again for a new one, or connect " + l.Server + " from " + Path
 	case !mayAct(id, l.Unit):
-		b.page(w, http.StatusForbidden, "Not your link", "This link connects "+l.Server+" for someone else, so it cannot take your sign-in. To connect your own account, open "+Path+" or call the tool with your own key.", nil)
-		return
+		return http.StatusForbidden, "Not your link", "This link connects " + l.Server + " for someone else, so it cannot take your sign-in. To connect your own account, open " + Path + " or call the tool with your own key."
 	case b.opts.PublicURL == "":
-		b.page(w, http.StatusServiceUnavailable, "Not set up", "The gateway has no public_url, so the authorization server cannot send you back to it; ask an admin to set public_url in the modelgate block.", nil)
-		return
+		return http.StatusServiceUnavailable, "Not set up", "The gateway has no public_url, so the authorization server cannot send you back to it; ask an admin to set public_url in the modelgate block."
 	}
-	d, err := b.discover(r.Context(), s)
+	return 0, "", ""
+}
+
+// start discovers l's server and returns the authorization URL to send
+// the person to, with the sealed state of the flow.
+func (b *Broker) start(ctx context.Context, l link) (string, error) {
+	s := b.servers[l.Server]
+	d, err := b.discover(ctx, s)
 	if err != nil {
-		b.page(w, http.StatusBadGateway, "Authorization server unavailable", err.Error(), nil)
-		return
+		return "", err
 	}
 	st := state{link: l, Verifier: oauth2.GenerateVerifier(), ClientID: d.clientID, ClientSecret: d.secret, AuthStyle: int(d.authStyle),
-		TokenURL: d.tokenURL, Issuer: d.issuer, Resource: d.resource, Redirect: b.redirect(), Scopes: d.scopes}
+		TokenURL: d.tokenURL, Issuer: d.issuer, Resource: d.resource, Redirect: b.redirect(l.Server), Scopes: d.scopes, IssRequired: d.issRequired}
 	sealed, err := seal(b.seal.links, stateAD, st)
 	if err != nil {
-		b.page(w, http.StatusInternalServerError, "Could not start", "The authorization could not be started.", nil)
-		return
+		return "", errors.New("the authorization could not be started")
 	}
-	conf := st.config(d.authURL)
-	http.Redirect(w, r, conf.AuthCodeURL(sealed, oauth2.S256ChallengeOption(st.Verifier), oauth2.SetAuthURLParam("resource", st.Resource)), http.StatusFound)
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(st.Verifier), oauth2.SetAuthURLParam("resource", st.Resource)}
+	if unitPerson(l.Unit) == "" {
+		// A shared key's grant: the admin must see the authorization
+		// server's consent, not a remembered one passed silently.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+	}
+	return st.config(d.authURL).AuthCodeURL(sealed, opts...), nil
 }
 
 func (st *state) config(authURL string) *oauth2.Config {
@@ -123,7 +135,7 @@ func (st *state) config(authURL string) *oauth2.Config {
 // callback completes an authorization: the same person, once, in time;
 // the code is exchanged with its PKCE verifier and the resource, and the
 // tokens are stored sealed.
-func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Identity) {
+func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Identity, serverName string) {
 	q := r.URL.Query()
 	var st state
 	if open(b.seal.links, stateAD, q.Get("state"), &st) != nil {
@@ -141,10 +153,21 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		b.page(w, http.StatusNotFound, "No such server", "The MCP server is no longer an auth: oauth server of this gateway.", nil)
 		return
 	case q.Get("error") != "":
-		b.page(w, http.StatusForbidden, "Not connected", st.Server+"'s authorization server answered "+bounded(q.Get("error"))+"; nothing was stored.", nil)
+		b.page(w, http.StatusForbidden, "Not connected", st.Server+"'s authorization server answered "+errorCode(q.Get("error"))+"; nothing was stored.", nil)
 		return
-	case q.Get("iss") != "" && strings.TrimSuffix(q.Get("iss"), "/") != strings.TrimSuffix(st.Issuer, "/"):
-		// RFC 9207: an answer from another authorization server.
+	case serverName != st.Server:
+		// The answer to one server's authorization arrived at another's
+		// redirect URI: a mix-up (RFC 9700 4.4.2); its code is sent
+		// nowhere.
+		b.page(w, http.StatusBadRequest, "Wrong server", "This answer is for another MCP server's sign-in than the one it came back to; nothing was sent or stored. Start again from "+Path, nil)
+		return
+	case q.Get("iss") == "" && st.IssRequired:
+		// RFC 9207 2.4: the server said it always sends iss.
+		b.page(w, http.StatusBadRequest, "No issuer", "The authorization server's answer lacks iss, which its metadata says it always sends; nothing was sent or stored.", nil)
+		return
+	case q.Get("iss") != "" && q.Get("iss") != st.Issuer:
+		// RFC 9207: an answer from another authorization server (iss is
+		// compared exactly, as RFC 9207 2.4 says).
 		b.page(w, http.StatusBadRequest, "Wrong issuer", "The answer came from another authorization server than the one the sign-in was sent to.", nil)
 		return
 	case q.Get("code") == "":
@@ -176,8 +199,8 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		return
 	}
 	set := tokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: b.expiry(tok), ClientID: st.ClientID,
-		ClientSecret: st.ClientSecret, TokenURL: st.TokenURL, AuthStyle: st.AuthStyle, Scopes: st.Scopes, Connected: b.now().UTC()}
-	sealed, err := b.seal.sealTokens(st.Server, st.Unit, set)
+		ClientSecret: st.ClientSecret, TokenURL: st.TokenURL, AuthStyle: st.AuthStyle, Scopes: st.Scopes, Connected: b.now().UTC(), Issuer: st.Issuer}
+	sealed, err := b.sealSet(st.Server, st.Unit, set)
 	if err == nil {
 		_, err = store.PutMCPUpstreamToken(context.WithoutCancel(r.Context()), ledger.MCPUpstreamToken{Server: st.Server, Unit: st.Unit, Sealed: sealed, ExpiresAt: set.Expiry, UpdatedAt: b.now()})
 	}
@@ -211,7 +234,11 @@ func (b *Broker) disconnect(w http.ResponseWriter, r *http.Request, id *policy.I
 		writeJSON(w, http.StatusServiceUnavailable, apiError(ErrNoStore.Error()))
 		return
 	}
-	unit := "p:" + id.Person
+	unit, err := disconnectUnit(r, id)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError(err.Error()))
+		return
+	}
 	gone, err := store.DeleteMCPUpstreamToken(r.Context(), name, unit)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, apiError("the gateway's ledger database did not answer; try again"))
@@ -273,6 +300,10 @@ func (b *Broker) Connections(ctx context.Context, unit string) ([]Connection, er
 
 func (b *Broker) list(w http.ResponseWriter, r *http.Request, id *policy.Identity) {
 	conns, err := b.Connections(r.Context(), "p:"+id.Person)
+	var keys []KeyGrant
+	if err == nil {
+		keys, err = b.keyGrants(r, id, b.opts.Store())
+	}
 	if err != nil {
 		if errors.Is(err, ErrNoStore) {
 			b.page(w, http.StatusServiceUnavailable, "Try again", err.Error(), nil)
@@ -282,8 +313,12 @@ func (b *Broker) list(w http.ResponseWriter, r *http.Request, id *policy.Identit
 		return
 	}
 	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
-		writeJSON(w, http.StatusOK, map[string]any{"person": id.Person, "data": conns})
+		out := map[string]any{"person": id.Person, "data": conns}
+		if keys != nil {
+			out["key_grants"] = keys
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	b.page(w, http.StatusOK, "Your MCP connections", "Servers that act as you with your own account. Connect one once; disconnect to make the gateway forget your grant.", conns)
+	b.page(w, http.StatusOK, "Your MCP connections", "Servers that act as you with your own account. Connect one once; disconnect to make the gateway forget your grant.", &pageMore{Conns: conns, Keys: keys})
 }

@@ -26,7 +26,10 @@ type discovered struct {
 	clientID  string
 	secret    string
 	authStyle oauth2.AuthStyle
-	at        time.Time
+	// issRequired is the authorization server saying it sends iss with
+	// every answer (RFC 9207): one without is then refused.
+	issRequired bool
+	at          time.Time
 }
 
 // discoveryTTL is how long discovery and a registered client are kept in
@@ -42,6 +45,16 @@ type cache struct {
 	mu   sync.Mutex
 	byS  map[string]*discovered
 	errs map[string]failure
+	// running is the discovery under way per server: the connects that
+	// arrive meanwhile wait for it instead of registering the gateway
+	// again each.
+	running map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	d    *discovered
+	err  error
 }
 
 type failure struct {
@@ -66,18 +79,35 @@ func (b *Broker) discover(ctx context.Context, s *server) (*discovered, error) {
 		b.cache.mu.Unlock()
 		return nil, f.err
 	}
+	if f := b.cache.running[s.name]; f != nil {
+		b.cache.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.d, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	if b.cache.running == nil {
+		b.cache.running = map[string]*flight{}
+	}
+	b.cache.running[s.name] = f
 	b.cache.mu.Unlock()
-	d, err := b.discoverNow(ctx, s)
+	// Not cut short by this caller leaving: others wait for the result.
+	f.d, f.err = b.discoverNow(context.WithoutCancel(ctx), s)
 	b.cache.mu.Lock()
 	defer b.cache.mu.Unlock()
-	if err != nil {
-		b.cache.errs[s.name] = failure{err, now}
-		return nil, err
+	delete(b.cache.running, s.name)
+	close(f.done)
+	if f.err != nil {
+		b.cache.errs[s.name] = failure{f.err, now}
+		return nil, f.err
 	}
-	d.at = now
-	b.cache.byS[s.name] = d
+	f.d.at = now
+	b.cache.byS[s.name] = f.d
 	delete(b.cache.errs, s.name)
-	return d, nil
+	return f.d, nil
 }
 
 func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error) {
@@ -85,6 +115,11 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	defer cancel()
 	d := &discovered{resource: s.url, issuer: s.oauth.AuthorizationServer}
 	var scopes []string
+	if d.issuer == "" && s.oauth.ClientSecret != "" {
+		// The configuration refuses this too: the MCP server's metadata
+		// must not choose where the operator's secret goes.
+		return nil, fmt.Errorf("MCP server %q: a client_secret is sent only to an authorization server the configuration names; set authorization_server on its mcp_servers entry", s.name)
+	}
 	if d.issuer == "" {
 		prm, err := b.resourceMetadata(ctx, s.url)
 		if err != nil {
@@ -102,7 +137,7 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	if !containsString(asm.CodeChallengeMethodsSupported, "S256") {
 		return nil, fmt.Errorf("MCP server %q: authorization server %s does not offer PKCE S256, which the gateway requires", s.name, d.issuer)
 	}
-	d.authURL, d.tokenURL = asm.AuthorizationEndpoint, asm.TokenEndpoint
+	d.authURL, d.tokenURL, d.issRequired = asm.AuthorizationEndpoint, asm.TokenEndpoint, asm.AuthorizationResponseIssParameterSupported
 	if len(s.oauth.Scopes) > 0 {
 		scopes = s.oauth.Scopes
 	}
@@ -110,16 +145,16 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 	d.clientID, d.secret = s.oauth.ClientID, s.oauth.ClientSecret
 	if d.clientID == "" {
 		if asm.RegistrationEndpoint == "" {
-			return nil, fmt.Errorf("MCP server %q: authorization server %s offers no dynamic client registration; register the gateway there (redirect URI %s) and set client_id on its mcp_servers entry", s.name, d.issuer, b.redirect())
+			return nil, fmt.Errorf("MCP server %q: authorization server %s offers no dynamic client registration; register the gateway there (redirect URI %s) and set client_id on its mcp_servers entry", s.name, d.issuer, b.redirect(s.name))
 		}
 		reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{b.redirect()}, ClientName: "Modelgate", GrantTypes: []string{"authorization_code", "refresh_token"},
+			RedirectURIs: []string{b.redirect(s.name)}, ClientName: "Modelgate", GrantTypes: []string{"authorization_code", "refresh_token"},
 			ResponseTypes: []string{"code"}, TokenEndpointAuthMethod: "none", Scope: d.scopes,
 		}, b.hc)
 		if err != nil {
 			var re *oauthex.ClientRegistrationError
 			if errors.As(err, &re) {
-				return nil, fmt.Errorf("MCP server %q: authorization server %s refused to register the gateway: %s", s.name, d.issuer, re.ErrorCode)
+				return nil, fmt.Errorf("MCP server %q: authorization server %s refused to register the gateway: %s", s.name, d.issuer, errorCode(re.ErrorCode))
 			}
 			// The SDK's other errors may quote the answer, which may hold
 			// a client secret: not shown.

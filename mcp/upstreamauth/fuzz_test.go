@@ -19,7 +19,7 @@ import (
 func FuzzOpenSealed(f *testing.F) {
 	s, _ := newSealer(testKey)
 	good, _ := seal(s.links, linkAD, link{Server: "gh", Unit: "p:bob", Expires: time.Unix(1e9, 0), Nonce: "n"})
-	row, _ := s.sealTokens("gh", "p:bob", tokenSet{Access: "a", Refresh: "r"})
+	row, _ := s.sealTokens("gh", "p:bob", "u", tokenSet{Access: "a", Refresh: "r"})
 	f.Add(good)
 	f.Add(row)
 	f.Add("")
@@ -36,7 +36,7 @@ func FuzzOpenSealed(f *testing.F) {
 		if open(s.links, stateAD, text, &st) == nil {
 			t.Fatalf("opened a state nobody sealed: %q", text)
 		}
-		if set, err := s.openTokens("gh", "p:bob", text); err == nil && (set.Access != "a" || set.Refresh != "r") {
+		if set, err := s.openTokens("gh", "p:bob", "u", text); err == nil && (set.Access != "a" || set.Refresh != "r") {
 			t.Fatalf("opened a token row nobody sealed: %+v", set)
 		}
 	})
@@ -60,7 +60,7 @@ func FuzzCallback(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
-		r := httptest.NewRequest(http.MethodGet, Path+"callback", nil)
+		r := httptest.NewRequest(http.MethodGet, Path+"callback/gh", nil)
 		r.URL.RawQuery = query
 		r = r.WithContext(policy.WithIdentity(r.Context(), &policy.Identity{Person: "bob"}))
 		w := httptest.NewRecorder()

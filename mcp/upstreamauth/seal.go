@@ -81,17 +81,26 @@ type tokenSet struct {
 	Scopes    string `json:"o,omitempty"`
 	// Connected is when the person granted it.
 	Connected time.Time `json:"k"`
+	// Issuer is the authorization server that issued it.
+	Issuer string `json:"i,omitempty"`
 }
 
-func tokenAD(server, unit string) string { return "token\x00" + server + "\x00" + unit }
-
-func (s *sealer) sealTokens(server, unit string, t tokenSet) (string, error) {
-	return seal(s.tokens, tokenAD(server, unit), t)
+// tokenAD binds a row to its server's name and unit, and to what the
+// server is (bind: its URL, its configured authorization server, the
+// site): a row sealed for one cannot be opened for another, so a reload
+// that points the name elsewhere, or another site sharing the ledger and
+// mcp_token_key, never hands the token out.
+func tokenAD(server, unit, bind string) string {
+	return "token\x00" + server + "\x00" + unit + "\x00" + bind
 }
 
-func (s *sealer) openTokens(server, unit, sealed string) (tokenSet, error) {
+func (s *sealer) sealTokens(server, unit, bind string, t tokenSet) (string, error) {
+	return seal(s.tokens, tokenAD(server, unit, bind), t)
+}
+
+func (s *sealer) openTokens(server, unit, bind, sealed string) (tokenSet, error) {
 	var t tokenSet
-	err := open(s.tokens, tokenAD(server, unit), sealed, &t)
+	err := open(s.tokens, tokenAD(server, unit, bind), sealed, &t)
 	return t, err
 }
 
@@ -119,6 +128,8 @@ type state struct {
 	Resource     string `json:"x"`
 	Redirect     string `json:"r"`
 	Scopes       string `json:"o,omitempty"`
+	// IssRequired: the answer must carry iss (RFC 9207 2.4).
+	IssRequired bool `json:"ir,omitempty"`
 }
 
 const (

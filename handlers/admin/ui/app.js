@@ -675,10 +675,24 @@ async function connections() {
     } catch (e) { say(e.message, true); return; }
     await connections();
   };
-  view.replaceChildren(title, el('div', { id: 'connections' }, table(['Server', 'State', ''], rep.data.map((c) => [c.server,
+  const parts = [title, el('div', { id: 'connections' }, table(['Server', 'State', ''], rep.data.map((c) => [c.server,
     c.connected ? 'connected ' + c.connected_at.slice(0, 10) : 'not connected',
     el('span', {}, el('a', { href: c.connect_url }, c.connected ? 'Connect again' : 'Connect'),
-      c.connected ? el('button', { type: 'button', onclick: disconnect(c) }, 'Disconnect') : '')]))));
+      c.connected ? el('button', { type: 'button', onclick: disconnect(c) }, 'Disconnect') : '')])))];
+  // An admin also sees the shared keys' grants: each acts upstream as the
+  // admin who connected it, for every holder of the key.
+  if (rep.key_grants && rep.key_grants.length) {
+    const revoke = (g) => async () => {
+      try {
+        await api('/mcp-connect/disconnect/' + encodeURIComponent(g.server), { method: 'POST', body: { unit: g.unit } });
+        say('Revoked key ' + g.key + "'s grant to " + g.server + '.');
+      } catch (e) { say(e.message, true); return; }
+      await connections();
+    };
+    parts.push(el('h3', {}, "Shared keys' grants"), el('div', { id: 'key-grants' }, table(['Server', 'Key', 'Since', ''], rep.key_grants.map((g) => [g.server,
+      g.key, g.connected_at.slice(0, 10), el('button', { type: 'button', onclick: revoke(g) }, 'Revoke')]))));
+  }
+  view.replaceChildren(...parts);
 }
 
 const views = { overview, keys, workspaces, sessions, deployments, explorer, audit, mcp: mcpTools, pulls: pullRequests, secrets, approvals, connections };
