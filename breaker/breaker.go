@@ -194,7 +194,7 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 	fresh := true
 	if t.Session != "" {
 		v := view{name: t.Session, scope: ledger.SessionScopeID(t.KeyID, t.Session)}
-		s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, 0, b.o.Now())
+		s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, link{}, b.o.Now())
 		if err != nil {
 			b.failed(err)
 			return Decision{}

@@ -130,6 +130,7 @@ type state struct {
 	token   string
 	trips   int64
 	vtrip   int64 // the minute of the last velocity trip
+	head    uint64 // a conversation's last turn's (link), when held
 }
 
 type bucket struct{ minute, pico int64 }

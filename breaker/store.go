@@ -15,12 +15,16 @@ type Store interface {
 	// Turn counts a request of the session: unless its tail is the one
 	// counted last (a retry) or the session is paused or stopped, the
 	// turn count goes up and m, when its key is not 0, joins the ring of
-	// thread. With depth > 0 (the conversation view's turns, see
-	// conversation.go), a turn whose history is not deeper than the last
-	// one counted first forgets the scope's turns, ring and spend: the
-	// scope is more than one conversation. It returns the session's state
-	// after.
-	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, depth int, now time.Time) (state, error)
+	// thread. With l.head != 0 (the conversation view's turns, see
+	// conversation.go), a turn that does not extend the last one counted
+	// (l.prev is not the head it left) first forgets the scope's turns,
+	// ring and spend: the scope is more than one conversation; the turn's
+	// head is then the scope's. It returns the session's state after.
+	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, l link, now time.Time) (state, error)
+	// Extend moves a conversation's head to l.head when the turn extends
+	// it (l.prev is its head) or repeats its last turn, and reports the state and whether it did;
+	// it creates nothing.
+	Extend(ctx context.Context, scope string, l link, now time.Time) (s state, extended bool, err error)
 	// Spend adds what a request of the session cost.
 	Spend(ctx context.Context, scope string, pico int64, now time.Time) error
 	// Trip records a trip if the session's trip count is still seen (no
@@ -36,6 +40,9 @@ type Store interface {
 	// false for a session the store does not know.
 	Peek(ctx context.Context, scope string) (s state, found bool, err error)
 }
+
+// link chains a conversation's turns: see print's prev and head.
+type link struct{ prev, head uint64 }
 
 // tripState is what a trip changes.
 type tripState struct {
@@ -61,7 +68,7 @@ type memSession struct {
 	used    time.Time
 	s       state
 	tail    uint64
-	depth   int
+	head    uint64 // the conversation's last turn's (link)
 	threads map[uint64][]mark
 }
 
@@ -97,7 +104,7 @@ func (m *Memory) session(scope string, now time.Time, create bool) *memSession {
 }
 
 // Turn implements Store.
-func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, depth int, now time.Time) (state, error) {
+func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, l link, now time.Time) (state, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.session(scope, now, true)
@@ -107,12 +114,12 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 	case ms.tail == tail && tail != 0:
 		s.dup = true
 	default:
-		if depth > 0 {
-			if depth <= ms.depth {
+		if l.head != 0 {
+			if ms.head != 0 && ms.head != l.prev {
 				clear(ms.threads)
 				ms.s.turns, ms.s.spent, ms.s.window = 0, 0, [velocityMinutes]bucket{}
 			}
-			ms.depth = depth
+			ms.head = l.head
 		}
 		ms.tail = tail
 		ms.s.turns++
@@ -129,6 +136,7 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 		}
 	}
 	s.ring = append([]mark(nil), ms.threads[thread]...)
+	s.head = ms.head
 	return s, nil
 }
 
@@ -183,6 +191,18 @@ func (m *Memory) Resume(_ context.Context, scope, token string) (string, bool, e
 	}
 	ms.s.status, ms.s.token = "", ""
 	return was, true, nil
+}
+
+// Extend implements Store.
+func (m *Memory) Extend(_ context.Context, scope string, l link, now time.Time) (state, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms := m.session(scope, now, false)
+	if ms == nil || ms.head == 0 || (ms.head != l.prev && ms.head != l.head) {
+		return state{}, false, nil
+	}
+	ms.head = l.head
+	return ms.s, true, nil
 }
 
 // Peek implements Store.
