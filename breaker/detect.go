@@ -129,7 +129,7 @@ type state struct {
 	pattern string
 	token   string
 	trips   int64
-	vtrip   int64 // the minute of the last velocity trip
+	vtrip   int64  // the minute of the last velocity trip
 	head    uint64 // a conversation's last turn's (link), when held
 }
 

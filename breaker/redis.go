@@ -17,8 +17,8 @@ import (
 // each operation is one Lua script, so two instances serving one session
 // never lose a turn or both trip it.
 type Redis struct {
-	c                         *redis.Client
-	prefix                    string
+	c                                 *redis.Client
+	prefix                            string
 	turn, extend, spend, trip, resume *redis.Script
 }
 
