@@ -198,7 +198,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		h.providerFailed(w, r, err)
 		return
 	}
 	f := flow{State: randomID(), Nonce: randomID(), Verifier: oauth2.GenerateVerifier(), Return: "/", Redirect: h.redirectURL(r),
@@ -415,7 +415,9 @@ func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, r
 		if g.IdPRefresh != "" {
 			person, refresh, err := h.renewAtProvider(r.Context(), g.IdPRefresh)
 			if err != nil {
-				oauthFail(w, http.StatusBadRequest, "invalid_grant", err.Error())
+				// The error may name the provider's address (providerFailed).
+				h.tell(err)
+				oauthFail(w, http.StatusBadRequest, "invalid_grant", "the identity provider did not renew the sign-in; sign in again")
 				return
 			}
 			g.Person, g.IdPRefresh = person, refresh
