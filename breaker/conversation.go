@@ -79,7 +79,7 @@ func ownerOf(t *Turn) string {
 // ConversationID) of keyID's person, or else of keyID, for a resume or a
 // status that names the key.
 func (b *Breaker) scopeOf(keyID, session string) string {
-	if strings.HasPrefix(session, conversationPrefix) && b.o.PersonOf != nil {
+	if (strings.HasPrefix(session, conversationPrefix) || session == KeySpendRate) && b.o.PersonOf != nil {
 		if p := b.o.PersonOf(keyID); p != "" {
 			return ledger.SessionScopeID(personOwner(p), session)
 		}

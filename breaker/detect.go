@@ -61,6 +61,7 @@ const (
 type rules struct {
 	repeat, cycle, failing, turns int
 	velocityPico                  int64 // per minute
+	keyVelocityPico               int64 // per minute, the key's (keyrate.go)
 	action                        string
 }
 
@@ -84,6 +85,7 @@ func resolve(r *ledger.BreakerRules) rules {
 	default:
 		out.velocityPico = r.VelocityCents * money.PicoPerCent
 	}
+	out.keyVelocityPico = keyVelocity(r.KeyVelocityCents)
 	if out.action == "" {
 		out.action = ActionWarn
 	}
