@@ -55,7 +55,7 @@ type tripState struct {
 const idle = 24 * time.Hour
 
 // Memory is a Store in this process: at most maxSessions sessions, the
-// least recently used dropped first.
+// least recently used dropped first but for held ones (evict).
 type Memory struct {
 	mu  sync.Mutex
 	ll  *list.List // of *memSession, most recent first
@@ -96,11 +96,30 @@ func (m *Memory) session(scope string, now time.Time, create bool) *memSession {
 	}
 	ms := &memSession{scope: scope, used: now, threads: map[uint64][]mark{}}
 	m.m[scope] = m.ll.PushFront(ms)
-	for back := m.ll.Back(); back != nil && (m.ll.Len() > m.max || now.Sub(back.Value.(*memSession).used) > idle); back = m.ll.Back() {
-		m.ll.Remove(back)
-		delete(m.m, back.Value.(*memSession).scope)
-	}
+	m.evict(now)
 	return ms
+}
+
+// evict drops the sessions idle past a day, and the least recently used
+// over max. A paused or stopped session is passed over (moved to the
+// front) while the sessions number under twice max: a flood of one-shot
+// requests, another key's included, must not lift a hold that only its
+// link or an admin may clear.
+func (m *Memory) evict(now time.Time) {
+	for spins := m.ll.Len(); spins > 0; spins-- {
+		back := m.ll.Back()
+		ms := back.Value.(*memSession)
+		stale := now.Sub(ms.used) > idle
+		if !stale && m.ll.Len() <= m.max {
+			return
+		}
+		if !stale && ms.s.status != "" && m.ll.Len() <= 2*m.max {
+			m.ll.MoveToFront(back)
+			continue
+		}
+		m.ll.Remove(back)
+		delete(m.m, ms.scope)
+	}
 }
 
 // Turn implements Store.
