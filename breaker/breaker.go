@@ -316,11 +316,12 @@ func (b *Breaker) Done(ctx context.Context, d Decision, costPico int64) {
 	if b == nil || costPico <= 0 || d.Refusal != nil {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	for _, scope := range [3]string{d.scope, d.conversation, d.key} {
 		if scope == "" {
 			continue
 		}
-		if err := b.o.Store.Spend(context.WithoutCancel(ctx), scope, costPico, b.o.Now()); err != nil {
+		if err := b.o.Store.Spend(ctx, scope, costPico, b.o.Now()); err != nil {
 			b.failed(err)
 		}
 	}

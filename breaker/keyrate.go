@@ -43,8 +43,8 @@ func (b *Breaker) admitKey(ctx context.Context, t *Turn, r rules, p print) (d De
 		b.failed(err)
 		return Decision{}, v.scope
 	}
-	if !found {
-		return Decision{}, v.scope
+	if !found || (s.status == "" && s.velocity(b.o.Now().Unix()/60) < r.keyVelocityPico) {
+		return Decision{}, v.scope // the common case, decided without decide's work
 	}
 	return b.decide(ctx, t, rules{velocityPico: r.keyVelocityPico, action: r.action}, p, v, s), v.scope
 }
