@@ -9,32 +9,28 @@ import (
 	"github.com/modelgate/modelgate/providers"
 )
 
-// generatedKeys are the fields whose string values carry generated output
-// in the client formats' stream events: text (Messages, Gemini,
-// Converse), content, reasoning_content and refusal (Chat Completions),
-// delta (Responses), arguments, partial_json and input (tool calls), and
-// thinking. An object-valued one (Messages' "delta":{…}) is no string and
-// is passed over.
-var generatedKeys = [...][]byte{[]byte(`"text":`), []byte(`"content":`), []byte(`"delta":`),
-	[]byte(`"arguments":`), []byte(`"partial_json":`), []byte(`"thinking":`),
-	[]byte(`"reasoning_content":`), []byte(`"refusal":`), []byte(`"input":`)}
-
-// repeats mark the events that repeat output already streamed (the
-// Responses API's *.done and response.completed carry the whole text
-// again): counting them would charge the text twice.
-var repeats = [...][]byte{[]byte(`.done"`), []byte(`"response.completed"`), []byte(`"response.incomplete"`)}
-
 // generatedBytes is how many bytes of generated output the client-format
-// stream bytes b carry: the lengths of the string values of
-// generatedKeys, escapes counted as written.
+// stream bytes b carry: the lengths of the string values of the fields
+// that carry it, escapes counted as written.
 func generatedBytes(b []byte) int {
-	for _, r := range repeats {
-		if bytes.Contains(b, r) {
+	// Events that repeat output already streamed (the Responses API's
+	// *.done and response.completed carry the whole text again): counting
+	// them would charge the text twice.
+	for _, r := range [...]string{`.done"`, `"response.completed"`, `"response.incomplete"`} {
+		if bytes.Contains(b, []byte(r)) {
 			return 0
 		}
 	}
 	n := 0
-	for _, key := range generatedKeys {
+	// The fields whose string values carry generated output in the client
+	// formats' stream events: text (Messages, Gemini, Converse), content,
+	// reasoning_content and refusal (Chat Completions), delta (Responses),
+	// arguments, partial_json and input (tool calls), and thinking. An
+	// object-valued one (Messages' "delta":{…}) is no string and is
+	// passed over.
+	for _, k := range [...]string{`"text":`, `"content":`, `"delta":`, `"arguments":`, `"partial_json":`, `"thinking":`,
+		`"reasoning_content":`, `"refusal":`, `"input":`} {
+		key := []byte(k)
 		for rest := b; ; {
 			i := bytes.Index(rest, key)
 			if i < 0 {
