@@ -135,6 +135,9 @@ func TestGeneratedBytesCountsTextOnce(t *testing.T) {
 		{`event: response.output_text.done` + "\n" + `data: {"type":"response.output_text.done","text":"abc"}`, 0},
 		{`data: {"candidates":[{"content":{"parts":[{"text":"four"}]}}]}`, 4},
 		{`data: {"type":"message_start","message":{"content":[],"usage":{"output_tokens":1}}}`, 0},
+		{`data: {"choices": [{"delta": {"content": "abc"}}]}`, 3},
+		{`data: {"type":"response.completed","response":{"output":[{"content":[{"text":"the whole answer"}]}]}}`, 0},
+		{`data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"a \":\" b"}}`, 10},
 	} {
 		if got := generatedBytes([]byte(tc.ev)); got != tc.want {
 			t.Errorf("generatedBytes(%s) = %d; want %d", tc.ev, got, tc.want)

@@ -11,39 +11,42 @@ import (
 
 // generatedBytes is how many bytes of generated output the client-format
 // stream bytes b carry: the lengths of the string values of the fields
-// that carry it, escapes counted as written.
+// that carry it, escapes counted as written. One pass from key to key;
+// string values are stepped over, not searched.
 func generatedBytes(b []byte) int {
-	// Events that repeat output already streamed (the Responses API's
-	// *.done and response.completed carry the whole text again): counting
-	// them would charge the text twice.
-	for _, r := range [...]string{`.done"`, `"response.completed"`, `"response.incomplete"`} {
-		if bytes.Contains(b, []byte(r)) {
-			return 0
-		}
-	}
 	n := 0
-	// The fields whose string values carry generated output in the client
-	// formats' stream events: text (Messages, Gemini, Converse), content,
-	// reasoning_content and refusal (Chat Completions), delta (Responses),
-	// arguments, partial_json and input (tool calls), and thinking. An
-	// object-valued one (Messages' "delta":{…}) is no string and is
-	// passed over.
-	for _, k := range [...]string{`"text":`, `"content":`, `"delta":`, `"arguments":`, `"partial_json":`, `"thinking":`,
-		`"reasoning_content":`, `"refusal":`, `"input":`} {
-		key := []byte(k)
-		for rest := b; ; {
-			i := bytes.Index(rest, key)
-			if i < 0 {
-				break
-			}
-			rest = bytes.TrimLeft(rest[i+len(key):], " \t")
-			if len(rest) == 0 || rest[0] != '"' {
-				continue
-			}
-			end := stringEnd(rest)
-			n += end - 1
-			rest = rest[end:]
+	for i := 0; i < len(b); {
+		j := bytes.Index(b[i:], []byte(`":`))
+		if j < 0 {
+			break
 		}
+		keyEnd := i + j
+		v := keyEnd + 2
+		for v < len(b) && (b[v] == ' ' || b[v] == '\t') {
+			v++
+		}
+		if v >= len(b) || b[v] != '"' {
+			i = v // an object, array, number or literal: its keys come next
+			continue
+		}
+		end := v + stringEnd(b[v:])
+		if k := bytes.LastIndexByte(b[i:keyEnd], '"'); k >= 0 {
+			switch key := b[i+k+1 : keyEnd]; string(key) {
+			case "text", "content", "delta", "arguments", "partial_json", "thinking", "reasoning_content", "refusal", "input":
+				// Messages, Gemini and Converse text; Chat Completions
+				// content, reasoning and refusals; Responses deltas; tool
+				// call arguments; thinking.
+				n += end - v - 1
+			case "type":
+				// The Responses API's *.done events and response.completed
+				// carry the whole text again: counting them would charge
+				// it twice.
+				if t := b[v+1 : end]; bytes.HasSuffix(t, []byte(".done")) || string(t) == "response.completed" || string(t) == "response.incomplete" {
+					return 0
+				}
+			}
+		}
+		i = end + 1
 	}
 	return n
 }
