@@ -137,7 +137,7 @@ func TestGeneratedBytesCountsTextOnce(t *testing.T) {
 		{`data: {"type":"message_start","message":{"content":[],"usage":{"output_tokens":1}}}`, 0},
 		{`data: {"choices": [{"delta": {"content": "abc"}}]}`, 3},
 		{`data: {"type":"response.completed","response":{"output":[{"content":[{"text":"the whole answer"}]}]}}`, 0},
-		{`data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"a \":\" b"}}`, 10},
+		{`data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"a \":\" b"}}`, 9},
 	} {
 		if got := generatedBytes([]byte(tc.ev)); got != tc.want {
 			t.Errorf("generatedBytes(%s) = %d; want %d", tc.ev, got, tc.want)
