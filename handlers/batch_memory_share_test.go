@@ -17,11 +17,7 @@ import (
 // size max_bytes allows (a hostile review found 64–100 MB inputs refused
 // by default, and one 60 MB upload starving every chat request).
 func TestBatchesTakeAtMostHalfTheBodyMemory(t *testing.T) {
-	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqliteLedger(t)
 	g, _ := testGateway(t, "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n", func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
 	})
@@ -44,4 +40,15 @@ func TestBatchesTakeAtMostHalfTheBodyMemory(t *testing.T) {
 	if used, _, _ := g.bodyMem.stats(); used != 0 || m.held != 0 {
 		t.Fatalf("held after release: gateway %d, batches %d", used, m.held)
 	}
+}
+
+// sqliteLedger is a ledger in a file of the test's own, closed after it.
+func sqliteLedger(t *testing.T) ledger.Store {
+	t.Helper()
+	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }

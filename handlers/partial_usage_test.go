@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -78,24 +79,38 @@ func anthropicUpstream(t *testing.T, chunk string, cut bool) *httptest.Server {
 	return srv
 }
 
+// cutAnthropicStream serves one Anthropic request through a gateway
+// whose upstream sends ten ~800-byte text deltas and then hangs (the
+// client leaves at content_block_stop) or, with cut, breaks off; it
+// returns the request's one record and the tokens of the text relayed.
+func cutAnthropicStream(t *testing.T, cut bool) (ledger.Record, int64) {
+	t.Helper()
+	chunk := strings.Repeat("lorem ipsum dolor sit amet ", 30)
+	srv := anthropicUpstream(t, chunk, cut)
+	yaml := "model_list:\n" + kindEntry("m", "anthropic/claude-up", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000003\n      output_cost_per_token: 0.000015\n"
+	g, obs := testGateway(t, yaml, nil)
+	body := `{"model":"m","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "content_block_stop", leave: func() {
+		if !cut {
+			cancel()
+		}
+	}}, req)
+	recs := obs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	return recs[0], int64(10 * len(chunk) / 4)
+}
+
 // A client that leaves an Anthropic stream with the whole text in hand,
 // before message_delta, is charged for the text it read, not for the 1
 // output token message_start counted (a hostile review found such a
 // request settled at about nothing: a budget bypass).
 func TestAnthropicStreamLeftBeforeUsageIsChargedForTheTextRead(t *testing.T) {
-	chunk := strings.Repeat("lorem ipsum dolor sit amet ", 30)
-	srv := anthropicUpstream(t, chunk, false)
-	yaml := "model_list:\n" + kindEntry("m", "anthropic/claude-up", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000003\n      output_cost_per_token: 0.000015\n"
-	g, obs := testGateway(t, yaml, nil)
-	body := `{"model":"m","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
-	ctx, cancel := context.WithCancel(context.Background())
-	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
-	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "content_block_stop", leave: cancel}, req)
-	recs := obs.Records()
-	if len(recs) != 1 {
-		t.Fatalf("%d records", len(recs))
-	}
-	r, read := recs[0], int64(10*len(chunk)/4)
+	r, read := cutAnthropicStream(t, false)
 	if r.Outcome != "cancelled" || r.OutputTokens < read || r.OutputTokens > 2*read {
 		t.Errorf("record %s: output %d tokens; want about the %d the client read", r.Outcome, r.OutputTokens, read)
 	}
@@ -104,18 +119,7 @@ func TestAnthropicStreamLeftBeforeUsageIsChargedForTheTextRead(t *testing.T) {
 // An upstream that breaks off before its usage, with no other deployment
 // to continue on, leaves the same floor: what its client was sent.
 func TestStreamCutWithoutResumeIsChargedForTheTextRelayed(t *testing.T) {
-	chunk := strings.Repeat("lorem ipsum dolor sit amet ", 30)
-	srv := anthropicUpstream(t, chunk, true)
-	yaml := "model_list:\n" + kindEntry("m", "anthropic/claude-up", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000003\n      output_cost_per_token: 0.000015\n"
-	g, obs := testGateway(t, yaml, nil)
-	body := `{"model":"m","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
-	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body)).WithContext(policy.WithIdentity(context.Background(), alice))
-	g.ServeHTTP(httptest.NewRecorder(), req)
-	recs := obs.Records()
-	if len(recs) != 1 {
-		t.Fatalf("%d records", len(recs))
-	}
-	if r, read := recs[0], int64(10*len(chunk)/4); r.OutputTokens < read {
+	if r, read := cutAnthropicStream(t, true); r.Outcome != "error" || r.OutputTokens < read {
 		t.Errorf("record %s: output %d tokens; want at least the %d relayed", r.Outcome, r.OutputTokens, read)
 	}
 }

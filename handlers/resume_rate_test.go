@@ -16,17 +16,7 @@ import (
 // window, not the continuation's alone (a hostile review found the cut
 // part's tokens never reached it).
 func TestResumedStreamCountsBothPartsInTheTPMWindow(t *testing.T) {
-	pieces := make([]string, 10)
-	for i := range pieces {
-		pieces[i] = strings.Repeat("word ", 8)
-	}
-	cut := &anthropicScript{pieces: pieces, cut: true}
-	rest := &anthropicScript{pieces: []string{"the end."}}
-	one, two := httptest.NewServer(cut), httptest.NewServer(rest)
-	t.Cleanup(one.Close)
-	t.Cleanup(two.Close)
-	yaml := "model_list:\n" + kindEntry("a", "anthropic/claude-x", one.URL) + kindEntry("b", "anthropic/claude-x", two.URL) +
-		"router_settings:\n  fallbacks:\n    - a: [b]\n"
+	yaml, _ := fallbackPair(t, wordPieces(), "the end.", "")
 	now := time.Date(2030, 1, 2, 3, 4, 10, 0, time.UTC)
 	rates := policy.NewRateLimits(nil, 0, func() time.Time { return now }, nil)
 	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Rates = rates })
@@ -44,4 +34,25 @@ func TestResumedStreamCountsBothPartsInTheTPMWindow(t *testing.T) {
 	if used, want := d.Tokens.Limit-d.Tokens.Remaining, cutRec.TotalTokens()+restRec.TotalTokens(); used != want {
 		t.Errorf("the tpm window counts %d tokens; want both parts' %d (cut %d, rest %d)", used, want, cutRec.TotalTokens(), restRec.TotalTokens())
 	}
+}
+
+// wordPieces are ten 40-byte pieces of text: 100 tokens a client read.
+func wordPieces() []string {
+	pieces := make([]string, 10)
+	for i := range pieces {
+		pieces[i] = strings.Repeat("word ", 8)
+	}
+	return pieces
+}
+
+// fallbackPair is the models file of alias a, whose Anthropic stream
+// (pieces) is cut, and its fallback b, which continues it with rest;
+// price follows each entry. cont records the continuation's requests.
+func fallbackPair(t *testing.T, pieces []string, rest, price string) (yaml string, cont *anthropicScript) {
+	cont = &anthropicScript{pieces: []string{rest}}
+	one, two := httptest.NewServer(&anthropicScript{pieces: pieces, cut: true}), httptest.NewServer(cont)
+	t.Cleanup(one.Close)
+	t.Cleanup(two.Close)
+	return "model_list:\n" + kindEntry("a", "anthropic/claude-x", one.URL) + price + kindEntry("b", "anthropic/claude-x", two.URL) + price +
+		"router_settings:\n  fallbacks:\n    - a: [b]\n", cont
 }
