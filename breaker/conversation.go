@@ -20,10 +20,10 @@ import (
 // minted for a person (Turn.Owner), the conversation is the person's, over
 // all their keys, so that a new sign-in's key does not evade it either.
 //
-// Two things keep honest traffic out of it. A session joins the view with
-// its first turn only (whose history has no answer of the model yet, so
-// it adds nothing to compare), so a busy key with many sessions never
-// meets its rules there. And a loop's turns extend one another (print's
+// Two things keep honest traffic out of it. A session's later turns only
+// extend the view, and a turn whose history has no answer of the model
+// yet (a session's first) does not join it (it adds nothing to compare),
+// so a busy key with many sessions never meets its rules there. And a loop's turns extend one another (print's
 // prev is the head of the turn before): a turn that does not extend the
 // conversation's last one shows that more than one conversation shares
 // its first entry (an app's requests without a session that all start
@@ -92,7 +92,12 @@ func (b *Breaker) scopeOf(keyID, session string) string {
 // only refuses it when the conversation is held; d is the session
 // view's decision.
 func (b *Breaker) admitConversation(ctx context.Context, t *Turn, r rules, p print, d Decision, fresh bool) Decision {
-	if p.thread == 0 {
+	if p.thread == 0 || p.prev == 0 {
+		// A history with no answer of the model yet (a session's or a
+		// one-shot request's first turn) has nothing to compare, extends
+		// no conversation, and would only take a slot in the store (a
+		// one-shot app's every request would): the conversation starts
+		// with the turn that extends it.
 		return d
 	}
 	v := conversationView(ownerOf(t), p.thread)
