@@ -58,6 +58,16 @@ func TestRedisStaggeredSessionlessAppIsNotStopped(t *testing.T) {
 // goes on.
 func TestConversationStopSparesAnHonestSessionWithTheSamePrompt(t *testing.T) {
 	b, _, _ := newTestBreaker(t, nil)
+	honestSessionSpared(t, b, b)
+}
+
+func TestRedisConversationStopSparesAnHonestSession(t *testing.T) {
+	a, b, _ := twoInstances(t)
+	honestSessionSpared(t, a, b)
+}
+
+func honestSessionSpared(t *testing.T, a, b *Breaker) {
+	t.Helper()
 	ctx := context.Background()
 	rules := &ledger.BreakerRules{Action: ActionStop}
 	honest := newClaudeSession("fix the build")
@@ -65,12 +75,12 @@ func TestConversationStopSparesAnHonestSessionWithTheSamePrompt(t *testing.T) {
 	for i := range 3 {
 		tr := turnOf(honest.turn("Read", map[string]any{"file_path": fmt.Sprint("/src/", i)}, "ok", false), rules)
 		tr.Session = "interactive-1"
-		goesOn(t, b, tr, money.PicoPerCent, "the honest session")
+		goesOn(t, a, tr, money.PicoPerCent, "the honest session")
 	}
 	loop := newClaudeSession("fix the build")
 	var d Decision
 	for i := range DefaultRepeat {
-		d = b.Admit(ctx, rotating(loop.turn("Bash", map[string]any{"command": "make"}, "Exit code 2\nmake: *** No rule", true), i, rules))
+		d = []*Breaker{a, b}[i%2].Admit(ctx, rotating(loop.turn("Bash", map[string]any{"command": "make"}, "Exit code 2\nmake: *** No rule", true), i, rules))
 	}
 	if d.Refusal == nil {
 		t.Fatal("the rotating loop was not stopped")
@@ -81,7 +91,7 @@ func TestConversationStopSparesAnHonestSessionWithTheSamePrompt(t *testing.T) {
 		t.Fatalf("the honest session (own id, 4th turn) was refused: %s", d.Refusal.Message)
 	}
 	// The loop's next turn under yet another id is still refused.
-	if d := b.Admit(ctx, rotating(loop.turn("Bash", map[string]any{"command": "make"}, "Exit code 2\nmake: *** No rule", true), 99, rules)); d.Refusal == nil {
+	if d := a.Admit(ctx, rotating(loop.turn("Bash", map[string]any{"command": "make"}, "Exit code 2\nmake: *** No rule", true), 99, rules)); d.Refusal == nil {
 		t.Fatal("the stopped loop went on under a new id")
 	}
 }

@@ -14,7 +14,7 @@ import (
 // conversation views (a new session id each, and, with nonce, a first
 // entry of its own), each costing cost in one minute, and returns the
 // turn it was refused at, or -1.
-func spendUntilHeld(t *testing.T, b *Breaker, rules *ledger.BreakerRules, cost int64, nonce bool, idFor func(int) int) (int, Decision) {
+func spendUntilHeld(t *testing.T, inst []*Breaker, rules *ledger.BreakerRules, cost int64, nonce bool, idFor func(int) int) (int, Decision) {
 	t.Helper()
 	ctx := context.Background()
 	c := newClaudeSession("fix the build")
@@ -23,6 +23,7 @@ func spendUntilHeld(t *testing.T, b *Breaker, rules *ledger.BreakerRules, cost i
 		if nonce {
 			c.msgs[0] = map[string]any{"role": "user", "content": fmt.Sprintf("fix the build [%d]", i)}
 		}
+		b := inst[i%len(inst)]
 		d := b.Admit(ctx, rotating(c.body(), idFor(i), rules))
 		if d.Refusal != nil {
 			return i, d
@@ -40,7 +41,7 @@ func spendUntilHeld(t *testing.T, b *Breaker, rules *ledger.BreakerRules, cost i
 func TestKeySpendRateTripsWhateverTheIDs(t *testing.T) {
 	b, ch, _ := newTestBreaker(t, nil)
 	rules := &ledger.BreakerRules{Repeat: -1, Cycle: -1, Failing: -1, Action: ActionPause}
-	at, d := spendUntilHeld(t, b, rules, 50*money.PicoPerCent, true, func(i int) int { return i })
+	at, d := spendUntilHeld(t, []*Breaker{b}, rules, 50*money.PicoPerCent, true, func(i int) int { return i })
 	if at < 0 || at > 101 {
 		t.Fatalf("a nonce-per-request loop at $0.50 a turn was held at turn %d; want by turn 101 ($50 spent)", at)
 	}
@@ -73,7 +74,7 @@ func TestKeySpendRateTripsWhateverTheIDs(t *testing.T) {
 func TestKeySpendRateUndilutedByKeptIDs(t *testing.T) {
 	b, _, _ := newTestBreaker(t, nil)
 	rules := &ledger.BreakerRules{Repeat: -1, Cycle: -1, Failing: -1, VelocityCents: 200, Action: ActionStop}
-	if at, _ := spendUntilHeld(t, b, rules, 20*money.PicoPerCent, false, func(i int) int { return i / 8 }); at < 0 || at > 251 {
+	if at, _ := spendUntilHeld(t, []*Breaker{b}, rules, 20*money.PicoPerCent, false, func(i int) int { return i / 8 }); at < 0 || at > 251 {
 		t.Fatalf("ids kept 8 turns at $0.20 a turn: held at turn %d; want by turn 251 ($50 spent)", at)
 	}
 }
@@ -82,7 +83,28 @@ func TestKeySpendRateUndilutedByKeptIDs(t *testing.T) {
 func TestKeySpendRateOff(t *testing.T) {
 	b, _, _ := newTestBreaker(t, nil)
 	rules := &ledger.BreakerRules{Repeat: -1, Cycle: -1, Failing: -1, KeyVelocityCents: -1, Action: ActionStop}
-	if at, _ := spendUntilHeld(t, b, rules, 50*money.PicoPerCent, true, func(i int) int { return i }); at != -1 {
+	if at, _ := spendUntilHeld(t, []*Breaker{b}, rules, 50*money.PicoPerCent, true, func(i int) int { return i }); at != -1 {
 		t.Fatalf("held at turn %d with key_velocity off", at)
+	}
+}
+
+// TestRedisKeySpendRateAcrossInstances: the key's spend, served by two
+// instances on one Redis in turn, trips once and holds on both.
+func TestRedisKeySpendRateAcrossInstances(t *testing.T) {
+	a, b, ch := twoInstances(t)
+	rules := &ledger.BreakerRules{Repeat: -1, Cycle: -1, Failing: -1, Action: ActionStop}
+	if at, _ := spendUntilHeld(t, []*Breaker{a, b}, rules, 50*money.PicoPerCent, true, func(i int) int { return i }); at < 0 || at > 101 {
+		t.Fatalf("held at turn %d; want by turn 101 ($50 spent over both instances)", at)
+	}
+	fresh := newClaudeSession("something else entirely")
+	for i, x := range []*Breaker{a, b} {
+		if d := x.Admit(context.Background(), rotating(fresh.body(), 1000+i, rules)); d.Refusal == nil {
+			t.Errorf("instance %d: the key's requests went on", i)
+		}
+	}
+	a.Drain(context.Background())
+	b.Drain(context.Background())
+	if lines := ch.all(); len(lines) != 1 {
+		t.Errorf("chat = %q; want one line", lines)
 	}
 }
