@@ -129,6 +129,15 @@ func (s *Service) resultsAnthropic(w http.ResponseWriter, r *http.Request, id st
 			Message: "message batch " + quoteID(id) + " is still processing; its results are ready once processing_status is \"ended\""}).Write(w, f)
 		return
 	}
+	h := s.newHold(r.Context())
+	defer h.release()
+	meta, err := st.GetBatchFile(r.Context(), b.Owner(), b.OutputFileID)
+	if err == nil {
+		if e := h.take(downloadCopies * meta.Bytes); e != nil {
+			e.Write(w, f)
+			return
+		}
+	}
 	file, err := st.BatchFileContent(r.Context(), b.Owner(), b.OutputFileID)
 	if err != nil {
 		(&apierror.Error{Status: http.StatusNotFound,

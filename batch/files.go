@@ -202,7 +202,12 @@ func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request, id string) 
 }
 
 func (s *Service) fileContent(w http.ResponseWriter, r *http.Request, id string) {
-	_, st, e := s.openAIFile(r, id)
+	meta, st, e := s.openAIFile(r, id)
+	h := s.newHold(r.Context())
+	defer h.release()
+	if e == nil {
+		e = h.take(downloadCopies * meta.Bytes)
+	}
 	if e != nil {
 		e.Write(w, apierror.OpenAI)
 		return

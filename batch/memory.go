@@ -27,6 +27,14 @@ type Memory interface {
 // again), the requests decoded from it, and the rows written of them.
 const workingSet = 4
 
+// MemoryFor is the bound (Memory.Max) that lets a batch input of maxBytes
+// be read and stored: its working set.
+func MemoryFor(maxBytes int64) int64 { return workingSet * maxBytes }
+
+// downloadCopies is how many times its size a file sent back is held:
+// the store's copy and the driver's buffer it was read from.
+const downloadCopies = 2
+
 // holdStep is the least taken from the bound at a time, so a body read
 // in small pieces does not take the bound's lock per piece.
 const holdStep = 1 << 20
@@ -63,12 +71,35 @@ func (h *hold) cover(input int64) *apierror.Error {
 		grab = need - h.held
 	}
 	if !h.m.Acquire(h.ctx, grab) {
-		h.refused = &apierror.Error{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
-			Message: "the gateway holds its limit of request-body bytes at once (max_body_memory); retry shortly"}
+		h.refused = memoryFull()
 		return h.refused
 	}
 	h.held += grab
 	return nil
+}
+
+// take makes the hold cover n bytes a download holds, or says why it
+// cannot. A file past the whole bound (a large batch's results, which
+// max_bytes does not bound) takes the whole bound, so it is sent alone
+// rather than refused.
+func (h *hold) take(n int64) *apierror.Error {
+	if h.m == nil {
+		return nil
+	}
+	n = min(n, h.m.Max())
+	if n <= h.held {
+		return nil
+	}
+	if !h.m.Acquire(h.ctx, n-h.held) {
+		return memoryFull()
+	}
+	h.held = n
+	return nil
+}
+
+func memoryFull() *apierror.Error {
+	return &apierror.Error{Status: http.StatusServiceUnavailable, Code: "body_memory_full", RetryAfter: "1",
+		Message: "the gateway holds its limit of batch bytes at once (half of max_body_memory); retry shortly"}
 }
 
 // release gives back everything the hold took.
@@ -111,6 +142,6 @@ func (r *heldReader) Read(p []byte) (int, error) {
 func tooLargeForMemory(input, bound int64) *apierror.Error {
 	return &apierror.Error{Status: http.StatusRequestEntityTooLarge, Code: "request_too_large",
 		Message: "a batch input of " + strconv.FormatInt(input, 10) + "+ bytes is held " + strconv.Itoa(workingSet) +
-			" times over while it is read and stored, past the gateway's max_body_memory of " + strconv.FormatInt(bound, 10) +
-			" bytes; split it into several batches, or raise max_body_memory"}
+			" times over while it is read and stored, past the " + strconv.FormatInt(bound, 10) +
+			" bytes batches may hold at once (half the gateway's max_body_memory); split it into several batches, or raise max_body_memory"}
 }

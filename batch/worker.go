@@ -260,7 +260,7 @@ func (s *Service) purge(ctx context.Context, st ledger.BatchStore, now time.Time
 func (s *Service) resultFiles(b ledger.Batch, items []ledger.BatchItem, now time.Time) []ledger.BatchFile {
 	f := func(id, purpose, name string, content []byte) ledger.BatchFile {
 		return ledger.BatchFile{ID: id, Site: b.Site, KeyID: b.KeyID, Purpose: purpose, Filename: name,
-			Created: now, Expires: now.Add(s.o.Retention), Content: content}
+			Created: now, Expires: now.Add(s.o.Retention), Content: content, Bytes: int64(len(content))}
 	}
 	if b.API == apiAnthropic {
 		return []ledger.BatchFile{f(b.OutputFileID, purposeResults, b.ID+"_results.jsonl", anthropicResults(items))}

@@ -71,6 +71,8 @@ type Decision struct {
 	// under the key when the request joined its watch; "" when not
 	// watched.
 	scope, conversation string
+	// key is the key's spend-rate view (keyrate.go); "" when off.
+	key string
 }
 
 // Trip is one trip, as the gateway's metrics and traces see it.
@@ -190,11 +192,25 @@ func (b *Breaker) Admit(ctx context.Context, t *Turn) Decision {
 	}
 	r := resolve(t.Rules)
 	p := fingerprint(t.Format, t.Body)
+	kd, key := b.admitKey(ctx, t, r, p)
+	if kd.Refusal != nil || kd.Body != nil {
+		return kd
+	}
+	d := b.admitSession(ctx, t, r, p)
+	if d.Refusal == nil {
+		d.key = key
+	}
+	return d
+}
+
+// admitSession counts the request as a turn of its session, and of its
+// conversation under the key when the session cannot watch it.
+func (b *Breaker) admitSession(ctx context.Context, t *Turn, r rules, p print) Decision {
 	var d Decision
 	fresh := true
 	if t.Session != "" {
 		v := view{name: t.Session, scope: ledger.SessionScopeID(t.KeyID, t.Session)}
-		s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, 0, b.o.Now())
+		s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, link{}, b.o.Now())
 		if err != nil {
 			b.failed(err)
 			return Decision{}
@@ -215,6 +231,7 @@ type view struct {
 	// as messages, links and the resume command give it.
 	name, scope  string
 	conversation bool
+	key          bool // the key's spend rate (keyrate.go)
 }
 
 // decide applies the rules to a view's state after the turn s counted,
@@ -265,6 +282,9 @@ func (b *Breaker) decide(ctx context.Context, t *Turn, r rules, p print, v view,
 	if v.conversation {
 		what += conversationNote
 	}
+	if v.key {
+		what += keyNote
+	}
 	if base := strings.TrimRight(b.o.PublicURL, "/"); ts.token != "" && base != "" {
 		trip.URL = base + ResumePath + "?" + url.Values{"k": {t.KeyID}, "s": {v.name}, "t": {ts.token}}.Encode()
 	}
@@ -296,11 +316,12 @@ func (b *Breaker) Done(ctx context.Context, d Decision, costPico int64) {
 	if b == nil || costPico <= 0 || d.Refusal != nil {
 		return
 	}
-	for _, scope := range [2]string{d.scope, d.conversation} {
+	ctx = context.WithoutCancel(ctx)
+	for _, scope := range [3]string{d.scope, d.conversation, d.key} {
 		if scope == "" {
 			continue
 		}
-		if err := b.o.Store.Spend(context.WithoutCancel(ctx), scope, costPico, b.o.Now()); err != nil {
+		if err := b.o.Store.Spend(ctx, scope, costPico, b.o.Now()); err != nil {
 			b.failed(err)
 		}
 	}
@@ -375,6 +396,9 @@ func held(t *Turn, v view, status, what string, spent int64) *apierror.Error {
 	others := "Other sessions of this key are not affected."
 	if v.conversation {
 		others = "Other conversations of this key are not affected; a new session id does not resume this one."
+	}
+	if v.key {
+		others = "Every session of this key (or of its person) is held until then; a new session id does not resume it."
 	}
 	word := map[string]string{ActionPause: "paused", ActionStop: "stopped"}[status]
 	return &apierror.Error{Status: http.StatusTooManyRequests, Code: "agent_session_" + word, Type: "rate_limit_error", NoRetry: true,

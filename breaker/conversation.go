@@ -20,14 +20,15 @@ import (
 // minted for a person (Turn.Owner), the conversation is the person's, over
 // all their keys, so that a new sign-in's key does not evade it either.
 //
-// Two things keep honest traffic out of it. A session joins the view with
-// its first turn only (whose history has no answer of the model yet, so
-// it adds nothing to compare), so a busy key with many sessions never
-// meets its rules there. And a loop's history only grows: a turn whose
-// history is not deeper than the conversation's last one shows that more
-// than one conversation shares its first entry (an app's requests without
-// a session that all start with the same instructions), and the view
-// forgets what it counted of it, its spend included.
+// Two things keep honest traffic out of it. A session's later turns only
+// extend the view, and a turn whose history has no answer of the model
+// yet (a session's first) does not join it (it adds nothing to compare),
+// so a busy key with many sessions never meets its rules there. And a loop's turns extend one another (print's
+// prev is the head of the turn before): a turn that does not extend the
+// conversation's last one shows that more than one conversation shares
+// its first entry (an app's requests without a session that all start
+// with the same instructions), and the view forgets what it counted of
+// it, its spend included. A hold refuses only turns that extend it.
 
 // freshTurns is how many first turns of a session also count in its
 // conversation's view: a session whose id outlives them is watched as a
@@ -78,7 +79,7 @@ func ownerOf(t *Turn) string {
 // ConversationID) of keyID's person, or else of keyID, for a resume or a
 // status that names the key.
 func (b *Breaker) scopeOf(keyID, session string) string {
-	if strings.HasPrefix(session, conversationPrefix) && b.o.PersonOf != nil {
+	if (strings.HasPrefix(session, conversationPrefix) || session == KeySpendRate) && b.o.PersonOf != nil {
 		if p := b.o.PersonOf(keyID); p != "" {
 			return ledger.SessionScopeID(personOwner(p), session)
 		}
@@ -91,22 +92,42 @@ func (b *Breaker) scopeOf(keyID, session string) string {
 // only refuses it when the conversation is held; d is the session
 // view's decision.
 func (b *Breaker) admitConversation(ctx context.Context, t *Turn, r rules, p print, d Decision, fresh bool) Decision {
-	if p.thread == 0 {
+	if p.thread == 0 || p.prev == 0 {
+		// A history with no answer of the model yet (a session's or a
+		// one-shot request's first turn) has nothing to compare, extends
+		// no conversation, and would only take a slot in the store (a
+		// one-shot app's every request would): the conversation starts
+		// with the turn that extends it.
 		return d
 	}
 	v := conversationView(ownerOf(t), p.thread)
+	l := link{prev: p.prev, head: p.head}
 	if !fresh {
-		s, found, err := b.o.Store.Peek(ctx, v.scope)
-		if err != nil {
+		// A later turn of a watched session goes on the conversation
+		// only when it extends the conversation's last turn: then it is
+		// that conversation (a loop that keeps an id for a few turns),
+		// held with it and paying into its spend; an honest session that
+		// merely began with the same first entry is not.
+		s, extended, err := b.o.Store.Extend(ctx, v.scope, l, b.o.Now())
+		switch {
+		case err != nil:
 			b.failed(err)
-		} else if found && s.status != "" {
+		case extended && s.status != "":
 			d.Refusal = held(t, v, s.status, patternText(s.pattern)+conversationNote, s.spent)
+		case extended:
+			d.conversation = v.scope
 		}
 		return d
 	}
-	s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, p.depth, b.o.Now())
+	s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, l, b.o.Now())
 	if err != nil {
 		b.failed(err)
+		return d
+	}
+	if s.status != "" && s.head != l.prev && s.head != l.head {
+		// A hold refuses the held conversation's next turns (and its last
+		// one retried), not another conversation that began with the same
+		// first entry.
 		return d
 	}
 	cd := b.decide(ctx, t, r, p, v, s)

@@ -61,6 +61,7 @@ const (
 type rules struct {
 	repeat, cycle, failing, turns int
 	velocityPico                  int64 // per minute
+	keyVelocityPico               int64 // per minute, the key's (keyrate.go)
 	action                        string
 }
 
@@ -84,6 +85,7 @@ func resolve(r *ledger.BreakerRules) rules {
 	default:
 		out.velocityPico = r.VelocityCents * money.PicoPerCent
 	}
+	out.keyVelocityPico = keyVelocity(r.KeyVelocityCents)
 	if out.action == "" {
 		out.action = ActionWarn
 	}
@@ -129,7 +131,8 @@ type state struct {
 	pattern string
 	token   string
 	trips   int64
-	vtrip   int64 // the minute of the last velocity trip
+	vtrip   int64  // the minute of the last velocity trip
+	head    uint64 // a conversation's last turn's (link), when held
 }
 
 type bucket struct{ minute, pico int64 }

@@ -58,8 +58,11 @@ type print struct {
 	tail uint64
 	// thread tells apart the conversations of one session.
 	thread uint64
-	// depth is how many entries the history has.
-	depth int
+	// prev and head chain a conversation's turns (conversation.go): head
+	// identifies the history's last entry, prev the entry before the
+	// model's last answer (0: no answer yet), which is the head of the
+	// turn before when this turn extends that turn's history.
+	prev, head uint64
 	// tool is the first tool the turn called.
 	tool string
 }
@@ -120,9 +123,14 @@ func fingerprint(f Format, body []byte) print {
 	from := t.spans[min(first, t.n-1)].start
 	// The tail's place in the history is part of it: a format without
 	// call ids (Gemini's) writes the same turn twice in the same bytes.
-	p := print{tail: xxhash.Sum64(body[from:t.spans[t.n-1].end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end]), depth: t.total}
+	last := t.spans[t.n-1]
+	p := print{tail: xxhash.Sum64(body[from:last.end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end]),
+		head: threadOf(body[last.start:last.end]) | 1}
 	if first == i {
 		return p // no answer of the model yet: the session's first turn
+	}
+	if first > 0 {
+		p.prev = threadOf(body[t.spans[first-1].start:t.spans[first-1].end]) | 1
 	}
 	d := xxhash.New()
 	names := map[string]string{}

@@ -17,14 +17,14 @@ import (
 // each operation is one Lua script, so two instances serving one session
 // never lose a turn or both trip it.
 type Redis struct {
-	c                         *redis.Client
-	prefix                    string
-	turn, spend, trip, resume *redis.Script
+	c                                 *redis.Client
+	prefix                            string
+	turn, extend, spend, trip, resume *redis.Script
 }
 
 // NewRedis keeps its sessions under prefix (e.g. "modelgate:breaker:").
 func NewRedis(c *redis.Client, prefix string) *Redis {
-	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(fmt.Sprintf(turnScript, velocityMinutes-1)), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
+	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(fmt.Sprintf(turnScript, velocityMinutes-1)), extend: redis.NewScript(extendScript), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
 		trip: redis.NewScript(tripScript), resume: redis.NewScript(resumeScript)}
 }
 
@@ -45,14 +45,14 @@ if st and st ~= '' then
 elseif ARGV[1] ~= '0' and redis.call('HGET', KEYS[1], 'tail') == ARGV[1] then
   dup = 1
 else
-  local depth = tonumber(ARGV[5])
-  if depth > 0 then
-    if depth <= tonumber(redis.call('HGET', KEYS[1], 'depth') or '0') then
+  if ARGV[6] ~= '0' then
+    local head = redis.call('HGET', KEYS[1], 'head')
+    if head and head ~= ARGV[5] then
       redis.call('DEL', KEYS[2])
       redis.call('HSET', KEYS[1], 'turns', 0, 'spent', 0)
       for i = 0, %d do redis.call('HDEL', KEYS[1], 'm'..i, 'b'..i) end
     end
-    redis.call('HSET', KEYS[1], 'depth', depth)
+    redis.call('HSET', KEYS[1], 'head', ARGV[6])
   end
   redis.call('HSET', KEYS[1], 'tail', ARGV[1])
   redis.call('HINCRBY', KEYS[1], 'turns', 1)
@@ -64,6 +64,13 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {dup, redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[1])}`
+
+const extendScript = `
+local head = redis.call('HGET', KEYS[1], 'head')
+if not head or (head ~= ARGV[1] and head ~= ARGV[2]) then return {0, {}} end
+redis.call('HSET', KEYS[1], 'head', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, redis.call('HGETALL', KEYS[1])}`
 
 const spendScript = `
 local i = tonumber(ARGV[2]) %% %d
@@ -112,8 +119,9 @@ func decodeMark(s string) (mark, bool) {
 }
 
 // Turn implements Store.
-func (r *Redis) Turn(ctx context.Context, scope string, thread, tail uint64, m mark, depth int, _ time.Time) (state, error) {
-	v, err := r.turn.Run(ctx, r.c, r.keys(scope, thread), strconv.FormatUint(tail, 10), encodeMark(m), ttlMillis, ringSize, depth).Slice()
+func (r *Redis) Turn(ctx context.Context, scope string, thread, tail uint64, m mark, l link, _ time.Time) (state, error) {
+	v, err := r.turn.Run(ctx, r.c, r.keys(scope, thread), strconv.FormatUint(tail, 10), encodeMark(m), ttlMillis, ringSize,
+		strconv.FormatUint(l.prev, 10), strconv.FormatUint(l.head, 10)).Slice()
 	if err != nil {
 		return state{}, err
 	}
@@ -155,6 +163,8 @@ func stateOf(fields []any) state {
 			s.trips = n
 		case "vtrip":
 			s.vtrip = n
+		case "head":
+			s.head, _ = strconv.ParseUint(v, 10, 64)
 		default:
 			if len(k) == 2 && (k[0] == 'b' || k[0] == 'm') && k[1] >= '0' && k[1] < '0'+velocityMinutes {
 				b := &s.window[k[1]-'0']
@@ -167,6 +177,22 @@ func stateOf(fields []any) state {
 		}
 	}
 	return s
+}
+
+// Extend implements Store.
+func (r *Redis) Extend(ctx context.Context, scope string, l link, _ time.Time) (state, bool, error) {
+	v, err := r.extend.Run(ctx, r.c, r.keys(scope, 0)[:1], strconv.FormatUint(l.prev, 10), strconv.FormatUint(l.head, 10), ttlMillis).Slice()
+	if err != nil {
+		return state{}, false, err
+	}
+	if len(v) != 2 {
+		return state{}, false, errors.New("breaker redis: unexpected answer to an extend")
+	}
+	if v[0] != int64(1) {
+		return state{}, false, nil
+	}
+	fields, _ := v[1].([]any)
+	return stateOf(fields), true, nil
 }
 
 // Spend implements Store.

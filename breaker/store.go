@@ -15,12 +15,16 @@ type Store interface {
 	// Turn counts a request of the session: unless its tail is the one
 	// counted last (a retry) or the session is paused or stopped, the
 	// turn count goes up and m, when its key is not 0, joins the ring of
-	// thread. With depth > 0 (the conversation view's turns, see
-	// conversation.go), a turn whose history is not deeper than the last
-	// one counted first forgets the scope's turns, ring and spend: the
-	// scope is more than one conversation. It returns the session's state
-	// after.
-	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, depth int, now time.Time) (state, error)
+	// thread. With l.head != 0 (the conversation view's turns, see
+	// conversation.go), a turn that does not extend the last one counted
+	// (l.prev is not the head it left) first forgets the scope's turns,
+	// ring and spend: the scope is more than one conversation; the turn's
+	// head is then the scope's. It returns the session's state after.
+	Turn(ctx context.Context, scope string, thread, tail uint64, m mark, l link, now time.Time) (state, error)
+	// Extend moves a conversation's head to l.head when the turn extends
+	// it (l.prev is its head) or repeats its last turn, and reports the state and whether it did;
+	// it creates nothing.
+	Extend(ctx context.Context, scope string, l link, now time.Time) (s state, extended bool, err error)
 	// Spend adds what a request of the session cost.
 	Spend(ctx context.Context, scope string, pico int64, now time.Time) error
 	// Trip records a trip if the session's trip count is still seen (no
@@ -37,6 +41,9 @@ type Store interface {
 	Peek(ctx context.Context, scope string) (s state, found bool, err error)
 }
 
+// link chains a conversation's turns: see print's prev and head.
+type link struct{ prev, head uint64 }
+
 // tripState is what a trip changes.
 type tripState struct {
 	status, pattern, token string
@@ -48,7 +55,7 @@ type tripState struct {
 const idle = 24 * time.Hour
 
 // Memory is a Store in this process: at most maxSessions sessions, the
-// least recently used dropped first.
+// least recently used dropped first but for held ones (evict).
 type Memory struct {
 	mu  sync.Mutex
 	ll  *list.List // of *memSession, most recent first
@@ -61,7 +68,7 @@ type memSession struct {
 	used    time.Time
 	s       state
 	tail    uint64
-	depth   int
+	head    uint64 // the conversation's last turn's (link)
 	threads map[uint64][]mark
 }
 
@@ -89,15 +96,34 @@ func (m *Memory) session(scope string, now time.Time, create bool) *memSession {
 	}
 	ms := &memSession{scope: scope, used: now, threads: map[uint64][]mark{}}
 	m.m[scope] = m.ll.PushFront(ms)
-	for back := m.ll.Back(); back != nil && (m.ll.Len() > m.max || now.Sub(back.Value.(*memSession).used) > idle); back = m.ll.Back() {
-		m.ll.Remove(back)
-		delete(m.m, back.Value.(*memSession).scope)
-	}
+	m.evict(now)
 	return ms
 }
 
+// evict drops the sessions idle past a day, and the least recently used
+// over max. A paused or stopped session is passed over (moved to the
+// front) while the sessions number under twice max: a flood of one-shot
+// requests, another key's included, must not lift a hold that only its
+// link or an admin may clear.
+func (m *Memory) evict(now time.Time) {
+	for spins := m.ll.Len(); spins > 0; spins-- {
+		back := m.ll.Back()
+		ms := back.Value.(*memSession)
+		stale := now.Sub(ms.used) > idle
+		if !stale && m.ll.Len() <= m.max {
+			return
+		}
+		if !stale && ms.s.status != "" && m.ll.Len() <= 2*m.max {
+			m.ll.MoveToFront(back)
+			continue
+		}
+		m.ll.Remove(back)
+		delete(m.m, ms.scope)
+	}
+}
+
 // Turn implements Store.
-func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, depth int, now time.Time) (state, error) {
+func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk mark, l link, now time.Time) (state, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.session(scope, now, true)
@@ -107,12 +133,12 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 	case ms.tail == tail && tail != 0:
 		s.dup = true
 	default:
-		if depth > 0 {
-			if depth <= ms.depth {
+		if l.head != 0 {
+			if ms.head != 0 && ms.head != l.prev {
 				clear(ms.threads)
 				ms.s.turns, ms.s.spent, ms.s.window = 0, 0, [velocityMinutes]bucket{}
 			}
-			ms.depth = depth
+			ms.head = l.head
 		}
 		ms.tail = tail
 		ms.s.turns++
@@ -129,6 +155,7 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 		}
 	}
 	s.ring = append([]mark(nil), ms.threads[thread]...)
+	s.head = ms.head
 	return s, nil
 }
 
@@ -183,6 +210,18 @@ func (m *Memory) Resume(_ context.Context, scope, token string) (string, bool, e
 	}
 	ms.s.status, ms.s.token = "", ""
 	return was, true, nil
+}
+
+// Extend implements Store.
+func (m *Memory) Extend(_ context.Context, scope string, l link, now time.Time) (state, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms := m.session(scope, now, false)
+	if ms == nil || ms.head == 0 || (ms.head != l.prev && ms.head != l.head) {
+		return state{}, false, nil
+	}
+	ms.head = l.head
+	return ms.s, true, nil
 }
 
 // Peek implements Store.

@@ -27,6 +27,7 @@ import (
 //		cycle 3
 //		failing 6
 //		velocity 2/min
+//		key_velocity 10/min
 //		turns 1000
 //		action pause
 //	}
@@ -66,17 +67,21 @@ func parseBreaker(d *caddyfile.Dispenser) (*ledger.BreakerRules, error) {
 			err = count(&r.Failing, 2, breaker.MaxFailing)
 		case "turns":
 			err = count(&r.Turns, 1, 1_000_000)
-		case "velocity":
+		case "velocity", "key_velocity":
+			dst := &r.VelocityCents
+			if opt == "key_velocity" {
+				dst = &r.KeyVelocityCents
+			}
 			if v == "off" {
-				r.VelocityCents = -1
+				*dst = -1
 				break
 			}
 			amount, ok := strings.CutSuffix(v, "/min")
 			c, perr := money.ParseDollars(strings.TrimPrefix(amount, "$"))
 			if !ok || perr != nil || c < 1 {
-				return nil, d.Errf("breaker velocity: %q is not dollars a minute, e.g. velocity 2/min (or off)", v)
+				return nil, d.Errf("breaker %s: %q is not dollars a minute, e.g. %s 2/min (or off)", opt, v, opt)
 			}
-			r.VelocityCents = c
+			*dst = c
 		case "action":
 			switch v {
 			case breaker.ActionWarn, breaker.ActionNudge, breaker.ActionPause, breaker.ActionStop:
@@ -85,7 +90,7 @@ func parseBreaker(d *caddyfile.Dispenser) (*ledger.BreakerRules, error) {
 				err = d.Errf("breaker action: %q is not warn, nudge, pause or stop", v)
 			}
 		default:
-			err = d.Errf("unrecognized breaker option %q (known: repeat, cycle, failing, velocity, turns, action)", opt)
+			err = d.Errf("unrecognized breaker option %q (known: repeat, cycle, failing, velocity, key_velocity, turns, action)", opt)
 		}
 		if err != nil {
 			return nil, err

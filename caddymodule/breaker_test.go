@@ -23,6 +23,7 @@ func TestBreakerCaddyfile(t *testing.T) {
 				cycle off
 				failing 8
 				velocity 1.50/min
+				key_velocity 12/min
 				turns 400
 				action pause
 			}
@@ -39,7 +40,7 @@ func TestBreakerCaddyfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.BreakerRules{Repeat: 4, Cycle: -1, Failing: 8, VelocityCents: 150, Turns: 400, Action: "pause"}
+	want := ledger.BreakerRules{Repeat: 4, Cycle: -1, Failing: 8, VelocityCents: 150, KeyVelocityCents: 1200, Turns: 400, Action: "pause"}
 	if got := a.Keys[0].Limits.ledger(nil).Breaker; got == nil || *got != want {
 		t.Fatalf("key rules = %+v, want %+v", got, want)
 	}

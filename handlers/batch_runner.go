@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelgate/modelgate/apierror"
@@ -29,7 +31,7 @@ func (g *Gateway) newBatches() *batch.Service {
 		return bs
 	}
 	o.Runner = g
-	o.Memory = batchMemory{g}
+	o.Memory = &batchMemory{g: g}
 	o.Identify = func(keyID string) (*policy.Identity, *apierror.Error) {
 		// Without a key registry (a gateway built without the app, in
 		// tests) the key is taken as it is named, with no limits.
@@ -50,15 +52,57 @@ func (g *Gateway) newBatches() *batch.Service {
 	return s
 }
 
-// batchMemory counts a batch's input against the gateway's body memory
-// (max_body_memory), as a request's body is.
-type batchMemory struct{ g *Gateway }
-
-func (m batchMemory) Acquire(ctx context.Context, n int64) bool {
-	return m.g.bodyMem.acquire(ctx, n, m.g.now().Add(m.g.opts.BodyMemoryWait))
+// batchMemory counts a batch's bytes (an input read and stored, a file
+// or results sent back) against the gateway's body memory
+// (max_body_memory), as a request's body is, but takes at most half of
+// it: a slowly trickled upload, or several, must leave the other half to
+// the requests of every other client.
+type batchMemory struct {
+	g    *Gateway
+	mu   sync.Mutex
+	held int64
 }
-func (m batchMemory) Release(n int64) { m.g.bodyMem.release(n) }
-func (m batchMemory) Max() int64      { return m.g.bodyMem.max }
+
+func (m *batchMemory) Acquire(ctx context.Context, n int64) bool {
+	m.mu.Lock()
+	if m.held+n > m.Max() {
+		m.mu.Unlock()
+		return false
+	}
+	m.held += n
+	m.mu.Unlock()
+	if m.g.bodyMem.acquire(ctx, n, m.g.now().Add(m.g.opts.BodyMemoryWait)) {
+		return true
+	}
+	m.give(n)
+	return false
+}
+
+func (m *batchMemory) Release(n int64) {
+	m.g.bodyMem.release(n)
+	m.give(n)
+}
+
+func (m *batchMemory) give(n int64) {
+	m.mu.Lock()
+	m.held -= n
+	m.mu.Unlock()
+}
+
+// Max is the batches' share of the body memory.
+func (m *batchMemory) Max() int64 { return m.g.bodyMem.max / 2 }
+
+// defaultBodyMemory is max_body_memory's default: 8 × max_request_body,
+// and, where batches are served (with a ledger), room in their half for
+// an input of their max_bytes, so that the largest input max_bytes
+// allows is accepted.
+func defaultBodyMemory(o GatewayOptions) int64 {
+	m := 8 * o.MaxRequestBody
+	if o.Responses != nil {
+		m = max(m, 2*batch.MemoryFor(cmp.Or(o.Batches.MaxBytes, batch.DefaultMaxBytes)))
+	}
+	return m
+}
 
 // batchFormats are the paths a batch item may name and the client format
 // each is read in.

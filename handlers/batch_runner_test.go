@@ -7,7 +7,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,11 +21,7 @@ import (
 // key with one usage record labelled "batch"; a model the key may not
 // use is refused at create, in Anthropic's shape.
 func TestBatchItemsRunThroughTheGateway(t *testing.T) {
-	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqliteLedger(t)
 	yaml := "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n  - model_name: other\n    proxy_params:\n      model: echo/o\n"
 	g, obs := testGateway(t, yaml, func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
@@ -75,11 +70,7 @@ func TestBatchItemsRunThroughTheGateway(t *testing.T) {
 // with 429 and put back, not failed; once the interactive request ends,
 // the item runs and the batch ends succeeded.
 func TestBatchItemWaitsForTheKeysLimit(t *testing.T) {
-	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqliteLedger(t)
 	release, arrived := make(chan struct{}), make(chan struct{}, 1)
 	slow := newFakeUpstream(t, "slow", func(w http.ResponseWriter, r *http.Request, n int64) {
 		arrived <- struct{}{}
@@ -136,11 +127,7 @@ func TestBatchItemWaitsForTheKeysLimit(t *testing.T) {
 // is read and stored) with 413 in OpenAI's shape, and gives back what
 // it held: batch inputs count against the same bound as request bodies.
 func TestBatchUploadWithinBodyMemory(t *testing.T) {
-	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqliteLedger(t)
 	g, _ := testGateway(t, "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n", func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
 		o.MaxRequestBody, o.BodyMemory = 1<<20, 4<<20

@@ -221,7 +221,7 @@ func NewGateway(o GatewayOptions) *Gateway {
 		o.MaxRequestBody = 32 << 20
 	}
 	if o.BodyMemory <= 0 {
-		o.BodyMemory = 8 * o.MaxRequestBody
+		o.BodyMemory = defaultBodyMemory(o)
 	}
 	o.BodyMemory = max(o.BodyMemory, MinBodyMemory(o.MaxRequestBody))
 	if o.BodyMemoryWait <= 0 {

@@ -203,6 +203,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	// stream cut short is charged for when the upstream's usage (sent at
 	// the end by most) never came.
 	sent := 0
+	relayed := 0             // bytes of generated output in them (cutUsage)
 	clientLeftAtEnd := false // or the upstream was cut off after the end
 	// endWritten: the client was written the answer's end (the last write
 	// that reached it left the translator complete), not merely held for
@@ -213,9 +214,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			applyUsage(rec, tr.Usage(), b)
 			return result{retryable: true, class: class, err: apiErr}
 		}
-		applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
+		applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
 		if held == nil {
-			if res, ok := g.suspend(x, b, journal, tr, partialUsage(tr.Usage(), sent, len(x.body)), class, apiErr); ok {
+			if res, ok := g.suspend(x, b, journal, tr, cutUsage(tr.Usage(), sent, relayed, len(x.body)), class, apiErr); ok {
 				return res
 			}
 		}
@@ -247,7 +248,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			}
 			switch {
 			case x.ctx.Err() != nil:
-				applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
+				applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
 			case first.fired():
@@ -309,11 +310,12 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			settleBudget(x.hold, rec)
 		}
 		if werr := sink.Write(out); werr != nil || sink.Flush() != nil {
-			applyUsage(rec, partialUsage(tr.Usage(), sent, len(x.body)), b)
+			applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			return result{committed: true}
 		}
 		sent++
+		relayed += generatedBytes(out)
 		endWritten = tr.Complete()
 	}
 	if !tr.Complete() {

@@ -88,7 +88,10 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 		g.refuse(out, rec, start, turn.Refusal)
 		return
 	}
-	defer func() { g.opts.Breaker.Done(ctx, turn, rec.CostPicoUSD) }()
+	defer func() {
+		_, parts := partsOf(x)
+		g.opts.Breaker.Done(ctx, turn, rec.CostPicoUSD+parts)
+	}()
 	var hold *policy.Reservation
 	if id != nil {
 		ws := g.opts.Controls.WorkspaceLimits(id.Workspace)
@@ -134,7 +137,8 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 			return
 		}
 		defer func() {
-			rate.Release(rec.TotalTokens())
+			parts, _ := partsOf(x)
+			rate.Release(rec.TotalTokens() + parts)
 		}()
 	}
 
@@ -465,4 +469,17 @@ type exchange struct {
 	// resume is the request's stream cut after the client got its start,
 	// while a deployment is sought to continue it (resume.go).
 	resume *resumeState
+	// parts are the tokens and cost of the request's cut parts, each
+	// recorded on its own (suspend) and not on rec: the rate windows and
+	// the breaker count them with rec's.
+	partTokens, partPico int64
+}
+
+// partsOf is x's cut parts' tokens and cost; none for a request that
+// never reached an exchange.
+func partsOf(x *exchange) (tokens, pico int64) {
+	if x == nil {
+		return 0, 0
+	}
+	return x.partTokens, x.partPico
 }

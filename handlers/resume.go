@@ -89,6 +89,8 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 	// reservation (settled with the continuation's), its record holds
 	// none of it.
 	x.hold.CountPart(countedCost(&part))
+	x.partTokens += part.TotalTokens()
+	x.partPico += part.CostPicoUSD
 	part.Status, part.Outcome = apiErr.Status, ledger.OutcomeError
 	part.Latency = g.now().Sub(part.Time)
 	part.Ticket, part.Lease, part.LeasePico = 0, 0, 0

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,18 +17,8 @@ import (
 // the continuation is sent the output bound the reservation still pays
 // for, so the two parts together stay within what was reserved.
 func TestResumedStreamCountedWithinItsReservation(t *testing.T) {
-	pieces := make([]string, 10)
-	for i := range pieces {
-		pieces[i] = strings.Repeat("word ", 8) // 40 bytes
-	}
-	cut := &anthropicScript{pieces: pieces, cut: true}
-	rest := &anthropicScript{pieces: []string{"the end."}}
-	one, two := httptest.NewServer(cut), httptest.NewServer(rest)
-	t.Cleanup(one.Close)
-	t.Cleanup(two.Close)
 	price := "    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00001\n"
-	yaml := "model_list:\n" + kindEntry("a", "anthropic/claude-x", one.URL) + price + kindEntry("b", "anthropic/claude-x", two.URL) + price +
-		"router_settings:\n  fallbacks:\n    - a: [b]\n"
+	yaml, rest := fallbackPair(t, wordPieces(), "the end.", price)
 	budgets := policy.NewBudgets(nil, nil)
 	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Budgets = budgets })
 	id := &policy.Identity{KeyID: "cut", Role: policy.RoleUser, Limits: ledger.Limits{BudgetCents: ledger.Cents(500), BudgetPeriod: "monthly"}}

@@ -290,6 +290,19 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// providerFailed answers a caller that the provider cannot be used: its
+// address and the dial or TLS error name the inside of the network, so
+// they go to the log and to an admin, and every other caller of these
+// keyless paths is told providerUnavailable.
+func (h *Handler) providerFailed(w http.ResponseWriter, r *http.Request, err error) {
+	h.tell(err)
+	msg := providerUnavailable
+	if h.admin(r) {
+		msg = err.Error()
+	}
+	fail(w, http.StatusBadGateway, "idp_unavailable", msg)
+}
+
 // providerUnavailable is what a caller who is not an admin is told of a
 // provider that cannot be used.
 const providerUnavailable = "sign-in with the identity provider is unavailable right now; key sign-in still works, and an admin sees why on this page (with an admin key or signed in) and in the gateway's log"
@@ -396,7 +409,7 @@ func (h *Handler) cookie(r *http.Request, name, value, path string, expires time
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", providerUnavailable)
+		h.providerFailed(w, r, err)
 		return
 	}
 	q := r.URL.Query()
@@ -464,7 +477,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		h.providerFailed(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)
@@ -609,7 +622,9 @@ func oauthError(err error) string {
 		}
 		return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
 	}
-	return err.Error()
+	// Anything else is the transport's error, which names the token
+	// endpoint and the dial or TLS failure: not for the caller.
+	return "the identity provider did not answer"
 }
 
 // person verifies tok's ID token (and its nonce, when one was sent) and

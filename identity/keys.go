@@ -59,7 +59,7 @@ func (h *Handler) handOff(w http.ResponseWriter, r *http.Request, f flow, person
 func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		h.providerFailed(w, r, err)
 		return
 	}
 	h.mu.Lock()
@@ -180,7 +180,7 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		h.providerFailed(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), h.hc), 15*time.Second)

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/hmac"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -198,7 +199,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.provider(r.Context())
 	if err != nil {
-		fail(w, http.StatusBadGateway, "idp_unavailable", err.Error())
+		h.providerFailed(w, r, err)
 		return
 	}
 	f := flow{State: randomID(), Nonce: randomID(), Verifier: oauth2.GenerateVerifier(), Return: "/", Redirect: h.redirectURL(r),
@@ -328,6 +329,21 @@ func (h *Handler) redeem(ctx context.Context, store ledger.ControlStore, id stri
 	return h.redeemHere(id, until), nil
 }
 
+// unredeem gives back a grant redeem took, for a request that failed for
+// a passing reason: its client's only refresh token is not burned by a
+// provider or database that did not answer.
+func (h *Handler) unredeem(ctx context.Context, store ledger.ControlStore, id string) {
+	if gr, ok := store.(ledger.GrantRedeemer); ok {
+		if err := gr.ReleaseGrant(context.WithoutCancel(ctx), id); err != nil {
+			h.tell(err)
+		}
+		return
+	}
+	h.mu.Lock()
+	delete(h.redeemed, id)
+	h.mu.Unlock()
+}
+
 // redeemHere is redeem in this instance's memory.
 func (h *Handler) redeemHere(id string, until time.Time) bool {
 	h.mu.Lock()
@@ -402,20 +418,28 @@ func (h *Handler) oauthToken(w http.ResponseWriter, r *http.Request) {
 		oauthFail(w, http.StatusBadRequest, "invalid_grant", what+": already used")
 		return
 	}
-	h.issueMCP(w, r, g, req.GrantType == "refresh_token")
+	h.issueMCP(w, r, g, req.GrantType == "refresh_token", func() { h.unredeem(r.Context(), store, what+g.ID) })
 }
 
 // issueMCP mints the person's key for the client and a new refresh token;
 // a renewal asks the provider first when it gave a refresh token.
-func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, renew bool) {
+// undo gives the grant back when it fails for a passing reason.
+func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, renew bool, undo func()) {
 	now := h.now()
 	via := "mcp"
 	if renew {
 		via = "mcp_refresh"
 		if g.IdPRefresh != "" {
-			person, refresh, err := h.renewAtProvider(r.Context(), g.IdPRefresh)
+			person, refresh, refused, err := h.renewAtProvider(r.Context(), g.IdPRefresh)
 			if err != nil {
-				oauthFail(w, http.StatusBadRequest, "invalid_grant", err.Error())
+				// The error may name the provider's address (providerFailed).
+				h.tell(err)
+				if !refused {
+					undo()
+					oauthFail(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the identity provider did not answer; retry with the same refresh token")
+					return
+				}
+				oauthFail(w, http.StatusBadRequest, "invalid_grant", "the identity provider did not renew the sign-in; sign in again")
 				return
 			}
 			g.Person, g.IdPRefresh = person, refresh
@@ -433,6 +457,7 @@ func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, r
 	ttl := min(mcpKeyTTL, h.cfg.KeyTTL)
 	key, err := h.mint(r.Context(), g.Person, grant, "mcp: ", ttl)
 	if err != nil {
+		undo()
 		oauthFail(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the key could not be stored; retry")
 		return
 	}
@@ -440,6 +465,7 @@ func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, r
 		Scope: g.Scope, Expires: expires, SignedIn: g.SignedIn}
 	refresh, err := h.seal.seal(refreshPurpose, next)
 	if err != nil {
+		undo()
 		oauthFail(w, http.StatusInternalServerError, "server_error", "the refresh token could not be made")
 		return
 	}
@@ -454,23 +480,27 @@ func (h *Handler) issueMCP(w http.ResponseWriter, r *http.Request, g mcpGrant, r
 
 // renewAtProvider renews the person's sign-in with the provider's refresh
 // token: a person the provider no longer signs in gets no new key.
-func (h *Handler) renewAtProvider(ctx context.Context, refresh string) (Person, string, error) {
+// refused: the provider answered no (else it could not be asked, and
+// asking again later may do).
+func (h *Handler) renewAtProvider(ctx context.Context, refresh string) (person Person, next string, refused bool, err error) {
 	p, err := h.provider(ctx)
 	if err != nil {
-		return Person{}, "", err
+		return Person{}, "", false, err
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, h.hc), 15*time.Second)
 	defer cancel()
 	tok, err := h.oauth(p, "").TokenSource(ctx, &oauth2.Token{RefreshToken: refresh, Expiry: time.Unix(1, 0)}).Token()
 	if err != nil {
-		return Person{}, "", fmt.Errorf("refresh: the identity provider refused to renew the sign-in (%s); sign in again", oauthError(err))
+		var re *oauth2.RetrieveError
+		refused := errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500
+		return Person{}, "", refused, fmt.Errorf("refresh: the identity provider did not renew the sign-in (%w)", err)
 	}
-	person, _, err := h.person(ctx, p, tok, "", false)
+	person, _, err = h.person(ctx, p, tok, "", false)
 	if err != nil {
-		return Person{}, "", err
+		return Person{}, "", true, err
 	}
 	if tok.RefreshToken != "" {
 		refresh = tok.RefreshToken
 	}
-	return person, refresh, nil
+	return person, refresh, false, nil
 }

@@ -21,6 +21,10 @@ type BreakerRules struct {
 	// VelocityCents is the spend rate, in cents per minute averaged over
 	// five minutes, that trips.
 	VelocityCents int64 `json:"velocity_cents,omitempty"`
+	// KeyVelocityCents is the spend rate of all a key's requests (a
+	// person's, for a key minted for one), whatever their sessions, that
+	// trips.
+	KeyVelocityCents int64 `json:"key_velocity_cents,omitempty"`
 	// Turns is the most turns one session may take.
 	Turns int `json:"turns,omitempty"`
 	// Action is what a trip does: warn (default), nudge, pause or stop.

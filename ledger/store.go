@@ -598,6 +598,9 @@ type sqlStore struct {
 // migrate brings the schema to the latest version.
 func (s *sqlStore) migrate(ctx context.Context) error {
 	steps := migrations()
+	if err := checkMigrations(steps, migrationSteps()); err != nil {
+		return fmt.Errorf("ledger %s: %w", s.d.name, err)
+	}
 	for v := 1; v < len(steps); v++ {
 		if err := s.applyMigration(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("ledger %s: migration %d: %w", s.d.name, v, err)
@@ -605,6 +608,18 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	}
 	if err := s.backfillRollup(ctx); err != nil {
 		return fmt.Errorf("ledger %s: building the report roll-up: %w", s.d.name, err)
+	}
+	return nil
+}
+
+// checkMigrations refuses a migration slot with nothing in it: the runner
+// would record it as applied, and the migration meant for that number (a
+// branch merged later) would then never run on that database.
+func checkMigrations(steps []string, goSteps map[int]func(*sqlStore, context.Context, *sql.Tx) error) error {
+	for v := 1; v < len(steps); v++ {
+		if strings.TrimSpace(steps[v]) == "" && goSteps[v] == nil {
+			return fmt.Errorf("migration %d is empty: migrations must be numbered without gaps (renumber the ones after it)", v)
+		}
 	}
 	return nil
 }
