@@ -5,8 +5,7 @@ import "encoding/json"
 // anthropicToGemini reads an Anthropic answer directly, so its thinking
 // blocks survive: they are sealed into the first function call's
 // thoughtSignature, which Gemini clients send back verbatim, and restored
-// for Anthropic on the next turn (docs/architecture.md, "The translation
-// matrix and the hub").
+// for Anthropic on the next turn (docs/wire-formats.md §9).
 func (t *GeminiTurn) anthropicToGemini(raw []byte) ([]byte, Usage, error) {
 	var a struct {
 		Model      string           `json:"model"`

@@ -8,8 +8,7 @@ import (
 
 // Anthropic thinking travels through a Responses client as a reasoning
 // item's encrypted_content: "gw1:" and the base64 of the thinking blocks
-// as JSON, signatures and redacted data included (docs/architecture.md,
-// "The translation matrix and the hub").
+// as JSON, signatures and redacted data included (docs/wire-formats.md §9).
 // The client keeps it opaque and sends it back; the gateway restores the
 // blocks for Anthropic, whose signature check is what makes them
 // trustworthy. Other blobs (OpenAI's own "gAAAA…") mean nothing to an
