@@ -44,6 +44,12 @@ func (g *Gateway) downgrade(ctx context.Context, h http.Header, id *policy.Ident
 		if b.unpriced != "" {
 			return d, nil, false
 		}
+		// A server tool's fees per use are in no price the bound holds.
+		if tool := providers.ServerTool(body); tool != "" {
+			return d, &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
+				Message: "budget exceeded; past the cap requests go to " + strconv.Quote(to) + ", which does not take server-side tools billed per use (" +
+					tool + "): send the request without them"}, false
+		}
 		if d.hold, refusal = g.opts.Budgets.AdmitDowngrade(ctx, id, ws, rec.SessionID, to, b.inputPrice, b.tokenPico, d.est.budget, d.est.lease); refusal != nil {
 			return d, refusal, false
 		}
