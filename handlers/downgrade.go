@@ -94,7 +94,8 @@ func unpriced(chain []aliasLink) string {
 // no such alias; whyNot is why it may not ("" when it may): a chain that
 // is not free, without a bound that lets a priced alias take requests
 // past the cap, or with a deployment, fallbacks included, unpriced or
-// dearer than the bound.
+// dearer than the bound (its input price or a cache write's over the
+// bound's input).
 func (g *Gateway) DowngradeTarget(alias string, bound ledger.DowngradeBound) (known bool, whyNot string) {
 	chain, ok := g.chains[alias]
 	if !ok || len(chain) == 0 {
@@ -113,10 +114,14 @@ func (g *Gateway) DowngradeTarget(alias string, bound ledger.DowngradeBound) (kn
 		for _, d := range l.deployments {
 			p, e := d.Prices(), d.Entry()
 			out := ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1})
-			if !bound.Admits(p.Input, out) {
-				return true, strconv.Quote(alias) + " is dearer than the bound (" + money.PerMillion(bound.MaxInputPico) + " input, " +
+			if !bound.Admits(p.DearestInput(), out) {
+				input := money.PerMillion(p.Input) + " input"
+				if w := p.DearestInput(); w > p.Input {
+					input += " (" + money.PerMillion(w) + " to write the prompt cache)"
+				}
+				return true, strconv.Quote(alias) + " is dearer than the bound (" + money.PerMillion(bound.MaxInputPico) + " input, cache writes included, " +
 					money.PerMillion(bound.MaxOutputPico) + " output per million tokens): alias " + strconv.Quote(l.alias) + ": " +
-					e.Provider + "/" + e.Model + " costs " + money.PerMillion(p.Input) + " input, " + money.PerMillion(out) + " output"
+					e.Provider + "/" + e.Model + " costs " + input + ", " + money.PerMillion(out) + " output"
 			}
 		}
 	}

@@ -245,8 +245,9 @@ type aliasBounds struct {
 	// maxOutput is the smallest model_info.max_output_tokens among the
 	// deployments the chain may reach; 0: none sets one.
 	maxOutput int64
-	// inputPrice and tokenPico are the dearest input price and cost of
-	// one output token among those deployments, each apart: a cost grows
+	// inputPrice and tokenPico are the dearest input price (cache writes
+	// included: ledger.Prices.DearestInput) and cost of one output token
+	// among those deployments, each apart: a cost grows
 	// with its price, so these give estimate the dearest deployment's
 	// cost without a walk of the chain per request.
 	inputPrice, tokenPico int64
@@ -267,7 +268,7 @@ func boundsOf(chain []aliasLink) aliasBounds {
 		for _, d := range l.deployments {
 			longest = max(longest, d.Timeout())
 			p := d.Prices()
-			b.inputPrice = max(b.inputPrice, p.Input)
+			b.inputPrice = max(b.inputPrice, p.DearestInput())
 			b.tokenPico = max(b.tokenPico, ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1}))
 			b.window = max(b.window, cmp.Or(d.Entry().Info.MaxInputTokens, providers.DefaultContextWindow))
 			if n := d.Entry().Info.MaxOutputTokens; n > 0 && (b.maxOutput == 0 || n < b.maxOutput) {
