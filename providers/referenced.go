@@ -62,23 +62,60 @@ func skipSpace(b []byte) []byte {
 }
 
 // ServerTool is the first server-side tool billed per use that body asks
-// for (its name as found, without the quote), "" when none: a byte scan
-// that errs towards finding one. Such tools are those the provider runs
-// itself and bills per use on top of tokens (web search and fetch, code
-// execution, file search), in each client format: Messages `web_search_*`/`web_fetch_*`/
-// `code_execution_*` tool types, Responses `web_search*`/`file_search`/
-// `code_interpreter`, chat `web_search_options`, Gemini `googleSearch`,
-// `urlContext` and `codeExecution` (and their snake_case spellings).
+// for (its name as found), "" when none: a byte scan that errs towards
+// finding one. Such tools are those the provider runs itself and bills
+// per use on top of tokens (web search and fetch, code execution, file
+// search): a tool whose "type" is Messages' `web_search_*`/`web_fetch_*`/
+// `code_execution_*` or Responses' `web_search*`/`file_search`/
+// `code_interpreter`, or a member named chat's `web_search_options` or
+// Gemini's `googleSearch*`, `urlContext` or `codeExecution` (and their
+// snake_case spellings). A client's own function named web_search is
+// neither.
 func ServerTool(body []byte) string {
-	for _, k := range [...]string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`,
-		`"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`} {
-		if i := bytes.Index(body, []byte(k)); i >= 0 {
-			end := i + 1
-			for end < len(body) && body[end] != '"' && end-i < 40 {
-				end++
+	for _, k := range [...]string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`} {
+		for rest, at := body, 0; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
 			}
-			return string(body[i+1 : end])
+			if isTypeValue(body[:at+i]) {
+				return quoted(body[at+i:])
+			}
+			rest, at = rest[i+len(k):], at+i+len(k)
+		}
+	}
+	for _, k := range [...]string{`"web_search_options"`, `"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`, `"code_execution"`} {
+		for rest, at := body, 0; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
+			}
+			name := quoted(body[at+i:])
+			if v := skipSpace(body[min(at+i+len(name)+2, len(body)):]); len(v) > 0 && v[0] == ':' {
+				return name
+			}
+			rest, at = rest[i+len(k):], at+i+len(k)
 		}
 	}
 	return ""
+}
+
+// isTypeValue reports whether before ends with a "type" member's name
+// and colon: what follows is its value.
+func isTypeValue(before []byte) bool {
+	b := bytes.TrimRight(before, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != ':' {
+		return false
+	}
+	return bytes.HasSuffix(bytes.TrimRight(b[:len(b)-1], " \t\r\n"), []byte(`"type"`))
+}
+
+// quoted is the JSON string b starts with, without its quotes, cut at 40
+// bytes.
+func quoted(b []byte) string {
+	end := 1
+	for end < len(b) && b[end] != '"' && end < 41 {
+		end++
+	}
+	return string(b[1:end])
 }

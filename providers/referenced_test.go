@@ -28,12 +28,16 @@ func TestReferencesContent(t *testing.T) {
 
 func TestServerTool(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"tools":[{"type":"function","name":"f"}]}`:                     "",
-		`{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`: "web_search_20250305",
-		`{"tools":[{"type":"web_search_preview"}]}`:                      "web_search_preview",
-		`{"web_search_options":{}}`:                                      "web_search_options",
-		`{"tools":[{"googleSearch":{}}]}`:                                "googleSearch",
-		`{"tools":[{"type":"code_interpreter"}]}`:                        "code_interpreter",
+		`{"tools":[{"type":"function","name":"f"}]}`:                                                                 "",
+		`{"tools":[{"type":"function","function":{"name":"web_search"}}]}`:                                           "",
+		`{"tools":[{"name":"web_fetch","input_schema":{}}],"messages":[{"content":"use \"type\": \"web_search\""}]}`: "",
+		`{"tools":[{"type" : "web_fetch_20250910","name":"web_fetch"}]}`:                                             "web_fetch_20250910",
+		`{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`:                                             "web_search_20250305",
+		`{"tools":[{"type":"web_search_preview"}]}`:                                                                  "web_search_preview",
+		`{"web_search_options":{}}`:                                                                                  "web_search_options",
+		`{"tools":[{"google_search" : {}}]}`:                                                                         "google_search",
+		`{"tools":[{"googleSearch":{}}]}`:                                                                            "googleSearch",
+		`{"tools":[{"type":"code_interpreter"}]}`:                                                                    "code_interpreter",
 	} {
 		if got := ServerTool([]byte(body)); got != want {
 			t.Errorf("ServerTool(%s) = %q, want %q", body, got, want)
@@ -44,6 +48,8 @@ func TestServerTool(t *testing.T) {
 func FuzzReferencesContent(f *testing.F) {
 	f.Add([]byte(`{"url": "https://x"}`))
 	f.Add([]byte(`"web_search`))
+	f.Add([]byte(`{"googleSearch`))
+	f.Add([]byte(`{"type":"code_execution`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = ReferencesContent(b)
 		if s := ServerTool(b); len(s) > 40 {
