@@ -36,7 +36,9 @@ type downgraded struct {
 func (g *Gateway) downgrade(ctx context.Context, h http.Header, id *policy.Identity, ws ledger.Limits, rec *ledger.Record, alias string,
 	body []byte, info providers.RequestInfo, est requestEstimate) (d downgraded, refusal *providers.APIError, ok bool) {
 	to := g.opts.Budgets.Downgrade(id, ws, rec.SessionID, est.budget)
-	if to == "" || to == alias || g.chains[to] == nil || !id.Allows(to) {
+	// A request for the downgrade's alias itself goes the same way: it is
+	// what the cap sends every other request to.
+	if to == "" || g.chains[to] == nil || !id.Allows(to) {
 		return d, nil, false
 	}
 	d = downgraded{alias: to, est: g.estimate(to, body, info)}
@@ -54,8 +56,10 @@ func (g *Gateway) downgrade(ctx context.Context, h http.Header, id *policy.Ident
 			return d, refusal, false
 		}
 	}
-	h.Set(HeaderDowngradedFrom, alias)
-	rec.DowngradedFrom, rec.Alias = alias, to
+	if to != alias {
+		h.Set(HeaderDowngradedFrom, alias)
+		rec.DowngradedFrom, rec.Alias = alias, to
+	}
 	return d, nil, true
 }
 

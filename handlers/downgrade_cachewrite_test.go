@@ -51,3 +51,40 @@ func TestDowngradeBoundHoldsCacheWrites(t *testing.T) {
 		t.Errorf("upstream calls %v; want none", n)
 	}
 }
+
+// Past the cap, a request for the downgrade's alias itself is served
+// within the allowance as the requests sent there are, not refused
+// (hostile8 H3): Claude Code asks for its background model by name.
+func TestDowngradeAliasAskedForDirectlyPastTheCap(t *testing.T) {
+	url, served := modelCounter(t, `{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}`)
+	priced := func(in, out string) string {
+		return "    model_info:\n      input_cost_per_token: " + in + "\n      output_cost_per_token: " + out + "\n"
+	}
+	yaml := "model_list:\n" + kindEntry("paid", "openai/paid-up", url) + priced("0.0005", "0.001") +
+		kindEntry("cheap", "openai/cheap-up", url) + priced("0.00001", "0.00002")
+	g, _, st, budgets := budgetedGateway(t, yaml)
+	putUserLimit(t, st, "eve@example.com", 0, "cheap", ledger.DowngradeBound{MaxInputPico: 10_000_000, MaxOutputPico: 20_000_000, AllowanceCents: 1})
+	if err := budgets.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eve := &policy.Identity{KeyID: "apikey_eve", Owner: "eve@example.com", Role: policy.RoleUser, Runtime: true}
+	req := `{"model":"cheap","max_tokens":10,"messages":[{"role":"user","content":"hello"}]}`
+	rr := post(g, eve, "/v1/chat/completions", req)
+	if rr.Code != 200 || rr.Header().Get(HeaderDowngradedFrom) != "" {
+		t.Fatalf("eve asking for cheap past her cap: %d %q %s", rr.Code, rr.Header().Get(HeaderDowngradedFrom), rr.Body)
+	}
+	// Each costs $0.0006 of the 1-cent allowance: refused past it.
+	refused := false
+	for range 50 {
+		if rr := post(g, eve, "/v1/chat/completions", req); rr.Code == 429 {
+			refused = strings.Contains(rr.Body.String(), "past it that requests downgraded to cheap may spend")
+			break
+		}
+	}
+	if !refused {
+		t.Error("eve's requests for cheap were never refused past the allowance, or the refusal did not name it")
+	}
+	if n := served(); n["paid-up"] != 0 || n["cheap-up"] == 0 || n["cheap-up"] > 17 {
+		t.Errorf("upstream calls %v", n)
+	}
+}
