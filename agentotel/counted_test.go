@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
 // An agent's reported cost is a report: no budget counts it unless the
@@ -64,5 +65,29 @@ func TestReportedCostIsChargedToThePerson(t *testing.T) {
 		if r := got[0]; r.Person != "bob@example.com" || r.Groups != "eng\nplatform" || r.ReportOnly != (ws == "plain") {
 			t.Errorf("%s: person %q groups %q report-only %v", ws, r.Person, r.Groups, r.ReportOnly)
 		}
+	}
+}
+
+// One counted report cannot use up a limit shared by everyone: an export
+// claiming 2e9 output tokens of an opus-priced model (about $150,000 at
+// list price) counts MaxCountedReport (hostile8 A1).
+func TestOneReportCountsAtMostMaxCountedReport(t *testing.T) {
+	var got []ledger.Record
+	rc := NewReceiver(Options{
+		Record:     func(r ledger.Record) bool { got = append(got, r); return true },
+		Counted:    func(string) bool { return true },
+		ListPrices: func(string) ledger.Prices { return ledger.Prices{Input: 15_000_000, Output: 75_000_000} },
+	})
+	logs := claudeCodeLogsProto("s-1", 150_000)
+	for _, a := range logs.ResourceLogs[0].ScopeLogs[0].LogRecords[0].Attributes {
+		if a.Key == "output_tokens" {
+			a.GetValue().Value = &commonpb.AnyValue_IntValue{IntValue: 2_000_000_000}
+		}
+	}
+	if res, _, status := rc.Logs(context.Background(), logs, "key-1", "ws"); status != 200 || res.Recorded != 1 {
+		t.Fatalf("%d %+v", status, res)
+	}
+	if got[0].OutputTokens != 2_000_000_000 || got[0].CostPicoUSD != MaxCountedReport {
+		t.Errorf("output %d, counted cost %d; want the tokens kept, the cost at %d", got[0].OutputTokens, got[0].CostPicoUSD, int64(MaxCountedReport))
 	}
 }

@@ -183,15 +183,23 @@ func (rc *Receiver) Logs(ctx context.Context, req *collogs.ExportLogsServiceRequ
 	return res, ex.Reason, http.StatusOK
 }
 
+// MaxCountedReport is the most one counted report (one agent-reported
+// request) adds to any spend, in picodollars ($100): its tokens are the
+// client's word, up to 2^31 each, and it is charged to the person's
+// groups and the organization too, so without this one export could
+// use up a limit shared by everyone. More than any one request of a
+// coding agent costs at list price.
+const MaxCountedReport = 100 * 1_000_000_000_000
+
 // bound makes rec count against budgets at no more than its tokens cost
-// at list price: a client may report less than that (a discount the
-// gateway does not know), never more.
+// at list price, and no more than MaxCountedReport: a client may report
+// less than that (a discount the gateway does not know), never more.
 func (rc *Receiver) bound(rec *ledger.Record) {
 	var p ledger.Prices
 	if rc.o.ListPrices != nil {
 		p = rc.o.ListPrices(rec.UpstreamModel)
 	}
-	rec.CostPicoUSD = min(rec.CostPicoUSD, p.Cost(rec))
+	rec.CostPicoUSD = min(rec.CostPicoUSD, p.Cost(rec), MaxCountedReport)
 	rec.ReportOnly = false
 }
 

@@ -36,7 +36,9 @@ type downgraded struct {
 func (g *Gateway) downgrade(ctx context.Context, h http.Header, id *policy.Identity, ws ledger.Limits, rec *ledger.Record, alias string,
 	body []byte, info providers.RequestInfo, est requestEstimate) (d downgraded, refusal *providers.APIError, ok bool) {
 	to := g.opts.Budgets.Downgrade(id, ws, rec.SessionID, est.budget)
-	if to == "" || to == alias || g.chains[to] == nil || !id.Allows(to) {
+	// A request for the downgrade's alias itself goes the same way: it is
+	// what the cap sends every other request to.
+	if to == "" || g.chains[to] == nil || !id.Allows(to) {
 		return d, nil, false
 	}
 	d = downgraded{alias: to, est: g.estimate(to, body, info)}
@@ -44,12 +46,20 @@ func (g *Gateway) downgrade(ctx context.Context, h http.Header, id *policy.Ident
 		if b.unpriced != "" {
 			return d, nil, false
 		}
+		// A server tool's fees per use are in no price the bound holds.
+		if tool := providers.ServerTool(body); tool != "" {
+			return d, &providers.APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
+				Message: "budget exceeded; past the cap requests go to " + strconv.Quote(to) + ", which does not take server-side tools billed per use (" +
+					tool + "): send the request without them"}, false
+		}
 		if d.hold, refusal = g.opts.Budgets.AdmitDowngrade(ctx, id, ws, rec.SessionID, to, b.inputPrice, b.tokenPico, d.est.budget, d.est.lease); refusal != nil {
 			return d, refusal, false
 		}
 	}
-	h.Set(HeaderDowngradedFrom, alias)
-	rec.DowngradedFrom, rec.Alias = alias, to
+	if to != alias {
+		h.Set(HeaderDowngradedFrom, alias)
+		rec.DowngradedFrom, rec.Alias = alias, to
+	}
 	return d, nil, true
 }
 
@@ -88,7 +98,8 @@ func unpriced(chain []aliasLink) string {
 // no such alias; whyNot is why it may not ("" when it may): a chain that
 // is not free, without a bound that lets a priced alias take requests
 // past the cap, or with a deployment, fallbacks included, unpriced or
-// dearer than the bound.
+// dearer than the bound (its input price or a cache write's over the
+// bound's input).
 func (g *Gateway) DowngradeTarget(alias string, bound ledger.DowngradeBound) (known bool, whyNot string) {
 	chain, ok := g.chains[alias]
 	if !ok || len(chain) == 0 {
@@ -107,10 +118,14 @@ func (g *Gateway) DowngradeTarget(alias string, bound ledger.DowngradeBound) (kn
 		for _, d := range l.deployments {
 			p, e := d.Prices(), d.Entry()
 			out := ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1})
-			if !bound.Admits(p.Input, out) {
-				return true, strconv.Quote(alias) + " is dearer than the bound (" + money.PerMillion(bound.MaxInputPico) + " input, " +
+			if !bound.Admits(p.DearestInput(), out) {
+				input := money.PerMillion(p.Input) + " input"
+				if w := p.DearestInput(); w > p.Input {
+					input += " (" + money.PerMillion(w) + " to write the prompt cache)"
+				}
+				return true, strconv.Quote(alias) + " is dearer than the bound (" + money.PerMillion(bound.MaxInputPico) + " input, cache writes included, " +
 					money.PerMillion(bound.MaxOutputPico) + " output per million tokens): alias " + strconv.Quote(l.alias) + ": " +
-					e.Provider + "/" + e.Model + " costs " + money.PerMillion(p.Input) + " input, " + money.PerMillion(out) + " output"
+					e.Provider + "/" + e.Model + " costs " + input + ", " + money.PerMillion(out) + " output"
 			}
 		}
 	}

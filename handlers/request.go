@@ -193,6 +193,11 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	}
 	bounds := g.bounds[alias]
 	e := requestEstimate{tokens: input + output, lease: bounds.lease}
+	// Content given by reference (a URL, a file id) is billed far more
+	// tokens than its bytes: its budget input is the context window.
+	if bounds.inputPrice > 0 && providers.ReferencesContent(body) {
+		input = max(input, bounds.window)
+	}
 	// A budgeted request without a bound is sent this one (serve),
 	// so its estimate assumes it; the tpm estimate above keeps the
 	// default until then, as for a request no budget applies to.
@@ -244,11 +249,16 @@ type aliasBounds struct {
 	// maxOutput is the smallest model_info.max_output_tokens among the
 	// deployments the chain may reach; 0: none sets one.
 	maxOutput int64
-	// inputPrice and tokenPico are the dearest input price and cost of
-	// one output token among those deployments, each apart: a cost grows
+	// inputPrice and tokenPico are the dearest input price (cache writes
+	// included: ledger.Prices.DearestInput) and cost of one output token
+	// among those deployments, each apart: a cost grows
 	// with its price, so these give estimate the dearest deployment's
 	// cost without a walk of the chain per request.
 	inputPrice, tokenPico int64
+	// window is the largest context window (model_info.max_input_tokens)
+	// of those deployments, providers.DefaultContextWindow where one sets
+	// none: the input of a request carrying referenced content.
+	window int64
 	// notFree is why a request the chain serves may cost money ("" when
 	// every deployment is free), unpriced why it has no price a bound can
 	// hold it to, for at_cap downgrade (downgrade.go).
@@ -262,8 +272,9 @@ func boundsOf(chain []aliasLink) aliasBounds {
 		for _, d := range l.deployments {
 			longest = max(longest, d.Timeout())
 			p := d.Prices()
-			b.inputPrice = max(b.inputPrice, p.Input)
+			b.inputPrice = max(b.inputPrice, p.DearestInput())
 			b.tokenPico = max(b.tokenPico, ledger.Prices{Output: p.Output}.Cost(&ledger.Record{OutputTokens: 1}))
+			b.window = max(b.window, cmp.Or(d.Entry().Info.MaxInputTokens, providers.DefaultContextWindow))
 			if n := d.Entry().Info.MaxOutputTokens; n > 0 && (b.maxOutput == 0 || n < b.maxOutput) {
 				b.maxOutput = n
 			}

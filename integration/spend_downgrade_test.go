@@ -34,7 +34,7 @@ func TestDowngradeToAPricedAliasStopsAtTheAllowance(t *testing.T) {
 	bound := `"max_price":{"input":"1000","output":"2000"},"allowance":"2"`
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
 		`{"amount":"0","scope":{"type":"api_key","api_key_id":"alice"},"period":"daily","at_cap":{"action":"downgrade","alias":"leaky",`+bound+`}}`); st != http.StatusBadRequest ||
-		!strings.Contains(string(body), `alias \"paid\": anthropic/claude-fake costs $3 input, $25 output`) {
+		!strings.Contains(string(body), `alias \"paid\": anthropic/claude-fake costs $3 input ($6 to write the prompt cache), $25 output`) {
 		t.Errorf("a downgrade whose fallback is dearer than the bound: %d %s", st, body)
 	}
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
@@ -108,7 +108,7 @@ func TestPricedDowngradeGroupRuleValidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for alias, want := range map[string]string{
-		"leaky": `group eng: at_cap downgrade leaky: "leaky" is dearer than the bound ($10 input, $20 output per million tokens): alias "paid": anthropic/claude-fake costs $3 input, $25 output`,
+		"leaky": `group eng: at_cap downgrade leaky: "leaky" is dearer than the bound ($10 input, cache writes included, $20 output per million tokens): alias "paid": anthropic/claude-fake costs $3 input ($6 to write the prompt cache), $25 output`,
 		"cheap": "",
 	} {
 		cf := filepath.Join(dir, "Caddyfile-"+alias)

@@ -14,7 +14,8 @@ import (
 // TestSessionSpendLimit: through the binary, a session-scoped limit set
 // with the Spend Limits API caps each coding-agent session (the 429 names
 // the session), not the key: another session of the key is served; an
-// explicit no-limit for the refused session's id lets it go on.
+// explicit no-limit for the refused session's id, of alice's key, lets
+// it go on.
 func TestSessionSpendLimit(t *testing.T) {
 	u := startUpstreams(t, fakes.Options{})
 	g := startGateway(t, gatewayConfig{models: dearModels(u)})
@@ -38,7 +39,7 @@ func TestSessionSpendLimit(t *testing.T) {
 		t.Errorf("another session of the key: %d %s", st, body)
 	}
 	if st, _, body := g.do(t, http.MethodPost, adminapi.SpendLimitsPath, adminKey,
-		`{"amount":null,"scope":{"type":"session","session_id":`+strconv.Quote(session)+`}}`); st != http.StatusOK {
+		`{"amount":null,"scope":{"type":"session","api_key_id":"alice","session_id":`+strconv.Quote(session)+`}}`); st != http.StatusOK {
 		t.Fatalf("exempting the session: %d %s", st, body)
 	}
 	if !testwait.Until(func() bool {

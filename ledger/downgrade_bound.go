@@ -27,3 +27,11 @@ func (b DowngradeBound) Priced() bool {
 func (b DowngradeBound) Admits(inputPico, outputPico int64) bool {
 	return b.Priced() && inputPico <= b.MaxInputPico && outputPico <= b.MaxOutputPico
 }
+
+// DearestInput is the most an input token can cost at p: its plain price
+// or a cache write's (a 1h write is twice the input on Anthropic, and
+// model_info may set more), whichever is dearer. A bound on input and
+// an input reservation hold only at this price.
+func (p Prices) DearestInput() int64 {
+	return max(p.Input, p.CacheWrite5m, p.CacheWrite1h)
+}

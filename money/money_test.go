@@ -67,6 +67,8 @@ func TestParsePerMillion(t *testing.T) {
 		{"$3", DollarsPerMillion, 3_000_000, true},
 		{"15", CentsPerMillion, 150_000, true},
 		{"7.5", CentsPerMillion, 75_000, true},
+		// "$15" in cents would be read 100 times under what it says.
+		{"$15", CentsPerMillion, 0, false},
 		{"0.0000001", DollarsPerMillion, 0, false},
 		{"1000", DollarsPerMillion, MaxPricePico, true},
 		{"1000.01", DollarsPerMillion, 0, false},

@@ -21,13 +21,19 @@ const (
 // ParsePerMillion reads a price per million tokens in unit (a plain
 // decimal, "0.15" or "3"; DollarsPerMillion or CentsPerMillion) as
 // picodollars per token. It refuses what is not a plain decimal, a
-// fraction of a picodollar per token and a price past MaxPricePico.
+// fraction of a picodollar per token and a price past MaxPricePico; a
+// leading "$" only in dollars.
 func ParsePerMillion(s string, unit int) (int64, error) {
 	name := "US dollars"
 	if unit == CentsPerMillion {
 		name = "cents"
 	}
-	whole, frac, dot := strings.Cut(strings.TrimPrefix(s, "$"), ".")
+	v := s
+	if unit != CentsPerMillion {
+		// A "$" is dollars: read as cents it would be 100 times less.
+		v = strings.TrimPrefix(s, "$")
+	}
+	whole, frac, dot := strings.Cut(v, ".")
 	if whole == "" && (!dot || frac == "") || (whole != "" && !isDigits(whole)) || (frac != "" && !isDigits(frac)) {
 		return 0, fmt.Errorf("%q is not a price in %s per million tokens, e.g. 0.15 or 3", s, name)
 	}

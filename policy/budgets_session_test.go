@@ -22,9 +22,9 @@ func TestSessionLimitHoldsAcrossInstances(t *testing.T) {
 	a, b := openLeaseInstance(t, dsn, nil), openLeaseInstance(t, dsn, nil)
 	ls := a.store.(ledger.SpendLimitStore)
 	for _, l := range []ledger.SpendLimit{
-		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("", "", ""), Period: spendlimit.SessionPeriod, AmountCents: cents(100)},
-		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("bob@example.com", "", ""), Period: spendlimit.SessionPeriod, AmountCents: cents(40)},
-		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("", "", "claude:exempt"), Period: spendlimit.SessionPeriod},
+		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("", "", "", ""), Period: spendlimit.SessionPeriod, AmountCents: cents(100)},
+		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("bob@example.com", "", "", ""), Period: spendlimit.SessionPeriod, AmountCents: cents(40)},
+		{Scope: ledger.ScopeSession, ScopeID: spendlimit.SessionScopeID("", "", "apikey_alice", "claude:exempt"), Period: spendlimit.SessionPeriod},
 	} {
 		if _, err := ls.PutSpendLimit(context.Background(), l); err != nil {
 			t.Fatal(err)

@@ -11,9 +11,10 @@ import (
 // whole life (period "total"), as a key's session_budget does, on every
 // instance: its spend is the session's (ledger.ScopeSession, per key and
 // session). It is set for every session, for a person's sessions, for a
-// group's members' sessions, or for one session id; the first of those,
-// most specific first, that has one applies (an explicit no-limit ends the
-// search), and with a key's or workspace's session_budget the tighter.
+// group's members' sessions, or for one session id of a person's or a
+// key's; the first of those, most specific first, that has one applies
+// (an explicit no-limit ends the search), and with a key's or
+// workspace's session_budget the tighter.
 
 // SessionPeriod is the period of a session-scoped limit: the session's
 // whole life.
@@ -24,14 +25,23 @@ const (
 	EverySession   = "*"
 	sessionOfUser  = "user:"
 	sessionOfGroup = "rbac_group:"
+	sessionOfKey   = "api_key:"
 	oneSession     = "session:"
 )
 
 // SessionScopeID is the stored scope id of a session-scoped limit on the
-// sessions of user, of group's members, or on session (at most one
-// given; none: every session).
-func SessionScopeID(user, group, session string) string {
+// sessions of user, of group's members, or on session (none: every
+// session). A limit on one session is also on the person (user) or the
+// key it was set for: the client picks its session id, so one copied
+// from another person's must not carry that person's exemption or cap.
+// A one-session id stored before that (no person, no key) matches no
+// request.
+func SessionScopeID(user, group, key, session string) string {
 	switch {
+	case session != "" && user != "":
+		return oneSession + session + "\n" + sessionOfUser + user
+	case session != "" && key != "":
+		return oneSession + session + "\n" + sessionOfKey + key
 	case session != "":
 		return oneSession + session
 	case user != "":
@@ -43,17 +53,22 @@ func SessionScopeID(user, group, session string) string {
 }
 
 // SessionSelector is what SessionScopeID made id of.
-func SessionSelector(id string) (user, group, session string) {
+func SessionSelector(id string) (user, group, key, session string) {
 	if s, ok := strings.CutPrefix(id, oneSession); ok {
-		return "", "", s
+		s, owner, _ := strings.Cut(s, "\n")
+		if u, ok := strings.CutPrefix(owner, sessionOfUser); ok {
+			return u, "", "", s
+		}
+		k, _ := strings.CutPrefix(owner, sessionOfKey)
+		return "", "", k, s
 	}
 	if u, ok := strings.CutPrefix(id, sessionOfUser); ok {
-		return u, "", ""
+		return u, "", "", ""
 	}
 	if g, ok := strings.CutPrefix(id, sessionOfGroup); ok {
-		return "", g, ""
+		return "", g, "", ""
 	}
-	return "", "", ""
+	return "", "", "", ""
 }
 
 // SessionDefault is the session-scoped limit on c's sessions whatever
@@ -88,7 +103,13 @@ func (s *Set) Session(c Caller) (Applied, bool) {
 	if s == nil || c.Session == "" {
 		return Applied{}, false
 	}
-	l := s.find(ledger.ScopeSession, oneSession+c.Session, SessionPeriod)
+	var l *ledger.SpendLimit
+	if c.Person != "" {
+		l = s.find(ledger.ScopeSession, SessionScopeID(c.Person, "", "", c.Session), SessionPeriod)
+	}
+	if l == nil {
+		l = s.find(ledger.ScopeSession, SessionScopeID("", "", c.KeyID, c.Session), SessionPeriod)
+	}
 	if l == nil {
 		l = s.SessionDefault(c)
 	}

@@ -73,11 +73,12 @@ func TestPersonLimitPrecedence(t *testing.T) {
 // key, for its whole life.
 func TestSessionLimitPrecedence(t *testing.T) {
 	set := NewSet([]ledger.SpendLimit{
-		{ID: "spl_all", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", ""), Period: SessionPeriod, AmountCents: cents(500)},
-		{ID: "spl_ops", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "ops", ""), Period: SessionPeriod, AmountCents: cents(300)},
-		{ID: "spl_bob", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("bob", "", ""), Period: SessionPeriod, AmountCents: cents(200)},
-		{ID: "spl_one", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "claude:one"), Period: SessionPeriod, AmountCents: cents(900)},
-		{ID: "spl_free", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "claude:free"), Period: SessionPeriod},
+		{ID: "spl_all", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "", ""), Period: SessionPeriod, AmountCents: cents(500)},
+		{ID: "spl_ops", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "ops", "", ""), Period: SessionPeriod, AmountCents: cents(300)},
+		{ID: "spl_bob", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("bob", "", "", ""), Period: SessionPeriod, AmountCents: cents(200)},
+		{ID: "spl_one", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("bob", "", "", "claude:one"), Period: SessionPeriod, AmountCents: cents(900)},
+		{ID: "spl_free", Scope: ledger.ScopeSession, ScopeID: SessionScopeID("", "", "k", "claude:free"), Period: SessionPeriod},
+		{ID: "spl_legacy", Scope: ledger.ScopeSession, ScopeID: "session:claude:legacy", Period: SessionPeriod},
 	})
 	for _, c := range []struct {
 		caller Caller
@@ -89,6 +90,13 @@ func TestSessionLimitPrecedence(t *testing.T) {
 		{Caller{KeyID: "k", Person: "bob", Session: "claude:one"}, "spl_one"},
 		{Caller{KeyID: "k", Person: "bob", Session: "claude:free"}, ""},
 		{Caller{KeyID: "k", Person: "bob"}, ""},
+		// Another person's, or another key's, copy of the id is theirs.
+		{Caller{KeyID: "k2", Person: "mallory", Session: "claude:one"}, "spl_all"},
+		{Caller{KeyID: "k2", Person: "mallory", Session: "claude:free"}, "spl_all"},
+		{Caller{KeyID: "k2", Session: "claude:free"}, "spl_all"},
+		// Stored before the person or key went with the id: it matches
+		// no request.
+		{Caller{KeyID: "k", Person: "bob", Session: "claude:legacy"}, "spl_bob"},
 	} {
 		got := ""
 		for _, a := range set.Append(nil, c.caller) {
@@ -103,9 +111,10 @@ func TestSessionLimitPrecedence(t *testing.T) {
 			t.Errorf("%+v: session limit %q, want %q", c.caller, got, c.want)
 		}
 	}
-	for _, id := range []string{SessionScopeID("", "", ""), SessionScopeID("u", "", ""), SessionScopeID("", "g", ""), SessionScopeID("", "", "user:x")} {
-		u, g, s := SessionSelector(id)
-		if back := SessionScopeID(u, g, s); back != id {
+	for _, id := range []string{SessionScopeID("", "", "", ""), SessionScopeID("u", "", "", ""), SessionScopeID("", "g", "", ""),
+		SessionScopeID("u", "", "", "user:x"), SessionScopeID("", "", "k", "user:x"), "session:legacy"} {
+		u, g, k, s := SessionSelector(id)
+		if back := SessionScopeID(u, g, k, s); back != id {
 			t.Errorf("SessionScopeID(SessionSelector(%q)) = %q", id, back)
 		}
 	}

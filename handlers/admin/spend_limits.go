@@ -102,8 +102,8 @@ func scopeWire(scope, id string) adminapi.SpendScope {
 	case ledger.ScopeWorkspace:
 		return adminapi.SpendScope{Type: "workspace", WorkspaceID: id}
 	case ledger.ScopeSession:
-		user, group, session := spendlimit.SessionSelector(id)
-		return adminapi.SpendScope{Type: "session", UserID: user, RBACGroupID: group, SessionID: session}
+		user, group, key, session := spendlimit.SessionSelector(id)
+		return adminapi.SpendScope{Type: "session", UserID: user, RBACGroupID: group, APIKeyID: key, SessionID: session}
 	}
 	return adminapi.SpendScope{Type: "organization"}
 }

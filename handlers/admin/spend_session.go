@@ -16,22 +16,25 @@ import (
 // (docs/spend-limits-api.md, "Session limits").
 
 // sessionScopeOf is the stored scope of a session scope object: at most
-// one of user_id, rbac_group_id and session_id.
+// one of user_id and rbac_group_id, or a session_id with the user_id or
+// api_key_id whose session it is (a client picks its session id: one
+// alone would let anyone who learns it take its exemption).
 func sessionScopeOf(s adminapi.SpendScope) (scope, id, msg string) {
 	given := 0
-	for _, v := range []string{s.UserID, s.RBACGroupID, s.SessionID} {
+	for _, v := range []string{s.UserID, s.RBACGroupID, s.SessionID, s.APIKeyID} {
 		if v == "" {
 			continue
 		}
 		given++
 		if len(v) > 256 || strings.ContainsAny(v, "\n\x00") {
-			return "", "", "scope: a session scope's user_id, rbac_group_id or session_id is at most 256 characters, on one line"
+			return "", "", "scope: a session scope's user_id, rbac_group_id, api_key_id or session_id is at most 256 characters, on one line"
 		}
 	}
-	if given > 1 || s.APIKeyID != "" || s.Shared {
-		return "", "", "scope: a session scope caps every session, or names one of user_id (a person's sessions), rbac_group_id (its members' sessions) or session_id (one session)"
+	one := s.SessionID != "" && s.RBACGroupID == "" && given == 2
+	if s.Shared || (s.SessionID != "" && !one) || (s.SessionID == "" && (given > 1 || s.APIKeyID != "")) {
+		return "", "", "scope: a session scope caps every session, or names one of user_id (a person's sessions) or rbac_group_id (its members' sessions), or a session_id with the user_id or api_key_id whose session it is (one session)"
 	}
-	return ledger.ScopeSession, spendlimit.SessionScopeID(s.UserID, s.RBACGroupID, s.SessionID), ""
+	return ledger.ScopeSession, spendlimit.SessionScopeID(s.UserID, s.RBACGroupID, s.APIKeyID, s.SessionID), ""
 }
 
 // periodOf is the period of a limit on scope as set: a session's limit is

@@ -19,18 +19,22 @@ func TestSpendLimitSessionScope(t *testing.T) {
 		`{"amount":"500","scope":{"type":"session"}}`:                                              `"period":"total","scope":{"type":"session"}`,
 		`{"amount":"200","scope":{"type":"session","user_id":"bob@example.com"},"period":"total"}`: `"scope":{"type":"session","user_id":"bob@example.com"}`,
 		`{"amount":"300","scope":{"type":"session","rbac_group_id":"eng"}}`:                        `"scope":{"type":"session","rbac_group_id":"eng"}`,
-		`{"amount":null,"scope":{"type":"session","session_id":"claude:1234"}}`:                    `"amount":null`,
+		`{"amount":null,"scope":{"type":"session","user_id":"a","session_id":"claude:1234"}}`:      `"scope":{"type":"session","user_id":"a","session_id":"claude:1234"}`,
+		`{"amount":null,"scope":{"type":"session","api_key_id":"k","session_id":"claude:1234"}}`:   `"scope":{"type":"session","api_key_id":"k","session_id":"claude:1234"}`,
 	} {
 		if rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath, body); rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("set %s: %d %s; want %s", body, rec.Code, rec.Body, want)
 		}
 	}
 	for body, want := range map[string]string{
-		`{"amount":"5","scope":{"type":"session"},"period":"monthly"}`:                              "period: a session's limit is for its whole life",
-		`{"amount":"5","scope":{"type":"session","user_id":"a","session_id":"s"}}`:                  "scope: a session scope caps every session, or names one",
-		`{"amount":"5","scope":{"type":"user","user_id":"a","session_id":"s"}}`:                     "scope.session_id: only a session scope",
-		`{"amount":"5","scope":{"type":"organization"},"period":"total"}`:                           `total\" is not daily, weekly or monthly`,
-		`{"amount":"5","scope":{"type":"session","session_id":"` + strings.Repeat("s", 257) + `"}}`: "at most 256 characters",
+		`{"amount":"5","scope":{"type":"session"},"period":"monthly"}`:                                            "period: a session's limit is for its whole life",
+		`{"amount":"5","scope":{"type":"session","session_id":"s"}}`:                                              "a session_id with the user_id or api_key_id whose session it is",
+		`{"amount":"5","scope":{"type":"session","user_id":"a","api_key_id":"k","session_id":"s"}}`:               "a session_id with the user_id or api_key_id whose session it is",
+		`{"amount":"5","scope":{"type":"session","rbac_group_id":"g","session_id":"s"}}`:                          "a session_id with the user_id or api_key_id whose session it is",
+		`{"amount":"5","scope":{"type":"session","api_key_id":"k"}}`:                                              "a session_id with the user_id or api_key_id whose session it is",
+		`{"amount":"5","scope":{"type":"user","user_id":"a","session_id":"s"}}`:                                   "scope.session_id: only a session scope",
+		`{"amount":"5","scope":{"type":"organization"},"period":"total"}`:                                         `total\" is not daily, weekly or monthly`,
+		`{"amount":"5","scope":{"type":"session","user_id":"a","session_id":"` + strings.Repeat("s", 257) + `"}}`: "at most 256 characters",
 	} {
 		if rec := sa.call(t, adminID, "POST", adminapi.SpendLimitsPath, body); rec.Code != 400 || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("set %s: %d %s; want 400 naming %q", body, rec.Code, rec.Body, want)
@@ -38,7 +42,7 @@ func TestSpendLimitSessionScope(t *testing.T) {
 	}
 	rec := sa.call(t, adminID, "GET", adminapi.SpendLimitsPath+"?scope_type[]=session", "", "anthropic-beta", adminapi.SpendLimitReadsBeta)
 	page := decode[adminapi.CursorPage[adminapi.SpendLimit]](t, rec)
-	if rec.Code != 200 || len(page.Data) != 4 {
+	if rec.Code != 200 || len(page.Data) != 5 {
 		t.Errorf("listing session limits: %d %s", rec.Code, rec.Body)
 	}
 	// bob's sessions are capped at his own; carol's (eng) at the group's.

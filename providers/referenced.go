@@ -1,0 +1,121 @@
+package providers
+
+import "bytes"
+
+// DefaultContextWindow is the input a request carrying referenced
+// content is reserved at when no deployment of its chain sets
+// model_info.max_input_tokens: the largest context window of the
+// common models (2,097,152 tokens), so the reservation errs high.
+const DefaultContextWindow = 1 << 21
+
+// ReferencesContent reports whether body, in any client format, carries
+// content given by reference (a URL or a file id) rather than inline:
+// such content is billed many more input tokens than its bytes, so a
+// byte count does not bound the request's input. A byte scan for a few
+// member names, without parsing: it errs towards true.
+//
+// The names: members that name content the upstream fetches and
+// bills as input while the body holds only its name: file ids (chat
+// `file`, Messages `document`/`image` file sources, Responses
+// `input_file`/`input_image`), Responses `file_url` and Gemini
+// `fileData`'s URI. Inside a JSON string the quotes are escaped, so a
+// match is a member name (or a value spelled the same: a match too many
+// only reserves more). Then members whose value, when an http(s) URL, is media the
+// upstream fetches: chat `image_url.url`, Messages url sources, Responses
+// `input_image.image_url`. A data: URL is inline: its bytes are counted.
+func ReferencesContent(body []byte) bool {
+	for _, k := range [...]string{`"file_id"`, `"file_url"`, `"fileUri"`, `"file_uri"`} {
+		if bytes.Contains(body, []byte(k)) {
+			return true
+		}
+	}
+	for _, k := range [...]string{`"url"`, `"image_url"`} {
+		for rest := body; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(k):]
+			if v := valueAfterColon(rest); bytes.HasPrefix(v, []byte(`"http`)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// valueAfterColon is b past JSON whitespace, a colon and whitespace
+// again; b itself when no colon follows.
+func valueAfterColon(b []byte) []byte {
+	b = skipSpace(b)
+	if len(b) == 0 || b[0] != ':' {
+		return b
+	}
+	return skipSpace(b[1:])
+}
+
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// ServerTool is the first server-side tool billed per use that body asks
+// for (its name as found), "" when none: a byte scan that errs towards
+// finding one. Such tools are those the provider runs itself and bills
+// per use on top of tokens (web search and fetch, code execution, file
+// search): a tool whose "type" is Messages' `web_search_*`/`web_fetch_*`/
+// `code_execution_*` or Responses' `web_search*`/`file_search`/
+// `code_interpreter`, or a member named chat's `web_search_options` or
+// Gemini's `googleSearch*`, `urlContext` or `codeExecution` (and their
+// snake_case spellings). A client's own function named web_search is
+// neither.
+func ServerTool(body []byte) string {
+	for _, k := range [...]string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`} {
+		for rest, at := body, 0; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
+			}
+			if isTypeValue(body[:at+i]) {
+				return quoted(body[at+i:])
+			}
+			rest, at = rest[i+len(k):], at+i+len(k)
+		}
+	}
+	for _, k := range [...]string{`"web_search_options"`, `"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`, `"code_execution"`} {
+		for rest, at := body, 0; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
+			}
+			name := quoted(body[at+i:])
+			if v := skipSpace(body[min(at+i+len(name)+2, len(body)):]); len(v) > 0 && v[0] == ':' {
+				return name
+			}
+			rest, at = rest[i+len(k):], at+i+len(k)
+		}
+	}
+	return ""
+}
+
+// isTypeValue reports whether before ends with a "type" member's name
+// and colon: what follows is its value.
+func isTypeValue(before []byte) bool {
+	b := bytes.TrimRight(before, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != ':' {
+		return false
+	}
+	return bytes.HasSuffix(bytes.TrimRight(b[:len(b)-1], " \t\r\n"), []byte(`"type"`))
+}
+
+// quoted is the JSON string b starts with, without its quotes, cut at 40
+// bytes.
+func quoted(b []byte) string {
+	end := 1
+	for end < len(b) && b[end] != '"' && end < 41 {
+		end++
+	}
+	return string(b[1:end])
+}

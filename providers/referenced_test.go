@@ -1,0 +1,69 @@
+package providers
+
+import "testing"
+
+func TestReferencesContent(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"messages":[{"role":"user","content":"hello"}]}`, false},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, false},
+		{`{"messages":[{"content":"see \"url\": \"https://x\" and \"file_id\""}]}`, false},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{ "url" : "http://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"document","source":{"type":"url","url":"https://x/a.pdf"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image","source":{"type":"file","file_id":"file_1"}}]}]}`, true},
+		{`{"input":[{"content":[{"type":"input_image","image_url":"https://x/a.png"}]}]}`, true},
+		{`{"input":[{"content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`, true},
+		{`{"contents":[{"parts":[{"fileData":{"mimeType":"video/mp4","fileUri":"gs://b/v.mp4"}}]}]}`, true},
+		{`{"contents":[{"parts":[{"file_data":{"file_uri":"https://x"}}]}]}`, true},
+	} {
+		if got := ReferencesContent([]byte(c.body)); got != c.want {
+			t.Errorf("ReferencesContent(%s) = %v", c.body, got)
+		}
+	}
+}
+
+func TestServerTool(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"tools":[{"type":"function","name":"f"}]}`:                                                                 "",
+		`{"tools":[{"type":"function","function":{"name":"web_search"}}]}`:                                           "",
+		`{"tools":[{"name":"web_fetch","input_schema":{}}],"messages":[{"content":"use \"type\": \"web_search\""}]}`: "",
+		`{"tools":[{"type" : "web_fetch_20250910","name":"web_fetch"}]}`:                                             "web_fetch_20250910",
+		`{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`:                                             "web_search_20250305",
+		`{"tools":[{"type":"web_search_preview"}]}`:                                                                  "web_search_preview",
+		`{"web_search_options":{}}`:                                                                                  "web_search_options",
+		`{"tools":[{"google_search" : {}}]}`:                                                                         "google_search",
+		`{"tools":[{"googleSearch":{}}]}`:                                                                            "googleSearch",
+		`{"tools":[{"type":"code_interpreter"}]}`:                                                                    "code_interpreter",
+	} {
+		if got := ServerTool([]byte(body)); got != want {
+			t.Errorf("ServerTool(%s) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+func FuzzReferencesContent(f *testing.F) {
+	f.Add([]byte(`{"url": "https://x"}`))
+	f.Add([]byte(`"web_search`))
+	f.Add([]byte(`{"googleSearch`))
+	f.Add([]byte(`{"type":"code_execution`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = ReferencesContent(b)
+		if s := ServerTool(b); len(s) > 40 {
+			t.Errorf("ServerTool = %q", s)
+		}
+	})
+}
+
+func BenchmarkReferencesContent(b *testing.B) {
+	body := []byte(`{"model":"paid","max_tokens":10,"messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":[{"type":"text","text":"what is in it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ReferencesContent(body) || ServerTool(body) != "" {
+			b.Fatal("found")
+		}
+	}
+}
