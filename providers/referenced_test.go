@@ -19,6 +19,17 @@ func TestReferencesContent(t *testing.T) {
 		{`{"input":[{"content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`, true},
 		{`{"contents":[{"parts":[{"fileData":{"mimeType":"video/mp4","fileUri":"gs://b/v.mp4"}}]}]}`, true},
 		{`{"contents":[{"parts":[{"file_data":{"file_uri":"https://x"}}]}]}`, true},
+		// The upstream decodes escapes and reads schemes in any case.
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"\u0068ttps://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"\u0075rl":"https://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"file","file":{"file\u005fid":"file-abc"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"file","file":{"file\u005Fid":"file-abc"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"HTTPS://x/a.png"}}]}]}`, true},
+		// Escapes encoders emit on their own are no reference: Go's
+		// HTML-safe ones, Python's non-ASCII, an escaped backslash.
+		{`{"messages":[{"content":"a \u003cb\u003e \u0026 \u0027 \u00e9t\u00e9 \u4f60 \"url\": \"https://x\""}]}`, false},
+		{`{"messages":[{"content":"\\u0075rl: https://x"}]}`, false},
+		{`{"messages":[{"content":"\u0022url\u0022: \u0022https://x"}]}`, false},
 	} {
 		if got := ReferencesContent([]byte(c.body)); got != c.want {
 			t.Errorf("ReferencesContent(%s) = %v", c.body, got)
@@ -38,6 +49,10 @@ func TestServerTool(t *testing.T) {
 		`{"tools":[{"google_search" : {}}]}`:                                                                         "google_search",
 		`{"tools":[{"googleSearch":{}}]}`:                                                                            "googleSearch",
 		`{"tools":[{"type":"code_interpreter"}]}`:                                                                    "code_interpreter",
+		`{"web\u005fsearch_options":{}}`:                                                                             "web_search_options",
+		`{"tools":[{"type":"web\u005fsearch_preview"}]}`:                                                             "web_search_preview",
+		`{"tools":[{"\u0074ype":"web_search_preview"}]}`:                                                             "web_search_preview",
+		`{"messages":[{"content":"caf\u00e9 \u003cweb_search\u003e"}]}`:                                              "",
 	} {
 		if got := ServerTool([]byte(body)); got != want {
 			t.Errorf("ServerTool(%s) = %q, want %q", body, got, want)
@@ -50,6 +65,10 @@ func FuzzReferencesContent(f *testing.F) {
 	f.Add([]byte(`"web_search`))
 	f.Add([]byte(`{"googleSearch`))
 	f.Add([]byte(`{"type":"code_execution`))
+	f.Add([]byte(`{"\u0075rl":"\u0068ttps://x"}`))
+	f.Add([]byte(`{"type":"web\u005fsearch`))
+	f.Add([]byte(`"\\u0075\u00`))
+	f.Add([]byte(`\u006`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = ReferencesContent(b)
 		if s := ServerTool(b); len(s) > 40 {
