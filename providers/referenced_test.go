@@ -1,6 +1,9 @@
 package providers
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestReferencesContent(t *testing.T) {
 	for _, c := range []struct {
@@ -84,5 +87,34 @@ func BenchmarkReferencesContent(b *testing.B) {
 		if ReferencesContent(body) || ServerTool(body) != "" {
 			b.Fatal("found")
 		}
+	}
+}
+
+// A Responses turn's stored history and referenced items are sent again:
+// content given by reference in them counts as in the body.
+func TestTurnHistoryReferencesContent(t *testing.T) {
+	body := []byte(`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`)
+	turn, err := ParseResponsesRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Info().ReferencesContent(body) {
+		t.Fatal("a plain turn references content")
+	}
+	turn.Prepend([]json.RawMessage{json.RawMessage(`{"role":"user","content":"hello"}`)})
+	if turn.Info().ReferencesContent(body) {
+		t.Fatal("a plain history references content")
+	}
+	image := json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_image","image_url":"https://x/a.png"}]}`)
+	if err := turn.ResolveReferences(func(string) (json.RawMessage, bool) { return image, true }); err != nil {
+		t.Fatal(err)
+	}
+	if !turn.Info().ReferencesContent(body) {
+		t.Error("an item_reference naming an image by URL does not reference content")
+	}
+	turn, _ = ParseResponsesRequest([]byte(`{"model":"m","input":"again"}`))
+	turn.Prepend([]json.RawMessage{json.RawMessage(`{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}`)})
+	if !turn.Info().ReferencesContent(nil) {
+		t.Error("a history with a file id does not reference content")
 	}
 }
