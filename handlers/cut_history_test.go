@@ -30,12 +30,7 @@ func TestCutStreamWithStoredHistoryIsChargedForTheHistory(t *testing.T) {
 			fmt.Fprint(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":50000,"completion_tokens":1,"total_tokens":50001}}`)
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 6 {
-			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok%d \"}}]}\n\n", i)
-			w.(http.Flusher).Flush()
-		}
-		<-r.Context().Done() // the usage chunk never comes: the client leaves first
+		chatDeltasUntilGone(w, r) // the client leaves before the usage chunk
 	}))
 	defer srv.Close()
 	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
