@@ -151,15 +151,16 @@ func quoted(b []byte) string {
 // left alone.
 func unescapePrintable(body []byte) []byte {
 	first := -1
-	for i := 0; i < len(body); i++ {
-		if body[i] != '\\' {
-			continue
+	for i := 0; i < len(body); i += 2 { // past the escaped character: `\\u0068` is not an escape of h
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			break
 		}
+		i += j
 		if c, ok := escapedPrintable(body[i:]); ok && c != '<' && c != '>' && c != '&' && c != '\'' {
 			first = i
 			break
 		}
-		i++ // the escaped character: `\\u0068` is not an escape of h
 	}
 	if first < 0 {
 		return nil
