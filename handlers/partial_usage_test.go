@@ -17,14 +17,7 @@ import (
 // servers send it), is still charged: the prompt and the output it read
 // are estimated, not recorded as nothing.
 func TestCancelledStreamIsChargedForWhatWasSent(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 6 {
-			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok%d \"}}]}\n\n", i)
-			w.(http.Flusher).Flush()
-		}
-		<-r.Context().Done() // the usage chunk never comes: the client leaves first
-	}))
+	srv := httptest.NewServer(http.HandlerFunc(chatDeltasUntilGone))
 	defer srv.Close()
 	yaml := "model_list:\n" + kindEntry("m", "openai/m", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000001\n      output_cost_per_token: 0.000002\n"
 	g, obs := testGateway(t, yaml, nil)
@@ -40,6 +33,17 @@ func TestCancelledStreamIsChargedForWhatWasSent(t *testing.T) {
 	if r.Outcome != "cancelled" || r.InputTokens != int64(len(body)/4) || r.OutputTokens < 6 || r.CostPicoUSD <= 0 {
 		t.Errorf("record %s: in %d out %d cost %d; want the prompt (%d) and at least the 6 chunks sent charged", r.Outcome, r.InputTokens, r.OutputTokens, r.CostPicoUSD, len(body)/4)
 	}
+}
+
+// chatDeltasUntilGone streams six chat deltas, tok0 to tok5, and waits
+// for its client to leave: the usage chunk never comes.
+func chatDeltasUntilGone(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for i := range 6 {
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok%d \"}}]}\n\n", i)
+		w.(http.Flusher).Flush()
+	}
+	<-r.Context().Done()
 }
 
 // leavesAfter is a client that goes away once it has read marker.

@@ -159,6 +159,10 @@ func ledgerUnavailable() *providers.APIError {
 func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	x, b, resp, start, gap := c.x, c.d, c.resp, c.start, c.gap
 	sink, cf, info, rec := x.out, x.cf, x.info, x.rec
+	// What a cut stream's input is estimated from: the whole input the
+	// upstream was sent and bills, a Responses turn's stored history too,
+	// not only the client's body.
+	inBytes := int(info.InputBytes(x.body))
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// A server that ignores "stream" answers with one JSON body; the
 		// event reader would find no events and the client would get an
@@ -214,9 +218,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			applyUsage(rec, tr.Usage(), b)
 			return result{retryable: true, class: class, err: apiErr}
 		}
-		applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
+		applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
 		if held == nil {
-			if res, ok := g.suspend(x, b, journal, tr, cutUsage(tr.Usage(), sent, relayed, len(x.body)), class, apiErr); ok {
+			if res, ok := g.suspend(x, b, journal, tr, cutUsage(tr.Usage(), sent, relayed, inBytes), class, apiErr); ok {
 				return res
 			}
 		}
@@ -248,7 +252,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			}
 			switch {
 			case x.ctx.Err() != nil:
-				applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
+				applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
 			case first.fired():
@@ -310,7 +314,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			settleBudget(x.hold, rec)
 		}
 		if werr := sink.Write(out); werr != nil || sink.Flush() != nil {
-			applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, len(x.body)), b)
+			applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			return result{committed: true}
 		}
@@ -328,7 +332,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 		commit()
 	}
 	if usage := tr.Usage(); clientLeftAtEnd {
-		applyUsage(rec, partialUsage(usage, sent, len(x.body)), b)
+		applyUsage(rec, partialUsage(usage, sent, inBytes), b)
 	} else {
 		applyUsage(rec, usage, b)
 	}

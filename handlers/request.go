@@ -195,7 +195,7 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	e := requestEstimate{tokens: input + output, lease: bounds.lease}
 	// Content given by reference (a URL, a file id) is billed far more
 	// tokens than its bytes: its budget input is the context window.
-	if bounds.inputPrice > 0 && providers.ReferencesContent(body) {
+	if bounds.inputPrice > 0 && info.ReferencesContent(body) {
 		input = max(input, bounds.window)
 	}
 	// A budgeted request without a bound is sent this one (serve),

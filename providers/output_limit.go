@@ -43,3 +43,11 @@ func (info RequestInfo) InputBytes(body []byte) int64 {
 	}
 	return n
 }
+
+// ReferencesContent reports whether the input the upstream will be sent
+// carries content given by reference (see the function of that name):
+// in body, or in a Responses turn's stored history and referenced items,
+// which the upstream bills again on every turn.
+func (info RequestInfo) ReferencesContent(body []byte) bool {
+	return ReferencesContent(body) || info.Turn != nil && info.Turn.limits().referenced
+}

@@ -23,7 +23,20 @@ const DefaultContextWindow = 1 << 21
 // only reserves more). Then members whose value, when an http(s) URL, is media the
 // upstream fetches: chat `image_url.url`, Messages url sources, Responses
 // `input_image.image_url`. A data: URL is inline: its bytes are counted.
+// The upstream decodes JSON escapes, so a body that spells a printable
+// ASCII character as `\u00XX` (which ordinary encoders never do) is
+// decoded and scanned again.
 func ReferencesContent(body []byte) bool {
+	if referencesContent(body) {
+		return true
+	}
+	if d := unescapePrintable(body); d != nil {
+		return referencesContent(d)
+	}
+	return false
+}
+
+func referencesContent(body []byte) bool {
 	for _, k := range [...]string{`"file_id"`, `"file_url"`, `"fileUri"`, `"file_uri"`} {
 		if bytes.Contains(body, []byte(k)) {
 			return true
@@ -36,7 +49,7 @@ func ReferencesContent(body []byte) bool {
 				break
 			}
 			rest = rest[i+len(k):]
-			if v := valueAfterColon(rest); bytes.HasPrefix(v, []byte(`"http`)) {
+			if v := valueAfterColon(rest); len(v) >= 5 && bytes.EqualFold(v[:5], []byte(`"http`)) {
 				return true
 			}
 		}
@@ -70,8 +83,18 @@ func skipSpace(b []byte) []byte {
 // `code_interpreter`, or a member named chat's `web_search_options` or
 // Gemini's `googleSearch*`, `urlContext` or `codeExecution` (and their
 // snake_case spellings). A client's own function named web_search is
-// neither.
+// neither. Printable escapes are decoded as in ReferencesContent.
 func ServerTool(body []byte) string {
+	if s := serverTool(body); s != "" {
+		return s
+	}
+	if d := unescapePrintable(body); d != nil {
+		return serverTool(d)
+	}
+	return ""
+}
+
+func serverTool(body []byte) string {
 	for _, k := range [...]string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`} {
 		for rest, at := body, 0; ; {
 			i := bytes.Index(rest, []byte(k))
@@ -118,4 +141,74 @@ func quoted(b []byte) string {
 		end++
 	}
 	return string(b[1:end])
+}
+
+// unescapePrintable is body with each JSON escape `\u00XX` of a printable
+// ASCII character other than `"` and `\` written as that character, or
+// nil when body has no such escape besides those encoders emit on their
+// own (Go's HTML-safe `<`, `>`, `&`, and `'`): the common body costs no
+// allocation. Python's escapes of non-ASCII text are above 0x7f and
+// left alone.
+func unescapePrintable(body []byte) []byte {
+	first := -1
+	for i := 0; i < len(body); i += 2 { // past the escaped character: `\\u0068` is not an escape of h
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+		if c, ok := escapedPrintable(body[i:]); ok && c != '<' && c != '>' && c != '&' && c != '\'' {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	out := make([]byte, 0, len(body))
+	out = append(out, body[:first]...)
+	for i := first; i < len(body); i++ {
+		if body[i] != '\\' {
+			out = append(out, body[i])
+			continue
+		}
+		if c, ok := escapedPrintable(body[i:]); ok {
+			out = append(out, c)
+			i += 5
+			continue
+		}
+		out = append(out, body[i])
+		if i+1 < len(body) {
+			i++
+			out = append(out, body[i])
+		}
+	}
+	return out
+}
+
+// escapedPrintable is the character b's leading `\u00XX` escape stands
+// for, when it is printable ASCII other than `"` and `\`.
+func escapedPrintable(b []byte) (byte, bool) {
+	if len(b) < 6 || b[1] != 'u' || b[2] != '0' || b[3] != '0' {
+		return 0, false
+	}
+	hi, ok1 := hexDigit(b[4])
+	lo, ok2 := hexDigit(b[5])
+	c := hi<<4 | lo
+	if !ok1 || !ok2 || c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+		return 0, false
+	}
+	return c, true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

@@ -1,6 +1,9 @@
 package providers
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestReferencesContent(t *testing.T) {
 	for _, c := range []struct {
@@ -19,6 +22,17 @@ func TestReferencesContent(t *testing.T) {
 		{`{"input":[{"content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`, true},
 		{`{"contents":[{"parts":[{"fileData":{"mimeType":"video/mp4","fileUri":"gs://b/v.mp4"}}]}]}`, true},
 		{`{"contents":[{"parts":[{"file_data":{"file_uri":"https://x"}}]}]}`, true},
+		// The upstream decodes escapes and reads schemes in any case.
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"\u0068ttps://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"\u0075rl":"https://x/a.png"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"file","file":{"file\u005fid":"file-abc"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"file","file":{"file\u005Fid":"file-abc"}}]}]}`, true},
+		{`{"messages":[{"content":[{"type":"image_url","image_url":{"url":"HTTPS://x/a.png"}}]}]}`, true},
+		// Escapes encoders emit on their own are no reference: Go's
+		// HTML-safe ones, Python's non-ASCII, an escaped backslash.
+		{`{"messages":[{"content":"a \u003cb\u003e \u0026 \u0027 \u00e9t\u00e9 \u4f60 \"url\": \"https://x\""}]}`, false},
+		{`{"messages":[{"content":"\\u0075rl: https://x"}]}`, false},
+		{`{"messages":[{"content":"\u0022url\u0022: \u0022https://x"}]}`, false},
 	} {
 		if got := ReferencesContent([]byte(c.body)); got != c.want {
 			t.Errorf("ReferencesContent(%s) = %v", c.body, got)
@@ -38,6 +52,10 @@ func TestServerTool(t *testing.T) {
 		`{"tools":[{"google_search" : {}}]}`:                                                                         "google_search",
 		`{"tools":[{"googleSearch":{}}]}`:                                                                            "googleSearch",
 		`{"tools":[{"type":"code_interpreter"}]}`:                                                                    "code_interpreter",
+		`{"web\u005fsearch_options":{}}`:                                                                             "web_search_options",
+		`{"tools":[{"type":"web\u005fsearch_preview"}]}`:                                                             "web_search_preview",
+		`{"tools":[{"\u0074ype":"web_search_preview"}]}`:                                                             "web_search_preview",
+		`{"messages":[{"content":"caf\u00e9 \u003cweb_search\u003e"}]}`:                                              "",
 	} {
 		if got := ServerTool([]byte(body)); got != want {
 			t.Errorf("ServerTool(%s) = %q, want %q", body, got, want)
@@ -50,6 +68,10 @@ func FuzzReferencesContent(f *testing.F) {
 	f.Add([]byte(`"web_search`))
 	f.Add([]byte(`{"googleSearch`))
 	f.Add([]byte(`{"type":"code_execution`))
+	f.Add([]byte(`{"\u0075rl":"\u0068ttps://x"}`))
+	f.Add([]byte(`{"type":"web\u005fsearch`))
+	f.Add([]byte(`"\\u0075\u00`))
+	f.Add([]byte(`\u006`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = ReferencesContent(b)
 		if s := ServerTool(b); len(s) > 40 {
@@ -65,5 +87,34 @@ func BenchmarkReferencesContent(b *testing.B) {
 		if ReferencesContent(body) || ServerTool(body) != "" {
 			b.Fatal("found")
 		}
+	}
+}
+
+// A Responses turn's stored history and referenced items are sent again:
+// content given by reference in them counts as in the body.
+func TestTurnHistoryReferencesContent(t *testing.T) {
+	body := []byte(`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`)
+	turn, err := ParseResponsesRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Info().ReferencesContent(body) {
+		t.Fatal("a plain turn references content")
+	}
+	turn.Prepend([]json.RawMessage{json.RawMessage(`{"role":"user","content":"hello"}`)})
+	if turn.Info().ReferencesContent(body) {
+		t.Fatal("a plain history references content")
+	}
+	image := json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_image","image_url":"https://x/a.png"}]}`)
+	if err := turn.ResolveReferences(func(string) (json.RawMessage, bool) { return image, true }); err != nil {
+		t.Fatal(err)
+	}
+	if !turn.Info().ReferencesContent(body) {
+		t.Error("an item_reference naming an image by URL does not reference content")
+	}
+	turn, _ = ParseResponsesRequest([]byte(`{"model":"m","input":"again"}`))
+	turn.Prepend([]json.RawMessage{json.RawMessage(`{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}`)})
+	if !turn.Info().ReferencesContent(nil) {
+		t.Error("a history with a file id does not reference content")
 	}
 }

@@ -183,6 +183,9 @@ type ResponsesTurn struct {
 	expanded bool
 	// resolvedBytes is what history and references added to the input.
 	resolvedBytes int64
+	// referenced: that history or those referenced items carry content
+	// given by reference (ReferencesContent), billed again on this turn.
+	referenced bool
 }
 
 // responsesError is a 400 naming the parameter, as OpenAI words it.
@@ -312,6 +315,7 @@ func (t *ResponsesTurn) Prepend(history []json.RawMessage) {
 			items = append(items, it)
 			kept = append(kept, raw)
 			t.resolvedBytes += int64(len(raw))
+			t.referenced = t.referenced || ReferencesContent(raw)
 		}
 	}
 	t.newStart = len(kept)
@@ -338,6 +342,7 @@ func (t *ResponsesTurn) ResolveReferences(lookup func(id string) (json.RawMessag
 				Message: fmt.Sprintf("Item with id %q cannot be used.", it.ID)}
 		}
 		t.resolvedBytes += int64(len(raw))
+		t.referenced = t.referenced || ReferencesContent(raw)
 		t.Items[i], t.items[i] = raw, parsed
 		if j := i - t.newStart; j >= 0 {
 			// Stored with this turn as what it named.

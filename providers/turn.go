@@ -21,10 +21,12 @@ type Turn interface {
 
 // turnLimits bound a turn's use before it runs.
 type turnLimits struct {
-	output   int64 // the output limit the client wrote; 0 when none
-	choices  int64 // answers asked for, at least 1
-	history  int64 // bytes of stored input the gateway adds to the body
-	noOutput bool  // the request produces no output tokens (embeddings)
+	output  int64 // the output limit the client wrote; 0 when none
+	choices int64 // answers asked for, at least 1
+	history int64 // bytes of stored input the gateway adds to the body
+	// referenced: that stored input carries content given by reference.
+	referenced bool
+	noOutput   bool // the request produces no output tokens (embeddings)
 }
 
 // SetAlias records the alias the request's model resolved to on its turn,
@@ -96,7 +98,7 @@ func (t *ResponsesTurn) Info() RequestInfo {
 func (t *ResponsesTurn) SetAlias(alias string) { t.Alias = alias }
 
 func (t *ResponsesTurn) limits() turnLimits {
-	l := turnLimits{choices: 1, history: t.resolvedBytes}
+	l := turnLimits{choices: 1, history: t.resolvedBytes, referenced: t.referenced}
 	if m := t.Req.MaxOutputTokens; m != nil && *m > 0 {
 		l.output = *m
 	}
