@@ -401,7 +401,10 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		b.State().Release(probe)
 		att.Err = "client_gone"
 		if !res.committed {
-			applyUsage(rec, providers.Usage{}, b)
+			// The upstream accepted the request before the client left
+			// or cancelled (a background run's cancel): it bills the
+			// input it was sent, so budgets count at least that.
+			applyUsage(rec, partialUsage(providers.Usage{}, 0, int(info.InputBytes(x.body))), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			res = result{committed: true}
 		}
