@@ -86,6 +86,8 @@ func breakerFormat(cf providers.Format) breaker.Format {
 		return breaker.FormatResponses
 	case providers.FormatGemini:
 		return breaker.FormatGemini
+	case providers.FormatConverse:
+		return breaker.FormatConverse
 	}
 	return breaker.FormatOther
 }
