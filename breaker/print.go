@@ -25,12 +25,14 @@ const (
 	FormatResponses
 	// FormatGemini is Google's Gemini API (Gemini CLI).
 	FormatGemini
+	// FormatConverse is Amazon Bedrock's Converse API.
+	FormatConverse
 )
 
 // member is the top-level array holding a format's history.
 func (f Format) member() string {
 	switch f {
-	case FormatMessages, FormatChat:
+	case FormatMessages, FormatChat, FormatConverse:
 		return "messages"
 	case FormatResponses:
 		return "input"
@@ -195,6 +197,8 @@ func readEntry(f Format, raw []byte) entry {
 		return readItem(raw)
 	case FormatGemini:
 		return readContent(raw)
+	case FormatConverse:
+		return readConverse(raw)
 	}
 	return entry{}
 }

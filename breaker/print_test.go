@@ -35,6 +35,11 @@ func TestFingerprintFormats(t *testing.T) {
 			same:  `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"args":{"command":"npm test"},"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"error":"Command exited with code 1"}}}]}]}`,
 			other: `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{"command":"npm test"}}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"12 passing"}}}]}]}`,
 			tool:  "run_shell_command", failed: true},
+		{name: "converse", f: FormatConverse,
+			body:  `{"messages":[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"shell","input":{"cmd":"make","dir":"/w"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"Exit code: 2\nmake: *** No rule"}],"status":"error"}}]}]}`,
+			same:  `{"messages":[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":{"name":"shell","toolUseId":"t9","input":{"dir":"/w","cmd":"make"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t9","status":"error","content":[{"text":"Exit code: 2\nmake: *** No rule"}]}}]}]}`,
+			other: `{"messages":[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"shell","input":{"cmd":"make","dir":"/w"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"built"}],"status":"success"}}]}]}`,
+			tool:  "shell", failed: true},
 		{name: "messages", f: FormatMessages,
 			body:  `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"/a","old_string":"1","new_string":"2"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"<tool_use_error>String to replace not found</tool_use_error>"}],"is_error":true}]}]}`,
 			same:  `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t7","name":"Edit","input":{"new_string":"2","old_string":"1","file_path":"/a"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t7","content":[{"type":"text","text":"<tool_use_error>String to replace not found</tool_use_error>"}],"is_error":true,"cache_control":{"type":"ephemeral"}}]}]}`,
@@ -155,13 +160,14 @@ func FuzzFingerprintAndNudge(f *testing.F) {
 		`{"messages":[{"role":"user","content":"go"}]}`,
 		`{"input":[{"type":"function_call","name":"x","arguments":"{}"},{"type":"function_call_output","output":"Exit code: 1"}]}`,
 		`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a","args":{}}}]}]}`,
+		`{"messages":[{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"a","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"Exit code: 1"}],"status":"error"}}]}]}`,
 	} {
-		for fm := range 5 {
+		for fm := range 6 {
 			f.Add([]byte(s), uint8(fm))
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, fm uint8) {
-		format := Format(fm % 5)
+		format := Format(fm % 6)
 		fingerprint(format, body)
 		out, err := nudged(format, body, "note \"quoted\" <b>")
 		if err != nil || !json.Valid(body) {

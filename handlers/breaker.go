@@ -51,8 +51,22 @@ func (g *Gateway) admitTurn(ctx context.Context, in turnIn, reparse func(body []
 	if rules == nil {
 		return breaker.Decision{}, in.body, in.info
 	}
-	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: in.body, Session: in.rec.SessionID, KeyID: in.id.KeyID,
+	// A Responses turn continuing a stored history is judged on the whole
+	// of it, as the upstream is sent it: its own body holds only the new
+	// input, and a loop chained by previous_response_id would go unseen.
+	judged, expanded := in.body, false
+	if t, ok := in.info.Turn.(*providers.ResponsesTurn); ok {
+		if inline, ok, err := t.InlineHistory(in.body); err == nil && ok {
+			judged, expanded = inline, true
+		}
+	}
+	d := g.opts.Breaker.Admit(ctx, &breaker.Turn{Format: breakerFormat(in.cf), Body: judged, Session: in.rec.SessionID, KeyID: in.id.KeyID,
 		Workspace: in.id.Workspace, Person: in.id.Person, Owner: in.id.Owner, Agent: in.rec.Agent, Repo: in.repo, Rules: rules})
+	if expanded {
+		// A nudge's body would carry the history inline and be stored as
+		// this turn's input; such a turn goes as the client sent it.
+		d.Body = nil
+	}
 	if d.Refusal == nil && d.Body != nil {
 		if nudged, err := reparse(d.Body); err == nil {
 			in.header.Set(HeaderBreaker, "nudge")
@@ -72,6 +86,8 @@ func breakerFormat(cf providers.Format) breaker.Format {
 		return breaker.FormatResponses
 	case providers.FormatGemini:
 		return breaker.FormatGemini
+	case providers.FormatConverse:
+		return breaker.FormatConverse
 	}
 	return breaker.FormatOther
 }

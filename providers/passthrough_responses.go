@@ -17,22 +17,34 @@ import (
 
 // nativeResponsesRequest is the body for a native upstream.
 func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte, error) {
+	inline, _, err := t.InlineHistory(body)
+	if err != nil {
+		return nil, err
+	}
+	return RewriteModel(inline, model)
+}
+
+// InlineHistory is body with the history the gateway resolved
+// (previous_response_id, conversation, item_reference) written into its
+// input, as the upstream is sent it: steps that judge the whole
+// conversation (the loop breaker) read it. expanded is false, and body
+// returned as is, when the gateway added nothing.
+func (t *ResponsesTurn) InlineHistory(body []byte) (inline []byte, expanded bool, err error) {
 	if !t.expanded {
-		return RewriteModel(body, model)
+		return body, false, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, BadRequest("", "request body must be a JSON object")
+		return nil, false, BadRequest("", "request body must be a JSON object")
 	}
-	var err error
 	if m["input"], err = json.Marshal(t.Items); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	m["model"], _ = json.Marshal(model)
 	delete(m, "previous_response_id")
 	delete(m, "conversation")
 	delete(m, "background")
-	return json.Marshal(m)
+	inline, err = json.Marshal(m)
+	return inline, err == nil, err
 }
 
 // nativeResponse is what the gateway reads of a Response.
