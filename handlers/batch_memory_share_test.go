@@ -6,23 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelgate/modelgate/batch"
 	"github.com/modelgate/modelgate/ledger"
 )
 
 // TestBatchesTakeAtMostHalfTheBodyMemory: batch bytes (a slowly
 // trickled upload holds its share for as long as it likes) stop at half
-// of max_body_memory, so every other request still finds the other half;
-// and the default bound leaves batches room for an input of the largest
-// size max_bytes allows (a hostile review found 64–100 MB inputs refused
-// by default, and one 60 MB upload starving every chat request).
+// of max_body_memory, so every other request still finds the other half
+// (a hostile review found one 60 MB upload starving every chat request).
+// The default bound stays 8 × max_request_body with batches on: raising
+// it for batch inputs let a flood of ordinary bodies hold as much.
 func TestBatchesTakeAtMostHalfTheBodyMemory(t *testing.T) {
 	st := sqliteLedger(t)
 	g, _ := testGateway(t, "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n", func(o *GatewayOptions) {
 		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
 	})
-	if want := 2 * batch.MemoryFor(batch.DefaultMaxBytes); g.bodyMem.max < want {
-		t.Fatalf("default max_body_memory %d with batches on; want at least %d (a max_bytes input's working set, twice)", g.bodyMem.max, want)
+	if want := 8 * g.opts.MaxRequestBody; g.bodyMem.max != want {
+		t.Fatalf("default max_body_memory %d with batches on; want %d (8 × max_request_body)", g.bodyMem.max, want)
 	}
 	m := &batchMemory{g: g}
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -93,15 +92,12 @@ func (m *batchMemory) give(n int64) {
 func (m *batchMemory) Max() int64 { return m.g.bodyMem.max / 2 }
 
 // defaultBodyMemory is max_body_memory's default: 8 × max_request_body,
-// and, where batches are served (with a ledger), room in their half for
-// an input of their max_bytes, so that the largest input max_bytes
-// allows is accepted.
+// whether or not batches are served. Raising it so that half holds a
+// max_bytes batch input would let a flood of ordinary bodies hold that
+// much too (TestConcurrentGzipBombsBoundedMemory), so an operator who
+// wants inputs that large raises max_body_memory knowingly.
 func defaultBodyMemory(o GatewayOptions) int64 {
-	m := 8 * o.MaxRequestBody
-	if o.Responses != nil {
-		m = max(m, 2*batch.MemoryFor(cmp.Or(o.Batches.MaxBytes, batch.DefaultMaxBytes)))
-	}
-	return m
+	return 8 * o.MaxRequestBody
 }
 
 // batchFormats are the paths a batch item may name and the client format
