@@ -7,8 +7,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
+
+	"github.com/modelgate/modelgate/internal/sealed"
 )
 
 // sealer encrypts and authenticates what the browser keeps for the
@@ -41,28 +42,13 @@ func newSealer(cfg Config) *sealer {
 // seal encrypts v, bound to purpose so one cookie cannot stand for
 // another.
 func (s *sealer) seal(purpose string, v any) (string, error) {
-	plain, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	_, _ = rand.Read(nonce)
-	out := s.aead.Seal(nonce, nonce, plain, []byte(purpose))
-	return base64.RawURLEncoding.EncodeToString(out), nil
+	return sealed.Seal(s.aead, purpose, v)
 }
 
 var errTampered = errors.New("not issued by this gateway, or altered")
 
 func (s *sealer) open(purpose, text string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(text)
-	if err != nil || len(b) < s.aead.NonceSize() {
-		return errTampered
-	}
-	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte(purpose))
-	if err != nil {
-		return errTampered
-	}
-	if err := json.Unmarshal(plain, v); err != nil {
+	if !sealed.Open(s.aead, purpose, text, v) {
 		return errTampered
 	}
 	return nil

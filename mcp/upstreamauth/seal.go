@@ -7,9 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/modelgate/modelgate/internal/sealed"
 )
 
 // MinKeyLength is the shortest mcp_token_key accepted, in bytes: the key
@@ -43,22 +44,11 @@ func newSealer(secret string) (*sealer, error) {
 var errTampered = errors.New("not issued by this gateway, altered, or sealed under another mcp_token_key")
 
 func seal(aead cipher.AEAD, ad string, v any) (string, error) {
-	plain, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
-	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(ad))), nil
+	return sealed.Seal(aead, ad, v)
 }
 
 func open(aead cipher.AEAD, ad, text string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(text)
-	if err != nil || len(b) < aead.NonceSize() {
-		return errTampered
-	}
-	plain, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], []byte(ad))
-	if err != nil || json.Unmarshal(plain, v) != nil {
+	if !sealed.Open(aead, ad, text, v) {
 		return errTampered
 	}
 	return nil
