@@ -1,6 +1,7 @@
 package secretscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -62,10 +63,12 @@ func FuzzRedactBody(f *testing.F) {
 				t.Fatalf("%q: %v", b, err)
 			}
 			var x, y any
-			if json.Unmarshal(out, &y) != nil {
+			// Numbers stay text: a valid body may hold one no float64
+			// can (1e309), and the redactor passes it through as it was.
+			if decodeNumbers(out, &y) != nil {
 				t.Fatalf("redacted %q is not JSON: %q", b, out)
 			}
-			_ = json.Unmarshal([]byte(b), &x)
+			_ = decodeNumbers([]byte(b), &x)
 			if shape(x) != shape(y) {
 				t.Fatalf("shape changed: %q → %q", b, out)
 			}
@@ -74,6 +77,12 @@ func FuzzRedactBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+func decodeNumbers(b []byte, v *any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
 }
 
 // shape is a value's structure without its strings: a member's name is
