@@ -80,6 +80,7 @@ func main() {
 	flag.StringVar(&c.baseline, "baseline", "", "an earlier caddy binary (e.g. built from the commit before a change): every selected scenario also runs on it, interleaved round by round with -caddy's, and both are reported, so before and after share one run's machine state; with -yardstick, its Modelgate rows run beside this binary's")
 	flag.BoolVar(&c.build, "build", true, "go build ./cmd/caddy into -caddy first (run from the repository root)")
 	flag.BoolVar(&c.portkey, "portkey", false, "also measure @portkey-ai/gateway, installed from npm into .cache/portkey")
+	flag.BoolVar(&c.teamSteps, "team-steps", false, "gw-controls as the yardstick runs it: the secret firewall redacting and an organization spend limit too (so -profile can see the yardstick's controlled gateway)")
 	flag.StringVar(&c.durability, "durability", "async", "the gateway's ledger durability: async (batched) or sync (each record written before its answer completes)")
 	flag.StringVar(&c.workdir, "workdir", "", "keep Caddyfiles, ledger and profiles here (default: a temporary directory, removed)")
 	only := flag.String("only", "", "regexp: run only scenarios whose key matches (keys: see -list)")

@@ -312,11 +312,15 @@ func TestServeAllocations(t *testing.T) {
 		{"echo", "echo", false, 90},
 		{"echo-stream", "echo", true, 97},
 		{"openai", "oa", false, 93},
+		{"responses-openai", "oa", false, 142},
 	} {
 		g := benchGateway(t, &countingRecorder{})
-		body := chatRequest(tc.model, tc.stream)
+		path, body := "/v1/chat/completions", chatRequest(tc.model, tc.stream)
+		if strings.HasPrefix(tc.name, "responses-") {
+			path, body = "/v1/responses", responsesRequest(t, body)
+		}
 		serve := func() {
-			r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+			r := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
 			w := httptest.NewRecorder()
 			g.ServeHTTP(w, r)
 			if w.Code != http.StatusOK {

@@ -408,6 +408,15 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 	// Locks are taken in one order everywhere (the ledger writer's too):
 	// two admissions on overlapping budgets never wait on each other.
 	slices.SortFunc(list, func(a, c budget) int { return compareBudgetKeys(a.key, c.key) })
+	rs := b.reserver()
+	shared := rs != nil && now.UnixNano() >= b.sharedDownUntil.Load()
+	lr, leased := rs.(ledger.LeaseReserver)
+	var key string
+	if shared && leased {
+		// Named before the lock, which every admission of the instance
+		// waits for: the name is the list's alone.
+		key = budgetsKey(list)
+	}
 	b.mu.Lock()
 	for _, bg := range list {
 		if bg.key.scope == ledger.ScopeSession {
@@ -420,13 +429,8 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 		return nil, refusal
 	}
 	r := &Reservation{b: b, pico: grant, est: est, budgets: list, ticket: b.tickets.Add(1)}
-	rs := b.reserver()
-	shared := rs != nil && now.UnixNano() >= b.sharedDownUntil.Load()
-	lr, leased := rs.(ledger.LeaseReserver)
-	var key string
 	if shared && leased {
 		// The common case: the lease this instance holds has the room.
-		key = budgetsKey(list)
 		if c := b.drawLocked(key, r.ticket, grant, now); c != nil {
 			r.lease, r.leasePico, r.shared = c, grant, true
 			b.addReservedLocked(r, list)

@@ -37,22 +37,33 @@ func ReferencesContent(body []byte) bool {
 }
 
 func referencesContent(body []byte) bool {
-	for _, k := range [...]string{`"file_id"`, `"file_url"`, `"fileUri"`, `"file_uri"`} {
-		if bytes.Contains(body, []byte(k)) {
-			return true
+	// Two scans of the body, not six: every file member name starts
+	// "file and both URL members' names end url".
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte(`"file`))
+		if i < 0 {
+			break
 		}
-	}
-	for _, k := range [...]string{`"url"`, `"image_url"`} {
-		for rest := body; ; {
-			i := bytes.Index(rest, []byte(k))
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(k):]
-			if v := valueAfterColon(rest); len(v) >= 5 && bytes.EqualFold(v[:5], []byte(`"http`)) {
+		rest = rest[i+len(`"file`):]
+		for _, tail := range [...]string{`_id"`, `_url"`, `Uri"`, `_uri"`} {
+			if bytes.HasPrefix(rest, []byte(tail)) {
 				return true
 			}
 		}
+	}
+	for rest, at := body, 0; ; {
+		i := bytes.Index(rest, []byte(`url"`))
+		if i < 0 {
+			break
+		}
+		end := at + i + len(`url"`)
+		name := body[:at+i]
+		if bytes.HasSuffix(name, []byte(`"`)) || bytes.HasSuffix(name, []byte(`"image_`)) {
+			if v := valueAfterColon(body[end:]); len(v) >= 5 && bytes.EqualFold(v[:5], []byte(`"http`)) {
+				return true
+			}
+		}
+		rest, at = body[end:], end
 	}
 	return false
 }

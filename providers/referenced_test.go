@@ -1,7 +1,9 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -116,5 +118,58 @@ func TestTurnHistoryReferencesContent(t *testing.T) {
 	turn.Prepend([]json.RawMessage{json.RawMessage(`{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}`)})
 	if !turn.Info().ReferencesContent(nil) {
 		t.Error("a history with a file id does not reference content")
+	}
+}
+
+// referencesContentByName is the scan referencesContent replaced, one
+// pass per member name: what it finds, the two-pass scan must find too.
+func referencesContentByName(body []byte) bool {
+	for _, k := range [...]string{`"file_id"`, `"file_url"`, `"fileUri"`, `"file_uri"`} {
+		if bytes.Contains(body, []byte(k)) {
+			return true
+		}
+	}
+	for _, k := range [...]string{`"url"`, `"image_url"`} {
+		for rest := body; ; {
+			i := bytes.Index(rest, []byte(k))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(k):]
+			if v := valueAfterColon(rest); len(v) >= 5 && bytes.EqualFold(v[:5], []byte(`"http`)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzReferencesContentTwoPass holds the two-pass scan to the scan by
+// name: never a reference fewer (it may find one more only where names
+// overlap, `"url"url"`, which no JSON body holds).
+func FuzzReferencesContentTwoPass(f *testing.F) {
+	for _, s := range []string{`{"url": "https://x"}`, `{"image_url":"HTTP://x"}`, `"file_id"`, `"fileUri"`,
+		`{"file":{"file_uri" :"x"}}`, `"url"url": "http`, `"image_url"url" :"https`, `"file_url"`, `url": "https`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if referencesContentByName(b) && !referencesContent(b) {
+			t.Errorf("referencesContent(%q) = false, the scan by name found a reference", b)
+		}
+	})
+}
+
+// BenchmarkReferencesContentChat is the scan on the bench's 2 KB chat
+// request, which a priced model's every request pays.
+func BenchmarkReferencesContentChat(b *testing.B) {
+	body := []byte(`{"model":"priced","messages":[{"role":"system","content":"You are the platform team's assistant. ` +
+		strings.Repeat("Answer briefly and precisely, with code where it helps. ", 28) +
+		`"},{"role":"user","content":"How do I rotate the gateway's keys without downtime?"}],"max_tokens":512}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if ReferencesContent(body) {
+			b.Fatal("found")
+		}
 	}
 }

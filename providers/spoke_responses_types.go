@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/modelgate/modelgate/internal/jsonfast"
 )
@@ -392,10 +391,22 @@ func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
 // the items apart.
 func (t *ResponsesTurn) newID(typ string) string {
 	if t.nonce == "" {
-		t.nonce = strings.ToLower(rand.Text())
+		t.nonce = lowerNonce()
 	}
 	t.seq++
 	return itemPrefix(typ) + t.nonce + strconv.FormatUint(t.seq, 36)
+}
+
+// lowerNonce is strings.ToLower(rand.Text()) in one allocation: 26
+// characters of lower-case base32, 130 random bits.
+func lowerNonce() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	var b [26]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[b[i]%32]
+	}
+	return string(b[:])
 }
 
 func itemPrefix(typ string) string {

@@ -65,15 +65,24 @@ func KeyOf(id *policy.Identity) string {
 // replaces item references with the items they name.
 func (s *State) ResolveHistory(ctx context.Context, id *policy.Identity, t *providers.ResponsesTurn) error {
 	rs := s.store()
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
+	// The store's calls share one timeout, started at the first: most
+	// turns name no history and make none, nor a timer.
+	var stored context.Context
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
+	storeCtx := func() context.Context {
+		if stored == nil {
+			stored, cancel = context.WithTimeout(ctx, Timeout)
+		}
+		return stored
+	}
 	if prev := t.Req.PreviousResponseID; prev != nil {
 		notFound := &providers.APIError{Status: http.StatusBadRequest, Param: "previous_response_id", Code: "previous_response_not_found",
 			Message: fmt.Sprintf("Previous response with id %q not found.", *prev)}
 		if rs == nil {
 			return notFound
 		}
-		chain, err := rs.ResponseChain(ctx, KeyOf(id), *prev)
+		chain, err := rs.ResponseChain(storeCtx(), KeyOf(id), *prev)
 		switch {
 		case errors.Is(err, ledger.ErrResponseNotFound):
 			return notFound
@@ -92,7 +101,7 @@ func (s *State) ResolveHistory(ctx context.Context, id *policy.Identity, t *prov
 		t.Prepend(history)
 	}
 	if t.ConversationID != "" {
-		items, apiErr := s.conversationHistory(ctx, KeyOf(id), t.ConversationID)
+		items, apiErr := s.conversationHistory(storeCtx(), KeyOf(id), t.ConversationID)
 		if apiErr != nil {
 			return apiErr
 		}
@@ -103,7 +112,7 @@ func (s *State) ResolveHistory(ctx context.Context, id *policy.Identity, t *prov
 		if rs == nil {
 			return nil, false
 		}
-		item, err := rs.Item(ctx, KeyOf(id), itemID)
+		item, err := rs.Item(storeCtx(), KeyOf(id), itemID)
 		if err != nil && !errors.Is(err, ledger.ErrResponseNotFound) {
 			lookupErr = err
 		}
