@@ -65,11 +65,12 @@ func (g *Gateway) streamTranslator(x *exchange, rt *providers.Route, b *upstream
 // record starts again for the continuation.
 // (It takes the journal rather than the call, so that the call's exchange
 // stays on the stack.)
-func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers.StreamJournal, tr providers.StreamTranslator, used providers.Usage, class string, apiErr *providers.APIError) (result, bool) {
+func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers.StreamJournal, tr providers.StreamTranslator, class string, apiErr *providers.APIError) (result, bool) {
 	if journal == nil {
 		return result{}, false
 	}
-	next, err := journal.Resume(tr, used)
+	// The part is settled here, under the cut floor (relayed.go).
+	next, err := journal.Resume(tr, x.cut.floor(tr.Usage(), g.now(), false))
 	if err != nil {
 		return result{}, false
 	}
@@ -99,6 +100,7 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 	}
 	g.obs.Done(&part)
 	applyUsage(x.rec, providers.Usage{}, b)
+	x.cut = cutMeter{}
 	x.resume = &resumeState{next: next, inner: tr, err: apiErr}
 	return result{retryable: true, class: class, err: apiErr}, true
 }
