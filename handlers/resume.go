@@ -86,15 +86,15 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 		return result{}, false
 	}
 	x.body, x.info = body, info
-	// The part is the request's: its cost counts within the request's
-	// reservation (settled with the continuation's), its record holds
-	// none of it.
-	x.hold.CountPart(countedCost(&part))
+	// The part is the request's: carved out of its reservation and
+	// settled on its own record, counted once whichever record is
+	// written first (policy.Reservation.CountPart).
+	settled := x.hold.CountPart(countedCost(&part))
 	x.partTokens += part.TotalTokens()
 	x.partPico += part.CostPicoUSD
 	part.Status, part.Outcome = apiErr.Status, ledger.OutcomeError
 	part.Latency = g.now().Sub(part.Time)
-	part.Ticket, part.Lease, part.LeasePico = 0, 0, 0
+	part.Ticket, part.Lease, part.LeasePico = settled.Ticket, settled.Lease, settled.LeasePico
 	if g.opts.Recorder != nil {
 		g.opts.Recorder.Enqueue(part)
 	}
