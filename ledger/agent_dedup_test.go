@@ -98,16 +98,8 @@ func TestAgentReportAndGatewayRecordCountOnce(t *testing.T) {
 // records and the other the agent's reports of the same requests at the
 // same moment: each request counts once.
 func TestAgentReportAndGatewayRecordCountOnceAcrossInstances(t *testing.T) {
-	dsn := freshPostgresSchema(t)
-	var stores [2]Store
-	for i := range stores {
-		s, err := OpenPostgres(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		stores[i] = s
-	}
+	_, first, other := openPostgresPair(t)
+	stores := [2]Store{first, other.(Store)}
 	now := time.Now().UTC()
 	const n = 40
 	var wg sync.WaitGroup
