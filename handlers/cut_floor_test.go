@@ -123,3 +123,36 @@ func TestStreamCutByTheUpstreamIsNotChargedItsSilence(t *testing.T) {
 		t.Errorf("record %s: in %d out %d; want the input and the one word relayed", r.Outcome, r.InputTokens, r.OutputTokens)
 	}
 }
+
+// The same floor through other ways in, by construction: a Vertex
+// streamRawPredict envelope and a Responses API stream, each cut by its
+// client at the reasoning model's first word, are charged its 29 seconds
+// of unseen reasoning (within their 8000-token bounds), as the chat
+// request is.
+func TestCutReasoningFloorOnEveryWayIn(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"vertex", "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/o3:streamRawPredict",
+			`{"anthropic_version":"vertex-2023-10-16","max_tokens":8000,"stream":true,"messages":[{"role":"user","content":"prove it"}]}`},
+		{"responses", "/v1/responses", `{"model":"o3","stream":true,"max_output_tokens":8000,"input":"prove it"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
+			defer srv.Close()
+			yaml := "model_list:\n" + kindEntry("o3", "openai/o3", srv.URL, "responses_api: translate") +
+				"    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
+			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)).WithContext(policy.WithIdentity(ctx, alice))
+			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
+			recs := obs.Records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < 2500 || r.OutputTokens > 3100 {
+				t.Errorf("record %s (%s): output %d tokens; want 29 s of reasoning at %d/s", r.Outcome, r.Endpoint, r.OutputTokens, hiddenTokensPerSecond)
+			}
+		})
+	}
+}
