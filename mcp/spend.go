@@ -38,8 +38,9 @@ func (g *Gateway) reserve(ctx context.Context, u *upstream, tool string, id *pol
 	return hold, nil
 }
 
-// settle charges a call that reached its server the server's price, on
-// the reservation hold (nil: none).
+// settle charges a call sent to its server the server's price, whatever
+// the server answered (it may have done the paid work before failing),
+// on the reservation hold (nil: none).
 func (s *Spend) settle(hold *policy.Reservation, price int64) {
 	s.Pico = max(price, 0)
 	hold.Settle(s.Pico)
