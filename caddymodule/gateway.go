@@ -157,6 +157,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			MaxRequestBody: g.MaxRequestBody,
 			Observer:       &mcpObserver{app: g.app, logger: g.logger, metrics: g.metrics},
 			Admit:          mcpAdmit(g.app),
+			Reserve:        mcpReserve(g.app),
 			Approvals:      mcpApprovals(g.app),
 			ToolSearch: func(id *policy.Identity) bool {
 				return id.Limits.MCPToolSearch || g.app.Controls().WorkspaceLimits(id.Workspace).MCPToolSearch

@@ -30,6 +30,22 @@ func mcpAdmit(app *App) func(ctx context.Context, id *policy.Identity) error {
 	}
 }
 
+// mcpReserve admits a priced MCP tool call against every budget and
+// spend limit of its caller, as a model request's worst case is admitted.
+func mcpReserve(app *App) func(ctx context.Context, id *policy.Identity, session string, pico int64) (*policy.Reservation, error) {
+	return func(ctx context.Context, id *policy.Identity, session string, pico int64) (*policy.Reservation, error) {
+		hold, refusal := app.Budgets().Admit(ctx, id, app.Controls().WorkspaceLimits(id.Workspace), session, pico, mcpCallLease)
+		if refusal != nil {
+			return nil, refusal
+		}
+		return hold, nil
+	}
+}
+
+// mcpCallLease bounds how long a priced tool call's reservation counts in
+// the database should its instance stop before settling it.
+const mcpCallLease = 10 * time.Minute
+
 // mcpNotConnected is the readiness probe's list of MCP servers with no
 // live session; nil (no list) when none is configured. The gateway is
 // built after the handlers, so the func reads it when called.
@@ -70,6 +86,12 @@ func (o *mcpObserver) ToolCall(_ context.Context, c mcp.Call) {
 		Latency:       c.Duration,
 		SessionID:     c.Session,
 		Bytes:         c.Bytes,
+		Person:        c.Person,
+		Groups:        c.Groups,
+		CostPicoUSD:   c.Spend.Pico,
+		Ticket:        c.Spend.Ticket,
+		Lease:         c.Spend.Lease,
+		LeasePico:     c.Spend.LeasePico,
 	}
 	if !o.app.Enqueue(rec) {
 		o.logger.Error("ledger queue full; an MCP tool call went unrecorded", zap.String("server", c.Server), zap.String("tool", c.Tool))

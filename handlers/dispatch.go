@@ -275,6 +275,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	}
 	rec.UpstreamModel, rec.Provider = b.Entry().Model, b.Entry().Provider
 	markSeat(rec, b)
+	x.cut = cutMeter{}
 
 	timeout := b.Timeout()
 	ctx, cancel := context.WithTimeout(x.ctx, timeout)
@@ -385,6 +386,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	}
 
 	var res result
+	x.cut.accept(b, int(info.InputBytes(x.body)), info.OutputLimit()*max(1, info.Choices()), now)
 	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, moreLeft: moreLeft, first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)
@@ -403,8 +405,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 		if !res.committed {
 			// The upstream accepted the request before the client left
 			// or cancelled (a background run's cancel): it bills the
-			// input it was sent, so budgets count at least that.
-			applyUsage(rec, partialUsage(providers.Usage{}, 0, int(info.InputBytes(x.body))), b)
+			// input it was sent, which the cut floor counts.
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			res = result{committed: true}
 		}

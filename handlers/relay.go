@@ -32,22 +32,6 @@ func applyUsage(rec *ledger.Record, u providers.Usage, b *upstream.Deployment) {
 	b.Prices().Apply(rec)
 }
 
-// partialUsage is the usage of a stream cut short after the client got
-// output. Most upstreams report usage only in their last event, so a
-// client that leaves just before it would be charged nothing for what it
-// read: what the upstream did not count is estimated instead, the prompt
-// as a token per 4 bytes of the request (as echo counts) and the output
-// as a token per event relayed (streams carry about one each).
-func partialUsage(u providers.Usage, events, bodyBytes int) providers.Usage {
-	if u.TotalInput() == 0 {
-		u.InputTokens = int64(bodyBytes / 4)
-	}
-	if u.OutputTokens == 0 {
-		u.OutputTokens = int64(events)
-	}
-	return u
-}
-
 // relayHeaders copies the upstream's request id so support tickets can be
 // traced; nothing else of the upstream's headers reaches the client.
 func relayHeaders(dst http.Header, src http.Header) {
@@ -93,6 +77,7 @@ func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 			Message: fmt.Sprintf("model %q: upstream answer could not be read: %v", rec.Alias, err)})}
 	}
 	applyUsage(rec, usage, b)
+	x.cut.done = true
 	answer = g.screenAnswer(x.call.Identity, x.alias, rec, cf, answer)
 	x.span.Answer(answer)
 	h := out.Header()
@@ -159,10 +144,6 @@ func ledgerUnavailable() *providers.APIError {
 func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	x, b, resp, start, gap := c.x, c.d, c.resp, c.start, c.gap
 	sink, cf, info, rec := x.out, x.cf, x.info, x.rec
-	// What a cut stream's input is estimated from: the whole input the
-	// upstream was sent and bills, a Responses turn's stored history too,
-	// not only the client's body.
-	inBytes := int(info.InputBytes(x.body))
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// A server that ignores "stream" answers with one JSON body; the
 		// event reader would find no events and the client would get an
@@ -203,11 +184,6 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	// held is what ends the stream under durability sync: from the event
 	// that completes it on, output waits until the record is written.
 	var held []byte
-	// sent counts the events that reached the client as output: what a
-	// stream cut short is charged for when the upstream's usage (sent at
-	// the end by most) never came.
-	sent := 0
-	relayed := 0             // bytes of generated output in them (cutUsage)
 	clientLeftAtEnd := false // or the upstream was cut off after the end
 	// endWritten: the client was written the answer's end (the last write
 	// that reached it left the translator complete), not merely held for
@@ -218,9 +194,9 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			applyUsage(rec, tr.Usage(), b)
 			return result{retryable: true, class: class, err: apiErr}
 		}
-		applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
+		applyUsage(rec, tr.Usage(), b)
 		if held == nil {
-			if res, ok := g.suspend(x, b, journal, tr, cutUsage(tr.Usage(), sent, relayed, inBytes), class, apiErr); ok {
+			if res, ok := g.suspend(x, b, journal, tr, class, apiErr); ok {
 				return res
 			}
 		}
@@ -252,7 +228,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			}
 			switch {
 			case x.ctx.Err() != nil:
-				applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
+				applyUsage(rec, tr.Usage(), b)
 				rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 				return result{committed: true}
 			case first.fired():
@@ -284,6 +260,7 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 				// a reason another deployment would share: answer it as a
 				// plain HTTP error, as a non-stream request would get.
 				applyUsage(rec, tr.Usage(), b)
+				x.cut.done = true // refused, not cut
 				rec.Status, rec.Outcome = apiErr.Status, ledger.OutcomeError
 				sink.Fail(apiErr)
 				return result{committed: true, class: "stream_error"}
@@ -314,12 +291,11 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 			settleBudget(x.hold, rec)
 		}
 		if werr := sink.Write(out); werr != nil || sink.Flush() != nil {
-			applyUsage(rec, cutUsage(tr.Usage(), sent, relayed, inBytes), b)
+			applyUsage(rec, tr.Usage(), b)
 			rec.Status, rec.Outcome = 499, ledger.OutcomeCancelled
 			return result{committed: true}
 		}
-		sent++
-		relayed += generatedBytes(out)
+		x.cut.relay(out, g.now)
 		endWritten = tr.Complete()
 	}
 	if !tr.Complete() {
@@ -331,14 +307,13 @@ func (g *Gateway) relayStream(ctx context.Context, c *upstreamCall) result {
 	if !committed {
 		commit()
 	}
-	if usage := tr.Usage(); clientLeftAtEnd {
-		applyUsage(rec, partialUsage(usage, sent, inBytes), b)
-	} else {
-		applyUsage(rec, usage, b)
-	}
+	applyUsage(rec, tr.Usage(), b)
+	// A client that left at the end had the whole answer; what usage the
+	// upstream had still to send is the cut floor's to estimate.
+	x.cut.done, x.cut.hadEnd = !clientLeftAtEnd, clientLeftAtEnd
 	rec.Status, rec.Outcome = http.StatusOK, ledger.OutcomeOK
 	g.keepResponse(x.call.Identity, info, rec)
-	settleBudget(x.hold, rec)
+	g.settle(x)
 	recorded, handedBack := g.commitRecord(rec)
 	if handedBack {
 		// The client has everything but the end: an error event in its

@@ -5,8 +5,11 @@ package handlers
 
 import (
 	"bytes"
+	"time"
 
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/providers"
+	"github.com/modelgate/modelgate/upstream"
 )
 
 // generatedBytes is how many bytes of generated output the client-format
@@ -65,16 +68,115 @@ func stringEnd(s []byte) int {
 	return len(s)
 }
 
-// cutUsage is the usage of a stream cut short (the client left, the
-// upstream broke off or timed out) after its client was sent output:
-// partialUsage's estimates, and the output at least a token per 4 bytes
-// of the output relayed, as a resumed stream's cut part is charged
-// (providers' relayedUsage). An upstream reports its output count at the
-// end, or as 1 in Anthropic's message_start, so without this floor a
-// client that leaves before the last event reads the answer at almost
-// no charge.
-func cutUsage(u providers.Usage, events, relayed, bodyBytes int) providers.Usage {
-	u = partialUsage(u, events, bodyBytes)
-	u.OutputTokens = max(u.OutputTokens, int64(relayed+3)/4)
+// cutMeter is what one upstream attempt's answer had given its client
+// when the request ended: the floor of a request cut by its client or
+// its upstream (floor), applied where the record is settled (settle), so
+// every way in gets it by construction.
+type cutMeter struct {
+	// d is the deployment that accepted the request (its answer began);
+	// nil: none did, and nothing was billed.
+	d *upstream.Deployment
+	// done: the upstream's own usage of a whole answer (or its refusal)
+	// is on the record; nothing was cut.
+	done bool
+	// hadEnd: the client was written the answer's end before the
+	// upstream's side was cut; only the usage the upstream had still to
+	// send is estimated.
+	hadEnd bool
+	// inputBytes is the whole input the upstream was sent and bills (a
+	// Responses turn's stored history too).
+	inputBytes int
+	// events and relayed are the events that reached the client as
+	// output and the bytes of generated text in them.
+	events, relayed int
+	// quiet is how long the upstream worked without sending its client
+	// generated text, past a grace per pause (hidden reasoning's time);
+	// last is when it last sent some, or was sent the request.
+	quiet time.Duration
+	last  time.Time
+	// bound is the request's output bound (what its reservation pays
+	// for), 0 when none.
+	bound int64
+}
+
+// quietGrace is a pause in an answer not counted as hidden work: the
+// upstream's queue, a long prompt's first token, a network stall.
+const quietGrace = time.Second
+
+// hiddenTokensPerSecond is what a model is taken to generate unseen,
+// per second it works without sending text (a reasoning model's hidden
+// reasoning): about a fast reasoning model's decode rate, so that
+// cutting such a stream is no cheaper than letting it finish.
+const hiddenTokensPerSecond = 100
+
+// accept starts the meter of an attempt whose upstream accepted the
+// request at t.
+func (m *cutMeter) accept(d *upstream.Deployment, inputBytes int, bound int64, t time.Time) {
+	*m = cutMeter{d: d, inputBytes: inputBytes, bound: bound, last: t}
+}
+
+// relay counts out, an event's output written to the client at now().
+// The clock is read only for an event that carries generated text.
+func (m *cutMeter) relay(out []byte, now func() time.Time) {
+	m.events++
+	if n := generatedBytes(out); n > 0 {
+		m.relayed += n
+		m.pause(now())
+	}
+}
+
+// pause adds the time since the last text, past the grace, to quiet.
+func (m *cutMeter) pause(t time.Time) {
+	if d := t.Sub(m.last) - quietGrace; d > 0 {
+		m.quiet += d
+	}
+	m.last = t
+}
+
+// floor is the usage of a request cut at t, u as its upstream counted
+// it so far: the input at least a token per 4 bytes of the input sent
+// (the upstream bills what it was sent), the output at least a token per
+// event relayed and per 4 bytes of text relayed (upstreams count output
+// at the end, Anthropic's message_start as 1, so a client that leaves
+// before the last event would otherwise read the answer at almost no
+// charge); a client that had the answer's end is estimated only what the
+// upstream did not count. A client's cut (byClient) is charged the upstream's unseen
+// work too: hidden reasoning is billed by the provider but never reaches
+// the stream, so the time the upstream worked without sending text is
+// counted at hiddenTokensPerSecond, within the request's output bound.
+func (m *cutMeter) floor(u providers.Usage, t time.Time, byClient bool) providers.Usage {
+	if u.TotalInput() == 0 {
+		u.InputTokens = int64(m.inputBytes / 4)
+	}
+	if u.OutputTokens == 0 {
+		u.OutputTokens = int64(m.events)
+	}
+	if m.hadEnd {
+		return u
+	}
+	u.OutputTokens = max(u.OutputTokens, int64(m.relayed+3)/4)
+	if byClient {
+		m.pause(t)
+		hidden := int64(m.quiet.Seconds() * hiddenTokensPerSecond)
+		out := u.OutputTokens + hidden
+		if m.bound > 0 {
+			out = min(out, max(m.bound, u.OutputTokens))
+		}
+		u.OutputTokens = out
+	}
 	return u
+}
+
+// settle applies the cut floor to a record whose upstream accepted the
+// request and whose answer was not had whole, then settles its budget:
+// the one place a request's record is settled.
+func (g *Gateway) settle(x *exchange) {
+	rec := x.rec
+	if m := &x.cut; m.d != nil && !m.done {
+		u := providers.Usage{InputTokens: rec.InputTokens, CacheCreation5m: rec.CacheCreation5m,
+			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens}
+		applyUsage(rec, m.floor(u, g.now(), rec.Outcome == ledger.OutcomeCancelled), m.d)
+		m.done = true // settled: a second settle changes nothing
+	}
+	settleBudget(x.hold, rec)
 }

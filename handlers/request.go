@@ -144,7 +144,7 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 
 	x = &exchange{ctx: ctx, call: c, out: out, cf: cf, body: body, info: info, alias: alias, rec: rec, span: span, hold: hold}
 	recorded := g.dispatch(x)
-	settleBudget(hold, rec)
+	g.settle(x)
 
 	if !recorded {
 		rec.Latency = g.now().Sub(start)
@@ -484,6 +484,9 @@ type exchange struct {
 	// recorded on its own (suspend) and not on rec: the rate windows and
 	// the breaker count them with rec's.
 	partTokens, partPico int64
+	// cut is the last attempt's answer as far as its client had it: the
+	// cut floor's measure (relayed.go).
+	cut cutMeter
 }
 
 // partsOf is x's cut parts' tokens and cost; none for a request that

@@ -65,11 +65,12 @@ func (g *Gateway) streamTranslator(x *exchange, rt *providers.Route, b *upstream
 // record starts again for the continuation.
 // (It takes the journal rather than the call, so that the call's exchange
 // stays on the stack.)
-func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers.StreamJournal, tr providers.StreamTranslator, used providers.Usage, class string, apiErr *providers.APIError) (result, bool) {
+func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers.StreamJournal, tr providers.StreamTranslator, class string, apiErr *providers.APIError) (result, bool) {
 	if journal == nil {
 		return result{}, false
 	}
-	next, err := journal.Resume(tr, used)
+	// The part is settled here, under the cut floor (relayed.go).
+	next, err := journal.Resume(tr, x.cut.floor(tr.Usage(), g.now(), false))
 	if err != nil {
 		return result{}, false
 	}
@@ -85,20 +86,21 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 		return result{}, false
 	}
 	x.body, x.info = body, info
-	// The part is the request's: its cost counts within the request's
-	// reservation (settled with the continuation's), its record holds
-	// none of it.
-	x.hold.CountPart(countedCost(&part))
+	// The part is the request's: carved out of its reservation and
+	// settled on its own record, counted once whichever record is
+	// written first (policy.Reservation.CountPart).
+	settled := x.hold.CountPart(countedCost(&part))
 	x.partTokens += part.TotalTokens()
 	x.partPico += part.CostPicoUSD
 	part.Status, part.Outcome = apiErr.Status, ledger.OutcomeError
 	part.Latency = g.now().Sub(part.Time)
-	part.Ticket, part.Lease, part.LeasePico = 0, 0, 0
+	part.Ticket, part.Lease, part.LeasePico = settled.Ticket, settled.Lease, settled.LeasePico
 	if g.opts.Recorder != nil {
 		g.opts.Recorder.Enqueue(part)
 	}
 	g.obs.Done(&part)
 	applyUsage(x.rec, providers.Usage{}, b)
+	x.cut = cutMeter{}
 	x.resume = &resumeState{next: next, inner: tr, err: apiErr}
 	return result{retryable: true, class: class, err: apiErr}, true
 }

@@ -34,6 +34,12 @@ func TestResumedStreamCountedWithinItsReservation(t *testing.T) {
 	if want := ledger.ShortCents(cutRec.CostPicoUSD + restRec.CostPicoUSD); len(st) != 1 || st[0].Spent != want {
 		t.Errorf("budget status %+v, want spent %s (both parts)", st, want)
 	}
+	// The part is settled on its own record, under a ticket of its own,
+	// so the writer's report of either record ends only its own count
+	// (policy.TestCutPartCountedOnce).
+	if cutRec.Ticket == 0 || cutRec.Ticket == restRec.Ticket {
+		t.Errorf("the cut part's record has ticket %d, the rest's %d; want one of its own", cutRec.Ticket, restRec.Ticket)
+	}
 	reqs := rest.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("continuation requests %d", len(reqs))

@@ -172,13 +172,18 @@ func TestSeatNeedsSeparateKey(t *testing.T) {
 	}
 }
 
-// Every entry of an alias must agree on passthrough_auth, and only
+// Every entry of an alias must agree on passthrough_auth and
+// passthrough_budget (a request is admitted for its alias, before the
+// balancer picks the entry: a budget read from one entry and a record
+// counted by another would spend without a reservation), and only
 // Anthropic and OpenAI-compatible entries take it; the errors name the
 // entry and the field.
 func TestSeatConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"model_list:\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, passthrough_auth: true}\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, api_key: k}\n",
 			`model_list[1] (model_name "s"): proxy_params.passthrough_auth: is false but model_list[0]`},
+		{"model_list:\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, passthrough_auth: true}\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, passthrough_auth: true, passthrough_budget: true}\n",
+			`model_list[1] (model_name "s"): proxy_params.passthrough_budget: is true but model_list[0]`},
 		{"model_list:\n  - model_name: s\n    proxy_params: {model: echo/x, passthrough_auth: true}\n", `proxy_params.passthrough_auth: echo/`},
 		{"model_list:\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, passthrough_auth: true, api_key: k}\n", `proxy_params.api_key: a passthrough_auth entry`},
 		{"model_list:\n  - model_name: s\n    proxy_params: {model: anthropic/claude-sonnet-4-5, api_key: k, passthrough_budget: true}\n", `proxy_params.passthrough_budget: applies only with passthrough_auth`},

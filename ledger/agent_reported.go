@@ -39,40 +39,21 @@ type AgentReportedDeleter interface {
 
 func (s *sqlStore) DeleteAgentReported(ctx context.Context, sel AgentReportedSelector) (AgentReportedDeleted, error) {
 	var out AgentReportedDeleted
-	p := s.d.placeholder
-	where := ` WHERE endpoint = '` + string(EndpointAgentReported) + `' AND key_id = ` + p(1) + ` AND session_id = ` + p(2)
-	args := []any{sel.KeyID, sel.SessionID}
-	if sel.RequestID != "" {
-		where += ` AND request_id = ` + p(3)
-		args = append(args, sel.RequestID)
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return out, fmt.Errorf("ledger delete: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM usage_records`+where, args...)
-	if err != nil {
-		return out, fmt.Errorf("ledger delete: %w", err)
-	}
-	recs, err := scanRecords(rows)
+	recs, err := s.deleteReportsTx(ctx, tx, sel, false)
 	if err != nil || len(recs) == 0 {
 		return out, err
 	}
-	for i := range recs {
-		recs[i].Person, recs[i].Groups = sel.Person, sel.Groups
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_records`+where, args...); err != nil {
-		return out, fmt.Errorf("ledger delete: %w", err)
-	}
-	// In the insert's order (spend, then roll-ups), rows sorted alike,
-	// so a delete and a concurrent insert lock rows in one order.
-	if err := s.subtractSpend(ctx, tx, recs); err != nil {
-		return out, err
-	}
-	for _, table := range rollupTables() {
-		if err := s.subtractRollup(ctx, tx, table.name, rollupOf(recs, table.width)); err != nil {
-			return out, err
+	if sel.RequestID == "" {
+		// Nothing of the session is left for a gateway record to take
+		// back (agent_dedup.go).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM counted_report_sessions WHERE session_id = `+s.d.placeholder(1)+
+			` AND key_id = `+s.d.placeholder(2), sel.SessionID, sel.KeyID); err != nil {
+			return out, fmt.Errorf("ledger delete: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -86,6 +67,47 @@ func (s *sqlStore) DeleteAgentReported(ctx context.Context, sel AgentReportedSel
 		}
 	}
 	return out, nil
+}
+
+// deleteReportsTx deletes the agent-reported records sel picks (only the
+// counted ones with countedOnly) in tx, with what they added to budget
+// spend and the roll-ups, and returns them.
+func (s *sqlStore) deleteReportsTx(ctx context.Context, tx *sql.Tx, sel AgentReportedSelector, countedOnly bool) ([]Record, error) {
+	p := s.d.placeholder
+	where := ` WHERE endpoint = '` + string(EndpointAgentReported) + `' AND key_id = ` + p(1) + ` AND session_id = ` + p(2)
+	args := []any{sel.KeyID, sel.SessionID}
+	if sel.RequestID != "" {
+		where += ` AND request_id = ` + p(3)
+		args = append(args, sel.RequestID)
+	}
+	if countedOnly {
+		where += ` AND report_only = 0`
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM usage_records`+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger delete: %w", err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	for i := range recs {
+		recs[i].Person, recs[i].Groups = sel.Person, sel.Groups
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_records`+where, args...); err != nil {
+		return nil, fmt.Errorf("ledger delete: %w", err)
+	}
+	// In the insert's order (spend, then roll-ups), rows sorted alike,
+	// so a delete and a concurrent insert lock rows in one order.
+	if err := s.subtractSpend(ctx, tx, recs); err != nil {
+		return nil, err
+	}
+	for _, table := range rollupTables() {
+		if err := s.subtractRollup(ctx, tx, table.name, rollupOf(recs, table.width)); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
 }
 
 // lessSQL is col less the value given twice, as placeholders v and w

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -92,4 +93,13 @@ FROM breaker_trips t WHERE t.ts_us >= `+p(1)+` AND t.ts_us < `+p(2)+` ORDER BY t
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// purgeBreakerTrips deletes the trips before cut (Unix microseconds), with
+// the records: a trip's report reads what its session spent from them.
+func (s *sqlStore) purgeBreakerTrips(ctx context.Context, cut int64) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM breaker_trips WHERE ts_us < `+s.d.placeholder(1), cut); err != nil {
+		return fmt.Errorf("purging breaker trips: %w", err)
+	}
+	return nil
 }

@@ -40,3 +40,25 @@ func TestBreakerTrips(t *testing.T) {
 		}
 	})
 }
+
+// TestPurgeRecordsPurgesBreakerTrips: the ledger's retention takes the
+// breaker's trips older than its cutoff with the records (a trip's report
+// reads its session's records, gone too), and keeps the newer ones.
+func TestPurgeRecordsPurgesBreakerTrips(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		bs := s.(BreakerStore)
+		for _, at := range []time.Time{t0, t0.AddDate(0, 0, 3)} {
+			if err := bs.RecordTrip(ctx, BreakerTrip{Time: at, KeyID: "alice", SessionID: "s", Pattern: "repeat", Action: "warn"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.(RecordPurger).PurgeRecords(ctx, t0.AddDate(0, 0, 2)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bs.BreakerTrips(ctx, t0.AddDate(-1, 0, 0), t0.AddDate(1, 0, 0))
+		if err != nil || len(got) != 1 || !got[0].Time.Equal(t0.AddDate(0, 0, 3)) {
+			t.Fatalf("trips after the purge %+v (%v); want only the one after the cutoff", got, err)
+		}
+	})
+}

@@ -55,6 +55,12 @@ func (s *sqlStore) PurgeRecords(ctx context.Context, before time.Time) (int64, e
 			if err := s.purgeWork(ctx, cut); err != nil {
 				return total, err
 			}
+			if err := s.purgeBreakerTrips(ctx, cut); err != nil {
+				return total, err
+			}
+			if err := s.purgeCountedReports(ctx, cut); err != nil {
+				return total, err
+			}
 			return total, s.purgeSessionSpend(ctx, cut)
 		}
 	}

@@ -557,6 +557,9 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 )`,
 		// One-use grants redeemed (redeemed.go), shared by every instance.
 		34: redeemedGrantsMigration,
+		// Whom counted agent reports were charged to, so a gateway record
+		// of their session takes them back once (agent_dedup.go).
+		37: countedReportsMigration,
 	}
 }
 
@@ -678,6 +681,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 			return fmt.Errorf("ledger insert: %w", err)
 		}
 		defer func() { _ = tx.Rollback() }()
+		if recs, err = s.settleReports(ctx, tx, recs); err != nil {
+			return err
+		}
 		return s.insertRows(ctx, tx, recs)
 	}
 	// COPY runs on the connection itself, inside the transaction begun
@@ -692,6 +698,9 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("ledger insert: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if recs, err = s.settleReports(ctx, tx, recs); err != nil {
+		return err
+	}
 	if err := copyRecords(ctx, conn, recs, s.copyTypes); err != nil {
 		return err
 	}

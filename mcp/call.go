@@ -32,6 +32,7 @@ func (g *Gateway) callHandler(u *upstream, tool string) sdk.ToolHandler {
 		}
 		if id != nil {
 			c.KeyID, c.Workspace = id.KeyID, id.Workspace
+			c.Person, c.Groups = id.PersonID(), id.Groups
 		}
 		var args json.RawMessage
 		if req.Params != nil {
@@ -102,6 +103,11 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 		c.Outcome = OutcomeUnavailable
 		return nil, rpcError(jsonrpc.CodeInternalError, "tool %q: MCP server %q %v; try again later", tool, u.cfg.Name, err)
 	}
+	hold, err := g.reserve(ctx, u, tool, id, c)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Spend.settle(hold, u.cfg.CostPerCallPico)
 	timeout := g.timeout(u)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

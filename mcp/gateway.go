@@ -53,6 +53,12 @@ type Call struct {
 	// Approval is the id of the approval the call needed (apr_…), ""
 	// when it needed none.
 	Approval string
+	// Person and Groups are whose spend the call is (policy.Identity's
+	// PersonID and Groups), as a model call's record carries them.
+	Person, Groups string
+	// Spend is what the call cost (its server's cost_per_call) and the
+	// reservation it was settled on, for its ledger record (spend.go).
+	Spend Spend
 }
 
 // Options configure a Gateway.
@@ -71,6 +77,11 @@ type Options struct {
 	// Admit is asked before each tool call (the key's rpm limit); an error
 	// refuses the call with that message. Nil admits every call.
 	Admit func(ctx context.Context, id *policy.Identity) error
+	// Reserve admits a priced call's cost against every budget and spend
+	// limit of the caller (key, workspace, person, groups, organization,
+	// session), as a model call's worst case is; a refusal's error is the
+	// call's answer. Nil: priced calls are recorded but not admitted.
+	Reserve func(ctx context.Context, id *policy.Identity, session string, pico int64) (*policy.Reservation, error)
 	// Approvals configure the calls that wait for a person's approval
 	// (require_approval, mcp_approval); nil refuses such calls.
 	Approvals *Approvals

@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(one("{model: ollama/x, api_base: 'http://h:11434/v1'}") + "model_aliases: {'claude-*': m}\n"))
 	f.Add([]byte(one("{model: anthropic/c, api_key: os.environ/K, extra_headers: {X-A: os.environ/H}}") +
 		"router_settings: {fallbacks: [{m: [m]}]}\n"))
+	f.Add([]byte(one("{model: echo/x}") + "mcp_servers:\n  paid: {url: 'http://h/mcp', cost_per_call: 0.0125}\n"))
 	getenv := func(name string) (string, bool) {
 		if name == "UNSET" {
 			return "", false

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/modelgate/modelgate/money"
 )
 
 // MCP transports, as LiteLLM names them in mcp_servers.
@@ -46,6 +48,9 @@ type MCPServer struct {
 	// MCPAuthOAuth (each person's own token; OAuth holds its client).
 	Auth  string
 	OAuth *MCPOAuth
+	// CostPerCallPico is what one call of any of the server's tools costs,
+	// in picodollars (cost_per_call); 0: calls cost nothing.
+	CostPerCallPico int64
 }
 
 // NeedsApproval reports whether require_approval names tool.
@@ -63,7 +68,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 }
 
 func mcpFields() []string {
-	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from", "auth", "authorization_server", "client_id", "client_secret", "scopes"}
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from", "auth", "authorization_server", "client_id", "client_secret", "scopes", "cost_per_call"}
 }
 
 // mcpName is what a server name may be: it becomes the tool prefix
@@ -98,7 +103,7 @@ func (p *parser) mcpServers(c *Config, n *yaml.Node) {
 }
 
 func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
-	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from, auth, authorization_server, client_id, client_secret, scopes")
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from, auth, authorization_server, client_id, client_secret, scopes, cost_per_call")
 	if !ok {
 		return nil
 	}
@@ -152,6 +157,9 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 	}
 	if f, ok := fs["approval_timeout"]; ok {
 		s.ApprovalTimeout, _ = p.duration(f.val, w.sub("approval_timeout"), false)
+	}
+	if f, ok := fs["cost_per_call"]; ok {
+		s.CostPerCallPico = p.costPerCall(f.val, w.sub("cost_per_call"))
 	}
 	if f, ok := fs["approval_from"]; ok {
 		switch v, _ := p.scalar(f.val, w.sub("approval_from")); v {
@@ -297,4 +305,21 @@ func (c *Config) MCPServer(name string) (*MCPServer, bool) {
 		}
 	}
 	return nil, false
+}
+
+// costPerCall reads a price per tool call in US dollars ("0.01", at most
+// six decimals and $1,000) as picodollars.
+func (p *parser) costPerCall(n *yaml.Node, w where) int64 {
+	v, ok := p.scalar(n, w)
+	if !ok {
+		return 0
+	}
+	// A price per million tokens in dollars is picodollars per token:
+	// the same digits as a price per call in micro-dollars.
+	micro, err := money.ParsePerMillion(v, money.DollarsPerMillion)
+	if err != nil {
+		p.errorf(n, w, "%q is not a price in US dollars per call, e.g. 0.01 (at most six decimals, at most $1000)", v)
+		return 0
+	}
+	return micro * 1_000_000
 }

@@ -99,3 +99,24 @@ func TestMCPRequireApproval(t *testing.T) {
 		}
 	}
 }
+
+// cost_per_call is US dollars per call, kept in picodollars; what is not
+// a plain price is refused naming the server and the field.
+func TestMCPCostPerCall(t *testing.T) {
+	c, _, err := Parse([]byte(mcpBase+"mcp_servers:\n  paid: {url: http://x, cost_per_call: 0.0125}\n  free: {url: http://y}\n"), "m.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.MCPServers[0].CostPerCallPico; got != 125e8 {
+		t.Errorf("paid: %d pico per call, want 1.25 cents", got)
+	}
+	if got := c.MCPServers[1].CostPerCallPico; got != 0 {
+		t.Errorf("free: %d pico per call", got)
+	}
+	for _, bad := range []string{"-1", "0.0000001", "1e3", "5000", "free"} {
+		_, _, err = Parse([]byte(mcpBase+"mcp_servers:\n  a: {url: http://x, cost_per_call: "+bad+"}\n"), "m.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), "mcp_servers.a: cost_per_call: ") {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}

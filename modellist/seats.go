@@ -78,17 +78,23 @@ func (p *parser) flag(n *yaml.Node, w where, choices string) (bool, bool) {
 }
 
 // seatAliases checks that the entries of an alias agree on
-// passthrough_auth: a request is admitted for an alias, and whether its
-// caller's credential goes upstream must not depend on which of the
-// alias's deployments the balancer picks.
+// passthrough_auth and passthrough_budget: a request is admitted for an
+// alias, and whether its caller's credential goes upstream, and whether
+// its cost counts against budgets, must not depend on which of the
+// alias's deployments the balancer picks (a budget read from one entry
+// and a record counted by another would spend without a reservation).
 func (p *parser) seatAliases(c *Config) {
 	for _, alias := range c.aliases {
 		ds := c.byAlias[alias]
 		for _, d := range ds[1:] {
-			if d.PassthroughAuth != ds[0].PassthroughAuth {
-				w := where{entry: fmt.Sprintf("model_list[%d] (model_name %q)", d.Index, alias), field: "proxy_params.passthrough_auth"}
+			field, got, first := "passthrough_auth", d.PassthroughAuth, ds[0].PassthroughAuth
+			if got == first {
+				field, got, first = "passthrough_budget", d.PassthroughBudget, ds[0].PassthroughBudget
+			}
+			if got != first {
+				w := where{entry: fmt.Sprintf("model_list[%d] (model_name %q)", d.Index, alias), field: "proxy_params." + field}
 				p.errorf(nil, w, "is %t but model_list[%d] of the same alias has %t; every entry of an alias must agree: set it on all of them or none",
-					d.PassthroughAuth, ds[0].Index, ds[0].PassthroughAuth)
+					got, ds[0].Index, first)
 				break
 			}
 		}

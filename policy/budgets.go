@@ -354,9 +354,6 @@ type Reservation struct {
 	// shared: the reservation is in the database too, until the request's
 	// record is written there; done: it was settled.
 	shared, done bool
-	// parts is the cost of the request's parts recorded on records of
-	// their own (budgets_parts.go), settled with its own.
-	parts int64
 }
 
 // usedLocked is a budget's spend as this instance knows it.

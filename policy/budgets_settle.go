@@ -59,7 +59,7 @@ func (r *Reservation) Settle(costPico int64) {
 	}
 	b := r.b
 	b.mu.Lock()
-	costPico = max(costPico, 0) + r.parts
+	costPico = max(costPico, 0)
 	if r.done {
 		var settled int64
 		if r.local != nil {

@@ -28,11 +28,21 @@ func nativeResponsesRequest(body []byte, t *ResponsesTurn, model string) ([]byte
 // (previous_response_id, conversation, item_reference) written into its
 // input, as the upstream is sent it: steps that judge the whole
 // conversation (the loop breaker) read it. expanded is false, and body
-// returned as is, when the gateway added nothing.
+// returned as is, when the gateway added nothing. It is built once per
+// body: asked again for the same body (the same slice, which a request
+// holds unchanged while it is served), it answers the same bytes.
 func (t *ResponsesTurn) InlineHistory(body []byte) (inline []byte, expanded bool, err error) {
 	if !t.expanded {
 		return body, false, nil
 	}
+	if t.inline != nil && sameSlice(body, t.inlineOf) {
+		return t.inline, true, nil
+	}
+	defer func() {
+		if err == nil {
+			t.inline, t.inlineOf = inline, body
+		}
+	}()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, false, BadRequest("", "request body must be a JSON object")
@@ -45,6 +55,12 @@ func (t *ResponsesTurn) InlineHistory(body []byte) (inline []byte, expanded bool
 	delete(m, "background")
 	inline, err = json.Marshal(m)
 	return inline, err == nil, err
+}
+
+// sameSlice reports whether a and b are one slice: the same bytes at the
+// same place, not merely equal ones.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // nativeResponse is what the gateway reads of a Response.

@@ -185,6 +185,10 @@ type ResponsesTurn struct {
 	// referenced: that history or those referenced items carry content
 	// given by reference (ReferencesContent), billed again on this turn.
 	referenced bool
+	// inline is InlineHistory's answer for the body inlineOf (the same
+	// slice): the loop breaker and a native upstream's request read it
+	// once per turn.
+	inline, inlineOf []byte
 }
 
 // responsesError is a 400 naming the parameter, as OpenAI words it.

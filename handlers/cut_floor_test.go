@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// A non-streaming answer its upstream breaks off half way (the upstream
+// accepted the request and bills its input) is charged that input, as a
+// client's cut is: the cut floor is one rule applied where every record
+// is settled, not a step of the ways a cut can happen. Before it, only a
+// client's cut was charged; an upstream's left the record at nothing.
+func TestNonStreamCutByTheUpstreamIsChargedItsInput(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "4000")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion",`)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the connection drops mid-answer
+	}))
+	defer srv.Close()
+	yaml := "model_list:\n" + kindEntry("m", "openai/m", srv.URL) + "    model_info:\n      input_cost_per_token: 0.00001\n      output_cost_per_token: 0.00001\n"
+	g, obs := testGateway(t, yaml, nil)
+	prompt := strings.Repeat("word ", 2000)
+	body := `{"model":"m","messages":[{"role":"user","content":"` + prompt + `"}]}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(context.Background(), alice))
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, req)
+	recs := obs.Records()
+	if w.Code != http.StatusBadGateway || len(recs) != 1 {
+		t.Fatalf("status %d, %d records; want 502 and one record", w.Code, len(recs))
+	}
+	if r := recs[0]; r.Outcome != "error" || r.InputTokens < int64(len(prompt)/4) || r.CostPicoUSD <= 0 {
+		t.Errorf("record %s: in %d cost %d; want the ~%d input tokens sent upstream charged", r.Outcome, r.InputTokens, r.CostPicoUSD, len(prompt)/4)
+	}
+}
+
+// reasoningThenGone is an OpenAI reasoning model's stream: it thinks
+// unseen for think (on clk), sends one word of its answer, and waits for
+// its client to leave; the usage chunk, which would count the reasoning
+// tokens, never comes.
+func reasoningThenGone(clk *testclock.Clock, think time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		clk.Advance(think)
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+}
+
+// A client that leaves a reasoning model's stream at its first visible
+// word, after the model reasoned unseen for 30 seconds, is charged that
+// reasoning (hostile pass 9, M1): the provider bills it, and without
+// this a client could cut every answer early and have the reasoning for
+// the price of one word. It is estimated from the time the upstream
+// worked without sending text, within the request's output bound.
+func TestCutReasoningStreamIsChargedItsHiddenReasoning(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxTokens int64
+		atLeast   int64
+		atMost    int64
+	}{
+		{"within the bound", 8000, 2500, 3100},
+		{"at the bound", 1000, 1000, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
+			defer srv.Close()
+			yaml := "model_list:\n" + kindEntry("o3", "openai/o3", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
+			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+			body := fmt.Sprintf(`{"model":"o3","stream":true,"max_completion_tokens":%d,"messages":[{"role":"user","content":"prove it"}]}`, tc.maxTokens)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
+			recs := obs.Records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.atMost {
+				t.Errorf("record %s: output %d tokens; want %d to %d (29 s of reasoning at %d/s, within max_completion_tokens %d)",
+					r.Outcome, r.OutputTokens, tc.atLeast, tc.atMost, hiddenTokensPerSecond, tc.maxTokens)
+			}
+		})
+	}
+}
+
+// A stream cut by its upstream, not its client, is charged what its
+// client was sent but not the upstream's unseen time: a stalled or broken
+// provider is not the client's doing.
+func TestStreamCutByTheUpstreamIsNotChargedItsSilence(t *testing.T) {
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		clk.Advance(30 * time.Second)
+		panic(http.ErrAbortHandler)
+	}))
+	defer srv.Close()
+	yaml := "model_list:\n" + kindEntry("o3", "openai/o3", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+	body := `{"model":"o3","stream":true,"max_completion_tokens":8000,"messages":[{"role":"user","content":"prove it"}]}`
+	post(g, alice, "/v1/chat/completions", body)
+	recs := obs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	if r := recs[0]; r.Outcome != "error" || r.OutputTokens != 1 || r.InputTokens == 0 {
+		t.Errorf("record %s: in %d out %d; want the input and the one word relayed", r.Outcome, r.InputTokens, r.OutputTokens)
+	}
+}
+
+// The same floor through other ways in, by construction: a Vertex
+// streamRawPredict envelope and a Responses API stream, each cut by its
+// client at the reasoning model's first word, are charged its 29 seconds
+// of unseen reasoning (within their 8000-token bounds), as the chat
+// request is.
+func TestCutReasoningFloorOnEveryWayIn(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"vertex", "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/o3:streamRawPredict",
+			`{"anthropic_version":"vertex-2023-10-16","max_tokens":8000,"stream":true,"messages":[{"role":"user","content":"prove it"}]}`},
+		{"responses", "/v1/responses", `{"model":"o3","stream":true,"max_output_tokens":8000,"input":"prove it"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
+			defer srv.Close()
+			yaml := "model_list:\n" + kindEntry("o3", "openai/o3", srv.URL, "responses_api: translate") +
+				"    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
+			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)).WithContext(policy.WithIdentity(ctx, alice))
+			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
+			recs := obs.Records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < 2500 || r.OutputTokens > 3100 {
+				t.Errorf("record %s (%s): output %d tokens; want 29 s of reasoning at %d/s", r.Outcome, r.Endpoint, r.OutputTokens, hiddenTokensPerSecond)
+			}
+		})
+	}
+}
