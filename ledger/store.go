@@ -559,7 +559,7 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 		34: redeemedGrantsMigration,
 		// Whom counted agent reports were charged to, so a gateway record
 		// of their session takes them back once (agent_dedup.go).
-		37: countedReportsMigration,
+		35: countedReportsMigration,
 	}
 }
 
