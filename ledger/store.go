@@ -557,6 +557,10 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 )`,
 		// One-use grants redeemed (redeemed.go), shared by every instance.
 		34: redeemedGrantsMigration,
+		// Batches passed through to a provider's batch API, with their
+		// whole-batch budget hold and settlement lease
+		// (batch_passthrough.go).
+		35: batchPassthroughMigration,
 	}
 }
 
