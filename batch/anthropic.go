@@ -94,7 +94,7 @@ func (s *Service) listAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]json.RawMessage, len(page))
 	for i, b := range page {
-		data[i] = anthropicBatchJSON(r, b)
+		data[i] = anthropicBatchJSON(r, s.viewPassthrough(r.Context(), st, b, false))
 	}
 	out := map[string]any{"data": data, "has_more": more, "first_id": nil, "last_id": nil}
 	if len(page) > 0 {

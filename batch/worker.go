@@ -68,10 +68,14 @@ func (s *Service) loop(ctx context.Context) {
 	slots := make(chan struct{}, s.o.Workers)
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
-	var lastSweep, lastRenew, lastPurge time.Time
+	var lastSweep, lastRenew, lastPurge, lastCheck time.Time
 	for {
 		now := s.o.Now()
 		if st := s.o.Store(); st != nil {
+			if now.Sub(lastCheck) >= checkEvery {
+				s.checkPassthroughs(ctx, st, lastCheck.IsZero())
+				lastCheck = now
+			}
 			if now.Sub(lastPurge) >= purgeEvery {
 				lastPurge = now
 				s.purge(ctx, st, now)

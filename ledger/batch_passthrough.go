@@ -15,7 +15,7 @@ import (
 // budgets, so that any instance answers for it and exactly one settles
 // it.
 type BatchPassthrough struct {
-	BatchID, Site string
+	BatchID, Site, KeyID string
 	// Provider is the batch API: "anthropic" or "openai".
 	Provider string
 	// Upstream names the deployment's upstream (its kind, base URL and a
@@ -58,6 +58,9 @@ type BatchPassthroughStore interface {
 	// ticket, which ends the reservation). False: settled already or
 	// the lease was lost.
 	SettlePassthrough(ctx context.Context, id, owner string, items []BatchItem, recs []Record, files []BatchFile, now time.Time) (bool, error)
+	// DropHold ends a hold whose batch was never stored (the provider
+	// refused it, or storing failed).
+	DropHold(ctx context.Context, ticket uint64) error
 }
 
 var _ BatchPassthroughStore = (*sqlStore)(nil)
@@ -66,6 +69,7 @@ var _ BatchPassthroughStore = (*sqlStore)(nil)
 const batchPassthroughMigration = `CREATE TABLE batch_passthrough (
 	batch_id TEXT PRIMARY KEY,
 	site TEXT NOT NULL,
+	key_id TEXT NOT NULL,
 	provider TEXT NOT NULL,
 	upstream TEXT NOT NULL,
 	provider_batch_id TEXT NOT NULL,
@@ -82,13 +86,13 @@ const batchPassthroughMigration = `CREATE TABLE batch_passthrough (
 );
 CREATE INDEX batch_passthrough_open ON batch_passthrough (site, settled_us)`
 
-const passthroughColumns = `batch_id, site, provider, upstream, provider_batch_id, provider_file_id, models, hold_ticket, hold_pico, status, counts, polled_us, settled_us`
+const passthroughColumns = `batch_id, site, key_id, provider, upstream, provider_batch_id, provider_file_id, models, hold_ticket, hold_pico, status, counts, polled_us, settled_us`
 
 func scanPassthrough(sc interface{ Scan(...any) error }) (BatchPassthrough, error) {
 	var p BatchPassthrough
 	var models, counts string
 	var ticket, polled, settled int64
-	err := sc.Scan(&p.BatchID, &p.Site, &p.Provider, &p.Upstream, &p.ProviderBatchID, &p.ProviderFileID, &models,
+	err := sc.Scan(&p.BatchID, &p.Site, &p.KeyID, &p.Provider, &p.Upstream, &p.ProviderBatchID, &p.ProviderFileID, &models,
 		&ticket, &p.HoldPico, &p.Status, &counts, &polled, &settled)
 	p.Models, p.Counts = json.RawMessage(models), json.RawMessage(counts)
 	p.HoldTicket, p.Polled, p.Settled = uint64(ticket), fromUS(polled), fromUS(settled)
@@ -109,7 +113,7 @@ func (s *sqlStore) CreatePassthroughBatch(ctx context.Context, b Batch, items []
 		counts = "null"
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO batch_passthrough (`+passthroughColumns+`, lease_owner, lease_until_us)
-VALUES (`+s.ph(1, 13)+`, '', 0)`, p.BatchID, p.Site, p.Provider, p.Upstream, p.ProviderBatchID, p.ProviderFileID,
+VALUES (`+s.ph(1, 14)+`, '', 0)`, p.BatchID, p.Site, p.KeyID, p.Provider, p.Upstream, p.ProviderBatchID, p.ProviderFileID,
 		string(p.Models), int64(p.HoldTicket), p.HoldPico, p.Status, counts, us(p.Polled), int64(0)); err != nil {
 		return err
 	}
@@ -223,4 +227,9 @@ func (s *sqlStore) insertRecordsTx(ctx context.Context, tx *sql.Tx, recs []Recor
 		return err
 	}
 	return s.addRollup(ctx, tx, recs)
+}
+
+func (s *sqlStore) DropHold(ctx context.Context, ticket uint64) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM budget_reservations WHERE ticket = `+s.d.placeholder(1), int64(ticket))
+	return err
 }
