@@ -84,6 +84,9 @@ type Options struct {
 	// ProviderPrice is the fraction of the list price a provider's batch
 	// costs, for holds and records. Default DefaultProviderPrice.
 	ProviderPrice float64
+	// PollCache is how long a provider's answer to a poll of a
+	// passed-through batch is reused. Default 5 seconds.
+	PollCache time.Duration
 	// Failed hears store failures of the worker, which retries them.
 	Failed func(what string, err error)
 	Now    func() time.Time
@@ -131,6 +134,9 @@ func New(o Options) *Service {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.PollCache <= 0 {
+		o.PollCache = pollCache
 	}
 	if o.Failed == nil {
 		o.Failed = func(string, error) {}

@@ -73,7 +73,7 @@ const (
 	// holdMargin outlives the provider's 24 hours: a batch ends by then,
 	// and its settlement may follow a little later.
 	holdMargin = 2 * time.Hour
-	// pollCache is how long a provider's answer to a poll is reused.
+	// pollCache is Options.PollCache's default.
 	pollCache = 5 * time.Second
 	// checkEvery is how often the worker polls open batches no client
 	// polls, so that each settles without one.
@@ -180,7 +180,7 @@ func countsJSON(c ledger.BatchCounts) json.RawMessage {
 
 // viewPassthrough is b as its provider has it: a batch the gateway runs
 // is returned as it is; a passed-through one not settled is polled
-// (at most every pollCache), its counts the provider's, and settled once
+// (at most every PollCache), its counts the provider's, and settled once
 // the provider's batch ended.
 func (s *Service) viewPassthrough(ctx context.Context, st ledger.BatchStore, b ledger.Batch, poll bool) ledger.Batch {
 	ps, ok := passthroughStore(st)
@@ -191,7 +191,7 @@ func (s *Service) viewPassthrough(ctx context.Context, st ledger.BatchStore, b l
 	if err != nil || !p.Settled.IsZero() {
 		return b
 	}
-	if poll && s.o.Now().Sub(p.Polled) >= pollCache {
+	if poll && s.o.Now().Sub(p.Polled) >= s.o.PollCache {
 		if ended := s.poll(ctx, ps, b, &p); ended {
 			if nb, err := st.GetBatch(ctx, b.Owner(), b.ID); err == nil {
 				return nb
