@@ -47,21 +47,26 @@ func newBatchPassthrough(g *Gateway, price float64) *batchPassthrough {
 }
 
 // batchAPI is the provider batch API entry e can take batches on, "" for
-// none: Anthropic's for anthropic/, OpenAI's for openai/ at OpenAI (not a
-// compatible server: vLLM, LM Studio, llama.cpp have none), either
-// anywhere with batch: provider, never with batch: gateway or a seat's
-// pass-through credential.
+// none: Anthropic's for anthropic/ and OpenAI's for openai/ at the
+// provider's own address (not a compatible server at another api_base:
+// vLLM, LM Studio, llama.cpp and most proxies have none), at any address
+// with batch: provider; never with batch: gateway or a seat's own
+// credential (passthrough_auth), which the gateway does not hold.
 func batchAPI(e *modellist.Deployment) string {
-	if e.Batch == modellist.BatchGateway || e.PassthroughAuth || (e.Local && e.Batch != modellist.BatchProvider) {
+	if e.Batch == modellist.BatchGateway || e.PassthroughAuth {
 		return ""
 	}
+	api, home := "", ""
 	switch {
 	case e.Kind == modellist.KindAnthropic:
-		return "anthropic"
+		api, home = "anthropic", "https://api.anthropic.com"
 	case e.Kind == modellist.KindOpenAI && e.Provider == "openai":
-		return "openai"
+		api, home = "openai", "https://api.openai.com/v1"
 	}
-	return ""
+	if e.Batch != modellist.BatchProvider && !strings.EqualFold(strings.TrimRight(e.APIBase, "/"), home) {
+		return ""
+	}
+	return api
 }
 
 // upstreamName names d's upstream for every instance: its API, base URL

@@ -14,6 +14,7 @@ import (
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testwait"
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -229,5 +230,32 @@ func TestBatchPassthroughCancelAndMixed(t *testing.T) {
 	}
 	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+mixed), `"processing_status":"ended"`) }) {
 		t.Fatalf("the mixed batch never ended: %s", s.get("/v1/messages/batches/"+mixed))
+	}
+}
+
+// TestBatchAPIOfAnEntry: batches go to a provider's batch API by default
+// only at the provider's own address; a compatible server (vLLM behind
+// openai/ with an api_base) and a seat never; batch: provider and batch:
+// gateway say otherwise.
+func TestBatchAPIOfAnEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    modellist.Deployment
+		want string
+	}{
+		{"anthropic", modellist.Deployment{Kind: modellist.KindAnthropic, Provider: "anthropic", APIBase: "https://api.anthropic.com"}, "anthropic"},
+		{"openai", modellist.Deployment{Kind: modellist.KindOpenAI, Provider: "openai", APIBase: "https://api.openai.com/v1"}, "openai"},
+		{"vllm at openai/ api_base", modellist.Deployment{Kind: modellist.KindOpenAI, Provider: "openai", Local: true, APIBase: "http://10.0.0.5:8000/v1"}, ""},
+		{"hosted_vllm", modellist.Deployment{Kind: modellist.KindOpenAI, Provider: "hosted_vllm", Local: true, APIBase: "http://gpu:8000/v1"}, ""},
+		{"groq", modellist.Deployment{Kind: modellist.KindOpenAI, Provider: "groq", APIBase: "https://api.groq.com/openai/v1"}, ""},
+		{"anthropic behind a proxy", modellist.Deployment{Kind: modellist.KindAnthropic, Provider: "anthropic", APIBase: "https://proxy.example.com"}, ""},
+		{"proxy said to serve batches", modellist.Deployment{Kind: modellist.KindAnthropic, Provider: "anthropic", APIBase: "https://proxy.example.com", Batch: modellist.BatchProvider}, "anthropic"},
+		{"batch: gateway", modellist.Deployment{Kind: modellist.KindAnthropic, Provider: "anthropic", APIBase: "https://api.anthropic.com", Batch: modellist.BatchGateway}, ""},
+		{"a seat", modellist.Deployment{Kind: modellist.KindAnthropic, Provider: "anthropic", APIBase: "https://api.anthropic.com", PassthroughAuth: true}, ""},
+		{"echo", modellist.Deployment{Kind: modellist.KindEcho, Provider: "echo", Local: true}, ""},
+	} {
+		if got := batchAPI(&tc.e); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

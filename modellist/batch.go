@@ -7,8 +7,8 @@ package modellist
 // The values of batch.
 const (
 	// BatchAuto passes batches through to Anthropic's and OpenAI's own
-	// APIs (anthropic/ and openai/ entries at a cloud address), the
-	// default.
+	// APIs (anthropic/ and openai/ entries at the provider's own
+	// address), the default.
 	BatchAuto = ""
 	// BatchGateway has the gateway run every batch itself.
 	BatchGateway = "gateway"
