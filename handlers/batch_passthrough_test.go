@@ -165,7 +165,9 @@ func TestBatchPassthroughOpenAI(t *testing.T) {
 		Status       string `json:"status"`
 		OutputFileID string `json:"output_file_id"`
 	}
-	if !testwait.Until(func() bool { return json.Unmarshal([]byte(s.get("/v1/batches/"+id)), &b) == nil && b.Status == "completed" }) {
+	if !testwait.Until(func() bool {
+		return json.Unmarshal([]byte(s.get("/v1/batches/"+id)), &b) == nil && b.Status == "completed"
+	}) {
 		t.Fatalf("never completed: %s", s.get("/v1/batches/"+id))
 	}
 	out := s.get("/v1/files/" + b.OutputFileID + "/content")
@@ -228,7 +230,9 @@ func TestBatchPassthroughCancelAndMixed(t *testing.T) {
 	if n, _ := s.fake.Creates(); n != 1 {
 		t.Fatalf("a mixed batch went to the provider (%d creates)", n)
 	}
-	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+mixed), `"processing_status":"ended"`) }) {
+	if !testwait.Until(func() bool {
+		return strings.Contains(s.get("/v1/messages/batches/"+mixed), `"processing_status":"ended"`)
+	}) {
 		t.Fatalf("the mixed batch never ended: %s", s.get("/v1/messages/batches/"+mixed))
 	}
 }

@@ -21,8 +21,8 @@ func TestBatchSetting(t *testing.T) {
 		t.Fatalf("batch: %q", d.Batch)
 	}
 	for src, want := range map[string]string{
-		"{model: openai/gpt-x, api_key: k, batch: always}":                                        `proxy_params.batch: "always" is not a choice: auto`,
-		"{model: ollama/llama3, api_base: 'http://localhost:11434', batch: provider}":             "proxy_params.batch: provider is for anthropic/ and openai/ entries",
+		"{model: openai/gpt-x, api_key: k, batch: always}":                                       `proxy_params.batch: "always" is not a choice: auto`,
+		"{model: ollama/llama3, api_base: 'http://localhost:11434', batch: provider}":            "proxy_params.batch: provider is for anthropic/ and openai/ entries",
 		"{model: hosted_vllm/q, api_base: 'http://gpu:8000/v1', api_key: none, batch: provider}": "hosted_vllm/ batches are run by the gateway",
 	} {
 		_, _, err := Parse([]byte(one(src)), "models.yaml", func(string) (string, bool) { return "", false })

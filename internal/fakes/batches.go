@@ -244,7 +244,7 @@ func openAIAnswer(endpoint, model string) any {
 	}
 	return map[string]any{"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": DefaultReply}, "finish_reason": "stop"}},
-		"usage": usage}
+		"usage":   usage}
 }
 
 func (f *BatchAPI) anthropicResults(b *fakeBatch) []byte {
