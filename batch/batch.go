@@ -85,7 +85,7 @@ type Options struct {
 	// costs, for holds and records. Default DefaultProviderPrice.
 	ProviderPrice float64
 	// PollCache is how long a provider's answer to a poll of a
-	// passed-through batch is reused. Default 5 seconds.
+	// passed-through batch is reused. Default 1 second.
 	PollCache time.Duration
 	// Failed hears store failures of the worker, which retries them.
 	Failed func(what string, err error)

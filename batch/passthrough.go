@@ -74,7 +74,7 @@ const (
 	// and its settlement may follow a little later.
 	holdMargin = 2 * time.Hour
 	// pollCache is Options.PollCache's default.
-	pollCache = 5 * time.Second
+	pollCache = time.Second
 	// checkEvery is how often the worker polls open batches no client
 	// polls, so that each settles without one.
 	checkEvery = 30 * time.Second
