@@ -16,6 +16,7 @@ import (
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/secretscan/secrettest"
 )
 
 // passthroughSetup is a gateway with the aliases claude (anthropic/) and
@@ -28,12 +29,15 @@ type passthroughSetup struct {
 	id   *policy.Identity
 }
 
-func newPassthroughSetup(t *testing.T) *passthroughSetup {
+func newPassthroughSetup(t *testing.T, entryLines ...string) *passthroughSetup {
 	t.Helper()
 	s := &passthroughSetup{st: sqliteLedger(t), fake: &fakes.BatchAPI{Key: "sk-upstream-secret", Hold: true}}
 	srv := httptest.NewServer(s.fake)
 	t.Cleanup(srv.Close)
 	prices := "    model_info:\n      input_cost_per_token: 0.000003\n      output_cost_per_token: 0.000015\n"
+	for _, l := range entryLines {
+		prices += "    " + l + "\n"
+	}
 	yaml := "model_list:\n" +
 		kindEntry("claude", "anthropic/claude-upstream-x", srv.URL, "batch: provider") + prices +
 		kindEntry("oa", "openai/gpt-upstream-y", srv.URL, "batch: provider") + prices +
@@ -42,6 +46,13 @@ func newPassthroughSetup(t *testing.T) *passthroughSetup {
 		o.Responses = func() ledger.ResponseStore { return s.st.(ledger.ResponseStore) }
 		o.Budgets = policy.NewBudgets(func() ledger.SpendStore { return s.st.(ledger.SpendStore) }, nil)
 		o.Batches.PollCache = time.Millisecond
+		if len(entryLines) > 0 {
+			fw, err := testFirewall()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Secrets = fw
+		}
 	})
 	s.id = &policy.Identity{KeyID: "bob", Role: policy.RoleUser, Limits: ledger.Limits{BudgetCents: ledger.Cents(500), BudgetPeriod: "monthly"}}
 	return s
@@ -261,5 +272,30 @@ func TestBatchAPIOfAnEntry(t *testing.T) {
 		if got := batchAPI(&tc.e); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestBatchPassthroughSecretFirewall: the firewall's policy applies to
+// every request of a passed-through batch before the provider sees it:
+// block refuses the batch naming the request, redact sends the
+// placeholder.
+func TestBatchPassthroughSecretFirewall(t *testing.T) {
+	c := secrettest.Corpus(2)[3] // an AWS key id
+	item := func(id string) string {
+		text, _ := json.Marshal("deploy with " + c.Text)
+		return `{"custom_id":"` + id + `","params":{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":` + string(text) + `}]}}`
+	}
+	s := newPassthroughSetup(t, "secrets: {action: block}")
+	rr := s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("clean", "claude", 10)+`,`+item("leaky")+`]}`))
+	if rr.Code != http.StatusBadRequest || !strings.Contains(rr.Body.String(), "request 1 (custom_id leaky)") || strings.Contains(rr.Body.String(), c.Value) {
+		t.Fatalf("blocked: %d %s", rr.Code, rr.Body)
+	}
+	if n, _ := s.fake.Creates(); n != 0 {
+		t.Fatalf("the provider got a batch with a blocked secret")
+	}
+	s = newPassthroughSetup(t, "secrets: {action: redact}")
+	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+item("leaky")+`]}`)))
+	if sent := s.fake.Last(); len(sent) == 0 || bytes.Contains(sent, []byte(c.Value)) {
+		t.Fatalf("the provider was sent %s", sent)
 	}
 }

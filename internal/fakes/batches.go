@@ -29,6 +29,7 @@ type BatchAPI struct {
 	batches  map[string]*fakeBatch
 	files    map[string][]byte
 	models   []string
+	last     []byte // the last batch's requests as sent
 	creates  int
 	badAuths int
 }
@@ -50,6 +51,14 @@ func (f *BatchAPI) Creates() (creates, badAuths int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.creates, f.badAuths
+}
+
+// Last is the last batch's requests as they were sent: the Message
+// Batches create body, or the uploaded JSONL file.
+func (f *BatchAPI) Last() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]byte(nil), f.last...)
 }
 
 // Models are the models the batches' requests named, in order.
@@ -142,7 +151,8 @@ func (f *BatchAPI) createAnthropic(w http.ResponseWriter, r *http.Request) {
 			} `json:"params"`
 		} `json:"requests"`
 	}
-	if json.NewDecoder(r.Body).Decode(&in) != nil || len(in.Requests) == 0 {
+	body, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(body, &in) != nil || len(in.Requests) == 0 {
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad batch"}}`, http.StatusBadRequest)
 		return
 	}
@@ -151,6 +161,7 @@ func (f *BatchAPI) createAnthropic(w http.ResponseWriter, r *http.Request) {
 		b.ids, b.models = append(b.ids, q.CustomID), append(b.models, q.Params.Model)
 	}
 	f.add(b)
+	f.last = body
 	f.writeBatch(w, f.newID("msgbatch_"), b)
 }
 
@@ -199,6 +210,7 @@ func (f *BatchAPI) createOpenAI(w http.ResponseWriter, r *http.Request) {
 		b.ids, b.models = append(b.ids, q.CustomID), append(b.models, q.Body.Model)
 	}
 	f.add(b)
+	f.last = content
 	f.writeBatch(w, f.newID("batch_"), b)
 }
 
