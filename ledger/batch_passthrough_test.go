@@ -3,9 +3,11 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestBatchPassthroughSettlesOnce: a passed-through batch's items are
@@ -78,6 +80,38 @@ func TestBatchPassthroughSettlesOnce(t *testing.T) {
 		}
 		if open, _ := ps.OpenPassthroughs(ctx, "site-a"); len(open) != 0 {
 			t.Fatalf("still open: %+v", open)
+		}
+	})
+}
+
+// TestBatchFileChunks: a file read in pieces is its content whole, never
+// cut inside a UTF-8 sequence; a missing file is ErrBatchFileNotFound.
+func TestBatchFileChunks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		fs := s.(BatchFileStreamer)
+		ctx := context.Background()
+		content := strings.Repeat("ascii é 😀 ", 5000)
+		f := BatchFile{ID: "file-big", Site: "site-a", KeyID: "alice", Purpose: "batch", Filename: "x", Created: t0, Expires: t0.Add(time.Hour), Content: []byte(content)}
+		if err := s.(BatchStore).PutBatchFile(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		pieces := 0
+		if err := fs.BatchFileChunks(ctx, alice, f.ID, 1000, func(b []byte) error {
+			if !utf8.Valid(b) {
+				t.Fatalf("piece %d cut a character", pieces)
+			}
+			pieces++
+			got = append(got, b...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != content || pieces < 40 {
+			t.Fatalf("%d pieces, %d of %d bytes", pieces, len(got), len(content))
+		}
+		if err := fs.BatchFileChunks(ctx, BatchOwner{Site: "site-a", KeyID: "bob"}, f.ID, 1000, func([]byte) error { return nil }); err != ErrBatchFileNotFound {
+			t.Fatalf("another key's file: %v", err)
 		}
 	})
 }
