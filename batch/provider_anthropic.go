@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // anthropicProvider is Anthropic's Message Batches API
@@ -131,21 +132,5 @@ func anthropicErrorStatus(body json.RawMessage) int {
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(body, &e)
-	switch e.Error.Type {
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "permission_error":
-		return http.StatusForbidden
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "overloaded_error":
-		return 529
-	}
-	return http.StatusInternalServerError
+	return providers.StatusForErrorType(e.Error.Type)
 }

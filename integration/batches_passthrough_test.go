@@ -67,6 +67,7 @@ func TestBatchesPassthroughTwoInstancesPostgres(t *testing.T) {
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
 
 	dir, node := testbin.NodeSDKs(t)
+	installScript(t, dir, "batch_poll.mjs")
 	out := runNode(t, dir, node, installScript(t, dir, "batches_passthrough.mjs"), "MODELGATE_BASE_A="+a.base, "MODELGATE_BASE_B="+b.base,
 		"MODELGATE_API_KEY="+aliceKey, "MODELGATE_TIGHT_KEY="+tightKey, "MODELGATE_CLAUDE=pclaude", "MODELGATE_OA=poa",
 		"MODELGATE_FINISH="+srv.URL+"/finish")
