@@ -3,8 +3,10 @@ package batch
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
+	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
 )
 
@@ -57,11 +59,17 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 			alias = kept.Aliases[it.Seq]
 		}
 		r := results[i]
+		ran := r != nil
 		if r == nil {
 			// Not in the provider's results: it never ran.
 			r = &providerResult{State: ledger.ItemExpired}
-			if !b.Cancelled.IsZero() {
+			switch {
+			case !b.Cancelled.IsZero():
 				r.State = ledger.ItemCanceled
+			case pb.Status == "failed":
+				// OpenAI refused the batch as a whole (its validation).
+				r = &providerResult{State: ledger.ItemErrored, Status: http.StatusBadGateway,
+					Body: (&apierror.Error{Status: http.StatusBadGateway, Message: "the provider failed the batch without running this request"}).Body(familyOf(b.Endpoint))}
 			}
 		}
 		e := ledger.BatchItem{ID: it.ID, CustomID: it.CustomID, Seq: it.Seq, State: r.State, StatusCode: r.Status}
@@ -73,7 +81,7 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		}
 		e = storableItem(e, b.Endpoint)
 		ended[i] = e
-		if r.State != ledger.ItemSucceeded && r.State != ledger.ItemErrored {
+		if !ran || (r.State != ledger.ItemSucceeded && r.State != ledger.ItemErrored) {
 			continue
 		}
 		m := models[alias]

@@ -140,7 +140,10 @@ func (p *batchPassthrough) Plan(ctx context.Context, id *policy.Identity, endpoi
 		if d == nil || (name != "" && n != name) || !strings.HasPrefix(n, want+" ") {
 			return nil, nil
 		}
-		if cf == providers.FormatEmbeddings && !d.Embeddings() {
+		// The request goes as the provider's API takes it: embeddings to
+		// an upstream that serves them, Responses to one that takes them
+		// natively (not translated to chat completions).
+		if (cf == providers.FormatEmbeddings && !d.Embeddings()) || (cf == providers.FormatResponses && !d.Entry().ResponsesNative) {
 			return nil, nil
 		}
 		deps[i], name = d, n
