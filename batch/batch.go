@@ -87,6 +87,9 @@ type Options struct {
 	// PollCache is how long a provider's answer to a poll of a
 	// passed-through batch is reused. Default 1 second.
 	PollCache time.Duration
+	// CheckEvery is how often the worker polls a passed-through batch no
+	// client polled, so that it settles without one. Default 30 seconds.
+	CheckEvery time.Duration
 	// Failed hears store failures of the worker, which retries them.
 	Failed func(what string, err error)
 	Now    func() time.Time
@@ -137,6 +140,9 @@ func New(o Options) *Service {
 	}
 	if o.PollCache <= 0 {
 		o.PollCache = pollCache
+	}
+	if o.CheckEvery <= 0 {
+		o.CheckEvery = checkEvery
 	}
 	if o.Failed == nil {
 		o.Failed = func(string, error) {}

@@ -75,8 +75,7 @@ const (
 	holdMargin = 2 * time.Hour
 	// pollCache is Options.PollCache's default.
 	pollCache = time.Second
-	// checkEvery is how often the worker polls open batches no client
-	// polls, so that each settles without one.
+	// checkEvery is Options.CheckEvery's default.
 	checkEvery = 30 * time.Second
 	// settleLease bounds one instance's settlement of a batch.
 	settleLease = 5 * time.Minute
@@ -282,7 +281,7 @@ func (s *Service) checkPassthroughs(ctx context.Context, st ledger.BatchStore, r
 				s.o.Passthrough.Restore(id, p.HoldTicket, p.HoldPico)
 			}
 		}
-		if s.o.Now().Sub(p.Polled) < checkEvery {
+		if s.o.Now().Sub(p.Polled) < s.o.CheckEvery {
 			continue
 		}
 		b, err := st.GetBatch(ctx, ledger.BatchOwner{Site: p.Site, KeyID: p.KeyID}, p.BatchID)

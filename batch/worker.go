@@ -74,7 +74,7 @@ func (s *Service) loop(ctx context.Context) {
 	for {
 		now := s.o.Now()
 		if st := s.o.Store(); st != nil {
-			if now.Sub(lastCheck) >= checkEvery && checking.CompareAndSwap(false, true) {
+			if now.Sub(lastCheck) >= s.o.CheckEvery && checking.CompareAndSwap(false, true) {
 				// Apart from the loop: a provider's answers must not hold
 				// up the items this instance runs.
 				restore := lastCheck.IsZero()

@@ -46,6 +46,7 @@ func newPassthroughSetup(t *testing.T, entryLines ...string) *passthroughSetup {
 		o.Responses = func() ledger.ResponseStore { return s.st.(ledger.ResponseStore) }
 		o.Budgets = policy.NewBudgets(func() ledger.SpendStore { return s.st.(ledger.SpendStore) }, nil)
 		o.Batches.PollCache = time.Millisecond
+		o.Batches.CheckEvery = 10 * time.Millisecond
 		if len(entryLines) > 0 {
 			fw, err := testFirewall()
 			if err != nil {
@@ -297,5 +298,16 @@ func TestBatchPassthroughSecretFirewall(t *testing.T) {
 	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+item("leaky")+`]}`)))
 	if sent := s.fake.Last(); len(sent) == 0 || bytes.Contains(sent, []byte(c.Value)) {
 		t.Fatalf("the provider was sent %s", sent)
+	}
+}
+
+// TestBatchPassthroughSettlesWithoutAPoll: the batch worker polls an open
+// passed-through batch no client asks about, and settles it once it ended.
+func TestBatchPassthroughSettlesWithoutAPoll(t *testing.T) {
+	s := newPassthroughSetup(t)
+	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("w1", "claude", 10)+`]}`)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return len(s.batchRecords(t)) == 1 }) {
+		t.Fatalf("no record without a poll: %+v", s.batchRecords(t))
 	}
 }
