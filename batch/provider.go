@@ -70,6 +70,9 @@ func (up Upstream) call(ctx context.Context, method, path, contentType string, b
 	req, err := http.NewRequestWithContext(ctx, method, up.BaseURL+path, body)
 	if err != nil {
 		cancel()
+		if c, ok := body.(io.Closer); ok {
+			_ = c.Close() // a streamed body's writer waits for a reader
+		}
 		return nil, err
 	}
 	req.Header = up.Header.Clone()
@@ -245,4 +248,14 @@ func answerUsage(body json.RawMessage) (input, output, cacheRead, cacheWrite int
 		return pos(u.InputTokens) - cached, pos(u.OutputTokens), cached, 0
 	}
 	return pos(u.InputTokens), pos(u.OutputTokens), pos(u.CacheRead), pos(u.CacheCreation)
+}
+
+// streamed is a body write produces as it is read: the write runs
+// beside the reader, and its error ends the read. The transport closes
+// it when the call ends, which ends a write the call did not read to its
+// end.
+func streamed(write func(io.Writer) error) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(write(pw)) }()
+	return pr
 }

@@ -1,10 +1,10 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -17,21 +17,32 @@ import (
 type anthropicProvider struct{}
 
 func (anthropicProvider) create(ctx context.Context, up Upstream, _ string, ids []string, bodies [][]byte) (string, string, error) {
-	var buf bytes.Buffer
-	buf.WriteString(`{"requests":[`)
-	for i, id := range ids {
-		if i > 0 {
-			buf.WriteByte(',')
+	// Written as it is sent: the requests are in memory once already.
+	body := streamed(func(w io.Writer) error {
+		if _, err := io.WriteString(w, `{"requests":[`); err != nil {
+			return err
 		}
-		cid, _ := json.Marshal(id)
-		buf.WriteString(`{"custom_id":`)
-		buf.Write(cid)
-		buf.WriteString(`,"params":`)
-		buf.Write(bodies[i])
-		buf.WriteByte('}')
+		for i, id := range ids {
+			cid, _ := json.Marshal(id)
+			sep := `,{"custom_id":`
+			if i == 0 {
+				sep = sep[1:]
+			}
+			for _, part := range [][]byte{[]byte(sep), cid, []byte(`,"params":`), bodies[i], []byte("}")} {
+				if _, err := w.Write(part); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := io.WriteString(w, `]}`)
+		return err
+	})
+	resp, err := up.call(ctx, http.MethodPost, "/v1/messages/batches", "application/json", body)
+	if err != nil {
+		return "", "", err
 	}
-	buf.WriteString(`]}`)
-	out, err := up.callJSON(ctx, http.MethodPost, "/v1/messages/batches", buf.Bytes())
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return "", "", err
 	}

@@ -1,10 +1,10 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -17,22 +17,32 @@ import (
 type openAIProvider struct{}
 
 func (openAIProvider) create(ctx context.Context, up Upstream, endpoint string, ids []string, bodies [][]byte) (string, string, error) {
-	var jsonl bytes.Buffer
-	for i, id := range ids {
-		cid, _ := json.Marshal(id)
-		jsonl.WriteString(`{"custom_id":`)
-		jsonl.Write(cid)
-		jsonl.WriteString(`,"method":"POST","url":"` + endpoint + `","body":`)
-		jsonl.Write(bodies[i])
-		jsonl.WriteString("}\n")
-	}
-	var form bytes.Buffer
-	mw := multipart.NewWriter(&form)
-	_ = mw.WriteField("purpose", "batch")
-	fw, _ := mw.CreateFormFile("file", "modelgate-batch.jsonl")
-	_, _ = fw.Write(jsonl.Bytes())
-	_ = mw.Close()
-	resp, err := up.call(ctx, http.MethodPost, "/files", mw.FormDataContentType(), &form)
+	// The JSONL file is written into the form as the form is sent: the
+	// requests are in memory once already.
+	boundary := multipart.NewWriter(io.Discard).Boundary()
+	form := streamed(func(w io.Writer) error {
+		mw := multipart.NewWriter(w)
+		if err := mw.SetBoundary(boundary); err != nil {
+			return err
+		}
+		if err := mw.WriteField("purpose", "batch"); err != nil {
+			return err
+		}
+		fw, err := mw.CreateFormFile("file", "modelgate-batch.jsonl")
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			cid, _ := json.Marshal(id)
+			for _, part := range [][]byte{[]byte(`{"custom_id":`), cid, []byte(`,"method":"POST","url":"` + endpoint + `","body":`), bodies[i], []byte("}\n")} {
+				if _, err := fw.Write(part); err != nil {
+					return err
+				}
+			}
+		}
+		return mw.Close()
+	})
+	resp, err := up.call(ctx, http.MethodPost, "/files", "multipart/form-data; boundary="+boundary, form)
 	if err != nil {
 		return "", "", err
 	}
