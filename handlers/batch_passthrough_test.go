@@ -311,3 +311,25 @@ func TestBatchPassthroughSettlesWithoutAPoll(t *testing.T) {
 		t.Fatalf("no record without a poll: %+v", s.batchRecords(t))
 	}
 }
+
+// TestBatchPassthroughProviderRefusal: a provider that refuses the batch
+// (here the deployment's key) is a 502 naming it, never the key, and the
+// batch's hold is given back at once.
+func TestBatchPassthroughProviderRefusal(t *testing.T) {
+	s := newPassthroughSetup(t)
+	big := func(n int) []byte {
+		var parts []string
+		for i := range n {
+			parts = append(parts, messageItem("q"+strconv.Itoa(i), "claude", 100000))
+		}
+		return []byte(`{"requests":[` + strings.Join(parts, ",") + `]}`)
+	}
+	s.fake.SetKey("sk-rotated")
+	rr := s.send(http.MethodPost, "/v1/messages/batches", "", big(4))
+	if rr.Code != http.StatusBadGateway || !strings.Contains(rr.Body.String(), "401") || strings.Contains(rr.Body.String(), "sk-upstream-secret") {
+		t.Fatalf("provider refusal: %d %s", rr.Code, rr.Body)
+	}
+	s.fake.SetKey("sk-upstream-secret")
+	// $4.50 of $5 fits only if the refused batch's $3 was given back.
+	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", big(6)))
+}

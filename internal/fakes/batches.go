@@ -68,6 +68,14 @@ func (f *BatchAPI) Models() []string {
 	return append([]string(nil), f.models...)
 }
 
+// SetKey changes the credential the fake accepts (a key rotated
+// upstream).
+func (f *BatchAPI) SetKey(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Key = key
+}
+
 // Finish ends every batch in progress.
 func (f *BatchAPI) Finish() {
 	f.mu.Lock()
