@@ -77,6 +77,8 @@ const (
 	pollCache = time.Second
 	// checkEvery is Options.CheckEvery's default.
 	checkEvery = 30 * time.Second
+	// pollWait bounds a poll of the provider.
+	pollWait = 10 * time.Second
 	// settleLease bounds one instance's settlement of a batch.
 	settleLease = 5 * time.Minute
 )
@@ -213,7 +215,11 @@ func (s *Service) poll(ctx context.Context, ps ledger.BatchPassthroughStore, b l
 		return false
 	}
 	prov := providerOf(p.Provider)
-	pb, err := prov.get(ctx, up, p.ProviderBatchID)
+	// A slow provider delays the poll by pollWait at most; the client then
+	// sees the counts of the last poll.
+	gctx, cancel := context.WithTimeout(ctx, pollWait)
+	pb, err := prov.get(gctx, up, p.ProviderBatchID)
+	cancel()
 	if err != nil {
 		s.o.Failed("polling a passed-through batch at its provider", err)
 		return false
@@ -226,7 +232,10 @@ func (s *Service) poll(ctx context.Context, ps ledger.BatchPassthroughStore, b l
 	if !pb.Ended {
 		return false
 	}
-	return s.settle(ctx, ps, b, *p, up, prov, pb)
+	// The settlement outlives a client that stops waiting for it.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleLease)
+	defer cancel()
+	return s.settle(sctx, ps, b, *p, up, prov, pb)
 }
 
 type upstreamMissing struct{ name string }

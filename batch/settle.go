@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/modelgate/modelgate/apierror"
 	"github.com/modelgate/modelgate/ledger"
@@ -106,9 +105,7 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 	}
 	b.Ended = now
 	files := s.resultFiles(b, ended, now)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	settled, err := ps.SettlePassthrough(cctx, b.ID, s.owner, ended, recs, files, now)
+	settled, err := ps.SettlePassthrough(ctx, b.ID, s.owner, ended, recs, files, now)
 	if err != nil {
 		s.o.Failed("settling a passed-through batch", err)
 		return false
@@ -117,9 +114,9 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		return false
 	}
 	if len(recs) == 0 {
-		_ = ps.DropHold(cctx, p.HoldTicket)
+		_ = ps.DropHold(ctx, p.HoldTicket)
 	}
-	s.o.Passthrough.Release(cctx, p.HoldTicket)
+	s.o.Passthrough.Release(ctx, p.HoldTicket)
 	return true
 }
 
