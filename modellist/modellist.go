@@ -54,11 +54,11 @@ type Deployment struct {
 	// continue a trailing assistant message ("" when it cannot), so a
 	// stream cut elsewhere can be continued on it.
 	AssistantPrefill string
+	RPM, TPM         int64   // 0 = unlimited
+	Weight           float64 // default 1; always > 0
 	// Batch is whether batches go to the provider's own batch API:
 	// BatchAuto, BatchGateway or BatchProvider (batch.go).
-	Batch    string
-	RPM, TPM int64   // 0 = unlimited
-	Weight   float64 // default 1; always > 0
+	Batch string
 	// ExtraHeaders are sent upstream with every request. Values may have come
 	// from os.environ/NAME and are treated as secrets: excluded from JSON and
 	// String output. Names are canonicalized (X-Team), which is how net/http
