@@ -189,6 +189,9 @@ type provider interface {
 	cancel(ctx context.Context, up Upstream, id string) error
 	// results calls fn with each request's end, once the batch ended.
 	results(ctx context.Context, up Upstream, b providerBatch, fn func(providerResult) error) error
+	// forget deletes what the provider keeps of an ended batch (its
+	// batch, its files), once the gateway keeps the results.
+	forget(ctx context.Context, up Upstream, b providerBatch, inputFileID string) error
 }
 
 // withModel is body with its top-level model set to model: a provider's

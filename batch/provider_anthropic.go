@@ -78,6 +78,11 @@ func (anthropicProvider) results(ctx context.Context, up Upstream, b providerBat
 	})
 }
 
+func (anthropicProvider) forget(ctx context.Context, up Upstream, b providerBatch, _ string) error {
+	_, err := up.callJSON(ctx, http.MethodDelete, "/v1/messages/batches/"+url.PathEscape(b.ID), nil)
+	return err
+}
+
 // decodeAnthropicBatch reads a MessageBatch: its id, processing_status
 // and request_counts.
 func decodeAnthropicBatch(body []byte) (providerBatch, error) {

@@ -100,6 +100,19 @@ func (openAIProvider) results(ctx context.Context, up Upstream, b providerBatch,
 	return nil
 }
 
+func (openAIProvider) forget(ctx context.Context, up Upstream, b providerBatch, inputFileID string) error {
+	var first error
+	for _, id := range []string{inputFileID, b.OutputFileID, b.ErrorFileID} {
+		if id == "" {
+			continue
+		}
+		if _, err := up.callJSON(ctx, http.MethodDelete, "/files/"+url.PathEscape(id), nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // openAIEnded are the statuses after which an OpenAI batch runs nothing
 // more.
 func openAIEnded(status string) bool {

@@ -117,6 +117,11 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		_ = ps.DropHold(ctx, p.HoldTicket)
 	}
 	s.o.Passthrough.Release(ctx, p.HoldTicket)
+	// The gateway keeps the results now: the provider's copies go
+	// (best effort; the provider's own retention ends them otherwise).
+	if err := prov.forget(ctx, up, pb, p.ProviderFileID); err != nil {
+		s.o.Failed("deleting a settled batch's copies at its provider", err)
+	}
 	return true
 }
 

@@ -138,6 +138,9 @@ func TestBatchPassthroughAnthropic(t *testing.T) {
 		t.Fatalf("results: %s", res)
 	}
 	s.get("/v1/messages/batches/" + id)
+	if batches, _ := s.fake.Kept(); batches != 0 {
+		t.Fatalf("the provider still keeps the settled batch")
+	}
 	recs := s.batchRecords(t)
 	if len(recs) != 2 {
 		t.Fatalf("%d batch records, want one per request: %+v", len(recs), recs)
@@ -188,6 +191,11 @@ func TestBatchPassthroughOpenAI(t *testing.T) {
 	}
 	if recs := s.batchRecords(t); len(recs) != 2 || recs[0].CostPicoUSD != discountedItemPico {
 		t.Fatalf("records: %+v", recs)
+	}
+	// Settled, the gateway keeps the results: the provider's input and
+	// output files are deleted.
+	if _, files := s.fake.Kept(); files != 0 {
+		t.Fatalf("the provider still keeps %d files", files)
 	}
 }
 

@@ -109,6 +109,8 @@ func (f *BatchAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case anthropic && r.Method == http.MethodPost && id == "":
 		f.createAnthropic(w, r)
+	case r.Method == http.MethodDelete:
+		f.forget(w, strings.HasPrefix(p, "/v1/files"), id)
 	case strings.HasPrefix(p, "/v1/files") && r.Method == http.MethodPost:
 		f.upload(w, r)
 	case strings.HasPrefix(p, "/v1/files") && action == "content":
@@ -143,6 +145,32 @@ func (f *BatchAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.writeBatch(w, id, b)
 	}
+}
+
+// forget deletes a file, or an ended message batch, as the APIs do.
+func (f *BatchAPI) forget(w http.ResponseWriter, file bool, id string) {
+	if file {
+		if _, ok := f.files[id]; !ok {
+			http.Error(w, `{"error":{"message":"no such file"}}`, http.StatusNotFound)
+			return
+		}
+		delete(f.files, id)
+		_, _ = fmt.Fprintf(w, `{"id":%q,"object":"file","deleted":true}`, id)
+		return
+	}
+	if b := f.batches[id]; b == nil || b.state != "ended" {
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"no ended batch "}}`, http.StatusBadRequest)
+		return
+	}
+	delete(f.batches, id)
+	_, _ = fmt.Fprintf(w, `{"id":%q,"type":"message_batch_deleted"}`, id)
+}
+
+// Kept is how many batches and files the fake still keeps.
+func (f *BatchAPI) Kept() (batches, files int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.batches), len(f.files)
 }
 
 func (f *BatchAPI) newID(prefix string) string {
