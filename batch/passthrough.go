@@ -140,7 +140,11 @@ func (s *Service) tryPassthrough(w http.ResponseWriter, r *http.Request, st ledg
 	row := ledger.BatchPassthrough{BatchID: b.ID, Site: b.Site, KeyID: b.KeyID, Provider: plan.Upstream.API, Upstream: plan.Upstream.Name,
 		ProviderBatchID: pid, ProviderFileID: fid, Models: models, HoldTicket: ticket, HoldPico: plan.WorstPico,
 		Status: "in_progress", Counts: countsJSON(ledger.BatchCounts{Running: int64(len(reqs))}), Polled: now}
-	if err := ps.CreatePassthroughBatch(ctx, b, items, row); err != nil {
+	// The provider has it: it is stored whether or not the client still
+	// waits for the answer.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeBudget)
+	defer cancel()
+	if err := ps.CreatePassthroughBatch(sctx, b, items, row); err != nil {
 		// Nothing of it is stored: the provider's batch is cancelled
 		// rather than left to run unrecorded.
 		cctx, cancel := context.WithTimeout(context.Background(), providerTimeout)

@@ -57,6 +57,8 @@ func (openAIProvider) create(ctx context.Context, up Upstream, endpoint string, 
 	create, _ := json.Marshal(map[string]string{"input_file_id": file.ID, "endpoint": endpoint, "completion_window": "24h"})
 	out, err := up.callJSON(ctx, http.MethodPost, "/batches", create)
 	if err != nil {
+		// No batch reads the uploaded file: it goes too (best effort).
+		_, _ = up.callJSON(context.WithoutCancel(ctx), http.MethodDelete, "/files/"+url.PathEscape(file.ID), nil)
 		return "", file.ID, err
 	}
 	b, err := decodeOpenAIBatch(out)
