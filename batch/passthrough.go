@@ -130,6 +130,7 @@ func (s *Service) tryPassthrough(w http.ResponseWriter, r *http.Request, st ledg
 	pid, fid, err := prov.create(ctx, plan.Upstream, b.Endpoint, ids, plan.Bodies)
 	if err != nil {
 		drop()
+		s.o.Failed("creating a batch at its provider", err)
 		return refuse(providerRefusal(err, "creating the batch"))
 	}
 	models, _ := json.Marshal(storedModels{Models: plan.Models, Aliases: plan.Aliases})
@@ -162,10 +163,17 @@ func (s *Service) tryPassthrough(w http.ResponseWriter, r *http.Request, st ledg
 // anything else a 502.
 func providerRefusal(err error, doing string) *apierror.Error {
 	if pe, ok := err.(*providerError); ok && pe.Status >= 400 && pe.Status < 500 && pe.Status != http.StatusUnauthorized && pe.Status != http.StatusForbidden && pe.Status != http.StatusTooManyRequests {
+		// The provider found a request invalid: the caller's to fix.
 		return &apierror.Error{Status: http.StatusBadRequest, Message: "the provider refused the batch: " + pe.Message}
 	}
-	e := &apierror.Error{Status: http.StatusBadGateway, Message: "the provider's batch API failed " + doing + ": " + err.Error()}
-	if pe, ok := err.(*providerError); ok && (pe.Status == http.StatusTooManyRequests || pe.Status >= 500) {
+	pe, ok := err.(*providerError)
+	if !ok {
+		// A transport error names the upstream's address: the caller
+		// learns only that it failed.
+		return &apierror.Error{Status: http.StatusBadGateway, RetryAfter: "30", Message: "the provider's batch API could not be reached " + doing + "; retry"}
+	}
+	e := &apierror.Error{Status: http.StatusBadGateway, Message: "the provider's batch API failed " + doing + ": " + pe.Error()}
+	if pe.Status == http.StatusTooManyRequests || pe.Status >= 500 {
 		e.Status, e.RetryAfter = http.StatusServiceUnavailable, "30"
 	}
 	return e
