@@ -94,7 +94,7 @@ func (s *Service) listAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]json.RawMessage, len(page))
 	for i, b := range page {
-		data[i] = anthropicBatchJSON(r, b)
+		data[i] = anthropicBatchJSON(r, s.viewPassthrough(r.Context(), st, b, false))
 	}
 	out := map[string]any{"data": data, "has_more": more, "first_id": nil, "last_id": nil}
 	if len(page) > 0 {
@@ -129,24 +129,14 @@ func (s *Service) resultsAnthropic(w http.ResponseWriter, r *http.Request, id st
 			Message: "message batch " + quoteID(id) + " is still processing; its results are ready once processing_status is \"ended\""}).Write(w, f)
 		return
 	}
-	h := s.newHold(r.Context())
-	defer h.release()
+	gone := &apierror.Error{Status: http.StatusNotFound,
+		Message: "the results of message batch " + quoteID(id) + " are no longer kept (the gateway's batch_retention)"}
 	meta, err := st.GetBatchFile(r.Context(), b.Owner(), b.OutputFileID)
-	if err == nil {
-		if e := h.take(downloadCopies * meta.Bytes); e != nil {
-			e.Write(w, f)
-			return
-		}
-	}
-	file, err := st.BatchFileContent(r.Context(), b.Owner(), b.OutputFileID)
 	if err != nil {
-		(&apierror.Error{Status: http.StatusNotFound,
-			Message: "the results of message batch " + quoteID(id) + " are no longer kept (the gateway's batch_retention)"}).Write(w, f)
+		gone.Write(w, f)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-jsonl")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(file.Content)
+	s.sendFile(w, r, st, meta, "application/x-jsonl", f, gone)
 }
 
 // rfc3339 is a time as Anthropic writes it, or null.

@@ -77,6 +77,19 @@ type Options struct {
 	// input counts against while it is read, decoded and stored; nil:
 	// only MaxBytes bounds it.
 	Memory Memory
+	// Passthrough, when set, sends a batch whose requests all go to one
+	// upstream with a batch API to that API (passthrough.go); nil: the
+	// gateway runs every batch.
+	Passthrough Passthrough
+	// ProviderPrice is the fraction of the list price a provider's batch
+	// costs, for holds and records. Default DefaultProviderPrice.
+	ProviderPrice float64
+	// PollCache is how long a provider's answer to a poll of a
+	// passed-through batch is reused. Default 1 second.
+	PollCache time.Duration
+	// CheckEvery is how often the worker polls a passed-through batch no
+	// client polled, so that it settles without one. Default 30 seconds.
+	CheckEvery time.Duration
 	// Failed hears store failures of the worker, which retries them.
 	Failed func(what string, err error)
 	Now    func() time.Time
@@ -89,6 +102,9 @@ const (
 	DefaultWorkers   = 2
 	DefaultMaxBytes  = 100 << 20
 	DefaultMaxItems  = 50000
+	// DefaultProviderPrice is Anthropic's and OpenAI's batch discount:
+	// half the list price.
+	DefaultProviderPrice = 0.5
 	// completionWindow is both APIs' 24 hours: items not run by then end
 	// expired.
 	completionWindow = 24 * time.Hour
@@ -121,6 +137,12 @@ func New(o Options) *Service {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.PollCache <= 0 {
+		o.PollCache = pollCache
+	}
+	if o.CheckEvery <= 0 {
+		o.CheckEvery = checkEvery
 	}
 	if o.Failed == nil {
 		o.Failed = func(string, error) {}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelgate/modelgate/internal/testwait"
 )
 
 // TestFileDownloadsCountAgainstBodyMemory: a file's content sent back is
@@ -45,8 +47,34 @@ func TestFileDownloadsCountAgainstBodyMemory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A handler gives its hold back after its last byte reached the
+	// client.
+	testwait.Until(func() bool { used, _ := mem.state(); return used == 0 })
 	used, peak := mem.state()
 	if served == 0 || peak == 0 || peak > mem.max || used != 0 {
 		t.Fatalf("16 downloads: %d served, %d refused; peak %d of %d, %d still held", served, full, peak, mem.max, used)
+	}
+}
+
+// TestFileDownloadIsStreamed: a file larger than a piece is sent whole,
+// while the download holds no more than two pieces of the bound.
+func TestFileDownloadIsStreamed(t *testing.T) {
+	st := sqliteStore(t)
+	mem := &boundedMemory{max: 16 << 20}
+	srv := instance(t, st, newRunner(), Options{Memory: mem})
+	content := bytes.Repeat(openAIInput(1), (3<<20)/len(openAIInput(1)))
+	status, b := upload(t, srv.URL, content, "batch")
+	if status != 200 {
+		t.Fatalf("upload %d %s", status, b)
+	}
+	mem.mu.Lock()
+	mem.peak = 0
+	mem.mu.Unlock()
+	s, body := call(t, "GET", srv.URL+"/v1/files/"+field(t, b, "id")+"/content", "", nil, "")
+	if s != 200 || !bytes.Equal(body, content) {
+		t.Fatalf("download %d, %d of %d bytes", s, len(body), len(content))
+	}
+	if _, peak := mem.state(); peak == 0 || peak > downloadCopies*4*streamChunk {
+		t.Fatalf("a %d-byte download held %d bytes of the bound", len(content), peak)
 	}
 }

@@ -203,25 +203,11 @@ func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request, id string) 
 
 func (s *Service) fileContent(w http.ResponseWriter, r *http.Request, id string) {
 	meta, st, e := s.openAIFile(r, id)
-	h := s.newHold(r.Context())
-	defer h.release()
-	if e == nil {
-		e = h.take(downloadCopies * meta.Bytes)
-	}
 	if e != nil {
 		e.Write(w, apierror.OpenAI)
 		return
 	}
-	_, key := s.ownerOf(r)
-	file, err := st.BatchFileContent(r.Context(), key, id)
-	if err != nil {
-		storeError(err, "file", id).Write(w, apierror.OpenAI)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.Itoa(len(file.Content)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(file.Content)
+	s.sendFile(w, r, st, meta, "application/octet-stream", apierror.OpenAI, storeError(ledger.ErrBatchFileNotFound, "file", id))
 }
 
 func (s *Service) listFiles(w http.ResponseWriter, r *http.Request) {

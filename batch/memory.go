@@ -35,6 +35,10 @@ func MemoryFor(maxBytes int64) int64 { return workingSet * maxBytes }
 // the store's copy and the driver's buffer it was read from.
 const downloadCopies = 2
 
+// streamChunk is the characters of a file sent back per read of the
+// store, when it reads in pieces: at most 1 MiB of UTF-8.
+const streamChunk = 256 << 10
+
 // holdStep is the least taken from the bound at a time, so a body read
 // in small pieces does not take the bound's lock per piece.
 const holdStep = 1 << 20

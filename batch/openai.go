@@ -128,7 +128,7 @@ func (s *Service) listOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]json.RawMessage, len(page))
 	for i, b := range page {
-		data[i] = openAIBatchJSON(b)
+		data[i] = openAIBatchJSON(s.viewPassthrough(r.Context(), st, b, false))
 	}
 	writeJSON(w, http.StatusOK, openAIList(data, more))
 }

@@ -82,7 +82,7 @@ func (s *Service) batchOf(w http.ResponseWriter, r *http.Request, api, id string
 		storeError(err, what, id).Write(w, f)
 		return nil, b, false
 	}
-	return st, b, true
+	return st, s.viewPassthrough(r.Context(), st, b, true), true
 }
 
 // cancel asks batch id of api to stop and answers it as render shows it.
@@ -91,17 +91,21 @@ func (s *Service) cancel(w http.ResponseWriter, r *http.Request, api, id string,
 	if !ok {
 		return
 	}
+	f := apierror.OpenAI
+	if api == apiAnthropic {
+		f = apierror.Anthropic
+	}
+	if e := s.cancelAtProvider(r.Context(), st, b); e != nil {
+		e.Write(w, f)
+		return
+	}
 	b, err := st.CancelBatch(r.Context(), b.Owner(), id, s.o.Now())
 	if err != nil {
-		f := apierror.OpenAI
-		if api == apiAnthropic {
-			f = apierror.Anthropic
-		}
 		storeError(err, "batch", id).Write(w, f)
 		return
 	}
 	s.poke()
-	writeJSON(w, http.StatusOK, render(b))
+	writeJSON(w, http.StatusOK, render(s.viewPassthrough(r.Context(), st, b, false)))
 }
 
 // listing starts a list call: the store, the caller's key and the page
@@ -136,6 +140,9 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, st ledger.Batch
 					" does not exist or this key may not use it; GET /v1/models lists the models it may use"}).Write(w, f)
 			return b, false
 		}
+	}
+	if pb, handled, ok := s.tryPassthrough(w, r, st, f, ident, b, reqs); handled {
+		return pb, ok
 	}
 	now := s.o.Now().UTC()
 	b.Created, b.Expires = now, now.Add(completionWindow)

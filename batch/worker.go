@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -68,10 +69,23 @@ func (s *Service) loop(ctx context.Context) {
 	slots := make(chan struct{}, s.o.Workers)
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
-	var lastSweep, lastRenew, lastPurge time.Time
+	var lastSweep, lastRenew, lastPurge, lastCheck time.Time
+	var checking atomic.Bool
 	for {
 		now := s.o.Now()
 		if st := s.o.Store(); st != nil {
+			if now.Sub(lastCheck) >= s.o.CheckEvery && checking.CompareAndSwap(false, true) {
+				// Apart from the loop: a provider's answers must not hold
+				// up the items this instance runs.
+				restore := lastCheck.IsZero()
+				lastCheck = now
+				items.Add(1)
+				go func() {
+					defer items.Done()
+					defer checking.Store(false)
+					s.checkPassthroughs(ctx, st, restore)
+				}()
+			}
 			if now.Sub(lastPurge) >= purgeEvery {
 				lastPurge = now
 				s.purge(ctx, st, now)

@@ -26,6 +26,9 @@ type BatchConfig struct {
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxItems bounds the requests of one batch. Default 50,000.
 	MaxItems int `json:"max_items,omitempty"`
+	// ProviderPrice is the fraction of the list price a batch passed
+	// through to a provider's batch API costs. Default 0.5.
+	ProviderPrice float64 `json:"provider_price,omitempty"`
 }
 
 // batchOptions are the batch service's options of this app.
@@ -33,11 +36,12 @@ func (a *App) batchOptions(logger *zap.Logger) batch.Options {
 	o := batch.Options{Failed: func(what string, err error) { logger.Warn(what, zap.Error(err)) }}
 	if c := a.Batches; c != nil {
 		o.Retention, o.Workers, o.MaxBytes, o.MaxItems = time.Duration(c.Retention), c.Workers, c.MaxBytes, c.MaxItems
+		o.ProviderPrice = c.ProviderPrice
 	}
 	return o
 }
 
-// parseBatches reads `batches { retention 29d  workers 2  max_bytes 100MB  max_items 50000 }`.
+// parseBatches reads `batches { retention 29d  workers 2  max_bytes 100MB  max_items 50000  provider_price 0.5 }`.
 func (a *App) parseBatches(d *caddyfile.Dispenser) error {
 	if a.Batches != nil {
 		return d.Err("batches already specified")
@@ -74,8 +78,14 @@ func (a *App) parseBatches(d *caddyfile.Dispenser) error {
 				return d.Errf("batches max_items: want a whole number from 1 to 1000000, got %q", v)
 			}
 			a.Batches.MaxItems = n
+		case "provider_price":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f > 0 && f <= 1) {
+				return d.Errf("batches provider_price: want the fraction of the list price a provider's batch costs, above 0 and at most 1 (0.5: half), got %q", v)
+			}
+			a.Batches.ProviderPrice = f
 		default:
-			return d.Errf("batches: unknown option %q; want retention, workers, max_bytes or max_items", opt)
+			return d.Errf("batches: unknown option %q; want retention, workers, max_bytes, max_items or provider_price", opt)
 		}
 	}
 	return nil

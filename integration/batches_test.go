@@ -52,6 +52,7 @@ type batchRun struct {
 func runBatchScript(t *testing.T, baseA, baseB, releaseURL string) {
 	t.Helper()
 	dir, node := testbin.NodeSDKs(t)
+	installScript(t, dir, "batch_poll.mjs")
 	run := installScript(t, dir, "batches.mjs")
 	out := runNode(t, dir, node, run, "MODELGATE_BASE_A="+baseA, "MODELGATE_BASE_B="+baseB,
 		"MODELGATE_API_KEY="+aliceKey, "MODELGATE_MODELS="+batchModels, "MODELGATE_HOLD=held", "MODELGATE_RELEASE="+releaseURL)

@@ -48,6 +48,10 @@ const (
 	ItemErrored   = "errored"
 	ItemCanceled  = "canceled"
 	ItemExpired   = "expired"
+	// ItemAtProvider is an item of a batch passed through to its
+	// provider's batch API (batch_passthrough.go): no worker claims it;
+	// the batch's settlement ends it. It counts as running.
+	ItemAtProvider = "provider"
 )
 
 // BatchItem is one request of a batch and, once run, its answer.
@@ -267,6 +271,14 @@ func (s *sqlStore) CreateBatch(ctx context.Context, b Batch, items []BatchItem) 
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.insertBatch(ctx, tx, b, items, ItemPending); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// insertBatch writes b and its items, every item in state, inside tx.
+func (s *sqlStore) insertBatch(ctx context.Context, tx *sql.Tx, b Batch, items []BatchItem, state string) error {
 	meta := string(b.Metadata)
 	if meta == "" {
 		meta = "null"
@@ -286,14 +298,14 @@ func (s *sqlStore) CreateBatch(ctx context.Context, b Batch, items []BatchItem) 
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(" + s.ph(len(args)+1, 7) + `, 'pending', 0, '', 0, 0, '')`)
-			args = append(args, it.ID, b.ID, b.Site, it.Seq, it.CustomID, string(it.Body), us(b.Created))
+			q.WriteString("(" + s.ph(len(args)+1, 8) + `, 0, '', 0, 0, '')`)
+			args = append(args, it.ID, b.ID, b.Site, it.Seq, it.CustomID, string(it.Body), us(b.Created), state)
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 const batchColumns = `id, site, key_id, api, endpoint, input_file_id, created_us, expires_us, cancel_us, ended_us, total, metadata, output_file_id, error_file_id`
@@ -346,7 +358,7 @@ func (s *sqlStore) batchCounts(ctx context.Context, q queryer, id string) (Batch
 		switch state {
 		case ItemPending:
 			c.Pending = n
-		case ItemRunning:
+		case ItemRunning, ItemAtProvider:
 			c.Running = n
 		case ItemSucceeded:
 			c.Succeeded = n

@@ -110,7 +110,7 @@ func (s *sqlStore) ExpireBatches(ctx context.Context, now time.Time) ([]Batch, e
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM batches b WHERE ended_us = 0 AND NOT EXISTS
-	(SELECT 1 FROM batch_items i WHERE i.batch_id = b.id AND i.state IN ('pending', 'running'))`)
+	(SELECT 1 FROM batch_items i WHERE i.batch_id = b.id AND i.state IN ('pending', 'running', 'provider'))`)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +165,9 @@ func (s *sqlStore) PurgeBatches(ctx context.Context, before, now time.Time) (int
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM batch_passthrough WHERE settled_us > 0 AND settled_us < `+p(1), cut); err != nil {
+		return 0, err
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM batch_files WHERE expires_us > 0 AND expires_us <= `+p(1), us(now)); err != nil {
 		return 0, err
 	}

@@ -560,6 +560,10 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 		// Whom counted agent reports were charged to, so a gateway record
 		// of their session takes them back once (agent_dedup.go).
 		35: countedReportsMigration,
+		// Batches passed through to a provider's batch API, with their
+		// whole-batch budget hold and settlement lease
+		// (batch_passthrough.go).
+		36: batchPassthroughMigration,
 	}
 }
 

@@ -111,6 +111,7 @@ func (p *parser) params(d *Deployment, fs map[string]field, n *yaml.Node, w wher
 	}
 	p.options(d, fs, w)
 	p.seat(d, fs, w)
+	p.batchMode(d, fs, w)
 	p.foreignAccountFields(d, fs, w)
 	if !readOK || !checkRules {
 		return

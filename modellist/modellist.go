@@ -56,6 +56,9 @@ type Deployment struct {
 	AssistantPrefill string
 	RPM, TPM         int64   // 0 = unlimited
 	Weight           float64 // default 1; always > 0
+	// Batch is whether batches go to the provider's own batch API:
+	// BatchAuto, BatchGateway or BatchProvider (batch.go).
+	Batch string
 	// ExtraHeaders are sent upstream with every request. Values may have come
 	// from os.environ/NAME and are treated as secrets: excluded from JSON and
 	// String output. Names are canonicalized (X-Team), which is how net/http

@@ -27,7 +27,7 @@ func entryFields() []string {
 func paramFields() []string {
 	return []string{"model", "api_base", "api_key", "timeout", "stream_timeout", "max_retries", "rpm", "tpm", "weight", "extra_headers",
 		"tls_ca_file", "tls_client_cert", "tls_client_key", "responses_api",
-		"passthrough_auth", "passthrough_budget", "first_token_timeout", "assistant_prefill",
+		"passthrough_auth", "passthrough_budget", "first_token_timeout", "assistant_prefill", "batch",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name",
 		"vertex_project", "vertex_location", "vertex_credentials"}
 }

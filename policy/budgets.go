@@ -67,6 +67,9 @@ type Budgets struct {
 	// watch are the budgets requests here were charged to or refused by
 	// lately, with the alerts handed on for them (budgets_alerts.go).
 	watch map[budgetKey]*budgetWatch
+	// batchHolds are passed-through batches' holds counted here
+	// (budgets_hold.go), by ticket.
+	batchHolds map[uint64]batchHold
 	// limits are the spend limits set through the API, as the last
 	// refresh read them (budgets_scopes.go).
 	limits atomic.Pointer[spendlimit.Set]

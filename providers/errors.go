@@ -26,6 +26,10 @@ func BadRequest(param, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Param: param, Message: msg}
 }
 
+// StatusForErrorType is statusForErrorType for the batch package, whose
+// errored results carry an error type without a status.
+func StatusForErrorType(typ string) int { return statusForErrorType(typ) }
+
 // statusForErrorType recovers an HTTP status from an error type of either
 // family, the reverse of apierror.OpenAIType and the Anthropic types, for errors that
 // arrive inside a stream without a status of their own.

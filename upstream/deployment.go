@@ -283,6 +283,11 @@ func noProxy(apiBase string) bool {
 	return err == nil && proxy == nil
 }
 
+// Header is what every call to the deployment carries (its own
+// credentials, never a client's; the defaults; extra_headers), a copy:
+// for calls the gateway makes besides requests (a provider's batch API).
+func (b *Deployment) Header() http.Header { return b.header.Clone() }
+
 // Entry is the deployment's models-file entry.
 func (b *Deployment) Entry() *modellist.Deployment { return b.dep }
 

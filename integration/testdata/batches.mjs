@@ -15,18 +15,8 @@ const models = process.env.MODELGATE_MODELS.split(',');
 const hold = process.env.MODELGATE_HOLD;
 const release = (n) => fetch(`${process.env.MODELGATE_RELEASE}?n=${n}`);
 const out = {};
-const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Polls until done(value) or 60 s (the Go test's bound covers it).
-async function until(get, done) {
-  for (let i = 0; i < 600; i++) {
-    const v = await get();
-    if (done(v)) return v;
-    await pause(100);
-  }
-  throw new Error('batch did not end within 60 s');
-}
-
+const { until } = await import('./modelgate-batch_poll-test.mjs');
 const { default: Anthropic } = await import('@anthropic-ai/sdk');
 const { default: OpenAI, toFile } = await import('openai');
 

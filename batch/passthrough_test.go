@@ -1,0 +1,62 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/apierror"
+	"github.com/modelgate/modelgate/internal/testwait"
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// restoring is a Passthrough that only hears restored holds.
+type restoring struct {
+	mu       sync.Mutex
+	restored map[uint64]string
+}
+
+func (p *restoring) Plan(context.Context, *policy.Identity, string, []Request) (*Plan, *apierror.Error) {
+	return nil, nil
+}
+func (p *restoring) Upstream(string) (Upstream, bool) { return Upstream{}, false }
+func (p *restoring) Hold(context.Context, *policy.Identity, uint64, int64, time.Time) *apierror.Error {
+	return nil
+}
+func (p *restoring) Release(context.Context, uint64) {}
+func (p *restoring) Restore(id *policy.Identity, ticket uint64, pico int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.restored[ticket] = id.KeyID + " " + itoa(int(pico))
+}
+
+// TestPassthroughHoldsRestoredAtStart: an instance that starts finds its
+// site's open passed-through batches and counts their holds again, as
+// the key stands now: a hold kept in a process's memory (SQLite) outlives
+// the process that made it.
+func TestPassthroughHoldsRestoredAtStart(t *testing.T) {
+	st := sqliteStore(t)
+	ps := st.(ledger.BatchPassthroughStore)
+	now := time.Now().UTC()
+	b := ledger.Batch{ID: "msgbatch_open", Site: "site", KeyID: "alice", API: apiAnthropic, Endpoint: "/v1/messages", Created: now, Expires: now.Add(completionWindow)}
+	row := ledger.BatchPassthrough{BatchID: b.ID, Site: "site", KeyID: "alice", Provider: apiAnthropic, Upstream: "gone",
+		ProviderBatchID: "msgbatch_up", Models: json.RawMessage(`{}`), HoldTicket: 42, HoldPico: 9000, Status: "in_progress", Polled: now}
+	if err := ps.CreatePassthroughBatch(context.Background(), b, []ledger.BatchItem{{ID: "i", CustomID: "c", Body: []byte(`{}`)}}, row); err != nil {
+		t.Fatal(err)
+	}
+	p := &restoring{restored: map[uint64]string{}}
+	s := New(Options{Store: func() ledger.BatchStore { return st }, Runner: newRunner(), Site: "site", Passthrough: p,
+		Identify: func(keyID string) (*policy.Identity, *apierror.Error) { return &policy.Identity{KeyID: keyID}, nil }})
+	s.Start()
+	t.Cleanup(s.Close)
+	if !testwait.Until(func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.restored[42] == "alice 9000"
+	}) {
+		t.Fatalf("restored %v", p.restored)
+	}
+}
