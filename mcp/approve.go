@@ -99,11 +99,11 @@ func (g *Gateway) approvalTimeout(u *upstream) time.Duration {
 }
 
 // awaitApproval holds a call of tool on u with canonical arguments args
-// until a person approves it (nil), denies it, or the wait ends (a
+// (shown: as people may read them, the firewall's redacted form) until a person approves it (nil), denies it, or the wait ends (a
 // JSON-RPC error naming the tool and why, c.Outcome set). The approval is
 // bound to the caller, server, tool, the arguments' hash, the rule's
 // version and the expiry, and consumed by this call alone.
-func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args []byte, version string, ss *sdk.ServerSession, progress any, c *Call) error {
+func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args, shownArgs []byte, version string, ss *sdk.ServerSession, progress any, c *Call) error {
 	refuse := func(o Outcome, code int64, format string, a ...any) error {
 		c.Outcome = o
 		return rpcError(code, "tool %q of MCP server %q: "+format, append([]any{tool, u.cfg.Name}, a...)...)
@@ -119,7 +119,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	now := time.Now()
 	timeout := g.approvalTimeout(u)
 	a := ledger.MCPApproval{CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(), KeyID: id.KeyID, Person: id.Person, Workspace: id.Workspace,
-		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: shownArgs(args), PolicyVersion: version, State: ledger.ApprovalPending}
+		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: storedArgs(shownArgs), PolicyVersion: version, State: ledger.ApprovalPending}
 	a.ID, a.Secret = approval.NewID()
 	c.Approval = a.ID
 	approval.Bind(&a)
@@ -138,8 +138,8 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	if u.cfg.ApprovalFrom == "team" {
 		asked = nil // never the calling client: it may be the agent itself
 	}
-	shown := question{total: len(args)}
-	shown.args, shown.cut = argsExcerpt(args, questionArgs, perValueArgs)
+	shown := question{total: len(shownArgs)}
+	shown.args, shown.cut = argsExcerpt(shownArgs, questionArgs, perValueArgs)
 	go g.askApprover(wctx, opts, d, a, shown, id, asked, wake)
 	waiting := waitProgress(ss, progress, a, timeout)
 	waiting(ctx)
@@ -325,9 +325,9 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 // ApprovalPath + token (approval.LinkHandler).
 const ApprovalPath = "/mcp-approvals/"
 
-// shownArgs are canonical arguments kept for the approver to read: over
+// storedArgs are canonical arguments kept for the approver to read: over
 // maxShownArgs, every argument with its value cut (argsExcerpt).
-func shownArgs(args []byte) string {
+func storedArgs(args []byte) string {
 	if len(args) <= maxShownArgs {
 		return string(args)
 	}

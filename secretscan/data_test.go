@@ -1,0 +1,49 @@
+package secretscan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelgate/modelgate/secretscan/secrettest"
+)
+
+// TestScreenDataFreeForm: in free-form data (an MCP tool call's
+// arguments) a member named like a format's id or signature is text: a
+// credential in it is found and redacted, and the value stays valid JSON
+// with its other members as they were.
+func TestScreenDataFreeForm(t *testing.T) {
+	fw, err := New(10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pat string
+	for _, c := range secrettest.Corpus(4) {
+		if c.Kind == "github-pat" {
+			pat = c.Value
+		}
+	}
+	for _, member := range []string{"id", "signature", "call_id", "type", "token"} {
+		args := `{"env":"prod","` + member + `":"` + pat + `","n":3}`
+		v, err := fw.ScreenData(Redact, []byte(args), fw.Names("t"))
+		if err != nil || len(v.Detections) != 1 || strings.Contains(string(v.Body), pat) ||
+			!strings.HasPrefix(string(v.Body), `{"env":"prod","`+member+`":"[REDACTED:github-pat:`) || !strings.HasSuffix(string(v.Body), `,"n":3}`) {
+			t.Fatalf("%s: %s %+v %v", member, v.Body, v.Detections, err)
+		}
+		if p := v.Detections[0].Location.Path; !strings.HasPrefix(p, "arguments.") || strings.Contains(p, pat) {
+			t.Fatalf("%s: location %q", member, v.Detections[0].Location.Path)
+		}
+		b, _ := fw.ScreenData(Block, []byte(args), nil)
+		if !b.Blocked || string(b.Body) != args {
+			t.Fatalf("%s: block %+v", member, b)
+		}
+	}
+	clean := []byte(`{"env":"prod"}`)
+	if v, err := fw.ScreenData(Redact, clean, nil); err != nil || len(v.Detections) != 0 || &v.Body[0] != &clean[0] {
+		t.Fatalf("clean arguments: %s %v", v.Body, err)
+	}
+	for _, bad := range []string{`{"a":`, `{}, "id":"` + pat + `"`} {
+		if _, err := fw.ScreenData(Redact, []byte(bad), nil); err == nil {
+			t.Fatalf("broken arguments %s screened", bad)
+		}
+	}
+}
