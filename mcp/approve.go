@@ -233,7 +233,7 @@ func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.
 	if ss != nil && elicits(ss) {
 		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
 			Message: fmt.Sprintf("Modelgate: allow MCP tool %s/%s with arguments %s? (approval %s, expires %s)%s",
-				a.Server, a.Tool, webhook.Clean(q.args, len(q.args)), a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note()),
+				a.Server, a.Tool, webhook.OneLine(q.args, len(q.args)), a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note()),
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		})
 		if err == nil && (res.Action == "accept" || res.Action == "decline") {
@@ -307,8 +307,9 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 		who = a.Person + " (key " + a.KeyID + ")"
 	}
 	var b strings.Builder
-	// The arguments are the agent's to choose: in a code span, where chats
-	// make no links, so text in them cannot pose as the approve link.
+	// The arguments are the agent's to choose: cleaned of chat controls,
+	// which Slack reads even in a code span, so that text in them cannot
+	// pose as the approve link or ping the channel.
 	args := strings.ReplaceAll(webhook.Clean(q.args, len(q.args)), "`", "'")
 	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).%s",
 		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note())

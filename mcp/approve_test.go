@@ -430,3 +430,15 @@ func TestApprovalClientGoesAway(t *testing.T) {
 		t.Fatalf("the link after the client left: %d", code)
 	}
 }
+
+// TestApprovalMessageEscapesChatControls (H10-4): arguments that spell a
+// Slack ping or labelled link (parsed even inside a code span) or a
+// markdown link reach the chat as text.
+func TestApprovalMessageEscapesChatControls(t *testing.T) {
+	args := `{"env":"prod <!channel> <http://evil.example/approve|Approve (safe)> [Approve](http://evil.example/b)"}`
+	a := ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "prod", Tool: "deploy", Args: args, Secret: "00", Binding: "b"}
+	msg := approvalMessage("https://gw.example", a, question{total: len(args), args: args})
+	if strings.ContainsAny(msg, "<>") || strings.Contains(msg, "](") || !strings.Contains(msg, "&lt;!channel&gt;") {
+		t.Fatalf("message %q", msg)
+	}
+}

@@ -209,7 +209,7 @@ func decodeCreateIncrease(body []byte) (increaseRequest, string) {
 	if len(req.Reason) > 4*maxReason {
 		return increaseRequest{}, fmt.Sprintf("reason: at most %d characters", maxReason)
 	}
-	return increaseRequest{AmountCents: c, Period: req.Period, Reason: webhook.Clean(req.Reason, maxReason)}, ""
+	return increaseRequest{AmountCents: c, Period: req.Period, Reason: webhook.OneLine(req.Reason, maxReason)}, ""
 }
 
 // tellApprovers posts the one chat line approvers act on. Its link's base
@@ -227,7 +227,7 @@ func (a *Handler) tellApprovers(req ledger.IncreaseRequest, now *adminapi.SpendS
 		}
 	}
 	if req.Reason != "" {
-		fmt.Fprintf(&b, ": “%s”", req.Reason)
+		fmt.Fprintf(&b, ": “%s”", webhook.Clean(req.Reason, maxReason))
 	}
 	var leads []string
 	for _, g := range req.Groups {

@@ -173,3 +173,25 @@ func TestIncreaseApprovalKeepsTheDowngrade(t *testing.T) {
 		t.Errorf("bob's limit after the approval: %s", list.Body)
 	}
 }
+
+// A reason is the asker's text: in the approvers' chat line it can
+// neither ping the channel nor pose as the approve link (hostile pass 10,
+// H10-4); the request keeps it as written.
+func TestIncreaseReasonCannotPingOrLink(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	reason := "release week <!here> <http://evil.example/x|Approve> [Approve](http://evil.example/y)"
+	rec := sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"5000","reason":`+strconvQuote(reason)+`}`)
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if got := decode[adminapi.IncreaseRequest](t, rec); got.Reason != reason {
+		t.Errorf("stored reason %q", got.Reason)
+	}
+	line := sa.chat[0]
+	if strings.ContainsAny(line, "<>") || strings.Contains(line, "](") || !strings.Contains(line, "&lt;!here&gt;") {
+		t.Errorf("approvers' line: %s", line)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
