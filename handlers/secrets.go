@@ -70,7 +70,7 @@ func (g *Gateway) screenBody(ctx context.Context, c *Call, cf providers.Format, 
 	fw := g.opts.Secrets
 	session := func() string {
 		s, _ := resolveSession(c.Session, req.body, cf, info)
-		return s
+		return g.sessionStandIn(req.alias, s)
 	}
 	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
 	v, err := fw.Screen(action, req.body, scope)
@@ -118,6 +118,30 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 		g.reportSecrets(action, "request", x.alias, id, session, v.Detections)
 	}
 	return v.Body, !v.Blocked
+}
+
+// screenSessionID keeps a credential sent as a session id out of the
+// ledger, the chat and the reports: under any action but off it becomes
+// the firewall's stand-in, and is reported.
+func (g *Gateway) screenSessionID(alias string, id *policy.Identity, session string) string {
+	action := g.secretActions[alias]
+	if session == "" || action == secretscan.Off || action == "" {
+		return session
+	}
+	out, d := g.opts.Secrets.SessionID(session)
+	if d != nil {
+		g.reportSecrets(action, "request", alias, id, out, []secretscan.Detection{*d})
+	}
+	return out
+}
+
+// sessionStandIn is screenSessionID unreported.
+func (g *Gateway) sessionStandIn(alias, session string) string {
+	if action := g.secretActions[alias]; session == "" || action == secretscan.Off || action == "" {
+		return session
+	}
+	out, _ := g.opts.Secrets.SessionID(session)
+	return out
 }
 
 // secretScope is whose numbering a placeholder takes: the session's, so

@@ -47,3 +47,24 @@ func TestScreenDataFreeForm(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionIDStandIn (H10-6): a session id that is a credential becomes
+// a stand-in, the same for the same id and without the value; any other
+// id is kept.
+func TestSessionIDStandIn(t *testing.T) {
+	fw, err := New(10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pat := secrettest.Corpus(4)[8].Value
+	got, d := fw.SessionID(pat)
+	again, _ := fw.SessionID(pat)
+	if d == nil || d.Rule != "github-pat" || strings.Contains(got, pat) || !strings.HasPrefix(got, "redacted-github-pat-") || got != again {
+		t.Fatalf("%q %+v", got, d)
+	}
+	for _, id := range []string{"", "s1", "0b6f6c1e-6a59-4a0e-9a4e-1d5f8c2b7e21", "claude-session-2026-11-29"} {
+		if got, d := fw.SessionID(id); got != id || d != nil {
+			t.Errorf("%q: %q %+v", id, got, d)
+		}
+	}
+}
