@@ -46,6 +46,7 @@ func (g *Gateway) newBatches() *batch.Service {
 		alias, ok := g.models.Resolve(model)
 		return ok && (id == nil || id.Allows(alias))
 	}
+	o.Screen = g.screenBatchInput
 	s := batch.New(o)
 	s.Start()
 	return s

@@ -144,6 +144,32 @@ func (g *Gateway) sessionStandIn(alias, session string) string {
 	return out
 }
 
+// screenBatchInput screens a batch item's body for model before the
+// batch stores it (batch.Screener): what a request of the key would go
+// upstream as, so that the stored copy never holds more than the
+// upstream would see. Log and off store it as sent: the worker's run
+// reports it then.
+func (g *Gateway) screenBatchInput(id *policy.Identity, model string, body []byte) ([]byte, string) {
+	alias, ok := g.models.Resolve(model)
+	if !ok || g.opts.Secrets == nil {
+		return body, ""
+	}
+	action := g.secretActions[alias]
+	if action != secretscan.Redact && action != secretscan.Block {
+		return body, ""
+	}
+	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope("", id) }}
+	v, err := g.opts.Secrets.Screen(action, body, scope)
+	if err != nil || len(v.Detections) == 0 {
+		return body, ""
+	}
+	g.reportSecrets(action, "request", alias, id, "", v.Detections)
+	if v.Blocked {
+		return body, secretscan.BlockMessage(v.Detections[0])
+	}
+	return v.Body, ""
+}
+
 // secretScope is whose numbering a placeholder takes: the session's, so
 // that "the same key" stays the same across its requests, else the key's.
 func secretScope(session string, id *policy.Identity) string {

@@ -1,6 +1,7 @@
 package secretscan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -67,4 +68,28 @@ func TestSessionIDStandIn(t *testing.T) {
 			t.Errorf("%q: %q %+v", id, got, d)
 		}
 	}
+}
+
+// FuzzScreenData: any arguments the screen accepts come back as one JSON
+// value; arguments that are not one are refused, never wrapped.
+func FuzzScreenData(f *testing.F) {
+	f.Add([]byte(`{"id":"ghp_PwpkPG2Iiq1J9MRFa6AnO8wr1l5KAgn48GBL","n":[1,{"k":"v"}]}`))
+	f.Add([]byte(`{}, "id":"x"`))
+	f.Add([]byte(`"AKIAIOSFODNN7EXAMPLE"`))
+	fw, err := New(10, 10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := fw.ScreenData(Redact, data, fw.Names("f"))
+		if err != nil {
+			if json.Valid(data) {
+				t.Fatalf("valid %q refused: %v", data, err)
+			}
+			return
+		}
+		if !json.Valid(v.Body) {
+			t.Fatalf("%q screened to %q", data, v.Body)
+		}
+	})
 }
