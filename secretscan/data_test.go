@@ -93,3 +93,18 @@ func FuzzScreenData(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSessionID is the session id screen of a request with an
+// ordinary session id (Claude Code's UUID), the same one turn after turn.
+func BenchmarkSessionID(b *testing.B) {
+	fw, err := New(10, 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, d := fw.SessionID("0b6f6c1e-6a59-4a0e-9a4e-1d5f8c2b7e21"); d != nil {
+			b.Fatal(d)
+		}
+	}
+}
