@@ -70,7 +70,8 @@ func (g *Gateway) screenBody(ctx context.Context, c *Call, cf providers.Format, 
 	fw := g.opts.Secrets
 	session := func() string {
 		s, _ := resolveSession(c.Session, req.body, cf, info)
-		return g.sessionStandIn(req.alias, s)
+		s, _, _ = g.sessionStandIn(req.alias, s)
+		return s
 	}
 	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
 	v, err := fw.Screen(action, req.body, scope)
@@ -124,24 +125,22 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 // ledger, the chat and the reports: under any action but off it becomes
 // the firewall's stand-in, and is reported.
 func (g *Gateway) screenSessionID(alias string, id *policy.Identity, session string) string {
-	action := g.secretActions[alias]
-	if session == "" || action == secretscan.Off || action == "" {
-		return session
-	}
-	out, d := g.opts.Secrets.SessionID(session)
+	out, d, action := g.sessionStandIn(alias, session)
 	if d != nil {
 		g.reportSecrets(action, "request", alias, id, out, []secretscan.Detection{*d})
 	}
 	return out
 }
 
-// sessionStandIn is screenSessionID unreported.
-func (g *Gateway) sessionStandIn(alias, session string) string {
-	if action := g.secretActions[alias]; session == "" || action == secretscan.Off || action == "" {
-		return session
+// sessionStandIn is the session id as the gateway keeps it, what it
+// found in it, and the alias's action.
+func (g *Gateway) sessionStandIn(alias, session string) (string, *secretscan.Detection, secretscan.Action) {
+	action := g.secretActions[alias]
+	if session == "" || action == secretscan.Off || action == "" {
+		return session, nil, action
 	}
-	out, _ := g.opts.Secrets.SessionID(session)
-	return out
+	out, d := g.opts.Secrets.SessionID(session)
+	return out, d, action
 }
 
 // screenBatchInput screens a batch item's body for model before the
