@@ -42,14 +42,14 @@ type MCPServer struct {
 	// client's user through an elicitation when it can, else the team) or
 	// "team" (never the calling client: the chat, dashboard and CLI).
 	ApprovalFrom string
-	// Auth is MCPAuthShared (the headers, for every caller) or
-	// MCPAuthOAuth (each person's own token; OAuth holds its client).
-	Auth  string
-	OAuth *MCPOAuth
 	// Secrets is what the secret firewall does with a credential in a
 	// tool call's arguments; SecretsDefault leaves it to the gateway
 	// (llm_gateway's secrets action, else redact).
 	Secrets SecretsAction
+	// Auth is MCPAuthShared (the headers, for every caller) or
+	// MCPAuthOAuth (each person's own token; OAuth holds its client).
+	Auth  string
+	OAuth *MCPOAuth
 }
 
 // NeedsApproval reports whether require_approval names tool.
