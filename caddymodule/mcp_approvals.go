@@ -117,7 +117,7 @@ func mcpApprovals(app *App) *mcp.Approvals {
 func approvalLinks(app *App) *approval.LinkHandler {
 	return &approval.LinkHandler{Store: approvalStore(app), Decider: func(s ledger.MCPApprovalStore) *approval.Decider {
 		return &approval.Decider{Store: s, Audit: app.Audit()}
-	}, Approver: linkApprover, SignInPath: identity.LoginPath}
+	}, Approver: linkApprover, SignInPath: identity.LoginPath, SignInStatus: identity.StatusPath}
 }
 
 // linkApprover is who signed in (llm_auth's session or key) to decide by

@@ -30,8 +30,9 @@ type LinkHandler struct {
 	// nobody, and nobody decides.
 	Approver func(r *http.Request) *Approver
 	// SignInPath is where a browser signs in and comes back
-	// (?return=<link>); "" offers only a key.
-	SignInPath string
+	// (?return=<link>), offered when SignInStatus ({"enabled": bool})
+	// says the site has a sign-in; "" offers only a key.
+	SignInPath, SignInStatus string
 }
 
 // Approver is who sends a link's POST.
@@ -83,7 +84,7 @@ var page = template.Must(template.New("approval").Parse(`<!doctype html>
 <p>Approval {{.A.ID}} · arguments SHA-256 {{.A.ArgsHash}} · expires {{.Expires}}</p>{{end}}
 {{if .Button}}<p>Deciding needs you signed in, and not as the person whose call it is.</p>
 <p><button type="button" id="decide">{{.Button}}</button></p>
-<p id="signin" hidden>{{if .SignIn}}<a href="{{.SignIn}}">Sign in</a>, then press {{.Button}} again; or {{end}}use a key:
+<p id="signin" hidden><span id="idp" hidden><a href="{{.SignIn}}">Sign in</a>, then press {{.Button}} again; or </span>use a key:
 <input id="key" type="password" autocomplete="off"></p><p id="status"></p>
 <script nonce="{{.Nonce}}">
 document.getElementById("decide").addEventListener("click", async function () {
@@ -91,7 +92,13 @@ document.getElementById("decide").addEventListener("click", async function () {
   const key = document.getElementById("key").value;
   if (key) { headers["Authorization"] = "Bearer " + key; } else {
     const me = await fetch("/v1/me", {credentials: "same-origin"});
-    if (!me.ok) { document.getElementById("signin").hidden = false; document.getElementById("status").textContent = "Not signed in."; return; }
+    if (!me.ok) {
+      document.getElementById("signin").hidden = false;
+      document.getElementById("status").textContent = "Not signed in.";
+      {{if .SignInStatus}}const st = await fetch("{{.SignInStatus}}");
+      if (st.ok && (await st.json()).enabled) { document.getElementById("idp").hidden = false; }{{end}}
+      return;
+    }
     headers["X-CSRF-Token"] = (await me.json()).csrf_token;
   }
   const r = await fetch(location.pathname, {method: "POST", headers: headers, credentials: "same-origin"});
@@ -105,8 +112,8 @@ document.getElementById("decide").addEventListener("click", async function () {
 `))
 
 type pageData struct {
-	Title, Who, Expires, Button, SignIn, Nonce string
-	A                                          ledger.MCPApproval
+	Title, Who, Expires, Button, SignIn, SignInStatus, Nonce string
+	A                                                        ledger.MCPApproval
 }
 
 func (h *LinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -155,8 +162,8 @@ func (h *LinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		data.Title, data.Button = verb+" this MCP tool call?", verb
-		if h.SignInPath != "" {
-			data.SignIn = h.SignInPath + "?return=" + url.QueryEscape(r.URL.Path)
+		if h.SignInPath != "" && h.SignInStatus != "" {
+			data.SignIn, data.SignInStatus = h.SignInPath+"?return="+url.QueryEscape(r.URL.Path), h.SignInStatus
 		}
 		show(w, http.StatusOK, data)
 		return
