@@ -69,7 +69,7 @@ func BuildMessage(ev Event, agent, event string) (text string, ok bool) {
 	if strings.TrimSpace(agent) == "" {
 		agent = DefaultAgent
 	}
-	agent = escapeText(webhook.Clean(agent, maxNameRunes))
+	agent = webhook.Clean(agent, maxNameRunes)
 	project := inlineCode(webhook.Clean(projectName(ev.CWD), maxNameRunes))
 	session := inlineCode(webhook.Clean(orUnknown(ev.SessionID), maxNameRunes))
 
@@ -79,7 +79,7 @@ func BuildMessage(ev Event, agent, event string) (text string, ok bool) {
 	case strings.EqualFold(event, EventNotification):
 		text = "⚠️ " + agent + " needs your attention — project: " + project + " (session: " + session + ")"
 		if msg := webhook.Clean(ev.Message, maxMessageRunes); msg != "" {
-			text += ": " + escapeText(msg)
+			text += ": " + msg
 		}
 		return text, true
 	}
@@ -114,16 +114,9 @@ func orUnknown(s string) string {
 	return s
 }
 
-// inlineCode wraps v in a Slack code span. A backtick inside would end the
-// span early, so it is replaced by a look-alike quote.
+// inlineCode wraps v, a webhook.Clean value, in a Slack code span. A
+// backtick inside would end the span early, so it is replaced by a
+// look-alike quote.
 func inlineCode(v string) string {
-	v = strings.ReplaceAll(v, "`", "'")
-	return "`" + escapeText(v) + "`"
+	return "`" + strings.ReplaceAll(v, "`", "'") + "`"
 }
-
-// mrkdwn escapes Slack mrkdwn's three control characters so inserted values
-// cannot form links or <!channel>-style mentions. Nothing else is
-// entity-encoded because Slack would show the entities literally.
-var mrkdwn = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func escapeText(s string) string { return mrkdwn.Replace(s) }

@@ -62,6 +62,9 @@ type Options struct {
 	// Allows reports whether id may use the model an item names; nil
 	// leaves it to the run.
 	Allows func(id *policy.Identity, model string) bool
+	// Screen passes each input through the secret firewall before it is
+	// stored (screen.go); nil stores inputs as sent.
+	Screen Screener
 	// Retention is how long a batch's results are kept after it ended,
 	// and uploaded files after their upload. Default DefaultRetention.
 	Retention time.Duration

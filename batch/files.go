@@ -144,7 +144,11 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		e.Write(w, f)
 		return
 	}
-	_, key := s.ownerOf(r)
+	ident, key := s.ownerOf(r)
+	if up.Content, e = s.screenUpload(ident, up.Content); e != nil {
+		e.Write(w, f)
+		return
+	}
 	now := s.o.Now().UTC()
 	keep := s.o.Retention
 	if up.ExpiresAfter > 0 {

@@ -133,6 +133,10 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, st ledger.Batch
 	if f == apierror.OpenAI {
 		param = "input_file_id"
 	}
+	if e := s.screenRequests(ident, reqs, param); e != nil {
+		e.Write(w, f)
+		return b, false
+	}
 	for i, q := range reqs {
 		if s.o.Allows != nil && !s.o.Allows(ident, q.Model) {
 			(&apierror.Error{Status: http.StatusBadRequest, Param: param, Code: "model_not_found",

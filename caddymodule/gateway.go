@@ -142,6 +142,10 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if g.otlp, err = telemetry.NewMetrics(ctx, os.Getenv); err != nil {
 		return err
 	}
+	seen, fw, err := g.provisionSecrets(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	if len(cfg.MCPServers) > 0 {
 		creds, err := mcpCredentials(g.app, cfg.MCPServers, siteOf(ctx))
 		if err != nil {
@@ -159,6 +163,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 			Admit:          mcpAdmit(g.app),
 			Reserve:        mcpReserve(g.app),
 			Approvals:      mcpApprovals(g.app),
+			Secrets:        &mcp.ArgScreen{Firewall: fw, Action: g.Secrets.mcpAction, Report: seen.event},
 			ToolSearch: func(id *policy.Identity) bool {
 				return id.Limits.MCPToolSearch || g.app.Controls().WorkspaceLimits(id.Workspace).MCPToolSearch
 			},
@@ -169,10 +174,6 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	var mcpHandler http.Handler
 	if g.mcp != nil {
 		mcpHandler = g.mcp
-	}
-	seen, fw, err := g.provisionSecrets(ctx, cfg)
-	if err != nil {
-		return err
 	}
 	g.h = handlers.NewGateway(handlers.GatewayOptions{
 		Models:              cfg,

@@ -3,15 +3,18 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/modelgate/modelgate/identity"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
 	"github.com/modelgate/modelgate/mcp/approval"
+	"github.com/modelgate/modelgate/policy"
 )
 
 // MCPApprovalsConfig is the modelgate app's mcp_approvals block: where a
@@ -114,5 +117,15 @@ func mcpApprovals(app *App) *mcp.Approvals {
 func approvalLinks(app *App) *approval.LinkHandler {
 	return &approval.LinkHandler{Store: approvalStore(app), Decider: func(s ledger.MCPApprovalStore) *approval.Decider {
 		return &approval.Decider{Store: s, Audit: app.Audit()}
-	}}
+	}, Approver: linkApprover, SignInPath: identity.LoginPath, SignInStatus: identity.StatusPath}
+}
+
+// linkApprover is who signed in (llm_auth's session or key) to decide by
+// a link.
+func linkApprover(r *http.Request) *approval.Approver {
+	id := policy.IdentityFrom(r.Context())
+	if id == nil {
+		return nil
+	}
+	return &approval.Approver{Person: id.PersonID(), KeyID: id.KeyID, Admin: id.Role == policy.RoleAdmin, Auditor: id.Role == policy.RoleAuditor}
 }

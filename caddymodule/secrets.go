@@ -119,6 +119,22 @@ func (s *Secrets) actionFor(alias string, d *modellist.Deployment) modellist.Sec
 	return d.SecretsPolicy()
 }
 
+// mcpAction decides an MCP server's action on tool-call arguments: the
+// server's own secrets: action, then the Caddyfile's action, then redact
+// (an MCP server is usually someone else's service, and a local one
+// often forwards what it is given to one).
+func (s *Secrets) mcpAction(srv *modellist.MCPServer) secretscan.Action {
+	if srv.Secrets != modellist.SecretsDefault {
+		return secretscan.Action(srv.Secrets)
+	}
+	if s != nil {
+		if a, ok := modellist.ParseSecretsAction(s.Action); ok {
+			return secretscan.Action(a)
+		}
+	}
+	return secretscan.Redact
+}
+
 // secretFirewall is the process's firewall: its rules compiled once and
 // its placeholder numbering kept across config reloads, in the usage pool
 // beside the deployment states.

@@ -75,6 +75,7 @@ func (g *Gateway) serve(ctx context.Context, c *Call, out Sink) {
 	g.opts.Telemetry.Content(span, body)
 	rec.Alias, rec.Stream = alias, info.Stream
 	rec.SessionID, rec.Agent = resolveSession(c.Session, body, cf, info)
+	rec.SessionID = g.screenSessionID(alias, id, rec.SessionID)
 	if at := g.opts.AgentTelemetry; at != nil && rec.SessionID != "" {
 		at.Saw(rec.SessionID)
 	}

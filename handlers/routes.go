@@ -220,7 +220,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		{pattern: "/v1/me", method: http.MethodGet, h: g.serveMe},
 		// An MCP tool call's approval link (mcp/approval): its token is the
 		// credential. Served when the gateway has approvals.
-		{pattern: "/mcp-approvals/{token...}", h: g.approvalLinks(), public: mGet | mHead | mPost},
+		{pattern: "/mcp-approvals/{token...}", h: g.approvalLinks(), public: mGet | mHead}, // POST: an approver signed in
 		// A person's own accounts at auth: oauth MCP servers
 		// (mcp/upstreamauth): a dashboard session's pages and links.
 		{pattern: policy.MCPConnectPath + "{rest...}", h: g.mcpConnect()},

@@ -111,7 +111,7 @@ func TestSitePublicEntries(t *testing.T) {
 		{"HEAD", "/", true}, {"GET", "/", false},
 		{"GET", "/ui", true}, {"GET", "/ui/app.js", true}, {"POST", "/ui/", false},
 		{"GET", "/ui/spend-requests/req_1", true}, {"POST", "/ui/spend-requests/req_1", false},
-		{"GET", "/mcp-approvals/tok", true}, {"POST", "/mcp-approvals/tok", true}, {"DELETE", "/mcp-approvals/tok", false},
+		{"GET", "/mcp-approvals/tok", true}, {"POST", "/mcp-approvals/tok", false}, {"DELETE", "/mcp-approvals/tok", false},
 		{"GET", "/v1/models", false}, {"POST", "/v1/chat/completions", false}, {"GET", "/v1/organizations", false},
 		{"GET", "/auth/oidc/login", false}, {"GET", "/uix", false},
 		// Only under their own names: dot segments and doubled slashes

@@ -70,6 +70,7 @@ func (g *Gateway) screenBody(ctx context.Context, c *Call, cf providers.Format, 
 	fw := g.opts.Secrets
 	session := func() string {
 		s, _ := resolveSession(c.Session, req.body, cf, info)
+		s, _, _ = g.sessionStandIn(req.alias, s)
 		return s
 	}
 	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
@@ -118,6 +119,54 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 		g.reportSecrets(action, "request", x.alias, id, session, v.Detections)
 	}
 	return v.Body, !v.Blocked
+}
+
+// screenSessionID keeps a credential sent as a session id out of the
+// ledger, the chat and the reports: under any action but off it becomes
+// the firewall's stand-in, and is reported.
+func (g *Gateway) screenSessionID(alias string, id *policy.Identity, session string) string {
+	out, d, action := g.sessionStandIn(alias, session)
+	if d != nil {
+		g.reportSecrets(action, "request", alias, id, out, []secretscan.Detection{*d})
+	}
+	return out
+}
+
+// sessionStandIn is the session id as the gateway keeps it, what it
+// found in it, and the alias's action.
+func (g *Gateway) sessionStandIn(alias, session string) (string, *secretscan.Detection, secretscan.Action) {
+	action := g.secretActions[alias]
+	if session == "" || action == secretscan.Off || action == "" {
+		return session, nil, action
+	}
+	out, d := g.opts.Secrets.SessionID(session)
+	return out, d, action
+}
+
+// screenBatchInput screens a batch item's body for model before the
+// batch stores it (batch.Screener): what a request of the key would go
+// upstream as, so that the stored copy never holds more than the
+// upstream would see. Log and off store it as sent: the worker's run
+// reports it then.
+func (g *Gateway) screenBatchInput(id *policy.Identity, model string, body []byte) ([]byte, string) {
+	alias, ok := g.models.Resolve(model)
+	if !ok || g.opts.Secrets == nil {
+		return body, ""
+	}
+	action := g.secretActions[alias]
+	if action != secretscan.Redact && action != secretscan.Block {
+		return body, ""
+	}
+	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope("", id) }}
+	v, err := g.opts.Secrets.Screen(action, body, scope)
+	if err != nil || len(v.Detections) == 0 {
+		return body, ""
+	}
+	g.reportSecrets(action, "request", alias, id, "", v.Detections)
+	if v.Blocked {
+		return body, secretscan.BlockMessage(v.Detections[0])
+	}
+	return v.Body, ""
 }
 
 // secretScope is whose numbering a placeholder takes: the session's, so

@@ -113,9 +113,10 @@ type Grant struct {
 	Models []string
 	Limits ledger.Limits
 	// Downgrade is the at_cap alias of the group whose limits these are,
-	// DowngradeBound its bound.
+	// DowngradeBound its bound, LimitsFrom its name.
 	Downgrade      string
 	DowngradeBound ledger.DowngradeBound
+	LimitsFrom     string
 	// Matched are the configured groups the person is in, in rule order.
 	Matched []string
 }
@@ -161,7 +162,7 @@ func (gs Groups) Resolve(groups []string) Grant {
 		if !limitsSet && hasLimits(rule.Limits) {
 			lm := rule.Limits
 			lm.Models = nil
-			g.Limits, g.Downgrade, g.DowngradeBound, limitsSet = lm, rule.Downgrade, rule.DowngradeBound, true
+			g.Limits, g.Downgrade, g.DowngradeBound, g.LimitsFrom, limitsSet = lm, rule.Downgrade, rule.DowngradeBound, rule.Name, true
 		}
 		// MCP approvals only ever add: every matched group's count.
 		for _, e := range rule.Limits.MCPApproval {
@@ -191,7 +192,7 @@ func (g Grant) Split() (ledger.Limits, *ledger.PersonBudget) {
 	if period == "" {
 		period = "total"
 	}
-	b := &ledger.PersonBudget{Cents: *l.BudgetCents, Period: period, SoftCents: l.SoftBudgetCents, Downgrade: g.Downgrade}
+	b := &ledger.PersonBudget{Cents: *l.BudgetCents, Period: period, SoftCents: l.SoftBudgetCents, Downgrade: g.Downgrade, Group: g.LimitsFrom}
 	if g.DowngradeBound != (ledger.DowngradeBound{}) {
 		bound := g.DowngradeBound
 		b.Bound = &bound

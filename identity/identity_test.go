@@ -44,6 +44,11 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s: the key limits' models %v are not the grant's %v", tc.name, g.Limits.Models, g.Models)
 		}
 	}
+	// The budget names the group whose rule set it, not the first one
+	// the person is in (hostile pass 10, H10-8).
+	if _, b := rules.Resolve([]string{"admins", "eng"}).Split(); b == nil || b.Group != "eng" {
+		t.Errorf("the budget's group: %+v", b)
+	}
 	if g := (Groups{}).Resolve(nil); !g.OK || g.Role != RoleMember {
 		t.Errorf("without rules every person is a member: %+v", g)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/mcp/approval"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -96,7 +97,8 @@ func (h *Handler) csrfOK(r *http.Request, s session) bool {
 // sessionPath reports what a dashboard session may call: the person's
 // own view and the admin API. Model calls need a key.
 func sessionPath(p string) bool {
-	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, policy.SpendLinkPath) || strings.HasPrefix(p, policy.MCPConnectPath)
+	return p == MePath || p == "/v1/organizations" || strings.HasPrefix(p, "/v1/organizations/") || strings.HasPrefix(p, policy.SpendLinkPath) || strings.HasPrefix(p, policy.MCPConnectPath) ||
+		strings.HasPrefix(p, approval.Path)
 }
 
 // signInFirst sends a browser opening a person's MCP connect page or link

@@ -16,7 +16,7 @@ func TestGrantSplitMakesTheBudgetThePersons(t *testing.T) {
 	if key.BudgetCents != nil || key.SoftBudgetCents != 0 || key.RPM != 10 {
 		t.Errorf("the key's limits %+v", key)
 	}
-	if person == nil || *person != (ledger.PersonBudget{Cents: 200, Period: "monthly", SoftCents: 150, Downgrade: "local"}) {
+	if person == nil || *person != (ledger.PersonBudget{Cents: 200, Period: "monthly", SoftCents: 150, Downgrade: "local", Group: "eng"}) {
 		t.Errorf("the person's budget %+v", person)
 	}
 	if _, none := (Grant{}).Split(); none != nil {

@@ -102,7 +102,7 @@ func TestKeylessChatLinkPathsStopAtTheGateway(t *testing.T) {
 		{"GET", "/ui/../v1/models", http.StatusUnauthorized},
 		{"POST", "/modelgate/breaker/resume/../../../v1/chat/completions", http.StatusUnauthorized},
 		{"GET", "/mcp-approvals/xyz", http.StatusNotFound},
-		{"POST", "/mcp-approvals/xyz", http.StatusNotFound},
+		{"POST", "/mcp-approvals/xyz", http.StatusUnauthorized}, // deciding needs an approver signed in
 	} {
 		status, body := rawRequest(t, g.base, c.method, c.target)
 		if status != c.status || !strings.Contains(body, `"error"`) {

@@ -43,8 +43,9 @@ func countingProbe(t *testing.T, ran *atomic.Int64) *httptest.Server {
 
 var approvalLink = regexp.MustCompile(`(Approve|Deny): (\S+)`)
 
-// decide opens an approval link as a person would: its page, then the
-// page's button (a POST). It returns the status of the last step.
+// decide opens an approval link as an approver would: its page, then the
+// page's button (a POST, with the gateway's admin key: the link alone
+// decides nothing). It returns the status of the last step.
 func decide(link string) (int, error) {
 	resp, err := http.Get(link)
 	if err != nil {
@@ -55,7 +56,9 @@ func decide(link string) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, nil
 	}
-	resp, err = http.Post(link, "application/x-www-form-urlencoded", nil)
+	req, _ := http.NewRequest(http.MethodPost, link, nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -192,7 +195,7 @@ func TestMCPApprovalClaudeCode(t *testing.T) {
 		}
 	}
 	all := strings.Join(results, "\n")
-	for _, want := range []string{probeAnswer, `MCP error -32030: tool "gateway_probe" of MCP server "internal": chat link denied the call`,
+	for _, want := range []string{probeAnswer, `MCP error -32030: tool "gateway_probe" of MCP server "internal": key `,
 		`MCP error -32031: tool "gateway_probe" of MCP server "internal": nobody approved the call within 3s`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the model never saw %q; tool results:\n%s", want, all)

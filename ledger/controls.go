@@ -96,6 +96,9 @@ type PersonBudget struct {
 	Downgrade string `json:"downgrade,omitempty"`
 	// Bound lets Downgrade be a priced alias.
 	Bound *DowngradeBound `json:"downgrade_bound,omitempty"`
+	// Group is the group whose rule set it, which reports name as its
+	// source; "" (keys minted before it was kept): the first group.
+	Group string `json:"group,omitempty"`
 }
 
 // keySettings is a key's settings column: its limits, flattened as they

@@ -52,6 +52,9 @@ type IncreaseRequestStore interface {
 	IncreaseRequests(ctx context.Context, max int) ([]IncreaseRequest, error)
 	// IncreaseRequest is the request id; false when there is none.
 	IncreaseRequest(ctx context.Context, id string) (IncreaseRequest, bool, error)
+	// PendingIncreaseRequest is person's pending request for period, the
+	// newest when there are several; false when there is none.
+	PendingIncreaseRequest(ctx context.Context, person, period string) (IncreaseRequest, bool, error)
 	// ResolveIncreaseRequest moves the pending request id to status
 	// (approved or denied) by by at at; approving writes limit (the
 	// person's) in the same transaction. false: it was not pending.
@@ -122,6 +125,19 @@ func (s *sqlStore) IncreaseRequest(ctx context.Context, id string) (IncreaseRequ
 	}
 	if err != nil {
 		return IncreaseRequest{}, false, fmt.Errorf("ledger: reading an increase request: %w", err)
+	}
+	return r, true, nil
+}
+
+func (s *sqlStore) PendingIncreaseRequest(ctx context.Context, person, period string) (IncreaseRequest, bool, error) {
+	p := s.d.placeholder
+	r, err := scanRequest(s.db.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM spend_limit_increase_requests
+WHERE person = `+p(1)+` AND period = `+p(2)+` AND status = '`+RequestPending+`' ORDER BY created_us DESC, id DESC LIMIT 1`, person, period))
+	if errors.Is(err, sql.ErrNoRows) {
+		return IncreaseRequest{}, false, nil
+	}
+	if err != nil {
+		return IncreaseRequest{}, false, fmt.Errorf("ledger: reading a pending increase request: %w", err)
 	}
 	return r, true, nil
 }

@@ -99,11 +99,11 @@ func (g *Gateway) approvalTimeout(u *upstream) time.Duration {
 }
 
 // awaitApproval holds a call of tool on u with canonical arguments args
-// until a person approves it (nil), denies it, or the wait ends (a
+// (shown: as people may read them, the firewall's redacted form) until a person approves it (nil), denies it, or the wait ends (a
 // JSON-RPC error naming the tool and why, c.Outcome set). The approval is
 // bound to the caller, server, tool, the arguments' hash, the rule's
 // version and the expiry, and consumed by this call alone.
-func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args []byte, version string, ss *sdk.ServerSession, progress any, c *Call) error {
+func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, id *policy.Identity, args, shownArgs []byte, version string, ss *sdk.ServerSession, progress any, c *Call) error {
 	refuse := func(o Outcome, code int64, format string, a ...any) error {
 		c.Outcome = o
 		return rpcError(code, "tool %q of MCP server %q: "+format, append([]any{tool, u.cfg.Name}, a...)...)
@@ -119,7 +119,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	now := time.Now()
 	timeout := g.approvalTimeout(u)
 	a := ledger.MCPApproval{CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(), KeyID: id.KeyID, Person: id.Person, Workspace: id.Workspace,
-		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: shownArgs(args), PolicyVersion: version, State: ledger.ApprovalPending}
+		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: storedArgs(shownArgs), PolicyVersion: version, State: ledger.ApprovalPending}
 	a.ID, a.Secret = approval.NewID()
 	c.Approval = a.ID
 	approval.Bind(&a)
@@ -138,8 +138,8 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	if u.cfg.ApprovalFrom == "team" {
 		asked = nil // never the calling client: it may be the agent itself
 	}
-	shown := question{total: len(args)}
-	shown.args, shown.cut = argsExcerpt(args, questionArgs, perValueArgs)
+	shown := question{total: len(shownArgs)}
+	shown.args, shown.cut = argsExcerpt(shownArgs, questionArgs, perValueArgs)
 	go g.askApprover(wctx, opts, d, a, shown, id, asked, wake)
 	waiting := waitProgress(ss, progress, a, timeout)
 	waiting(ctx)
@@ -233,7 +233,7 @@ func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.
 	if ss != nil && elicits(ss) {
 		res, err := ss.Elicit(ctx, &sdk.ElicitParams{
 			Message: fmt.Sprintf("Modelgate: allow MCP tool %s/%s with arguments %s? (approval %s, expires %s)%s",
-				a.Server, a.Tool, webhook.Clean(q.args, len(q.args)), a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note()),
+				a.Server, a.Tool, webhook.OneLine(q.args, len(q.args)), a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note()),
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		})
 		if err == nil && (res.Action == "accept" || res.Action == "decline") {
@@ -307,8 +307,9 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 		who = a.Person + " (key " + a.KeyID + ")"
 	}
 	var b strings.Builder
-	// The arguments are the agent's to choose: in a code span, where chats
-	// make no links, so text in them cannot pose as the approve link.
+	// The arguments are the agent's to choose: cleaned of chat controls,
+	// which Slack reads even in a code span, so that text in them cannot
+	// pose as the approve link or ping the channel.
 	args := strings.ReplaceAll(webhook.Clean(q.args, len(q.args)), "`", "'")
 	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).%s",
 		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note())
@@ -325,9 +326,9 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 // ApprovalPath + token (approval.LinkHandler).
 const ApprovalPath = "/mcp-approvals/"
 
-// shownArgs are canonical arguments kept for the approver to read: over
+// storedArgs are canonical arguments kept for the approver to read: over
 // maxShownArgs, every argument with its value cut (argsExcerpt).
-func shownArgs(args []byte) string {
+func storedArgs(args []byte) string {
 	if len(args) <= maxShownArgs {
 		return string(args)
 	}

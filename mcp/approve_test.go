@@ -75,8 +75,33 @@ func links(t *testing.T, msg string) (approve, deny string) {
 	return approve, deny
 }
 
-// click opens a link in a browser: the page, then its button's POST.
+// click opens a link in a browser signed in as bob, who approves others'
+// calls: the page, then its button's POST.
 func click(t *testing.T, link string) (int, string) {
+	t.Helper()
+	return clickAs(t, link, "bob")
+}
+
+// testApprovers stand in for llm_auth on the links' POST: the bearer
+// names who is signed in.
+var testApprovers = map[string]approval.Approver{
+	"bob":     {Person: "bob@example.com", KeyID: "bob@example.com"},
+	"alice":   {Person: "alice@example.com", KeyID: "k-alice-2"},
+	"agent":   {KeyID: "k-agent"},
+	"auditor": {Person: "carol@example.com", KeyID: "carol@example.com", Auditor: true},
+	"admin":   {KeyID: "admin-key", Admin: true},
+}
+
+func testApprover(r *http.Request) *approval.Approver {
+	ap, ok := testApprovers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	if !ok {
+		return nil
+	}
+	return &ap
+}
+
+// clickAs is click signed in as who ("" nobody).
+func clickAs(t *testing.T, link, who string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(link)
 	if err != nil {
@@ -87,10 +112,14 @@ func click(t *testing.T, link string) (int, string) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, string(page)
 	}
-	if !strings.Contains(string(page), `<form method="post">`) {
+	if !strings.Contains(string(page), `<button type="button" id="decide">`) {
 		t.Fatalf("the link's page has no button: %s", page)
 	}
-	resp, err = http.Post(link, "application/x-www-form-urlencoded", nil)
+	req, _ := http.NewRequest(http.MethodPost, link, nil)
+	if who != "" {
+		req.Header.Set("Authorization", "Bearer "+who)
+	}
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +165,7 @@ func newApprovalRig(t *testing.T, store ledger.MCPApprovalStore, timeout time.Du
 	r.g.Start()
 	t.Cleanup(r.g.Close)
 	mux.Handle(approval.Path, &approval.LinkHandler{Store: func() ledger.MCPApprovalStore { return store },
-		Decider: func(s ledger.MCPApprovalStore) *approval.Decider { return &approval.Decider{Store: s} }})
+		Decider: func(s ledger.MCPApprovalStore) *approval.Decider { return &approval.Decider{Store: s} }, Approver: testApprover})
 	mux.Handle("/", withID(r.g, map[string]*policy.Identity{"alice": {KeyID: "k-alice", Person: "alice@example.com"}}))
 	return r
 }
@@ -428,5 +457,50 @@ func TestApprovalClientGoesAway(t *testing.T) {
 	}
 	if code, _ := click(t, approve); code != http.StatusConflict {
 		t.Fatalf("the link after the client left: %d", code)
+	}
+}
+
+// TestApprovalMessageEscapesChatControls (H10-4): arguments that spell a
+// Slack ping or labelled link (parsed even inside a code span) or a
+// markdown link reach the chat as text.
+func TestApprovalMessageEscapesChatControls(t *testing.T) {
+	args := `{"env":"prod <!channel> <http://evil.example/approve|Approve (safe)> [Approve](http://evil.example/b)"}`
+	a := ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "prod", Tool: "deploy", Args: args, Secret: "00", Binding: "b"}
+	msg := approvalMessage("https://gw.example", a, question{total: len(args), args: args})
+	if strings.ContainsAny(msg, "<>") || strings.Contains(msg, "](") || !strings.Contains(msg, "&lt;!channel&gt;") {
+		t.Fatalf("message %q", msg)
+	}
+}
+
+// TestApprovalLinkNeedsAnotherSignedInPerson (H10-5): the chat link's
+// POST decides nothing without an approver signed in, nor for the
+// caller's own person (another key of theirs included), an auditor, or a
+// key of no one (which may be an agent's); another person decides, and
+// the decision is theirs.
+func TestApprovalLinkNeedsAnotherSignedInPerson(t *testing.T) {
+	r := newApprovalRig(t, sqliteApprovals(t), time.Minute, func(s *modellist.MCPServer) { s.ApprovalFrom = "team" })
+	cs := connect(t, r.gw.URL+"/mcp", "alice")
+	waitTools(t, cs, 2)
+	call := callAsync(cs, "deploy prod")
+	approve, _ := links(t, r.chat.next(t))
+	for who, want := range map[string]int{"": http.StatusUnauthorized, "alice": http.StatusForbidden, "auditor": http.StatusForbidden, "agent": http.StatusForbidden} {
+		if code, page := clickAs(t, approve, who); code != want {
+			t.Errorf("%q approving: %d %s", who, code, page)
+		}
+	}
+	select {
+	case got := <-call:
+		t.Fatalf("the call ran without another person's approval: %+v", got)
+	default:
+	}
+	if code, page := clickAs(t, approve, "bob"); code != http.StatusOK || !strings.Contains(page, "Approved") {
+		t.Fatalf("bob approving: %d %s", code, page)
+	}
+	if got := <-call; got.err != nil {
+		t.Fatal(got.err)
+	}
+	a, _ := r.store.MCPApprovals(context.Background(), ledger.ApprovalConsumed, 1)
+	if len(a) != 1 || a[0].DecidedBy != "bob@example.com" {
+		t.Fatalf("decided by %+v", a)
 	}
 }

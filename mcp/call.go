@@ -73,6 +73,10 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 			return nil, rpcError(codeLimited, "tool %q of MCP server %q: %v", tool, u.cfg.Name, err)
 		}
 	}
+	args, err := g.screenArgs(u, tool, id, args, c)
+	if err != nil {
+		return nil, err
+	}
 	if version, needed := g.approvalRule(id, u, tool); needed {
 		canon, err := approval.Canonical(args)
 		if err != nil {
@@ -83,7 +87,8 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 		if in != nil {
 			progress = in.GetProgressToken()
 		}
-		if err := g.awaitApproval(ctx, u, tool, id, canon, version, ss, progress, c); err != nil {
+		shown := g.opts.Secrets.Shown(id, canon)
+		if err := g.awaitApproval(ctx, u, tool, id, canon, shown, version, ss, progress, c); err != nil {
 			return nil, err
 		}
 		// The server is sent exactly what was approved.

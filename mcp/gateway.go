@@ -91,6 +91,9 @@ type Options struct {
 	// Credentials hold each person's own tokens to the auth: oauth
 	// servers (personal.go); nil leaves those servers unreachable.
 	Credentials *upstreamauth.Broker
+	// Secrets screens each tool call's arguments with the secret firewall
+	// (secrets.go); nil sends them as they are.
+	Secrets *ArgScreen
 }
 
 // Gateway serves the MCP endpoints. Close stops its upstream sessions and

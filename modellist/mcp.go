@@ -44,6 +44,10 @@ type MCPServer struct {
 	// client's user through an elicitation when it can, else the team) or
 	// "team" (never the calling client: the chat, dashboard and CLI).
 	ApprovalFrom string
+	// Secrets is what the secret firewall does with a credential in a
+	// tool call's arguments; SecretsDefault leaves it to the gateway
+	// (llm_gateway's secrets action, else redact).
+	Secrets SecretsAction
 	// Auth is MCPAuthShared (the headers, for every caller) or
 	// MCPAuthOAuth (each person's own token; OAuth holds its client).
 	Auth  string
@@ -68,7 +72,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 }
 
 func mcpFields() []string {
-	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from", "auth", "authorization_server", "client_id", "client_secret", "scopes", "cost_per_call"}
+	return []string{"url", "transport", "command", "args", "env", "headers", "allowed_tools", "disallowed_tools", "timeout", "description", "require_approval", "approval_timeout", "approval_from", "auth", "authorization_server", "client_id", "client_secret", "scopes", "cost_per_call", "secrets"}
 }
 
 // mcpName is what a server name may be: it becomes the tool prefix
@@ -103,7 +107,7 @@ func (p *parser) mcpServers(c *Config, n *yaml.Node) {
 }
 
 func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
-	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from, auth, authorization_server, client_id, client_secret, scopes, cost_per_call")
+	fs, ok := p.mapping(n, w, mcpFields(), "url, transport, command, args, env, headers, allowed_tools, disallowed_tools, timeout, require_approval, approval_timeout, approval_from, auth, authorization_server, client_id, client_secret, scopes, cost_per_call, secrets")
 	if !ok {
 		return nil
 	}
@@ -168,6 +172,9 @@ func (p *parser) mcpServer(name string, n *yaml.Node, w where) *MCPServer {
 		default:
 			p.errorf(f.val, w.sub("approval_from"), "must be client (ask the calling client's user first, when it can be asked) or team (only the chat, the dashboard and the CLI decide)")
 		}
+	}
+	if f, ok := fs["secrets"]; ok {
+		s.Secrets, _ = p.secretsAction(f.val, w.sub("secrets"))
 	}
 	if s.Transport == "" {
 		switch {

@@ -70,6 +70,19 @@ func TestMCPServersErrors(t *testing.T) {
 	}
 }
 
+// TestMCPServerSecrets: an MCP server's secrets: {action: …} is read, and
+// a wrong word is an error naming the server and the field.
+func TestMCPServerSecrets(t *testing.T) {
+	c, _, err := Parse([]byte(mcpBase+"mcp_servers:\n  a: {url: http://x, secrets: {action: block}}\n  b: {url: http://y}\n"), "m.yaml", nil)
+	if err != nil || c.MCPServers[0].Secrets != SecretsBlock || c.MCPServers[1].Secrets != SecretsDefault {
+		t.Fatalf("%+v %v", c, err)
+	}
+	_, _, err = Parse([]byte(mcpBase+"mcp_servers:\n  a: {url: http://x, secrets: {action: hide}}\n"), "m.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers.a: secrets.action") || !strings.Contains(err.Error(), `unknown action "hide"`) {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestMCPRequireApproval(t *testing.T) {
 	c, _, err := Parse([]byte(mcpBase+`mcp_servers:
   all: {url: http://x, require_approval: true, approval_timeout: 30s, approval_from: team}

@@ -73,23 +73,31 @@ func secretsFields() []string { return []string{"action"} }
 
 // secrets reads an entry's secrets: {action: …}.
 func (p *parser) secrets(d *Deployment, n *yaml.Node, w where) {
+	if a, ok := p.secretsAction(n, w); ok {
+		d.Secrets = a
+	}
+}
+
+// secretsAction reads a secrets: {action: …} mapping, of a models-file
+// entry or an mcp_servers entry.
+func (p *parser) secretsAction(n *yaml.Node, w where) (SecretsAction, bool) {
 	fs, ok := p.mapping(n, w, secretsFields(), "action: redact|block|log|off")
 	if !ok {
-		return
+		return SecretsDefault, false
 	}
 	f, ok := fs["action"]
 	if !ok {
 		p.errorf(n, w.sub("action"), "required; add action: redact, block, log or off")
-		return
+		return SecretsDefault, false
 	}
 	s, ok := p.scalar(f.val, w.sub("action"))
 	if !ok {
-		return
+		return SecretsDefault, false
 	}
 	a, ok := ParseSecretsAction(s)
 	if !ok {
 		p.errorf(f.val, w.sub("action"), "unknown action %q; use redact, block, log or off", s)
-		return
+		return SecretsDefault, false
 	}
-	d.Secrets = a
+	return a, true
 }

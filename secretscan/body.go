@@ -419,6 +419,7 @@ func (w *walker) scanString(start, end int, escaped bool) error {
 	}
 	text := w.textOf(start, end, escaped)
 	hits := w.rs.scan(text, w.s)
+	var first [][2]int
 	if len(hits) > 0 {
 		loc := w.location()
 		for _, h := range hits {
@@ -426,6 +427,18 @@ func (w *walker) scanString(start, end int, escaped bool) error {
 			if w.names != nil {
 				d.Placeholder = w.names.Placeholder(h.Rule, text[h.Start:h.End])
 				w.mark(start, end, escaped, h.Start, h.End, d.Placeholder)
+			}
+			w.dets = append(w.dets, d)
+			first = append(first, [2]int{h.Start, h.End})
+		}
+	}
+	if spans, values, rules := w.scanNested(text, first); len(spans) > 0 {
+		loc := w.location()
+		for i, sp := range spans {
+			d := Detection{Rule: rules[i], Location: loc}
+			if w.names != nil {
+				d.Placeholder = w.names.Placeholder(rules[i], values[i])
+				w.mark(start, end, escaped, sp[0], sp[1], d.Placeholder)
 			}
 			w.dets = append(w.dets, d)
 		}

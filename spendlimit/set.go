@@ -120,13 +120,19 @@ func (s *Set) Append(dst []Applied, c Caller) []Applied {
 	}
 	if d := c.Default; c.Person != "" && d != nil && (d.Period == "total" || d.Period == "") {
 		dst = append(dst, Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: "total", Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound})
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: defaultSource(c), Downgrade: d.Downgrade, Bound: d.Bound})
 	}
 	return dst
 }
 
-func firstOf(groups string) string {
-	g, _, _ := strings.Cut(groups, "\n")
+// defaultSource is the group whose rule set c's default: the one the
+// default names, else (a key minted before defaults named theirs) the
+// first of c's groups.
+func defaultSource(c Caller) string {
+	if c.Default != nil && c.Default.Group != "" {
+		return c.Default.Group
+	}
+	g, _, _ := strings.Cut(c.Groups, "\n")
 	return g
 }
 
@@ -158,7 +164,7 @@ func (s *Set) Person(c Caller, period string) (Applied, bool) {
 	}
 	if d := c.Default; d != nil && d.Period == period {
 		return Applied{Scope: ledger.ScopeUser, ScopeID: c.Person, Period: period, Cents: min(max(d.Cents, 0), money.MaxBudgetCents),
-			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: firstOf(c.Groups), Downgrade: d.Downgrade, Bound: d.Bound}, true
+			SoftCents: d.SoftCents, SourceScope: ledger.ScopeGroup, SourceID: defaultSource(c), Downgrade: d.Downgrade, Bound: d.Bound}, true
 	}
 	return Applied{}, false
 }

@@ -119,3 +119,24 @@ func TestSessionLimitPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultNamesItsGroup (hostile pass 10, H10-8): a member of
+// [gateway-admins, engineering] whose default comes from engineering's
+// rule (the only one with a budget) is told engineering is the source,
+// for a period and for a total; a default that names no group (a key
+// minted before defaults did) still names the first.
+func TestDefaultNamesItsGroup(t *testing.T) {
+	c := Caller{Person: "alice", Groups: "gateway-admins\nengineering", Default: &ledger.PersonBudget{Cents: 100, Period: "monthly", Group: "engineering"}}
+	if a, ok := (*Set)(nil).Person(c, "monthly"); !ok || a.SourceScope != ledger.ScopeGroup || a.SourceID != "engineering" {
+		t.Fatalf("monthly default: %+v %v", a, ok)
+	}
+	c.Default = &ledger.PersonBudget{Cents: 100, Period: "total", Group: "engineering"}
+	all := NewSet(nil).Append(nil, c)
+	if len(all) != 1 || all[0].SourceID != "engineering" {
+		t.Fatalf("total default: %+v", all)
+	}
+	c.Default.Group = ""
+	if all = NewSet(nil).Append(nil, c); len(all) != 1 || all[0].SourceID != "gateway-admins" {
+		t.Fatalf("a default of no group: %+v", all)
+	}
+}

@@ -6,13 +6,22 @@ import (
 	"unicode/utf8"
 )
 
-// Clean makes s safe to insert into a one-line chat message: whitespace
-// runs become one space; control and format characters (bidi overrides that reorder what a reader sees, zero-width characters)
-// are dropped; the broadcast mentions @everyone, @here and @channel, which
-// Discord, Teams and Slack (with link_names) turn into a ping of everyone,
-// are defused with a zero-width space after the @; and the value is cut to
-// max runes with an ellipsis.
+// Clean makes s safe to insert into a one-line chat message, in or out of
+// a code span: it is OneLine's text with the broadcast mentions @everyone,
+// @here and @channel, which Discord, Teams and Slack (with link_names)
+// turn into a ping of everyone, defused with a zero-width space after the
+// @, and Escape's chat controls made text. Every value a chat line takes
+// from a caller goes through it; a line's own links are added after.
 func Clean(s string, max int) string {
+	return Escape(defuseMentions(OneLine(s, max)))
+}
+
+// OneLine is s on one line, for text a person reads outside a chat (an
+// MCP elicitation, a stored reason): whitespace runs become one space;
+// control and format characters (bidi overrides that reorder what a
+// reader sees, zero-width characters) are dropped; and the value is cut
+// to max runes with an ellipsis.
+func OneLine(s string, max int) string {
 	var b strings.Builder
 	space, n := false, 0
 	for _, r := range s {
@@ -35,8 +44,19 @@ func Clean(s string, max int) string {
 		b.WriteRune(r)
 		n++
 	}
-	return defuseMentions(b.String())
+	return b.String()
 }
+
+// chatControls are what chats read as controls rather than text: Slack
+// parses &, < and > before its mrkdwn, code spans included (<!channel>,
+// <https://x|Approve> are a ping and a labelled link), so they become the
+// entities Slack shows as the characters; Discord's and Teams' markdown
+// make [text](url) a labelled link, so a zero-width space parts "](".
+// Nothing else is encoded: Slack would show other entities literally.
+var chatControls = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "](", "]\u200b(")
+
+// Escape makes every chat control in s text (chatControls).
+func Escape(s string) string { return chatControls.Replace(s) }
 
 // defuseMentions puts a zero-width space after the @ of each broadcast
 // mention, matched without regard to case.

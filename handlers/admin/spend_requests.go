@@ -149,6 +149,16 @@ func (a *Handler) createIncreaseRequest(w http.ResponseWriter, r *http.Request, 
 			}
 		}
 	}
+	// One pending request per person and period: asking again would only
+	// post the approvers' chat again (hostile pass 10, H10-10).
+	if pending, found, err := st.PendingIncreaseRequest(r.Context(), person, req.Period); err != nil {
+		storeFailed(w, err)
+		return
+	} else if found {
+		fail(w, http.StatusConflict, fmt.Sprintf("you already asked for a %s spend limit of %s (request %s, pending since %s); wait for an approver, or ask one to deny it before asking again",
+			pending.Period, money.Dollars(pending.AmountCents), pending.ID, pending.CreatedAt.Format(time.RFC3339)))
+		return
+	}
 	token := make([]byte, 32)
 	_, _ = rand.Read(token)
 	secret := base64.RawURLEncoding.EncodeToString(token)
@@ -209,7 +219,7 @@ func decodeCreateIncrease(body []byte) (increaseRequest, string) {
 	if len(req.Reason) > 4*maxReason {
 		return increaseRequest{}, fmt.Sprintf("reason: at most %d characters", maxReason)
 	}
-	return increaseRequest{AmountCents: c, Period: req.Period, Reason: webhook.Clean(req.Reason, maxReason)}, ""
+	return increaseRequest{AmountCents: c, Period: req.Period, Reason: webhook.OneLine(req.Reason, maxReason)}, ""
 }
 
 // tellApprovers posts the one chat line approvers act on. Its link's base
@@ -227,7 +237,7 @@ func (a *Handler) tellApprovers(req ledger.IncreaseRequest, now *adminapi.SpendS
 		}
 	}
 	if req.Reason != "" {
-		fmt.Fprintf(&b, ": “%s”", req.Reason)
+		fmt.Fprintf(&b, ": “%s”", webhook.Clean(req.Reason, maxReason))
 	}
 	var leads []string
 	for _, g := range req.Groups {

@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,7 +77,8 @@ func TestApproversLinkIgnoresTheRequestHost(t *testing.T) {
 		t.Errorf("approvers' line: %s", line)
 	}
 	sa.a.Spend.PublicURL = ""
-	if rec := sa.call(t, bob, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"6000"}`); rec.Code != 200 {
+	carol := &policy.Identity{KeyID: "apikey_carol", Owner: "carol@example.com", Groups: "eng", Runtime: true}
+	if rec := sa.call(t, carol, "POST", "http://evil.example:8443"+adminapi.IncreaseRequestsPath, `{"amount":"6000"}`); rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
 	if line := sa.chat[1]; strings.Contains(line, "://") || !strings.Contains(line, "set public_url") || !strings.Contains(line, "caddy modelgate requests approve splir_") {
@@ -171,5 +173,59 @@ func TestIncreaseApprovalKeepsTheDowngrade(t *testing.T) {
 	if !strings.Contains(list.Body.String(), `"amount":"300"`) ||
 		!strings.Contains(list.Body.String(), `"at_cap":{"action":"downgrade","alias":"cheap","max_price":{"input":"15","output":"60"},"allowance":"500"}`) {
 		t.Errorf("bob's limit after the approval: %s", list.Body)
+	}
+}
+
+// A reason is the asker's text: in the approvers' chat line it can
+// neither ping the channel nor pose as the approve link (hostile pass 10,
+// H10-4); the request keeps it as written.
+func TestIncreaseReasonCannotPingOrLink(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	reason := "release week <!here> <http://evil.example/x|Approve> [Approve](http://evil.example/y)"
+	rec := sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"5000","reason":`+strconvQuote(reason)+`}`)
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if got := decode[adminapi.IncreaseRequest](t, rec); got.Reason != reason {
+		t.Errorf("stored reason %q", got.Reason)
+	}
+	line := sa.chat[0]
+	if strings.ContainsAny(line, "<>") || strings.Contains(line, "](") || !strings.Contains(line, "&lt;!here&gt;") {
+		t.Errorf("approvers' line: %s", line)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A person has one pending request per period: asking again is 409
+// naming the pending one, and posts nothing; another period, or asking
+// after the request was decided, is a new request (hostile pass 10,
+// H10-10).
+func TestOnePendingIncreaseRequestPerPersonAndPeriod(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	rec := sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"5000","period":"monthly","reason":"spam 0"}`)
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	first := decode[adminapi.IncreaseRequest](t, rec)
+	for i := 1; i <= 5; i++ {
+		rec = sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"50`+strconv.Itoa(i)+`0","period":"monthly","reason":"spam"}`)
+		if rec.Code != 409 || !strings.Contains(rec.Body.String(), first.ID) {
+			t.Fatalf("ask again %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	if len(sa.chat) != 1 {
+		t.Fatalf("chat posts: %d, want 1", len(sa.chat))
+	}
+	if rec = sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"100","period":"daily"}`); rec.Code != 200 {
+		t.Fatalf("another period: %d %s", rec.Code, rec.Body)
+	}
+	if rec = sa.call(t, adminID, "POST", adminapi.IncreaseRequestsPath+"/"+first.ID+"/deny", `{}`); rec.Code != 200 {
+		t.Fatalf("deny: %d %s", rec.Code, rec.Body)
+	}
+	if rec = sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"6000","period":"monthly"}`); rec.Code != 200 {
+		t.Fatalf("asking after the denial: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -1,24 +1,69 @@
 package approval
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
 )
 
-// LinkHandler serves the chat message's links, Path + token, to anyone
-// who has one: the token is the credential. GET shows the call and a
-// button; only the POST the button sends decides, so a chat's link
-// preview, which fetches every URL posted, never approves anything.
+// LinkHandler serves the chat message's links, Path + token. The chat
+// that carries them is read by the person whose agent asks, so the token
+// alone decides nothing (as the spend-increase links since hostile review
+// 4): GET, which anyone with the link and a chat's link preview may do,
+// shows the call and a button; only the button's POST decides, and only
+// with an approver signed in (a dashboard session, or a key presented)
+// who is not the caller's own person or key. The decision is the
+// approver's, in decided_by and the audit log.
 type LinkHandler struct {
 	// Store is the ledger's approval table; nil answers 503.
 	Store func() ledger.MCPApprovalStore
 	// Decider decides with the store it is given.
 	Decider func(ledger.MCPApprovalStore) *Decider
+	// Approver reads who a POST is signed in as; nil, or a nil answer, is
+	// nobody, and nobody decides.
+	Approver func(r *http.Request) *Approver
+	// SignInPath is where a browser signs in and comes back
+	// (?return=<link>), offered when SignInStatus ({"enabled": bool})
+	// says the site has a sign-in; "" offers only a key.
+	SignInPath, SignInStatus string
+}
+
+// Approver is who sends a link's POST.
+type Approver struct {
+	// Person is who signed in, or whom the key was minted for; "" for a
+	// key of no one.
+	Person string
+	KeyID  string
+	// Admin is the gateway's admin role; Auditor reads and never decides.
+	Admin, Auditor bool
+}
+
+// refusal says why ap may not decide a, or "".
+func (ap *Approver) refusal(a ledger.MCPApproval) string {
+	switch {
+	case ap.Auditor:
+		return "Auditors read approvals; an approver or an admin decides."
+	case ap.KeyID == a.KeyID || (a.Person != "" && ap.Person == a.Person):
+		return "This is your own call: another person approves it."
+	case ap.Person == "" && !ap.Admin:
+		return "Deciding needs a person signed in, or the gateway's admin key: a key of no one may be an agent's."
+	}
+	return ""
+}
+
+// name is how the decision records its approver.
+func (ap *Approver) name() string {
+	if ap.Person != "" {
+		return ap.Person
+	}
+	return "key " + ap.KeyID
 }
 
 // Path is the links' prefix.
@@ -27,19 +72,48 @@ const Path = "/mcp-approvals/"
 // Owns reports whether path is one of the links.
 func Owns(path string) bool { return strings.HasPrefix(path, Path) }
 
+// page shows an approval. Its button POSTs with the approver's
+// credentials: the session's CSRF token (which /v1/me answers a
+// signed-in browser), or a key pasted on the page; without either it
+// offers the sign-in.
 var page = template.Must(template.New("approval").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><meta name="robots" content="noindex"><title>MCP approval</title>
 <style>body{font:15px system-ui,sans-serif;max-width:42em;margin:3em auto;padding:0 1em}pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:.8em}</style></head>
 <body><h1>{{.Title}}</h1>
 {{if .A.ID}}<p>{{.Who}} asked to call <b>{{.A.Server}}/{{.A.Tool}}</b> with:</p><pre>{{.A.Args}}</pre>
 <p>Approval {{.A.ID}} · arguments SHA-256 {{.A.ArgsHash}} · expires {{.Expires}}</p>{{end}}
-{{if .Button}}<form method="post"><button type="submit">{{.Button}}</button></form>{{end}}
+{{if .Button}}<p>Deciding needs you signed in, and not as the person whose call it is.</p>
+<p><button type="button" id="decide">{{.Button}}</button></p>
+<p id="signin" hidden><span id="idp" hidden><a href="{{.SignIn}}">Sign in</a>, then press {{.Button}} again; or </span>use a key:
+<input id="key" type="password" autocomplete="off"></p><p id="status"></p>
+<script nonce="{{.Nonce}}">
+document.getElementById("decide").addEventListener("click", async function () {
+  const headers = {};
+  const key = document.getElementById("key").value;
+  if (key) { headers["Authorization"] = "Bearer " + key; } else {
+    const me = await fetch("/v1/me", {credentials: "same-origin"});
+    if (!me.ok) {
+      document.getElementById("signin").hidden = false;
+      document.getElementById("status").textContent = "Not signed in.";
+      {{if .SignInStatus}}const st = await fetch("{{.SignInStatus}}");
+      if (st.ok && (await st.json()).enabled) { document.getElementById("idp").hidden = false; }{{end}}
+      return;
+    }
+    headers["X-CSRF-Token"] = (await me.json()).csrf_token;
+  }
+  const r = await fetch(location.pathname, {method: "POST", headers: headers, credentials: "same-origin"});
+  const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  const h = doc.querySelector("h1");
+  document.getElementById("status").textContent = h ? h.textContent : String(r.status);
+  if (r.ok) { document.getElementById("decide").disabled = true; }
+});
+</script>{{end}}
 </body></html>
 `))
 
 type pageData struct {
-	Title, Who, Expires, Button string
-	A                           ledger.MCPApproval
+	Title, Who, Expires, Button, SignIn, SignInStatus, Nonce string
+	A                                                        ledger.MCPApproval
 }
 
 func (h *LinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,10 +162,27 @@ func (h *LinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		data.Title, data.Button = verb+" this MCP tool call?", verb
+		if h.SignInPath != "" && h.SignInStatus != "" {
+			data.SignIn, data.SignInStatus = h.SignInPath+"?return="+url.QueryEscape(r.URL.Path), h.SignInStatus
+		}
 		show(w, http.StatusOK, data)
 		return
 	}
-	got, err := h.Decider(store).Decide(r.Context(), a.ID, link.Approve, "chat link", ViaLink, r.RemoteAddr)
+	var ap *Approver
+	if h.Approver != nil {
+		ap = h.Approver(r)
+	}
+	if ap == nil {
+		data.Title = "Sign in to decide: the link alone decides nothing."
+		show(w, http.StatusUnauthorized, data)
+		return
+	}
+	if why := ap.refusal(a); why != "" {
+		data.Title = why
+		show(w, http.StatusForbidden, data)
+		return
+	}
+	got, err := h.Decider(store).Decide(r.Context(), a.ID, link.Approve, ap.name(), ViaLink, r.RemoteAddr)
 	if errors.Is(err, ledger.ErrApprovalDecided) {
 		data.A, data.Title = got, closedTitle(got)
 		show(w, http.StatusConflict, data)
@@ -123,8 +214,11 @@ func closedTitle(a ledger.MCPApproval) string {
 }
 
 func show(w http.ResponseWriter, status int, d pageData) {
+	var n [12]byte
+	_, _ = rand.Read(n[:])
+	d.Nonce = base64.RawStdEncoding.EncodeToString(n[:])
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; script-src 'nonce-"+d.Nonce+"'; form-action 'self'")
 	w.WriteHeader(status)
 	_ = page.Execute(w, d)
 }

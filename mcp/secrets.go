@@ -1,0 +1,139 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/modelgate/modelgate/modellist"
+	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/secretscan"
+)
+
+// ArgScreen is the secret firewall's step on tool calls: an MCP server is
+// an upstream like a model's (usually someone else's service), and agents
+// put file contents and shell output in tool arguments, so the arguments
+// pass the same screen as a request body before the server or an
+// approval sees them (docs/secret-firewall.md, "MCP tool calls").
+type ArgScreen struct {
+	Firewall *secretscan.Firewall
+	// Action is the firewall's action for server's calls; nil is redact.
+	Action func(server *modellist.MCPServer) secretscan.Action
+	// Report is told of each detection, never its value; nil drops them.
+	Report func(secretscan.Event)
+}
+
+// ArgVerdict is what the screen decided for one call's arguments.
+type ArgVerdict struct {
+	// Args are what the server may be sent: redacted under redact, the
+	// arguments themselves otherwise.
+	Args json.RawMessage
+	// Blocked is the detection that refuses the call under block.
+	Blocked *secretscan.Detection
+}
+
+// Screen applies server's action to a call of tool with arguments args
+// by the key id; the placeholders are numbered in the key's scope, as a
+// request without a session is.
+func (s *ArgScreen) Screen(server *modellist.MCPServer, tool string, id *policy.Identity, args json.RawMessage) (ArgVerdict, error) {
+	if s == nil || s.Firewall == nil || len(args) == 0 {
+		return ArgVerdict{Args: args}, nil
+	}
+	action := secretscan.Redact
+	if s.Action != nil {
+		action = s.Action(server)
+	}
+	if action == secretscan.Off || action == "" {
+		return ArgVerdict{Args: args}, nil
+	}
+	v, err := s.Firewall.ScreenData(action, args, s.names(id))
+	if err != nil {
+		return ArgVerdict{}, err
+	}
+	s.report(action, server.Name, tool, id, v.Detections)
+	out := ArgVerdict{Args: args}
+	if v.Blocked {
+		out.Blocked = &v.Detections[0]
+	}
+	if action == secretscan.Redact {
+		out.Args = v.Body
+	}
+	return out, nil
+}
+
+// Shown is args as a person may read them (an approval's chat line, page
+// and stored row): redacted whatever the server's action, since the
+// people who decide are not the ones the caller chose to show a secret.
+func (s *ArgScreen) Shown(id *policy.Identity, args []byte) []byte {
+	if s == nil || s.Firewall == nil || len(args) == 0 {
+		return args
+	}
+	v, err := s.Firewall.ScreenData(secretscan.Redact, args, s.names(id))
+	if err != nil {
+		return args
+	}
+	return v.Body
+}
+
+func (s *ArgScreen) names(id *policy.Identity) secretscan.Namer {
+	scope := ""
+	if id != nil {
+		scope = "k:" + id.KeyID
+	}
+	return &lazyNames{fw: s.Firewall, scope: scope}
+}
+
+// lazyNames takes the scope's numbering only when a secret is found.
+type lazyNames struct {
+	fw    *secretscan.Firewall
+	scope string
+	names secretscan.Namer
+}
+
+func (l *lazyNames) Placeholder(rule, value string) string {
+	if l.names == nil {
+		l.names = l.fw.Names(l.scope)
+	}
+	return l.names.Placeholder(rule, value)
+}
+
+// ArgsAlias is how a detection in a tool call's arguments names where it
+// was bound, in the place a model request puts its alias.
+func ArgsAlias(server, tool string) string { return "mcp:" + server + "/" + tool }
+
+func (s *ArgScreen) report(action secretscan.Action, server, tool string, id *policy.Identity, dets []secretscan.Detection) {
+	if s.Report == nil {
+		return
+	}
+	for _, d := range dets {
+		e := secretscan.Event{Rule: d.Rule, Action: action, Direction: "request", Alias: ArgsAlias(server, tool), Location: d.Location}
+		if id != nil {
+			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.Person
+		}
+		s.Report(e)
+	}
+}
+
+// screenArgs is the call's firewall step: the arguments to go on with, or
+// the JSON-RPC error that refuses the call (rule and place, never the
+// value).
+func (g *Gateway) screenArgs(u *upstream, tool string, id *policy.Identity, args json.RawMessage, c *Call) (json.RawMessage, error) {
+	v, err := g.opts.Secrets.Screen(u.cfg, tool, id, args)
+	if err != nil {
+		c.Outcome = OutcomeDenied
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q of MCP server %q: its arguments are not a JSON value the gateway can check (%v)", tool, u.cfg.Name, err)
+	}
+	if d := v.Blocked; d != nil {
+		c.Outcome = OutcomeDenied
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", blockMessage(tool, u.cfg.Name, *d))
+	}
+	return v.Args, nil
+}
+
+// blockMessage is a blocked call's refusal: rule and place, never the
+// value.
+func blockMessage(tool, server string, d secretscan.Detection) string {
+	return fmt.Sprintf("tool %q of MCP server %q: call refused by the gateway's secret firewall: a credential (rule %s) was found in the arguments at %s; remove it, or ask an admin to set this MCP server's secrets action to redact",
+		tool, server, d.Rule, d.Location)
+}
