@@ -77,10 +77,7 @@ func TestOnePendingIncreaseRequestConcurrently(t *testing.T) {
 // the database enforced one) migrates: the newest stays pending, the
 // older ones are resolved as superseded.
 func TestPendingRequestMigrationSupersedesDuplicates(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) *sqlStore{
-		"sqlite":   func(t *testing.T) *sqlStore { return openSQLiteStore(t, filepath.Join(t.TempDir(), "l.db")) },
-		"postgres": func(t *testing.T) *sqlStore { return openPostgresStore(t, freshPostgresSchema(t)) },
-	} {
+	for name, open := range sqlStores() {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
 			ctx := context.Background()
@@ -116,5 +113,13 @@ func TestPendingRequestMigrationSupersedesDuplicates(t *testing.T) {
 				t.Fatalf("after the migration a second pending request: %v", err)
 			}
 		})
+	}
+}
+
+// sqlStores open a fresh ledger of each database.
+func sqlStores() map[string]func(t *testing.T) *sqlStore {
+	return map[string]func(t *testing.T) *sqlStore{
+		"sqlite":   func(t *testing.T) *sqlStore { return openSQLiteStore(t, filepath.Join(t.TempDir(), "l.db")) },
+		"postgres": func(t *testing.T) *sqlStore { return openPostgresStore(t, freshPostgresSchema(t)) },
 	}
 }
