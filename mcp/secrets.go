@@ -151,6 +151,9 @@ func screenParams[T any](g *Gateway, u *upstream, what, name string, id *policy.
 	if err != nil {
 		return rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: %v", what, u.cfg.Name, err)
 	}
+	if string(raw) == "null" {
+		return nil // a prompt asked for without arguments
+	}
 	out, err := g.screenFor(u, what, name, id, raw)
 	if err != nil {
 		return err

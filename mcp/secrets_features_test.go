@@ -54,6 +54,9 @@ func TestPromptAndCompletionArgumentsScreened(t *testing.T) {
 				seen = cr.Completion.Values
 			}
 			checkScreened(t, action, "completion/complete", seen, err, pat)
+			if _, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "docs-review"}); err != nil {
+				t.Fatalf("prompts/get without arguments: %v", err)
+			}
 			evs := ev.all()
 			if len(evs) < 3 || evs[0].Rule != "github-pat" || evs[0].Alias != "mcp:docs/prompt:review" || evs[len(evs)-1].Alias != "mcp:docs/completion:review" {
 				t.Fatalf("reported %+v", evs)
