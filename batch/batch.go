@@ -65,6 +65,10 @@ type Options struct {
 	// Screen passes each input through the secret firewall before it is
 	// stored (screen.go); nil stores inputs as sent.
 	Screen Screener
+	// ScreenID reports the firewall rule a request's custom_id matches
+	// for model ("" when none, or when the model's action keeps what is
+	// sent); nil checks no id (screen.go).
+	ScreenID func(id *policy.Identity, model, customID string) (rule string)
 	// Retention is how long a batch's results are kept after it ended,
 	// and uploaded files after their upload. Default DefaultRetention.
 	Retention time.Duration

@@ -28,6 +28,9 @@ func (s *Service) screenRequests(ident *policy.Identity, reqs []Request, param s
 		return nil
 	}
 	for i := range reqs {
+		if rule := s.secretID(ident, reqs[i].Model, reqs[i].CustomID); rule != "" {
+			return secretRefusal(param, "request "+itoa(i)+": "+idRefusal(rule))
+		}
 		out, refusal := s.o.Screen(ident, reqs[i].Model, reqs[i].Body)
 		if refusal != "" {
 			return secretRefusal(param, "request "+itoa(i)+" (custom_id "+shownID(reqs[i].CustomID)+"): "+refusal)
@@ -64,6 +67,9 @@ func (s *Service) screenUpload(ident *policy.Identity, content []byte) ([]byte, 
 		if e != nil {
 			continue
 		}
+		if rule := s.secretID(ident, model, in.CustomID); rule != "" {
+			return nil, secretRefusal("file", "line "+itoa(line)+": "+idRefusal(rule))
+		}
 		body, refusal := s.o.Screen(ident, model, in.Body)
 		if refusal != "" {
 			return nil, secretRefusal("file", "line "+itoa(line)+" (custom_id "+quoteID(in.CustomID)+"): "+refusal)
@@ -96,4 +102,19 @@ func shownID(id string) string {
 
 func secretRefusal(param, msg string) *apierror.Error {
 	return &apierror.Error{Status: http.StatusBadRequest, Param: param, Code: "secret_detected", Message: param + ": " + msg}
+}
+
+// secretID is the rule a custom_id matches, "" when none. A custom_id
+// comes back to the client in the results as it was sent (that is what
+// it is for), so one that is a credential cannot be redacted: the batch
+// is refused, naming the request by its place, never by the id.
+func (s *Service) secretID(ident *policy.Identity, model, customID string) string {
+	if s.o.ScreenID == nil {
+		return ""
+	}
+	return s.o.ScreenID(ident, model, customID)
+}
+
+func idRefusal(rule string) string {
+	return "its custom_id is a credential (rule " + rule + "); a custom_id is stored and returned with the results as sent, so choose one that is not a secret"
 }

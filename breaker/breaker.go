@@ -307,6 +307,7 @@ func (b *Breaker) decide(ctx context.Context, t *Turn, r rules, p print, v view,
 		}
 	case ActionPause, ActionStop:
 		d.Refusal = held(t, v, r.action, what, s.spent)
+		b.holdConversation(ctx, t, p, v)
 	}
 	return d
 }

@@ -109,9 +109,15 @@ func (b *Breaker) admitConversation(ctx context.Context, t *Turn, r rules, p pri
 		// held with it and paying into its spend; an honest session that
 		// merely began with the same first entry is not.
 		s, extended, err := b.o.Store.Extend(ctx, v.scope, l, b.o.Now())
-		switch {
-		case err != nil:
+		if err != nil {
 			b.failed(err)
+			return d
+		}
+		if refusal := b.heldBySession(ctx, t, s, l); refusal != nil {
+			d.Refusal = refusal
+			return d
+		}
+		switch {
 		case extended && s.status != "":
 			d.Refusal = held(t, v, s.status, patternText(s.pattern)+conversationNote, s.spent)
 		case extended:
@@ -122,6 +128,10 @@ func (b *Breaker) admitConversation(ctx context.Context, t *Turn, r rules, p pri
 	s, err := b.o.Store.Turn(ctx, v.scope, p.thread, p.tail, mark{key: p.key, fail: p.fail, calls: p.calls}, l, b.o.Now())
 	if err != nil {
 		b.failed(err)
+		return d
+	}
+	if refusal := b.heldBySession(ctx, t, s, l); refusal != nil {
+		d.Refusal = refusal
 		return d
 	}
 	if s.status != "" && s.head != l.prev && s.head != l.head {

@@ -133,6 +133,10 @@ type state struct {
 	trips   int64
 	vtrip   int64  // the minute of the last velocity trip
 	head    uint64 // a conversation's last turn's (link), when held
+	// holder is the scope of the session whose trip holds this
+	// conversation (hold.go), hold the head of the turn it holds.
+	holder string
+	hold   uint64
 }
 
 type bucket struct{ minute, pico int64 }

@@ -24,7 +24,8 @@ type Redis struct {
 
 // NewRedis keeps its sessions under prefix (e.g. "modelgate:breaker:").
 func NewRedis(c *redis.Client, prefix string) *Redis {
-	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(fmt.Sprintf(turnScript, velocityMinutes-1)), extend: redis.NewScript(extendScript), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
+	return &Redis{c: c, prefix: prefix, turn: redis.NewScript(fmt.Sprintf(followHold, 6, 5) + fmt.Sprintf(turnScript, velocityMinutes-1)),
+		extend: redis.NewScript(fmt.Sprintf(followHold, 2, 1) + extendScript), spend: redis.NewScript(fmt.Sprintf(spendScript, velocityMinutes)),
 		trip: redis.NewScript(tripScript), resume: redis.NewScript(resumeScript)}
 }
 
@@ -36,6 +37,15 @@ func (r *Redis) keys(scope string, thread uint64) []string {
 }
 
 const ttlMillis = int64(idle / time.Millisecond)
+
+// followHold moves a session trip's hold on the conversation along with
+// a turn (ARGV prev, head) that repeats or extends the held one.
+const followHold = `
+local holder = redis.call('HGET', KEYS[1], 'holder')
+if holder and ARGV[%[1]d] ~= '0' then
+  local hold = redis.call('HGET', KEYS[1], 'hold')
+  if hold == ARGV[%[2]d] or hold == ARGV[%[1]d] then redis.call('HSET', KEYS[1], 'hold', ARGV[%[1]d]) end
+end`
 
 const turnScript = `
 local st = redis.call('HGET', KEYS[1], 'status')
@@ -67,7 +77,7 @@ return {dup, redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGETALL', KEYS[1]
 
 const extendScript = `
 local head = redis.call('HGET', KEYS[1], 'head')
-if not head or (head ~= ARGV[1] and head ~= ARGV[2]) then return {0, {}} end
+if not head or (head ~= ARGV[1] and head ~= ARGV[2]) then return {0, redis.call('HGETALL', KEYS[1])} end
 redis.call('HSET', KEYS[1], 'head', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {1, redis.call('HGETALL', KEYS[1])}`
@@ -165,6 +175,10 @@ func stateOf(fields []any) state {
 			s.vtrip = n
 		case "head":
 			s.head, _ = strconv.ParseUint(v, 10, 64)
+		case "holder":
+			s.holder = v
+		case "hold":
+			s.hold, _ = strconv.ParseUint(v, 10, 64)
 		default:
 			if len(k) == 2 && (k[0] == 'b' || k[0] == 'm') && k[1] >= '0' && k[1] < '0'+velocityMinutes {
 				b := &s.window[k[1]-'0']
@@ -188,11 +202,23 @@ func (r *Redis) Extend(ctx context.Context, scope string, l link, _ time.Time) (
 	if len(v) != 2 {
 		return state{}, false, errors.New("breaker redis: unexpected answer to an extend")
 	}
-	if v[0] != int64(1) {
-		return state{}, false, nil
-	}
 	fields, _ := v[1].([]any)
-	return stateOf(fields), true, nil
+	s := stateOf(fields)
+	if v[0] != int64(1) {
+		return state{holder: s.holder, hold: s.hold}, false, nil
+	}
+	return s, true, nil
+}
+
+// Hold implements Store.
+func (r *Redis) Hold(ctx context.Context, scope, holder string, head uint64, _ time.Time) error {
+	k := r.keys(scope, 0)[0]
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, "holder", holder, "hold", strconv.FormatUint(head, 10))
+		p.PExpire(ctx, k, idle)
+		return nil
+	})
+	return err
 }
 
 // Spend implements Store.

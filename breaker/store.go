@@ -39,6 +39,11 @@ type Store interface {
 	// Peek is the session's state without counting anything; found is
 	// false for a session the store does not know.
 	Peek(ctx context.Context, scope string) (s state, found bool, err error)
+	// Hold puts a conversation (scope) under the hold of the session
+	// holder at the turn whose head is head (hold.go). Turn and Extend
+	// move the hold's head along with a turn that repeats or extends it,
+	// and return holder and hold in the state.
+	Hold(ctx context.Context, scope, holder string, head uint64, now time.Time) error
 }
 
 // link chains a conversation's turns: see print's prev and head.
@@ -70,6 +75,17 @@ type memSession struct {
 	tail    uint64
 	head    uint64 // the conversation's last turn's (link)
 	threads map[uint64][]mark
+	// holder and hold are a session trip's hold on the conversation.
+	holder string
+	hold   uint64
+}
+
+// follow moves the hold's head along with a turn that repeats or extends
+// the held one.
+func (ms *memSession) follow(l link) {
+	if ms.holder != "" && l.head != 0 && (ms.hold == l.prev || ms.hold == l.head) {
+		ms.hold = l.head
+	}
 }
 
 // maxThreads bounds a session's conversations (a subagent each).
@@ -113,7 +129,7 @@ func (m *Memory) evict(now time.Time) {
 		if !stale && m.ll.Len() <= m.max {
 			return
 		}
-		if !stale && ms.s.status != "" && m.ll.Len() <= 2*m.max {
+		if !stale && (ms.s.status != "" || ms.holder != "") && m.ll.Len() <= 2*m.max {
 			m.ll.MoveToFront(back)
 			continue
 		}
@@ -127,6 +143,7 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.session(scope, now, true)
+	ms.follow(l)
 	s := ms.s
 	switch {
 	case s.status != "":
@@ -155,7 +172,7 @@ func (m *Memory) Turn(_ context.Context, scope string, thread, tail uint64, mk m
 		}
 	}
 	s.ring = append([]mark(nil), ms.threads[thread]...)
-	s.head = ms.head
+	s.head, s.holder, s.hold = ms.head, ms.holder, ms.hold
 	return s, nil
 }
 
@@ -217,11 +234,26 @@ func (m *Memory) Extend(_ context.Context, scope string, l link, now time.Time) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.session(scope, now, false)
-	if ms == nil || ms.head == 0 || (ms.head != l.prev && ms.head != l.head) {
+	if ms == nil {
 		return state{}, false, nil
 	}
+	ms.follow(l)
+	if ms.head == 0 || (ms.head != l.prev && ms.head != l.head) {
+		return state{holder: ms.holder, hold: ms.hold}, false, nil
+	}
 	ms.head = l.head
-	return ms.s, true, nil
+	s := ms.s
+	s.holder, s.hold = ms.holder, ms.hold
+	return s, true, nil
+}
+
+// Hold implements Store.
+func (m *Memory) Hold(_ context.Context, scope, holder string, head uint64, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms := m.session(scope, now, true)
+	ms.holder, ms.hold = holder, head
+	return nil
 }
 
 // Peek implements Store.

@@ -104,3 +104,56 @@ func TestBatchInputsStoredScreened(t *testing.T) {
 		t.Fatalf("block upload: %d %s", rr.Code, rr.Body)
 	}
 }
+
+// TestBatchCustomIDSecretRefused (hostile pass 10): a custom_id comes
+// back to the client as sent, so one that is itself a credential cannot
+// be redacted: under redact or block the create and the upload are
+// refused naming the request's index or line, never the id; an id that
+// is no credential (a UUID) is kept.
+func TestBatchCustomIDSecretRefused(t *testing.T) {
+	fw, err := testFirewall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	yaml := "model_list:\n  - model_name: local\n    proxy_params:\n      model: echo/e\n    secrets: {action: redact}\n" +
+		"  - model_name: open\n    proxy_params:\n      model: echo/o\n    secrets: {action: off}\n"
+	g, _ := testGateway(t, yaml, func(o *GatewayOptions) {
+		o.Responses = func() ledger.ResponseStore { return st.(ledger.ResponseStore) }
+		o.Secrets = fw
+	})
+	pat := secrettest.Corpus(5)[8].Value
+	send := func(path, contentType string, body io.Reader) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, body)
+		req.Header.Set("Content-Type", contentType)
+		req = req.WithContext(policy.WithIdentity(req.Context(), &policy.Identity{KeyID: "bob"}))
+		rr := httptest.NewRecorder()
+		g.ServeHTTP(rr, req)
+		return rr
+	}
+	item := func(alias, id string) string {
+		return `{"custom_id":"` + id + `","params":{"model":"` + alias + `","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}`
+	}
+	const uuid = "3f1c2a9e-7b4d-4c1a-9f0e-5d2b8a6c4e71"
+	rr := send("/v1/messages/batches", "application/json", strings.NewReader(`{"requests":[`+item("local", uuid)+`,`+item("local", pat)+`]}`))
+	if rr.Code != 400 || !strings.Contains(rr.Body.String(), "request 1") || !strings.Contains(rr.Body.String(), "github-pat") || strings.Contains(rr.Body.String(), pat) {
+		t.Fatalf("secret custom_id: %d %s", rr.Code, rr.Body)
+	}
+	if rr = send("/v1/messages/batches", "application/json", strings.NewReader(`{"requests":[`+item("local", uuid)+`,`+item("open", pat)+`]}`)); rr.Code != 200 {
+		t.Fatalf("a model whose action is off takes any id: %d %s", rr.Code, rr.Body)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("purpose", "batch")
+	fwr, _ := mw.CreateFormFile("file", "input.jsonl")
+	_, _ = fwr.Write([]byte(`{"custom_id":"` + uuid + `","method":"POST","url":"/v1/chat/completions","body":{"model":"local","messages":[{"role":"user","content":"hi"}]}}` + "\n" +
+		`{"custom_id":"` + pat + `","method":"POST","url":"/v1/chat/completions","body":{"model":"local","messages":[{"role":"user","content":"hi"}]}}` + "\n"))
+	_ = mw.Close()
+	if rr = send("/v1/files", mw.FormDataContentType(), &body); rr.Code != 400 || !strings.Contains(rr.Body.String(), "line 2") || strings.Contains(rr.Body.String(), pat) {
+		t.Fatalf("upload with a secret custom_id: %d %s", rr.Code, rr.Body)
+	}
+}

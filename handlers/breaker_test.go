@@ -252,3 +252,44 @@ func TestBreakerRotatingSessionIDsHeld(t *testing.T) {
 		t.Fatalf("a new session id evaded the pause: %d", rec.Code)
 	}
 }
+
+// TestBreakerTrippingTurnRetriedUnderNewID (hostile pass 10, H10-9): the
+// turn that paused session s1, sent again under a new session id or none,
+// is refused naming s1 and never reaches the upstream; s1's resume link
+// frees it under any id.
+func TestBreakerTrippingTurnRetriedUnderNewID(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	g := breakerGateway(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		writeOpenAI(w, r, "up")
+	})
+	for n := 1; n <= 3; n++ {
+		want := http.StatusOK
+		if n == 3 {
+			want = http.StatusTooManyRequests
+		}
+		if rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", n), "Session-Id", "s1-x1"); rec.Code != want {
+			t.Fatalf("turn %d: %d %s", n, rec.Code, rec.Body)
+		}
+	}
+	for _, header := range [][]string{{"Session-Id", "s2-x1"}, nil} {
+		rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", 3), header...)
+		if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "caddy modelgate resume s1-x1 ") {
+			t.Fatalf("the tripping turn retried with %v: %d %s", header, rec.Code, rec.Body)
+		}
+	}
+	mu.Lock()
+	if hits != 2 {
+		t.Errorf("upstream saw %d requests, want 2", hits)
+	}
+	mu.Unlock()
+	if _, ok, err := g.opts.Breaker.Resume(context.Background(), "alice", "s1-x1", "", "admin"); !ok || err != nil {
+		t.Fatalf("resume: %v %v", ok, err)
+	}
+	if rec := post(g, breakerAlice, "/v1/chat/completions", loopingChat("m", 3), "Session-Id", "s3-x1"); rec.Code != http.StatusOK {
+		t.Fatalf("after the resume, under a new id: %d %s", rec.Code, rec.Body)
+	}
+}

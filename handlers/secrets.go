@@ -169,6 +169,27 @@ func (g *Gateway) screenBatchInput(id *policy.Identity, model string, body []byt
 	return v.Body, ""
 }
 
+// screenBatchID is the rule a batch request's custom_id matches for
+// model (batch.Options.ScreenID), under the actions that keep a secret
+// from being stored (redact, block): the batch is refused, so it is
+// reported as a block.
+func (g *Gateway) screenBatchID(id *policy.Identity, model, customID string) string {
+	alias, ok := g.models.Resolve(model)
+	if !ok || g.opts.Secrets == nil {
+		return ""
+	}
+	if action := g.secretActions[alias]; action != secretscan.Redact && action != secretscan.Block {
+		return ""
+	}
+	_, d := g.opts.Secrets.SessionID(customID)
+	if d == nil {
+		return ""
+	}
+	d.Location.Path = "custom_id"
+	g.reportSecrets(secretscan.Block, "request", alias, id, "", []secretscan.Detection{*d})
+	return d.Rule
+}
+
 // secretScope is whose numbering a placeholder takes: the session's, so
 // that "the same key" stays the same across its requests, else the key's.
 func secretScope(session string, id *policy.Identity) string {

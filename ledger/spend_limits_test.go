@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -12,10 +11,7 @@ import (
 // increase request is resolved once: a second approval, from any
 // instance, finds it resolved and writes nothing.
 func TestSpendLimitsAndIncreaseRequests(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) *sqlStore{
-		"sqlite":   func(t *testing.T) *sqlStore { return openSQLiteStore(t, filepath.Join(t.TempDir(), "l.db")) },
-		"postgres": func(t *testing.T) *sqlStore { return openPostgresStore(t, freshPostgresSchema(t)) },
-	} {
+	for name, open := range sqlStores() {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
 			ctx := context.Background()

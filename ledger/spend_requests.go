@@ -22,7 +22,30 @@ const (
 	RequestPending  = "pending"
 	RequestApproved = "approved"
 	RequestDenied   = "denied"
+	// RequestSuperseded is an older pending request of a person and
+	// period that a ledger held beside a newer one before the database
+	// enforced one (pendingRequestMigration).
+	RequestSuperseded = "superseded"
 )
+
+// ErrIncreasePending is CreateIncreaseRequest's answer when the person
+// already has a pending request for the period: one per person and
+// period, enforced by the database so that two creates at once (two
+// instances) cannot both store one.
+var ErrIncreasePending = errors.New("ledger: the person already has a pending increase request for the period")
+
+// pendingRequestMigration resolves, as superseded, every pending request
+// of a person and period but the newest (ledgers from before it may hold
+// several), then makes the database hold at most one: a partial unique
+// index over the pending ones.
+const pendingRequestMigration = `UPDATE spend_limit_increase_requests SET status = '` + RequestSuperseded + `', resolved_by = 'modelgate',
+	resolved_us = (SELECT MIN(n.created_us) FROM spend_limit_increase_requests AS n WHERE n.person = spend_limit_increase_requests.person
+		AND n.period = spend_limit_increase_requests.period AND n.status = '` + RequestPending + `' AND n.id <> spend_limit_increase_requests.id
+		AND n.created_us >= spend_limit_increase_requests.created_us)
+WHERE status = '` + RequestPending + `' AND EXISTS (SELECT 1 FROM spend_limit_increase_requests AS n WHERE n.person = spend_limit_increase_requests.person
+	AND n.period = spend_limit_increase_requests.period AND n.status = '` + RequestPending + `'
+	AND (n.created_us > spend_limit_increase_requests.created_us OR (n.created_us = spend_limit_increase_requests.created_us AND n.id > spend_limit_increase_requests.id)));
+CREATE UNIQUE INDEX spend_limit_increase_requests_pending ON spend_limit_increase_requests (person, period) WHERE status = '` + RequestPending + `'`
 
 // IncreaseRequest is one person's request for a higher spend limit.
 type IncreaseRequest struct {
@@ -76,11 +99,19 @@ func (s *sqlStore) CreateIncreaseRequest(ctx context.Context, r IncreaseRequest)
 	r.Status = RequestPending
 	groups, _ := json.Marshal(r.Groups)
 	p := s.d.placeholder
-	_, err := s.db.ExecContext(ctx, `INSERT INTO spend_limit_increase_requests (`+requestColumns+`)
-VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, 0, '', '', `+p(10)+`, `+p(11)+`)`,
+	// The pending index refuses a second pending request of the person
+	// and period; DO NOTHING makes that no row rather than a driver's
+	// error to recognise.
+	res, err := s.db.ExecContext(ctx, `INSERT INTO spend_limit_increase_requests (`+requestColumns+`)
+VALUES (`+p(1)+`, `+p(2)+`, `+p(3)+`, `+p(4)+`, `+p(5)+`, `+p(6)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, 0, '', '', `+p(10)+`, `+p(11)+`) ON CONFLICT DO NOTHING`,
 		r.ID, r.Person, r.Email, string(groups), r.Period, r.AmountCents, r.Reason, r.Status, r.CreatedAt.UnixMicro(), r.LinkHash, r.LinkExpires.UnixMicro())
 	if err != nil {
 		return IncreaseRequest{}, fmt.Errorf("ledger: storing an increase request: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return IncreaseRequest{}, fmt.Errorf("ledger: storing an increase request: %w", err)
+	} else if n == 0 {
+		return IncreaseRequest{}, ErrIncreasePending
 	}
 	return r, nil
 }

@@ -564,6 +564,9 @@ ALTER TABLE batch_files ADD COLUMN site TEXT NOT NULL DEFAULT ''`,
 		// whole-batch budget hold and settlement lease
 		// (batch_passthrough.go).
 		36: batchPassthroughMigration,
+		// One pending increase request per person and period
+		// (spend_requests.go).
+		37: pendingRequestMigration,
 	}
 }
 

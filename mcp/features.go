@@ -118,6 +118,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 					return nil, err
 				}
 				p := *r.Params
+				if err := screenParams(g, u, fmt.Sprintf("prompt %q", name), "prompt:"+name, id, &p.Arguments); err != nil {
+					return nil, err
+				}
 				p.Name = name
 				p.Meta = maps.Clone(p.Meta)
 				defer g.relayProgress(&p, r.Session)()
@@ -152,6 +155,14 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				}
 				p := *r.Params
 				p.Ref = &ref
+				vals := struct {
+					Argument sdk.CompleteParamsArgument `json:"argument"`
+					Context  *sdk.CompleteContext       `json:"context,omitempty"`
+				}{p.Argument, p.Context}
+				if err := screenParams(g, u, fmt.Sprintf("completion of %s %q", kind, rest), "completion:"+rest, id, &vals); err != nil {
+					return nil, err
+				}
+				p.Argument, p.Context = vals.Argument, vals.Context
 				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
 				defer cancel()
 				res, err := cs.Complete(cctx, &p)

@@ -119,21 +119,56 @@ func (s *ArgScreen) report(action secretscan.Action, server, tool string, id *po
 // the JSON-RPC error that refuses the call (rule and place, never the
 // value).
 func (g *Gateway) screenArgs(u *upstream, tool string, id *policy.Identity, args json.RawMessage, c *Call) (json.RawMessage, error) {
-	v, err := g.opts.Secrets.Screen(u.cfg, tool, id, args)
+	out, err := g.screenFor(u, fmt.Sprintf("tool %q", tool), tool, id, args)
 	if err != nil {
 		c.Outcome = OutcomeDenied
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "tool %q of MCP server %q: its arguments are not a JSON value the gateway can check (%v)", tool, u.cfg.Name, err)
+	}
+	return out, err
+}
+
+// screenFor screens what a request of u sends the server (what names the
+// request in a refusal; name in a detection's alias).
+func (g *Gateway) screenFor(u *upstream, what, name string, id *policy.Identity, args json.RawMessage) (json.RawMessage, error) {
+	v, err := g.opts.Secrets.Screen(u.cfg, name, id, args)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: its arguments are not a JSON value the gateway can check (%v)", what, u.cfg.Name, err)
 	}
 	if d := v.Blocked; d != nil {
-		c.Outcome = OutcomeDenied
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", blockMessage(tool, u.cfg.Name, *d))
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", blockMessage(what, u.cfg.Name, *d))
 	}
 	return v.Args, nil
 }
 
-// blockMessage is a blocked call's refusal: rule and place, never the
+// screenParams passes a prompts/get's arguments or a completion/complete's
+// values (*p, in place) through the firewall step of tool calls: they are
+// sent to the same server, and a client fills them from what the agent
+// has at hand as it fills a tool's.
+func screenParams[T any](g *Gateway, u *upstream, what, name string, id *policy.Identity, p *T) error {
+	if g.opts.Secrets == nil || g.opts.Secrets.Firewall == nil {
+		return nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: %v", what, u.cfg.Name, err)
+	}
+	if string(raw) == "null" {
+		return nil // a prompt asked for without arguments
+	}
+	out, err := g.screenFor(u, what, name, id, raw)
+	if err != nil {
+		return err
+	}
+	var screened T
+	if err := json.Unmarshal(out, &screened); err != nil {
+		return rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: %v", what, u.cfg.Name, err)
+	}
+	*p = screened
+	return nil
+}
+
+// blockMessage is a blocked request's refusal: rule and place, never the
 // value.
-func blockMessage(tool, server string, d secretscan.Detection) string {
-	return fmt.Sprintf("tool %q of MCP server %q: call refused by the gateway's secret firewall: a credential (rule %s) was found in the arguments at %s; remove it, or ask an admin to set this MCP server's secrets action to redact",
-		tool, server, d.Rule, d.Location)
+func blockMessage(what, server string, d secretscan.Detection) string {
+	return fmt.Sprintf("%s of MCP server %q: call refused by the gateway's secret firewall: a credential (rule %s) was found in the arguments at %s; remove it, or ask an admin to set this MCP server's secrets action to redact",
+		what, server, d.Rule, d.Location)
 }

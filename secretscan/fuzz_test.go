@@ -115,6 +115,7 @@ func shape(v any) string {
 func FuzzStream(f *testing.F) {
 	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"hello world\"}}]}\n\ndata: [DONE]\n\n", 5)
 	f.Add("event: content_block_delta\ndata: {\"delta\":{\"text\":\"AKIA\"}}\n\nevent: x\ndata: {\"delta\":{\"text\":\"ABCDEFGHIJKLMNOP \"}}\n\n", 17)
+	f.Add("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"{\\\"t\\\":\\\"\\\\u0067\\\\u0068\\\\u0070\\\\u005f\"}}]}}]}\n\n", 40)
 	fw := &Firewall{rules: rules(f), names: NewPlaceholders(10, 100)}
 	f.Fuzz(func(t *testing.T, in string, split int) {
 		sr := fw.NewStream(Redact, fw.names.For("f"))

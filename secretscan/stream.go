@@ -317,22 +317,17 @@ func appendPath(dst []byte, path []pathElem) []byte {
 func (sr *StreamRedactor) wholeHits(text, path string) (string, bool) {
 	// A stream's short strings (its id, a call's id) are its own: only
 	// long ones (a Response's echoed instructions) come back.
-	var hits []Hit
-	if len(text) >= cleanStreamMinText {
-		hits = sr.rules.scan(text, sr.s)
-	} else {
-		hits = sr.rules.scanNormalized(text, sr.s)
-	}
+	hits, values := sr.hitsIn(text, len(text) < cleanStreamMinText)
 	if len(hits) == 0 {
 		return text, false
 	}
 	var b strings.Builder
 	last := 0
-	for _, h := range hits {
+	for i, h := range hits {
 		d := Detection{Rule: h.Rule, Location: Location{Path: path, Message: -1}}
 		b.WriteString(text[last:h.Start])
 		if sr.redact {
-			d.Placeholder = sr.names.Placeholder(h.Rule, text[h.Start:h.End])
+			d.Placeholder = sr.names.Placeholder(h.Rule, valueOf(text, hits, values, i))
 			b.WriteString(d.Placeholder)
 		} else {
 			b.WriteString(text[h.Start:h.End])
@@ -385,14 +380,14 @@ func (sr *StreamRedactor) release(text []byte) string {
 	full := unsafeString(sr.joined)
 	// A delta's window is new text every time: remembering it would only
 	// copy it.
-	hits := sr.rules.scanNormalized(full, sr.s)
+	hits, values := sr.hitsIn(full, true)
 	if len(hits) == 0 || hits[len(hits)-1].End <= n {
 		sr.keepContext(full)
 		return string(text)
 	}
 	var b strings.Builder
 	last := n
-	for _, h := range hits {
+	for i, h := range hits {
 		if h.End <= n {
 			continue
 		}
@@ -400,7 +395,7 @@ func (sr *StreamRedactor) release(text []byte) string {
 		s := max(h.Start, n)
 		b.WriteString(full[last:s])
 		if sr.redact {
-			d.Placeholder = sr.names.Placeholder(h.Rule, full[h.Start:h.End])
+			d.Placeholder = sr.names.Placeholder(h.Rule, valueOf(full, hits, values, i))
 			b.WriteString(d.Placeholder)
 		} else {
 			b.WriteString(full[s:h.End])
@@ -436,5 +431,5 @@ func safeCut(text []byte) int {
 		keyEnd = b + e + 8 + c + 5 // the block is whole: never cut inside it
 	}
 	cut := bytes.LastIndexAny(text, " \t\n\r") + 1
-	return max(cut, len(text)-maxCarry, keyEnd)
+	return max(cut, len(text)-carryBound(text, cut), keyEnd)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelgate/modelgate/adminapi"
@@ -227,5 +228,40 @@ func TestOnePendingIncreaseRequestPerPersonAndPeriod(t *testing.T) {
 	}
 	if rec = sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"6000","period":"monthly"}`); rec.Code != 200 {
 		t.Fatalf("asking after the denial: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Asked at once (two instances, or a client that does not wait), one
+// request is stored and the approvers told once; the others are 409
+// naming it (hostile pass 10: the database enforces one pending request).
+func TestConcurrentIncreaseRequestsOneStored(t *testing.T) {
+	sa := newSpendAdmin(t)
+	bob := &policy.Identity{KeyID: "apikey_bob", Owner: "bob@example.com", Groups: "eng", Runtime: true}
+	const n = 8
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = sa.call(t, bob, "POST", adminapi.IncreaseRequestsPath, `{"amount":"50`+strconv.Itoa(i)+`0","period":"monthly","reason":"at once"}`).Code
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		switch c {
+		case 200:
+			ok++
+		case 409:
+		default:
+			t.Fatalf("codes %v", codes)
+		}
+	}
+	sa.mu.Lock()
+	posts := len(sa.chat)
+	sa.mu.Unlock()
+	if ok != 1 || posts != 1 {
+		t.Fatalf("%d stored, %d chat posts (codes %v), want 1 and 1", ok, posts, codes)
 	}
 }
