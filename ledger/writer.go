@@ -330,6 +330,9 @@ func (w *Writer) write(batch []Record, waiters []waiter) ([]Record, bool, error)
 			w.opts.Logger(fmt.Sprintf("ledger: %d of %d usage records refused by the database and set aside; the rest were written", lost, len(batch)), err)
 			return batch, handedBack, err
 		}
+		// retrying before failing: a Commit that sees the outage (as
+		// readiness does) is handed back, not queued behind the wait.
+		w.retrying.Store(true)
 		w.failing.Store(true)
 		if len(waiters) > 0 && !handedBack {
 			batch = handBack(batch, waiters, err)
@@ -344,7 +347,6 @@ func (w *Writer) write(batch []Record, waiters []waiter) ([]Record, bool, error)
 		if w.opts.Retries < 0 && (attempt == 0 || attempt%20 == 0) {
 			w.opts.Logger(fmt.Sprintf("ledger: writing %d usage records failed; retrying until the database answers, new records wait in the queue", len(batch)), err)
 		}
-		w.retrying.Store(true)
 		select {
 		case <-time.After(backoff):
 		case <-w.abortCtx.Done():
