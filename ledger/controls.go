@@ -78,6 +78,9 @@ type KeyCreator struct {
 	ID      string `json:"id"`
 	Email   string `json:"email,omitempty"`
 	Subject string `json:"subject,omitempty"`
+	// Issuer is the identity provider that named Subject: together they
+	// are the person, whatever their email becomes.
+	Issuer string `json:"issuer,omitempty"`
 	// Groups are the person's groups the gateway's rules matched when
 	// the key was minted, one per line (GroupLines), and Budget the
 	// per-person default their group rule sets: a person's limits follow

@@ -196,20 +196,27 @@ func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit st
 // type); an empty email or subject matches nothing.
 func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error) {
 	p := s.d.placeholder
-	byEmail, bySubject := "", "" // no unit is empty
+	byEmail, bySubject, byIssuerSubject := "", "", "" // no unit is empty
 	if email != "" {
 		byEmail = strings.ToLower("p:" + email)
 	}
 	if subject != "" {
 		bySubject = "p:" + subject
+		// A person's unit "s:<issuer> <subject>", of any issuer (an
+		// issuer has no space).
+		byIssuerSubject = `s:% ` + likeEscaper.Replace(subject)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2), byEmail, bySubject)
+	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2)+
+		` OR unit LIKE `+p(3)+` ESCAPE '\'`, byEmail, bySubject, byIssuerSubject)
 	if err != nil {
 		return 0, err
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// likeEscaper makes text match itself in a LIKE pattern with ESCAPE '\'.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // deleteKeyTokens removes the grants of key id (a key of no one's unit),
 // in tx: a revoked key's holders must not keep acting upstream as the

@@ -153,7 +153,8 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		ts, cs := s.(MCPUpstreamTokenStore), s.(ControlStore)
 		ctx := context.Background()
 		now := time.Now().UTC()
-		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com"} {
+		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com",
+			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%"} {
 			for _, server := range []string{"gh", "linear"} {
 				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
 					t.Fatal(err)
@@ -175,8 +176,20 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 2 || rows[0].Unit != "k:other" {
 			t.Fatalf("after revoking key ci: %+v", rows)
 		}
-		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 4 || err != nil {
+		// Dana's grants by email, by subject and by (issuer, subject):
+		// not those of a subject that merely starts like hers.
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 6 || err != nil {
 			t.Fatalf("deprovisioning dana: %d %v", n, err)
+		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00u1x"); len(rows) != 2 {
+			t.Fatalf("another subject's grants: %+v", rows)
+		}
+		// LIKE's wildcards in a subject match only themselves.
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0%"); n != 0 || err != nil {
+			t.Fatalf("a subject with a wildcard: %d %v", n, err)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0_u%"); n != 2 || err != nil {
+			t.Fatalf("a subject with wildcards, itself: %d %v", n, err)
 		}
 		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "p:erin@example.com"); len(rows) != 2 {
 			t.Fatalf("erin's grants: %+v", rows)

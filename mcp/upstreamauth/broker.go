@@ -117,24 +117,41 @@ func (b *Broker) redirect(serverName string) string {
 }
 
 // Unit is whose token a caller uses: the person behind the key (who
-// signed in, or whom the key was minted for), else the key itself.
+// signed in, or whom the key was minted for), else the key itself. A
+// person is named by their identity provider's issuer and subject
+// ("s:<issuer> <subject>") when the caller carries them, since an email
+// may be given to someone else later and a grant must not follow it;
+// only a caller without them (a session or key from before they were
+// recorded) is named by email or subject ("p:…", the older units).
 func Unit(id *policy.Identity) string {
 	if id == nil {
 		return ""
 	}
-	if p := id.PersonID(); p != "" {
+	p := id.PersonID()
+	switch {
+	case p != "" && id.Subject != "":
+		return "s:" + id.Subject
+	case p != "":
 		return "p:" + p
 	}
 	return "k:" + id.KeyID
 }
 
-// unitPerson is the person a unit is, "" for a key's.
-func unitPerson(unit string) string {
-	p, _ := strings.CutPrefix(unit, "p:")
-	if p == unit {
-		return ""
+// legacyUnit is the unit the caller's grants had before people were
+// named by subject ("p:<email>"), "" when it is already their unit or
+// they are no person. Such a row cannot say whose it was (the email may
+// have passed on), so it is never used for a caller with a subject; it
+// is only forgotten with their own disconnect.
+func legacyUnit(id *policy.Identity) string {
+	if p := id.PersonID(); p != "" && id.Subject != "" {
+		return "p:" + p
 	}
-	return p
+	return ""
+}
+
+// isPersonUnit reports a person's unit (not a key's).
+func isPersonUnit(unit string) bool {
+	return strings.HasPrefix(unit, "p:") || strings.HasPrefix(unit, "s:")
 }
 
 // NotConnectedError is a caller who has not connected the server (or

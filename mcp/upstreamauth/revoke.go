@@ -1,0 +1,107 @@
+package upstreamauth
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/modelgate/modelgate/ledger"
+)
+
+// revokeTimeout bounds telling an authorization server that a grant
+// ended: a disconnect waits for it, and an authorization server that does
+// not answer must not hold the person's click.
+const revokeTimeout = 5 * time.Second
+
+// Revocation outcomes, as the disconnect's audit entry records them.
+const (
+	revokedYes        = "revoked"
+	revokedNotOffered = "not offered"
+	revokedFailed     = "failed"
+)
+
+// forget deletes unit's grant to serverName and, when there was one,
+// revokes its tokens at the authorization server that issued them
+// (RFC 7009); gone reports a row deleted, outcome what the authorization
+// server said ("" when nothing was deleted or the row could not be read).
+func (b *Broker) forget(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string) (gone bool, outcome string, err error) {
+	row, found, err := st.MCPUpstreamToken(ctx, serverName, unit)
+	if err != nil || !found {
+		return false, "", err
+	}
+	if gone, err = st.DeleteMCPUpstreamToken(ctx, serverName, unit); err != nil || !gone {
+		return gone, "", err
+	}
+	set, err := b.openSet(serverName, unit, row.Sealed)
+	if err != nil {
+		// Sealed for another url, issuer or site: the gateway cannot
+		// read it, so there is nothing it could revoke.
+		return true, "", nil
+	}
+	return true, b.revoke(context.WithoutCancel(ctx), set), nil
+}
+
+// revoke asks set's authorization server to revoke its refresh token,
+// then its access token (RFC 7009 2.1: a server may end the whole grant
+// with the refresh token, and need not), authenticating as the client
+// they were issued to. Best effort within revokeTimeout: the grant is
+// gone from the ledger either way. Neither token, nor the server's
+// answer, is logged or shown.
+func (b *Broker) revoke(ctx context.Context, set tokenSet) string {
+	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	defer cancel()
+	if set.Issuer == "" {
+		return revokedNotOffered
+	}
+	asm, err := b.serverMetadata(ctx, set.Issuer)
+	if err != nil {
+		return revokedFailed
+	}
+	if asm.RevocationEndpoint == "" {
+		return revokedNotOffered
+	}
+	// A server that revokes refresh tokens only answers the access
+	// token's request unsupported_token_type: the refresh token's
+	// revocation is what counts.
+	outcome := revokedFailed
+	for _, t := range []struct{ token, hint string }{{set.Refresh, "refresh_token"}, {set.Access, "access_token"}} {
+		if t.token != "" && b.revokeOne(ctx, asm.RevocationEndpoint, set, t.token, t.hint) {
+			outcome = revokedYes
+		}
+	}
+	return outcome
+}
+
+// revokeOne posts one RFC 7009 revocation request; true when the server
+// answered 200 (it does so for a token it does not know, too).
+func (b *Broker) revokeOne(ctx context.Context, endpoint string, set tokenSet, token, hint string) bool {
+	form := url.Values{"token": {token}, "token_type_hint": {hint}}
+	basic := set.ClientSecret != "" && oauth2.AuthStyle(set.AuthStyle) == oauth2.AuthStyleInHeader
+	if !basic {
+		form.Set("client_id", set.ClientID)
+		if set.ClientSecret != "" {
+			form.Set("client_secret", set.ClientSecret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basic {
+		// RFC 6749 2.3.1: each part form-encoded before Basic.
+		req.SetBasicAuth(url.QueryEscape(set.ClientID), url.QueryEscape(set.ClientSecret))
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
