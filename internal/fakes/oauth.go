@@ -42,6 +42,10 @@ type OAuthServer struct {
 	// RFC 7009 revocation, as "<client id> <token type hint> <token>".
 	registered int
 	revoked    []string
+	// noRevocation leaves revocation_endpoint out of the metadata;
+	// hangRevocations makes the endpoint answer nothing until the
+	// request ends.
+	noRevocation, hangRevocations bool
 }
 
 // OAuthUserCookie names the user signed in at the fake server.
@@ -74,10 +78,24 @@ func NewOAuthServer(resource string) *OAuthServer {
 }
 
 func (s *OAuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
-	oauthJSON(w, http.StatusOK, map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token",
+	m := map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token",
 		"registration_endpoint": s.URL + "/register", "response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 		"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic"},
-		"authorization_response_iss_parameter_supported": true, "revocation_endpoint": s.URL + "/revoke"})
+		"authorization_response_iss_parameter_supported": true, "revocation_endpoint": s.URL + "/revoke"}
+	s.mu.Lock()
+	if s.noRevocation {
+		delete(m, "revocation_endpoint")
+	}
+	s.mu.Unlock()
+	oauthJSON(w, http.StatusOK, m)
+}
+
+// SetRevocation makes the server advertise RFC 7009 revocation or not,
+// and its revocation endpoint answer or hang until the request ends.
+func (s *OAuthServer) SetRevocation(offered, hang bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRevocation, s.hangRevocations = !offered, hang
 }
 
 func (s *OAuthServer) register(w http.ResponseWriter, r *http.Request) {
@@ -201,6 +219,11 @@ func (s *OAuthServer) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if s.hangRevocations {
+		s.mu.Unlock()
+		<-r.Context().Done()
+		return
+	}
 	defer s.mu.Unlock()
 	client := r.PostForm.Get("client_id")
 	if id, secret, basic := r.BasicAuth(); basic {

@@ -67,6 +67,9 @@ type Broker struct {
 	// onDisconnect is told when a person disconnects a server, so the
 	// MCP gateway ends their session to it.
 	onDisconnect func(server, unit string)
+	// revokeWithin bounds an RFC 7009 revocation (revokeTimeout; tests
+	// shorten it).
+	revokeWithin time.Duration
 }
 
 type server struct {
@@ -83,7 +86,7 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient,
+	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient, revokeWithin: revokeTimeout,
 		cache: cache{byS: map[string]*discovered{}, errs: map[string]failure{}}}
 	if b.hc == nil {
 		// A dialer of the gateway's own: the SDK's discovery then leaves

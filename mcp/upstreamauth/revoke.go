@@ -53,7 +53,7 @@ func (b *Broker) forget(ctx context.Context, st ledger.MCPUpstreamTokenStore, se
 // gone from the ledger either way. Neither token, nor the server's
 // answer, is logged or shown.
 func (b *Broker) revoke(ctx context.Context, set tokenSet) string {
-	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.revokeWithin)
 	defer cancel()
 	if set.Issuer == "" {
 		return revokedNotOffered
