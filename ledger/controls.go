@@ -254,8 +254,9 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 		k.Name, k.WorkspaceID, k.Status, micros(k.UpdatedAt), micros(k.ExpiresAt), string(newSettings), id); err != nil {
 		return k, err
 	}
+	var gone []MCPUpstreamToken
 	if k.Status != "active" {
-		if err := s.deleteKeyTokens(ctx, tx, id); err != nil {
+		if gone, err = s.deleteKeyTokens(ctx, tx, id); err != nil {
 			return k, err
 		}
 	}
@@ -263,7 +264,11 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 	if err := s.bump(ctx, tx); err != nil {
 		return k, err
 	}
-	return k, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return k, err
+	}
+	s.gone.tell(gone)
+	return k, nil
 }
 
 func (s *sqlStore) UpdateWorkspace(ctx context.Context, id string, change func(*ControlWorkspace) error) (ControlWorkspace, error) {

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -70,6 +71,10 @@ type Broker struct {
 	// revokeWithin bounds an RFC 7009 revocation (revokeTimeout; tests
 	// shorten it).
 	revokeWithin time.Duration
+	// mu guards the ledger watches Close ends.
+	mu     sync.Mutex
+	stops  []func()
+	closed bool
 }
 
 type server struct {

@@ -105,3 +105,53 @@ func (b *Broker) revokeOne(ctx context.Context, endpoint string, set tokenSet, t
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
 }
+
+// Ended is told of grants the ledger deleted with their holder (a key
+// revoked, a person deprovisioned by SCIM): each of this broker's (one
+// it can open: its server, its site, its key) is revoked at the
+// authorization server that issued it, in the background within the
+// bound, and the holder's session to the server ends. It does not
+// block.
+func (b *Broker) Ended(rows []ledger.MCPUpstreamToken) {
+	for _, row := range rows {
+		if b.servers[row.Server] == nil || strings.HasPrefix(row.Unit, "c:") {
+			continue
+		}
+		set, err := b.openSet(row.Server, row.Unit, row.Sealed)
+		if err != nil {
+			continue
+		}
+		if b.onDisconnect != nil {
+			b.onDisconnect(row.Server, row.Unit)
+		}
+		go b.revoke(context.Background(), set)
+	}
+}
+
+// Watch has the store tell the broker of grants deleted with their
+// holder (Ended), until Close; a store that cannot tell is ignored.
+func (b *Broker) Watch(st ledger.Store) {
+	w, ok := st.(ledger.MCPUpstreamGoneWatcher)
+	if !ok {
+		return
+	}
+	stop := w.WatchMCPUpstreamTokensGone(b.Ended)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		stop()
+		return
+	}
+	b.stops = append(b.stops, stop)
+}
+
+// Close ends the broker's watches (a reload replaces the broker).
+func (b *Broker) Close() {
+	b.mu.Lock()
+	stops := b.stops
+	b.stops, b.closed = nil, true
+	b.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}

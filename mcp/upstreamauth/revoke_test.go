@@ -11,6 +11,8 @@ import (
 	"github.com/modelgate/modelgate/audit"
 	"github.com/modelgate/modelgate/internal/fakes"
 	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/internal/testwait"
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/policy"
 )
 
@@ -108,5 +110,58 @@ func TestRevocationBestEffort(t *testing.T) {
 	}
 	if n := len(as.Revoked()); n != 0 {
 		t.Fatalf("%d revocations completed", n)
+	}
+}
+
+// TestGrantsEndedWithHolderRevoked: a shared key's grant deleted because
+// the key was revoked, and a person's deleted because SCIM deprovisioned
+// them, are revoked at the authorization server too (by the instance
+// whose ledger deleted them); another broker's rows are left alone.
+func TestGrantsEndedWithHolderRevoked(t *testing.T) {
+	as, st, c, b := fixture(t)
+	b.Watch(st.(ledger.Store))
+	defer b.Close()
+	admin := &policy.Identity{KeyID: "root", Person: "root", Role: policy.RoleAdmin, Subject: "https://idp.example 00u-root"}
+	cb := authorize(t, startAs(t, b, strings.TrimPrefix(b.Link("gh", "k:ci"), testPublic), admin), "root-at-gh")
+	if w := serveAs(b, http.MethodGet, cb, "", admin); w.Code != http.StatusOK {
+		t.Fatalf("connecting key ci: %d %s", w.Code, w.Body)
+	}
+	dana := &policy.Identity{KeyID: "dana@example.com", Person: "dana@example.com", Subject: "https://idp.example 00u-dana"}
+	connectAs(t, b, dana, "dana-at-gh")
+	keyTok, err := b.Token(context.Background(), "gh", "k:ci", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	danaTok, err := b.Token(context.Background(), "gh", Unit(dana), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cs := st.(ledger.ControlStore)
+	now := c.Now()
+	if err := cs.PutKey(context.Background(), ledger.ControlKey{ID: "ci", SecretHash: "h-ci", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.UpdateKey(context.Background(), "ci", func(k *ledger.ControlKey) error { k.Status = "inactive"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !testwait.Until(func() bool { _, ok := as.Who(keyTok); return !ok && len(as.Revoked()) == 2 }) {
+		t.Fatalf("the revoked key's grant was not revoked upstream: %q", as.Revoked())
+	}
+	if _, err := st.DeleteMCPUpstreamTokensOfPerson(context.Background(), "dana@example.com", "00u-dana"); err != nil {
+		t.Fatal(err)
+	}
+	if !testwait.Until(func() bool { _, ok := as.Who(danaTok); return !ok && len(as.Revoked()) == 4 }) {
+		t.Fatalf("the deprovisioned person's grant was not revoked upstream: %q", as.Revoked())
+	}
+
+	// A closed broker (replaced by a reload) is told nothing more.
+	b.Close()
+	connectAs(t, b, dana, "dana-at-gh")
+	if _, err := st.DeleteMCPUpstreamTokensOfPerson(context.Background(), "dana@example.com", "00u-dana"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(as.Revoked()); n != 4 {
+		t.Fatalf("a closed broker revoked: %d", n)
 	}
 }
