@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -304,8 +305,8 @@ func (s *OAuthServer) Refreshes() (served, reused int) {
 	return s.refreshs, s.reused
 }
 
-// Issued is every access and live refresh token issued so far, for
-// scanning logs and databases for them.
+// Issued is every access and refresh token issued so far (live, spent
+// or revoked), for scanning logs and databases for them.
 func (s *OAuthServer) Issued() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,6 +319,9 @@ func (s *OAuthServer) Issued() []string {
 	}
 	for k := range s.spent {
 		out = append(out, k)
+	}
+	for _, r := range s.revoked {
+		out = append(out, r[strings.LastIndexByte(r, ' ')+1:])
 	}
 	return out
 }
