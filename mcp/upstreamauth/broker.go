@@ -1,12 +1,14 @@
 // Package upstreamauth holds each person's own OAuth credentials to the
 // upstream MCP servers whose mcp_servers entry says auth: oauth: it finds
 // a server's authorization server (RFC 9728, RFC 8414), registers the
-// gateway there when no client is configured (RFC 7591), runs the
+// gateway there once when no client is configured (RFC 7591, kept in the
+// ledger: client.go), runs the
 // authorization code flow with PKCE S256 and RFC 8707's resource for a
 // person once (the connect link, connect.go), keeps the tokens sealed in
 // the ledger (ledger.MCPUpstreamTokenStore) and refreshes them, one
-// instance at a time. The MCP gateway asks it for a caller's token
-// (Broker.Token) on every request to such a server. A token never leaves
+// instance at a time, and revokes them at the authorization server when
+// the grant ends (RFC 7009, revoke.go). The MCP gateway asks it for a
+// caller's token (Broker.Token) on every request to such a server. A token never leaves
 // this package except as an upstream request's Authorization header.
 package upstreamauth
 

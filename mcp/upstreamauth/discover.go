@@ -32,9 +32,9 @@ type discovered struct {
 	at          time.Time
 }
 
-// discoveryTTL is how long discovery and a registered client are kept in
-// memory; a failure is kept failTTL, so a broken server is not asked on
-// every click.
+// discoveryTTL is how long discovery is kept in memory (the registered
+// client is kept in the ledger: client.go); a failure is kept failTTL, so
+// a broken server is not asked on every click.
 const (
 	discoveryTTL = 10 * time.Minute
 	failTTL      = 10 * time.Second
