@@ -30,12 +30,24 @@ const (
 // (RFC 7009); gone reports a row deleted, outcome what the authorization
 // server said ("" when nothing was deleted or the row could not be read).
 func (b *Broker) forget(ctx context.Context, st ledger.MCPUpstreamTokenStore, serverName, unit string) (gone bool, outcome string, err error) {
-	row, found, err := st.MCPUpstreamToken(ctx, serverName, unit)
-	if err != nil || !found {
-		return false, "", err
-	}
-	if gone, err = st.DeleteMCPUpstreamToken(ctx, serverName, unit); err != nil || !gone {
-		return gone, "", err
+	var row ledger.MCPUpstreamToken
+	// The row read is the row deleted (a renewal storing new tokens
+	// between the two moves the version): the tokens revoked are the
+	// ones forgotten. A few tries; then it is deleted whatever it holds.
+	for try := 0; !gone; try++ {
+		var found bool
+		if row, found, err = st.MCPUpstreamToken(ctx, serverName, unit); err != nil || !found {
+			return false, "", err
+		}
+		if try == 3 {
+			if gone, err = st.DeleteMCPUpstreamToken(ctx, serverName, unit); err != nil || !gone {
+				return gone, "", err
+			}
+			break
+		}
+		if gone, err = st.DeleteMCPUpstreamTokenAt(ctx, serverName, unit, row.Version); err != nil {
+			return false, "", err
+		}
 	}
 	set, err := b.openSet(serverName, unit, row.Sealed)
 	if err != nil {
