@@ -21,6 +21,7 @@ import (
 	"github.com/modelgate/modelgate/handlers/responses"
 	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/mcp"
+	"github.com/modelgate/modelgate/mcp/upstreamauth"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/telemetry"
@@ -272,6 +273,9 @@ func (g *Gateway) Cleanup() error {
 	}
 	if g.mcp != nil {
 		g.mcp.Close()
+	}
+	if b, ok := g.mcpConnect.(*upstreamauth.Broker); ok {
+		b.Close()
 	}
 	if g.app != nil {
 		if err := g.app.release(); err != nil {

@@ -37,11 +37,19 @@ func mcpCredentials(app *App, servers []*modellist.MCPServer, site string) (*ups
 	if app.publicURL == "" {
 		return nil, fmt.Errorf("mcp_servers.%s: auth: oauth sends each person's browser to the server's authorization server and back to the gateway: set public_url in the modelgate global options (the gateway's base URL as browsers reach it, e.g. public_url https://gateway.example.com)", first)
 	}
-	return upstreamauth.New(upstreamauth.Options{
+	b, err := upstreamauth.New(upstreamauth.Options{
 		Servers: servers, Key: key, PublicURL: app.publicURL, Audit: app.Audit(), Site: site,
 		Store: func() ledger.MCPUpstreamTokenStore {
 			s, _ := app.Store().(ledger.MCPUpstreamTokenStore)
 			return s
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Grants the ledger deletes with their holder (a revoked key, a
+	// person deprovisioned) are revoked at their authorization server;
+	// the store is open once the app starts. Gateway.Cleanup closes b.
+	app.onStart = append(app.onStart, func() { b.Watch(app.Store()) })
+	return b, nil
 }

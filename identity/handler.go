@@ -685,6 +685,9 @@ func (h *Handler) person(ctx context.Context, p *oidc.Provider, tok *oauth2.Toke
 	if person.Subject == "" {
 		return Person{}, nil, errors.New("ID token: no subject")
 	}
+	// The verifier held the ID token's iss to the configured issuer; a
+	// subject is unique only within its issuer.
+	person.Issuer = h.cfg.Issuer
 	switch g := claims[h.cfg.GroupsClaim].(type) {
 	case []any:
 		for _, v := range g {

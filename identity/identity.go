@@ -207,9 +207,22 @@ func hasLimits(l ledger.Limits) bool {
 
 // Person is who signed in.
 type Person struct {
-	Subject string   `json:"sub"`
-	Email   string   `json:"email,omitempty"`
-	Groups  []string `json:"groups"`
+	Subject string `json:"sub"`
+	// Issuer is the identity provider's issuer that named Subject; empty
+	// in a session or hand-off sealed before it was recorded.
+	Issuer string   `json:"iss,omitempty"`
+	Email  string   `json:"email,omitempty"`
+	Groups []string `json:"groups"`
+}
+
+// StableID is the person as the identity provider names them for good,
+// "<issuer> <subject>" (policy.Identity's Subject); "" when the issuer is
+// not known.
+func (p Person) StableID() string {
+	if p.Issuer == "" || p.Subject == "" {
+		return ""
+	}
+	return p.Issuer + " " + p.Subject
 }
 
 // ID is how logs, keys and reports name the person: their email, else

@@ -113,7 +113,7 @@ func TestSessionCookie(t *testing.T) {
 	other := cfg
 	other.ClientSecret = "other"
 	c, _ := New(other, nil, nil)
-	s := session{ID: "sid-1", Person: Person{Subject: "u1", Email: "u1@example.com", Groups: []string{"eng"}}, Expires: time.Now().Add(time.Hour)}
+	s := session{ID: "sid-1", Person: Person{Subject: "u1", Issuer: "https://idp.example.com", Email: "u1@example.com", Groups: []string{"eng"}}, Expires: time.Now().Add(time.Hour)}
 	sealed, err := a.seal.seal(sessionCookie, s)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,8 @@ func TestSessionCookie(t *testing.T) {
 	}
 	w := httptest.NewRecorder()
 	if id, handled := b.Authenticate(w, req(http.MethodGet, "/v1/organizations/api_keys", "")); handled || id == nil ||
-		id.KeyID != "u1@example.com" || id.Role != policy.RoleUser || id.Workspace != "eng" || id.Person != "u1@example.com" {
+		id.KeyID != "u1@example.com" || id.Role != policy.RoleUser || id.Workspace != "eng" || id.Person != "u1@example.com" ||
+		id.Subject != "https://idp.example.com u1" {
 		t.Errorf("another instance with the same secret: %+v handled %v (%s)", id, handled, w.Body)
 	}
 	w = httptest.NewRecorder()
@@ -155,6 +156,15 @@ func TestSessionCookie(t *testing.T) {
 	w = httptest.NewRecorder()
 	if _, handled := a.Authenticate(w, req(http.MethodGet, MePath, "")); !handled || w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"csrf_token"`) {
 		t.Errorf("GET /v1/me: %d %s", w.Code, w.Body)
+	}
+	// A session sealed before the issuer was recorded names no subject:
+	// its upstream MCP grants are keyed as before (by email).
+	old := s
+	old.Person.Issuer = ""
+	sealed, _ = a.seal.seal(sessionCookie, old)
+	w = httptest.NewRecorder()
+	if id, handled := a.Authenticate(w, req(http.MethodGet, "/v1/organizations/api_keys", "")); handled || id == nil || id.Subject != "" || id.Person != "u1@example.com" {
+		t.Errorf("an older session: %+v handled %v (%s)", id, handled, w.Body)
 	}
 	// Expired sessions end.
 	s.Expires = time.Now().Add(-time.Second)

@@ -50,7 +50,7 @@ func TestIDTokenChecks(t *testing.T) {
 	}
 	good := oidctest.SignIDToken(key, "k1", "RS256", claims("gw", now.Add(time.Hour), "n1"))
 	person, _, err := h.person(context.Background(), p, tok(good), "n1", true)
-	if err != nil || person.ID() != "u1@example.com" || strings.Join(person.Groups, ",") != "eng" {
+	if err != nil || person.ID() != "u1@example.com" || strings.Join(person.Groups, ",") != "eng" || person.StableID() != srv.URL+" u1" {
 		t.Fatalf("a good ID token: %+v, %v", person, err)
 	}
 	// An email the provider did not verify does not name the person: they

@@ -301,7 +301,7 @@ func (h *Handler) mint(ctx context.Context, person Person, grant Grant, name str
 	limits, budget := grant.Split()
 	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: name + person.ID(), Workspace: grant.Workspace,
 		ExpiresAt: h.controls.Now().UTC().Add(ttl), Limits: limits,
-		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject,
+		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject, Issuer: person.Issuer,
 			Groups: ledger.GroupLines(grant.Matched), Budget: budget}})
 	if err != nil {
 		return adminapi.PersonKey{}, err

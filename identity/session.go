@@ -150,7 +150,8 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (id *poli
 	}
 	keyLimits, budget := grant.Split()
 	id = &policy.Identity{KeyID: s.Person.ID(), Workspace: grant.Workspace, Role: grant.Role.Policy(), Limits: keyLimits,
-		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID()), Groups: ledger.GroupLines(grant.Matched), PersonBudget: budget}
+		Person: s.Person.ID(), OwnKeys: h.ownKeys(s.Person.ID()), Groups: ledger.GroupLines(grant.Matched), PersonBudget: budget,
+		Subject: s.Person.StableID()}
 	if grant.Models != nil {
 		id.Models = map[string]struct{}{}
 		for _, m := range grant.Models {

@@ -194,9 +194,26 @@ func TestMCPUpstreamOAuthTwoPeople(t *testing.T) {
 		t.Fatalf("disconnect: %d %v", st, out)
 	}
 	_, err := call(sessions["bob"], "people-whoami")
-	linkOf(err)
+	link := linkOf(err)
 	if got, err := call(sessions["alice"], "people-whoami"); err != nil || got != "you are alice-at-people" {
 		t.Fatalf("alice after bob disconnected: %q %v", got, err)
+	}
+	// The disconnect revoked Bob's refresh and access tokens at the
+	// authorization server (RFC 7009), as the client they were issued to.
+	if revoked := as.Revoked(); len(revoked) != 2 || !strings.Contains(revoked[0], " refresh_token ") || !strings.Contains(revoked[1], " access_token ") {
+		t.Fatalf("revocations at the authorization server: %d", len(revoked))
+	}
+	// Bob connects again after the reload: the client the gateway
+	// registered before it is read from the ledger, not registered anew.
+	confirmConnect(t, g.base, bob.browser, link)
+	if bob.browser.status != http.StatusOK || !strings.Contains(bob.browser.body, "Connected your account") {
+		t.Fatalf("bob connecting again: %d %.300s", bob.browser.status, bob.browser.body)
+	}
+	if got, err := call(sessions["bob"], "people-whoami"); err != nil || got != "you are bob-at-people" {
+		t.Fatalf("bob after connecting again: %q %v", got, err)
+	}
+	if n := as.Registrations(); n != 1 {
+		t.Fatalf("the gateway registered %d clients at the authorization server; want one, kept across the reload", n)
 	}
 
 	// Each connect and the disconnect are in the audit log, by person.

@@ -78,6 +78,9 @@ type KeyCreator struct {
 	ID      string `json:"id"`
 	Email   string `json:"email,omitempty"`
 	Subject string `json:"subject,omitempty"`
+	// Issuer is the identity provider that named Subject: together they
+	// are the person, whatever their email becomes.
+	Issuer string `json:"issuer,omitempty"`
 	// Groups are the person's groups the gateway's rules matched when
 	// the key was minted, one per line (GroupLines), and Budget the
 	// per-person default their group rule sets: a person's limits follow
@@ -251,8 +254,9 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 		k.Name, k.WorkspaceID, k.Status, micros(k.UpdatedAt), micros(k.ExpiresAt), string(newSettings), id); err != nil {
 		return k, err
 	}
+	var gone []MCPUpstreamToken
 	if k.Status != "active" {
-		if err := s.deleteKeyTokens(ctx, tx, id); err != nil {
+		if gone, err = s.deleteKeyTokens(ctx, tx, id); err != nil {
 			return k, err
 		}
 	}
@@ -260,7 +264,11 @@ func (s *sqlStore) UpdateKey(ctx context.Context, id string, change func(*Contro
 	if err := s.bump(ctx, tx); err != nil {
 		return k, err
 	}
-	return k, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return k, err
+	}
+	s.gone.tell(gone)
+	return k, nil
 }
 
 func (s *sqlStore) UpdateWorkspace(ctx context.Context, id string, change func(*ControlWorkspace) error) (ControlWorkspace, error) {

@@ -196,41 +196,52 @@ func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit st
 // type); an empty email or subject matches nothing.
 func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error) {
 	p := s.d.placeholder
-	byEmail, bySubject := "", "" // no unit is empty
+	byEmail, bySubject, byIssuerSubject := "", "", "" // no unit is empty
 	if email != "" {
 		byEmail = strings.ToLower("p:" + email)
 	}
 	if subject != "" {
 		bySubject = "p:" + subject
+		// A person's unit "s:<issuer> <subject>", of any issuer (an
+		// issuer has no space).
+		byIssuerSubject = `s:% ` + likeEscaper.Replace(subject)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2), byEmail, bySubject)
+	gone, err := s.upstreamTokens(ctx, s.db, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2)+
+		` OR unit LIKE `+p(3)+` ESCAPE '\' RETURNING `+upstreamTokenColumns, byEmail, bySubject, byIssuerSubject)
 	if err != nil {
 		return 0, err
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	s.gone.tell(gone)
+	return len(gone), nil
 }
+
+// likeEscaper makes text match itself in a LIKE pattern with ESCAPE '\'.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // deleteKeyTokens removes the grants of key id (a key of no one's unit),
 // in tx: a revoked key's holders must not keep acting upstream as the
-// admin who connected it.
-func (s *sqlStore) deleteKeyTokens(ctx context.Context, tx *sql.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1), "k:"+id)
-	return err
+// admin who connected it. It returns them, for the watchers once tx
+// commits.
+func (s *sqlStore) deleteKeyTokens(ctx context.Context, tx *sql.Tx, id string) ([]MCPUpstreamToken, error) {
+	return s.upstreamTokens(ctx, tx, `DELETE FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1)+` RETURNING `+upstreamTokenColumns, "k:"+id)
 }
 
 // MCPUpstreamTokensOf lists unit's rows by server.
 func (s *sqlStore) MCPUpstreamTokensOf(ctx context.Context, unit string) ([]MCPUpstreamToken, error) {
-	return s.upstreamTokens(ctx, `WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
+	return s.upstreamTokens(ctx, s.db, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens WHERE unit = `+s.d.placeholder(1)+` ORDER BY server`, unit)
 }
 
 // MCPUpstreamKeyTokens lists the key units' rows by unit and server.
 func (s *sqlStore) MCPUpstreamKeyTokens(ctx context.Context) ([]MCPUpstreamToken, error) {
-	return s.upstreamTokens(ctx, `WHERE unit LIKE 'k:%' ORDER BY unit, server`)
+	return s.upstreamTokens(ctx, s.db, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens WHERE unit LIKE 'k:%' ORDER BY unit, server`)
 }
 
-func (s *sqlStore) upstreamTokens(ctx context.Context, where string, args ...any) ([]MCPUpstreamToken, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+upstreamTokenColumns+` FROM mcp_upstream_tokens `+where, args...)
+// upstreamTokens runs query (a SELECT, or a DELETE … RETURNING) and reads
+// its rows.
+func (s *sqlStore) upstreamTokens(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]MCPUpstreamToken, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,7 +155,17 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		ts, cs := s.(MCPUpstreamTokenStore), s.(ControlStore)
 		ctx := context.Background()
 		now := time.Now().UTC()
-		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com"} {
+		// The watchers are told of every grant deleted with its holder,
+		// so its tokens can be revoked where they were issued.
+		var told []string
+		stop := s.(MCPUpstreamGoneWatcher).WatchMCPUpstreamTokensGone(func(rows []MCPUpstreamToken) {
+			for _, r := range rows {
+				told = append(told, r.Server+"/"+r.Unit+"/"+r.Sealed)
+			}
+		})
+		defer stop()
+		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com",
+			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%"} {
 			for _, server := range []string{"gh", "linear"} {
 				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
 					t.Fatal(err)
@@ -175,8 +187,24 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		if rows, _ := ts.MCPUpstreamKeyTokens(ctx); len(rows) != 2 || rows[0].Unit != "k:other" {
 			t.Fatalf("after revoking key ci: %+v", rows)
 		}
-		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 4 || err != nil {
-			t.Fatalf("deprovisioning dana: %d %v", n, err)
+		if sort.Strings(told); strings.Join(told, ",") != "gh/k:ci/x,linear/k:ci/x" {
+			t.Fatalf("told of the revoked key's grants: %q", told)
+		}
+		told = nil
+		// Dana's grants by email, by subject and by (issuer, subject):
+		// not those of a subject that merely starts like hers.
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 6 || err != nil || len(told) != 6 {
+			t.Fatalf("deprovisioning dana: %d %v, told of %q", n, err, told)
+		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00u1x"); len(rows) != 2 {
+			t.Fatalf("another subject's grants: %+v", rows)
+		}
+		// LIKE's wildcards in a subject match only themselves.
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0%"); n != 0 || err != nil {
+			t.Fatalf("a subject with a wildcard: %d %v", n, err)
+		}
+		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0_u%"); n != 2 || err != nil {
+			t.Fatalf("a subject with wildcards, itself: %d %v", n, err)
 		}
 		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "p:erin@example.com"); len(rows) != 2 {
 			t.Fatalf("erin's grants: %+v", rows)

@@ -603,6 +603,9 @@ type sqlStore struct {
 	// connection whose lock says the name is taken (ledger/instance.go).
 	owner string
 	claim *sql.Conn
+	// gone tells who watches of upstream MCP grants deleted with their
+	// holder (mcp_upstream_gone.go).
+	gone goneWatchers
 }
 
 // migrate brings the schema to the latest version.

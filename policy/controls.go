@@ -449,6 +449,9 @@ func newRuntimeKey(k ledger.ControlKey) *runtimeKey {
 		Expires: k.ExpiresAt}
 	if c := k.CreatedBy; c != nil && c.Type == "oidc" {
 		id.Owner, id.Groups, id.PersonBudget = c.ID, c.Groups, c.Budget
+		if c.Issuer != "" && c.Subject != "" {
+			id.Subject = c.Issuer + " " + c.Subject
+		}
 	}
 	if len(k.Limits.Models) > 0 {
 		id.Models = make(map[string]struct{}, len(k.Limits.Models))

@@ -57,6 +57,11 @@ type Identity struct {
 	Owner        string
 	Groups       string
 	PersonBudget *ledger.PersonBudget
+	// Subject is the identity provider's stable name of PersonID, its
+	// issuer and subject ("<issuer> <subject>"), when known: an email
+	// may pass to someone else, a subject never does. Empty for a key of
+	// no one and for a key minted before it was recorded.
+	Subject string
 }
 
 // PersonID is the person the caller is: who signed in, else whom the key

@@ -30,7 +30,7 @@ func TestMintKey(t *testing.T) {
 			if err := c.PutWorkspace(ctx, ledger.ControlWorkspace{ID: "ws1", Name: "ws1", CreatedAt: t0, UpdatedAt: t0}); err != nil {
 				t.Fatal(err)
 			}
-			by := &ledger.KeyCreator{Type: "oidc", ID: "ada@example.com", Email: "ada@example.com", Subject: "sub-1"}
+			by := &ledger.KeyCreator{Type: "oidc", ID: "ada@example.com", Email: "ada@example.com", Subject: "sub-1", Issuer: "https://idp.example"}
 			n := NewKey{Name: "oidc: ada@example.com", Workspace: "ws1", CreatedBy: by, ExpiresAt: t0.Add(12 * time.Hour),
 				Limits: ledger.Limits{Models: []string{"echo"}, RPM: 5}}
 			k, secret, err := c.MintKey(ctx, n)
@@ -59,7 +59,10 @@ func TestMintKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			auth.WithRuntime(c)
-			if id, refusal := auth.Identify(secret); refusal != nil || id.KeyID != k.ID || id.Workspace != "ws1" || !id.Runtime {
+			// The key names its person by the identity provider's
+			// (issuer, subject), which their upstream MCP grants follow.
+			if id, refusal := auth.Identify(secret); refusal != nil || id.KeyID != k.ID || id.Workspace != "ws1" || !id.Runtime ||
+				id.Owner != "ada@example.com" || id.Subject != "https://idp.example sub-1" {
 				t.Errorf("Identify(minted secret) = %+v, %v", id, refusal)
 			}
 			k2, secret2, err := c.MintKey(ctx, NewKey{Name: "second"})

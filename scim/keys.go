@@ -3,6 +3,7 @@ package scim
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
@@ -138,4 +139,50 @@ func (c ControlKeys) Regrant(ctx context.Context, p Person, groups []string) (in
 		}
 		return true
 	})
+}
+
+// Subjects are the identity provider's subjects of the keys minted for p
+// (their created_by), so that p's upstream MCP grants, keyed by subject,
+// go with p even when the directory's externalId is not the ID token's
+// sub (Entra ID's pairwise subjects).
+func (c ControlKeys) Subjects(ctx context.Context, p Person) ([]string, error) {
+	if err := c.Store.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	keys, _ := c.Store.Runtime()
+	var out []string
+	for _, k := range keys {
+		if owns(k, p) && k.CreatedBy.Subject != "" && !slices.Contains(out, k.CreatedBy.Subject) {
+			out = append(out, k.CreatedBy.Subject)
+		}
+	}
+	return out, nil
+}
+
+// forgetUpstreamGrants deletes u's upstream MCP grants: by their
+// userName and externalId, and by the subject of each key minted for
+// them (keys, when it can say).
+func forgetUpstreamGrants(ctx context.Context, g ledger.MCPUpstreamTokenStore, keys Keys, u User) error {
+	if _, err := g.DeleteMCPUpstreamTokensOfPerson(ctx, u.UserName, u.ExternalID); err != nil {
+		return err
+	}
+	ks, ok := keys.(interface {
+		Subjects(context.Context, Person) ([]string, error)
+	})
+	if !ok {
+		return nil
+	}
+	subjects, err := ks.Subjects(ctx, u.person())
+	if err != nil {
+		return err
+	}
+	for _, s := range subjects {
+		if s == u.ExternalID {
+			continue
+		}
+		if _, err := g.DeleteMCPUpstreamTokensOfPerson(ctx, "", s); err != nil {
+			return err
+		}
+	}
+	return nil
 }

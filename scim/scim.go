@@ -526,7 +526,7 @@ func (c *call) delete(users bool, id string) error {
 // left active would keep their access.
 func (c *call) revoke(u User) (int, error) {
 	if g, ok := c.store.(ledger.MCPUpstreamTokenStore); ok {
-		if _, err := g.DeleteMCPUpstreamTokensOfPerson(c.r.Context(), u.UserName, u.ExternalID); err != nil {
+		if err := forgetUpstreamGrants(c.r.Context(), g, c.h.Keys, u); err != nil {
 			return 0, &scimError{status: http.StatusServiceUnavailable, detail: "the person's upstream MCP grants could not be removed; retry"}
 		}
 	}

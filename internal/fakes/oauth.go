@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,8 +18,9 @@ import (
 // as a real one about what the gateway's per-person upstream credentials
 // rely on: RFC 8414 metadata, RFC 7591 registration, the authorization
 // code grant with PKCE S256 only and RFC 8707's resource required on the
-// authorization and code requests, single-use codes, and refresh tokens
-// that rotate (a spent one is refused, and counted). The person
+// authorization and code requests, single-use codes, refresh tokens
+// that rotate (a spent one is refused, and counted), and RFC 7009
+// revocation (a revoked refresh token ends its access tokens too). The person
 // authorizing is whoever the browser's OAuthUserCookie names: the
 // upstream's own sign-in, which the test sets in its browser's jar.
 type OAuthServer struct {
@@ -37,6 +39,14 @@ type OAuthServer struct {
 	spent    map[string]bool
 	reused   int
 	refreshs int
+	// registered counts RFC 7591 registrations; revoked holds each
+	// RFC 7009 revocation, as "<client id> <token type hint> <token>".
+	registered int
+	revoked    []string
+	// noRevocation leaves revocation_endpoint out of the metadata;
+	// hangRevocations makes the endpoint answer nothing until the
+	// request ends.
+	noRevocation, hangRevocations bool
 }
 
 // OAuthUserCookie names the user signed in at the fake server.
@@ -49,6 +59,9 @@ type oauthCode struct {
 type oauthAccess struct {
 	user    string
 	expires time.Time
+	// refresh is the refresh token issued with it: revoking that one
+	// ends this one too (RFC 7009 2.1).
+	refresh string
 }
 
 // NewOAuthServer starts a server issuing tokens for resource.
@@ -60,15 +73,30 @@ func NewOAuthServer(resource string) *OAuthServer {
 	mux.HandleFunc("POST /register", s.register)
 	mux.HandleFunc("GET /authorize", s.authorize)
 	mux.HandleFunc("POST /token", s.token)
+	mux.HandleFunc("POST /revoke", s.revoke)
 	s.Server = httptest.NewServer(mux)
 	return s
 }
 
 func (s *OAuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
-	oauthJSON(w, http.StatusOK, map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token",
+	m := map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token",
 		"registration_endpoint": s.URL + "/register", "response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 		"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic"},
-		"authorization_response_iss_parameter_supported": true})
+		"authorization_response_iss_parameter_supported": true, "revocation_endpoint": s.URL + "/revoke"}
+	s.mu.Lock()
+	if s.noRevocation {
+		delete(m, "revocation_endpoint")
+	}
+	s.mu.Unlock()
+	oauthJSON(w, http.StatusOK, m)
+}
+
+// SetRevocation makes the server advertise RFC 7009 revocation or not,
+// and its revocation endpoint answer or hang until the request ends.
+func (s *OAuthServer) SetRevocation(offered, hang bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRevocation, s.hangRevocations = !offered, hang
 }
 
 func (s *OAuthServer) register(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +110,7 @@ func (s *OAuthServer) register(w http.ResponseWriter, r *http.Request) {
 	id := "client-" + oauthRandom()
 	s.mu.Lock()
 	s.clients[id] = m.RedirectURIs
+	s.registered++
 	s.mu.Unlock()
 	oauthJSON(w, http.StatusCreated, map[string]any{"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none"})
 }
@@ -177,10 +206,65 @@ func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	at, rt := "at-"+oauthRandom(), "rt-"+oauthRandom()
-	s.access[at] = oauthAccess{user: user, expires: time.Now().Add(s.AccessTTL)}
+	s.access[at] = oauthAccess{user: user, expires: time.Now().Add(s.AccessTTL), refresh: rt}
 	s.refresh[rt] = user
 	w.Header().Set("Cache-Control", "no-store")
 	oauthJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": int(s.AccessTTL.Seconds()), "refresh_token": rt})
+}
+
+// revoke is RFC 7009's endpoint: a client authenticates as at the token
+// endpoint, and the answer is 200 whether the token was known or not.
+func (s *OAuthServer) revoke(w http.ResponseWriter, r *http.Request) {
+	if r.ParseForm() != nil || r.PostForm.Get("token") == "" {
+		oauthJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		return
+	}
+	s.mu.Lock()
+	if s.hangRevocations {
+		s.mu.Unlock()
+		<-r.Context().Done()
+		return
+	}
+	defer s.mu.Unlock()
+	client := r.PostForm.Get("client_id")
+	if id, secret, basic := r.BasicAuth(); basic {
+		client = id
+		if want, ok := s.secrets[id]; !ok || want != secret {
+			oauthJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+			return
+		}
+	}
+	if _, known := s.clients[client]; !known {
+		oauthJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	tok := r.PostForm.Get("token")
+	s.revoked = append(s.revoked, client+" "+r.PostForm.Get("token_type_hint")+" "+tok)
+	delete(s.access, tok)
+	if _, ok := s.refresh[tok]; ok {
+		delete(s.refresh, tok)
+		for k, a := range s.access {
+			if a.refresh == tok {
+				delete(s.access, k)
+			}
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Registrations counts the clients registered by RFC 7591.
+func (s *OAuthServer) Registrations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registered
+}
+
+// Revoked is every RFC 7009 revocation received, in order, each as
+// "<client id> <token_type_hint> <token>".
+func (s *OAuthServer) Revoked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.revoked...)
 }
 
 // AddClient registers a confidential client, as an operator would by hand.
@@ -221,8 +305,8 @@ func (s *OAuthServer) Refreshes() (served, reused int) {
 	return s.refreshs, s.reused
 }
 
-// Issued is every access and live refresh token issued so far, for
-// scanning logs and databases for them.
+// Issued is every access and refresh token issued so far (live, spent
+// or revoked), for scanning logs and databases for them.
 func (s *OAuthServer) Issued() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,6 +319,9 @@ func (s *OAuthServer) Issued() []string {
 	}
 	for k := range s.spent {
 		out = append(out, k)
+	}
+	for _, r := range s.revoked {
+		out = append(out, r[strings.LastIndexByte(r, ' ')+1:])
 	}
 	return out
 }

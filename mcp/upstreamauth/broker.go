@@ -1,12 +1,14 @@
 // Package upstreamauth holds each person's own OAuth credentials to the
 // upstream MCP servers whose mcp_servers entry says auth: oauth: it finds
 // a server's authorization server (RFC 9728, RFC 8414), registers the
-// gateway there when no client is configured (RFC 7591), runs the
+// gateway there once when no client is configured (RFC 7591, kept in the
+// ledger: client.go), runs the
 // authorization code flow with PKCE S256 and RFC 8707's resource for a
 // person once (the connect link, connect.go), keeps the tokens sealed in
 // the ledger (ledger.MCPUpstreamTokenStore) and refreshes them, one
-// instance at a time. The MCP gateway asks it for a caller's token
-// (Broker.Token) on every request to such a server. A token never leaves
+// instance at a time, and revokes them at the authorization server when
+// the grant ends (RFC 7009, revoke.go). The MCP gateway asks it for a
+// caller's token (Broker.Token) on every request to such a server. A token never leaves
 // this package except as an upstream request's Authorization header.
 package upstreamauth
 
@@ -18,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -67,6 +70,13 @@ type Broker struct {
 	// onDisconnect is told when a person disconnects a server, so the
 	// MCP gateway ends their session to it.
 	onDisconnect func(server, unit string)
+	// revokeWithin bounds an RFC 7009 revocation (revokeTimeout; tests
+	// shorten it).
+	revokeWithin time.Duration
+	// mu guards the ledger watches Close ends.
+	mu     sync.Mutex
+	stops  []func()
+	closed bool
 }
 
 type server struct {
@@ -83,7 +93,7 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient,
+	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient, revokeWithin: revokeTimeout,
 		cache: cache{byS: map[string]*discovered{}, errs: map[string]failure{}}}
 	if b.hc == nil {
 		// A dialer of the gateway's own: the SDK's discovery then leaves
@@ -117,24 +127,41 @@ func (b *Broker) redirect(serverName string) string {
 }
 
 // Unit is whose token a caller uses: the person behind the key (who
-// signed in, or whom the key was minted for), else the key itself.
+// signed in, or whom the key was minted for), else the key itself. A
+// person is named by their identity provider's issuer and subject
+// ("s:<issuer> <subject>") when the caller carries them, since an email
+// may be given to someone else later and a grant must not follow it;
+// only a caller without them (a session or key from before they were
+// recorded) is named by email or subject ("p:…", the older units).
 func Unit(id *policy.Identity) string {
 	if id == nil {
 		return ""
 	}
-	if p := id.PersonID(); p != "" {
+	p := id.PersonID()
+	switch {
+	case p != "" && id.Subject != "":
+		return "s:" + id.Subject
+	case p != "":
 		return "p:" + p
 	}
 	return "k:" + id.KeyID
 }
 
-// unitPerson is the person a unit is, "" for a key's.
-func unitPerson(unit string) string {
-	p, _ := strings.CutPrefix(unit, "p:")
-	if p == unit {
-		return ""
+// legacyUnit is the unit the caller's grants had before people were
+// named by subject ("p:<email>"), "" when it is already their unit or
+// they are no person. Such a row cannot say whose it was (the email may
+// have passed on), so it is never used for a caller with a subject; it
+// is only forgotten with their own disconnect.
+func legacyUnit(id *policy.Identity) string {
+	if p := id.PersonID(); p != "" && id.Subject != "" {
+		return "p:" + p
 	}
-	return p
+	return ""
+}
+
+// isPersonUnit reports a person's unit (not a key's).
+func isPersonUnit(unit string) bool {
+	return strings.HasPrefix(unit, "p:") || strings.HasPrefix(unit, "s:")
 }
 
 // NotConnectedError is a caller who has not connected the server (or

@@ -38,7 +38,7 @@ func (b *Broker) confirm(w http.ResponseWriter, id *policy.Identity, l link) {
 	s := b.servers[l.Server]
 	c := &confirmation{Server: s.name, URL: s.url, Issuer: s.oauth.AuthorizationServer, Link: sealed, StartPath: Path + "start"}
 	text := "Connect your own account at MCP server " + s.name + ": the gateway will call it as you, for your keys and sessions only."
-	if unitPerson(l.Unit) == "" {
+	if !isPersonUnit(l.Unit) {
 		c.SharedKey = strings.TrimPrefix(l.Unit, "k:")
 		text = "Connect YOUR account at MCP server " + s.name + " to the shared key " + c.SharedKey + ": every holder of that key will act at " + s.name + " as your account, until an admin revokes the grant or the key. Continue only if that is what you mean to do."
 	}
@@ -93,22 +93,26 @@ func (b *Broker) keyGrants(r *http.Request, id *policy.Identity, store ledger.MC
 	return out, nil
 }
 
-// disconnectUnit is whose grant a disconnect forgets: the person's own,
-// or, for an admin naming {"unit": "k:<key>"}, a shared key's.
-func disconnectUnit(r *http.Request, id *policy.Identity) (string, error) {
+// disconnectUnits is whose grants a disconnect forgets: the person's own
+// (with the grant of the unit they had before people were named by
+// subject), or, for an admin naming {"unit": "k:<key>"}, a shared key's.
+func disconnectUnits(r *http.Request, id *policy.Identity) ([]string, error) {
 	var in struct {
 		Unit string `json:"unit"`
 	}
 	if r.ContentLength != 0 && r.Body != nil {
 		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<10)).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
-			return "", errors.New("the body must be empty or {\"unit\": \"k:<key id>\"}")
+			return nil, errors.New("the body must be empty or {\"unit\": \"k:<key id>\"}")
 		}
 	}
 	if in.Unit == "" {
-		return "p:" + id.Person, nil
+		if old := legacyUnit(id); old != "" {
+			return []string{Unit(id), old}, nil
+		}
+		return []string{Unit(id)}, nil
 	}
 	if !strings.HasPrefix(in.Unit, "k:") || !mayAct(id, in.Unit) {
-		return "", errors.New("unit: only an admin may disconnect a shared key's grant (\"k:<key id>\"); a person disconnects their own with no body")
+		return nil, errors.New("unit: only an admin may disconnect a shared key's grant (\"k:<key id>\"); a person disconnects their own with no body")
 	}
-	return in.Unit, nil
+	return []string{in.Unit}, nil
 }

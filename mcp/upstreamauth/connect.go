@@ -56,7 +56,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.page(w, http.StatusNotFound, "No such server", "No auth: oauth MCP server is called "+name+".", nil)
 			return
 		}
-		b.confirm(w, id, link{Server: name, Unit: "p:" + id.Person, Expires: b.now().Add(linkTTL), Nonce: randomID()})
+		b.confirm(w, id, link{Server: name, Unit: Unit(id), Expires: b.now().Add(linkTTL), Nonce: randomID()})
 	case strings.HasPrefix(rest, "link/") && r.Method == http.MethodGet:
 		var l link
 		if open(b.seal.links, linkAD, strings.TrimPrefix(rest, "link/"), &l) != nil {
@@ -78,8 +78,10 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mayAct reports whether the signed-in id may connect unit's grant: their
 // own, or, for an admin, a key of no one (a shared service key).
 func mayAct(id *policy.Identity, unit string) bool {
-	if p := unitPerson(unit); p != "" {
-		return p == id.Person
+	if isPersonUnit(unit) {
+		// Their unit; or the one their keys minted before subjects were
+		// recorded still use, which their verified email names.
+		return unit == Unit(id) || unit == legacyUnit(id)
 	}
 	return strings.HasPrefix(unit, "k:") && id.Role == policy.RoleAdmin
 }
@@ -115,7 +117,7 @@ func (b *Broker) start(ctx context.Context, l link) (string, error) {
 		return "", errors.New("the authorization could not be started")
 	}
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(st.Verifier), oauth2.SetAuthURLParam("resource", st.Resource)}
-	if unitPerson(l.Unit) == "" {
+	if !isPersonUnit(l.Unit) {
 		// A shared key's grant: the admin must see the authorization
 		// server's consent, not a remembered one passed silently.
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
@@ -215,7 +217,7 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request, id *policy.Ide
 		b.onDisconnect(st.Server, st.Unit)
 	}
 	who := "your account"
-	if unitPerson(st.Unit) == "" {
+	if !isPersonUnit(st.Unit) {
 		who = "key " + strings.TrimPrefix(st.Unit, "k:")
 	}
 	b.page(w, http.StatusOK, "Connected", "Connected "+who+" to MCP server "+st.Server+". You can close this page and call the tool again.", nil)
@@ -234,31 +236,41 @@ func (b *Broker) disconnect(w http.ResponseWriter, r *http.Request, id *policy.I
 		writeJSON(w, http.StatusServiceUnavailable, apiError(ErrNoStore.Error()))
 		return
 	}
-	unit, err := disconnectUnit(r, id)
+	units, err := disconnectUnits(r, id)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, apiError(err.Error()))
 		return
 	}
-	gone, err := store.DeleteMCPUpstreamToken(r.Context(), name, unit)
-	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, apiError("the gateway's ledger database did not answer; try again"))
-		return
-	}
-	if b.onDisconnect != nil {
-		b.onDisconnect(name, unit)
-	}
-	if gone {
-		b.record(r, id, "mcp.upstream.disconnected", name, unit)
+	for _, unit := range units {
+		gone, outcome, err := b.forget(r.Context(), store, name, unit)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, apiError("the gateway's ledger database did not answer; try again"))
+			return
+		}
+		if b.onDisconnect != nil {
+			b.onDisconnect(name, unit)
+		}
+		if gone {
+			b.record(r, id, "mcp.upstream.disconnected", name, unit, "revocation", outcome)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"server": name, "connected": false})
 }
 
-func (b *Broker) record(r *http.Request, id *policy.Identity, action, serverName, unit string) {
+// record audits action on serverName for unit; more are further
+// field-value pairs.
+func (b *Broker) record(r *http.Request, id *policy.Identity, action, serverName, unit string, more ...string) {
 	if b.opts.Audit == nil {
 		return
 	}
+	fields := map[string]string{"for": unit}
+	for i := 0; i+1 < len(more); i += 2 {
+		if more[i+1] != "" {
+			fields[more[i]] = more[i+1]
+		}
+	}
 	b.opts.Audit.Record(r.Context(), audit.Event{Time: b.now().UTC(), Actor: id.Person, Action: action, Target: serverName,
-		Source: r.RemoteAddr, Fields: map[string]string{"for": unit}})
+		Source: r.RemoteAddr, Fields: fields})
 }
 
 // Connection is one server as the person's page lists it.
@@ -299,7 +311,7 @@ func (b *Broker) Connections(ctx context.Context, unit string) ([]Connection, er
 }
 
 func (b *Broker) list(w http.ResponseWriter, r *http.Request, id *policy.Identity) {
-	conns, err := b.Connections(r.Context(), "p:"+id.Person)
+	conns, err := b.Connections(r.Context(), Unit(id))
 	var keys []KeyGrant
 	if err == nil {
 		keys, err = b.keyGrants(r, id, b.opts.Store())

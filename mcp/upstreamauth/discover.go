@@ -32,9 +32,9 @@ type discovered struct {
 	at          time.Time
 }
 
-// discoveryTTL is how long discovery and a registered client are kept in
-// memory; a failure is kept failTTL, so a broken server is not asked on
-// every click.
+// discoveryTTL is how long discovery is kept in memory (the registered
+// client is kept in the ledger: client.go); a failure is kept failTTL, so
+// a broken server is not asked on every click.
 const (
 	discoveryTTL = 10 * time.Minute
 	failTTL      = 10 * time.Second
@@ -147,20 +147,11 @@ func (b *Broker) discoverNow(ctx context.Context, s *server) (*discovered, error
 		if asm.RegistrationEndpoint == "" {
 			return nil, fmt.Errorf("MCP server %q: authorization server %s offers no dynamic client registration; register the gateway there (redirect URI %s) and set client_id on its mcp_servers entry", s.name, d.issuer, b.redirect(s.name))
 		}
-		reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{b.redirect(s.name)}, ClientName: "Modelgate", GrantTypes: []string{"authorization_code", "refresh_token"},
-			ResponseTypes: []string{"code"}, TokenEndpointAuthMethod: "none", Scope: d.scopes,
-		}, b.hc)
+		c, err := b.client(ctx, s, d.issuer, asm.RegistrationEndpoint, d.scopes)
 		if err != nil {
-			var re *oauthex.ClientRegistrationError
-			if errors.As(err, &re) {
-				return nil, fmt.Errorf("MCP server %q: authorization server %s refused to register the gateway: %s", s.name, d.issuer, errorCode(re.ErrorCode))
-			}
-			// The SDK's other errors may quote the answer, which may hold
-			// a client secret: not shown.
-			return nil, fmt.Errorf("MCP server %q: registering the gateway at %s failed", s.name, d.issuer)
+			return nil, err
 		}
-		d.clientID, d.secret = reg.ClientID, reg.ClientSecret
+		d.clientID, d.secret = c.ID, c.Secret
 	}
 	d.authStyle = oauth2.AuthStyleInParams
 	if d.secret != "" && (len(asm.TokenEndpointAuthMethodsSupported) == 0 || containsString(asm.TokenEndpointAuthMethodsSupported, "client_secret_basic")) {

@@ -13,15 +13,18 @@ import (
 	"github.com/modelgate/modelgate/policy"
 )
 
-// FuzzOpenSealed: the decoder of links, OAuth states and token rows opens
+// FuzzOpenSealed: the decoder of links, OAuth states, token rows and
+// registered clients opens
 // only what its own key sealed for that use and that server and person;
 // any other text is refused, never a panic.
 func FuzzOpenSealed(f *testing.F) {
 	s, _ := newSealer(testKey)
 	good, _ := seal(s.links, linkAD, link{Server: "gh", Unit: "p:bob", Expires: time.Unix(1e9, 0), Nonce: "n"})
 	row, _ := s.sealTokens("gh", "p:bob", "u", tokenSet{Access: "a", Refresh: "r"})
+	client, _ := seal(s.tokens, clientAD("gh", "c:i x", "u"), registeredClient{ID: "cid"})
 	f.Add(good)
 	f.Add(row)
+	f.Add(client)
 	f.Add("")
 	f.Add("AAAA")
 	f.Add(strings.Repeat("A", 60))
@@ -38,6 +41,14 @@ func FuzzOpenSealed(f *testing.F) {
 		}
 		if set, err := s.openTokens("gh", "p:bob", "u", text); err == nil && (set.Access != "a" || set.Refresh != "r") {
 			t.Fatalf("opened a token row nobody sealed: %+v", set)
+		}
+		var c registeredClient
+		if open(s.tokens, clientAD("gh", "c:i x", "u"), text, &c) == nil && c.ID != "cid" {
+			t.Fatalf("opened a client nobody sealed: %+v", c)
+		}
+		// A client's row is no token row, and a token row no client's.
+		if _, err := s.openTokens("gh", "c:i x", "u", text); err == nil {
+			t.Fatalf("a client's row opened as tokens: %q", text)
 		}
 	})
 }

@@ -21,6 +21,10 @@ const users = {
   alice: { email: 'alice@example.com', groups: ['gateway-admins', 'engineering'] },
   bob: { email: 'bob@example.com', groups: ['engineering'] },
   carol: { email: 'carol@example.com', groups: ['auditors'] },
+  // Two people the provider gave one address, as when an email passes
+  // from someone who left to someone new: their subjects differ.
+  pat1: { email: 'pat@example.com', groups: ['engineering'] },
+  pat2: { email: 'pat@example.com', groups: ['engineering'] },
 };
 
 const provider = new Provider(issuer, {
