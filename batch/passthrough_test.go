@@ -17,6 +17,7 @@ import (
 type restoring struct {
 	mu       sync.Mutex
 	restored map[uint64]string
+	ids      map[uint64]policy.Identity
 }
 
 func (p *restoring) Plan(context.Context, *policy.Identity, string, []Request) (*Plan, *apierror.Error) {
@@ -31,6 +32,9 @@ func (p *restoring) Restore(id *policy.Identity, ticket uint64, pico int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.restored[ticket] = id.KeyID + " " + itoa(int(pico))
+	if p.ids != nil {
+		p.ids[ticket] = *id
+	}
 }
 
 // TestPassthroughHoldsRestoredAtStart: an instance that starts finds its
@@ -58,5 +62,42 @@ func TestPassthroughHoldsRestoredAtStart(t *testing.T) {
 		return p.restored[42] == "alice 9000"
 	}) {
 		t.Fatalf("restored %v", p.restored)
+	}
+}
+
+// TestPassthroughHoldRestoredAsAdmitted (H11-F1): after a restart, an
+// open batch's hold is counted again against the scopes it was admitted
+// under even when its key is no longer active (Identify refuses it).
+func TestPassthroughHoldRestoredAsAdmitted(t *testing.T) {
+	st := sqliteStore(t)
+	ps := st.(ledger.BatchPassthroughStore)
+	now := time.Now().UTC()
+	b := ledger.Batch{ID: "msgbatch_open", Site: "site", KeyID: "alice", API: apiAnthropic, Endpoint: "/v1/messages", Created: now, Expires: now.Add(completionWindow)}
+	models, _ := json.Marshal(storedModels{Admitted: admittedOf(&policy.Identity{KeyID: "alice", Workspace: "ws", Owner: "alice@example.com", Groups: "eng",
+		Limits: ledger.Limits{BudgetCents: ledger.Cents(100), BudgetPeriod: "monthly"}})})
+	row := ledger.BatchPassthrough{BatchID: b.ID, Site: "site", KeyID: "alice", Provider: apiAnthropic, Upstream: "gone",
+		ProviderBatchID: "msgbatch_up", Models: models, HoldTicket: 42, HoldPico: 9000, Status: "in_progress", Polled: now}
+	if err := ps.CreatePassthroughBatch(context.Background(), b, []ledger.BatchItem{{ID: "i", CustomID: "c", Body: []byte(`{}`)}}, row); err != nil {
+		t.Fatal(err)
+	}
+	p := &restoring{restored: map[uint64]string{}, ids: map[uint64]policy.Identity{}}
+	s := New(Options{Store: func() ledger.BatchStore { return st }, Runner: newRunner(), Site: "site", Passthrough: p,
+		Identify: func(string) (*policy.Identity, *apierror.Error) {
+			return nil, &apierror.Error{Status: 401, Message: "the key is inactive"}
+		}})
+	s.Start()
+	t.Cleanup(s.Close)
+	if !testwait.Until(func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.restored[42] == "alice 9000"
+	}) {
+		t.Fatalf("restored %v", p.restored)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := p.ids[42]
+	if id.Workspace != "ws" || id.PersonID() != "alice@example.com" || id.Groups != "eng" || id.Limits.BudgetCents == nil || *id.Limits.BudgetCents != 100 {
+		t.Fatalf("restored as %+v, want as admitted", id)
 	}
 }

@@ -49,7 +49,7 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		return false
 	}
 	now = s.o.Now().UTC()
-	ident, _ := s.identify(b.KeyID)
+	ident := s.spender(b.KeyID, kept.Admitted)
 	ended := make([]ledger.BatchItem, len(items))
 	var recs []ledger.Record
 	for i, it := range items {
@@ -144,4 +144,7 @@ func storableItem(it ledger.BatchItem, endpoint string) ledger.BatchItem {
 type storedModels struct {
 	Models  map[string]PlanModel `json:"models"`
 	Aliases []string             `json:"aliases"`
+	// Admitted is whom the batch was admitted as (nil in a batch stored
+	// before it was kept).
+	Admitted *admittedAs `json:"admitted,omitempty"`
 }

@@ -341,3 +341,40 @@ func TestBatchPassthroughProviderRefusal(t *testing.T) {
 	// $4.50 of $5 fits only if the refused batch's $3 was given back.
 	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", big(6)))
 }
+
+// TestBatchPassthroughSettlesUnderItsAdmission (H11-F1): a batch settles
+// with the workspace, person and groups it was admitted under, whatever
+// its key is by then (a sign-in key lives 12 hours, a provider's batch
+// up to 24): here the key is known by its id only at settlement.
+func TestBatchPassthroughSettlesUnderItsAdmission(t *testing.T) {
+	s := newPassthroughSetup(t)
+	s.id.Workspace, s.id.Owner, s.id.Groups = "ws-eng", "carol@example.com", "eng\nml"
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	recs := s.batchRecords(t)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	if r := recs[0]; r.Workspace != "ws-eng" || r.KeyID != "bob" || r.CostPicoUSD != discountedItemPico {
+		t.Fatalf("record workspace %q key %q cost %d; want the workspace the batch was admitted under", r.Workspace, r.KeyID, r.CostPicoUSD)
+	}
+	// The person's and groups' spend count it, as their budgets read it.
+	spend, err := s.st.(ledger.SpendStore).CurrentSpend(t.Context(), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sp := range spend {
+		if sp.Period == "total" {
+			got[sp.Scope+" "+sp.ScopeID] = sp.SpentPico
+		}
+	}
+	for _, k := range []string{ledger.ScopeWorkspace + " ws-eng", ledger.ScopeUser + " carol@example.com", ledger.ScopeGroup + " eng", ledger.ScopeGroup + " ml"} {
+		if got[k] != discountedItemPico {
+			t.Errorf("spend of %s: %d, want %d (all: %v)", k, got[k], discountedItemPico, got)
+		}
+	}
+}
