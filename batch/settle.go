@@ -92,7 +92,9 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		if ident != nil {
 			rec.Workspace, rec.Person, rec.Groups = ident.Workspace, ident.PersonID(), ident.Groups
 		}
-		rec.InputTokens, rec.OutputTokens, rec.CacheReadTokens, rec.CacheCreation5m = answerUsage(r.Body)
+		u := answerUsage(b.Endpoint, r.Body)
+		rec.InputTokens, rec.OutputTokens, rec.CacheReadTokens = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.OutputTokens), ledger.ClampTokens(u.CacheReadTokens)
+		rec.CacheCreation5m, rec.CacheCreation1h = ledger.ClampTokens(u.CacheCreation5m), ledger.ClampTokens(u.CacheCreation1h)
 		m.Prices.Apply(&rec)
 		recs = append(recs, rec)
 	}

@@ -378,3 +378,26 @@ func TestBatchPassthroughSettlesUnderItsAdmission(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchPassthroughOneHourCacheWrites (H11-F3): cache writes the
+// provider says were one-hour writes are recorded and priced as such,
+// read as the interactive path reads Anthropic's usage.
+func TestBatchPassthroughOneHourCacheWrites(t *testing.T) {
+	s := newPassthroughSetup(t, "  cache_creation_input_token_cost: 0.00000375")
+	s.fake.SetAnthropicUsage(`{"input_tokens":10,"output_tokens":10,"cache_creation_input_tokens":100000,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":100000}}`)
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	recs := s.batchRecords(t)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	// One-hour writes cost twice the input price ($6 a million), halved.
+	want := int64((10*3_000_000 + 10*15_000_000 + 100000*6_000_000) / 2)
+	if r.CacheCreation1h != 100000 || r.CacheCreation5m != 0 || r.CostPicoUSD != want {
+		t.Fatalf("cache writes 5m %d 1h %d, cost %d; want 1h 100000 at %d", r.CacheCreation5m, r.CacheCreation1h, r.CostPicoUSD, want)
+	}
+}
