@@ -401,3 +401,24 @@ func TestBatchPassthroughOneHourCacheWrites(t *testing.T) {
 		t.Fatalf("cache writes 5m %d 1h %d, cost %d; want 1h 100000 at %d", r.CacheCreation5m, r.CacheCreation1h, r.CostPicoUSD, want)
 	}
 }
+
+// TestBatchPassthroughHoldAtTheCacheWritePrice (H11-F3): the hold prices
+// a request's input at the dearest an input token may cost, a one-hour
+// cache write here (twice the input price), as the priced downgrade's
+// bound does: 100 kB of input held at $0.30 a request (half of $6 a
+// million), so 20 do not fit in $5 while 16 do.
+func TestBatchPassthroughHoldAtTheCacheWritePrice(t *testing.T) {
+	s := newPassthroughSetup(t)
+	items := func(n int) []byte {
+		text := strings.Repeat("x", 100000)
+		var parts []string
+		for i := range n {
+			parts = append(parts, `{"custom_id":"q`+strconv.Itoa(i)+`","params":{"model":"claude","max_tokens":1,"system":[{"type":"text","text":"`+text+`","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"hi"}]}}`)
+		}
+		return []byte(`{"requests":[` + strings.Join(parts, ",") + `]}`)
+	}
+	if rr := s.send(http.MethodPost, "/v1/messages/batches", "", items(20)); rr.Code != http.StatusTooManyRequests {
+		t.Fatalf("20 requests held at the input price only: %d %s", rr.Code, rr.Body)
+	}
+	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", items(16)))
+}
