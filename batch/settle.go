@@ -96,6 +96,7 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		rec.InputTokens, rec.OutputTokens, rec.CacheReadTokens = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.OutputTokens), ledger.ClampTokens(u.CacheReadTokens)
 		rec.CacheCreation5m, rec.CacheCreation1h = ledger.ClampTokens(u.CacheCreation5m), ledger.ClampTokens(u.CacheCreation1h)
 		m.Prices.Apply(&rec)
+		ledger.ChargeWebSearches(&rec, u.WebSearches)
 		recs = append(recs, rec)
 	}
 	if len(recs) > 0 {

@@ -422,3 +422,47 @@ func TestBatchPassthroughHoldAtTheCacheWritePrice(t *testing.T) {
 	}
 	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", items(16)))
 }
+
+// searchItem is a Message Batches request with Anthropic's web search
+// tool, maxUses searches at most (none when 0).
+func searchItem(id string, maxUses int) string {
+	tool := `{"type":"web_search_20250305","name":"web_search"`
+	if maxUses > 0 {
+		tool += `,"max_uses":` + strconv.Itoa(maxUses)
+	}
+	return `{"custom_id":"` + id + `","params":{"model":"claude","max_tokens":100,"tools":[` + tool + `}],"messages":[{"role":"user","content":"search the news"}]}}`
+}
+
+// TestBatchPassthroughServerTools (H11-F2): a request with a server tool
+// is held as content the provider fetches and bills as input (at the
+// context window) plus its searches' fees (max_uses at $10 a thousand,
+// not discounted), and the searches the provider ran are charged at
+// settlement.
+func TestBatchPassthroughServerTools(t *testing.T) {
+	s := newPassthroughSetup(t, "  max_input_tokens: 200000")
+	// 200k tokens of input at $6 a million (a one-hour cache write, the
+	// dearest an input token costs), halved, is $0.60 a request, and 5
+	// searches $0.05: 8 do not fit in $5 ($5.21); held at their bytes
+	// they would.
+	items := func(n int) []byte {
+		var parts []string
+		for i := range n {
+			parts = append(parts, searchItem("s"+strconv.Itoa(i), 5))
+		}
+		return []byte(`{"requests":[` + strings.Join(parts, ",") + `]}`)
+	}
+	if rr := s.send(http.MethodPost, "/v1/messages/batches", "", items(8)); rr.Code != http.StatusTooManyRequests {
+		t.Fatalf("8 search requests held at their bytes: %d %s", rr.Code, rr.Body)
+	}
+	s.fake.SetAnthropicUsage(`{"input_tokens":40000,"output_tokens":100,"server_tool_use":{"web_search_requests":5}}`)
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", items(1)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	recs := s.batchRecords(t)
+	want := int64((40000*3_000_000+100*15_000_000)/2) + 5*10_000_000_000
+	if len(recs) != 1 || recs[0].CostPicoUSD != want {
+		t.Fatalf("records %+v; want one at %d pico, the searches' fees included", recs, want)
+	}
+}
