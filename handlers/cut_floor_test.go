@@ -215,3 +215,29 @@ func TestCutSilenceBeforeTheFirstOutput(t *testing.T) {
 		t.Errorf("with model_info.max_output_tokens 2000: %d output tokens; want 2000", out)
 	}
 }
+
+// mayReason: reasoning families by name whatever the provider path, and
+// requests asking for reasoning; other models not.
+func TestMayReason(t *testing.T) {
+	for _, tc := range []struct {
+		model, body string
+		want        bool
+	}{
+		{"o3", `{}`, true},
+		{"o4-mini", `{}`, true},
+		{"gpt-5.1", `{}`, true},
+		{"openai/gpt-5-mini", `{}`, true},
+		{"gemini-2.5-pro", `{}`, true},
+		{"qwen3-235b-a22b-thinking-2507", `{}`, true},
+		{"gpt-4.1", `{}`, false},
+		{"gpt-4o", `{}`, false},
+		{"claude-sonnet-4-5", `{}`, false},
+		{"claude-sonnet-4-5", `{"thinking":{"type":"enabled","budget_tokens":2000}}`, true},
+		{"gpt-4.1", `{"reasoning_effort":"low"}`, true},
+		{"o3pro-lookalike", `{}`, false},
+	} {
+		if got := mayReason(tc.model, []byte(tc.body)); got != tc.want {
+			t.Errorf("mayReason(%q, %s) = %v; want %v", tc.model, tc.body, got, tc.want)
+		}
+	}
+}

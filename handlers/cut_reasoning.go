@@ -5,14 +5,6 @@ import (
 	"strings"
 )
 
-// reasoningFamilies are upstream model names (a prefix after any
-// provider path, or a part of the name) of models that reason unseen
-// before their first output by default, without the request asking:
-// OpenAI's o-series and GPT-5, Gemini 2.5 and later, DeepSeek's and
-// Qwen's reasoners, and any model whose name says thinking or
-// reasoning.
-var reasoningFamilies = [...]string{"o1", "o3", "o4", "gpt-5", "codex", "gemini-2.5", "gemini-3", "deepseek-r1", "deepseek-reasoner", "qwq", "magistral", "grok-4", "grok-3-mini"}
-
 // mayReason reports whether a request to model may have made its
 // upstream work unseen before its first output (hidden reasoning the
 // provider bills): a model of a reasoning family, or a request that asks
@@ -29,7 +21,11 @@ func mayReason(model string, body []byte) bool {
 	if strings.Contains(name, "thinking") || strings.Contains(name, "reason") {
 		return true
 	}
-	for _, f := range reasoningFamilies {
+	// Upstream model names (after any provider path) of models that
+	// reason unseen by default, without the request asking: OpenAI's
+	// o-series, GPT-5 and Codex, Gemini 2.5 and later, DeepSeek's, Qwen's,
+	// Mistral's and xAI's reasoners.
+	for _, f := range [...]string{"o1", "o3", "o4", "gpt-5", "codex", "gemini-2.5", "gemini-3", "deepseek-r1", "deepseek-reasoner", "qwq", "magistral", "grok-4", "grok-3-mini"} {
 		if name == f || strings.HasPrefix(name, f+"-") || strings.HasPrefix(name, f+".") || strings.HasPrefix(name, f+"@") {
 			return true
 		}
