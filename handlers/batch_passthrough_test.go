@@ -466,3 +466,21 @@ func TestBatchPassthroughServerTools(t *testing.T) {
 		t.Fatalf("records %+v; want one at %d pico, the searches' fees included", recs, want)
 	}
 }
+
+// TestBatchPassthroughSecretCustomID (H11-F5): a custom_id that is a
+// credential is refused before a batch is passed through, under redact
+// as under block: the provider never sees it (an id cannot be redacted,
+// it comes back as sent).
+func TestBatchPassthroughSecretCustomID(t *testing.T) {
+	pat := secrettest.Corpus(5)[8].Value
+	for _, action := range []string{"redact", "block"} {
+		s := newPassthroughSetup(t, "secrets: {action: "+action+"}")
+		rr := s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("clean", "claude", 10)+`,`+messageItem(pat, "claude", 10)+`]}`))
+		if rr.Code != http.StatusBadRequest || !strings.Contains(rr.Body.String(), "request 1") || strings.Contains(rr.Body.String(), pat) {
+			t.Fatalf("%s: secret custom_id: %d %s", action, rr.Code, rr.Body)
+		}
+		if n, _ := s.fake.Creates(); n != 0 {
+			t.Fatalf("%s: the provider got a batch whose custom_id is a credential", action)
+		}
+	}
+}
