@@ -90,6 +90,18 @@ func (s *passthroughSetup) batchRecords(t *testing.T) []ledger.Record {
 	return out
 }
 
+// settleOne creates a Message Batch of body's requests, has the provider
+// end it and returns its records once it settled.
+func (s *passthroughSetup) settleOne(t *testing.T, body string) []ledger.Record {
+	t.Helper()
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(body)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	return s.batchRecords(t)
+}
+
 func messageItem(id, model string, maxTokens int) string {
 	return `{"custom_id":"` + id + `","params":{"model":"` + model + `","max_tokens":` + strconv.Itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}]}}`
 }
@@ -349,12 +361,7 @@ func TestBatchPassthroughProviderRefusal(t *testing.T) {
 func TestBatchPassthroughSettlesUnderItsAdmission(t *testing.T) {
 	s := newPassthroughSetup(t)
 	s.id.Workspace, s.id.Owner, s.id.Groups = "ws-eng", "carol@example.com", "eng\nml"
-	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)))
-	s.fake.Finish()
-	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
-		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
-	}
-	recs := s.batchRecords(t)
+	recs := s.settleOne(t, `{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -385,12 +392,7 @@ func TestBatchPassthroughSettlesUnderItsAdmission(t *testing.T) {
 func TestBatchPassthroughOneHourCacheWrites(t *testing.T) {
 	s := newPassthroughSetup(t, "  cache_creation_input_token_cost: 0.00000375")
 	s.fake.SetAnthropicUsage(`{"input_tokens":10,"output_tokens":10,"cache_creation_input_tokens":100000,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":100000}}`)
-	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)))
-	s.fake.Finish()
-	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
-		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
-	}
-	recs := s.batchRecords(t)
+	recs := s.settleOne(t, `{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -455,12 +457,7 @@ func TestBatchPassthroughServerTools(t *testing.T) {
 		t.Fatalf("8 search requests held at their bytes: %d %s", rr.Code, rr.Body)
 	}
 	s.fake.SetAnthropicUsage(`{"input_tokens":40000,"output_tokens":100,"server_tool_use":{"web_search_requests":5}}`)
-	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", items(1)))
-	s.fake.Finish()
-	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
-		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
-	}
-	recs := s.batchRecords(t)
+	recs := s.settleOne(t, string(items(1)))
 	want := int64((40000*3_000_000+100*15_000_000)/2) + 5*10_000_000_000
 	if len(recs) != 1 || recs[0].CostPicoUSD != want {
 		t.Fatalf("records %+v; want one at %d pico, the searches' fees included", recs, want)

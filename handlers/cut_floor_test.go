@@ -48,12 +48,18 @@ func TestNonStreamCutByTheUpstreamIsChargedItsInput(t *testing.T) {
 // its client to leave; the usage chunk, which would count the reasoning
 // tokens, never comes.
 func reasoningThenGone(clk *testclock.Clock, think time.Duration) http.HandlerFunc {
+	return quietThenGone(clk, think, `{"id":"c","object":"chat.completion.chunk","model":"o3","choices":[{"index":0,"delta":{"content":"Sure"}}]}`)
+}
+
+// quietThenGone streams a role chunk, stays quiet for quiet (on clk),
+// sends the chunk then and waits for its client to leave.
+func quietThenGone(clk *testclock.Clock, quiet time.Duration, then string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
 		w.(http.Flusher).Flush()
-		clk.Advance(think)
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure\"}}]}\n\n")
+		clk.Advance(quiet)
+		fmt.Fprint(w, "data: "+then+"\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}
@@ -161,15 +167,7 @@ func TestCutReasoningFloorOnEveryWayIn(t *testing.T) {
 // clk), sends an empty chunk (id "c2", no text) and waits for its client
 // to leave: an upstream that stalled before its first output.
 func silentThenGone(clk *testclock.Clock, quiet time.Duration) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		clk.Advance(quiet)
-		fmt.Fprint(w, "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}
+	return quietThenGone(clk, quiet, `{"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":""}}]}`)
 }
 
 // cutSilentStream serves one stream of upstream model through a gateway
