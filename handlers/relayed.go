@@ -188,7 +188,8 @@ func (g *Gateway) settle(x *exchange) {
 	rec := x.rec
 	if m := &x.cut; m.d != nil && !m.done {
 		u := providers.Usage{InputTokens: rec.InputTokens, CacheCreation5m: rec.CacheCreation5m,
-			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens}
+			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens,
+			WebSearches: ledger.WebSearchesCharged(rec)}
 		byClient := rec.Outcome == ledger.OutcomeCancelled
 		applyUsage(rec, m.floor(u, g.now(), byClient, byClient && mayReason(m.d.Entry().Model, x.body)), m.d)
 		m.done = true // settled: a second settle changes nothing

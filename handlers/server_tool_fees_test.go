@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,11 @@ func TestWebSearchesCharged(t *testing.T) {
 		fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"news\"}}\n\n")
 		fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 		fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":"+usage+"}\n\n")
+		w.(http.Flusher).Flush()
+		if strings.Contains(r.Header.Get("X-Test"), "hang") {
+			<-r.Context().Done()
+			return
+		}
 		fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	}))
 	defer srv.Close()
@@ -43,8 +49,17 @@ func TestWebSearchesCharged(t *testing.T) {
 			t.Fatalf("stream %s: %d %s", stream, rr.Code, rr.Body)
 		}
 	}
+	// A client that leaves after the usage, before the stream's end, has
+	// its record priced again by the cut floor: the searches stay
+	// charged.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	body := `{"model":"m","max_tokens":400,"stream":true,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":3}],"messages":[{"role":"user","content":"news?"}]}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+	req.Header.Set("X-Test", "hang")
+	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "message_delta", leave: cancel}, req)
 	recs := obs.Records()
-	if len(recs) != 2 {
+	if len(recs) != 3 {
 		t.Fatalf("%d records", len(recs))
 	}
 	for i, r := range recs {

@@ -21,3 +21,10 @@ func ChargeWebSearches(r *Record, n int64) {
 		r.CostPicoUSD = min(plusSat(r.CostPicoUSD, WebSearchFees(n)), MaxCost)
 	}
 }
+
+// WebSearchesCharged is how many web searches' fees r's cost holds over
+// what its prices make of its tokens: what a record priced again from
+// its tokens (a cut answer's floor) charges again.
+func WebSearchesCharged(r *Record) int64 {
+	return max(r.CostPicoUSD-r.Prices.Cost(r), 0) / WebSearchFeePico
+}
