@@ -133,7 +133,7 @@ func (s *Service) tryPassthrough(w http.ResponseWriter, r *http.Request, st ledg
 		s.o.Failed("creating a batch at its provider", err)
 		return refuse(providerRefusal(err, "creating the batch"))
 	}
-	models, _ := json.Marshal(storedModels{Models: plan.Models, Aliases: plan.Aliases})
+	models, _ := json.Marshal(storedModels{Models: plan.Models, Aliases: plan.Aliases, Admitted: admittedOf(ident)})
 	items := make([]ledger.BatchItem, len(reqs))
 	for i, q := range reqs {
 		items[i] = ledger.BatchItem{ID: "batch_req_" + randomID(12), Seq: int64(i), CustomID: q.CustomID, Body: plan.Bodies[i]}
@@ -298,7 +298,10 @@ func (s *Service) checkPassthroughs(ctx context.Context, st ledger.BatchStore, r
 	}
 	for _, p := range open {
 		if restore {
-			if id, refusal := s.identify(p.KeyID); refusal == nil {
+			// As admitted, whatever the key is now (expired, inactive).
+			var kept storedModels
+			_ = json.Unmarshal(p.Models, &kept)
+			if id := s.spender(p.KeyID, kept.Admitted); id != nil {
 				s.o.Passthrough.Restore(id, p.HoldTicket, p.HoldPico)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // Upstream is where a passed-through batch runs: one provider account.
@@ -214,43 +215,18 @@ func withModel(body json.RawMessage, model string) json.RawMessage {
 	return out
 }
 
-// answerUsage is the usage of an answer body in any of the batch
-// endpoints' shapes: Messages, chat completions, embeddings, Responses.
-// OpenAI counts cached tokens inside the prompt; the ledger counts them
-// apart.
-func answerUsage(body json.RawMessage) (input, output, cacheRead, cacheWrite int64) {
-	var a struct {
-		Usage struct {
-			InputTokens         int64 `json:"input_tokens"`
-			OutputTokens        int64 `json:"output_tokens"`
-			CacheCreation       int64 `json:"cache_creation_input_tokens"`
-			CacheRead           int64 `json:"cache_read_input_tokens"`
-			PromptTokens        int64 `json:"prompt_tokens"`
-			CompletionTokens    int64 `json:"completion_tokens"`
-			PromptTokensDetails struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-			InputTokensDetails struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-		} `json:"usage"`
+// answerUsage is the usage of an answer body of endpoint, read as the
+// interactive path reads the same answer (providers' usage readers):
+// cache writes by TTL, cached tokens apart from the input.
+func answerUsage(endpoint string, body json.RawMessage) providers.Usage {
+	switch endpoint {
+	case "/v1/messages":
+		return providers.AnthropicUsageFromBody(body)
+	case "/v1/responses":
+		return providers.ResponsesUsageFromBody(body)
 	}
-	if json.Unmarshal(body, &a) != nil {
-		return 0, 0, 0, 0
-	}
-	u := a.Usage
-	pos := func(n int64) int64 { return max(n, 0) }
-	if u.PromptTokens > 0 || u.CompletionTokens > 0 {
-		cached := min(pos(u.PromptTokensDetails.CachedTokens), pos(u.PromptTokens))
-		return pos(u.PromptTokens) - cached, pos(u.CompletionTokens), cached, 0
-	}
-	cached := pos(u.InputTokensDetails.CachedTokens)
-	if u.CacheRead == 0 && cached > 0 {
-		// Responses: input_tokens include the cached ones.
-		cached = min(cached, pos(u.InputTokens))
-		return pos(u.InputTokens) - cached, pos(u.OutputTokens), cached, 0
-	}
-	return pos(u.InputTokens), pos(u.OutputTokens), pos(u.CacheRead), pos(u.CacheCreation)
+	// Chat completions and embeddings.
+	return providers.OpenAIUsageFromBody(body)
 }
 
 // streamed is a body write produces as it is read: the write runs

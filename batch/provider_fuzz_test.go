@@ -46,9 +46,9 @@ func FuzzDecodeProviderResult(f *testing.F) {
 			if !states[r.State] || (r.Body != nil && !json.Valid(r.Body)) {
 				t.Fatalf("decoded %+v", r)
 			}
-			in, out, read, write := answerUsage(r.Body)
-			if in < 0 || out < 0 || read < 0 || write < 0 {
-				t.Fatalf("usage %d %d %d %d of %s", in, out, read, write, r.Body)
+			for _, endpoint := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses"} {
+				// The settlement clamps what it reads; reading must not fail.
+				_ = answerUsage(endpoint, r.Body)
 			}
 			if r.Body != nil {
 				if named := withModel(r.Body, "alias"); !json.Valid(named) {

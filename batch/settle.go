@@ -49,7 +49,7 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		return false
 	}
 	now = s.o.Now().UTC()
-	ident, _ := s.identify(b.KeyID)
+	ident := s.spender(b.KeyID, kept.Admitted)
 	ended := make([]ledger.BatchItem, len(items))
 	var recs []ledger.Record
 	for i, it := range items {
@@ -92,8 +92,11 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 		if ident != nil {
 			rec.Workspace, rec.Person, rec.Groups = ident.Workspace, ident.PersonID(), ident.Groups
 		}
-		rec.InputTokens, rec.OutputTokens, rec.CacheReadTokens, rec.CacheCreation5m = answerUsage(r.Body)
+		u := answerUsage(b.Endpoint, r.Body)
+		rec.InputTokens, rec.OutputTokens, rec.CacheReadTokens = ledger.ClampTokens(u.InputTokens), ledger.ClampTokens(u.OutputTokens), ledger.ClampTokens(u.CacheReadTokens)
+		rec.CacheCreation5m, rec.CacheCreation1h = ledger.ClampTokens(u.CacheCreation5m), ledger.ClampTokens(u.CacheCreation1h)
 		m.Prices.Apply(&rec)
+		ledger.ChargeWebSearches(&rec, u.WebSearches)
 		recs = append(recs, rec)
 	}
 	if len(recs) > 0 {
@@ -144,4 +147,7 @@ func storableItem(it ledger.BatchItem, endpoint string) ledger.BatchItem {
 type storedModels struct {
 	Models  map[string]PlanModel `json:"models"`
 	Aliases []string             `json:"aliases"`
+	// Admitted is whom the batch was admitted as (nil in a batch stored
+	// before it was kept).
+	Admitted *admittedAs `json:"admitted,omitempty"`
 }

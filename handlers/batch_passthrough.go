@@ -200,7 +200,8 @@ func (p *batchPassthrough) admit(ctx context.Context, id *policy.Identity, cf pr
 	if err != nil {
 		return nil, "", 0, asAPIError(err)
 	}
-	pico := int64(float64(est.budget.Pico()) * p.price)
+	// The batch price is of tokens: server tools' fees are held whole.
+	pico := int64(float64(est.budget.Pico()-est.fees)*p.price) + est.fees
 	return slices.Clone(sent), alias, pico, nil
 }
 

@@ -90,6 +90,18 @@ func (s *passthroughSetup) batchRecords(t *testing.T) []ledger.Record {
 	return out
 }
 
+// settleOne creates a Message Batch of body's requests, has the provider
+// end it and returns its records once it settled.
+func (s *passthroughSetup) settleOne(t *testing.T, body string) []ledger.Record {
+	t.Helper()
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(body)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	return s.batchRecords(t)
+}
+
 func messageItem(id, model string, maxTokens int) string {
 	return `{"custom_id":"` + id + `","params":{"model":"` + model + `","max_tokens":` + strconv.Itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}]}}`
 }
@@ -340,4 +352,132 @@ func TestBatchPassthroughProviderRefusal(t *testing.T) {
 	s.fake.SetKey("sk-upstream-secret")
 	// $4.50 of $5 fits only if the refused batch's $3 was given back.
 	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", big(6)))
+}
+
+// TestBatchPassthroughSettlesUnderItsAdmission (H11-F1): a batch settles
+// with the workspace, person and groups it was admitted under, whatever
+// its key is by then (a sign-in key lives 12 hours, a provider's batch
+// up to 24): here the key is known by its id only at settlement.
+func TestBatchPassthroughSettlesUnderItsAdmission(t *testing.T) {
+	s := newPassthroughSetup(t)
+	s.id.Workspace, s.id.Owner, s.id.Groups = "ws-eng", "carol@example.com", "eng\nml"
+	recs := s.settleOne(t, `{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	if r := recs[0]; r.Workspace != "ws-eng" || r.KeyID != "bob" || r.CostPicoUSD != discountedItemPico {
+		t.Fatalf("record workspace %q key %q cost %d; want the workspace the batch was admitted under", r.Workspace, r.KeyID, r.CostPicoUSD)
+	}
+	// The person's and groups' spend count it, as their budgets read it.
+	spend, err := s.st.(ledger.SpendStore).CurrentSpend(t.Context(), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sp := range spend {
+		if sp.Period == "total" {
+			got[sp.Scope+" "+sp.ScopeID] = sp.SpentPico
+		}
+	}
+	for _, k := range []string{ledger.ScopeWorkspace + " ws-eng", ledger.ScopeUser + " carol@example.com", ledger.ScopeGroup + " eng", ledger.ScopeGroup + " ml"} {
+		if got[k] != discountedItemPico {
+			t.Errorf("spend of %s: %d, want %d (all: %v)", k, got[k], discountedItemPico, got)
+		}
+	}
+}
+
+// TestBatchPassthroughOneHourCacheWrites (H11-F3): cache writes the
+// provider says were one-hour writes are recorded and priced as such,
+// read as the interactive path reads Anthropic's usage.
+func TestBatchPassthroughOneHourCacheWrites(t *testing.T) {
+	s := newPassthroughSetup(t, "  cache_creation_input_token_cost: 0.00000375")
+	s.fake.SetAnthropicUsage(`{"input_tokens":10,"output_tokens":10,"cache_creation_input_tokens":100000,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":100000}}`)
+	recs := s.settleOne(t, `{"requests":[`+messageItem("ok-1", "claude", 100)+`]}`)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	// One-hour writes cost twice the input price ($6 a million), halved.
+	want := int64((10*3_000_000 + 10*15_000_000 + 100000*6_000_000) / 2)
+	if r.CacheCreation1h != 100000 || r.CacheCreation5m != 0 || r.CostPicoUSD != want {
+		t.Fatalf("cache writes 5m %d 1h %d, cost %d; want 1h 100000 at %d", r.CacheCreation5m, r.CacheCreation1h, r.CostPicoUSD, want)
+	}
+}
+
+// TestBatchPassthroughHoldAtTheCacheWritePrice (H11-F3): the hold prices
+// a request's input at the dearest an input token may cost, a one-hour
+// cache write here (twice the input price), as the priced downgrade's
+// bound does: 100 kB of input held at $0.30 a request (half of $6 a
+// million), so 20 do not fit in $5 while 16 do.
+func TestBatchPassthroughHoldAtTheCacheWritePrice(t *testing.T) {
+	s := newPassthroughSetup(t)
+	items := func(n int) []byte {
+		text := strings.Repeat("x", 100000)
+		var parts []string
+		for i := range n {
+			parts = append(parts, `{"custom_id":"q`+strconv.Itoa(i)+`","params":{"model":"claude","max_tokens":1,"system":[{"type":"text","text":"`+text+`","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"hi"}]}}`)
+		}
+		return []byte(`{"requests":[` + strings.Join(parts, ",") + `]}`)
+	}
+	if rr := s.send(http.MethodPost, "/v1/messages/batches", "", items(20)); rr.Code != http.StatusTooManyRequests {
+		t.Fatalf("20 requests held at the input price only: %d %s", rr.Code, rr.Body)
+	}
+	createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", items(16)))
+}
+
+// searchItem is a Message Batches request with Anthropic's web search
+// tool, maxUses searches at most (none when 0).
+func searchItem(id string, maxUses int) string {
+	tool := `{"type":"web_search_20250305","name":"web_search"`
+	if maxUses > 0 {
+		tool += `,"max_uses":` + strconv.Itoa(maxUses)
+	}
+	return `{"custom_id":"` + id + `","params":{"model":"claude","max_tokens":100,"tools":[` + tool + `}],"messages":[{"role":"user","content":"search the news"}]}}`
+}
+
+// TestBatchPassthroughServerTools (H11-F2): a request with a server tool
+// is held as content the provider fetches and bills as input (at the
+// context window) plus its searches' fees (max_uses at $10 a thousand,
+// not discounted), and the searches the provider ran are charged at
+// settlement.
+func TestBatchPassthroughServerTools(t *testing.T) {
+	s := newPassthroughSetup(t, "  max_input_tokens: 200000")
+	// 200k tokens of input at $6 a million (a one-hour cache write, the
+	// dearest an input token costs), halved, is $0.60 a request, and 5
+	// searches $0.05: 8 do not fit in $5 ($5.21); held at their bytes
+	// they would.
+	items := func(n int) []byte {
+		var parts []string
+		for i := range n {
+			parts = append(parts, searchItem("s"+strconv.Itoa(i), 5))
+		}
+		return []byte(`{"requests":[` + strings.Join(parts, ",") + `]}`)
+	}
+	if rr := s.send(http.MethodPost, "/v1/messages/batches", "", items(8)); rr.Code != http.StatusTooManyRequests {
+		t.Fatalf("8 search requests held at their bytes: %d %s", rr.Code, rr.Body)
+	}
+	s.fake.SetAnthropicUsage(`{"input_tokens":40000,"output_tokens":100,"server_tool_use":{"web_search_requests":5}}`)
+	recs := s.settleOne(t, string(items(1)))
+	want := int64((40000*3_000_000+100*15_000_000)/2) + 5*10_000_000_000
+	if len(recs) != 1 || recs[0].CostPicoUSD != want {
+		t.Fatalf("records %+v; want one at %d pico, the searches' fees included", recs, want)
+	}
+}
+
+// TestBatchPassthroughSecretCustomID (H11-F5): a custom_id that is a
+// credential is refused before a batch is passed through, under redact
+// as under block: the provider never sees it (an id cannot be redacted,
+// it comes back as sent).
+func TestBatchPassthroughSecretCustomID(t *testing.T) {
+	pat := secrettest.Corpus(5)[8].Value
+	for _, action := range []string{"redact", "block"} {
+		s := newPassthroughSetup(t, "secrets: {action: "+action+"}")
+		rr := s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("clean", "claude", 10)+`,`+messageItem(pat, "claude", 10)+`]}`))
+		if rr.Code != http.StatusBadRequest || !strings.Contains(rr.Body.String(), "request 1") || strings.Contains(rr.Body.String(), pat) {
+			t.Fatalf("%s: secret custom_id: %d %s", action, rr.Code, rr.Body)
+		}
+		if n, _ := s.fake.Creates(); n != 0 {
+			t.Fatalf("%s: the provider got a batch whose custom_id is a credential", action)
+		}
+	}
 }

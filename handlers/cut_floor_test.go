@@ -48,12 +48,18 @@ func TestNonStreamCutByTheUpstreamIsChargedItsInput(t *testing.T) {
 // its client to leave; the usage chunk, which would count the reasoning
 // tokens, never comes.
 func reasoningThenGone(clk *testclock.Clock, think time.Duration) http.HandlerFunc {
+	return quietThenGone(clk, think, `{"id":"c","object":"chat.completion.chunk","model":"o3","choices":[{"index":0,"delta":{"content":"Sure"}}]}`)
+}
+
+// quietThenGone streams a role chunk, stays quiet for quiet (on clk),
+// sends the chunk then and waits for its client to leave.
+func quietThenGone(clk *testclock.Clock, quiet time.Duration, then string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
 		w.(http.Flusher).Flush()
-		clk.Advance(think)
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure\"}}]}\n\n")
+		clk.Advance(quiet)
+		fmt.Fprint(w, "data: "+then+"\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}
@@ -154,5 +160,82 @@ func TestCutReasoningFloorOnEveryWayIn(t *testing.T) {
 				t.Errorf("record %s (%s): output %d tokens; want 29 s of reasoning at %d/s", r.Outcome, r.Endpoint, r.OutputTokens, hiddenTokensPerSecond)
 			}
 		})
+	}
+}
+
+// silentThenGone sends a stream's role chunk, stays silent for quiet (on
+// clk), sends an empty chunk (id "c2", no text) and waits for its client
+// to leave: an upstream that stalled before its first output.
+func silentThenGone(clk *testclock.Clock, quiet time.Duration) http.HandlerFunc {
+	return quietThenGone(clk, quiet, `{"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":""}}]}`)
+}
+
+// cutSilentStream serves one stream of upstream model through a gateway
+// whose upstream stalls for quiet before any output; the client leaves
+// then. It returns the request's output tokens.
+func cutSilentStream(t *testing.T, model, info, body string, quiet time.Duration) int64 {
+	t.Helper()
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := httptest.NewServer(silentThenGone(clk, quiet))
+	defer srv.Close()
+	yaml := "model_list:\n" + kindEntry("m", "openai/"+model, srv.URL) + "    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n" + info
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: `"c2"`, leave: cancel}, req)
+	recs := obs.Records()
+	if len(recs) != 1 || recs[0].Outcome != "cancelled" {
+		t.Fatalf("records %+v; want one, cancelled", recs)
+	}
+	return recs[0].OutputTokens
+}
+
+// H11-F4: a client's cut of a stream whose upstream sent nothing yet is
+// charged the silence as hidden reasoning only for a model that may
+// reason (a reasoning family, or a request asking for reasoning): a
+// stalled upstream of another model did no hidden work. Where it is
+// charged, it stops at the request's output bound, or the one the
+// gateway would send (model_info.max_output_tokens, else
+// default_max_tokens) when the request sets none.
+func TestCutSilenceBeforeTheFirstOutput(t *testing.T) {
+	plain := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	if out := cutSilentStream(t, "gpt-4.1", "", plain, 40*time.Second); out > 2 {
+		t.Errorf("a non-reasoning model's 40 s stall: %d output tokens charged; want only the events relayed", out)
+	}
+	if out := cutSilentStream(t, "gpt-4.1", "", `{"model":"m","stream":true,"reasoning_effort":"high","messages":[{"role":"user","content":"hi"}]}`, 40*time.Second); out < 3500 {
+		t.Errorf("a request asking for reasoning: %d output tokens; want its 39 s of silence charged", out)
+	}
+	if out := cutSilentStream(t, "o3", "", plain, 10*time.Minute); out != 4096 {
+		t.Errorf("a reasoning model's 10 min without an output bound: %d output tokens; want default_max_tokens (4096)", out)
+	}
+	if out := cutSilentStream(t, "o3", "      max_output_tokens: 2000\n", plain, 10*time.Minute); out != 2000 {
+		t.Errorf("with model_info.max_output_tokens 2000: %d output tokens; want 2000", out)
+	}
+}
+
+// mayReason: reasoning families by name whatever the provider path, and
+// requests asking for reasoning; other models not.
+func TestMayReason(t *testing.T) {
+	for _, tc := range []struct {
+		model, body string
+		want        bool
+	}{
+		{"o3", `{}`, true},
+		{"o4-mini", `{}`, true},
+		{"gpt-5.1", `{}`, true},
+		{"openai/gpt-5-mini", `{}`, true},
+		{"gemini-2.5-pro", `{}`, true},
+		{"qwen3-235b-a22b-thinking-2507", `{}`, true},
+		{"gpt-4.1", `{}`, false},
+		{"gpt-4o", `{}`, false},
+		{"claude-sonnet-4-5", `{}`, false},
+		{"claude-sonnet-4-5", `{"thinking":{"type":"enabled","budget_tokens":2000}}`, true},
+		{"gpt-4.1", `{"reasoning_effort":"low"}`, true},
+		{"o3pro-lookalike", `{}`, false},
+	} {
+		if got := mayReason(tc.model, []byte(tc.body)); got != tc.want {
+			t.Errorf("mayReason(%q, %s) = %v; want %v", tc.model, tc.body, got, tc.want)
+		}
 	}
 }

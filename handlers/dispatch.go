@@ -4,6 +4,7 @@ package handlers
 // cooldowns, and how one upstream attempt ends.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -386,7 +387,9 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	}
 
 	var res result
-	x.cut.accept(b, int(info.InputBytes(x.body)), info.OutputLimit()*max(1, info.Choices()), now)
+	// The cut floor's bound: the request's, else the one a budgeted
+	// request is sent (as the estimate assumes).
+	x.cut.accept(b, int(info.InputBytes(x.body)), info.OutputBound(cmp.Or(b.Entry().Info.MaxOutputTokens, g.opts.DefaultMaxTokens))*max(1, info.Choices()), now)
 	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, moreLeft: moreLeft, first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)

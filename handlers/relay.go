@@ -30,6 +30,7 @@ func applyUsage(rec *ledger.Record, u providers.Usage, b *upstream.Deployment) {
 		rec.ServiceTier = ledger.ServiceTierOf(u.ServiceTier)
 	}
 	b.Prices().Apply(rec)
+	ledger.ChargeWebSearches(rec, u.WebSearches)
 }
 
 // relayHeaders copies the upstream's request id so support tickets can be

@@ -94,8 +94,13 @@ type cutMeter struct {
 	// last is when it last sent some, or was sent the request.
 	quiet time.Duration
 	last  time.Time
-	// bound is the request's output bound (what its reservation pays
-	// for), 0 when none.
+	// beforeFirst is the part of quiet before the first generated text:
+	// hidden work only for a model that may reason (mayReason).
+	beforeFirst time.Duration
+	// bound is the request's output bound, else the one a budgeted
+	// request is sent (model_info.max_output_tokens, else
+	// default_max_tokens), times its choices; 0 for a turn that
+	// generates nothing.
 	bound int64
 }
 
@@ -120,8 +125,11 @@ func (m *cutMeter) accept(d *upstream.Deployment, inputBytes int, bound int64, t
 func (m *cutMeter) relay(out []byte, now func() time.Time) {
 	m.events++
 	if n := generatedBytes(out); n > 0 {
-		m.relayed += n
 		m.pause(now())
+		if m.relayed == 0 {
+			m.beforeFirst = m.quiet
+		}
+		m.relayed += n
 	}
 }
 
@@ -143,8 +151,11 @@ func (m *cutMeter) pause(t time.Time) {
 // upstream did not count. A client's cut (byClient) is charged the upstream's unseen
 // work too: hidden reasoning is billed by the provider but never reaches
 // the stream, so the time the upstream worked without sending text is
-// counted at hiddenTokensPerSecond, within the request's output bound.
-func (m *cutMeter) floor(u providers.Usage, t time.Time, byClient bool) providers.Usage {
+// counted at hiddenTokensPerSecond, within the request's output bound
+// (the one the gateway would send when the request sets none); the
+// silence before the first text only when reasons (mayReason): before
+// it, a model that does not reason was queued or stalled, not working.
+func (m *cutMeter) floor(u providers.Usage, t time.Time, byClient, reasons bool) providers.Usage {
 	if u.TotalInput() == 0 {
 		u.InputTokens = int64(m.inputBytes / 4)
 	}
@@ -157,12 +168,15 @@ func (m *cutMeter) floor(u providers.Usage, t time.Time, byClient bool) provider
 	u.OutputTokens = max(u.OutputTokens, int64(m.relayed+3)/4)
 	if byClient {
 		m.pause(t)
-		hidden := int64(m.quiet.Seconds() * hiddenTokensPerSecond)
-		out := u.OutputTokens + hidden
-		if m.bound > 0 {
-			out = min(out, max(m.bound, u.OutputTokens))
+		if m.relayed == 0 {
+			m.beforeFirst = m.quiet
 		}
-		u.OutputTokens = out
+		quiet := m.quiet
+		if !reasons {
+			quiet -= m.beforeFirst
+		}
+		hidden := int64(quiet.Seconds() * hiddenTokensPerSecond)
+		u.OutputTokens = min(u.OutputTokens+hidden, max(m.bound, u.OutputTokens))
 	}
 	return u
 }
@@ -174,8 +188,10 @@ func (g *Gateway) settle(x *exchange) {
 	rec := x.rec
 	if m := &x.cut; m.d != nil && !m.done {
 		u := providers.Usage{InputTokens: rec.InputTokens, CacheCreation5m: rec.CacheCreation5m,
-			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens}
-		applyUsage(rec, m.floor(u, g.now(), rec.Outcome == ledger.OutcomeCancelled), m.d)
+			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens,
+			WebSearches: ledger.WebSearchesCharged(rec)}
+		byClient := rec.Outcome == ledger.OutcomeCancelled
+		applyUsage(rec, m.floor(u, g.now(), byClient, byClient && mayReason(m.d.Entry().Model, x.body)), m.d)
 		m.done = true // settled: a second settle changes nothing
 	}
 	settleBudget(x.hold, rec)

@@ -180,6 +180,9 @@ type requestEstimate struct {
 	// included, and its record take to be written: a shared reservation
 	// that outlives it was left by a crashed instance.
 	lease time.Duration
+	// fees are the server tools' fees per use budget holds (in
+	// budget.InputPico): no service tier discounts them.
+	fees int64
 }
 
 // estimate bounds a request's use: every byte of the input the upstream
@@ -194,16 +197,27 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	}
 	bounds := g.bounds[alias]
 	e := requestEstimate{tokens: input + output, lease: bounds.lease}
-	// Content given by reference (a URL, a file id) is billed far more
-	// tokens than its bytes: its budget input is the context window.
-	if bounds.inputPrice > 0 && info.ReferencesContent(body) {
-		input = max(input, bounds.window)
+	// Content given by reference (a URL, a file id), or fetched by a
+	// server tool the provider runs (web search and fetch, code
+	// execution), is billed far more tokens than its bytes: its budget
+	// input is the context window. Web searches are billed per search
+	// besides, at most max_uses each.
+	var fees int64
+	if bounds.inputPrice > 0 {
+		tool := providers.ServerTool(body) != ""
+		if tool || info.ReferencesContent(body) {
+			input = max(input, bounds.window)
+		}
+		if tool {
+			fees = ledger.WebSearchFees(providers.WebSearchUses(body))
+		}
 	}
 	// A budgeted request without a bound is sent this one (serve),
 	// so its estimate assumes it; the tpm estimate above keeps the
 	// default until then, as for a request no budget applies to.
 	e.budget.Tokens = info.OutputBound(cmp.Or(bounds.maxOutput, g.opts.DefaultMaxTokens))
-	e.budget.InputPico = ledger.Prices{Input: bounds.inputPrice}.Cost(&ledger.Record{InputTokens: input})
+	e.budget.InputPico = min(ledger.Prices{Input: bounds.inputPrice}.Cost(&ledger.Record{InputTokens: input})+fees, ledger.MaxCost)
+	e.fees = fees
 	// Prices are bounded (ledger.MaxPrice) and choices by 2^20: the
 	// product fits.
 	e.budget.TokenPico = bounds.tokenPico * info.Choices()

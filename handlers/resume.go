@@ -70,7 +70,7 @@ func (g *Gateway) suspend(x *exchange, b *upstream.Deployment, journal providers
 		return result{}, false
 	}
 	// The part is settled here, under the cut floor (relayed.go).
-	next, err := journal.Resume(tr, x.cut.floor(tr.Usage(), g.now(), false))
+	next, err := journal.Resume(tr, x.cut.floor(tr.Usage(), g.now(), false, false))
 	if err != nil {
 		return result{}, false
 	}

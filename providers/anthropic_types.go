@@ -108,6 +108,12 @@ type AnthropicUsage struct {
 	CacheReadInputTokens     *int64                  `json:"cache_read_input_tokens,omitempty"`
 	CacheCreation            *AnthropicCacheCreation `json:"cache_creation,omitempty"`
 	ServiceTier              string                  `json:"service_tier,omitempty"`
+	ServerToolUse            *AnthropicServerToolUse `json:"server_tool_use,omitempty"`
+}
+
+// AnthropicServerToolUse counts the server tools the provider ran.
+type AnthropicServerToolUse struct {
+	WebSearchRequests int64 `json:"web_search_requests"`
 }
 
 // AnthropicCacheCreation splits cache writes by TTL.

@@ -78,13 +78,9 @@ type nativeResponse struct {
 	} `json:"usage"`
 }
 
-// adopt takes the upstream's Response as the turn's: its id is the one
-// the client sees, so it is the one stored.
-func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
-	var r nativeResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Usage{}, err
-	}
+// usage is the Response's usage: its input_tokens count the cached
+// ones, which the ledger counts apart.
+func (r *nativeResponse) usage() Usage {
 	var u Usage
 	if r.Usage != nil {
 		u.Seen = true
@@ -95,6 +91,28 @@ func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
 		}
 	}
 	u.ServiceTier = r.ServiceTier
+	return u
+}
+
+// ResponsesUsageFromBody reads the usage of a non-streaming Response as
+// the Responses route reads it. A body without usage yields a zero Usage
+// with Seen false.
+func ResponsesUsageFromBody(body []byte) Usage {
+	var r nativeResponse
+	if json.Unmarshal(body, &r) != nil {
+		return Usage{}
+	}
+	return r.usage()
+}
+
+// adopt takes the upstream's Response as the turn's: its id is the one
+// the client sees, so it is the one stored.
+func (t *ResponsesTurn) adopt(raw []byte) (Usage, error) {
+	var r nativeResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Usage{}, err
+	}
+	u := r.usage()
 	if t.Background() || t.ConversationID != "" {
 		raw = t.echo(raw)
 	}

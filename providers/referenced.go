@@ -106,29 +106,47 @@ func ServerTool(body []byte) string {
 }
 
 func serverTool(body []byte) string {
-	for _, k := range [...]string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`} {
-		for rest, at := body, 0; ; {
-			i := bytes.Index(rest, []byte(k))
-			if i < 0 {
-				break
-			}
-			if isTypeValue(body[:at+i]) {
-				return quoted(body[at+i:])
-			}
-			rest, at = rest[i+len(k):], at+i+len(k)
+	// One pass from quote to quote, not a scan of the body per name: the
+	// estimate runs it over every priced request. At each quote, the
+	// names a server tool's type or member may start with there.
+	for at := 0; at < len(body); {
+		i := bytes.IndexByte(body[at:], '"')
+		if i < 0 {
+			return ""
 		}
-	}
-	for _, k := range [...]string{`"web_search_options"`, `"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`, `"code_execution"`} {
-		for rest, at := body, 0; ; {
-			i := bytes.Index(rest, []byte(k))
-			if i < 0 {
-				break
+		i += at
+		at = i + 1
+		if at == len(body) {
+			return ""
+		}
+		var types, members []string
+		switch body[at] {
+		case 'w':
+			types, members = []string{`web_search`, `web_fetch`}, []string{`web_search_options"`}
+		case 'c':
+			types, members = []string{`code_execution`, `code_interpreter"`}, []string{`codeExecution"`, `code_execution"`}
+		case 'f':
+			types = []string{`file_search"`}
+		case 'g':
+			members = []string{`googleSearch`, `google_search`}
+		case 'u':
+			members = []string{`urlContext"`, `url_context"`}
+		default:
+			continue
+		}
+		rest := body[at:]
+		for _, k := range types {
+			if bytes.HasPrefix(rest, []byte(k)) && isTypeValue(body[:i]) {
+				return quoted(body[i:])
 			}
-			name := quoted(body[at+i:])
-			if v := skipSpace(body[min(at+i+len(name)+2, len(body)):]); len(v) > 0 && v[0] == ':' {
-				return name
+		}
+		for _, k := range members {
+			if bytes.HasPrefix(rest, []byte(k)) {
+				name := quoted(body[i:])
+				if v := skipSpace(body[min(i+len(name)+2, len(body)):]); len(v) > 0 && v[0] == ':' {
+					return name
+				}
 			}
-			rest, at = rest[i+len(k):], at+i+len(k)
 		}
 	}
 	return ""

@@ -82,6 +82,9 @@ func eventType(ev Event, decoded string) string {
 func mergeDeltaUsage(u *Usage, d *AnthropicUsage) {
 	u.Seen = true
 	u.OutputTokens = d.OutputTokens
+	if d.ServerToolUse != nil {
+		u.WebSearches = d.ServerToolUse.WebSearchRequests
+	}
 	if d.ServiceTier != "" {
 		u.ServiceTier = d.ServiceTier
 	}

@@ -16,6 +16,10 @@ type Usage struct {
 	// (OpenAI's top-level service_tier, Anthropic's usage.service_tier),
 	// as sent; empty when it said nothing.
 	ServiceTier string
+	// WebSearches are the web searches the provider ran for the request
+	// (Anthropic's usage.server_tool_use.web_search_requests), billed per
+	// search on top of tokens (ledger.WebSearchFees).
+	WebSearches int64
 	// Seen is true once any usage figure was read from the upstream, so a
 	// response that carried none is told apart from one that used zero.
 	Seen bool

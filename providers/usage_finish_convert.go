@@ -29,6 +29,9 @@ func usageFromAnthropic(u *AnthropicUsage) Usage {
 	} else {
 		out.CacheCreation5m = deref(u.CacheCreationInputTokens)
 	}
+	if u.ServerToolUse != nil {
+		out.WebSearches = u.ServerToolUse.WebSearchRequests
+	}
 	return out
 }
 

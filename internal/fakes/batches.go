@@ -32,6 +32,7 @@ type BatchAPI struct {
 	last     []byte // the last batch's requests as sent
 	creates  int
 	badAuths int
+	usage    json.RawMessage // Message Batches answers' usage; nil: 10 in, 5 out
 }
 
 type fakeBatch struct {
@@ -74,6 +75,14 @@ func (f *BatchAPI) SetKey(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Key = key
+}
+
+// SetAnthropicUsage sets the usage object Message Batches answers carry
+// from now on (cache writes by TTL, server tool use).
+func (f *BatchAPI) SetAnthropicUsage(usage string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usage = json.RawMessage(usage)
 }
 
 // Finish ends every batch in progress.
@@ -307,12 +316,19 @@ func (f *BatchAPI) anthropicResults(b *fakeBatch) []byte {
 		default:
 			result = map[string]any{"type": "succeeded", "message": map[string]any{"id": "msg_x", "type": "message", "role": "assistant", "model": b.models[i],
 				"content": []any{map[string]string{"type": "text", "text": DefaultReply}}, "stop_reason": "end_turn", "stop_sequence": nil,
-				"usage": map[string]int{"input_tokens": 10, "output_tokens": 5}}}
+				"usage": f.anthropicUsage()}}
 		}
 		j, _ := json.Marshal(map[string]any{"custom_id": id, "result": result})
 		out.Write(append(j, '\n'))
 	}
 	return out.Bytes()
+}
+
+func (f *BatchAPI) anthropicUsage() any {
+	if f.usage != nil {
+		return f.usage
+	}
+	return map[string]int{"input_tokens": 10, "output_tokens": 5}
 }
 
 // writeBatch answers b in its API's shape, registered under id.
