@@ -60,7 +60,7 @@ func TestMetaURIAndPromptNameScreened(t *testing.T) {
 			cs := connect(t, gw.URL+"/mcp", "alice")
 			waitTools(t, cs, 1)
 			ctx := context.Background()
-			meta := sdk.Meta{"note": "deploy with " + pat}
+			meta := sdk.Meta{"note": "deploy with " + pat, "progressToken": "p-1"}
 
 			refused := func(what string, err error) {
 				t.Helper()
@@ -69,10 +69,12 @@ func TestMetaURIAndPromptNameScreened(t *testing.T) {
 				}
 			}
 			// passed is what the server answered: under redact, with the
-			// placeholder in place of the credential.
+			// placeholder in place of the credential and the rest of
+			// _meta as sent (the progress token, which the gateway relays
+			// under its own).
 			passed := func(what, got string, err error) {
 				t.Helper()
-				if err != nil || strings.Contains(got, pat) || !strings.Contains(got, "[REDACTED:github-pat") {
+				if err != nil || strings.Contains(got, pat) || !strings.Contains(got, "[REDACTED:github-pat") || !strings.Contains(got, `"progressToken":"mg-`) {
 					t.Errorf("%s: the server saw %q (%v)", what, got, err)
 				}
 			}
