@@ -3,8 +3,6 @@ package breaker
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // The readers below take one history entry of each format to the calls,
@@ -198,30 +196,4 @@ func contentOf(text string, raw []byte) []byte {
 		return []byte(text)
 	}
 	return raw
-}
-
-// threadOf tells apart the conversations that share one session (Claude
-// Code's subagents run under their parent's session id): a hash of the
-// history's first entry, which stays the same turn after turn but for the
-// cache_control markers a client moves, which are left out.
-func threadOf(raw []byte) uint64 {
-	const marker = `"cache_control"`
-	var d xxhash.Digest // on the stack: a request hashes three entries
-	d.Reset()
-	for {
-		i := bytes.Index(raw, []byte(marker))
-		if i < 0 {
-			_, _ = d.Write(raw)
-			return d.Sum64()
-		}
-		_, _ = d.Write(bytes.TrimRight(raw[:i], ", \n\t\r"))
-		j := skipSpace(raw, i+len(marker))
-		if j < len(raw) && raw[j] == ':' {
-			j = skipSpace(raw, j+1)
-		}
-		if end := skipValue(raw, j); end > 0 {
-			j = end
-		}
-		raw = raw[max(j, i+len(marker)):]
-	}
 }

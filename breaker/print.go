@@ -58,7 +58,9 @@ type print struct {
 	// tail identifies the request's tail, so a retried request is not
 	// counted as a second turn.
 	tail uint64
-	// thread tells apart the conversations of one session.
+	// thread tells apart the conversations of one session (Claude Code's
+	// subagents run under their parent's session id): the entryHash of
+	// the history's first entry, which stays the same turn after turn.
 	thread uint64
 	// prev and head chain a conversation's turns (conversation.go): head
 	// identifies the history's last entry, prev the entry before the
@@ -126,13 +128,13 @@ func fingerprint(f Format, body []byte) print {
 	// The tail's place in the history is part of it: a format without
 	// call ids (Gemini's) writes the same turn twice in the same bytes.
 	last := t.spans[t.n-1]
-	p := print{tail: xxhash.Sum64(body[from:last.end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: threadOf(body[t.first.start:t.first.end]),
-		head: threadOf(body[last.start:last.end]) | 1}
+	p := print{tail: xxhash.Sum64(body[from:last.end]) ^ uint64(t.total)*0x9e3779b97f4a7c15, thread: entryHash(body[t.first.start:t.first.end]),
+		head: entryHash(body[last.start:last.end]) | 1}
 	if first == i {
 		return p // no answer of the model yet: the session's first turn
 	}
 	if first > 0 {
-		p.prev = threadOf(body[t.spans[first-1].start:t.spans[first-1].end]) | 1
+		p.prev = entryHash(body[t.spans[first-1].start:t.spans[first-1].end]) | 1
 	}
 	d := xxhash.New()
 	names := map[string]string{}

@@ -465,7 +465,7 @@ func (a *Auth) provisionIdentity(ctx caddy.Context, repl *caddy.Replacer, contro
 		a.scim.Keys = scim.ControlKeys{Store: controls, Resolve: func(gs []string) scim.Grant {
 			g := groups.Resolve(gs)
 			limits, budget := g.Split()
-			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: limits, Groups: ledger.GroupLines(g.Matched), Budget: budget}
+			return scim.Grant{OK: g.OK, Workspace: g.Workspace, Limits: limits, Groups: ledger.GroupLines(g.Matched), Budget: budget, Role: string(g.Role)}
 		}}
 	}
 	return nil

@@ -127,5 +127,5 @@ func linkApprover(r *http.Request) *approval.Approver {
 	if id == nil {
 		return nil
 	}
-	return &approval.Approver{Person: id.PersonID(), KeyID: id.KeyID, Admin: id.Role == policy.RoleAdmin, Auditor: id.Role == policy.RoleAuditor}
+	return &approval.Approver{Person: id.PersonID(), KeyID: id.KeyID, Admin: id.Role == policy.RoleAdmin, Auditor: id.Role == policy.RoleAuditor || id.OwnerRole == policy.RoleAuditor}
 }

@@ -1,8 +1,17 @@
 package caddymodule
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/mcp/approval"
+	"github.com/modelgate/modelgate/policy"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -38,6 +47,52 @@ func TestMCPApprovalsOption(t *testing.T) {
 		err := c.provision()
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET")) {
 			t.Errorf("%+v: %v, want %q", c, err, want)
+		}
+	}
+}
+
+// TestMintedAuditorKeyDoesNotApprove (H12-5): a key minted for a person
+// whose group makes them an auditor keeps that role for the approval
+// links, which refuse an auditor; a member's minted key is a person who
+// may decide.
+func TestMintedAuditorKeyDoesNotApprove(t *testing.T) {
+	ctx := context.Background()
+	store, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	c := policy.NewControls(time.Now)
+	c.SetStore(store.(ledger.ControlStore))
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := policy.NewAuth([]policy.Key{{Secret: "static-secret", ID: "static"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.WithRuntime(c)
+	for person, want := range map[string]bool{"carol@example.com": true, "bob@example.com": false} {
+		role := "member"
+		if want {
+			role = "auditor"
+		}
+		_, secret, err := c.MintKey(ctx, policy.NewKey{Name: "oidc: " + person, ExpiresAt: time.Now().Add(time.Hour),
+			CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person, Role: role}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, refusal := auth.Identify(secret)
+		if refusal != nil {
+			t.Fatal(refusal)
+		}
+		if id.Role != policy.RoleUser {
+			t.Errorf("%s's minted key has role %q: a key acts as a user", person, id.Role)
+		}
+		r := httptest.NewRequest(http.MethodPost, approval.Path+"x", nil)
+		ap := linkApprover(r.WithContext(policy.WithIdentity(ctx, id)))
+		if ap.Auditor != want || ap.Person != person {
+			t.Errorf("%s's minted key approves as %+v, want auditor %v", person, ap, want)
 		}
 	}
 }

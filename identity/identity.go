@@ -123,7 +123,8 @@ type Grant struct {
 
 // Resolve decides what a person in groups may do: the highest role of
 // the groups they are in, the first workspace and the first limits named
-// in rule order, and the union of their models. Without any rule every
+// in rule order (with the first breaker named, when those limits' group
+// has none), and the union of their models. Without any rule every
 // signed-in person is a member; with rules, a person in none of them is
 // refused.
 func (gs Groups) Resolve(groups []string) Grant {
@@ -135,6 +136,9 @@ func (gs Groups) Resolve(groups []string) Grant {
 	limitsSet := false
 	var approval []string
 	toolSearch := false
+	// A breaker needs no money limit beside it: the first group's that
+	// sets one, unless the group whose limits apply has its own.
+	var brk *ledger.BreakerRules
 	for _, rule := range gs {
 		if !slices.Contains(groups, rule.Name) {
 			continue
@@ -171,6 +175,12 @@ func (gs Groups) Resolve(groups []string) Grant {
 			}
 		}
 		toolSearch = toolSearch || rule.Limits.MCPToolSearch
+		if brk == nil {
+			brk = rule.Limits.Breaker
+		}
+	}
+	if g.Limits.Breaker == nil {
+		g.Limits.Breaker = brk
 	}
 	if allModels {
 		g.Models = nil

@@ -302,7 +302,7 @@ func (h *Handler) mint(ctx context.Context, person Person, grant Grant, name str
 	k, secret, err := h.controls.MintKey(ctx, policy.NewKey{Name: name + person.ID(), Workspace: grant.Workspace,
 		ExpiresAt: h.controls.Now().UTC().Add(ttl), Limits: limits,
 		CreatedBy: &ledger.KeyCreator{Type: "oidc", ID: person.ID(), Email: person.Email, Subject: person.Subject, Issuer: person.Issuer,
-			Groups: ledger.GroupLines(grant.Matched), Budget: budget}})
+			Groups: ledger.GroupLines(grant.Matched), Budget: budget, Role: string(grant.Role)}})
 	if err != nil {
 		return adminapi.PersonKey{}, err
 	}

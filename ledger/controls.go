@@ -87,6 +87,10 @@ type KeyCreator struct {
 	// them, not their keys.
 	Groups string        `json:"groups,omitempty"`
 	Budget *PersonBudget `json:"person_budget,omitempty"`
+	// Role is the role their groups gave them (admin, auditor, member):
+	// the key acts as a member, but what a person's role alone forbids
+	// (an auditor deciding an MCP approval) reads it.
+	Role string `json:"role,omitempty"`
 }
 
 // PersonBudget is a group rule's `budget`: each member's own default

@@ -118,7 +118,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	}
 	now := time.Now()
 	timeout := g.approvalTimeout(u)
-	a := ledger.MCPApproval{CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(), KeyID: id.KeyID, Person: id.Person, Workspace: id.Workspace,
+	a := ledger.MCPApproval{CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(), KeyID: id.KeyID, Person: id.PersonID(), Workspace: id.Workspace,
 		Session: c.Session, Server: u.cfg.Name, Tool: tool, ArgsHash: approval.Hash(args), Args: storedArgs(shownArgs), PolicyVersion: version, State: ledger.ApprovalPending}
 	a.ID, a.Secret = approval.NewID()
 	c.Approval = a.ID
@@ -237,7 +237,7 @@ func (g *Gateway) askApprover(ctx context.Context, opts *Approvals, d *approval.
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		})
 		if err == nil && (res.Action == "accept" || res.Action == "decline") {
-			by := id.Person
+			by := id.PersonID()
 			if by == "" {
 				by = id.KeyID
 			}

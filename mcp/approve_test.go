@@ -166,7 +166,10 @@ func newApprovalRig(t *testing.T, store ledger.MCPApprovalStore, timeout time.Du
 	t.Cleanup(r.g.Close)
 	mux.Handle(approval.Path, &approval.LinkHandler{Store: func() ledger.MCPApprovalStore { return store },
 		Decider: func(s ledger.MCPApprovalStore) *approval.Decider { return &approval.Decider{Store: s} }, Approver: testApprover})
-	mux.Handle("/", withID(r.g, map[string]*policy.Identity{"alice": {KeyID: "k-alice", Person: "alice@example.com"}}))
+	mux.Handle("/", withID(r.g, map[string]*policy.Identity{"alice": {KeyID: "k-alice", Person: "alice@example.com"},
+		// A key minted for alice (sign-in, device flow, MCP OAuth): its
+		// person is its Owner.
+		"alice-minted": {KeyID: "k-alice-minted", Owner: "alice@example.com", Role: policy.RoleUser}}))
 	return r
 }
 
@@ -502,5 +505,30 @@ func TestApprovalLinkNeedsAnotherSignedInPerson(t *testing.T) {
 	a, _ := r.store.MCPApprovals(context.Background(), ledger.ApprovalConsumed, 1)
 	if len(a) != 1 || a[0].DecidedBy != "bob@example.com" {
 		t.Fatalf("decided by %+v", a)
+	}
+}
+
+// TestApprovalLinkRefusesTheCallersMintedKeys (H12-1): a call made with a
+// minted key (Owner set, Person empty) belongs to its person: another of
+// their keys may not approve it, and the chat names the person. Another
+// person may.
+func TestApprovalLinkRefusesTheCallersMintedKeys(t *testing.T) {
+	r := newApprovalRig(t, sqliteApprovals(t), time.Minute, func(s *modellist.MCPServer) { s.ApprovalFrom = "team" })
+	cs := connect(t, r.gw.URL+"/mcp", "alice-minted")
+	waitTools(t, cs, 2)
+	call := callAsync(cs, "deploy prod")
+	msg := r.chat.next(t)
+	if !strings.Contains(msg, "alice@example.com (key k-alice-minted)") {
+		t.Errorf("the chat message does not name the person: %s", msg)
+	}
+	approve, _ := links(t, msg)
+	if code, page := clickAs(t, approve, "alice"); code != http.StatusForbidden || !strings.Contains(page, "This is your own call") {
+		t.Fatalf("alice approving her own agent's call with another key: %d %s", code, page)
+	}
+	if code, page := clickAs(t, approve, "bob"); code != http.StatusOK || !strings.Contains(page, "Approved") {
+		t.Fatalf("bob approving: %d %s", code, page)
+	}
+	if got := <-call; got.err != nil {
+		t.Fatal(got.err)
 	}
 }

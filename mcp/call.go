@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -77,6 +76,13 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	if err != nil {
 		return nil, err
 	}
+	var meta sdk.Meta
+	if in != nil {
+		if meta, err = screenMeta(g, u, fmt.Sprintf("tool %q", tool), tool, id, in.Meta); err != nil {
+			c.Outcome = OutcomeDenied
+			return nil, err
+		}
+	}
 	if version, needed := g.approvalRule(id, u, tool); needed {
 		canon, err := approval.Canonical(args)
 		if err != nil {
@@ -120,9 +126,7 @@ func (g *Gateway) call(ctx context.Context, u *upstream, tool string, id *policy
 	if len(args) > 0 {
 		params.Arguments = args
 	}
-	if in != nil {
-		params.Meta = maps.Clone(in.Meta)
-	}
+	params.Meta = meta
 	defer g.relayProgress(params, ss)()
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -86,13 +85,19 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err != nil {
 					return nil, err
 				}
+				if err := g.screenName(u, "resources/read", "the resource URI", "resource", id, uri); err != nil {
+					return nil, err
+				}
+				meta, err := screenMeta(g, u, "resources/read", "resource", id, r.Params.Meta)
+				if err != nil {
+					return nil, err
+				}
 				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
 				}
 				p := *r.Params
-				p.URI = uri
-				p.Meta = maps.Clone(p.Meta)
+				p.URI, p.Meta = uri, meta
 				defer g.relayProgress(&p, r.Session)()
 				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
 				defer cancel()
@@ -113,6 +118,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err != nil {
 					return nil, err
 				}
+				if err := g.screenName(u, "prompts/get", "the prompt name", "prompt", id, name); err != nil {
+					return nil, err
+				}
 				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
@@ -121,8 +129,10 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err := screenParams(g, u, fmt.Sprintf("prompt %q", name), "prompt:"+name, id, &p.Arguments); err != nil {
 					return nil, err
 				}
+				if p.Meta, err = screenMeta(g, u, fmt.Sprintf("prompt %q", name), "prompt:"+name, id, p.Meta); err != nil {
+					return nil, err
+				}
 				p.Name = name
-				p.Meta = maps.Clone(p.Meta)
 				defer g.relayProgress(&p, r.Session)()
 				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
 				defer cancel()
@@ -144,6 +154,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 				if err != nil {
 					return nil, err
 				}
+				if err := g.screenName(u, "completion/complete", "the "+kind+" it completes for", "completion", id, rest); err != nil {
+					return nil, err
+				}
 				cs, err := g.featureSession(ctx, u, id)
 				if err != nil {
 					return nil, err
@@ -163,6 +176,9 @@ func (g *Gateway) forward(v *view) sdk.Middleware {
 					return nil, err
 				}
 				p.Argument, p.Context = vals.Argument, vals.Context
+				if p.Meta, err = screenMeta(g, u, fmt.Sprintf("completion of %s %q", kind, rest), "completion:"+rest, id, p.Meta); err != nil {
+					return nil, err
+				}
 				cctx, cancel := context.WithTimeout(ctx, g.timeout(u))
 				defer cancel()
 				res, err := cs.Complete(cctx, &p)

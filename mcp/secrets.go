@@ -3,8 +3,10 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
@@ -171,4 +173,67 @@ func screenParams[T any](g *Gateway, u *upstream, what, name string, id *policy.
 func blockMessage(what, server string, d secretscan.Detection) string {
 	return fmt.Sprintf("%s of MCP server %q: call refused by the gateway's secret firewall: a credential (rule %s) was found in the arguments at %s; remove it, or ask an admin to set this MCP server's secrets action to redact",
 		what, server, d.Rule, d.Location)
+}
+
+// Found is the first credential in value, a name or URI a request routes
+// by. No placeholder can stand in for one (the server would read another
+// name or URI), so under redact as under block it refuses the request;
+// under log it is reported and passes.
+func (s *ArgScreen) Found(server *modellist.MCPServer, alias string, id *policy.Identity, value string) (*secretscan.Detection, error) {
+	if s == nil || s.Firewall == nil || value == "" {
+		return nil, nil
+	}
+	action := secretscan.Redact
+	if s.Action != nil {
+		action = s.Action(server)
+	}
+	if action == secretscan.Off || action == "" {
+		return nil, nil
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Firewall.ScreenData(secretscan.Block, raw, s.names(id))
+	if err != nil || len(v.Detections) == 0 {
+		return nil, err
+	}
+	if action == secretscan.Log {
+		s.report(action, server.Name, alias, id, v.Detections)
+		return nil, nil
+	}
+	s.report(secretscan.Block, server.Name, alias, id, v.Detections[:1])
+	return &v.Detections[0], nil
+}
+
+// screenName refuses a request of u whose name or URI (where, as a
+// person reads it: "the resource URI") holds a credential: the rule,
+// never the value.
+func (g *Gateway) screenName(u *upstream, request, where, alias string, id *policy.Identity, value string) error {
+	d, err := g.opts.Secrets.Found(u.cfg, alias, id, value)
+	if err != nil {
+		return rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: the gateway could not check %s (%v)", request, u.cfg.Name, where, err)
+	}
+	if d != nil {
+		return rpcError(jsonrpc.CodeInvalidParams, "%s of MCP server %q: refused by the gateway's secret firewall: a credential (rule %s) was found in %s, which cannot be redacted (the server would read another one); remove it",
+			request, u.cfg.Name, d.Rule, where)
+	}
+	return nil
+}
+
+// screenMeta is a request's _meta as the server may be sent it, through
+// the firewall step of its arguments (what and name as screenParams):
+// clients put what they like there, and the server reads it.
+func screenMeta(g *Gateway, u *upstream, what, name string, id *policy.Identity, meta sdk.Meta) (sdk.Meta, error) {
+	if len(meta) == 0 {
+		return nil, nil
+	}
+	// Wrapped, so that a detection's location says "_meta".
+	wrapped := struct {
+		Meta sdk.Meta `json:"_meta"`
+	}{maps.Clone(meta)}
+	if err := screenParams(g, u, what, name, id, &wrapped); err != nil {
+		return nil, err
+	}
+	return wrapped.Meta, nil
 }

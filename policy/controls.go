@@ -452,6 +452,9 @@ func newRuntimeKey(k ledger.ControlKey) *runtimeKey {
 		if c.Issuer != "" && c.Subject != "" {
 			id.Subject = c.Issuer + " " + c.Subject
 		}
+		if r := Role(c.Role); r == RoleAdmin || r == RoleAuditor {
+			id.OwnerRole = r
+		}
 	}
 	if len(k.Limits.Models) > 0 {
 		id.Models = make(map[string]struct{}, len(k.Limits.Models))

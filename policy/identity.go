@@ -62,6 +62,11 @@ type Identity struct {
 	// may pass to someone else, a subject never does. Empty for a key of
 	// no one and for a key minted before it was recorded.
 	Subject string
+	// OwnerRole is the role Owner's groups gave them when the key was
+	// minted (or SCIM last moved it). The key acts as a user whatever it
+	// is; a decision a person's role forbids (an auditor approving an MCP
+	// call) is refused by it.
+	OwnerRole Role
 }
 
 // PersonID is the person the caller is: who signed in, else whom the key

@@ -28,6 +28,7 @@ type Grant struct {
 	// and their per-person budget, which their keys carry.
 	Groups string
 	Budget *ledger.PersonBudget
+	Role   string // what the groups make them: admin, auditor, member
 }
 
 // ControlKeys implements Keys over the runtime keys: a person's keys
@@ -134,7 +135,7 @@ func (c ControlKeys) Regrant(ctx context.Context, p Person, groups []string) (in
 		k.WorkspaceID, k.Limits = g.Workspace, g.Limits
 		if k.CreatedBy != nil {
 			by := *k.CreatedBy
-			by.Groups, by.Budget = g.Groups, g.Budget
+			by.Groups, by.Budget, by.Role = g.Groups, g.Budget, g.Role
 			k.CreatedBy = &by
 		}
 		return true

@@ -67,7 +67,7 @@ func AppendUnescaped(dst, inner []byte) []byte {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r, ok := hex4(inner[i+1:])
+			r, ok := Hex4(inner[i+1:])
 			if !ok {
 				dst = append(dst, '\\', 'u')
 				continue
@@ -75,7 +75,7 @@ func AppendUnescaped(dst, inner []byte) []byte {
 			i += 4
 			if utf16.IsSurrogate(r) {
 				if i+6 < len(inner) && inner[i+1] == '\\' && inner[i+2] == 'u' {
-					if r2, ok := hex4(inner[i+3:]); ok {
+					if r2, ok := Hex4(inner[i+3:]); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							dst = utf8.AppendRune(dst, dec)
 							i += 6
@@ -111,8 +111,8 @@ func replaceInvalidUTF8(b []byte) []byte {
 	return out
 }
 
-// hex4 reads the four hex digits of a \u escape.
-func hex4(b []byte) (rune, bool) {
+// Hex4 reads the four hex digits of a \u escape.
+func Hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
