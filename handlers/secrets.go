@@ -209,7 +209,7 @@ func (g *Gateway) reportSecrets(action secretscan.Action, direction, alias strin
 	for _, d := range dets {
 		e := secretscan.Event{Rule: d.Rule, Action: action, Direction: direction, Alias: alias, SessionID: session, Location: d.Location}
 		if id != nil {
-			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.Person
+			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.PersonID()
 		}
 		g.opts.SecretEvents(e)
 	}

@@ -111,7 +111,7 @@ func (s *ArgScreen) report(action secretscan.Action, server, tool string, id *po
 	for _, d := range dets {
 		e := secretscan.Event{Rule: d.Rule, Action: action, Direction: "request", Alias: ArgsAlias(server, tool), Location: d.Location}
 		if id != nil {
-			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.Person
+			e.KeyID, e.Workspace, e.Person = id.KeyID, id.Workspace, id.PersonID()
 		}
 		s.Report(e)
 	}
