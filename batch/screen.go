@@ -63,10 +63,16 @@ func (s *Service) screenUpload(ident *policy.Identity, content []byte) ([]byte, 
 		if json.Unmarshal(raw, &in) != nil || len(in.Body) == 0 {
 			continue
 		}
-		model, e := peekParams(in.Body, "body")
-		if e != nil {
+		// Only the model is read (its alias's action): a line the create
+		// will refuse (stream or background true) is kept in the file
+		// all the same, so it is screened as any other.
+		var peek struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(in.Body, &peek) != nil || peek.Model == "" {
 			continue
 		}
+		model := peek.Model
 		if rule := s.secretID(ident, model, in.CustomID); rule != "" {
 			return nil, secretRefusal("file", "line "+itoa(line)+": "+idRefusal(rule))
 		}
