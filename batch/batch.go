@@ -69,6 +69,11 @@ type Options struct {
 	// for model ("" when none, or when the model's action keeps what is
 	// sent); nil checks no id (screen.go).
 	ScreenID func(id *policy.Identity, model, customID string) (rule string)
+	// ScreenAnswer passes a passed-through request's answer (in the
+	// batch's endpoint's format) through the secret firewall before it is
+	// stored, as the answers of requests the gateway runs itself are;
+	// nil: stored as the provider gave it.
+	ScreenAnswer func(id *policy.Identity, alias, endpoint string, answer []byte) []byte
 	// Retention is how long a batch's results are kept after it ended,
 	// and uploaded files after their upload. Default DefaultRetention.
 	Retention time.Duration

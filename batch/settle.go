@@ -76,6 +76,9 @@ func (s *Service) settle(ctx context.Context, ps ledger.BatchPassthroughStore, b
 			e.Result = r.Body
 			if r.State == ledger.ItemSucceeded {
 				e.Result = withModel(r.Body, alias)
+				if s.o.ScreenAnswer != nil {
+					e.Result = s.o.ScreenAnswer(ident, alias, b.Endpoint, e.Result)
+				}
 			}
 		}
 		e = storableItem(e, b.Endpoint)

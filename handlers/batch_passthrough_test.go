@@ -321,6 +321,24 @@ func TestBatchPassthroughSecretFirewall(t *testing.T) {
 	}
 }
 
+// TestBatchPassthroughAnswersScreened: a secret the model wrote in a
+// passed-through batch's answer is redacted before the results are
+// stored, as the answers of requests the gateway runs itself are.
+func TestBatchPassthroughAnswersScreened(t *testing.T) {
+	c := secrettest.Corpus(2)[3]
+	s := newPassthroughSetup(t, "secrets: {action: redact}")
+	s.fake.Reply = "use " + c.Text
+	id := createdID(t, s.send(http.MethodPost, "/v1/messages/batches", "", []byte(`{"requests":[`+messageItem("a1", "claude", 10)+`]}`)))
+	s.fake.Finish()
+	if !testwait.Until(func() bool { return strings.Contains(s.get("/v1/messages/batches/"+id), `"processing_status":"ended"`) }) {
+		t.Fatalf("never ended: %s", s.get("/v1/messages/batches/"+id))
+	}
+	res := s.get("/v1/messages/batches/" + id + "/results")
+	if !strings.Contains(res, `"custom_id":"a1"`) || strings.Contains(res, c.Value) || !strings.Contains(res, "[REDACTED") {
+		t.Fatalf("results: %s", res)
+	}
+}
+
 // TestBatchPassthroughSettlesWithoutAPoll: the batch worker polls an open
 // passed-through batch no client asks about, and settles it once it ended.
 func TestBatchPassthroughSettlesWithoutAPoll(t *testing.T) {

@@ -31,7 +31,7 @@ func (g *Gateway) newBatches() *batch.Service {
 	}
 	o.Runner = g
 	o.Memory = &batchMemory{g: g}
-	o.Screen, o.ScreenID = g.screenBatchInput, g.screenBatchID
+	o.Screen, o.ScreenID, o.ScreenAnswer = g.screenBatchInput, g.screenBatchID, g.screenBatchAnswer
 	o.Identify = func(keyID string) (*policy.Identity, *apierror.Error) {
 		// Without a key registry (a gateway built without the app, in
 		// tests) the key is taken as it is named, with no limits.

@@ -190,6 +190,22 @@ func (g *Gateway) screenBatchID(id *policy.Identity, model, customID string) str
 	return d.Rule
 }
 
+// screenBatchAnswer is screenAnswer for a passed-through batch's answer
+// (batch.Options.ScreenAnswer): the provider ran it, so the gateway sees
+// it only at settlement, and stores what screenAnswer would have sent.
+func (g *Gateway) screenBatchAnswer(id *policy.Identity, alias, endpoint string, answer []byte) []byte {
+	cf := providers.FormatOpenAI
+	switch endpoint {
+	case "/v1/messages":
+		cf = providers.FormatAnthropic
+	case "/v1/responses":
+		cf = providers.FormatResponses
+	case "/v1/embeddings":
+		return answer // numbers, no text
+	}
+	return g.screenAnswer(id, alias, &ledger.Record{}, cf, answer)
+}
+
 // secretScope is whose numbering a placeholder takes: the session's, so
 // that "the same key" stays the same across its requests, else the key's.
 func secretScope(session string, id *policy.Identity) string {

@@ -23,6 +23,8 @@ type BatchAPI struct {
 	Key string
 	// Hold keeps batches in progress until Finish.
 	Hold bool
+	// Reply is every succeeded answer's text; empty: DefaultReply.
+	Reply string
 
 	mu       sync.Mutex
 	seq      int
@@ -274,7 +276,7 @@ func (f *BatchAPI) endLocked(b *fakeBatch) {
 		case strings.HasPrefix(id, "err"):
 			line["response"] = map[string]any{"status_code": 400, "request_id": "req_x", "body": map[string]any{"error": map[string]any{"message": "bad request", "type": "invalid_request_error", "param": nil, "code": nil}}}
 		default:
-			line["response"] = map[string]any{"status_code": 200, "request_id": "req_x", "body": openAIAnswer(b.endpoint, b.models[i])}
+			line["response"] = map[string]any{"status_code": 200, "request_id": "req_x", "body": openAIAnswer(b.endpoint, b.models[i], f.reply())}
 		}
 		j, _ := json.Marshal(line)
 		if line["response"] != nil && !strings.HasPrefix(id, "err") {
@@ -293,14 +295,14 @@ func (f *BatchAPI) endLocked(b *fakeBatch) {
 	}
 }
 
-func openAIAnswer(endpoint, model string) any {
+func openAIAnswer(endpoint, model, reply string) any {
 	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 	if endpoint == "/v1/embeddings" {
 		return map[string]any{"object": "list", "model": model, "data": []any{map[string]any{"object": "embedding", "index": 0, "embedding": []float64{0.1, 0.2}}},
 			"usage": map[string]any{"prompt_tokens": 10, "total_tokens": 10}}
 	}
 	return map[string]any{"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": DefaultReply}, "finish_reason": "stop"}},
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": "stop"}},
 		"usage":   usage}
 }
 
@@ -315,13 +317,20 @@ func (f *BatchAPI) anthropicResults(b *fakeBatch) []byte {
 			result = map[string]any{"type": "errored", "error": map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": "bad request"}}}
 		default:
 			result = map[string]any{"type": "succeeded", "message": map[string]any{"id": "msg_x", "type": "message", "role": "assistant", "model": b.models[i],
-				"content": []any{map[string]string{"type": "text", "text": DefaultReply}}, "stop_reason": "end_turn", "stop_sequence": nil,
+				"content": []any{map[string]string{"type": "text", "text": f.reply()}}, "stop_reason": "end_turn", "stop_sequence": nil,
 				"usage": f.anthropicUsage()}}
 		}
 		j, _ := json.Marshal(map[string]any{"custom_id": id, "result": result})
 		out.Write(append(j, '\n'))
 	}
 	return out.Bytes()
+}
+
+func (f *BatchAPI) reply() string {
+	if f.Reply != "" {
+		return f.Reply
+	}
+	return DefaultReply
 }
 
 func (f *BatchAPI) anthropicUsage() any {
