@@ -33,7 +33,7 @@ func (s *Service) screenRequests(ident *policy.Identity, reqs []Request, param s
 		}
 		out, refusal := s.o.Screen(ident, reqs[i].Model, reqs[i].Body)
 		if refusal != "" {
-			return secretRefusal(param, "request "+itoa(i)+" (custom_id "+shownID(reqs[i].CustomID)+"): "+refusal)
+			return secretRefusal(param, "request "+itoa(i)+" (custom_id "+ShownID(reqs[i].CustomID)+"): "+refusal)
 		}
 		reqs[i].Body = out
 	}
@@ -97,9 +97,9 @@ func (s *Service) screenUpload(ident *policy.Identity, content []byte) ([]byte, 
 	return append(out, content[done:]...), nil
 }
 
-// shownID is a custom_id as a refusal names it: as it is when it is
+// ShownID is a custom_id as a refusal names it: as it is when it is
 // letters, digits, _ and - (Anthropic's rule), else quoted and bounded.
-func shownID(id string) string {
+func ShownID(id string) string {
 	if validCustomID(id, true) {
 		return id
 	}

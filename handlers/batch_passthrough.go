@@ -153,7 +153,7 @@ func (p *batchPassthrough) Plan(ctx context.Context, id *policy.Identity, endpoi
 	for i, q := range reqs {
 		body, alias, pico, e := p.admit(ctx, id, cf, deps[i], q.Body)
 		if e != nil {
-			e.Message = "request " + strconv.Itoa(i) + " (custom_id " + q.CustomID + "): " + e.Message
+			e.Message = "request " + strconv.Itoa(i) + " (custom_id " + batch.ShownID(q.CustomID) + "): " + e.Message
 			return nil, e
 		}
 		plan.Bodies[i], plan.Aliases[i] = body, alias
