@@ -204,11 +204,11 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	// besides, at most max_uses each.
 	var fees int64
 	if bounds.inputPrice > 0 {
-		tool := providers.ServerTool(body) != ""
-		if tool || info.ReferencesContent(body) {
+		tool, referenced := info.PricedContent(body)
+		if tool != "" || referenced {
 			input = max(input, bounds.window)
 		}
-		if tool {
+		if tool != "" {
 			fees = ledger.WebSearchFees(providers.WebSearchUses(body))
 		}
 	}

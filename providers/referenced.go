@@ -105,6 +105,24 @@ func ServerTool(body []byte) string {
 	return ""
 }
 
+// PricedContent is ServerTool(body) and, when body asks for no server
+// tool, ReferencesContent(body): what the estimate asks of every priced
+// request, with body's printable escapes sought and decoded once for
+// both rather than once each.
+func PricedContent(body []byte) (tool string, referenced bool) {
+	if tool = serverTool(body); tool != "" {
+		return tool, false
+	}
+	referenced = referencesContent(body)
+	if d := unescapePrintable(body); d != nil {
+		if tool = serverTool(d); tool != "" {
+			return tool, false
+		}
+		referenced = referenced || referencesContent(d)
+	}
+	return "", referenced
+}
+
 func serverTool(body []byte) string {
 	// One pass from quote to quote, not a scan of the body per name: the
 	// estimate runs it over every priced request. At each quote, the
