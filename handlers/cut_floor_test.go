@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgate/modelgate/internal/testclock"
 	"github.com/modelgate/modelgate/policy"
+	"github.com/modelgate/modelgate/providers"
 )
 
 // A non-streaming answer its upstream breaks off half way (the upstream
@@ -237,5 +238,21 @@ func TestMayReason(t *testing.T) {
 		if got := mayReason(tc.model, []byte(tc.body)); got != tc.want {
 			t.Errorf("mayReason(%q, %s) = %v; want %v", tc.model, tc.body, got, tc.want)
 		}
+	}
+}
+
+// A client's huge max_tokens times its n does not wrap the cut floor's
+// bound negative, which would drop the hidden work its cut is charged.
+func TestCutFloorBoundOfHugeMaxTokensTimesChoices(t *testing.T) {
+	const huge = int64(1) << 62
+	if got := everyChoice(huge, 4); got <= 0 {
+		t.Fatalf("everyChoice(2^62, 4) = %d; want it held positive", got)
+	}
+	start := time.Unix(0, 0)
+	var m cutMeter
+	m.accept(nil, 400, everyChoice(huge, 4), start)
+	u := m.floor(providers.Usage{}, start.Add(11*time.Second), true, true)
+	if want := int64(10 * hiddenTokensPerSecond); u.OutputTokens < want {
+		t.Errorf("cut after 10s of silence: output %d, want at least %d hidden tokens", u.OutputTokens, want)
 	}
 }

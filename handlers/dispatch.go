@@ -389,7 +389,7 @@ func (g *Gateway) attempt(x *exchange, b *upstream.Deployment, moreLeft bool) re
 	var res result
 	// The cut floor's bound: the request's, else the one a budgeted
 	// request is sent (as the estimate assumes).
-	x.cut.accept(b, int(info.InputBytes(x.body)), info.OutputBound(cmp.Or(b.Entry().Info.MaxOutputTokens, g.opts.DefaultMaxTokens))*max(1, info.Choices()), now)
+	x.cut.accept(b, int(info.InputBytes(x.body)), everyChoice(info.OutputBound(cmp.Or(b.Entry().Info.MaxOutputTokens, g.opts.DefaultMaxTokens)), info.Choices()), now)
 	call := &upstreamCall{x: x, d: b, resp: resp, start: now, gap: gap, dropUsage: dropUsage, moreLeft: moreLeft, first: first}
 	if info.Stream {
 		res = g.relayStream(ctx, call)

@@ -191,10 +191,7 @@ type requestEstimate struct {
 // output bound once for every choice asked for (n, candidateCount).
 func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo) requestEstimate {
 	input := info.InputBytes(body)
-	output := info.OutputBound(g.opts.DefaultMaxTokens)
-	if c := info.Choices(); output > 0 && c > 1 {
-		output = min(output, (1<<62)/c) * c
-	}
+	output := everyChoice(info.OutputBound(g.opts.DefaultMaxTokens), info.Choices())
 	bounds := g.bounds[alias]
 	e := requestEstimate{tokens: input + output, lease: bounds.lease}
 	// Content given by reference (a URL, a file id), or fetched by a
@@ -204,11 +201,11 @@ func (g *Gateway) estimate(alias string, body []byte, info providers.RequestInfo
 	// besides, at most max_uses each.
 	var fees int64
 	if bounds.inputPrice > 0 {
-		tool := providers.ServerTool(body) != ""
-		if tool || info.ReferencesContent(body) {
+		tool, referenced := info.PricedContent(body)
+		if tool != "" || referenced {
 			input = max(input, bounds.window)
 		}
-		if tool {
+		if tool != "" {
 			fees = ledger.WebSearchFees(providers.WebSearchUses(body))
 		}
 	}
@@ -502,6 +499,16 @@ type exchange struct {
 	// cut is the last attempt's answer as far as its client had it: the
 	// cut floor's measure (relayed.go).
 	cut cutMeter
+}
+
+// everyChoice is the output bound of c choices of at most output tokens
+// each, held below 2^62 so that a client's huge max_tokens times its n
+// cannot wrap negative.
+func everyChoice(output, c int64) int64 {
+	if output > 0 && c > 1 {
+		return min(output, (1<<62)/c) * c
+	}
+	return output
 }
 
 // partsOf is x's cut parts' tokens and cost; none for a request that

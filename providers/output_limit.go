@@ -51,3 +51,10 @@ func (info RequestInfo) InputBytes(body []byte) int64 {
 func (info RequestInfo) ReferencesContent(body []byte) bool {
 	return ReferencesContent(body) || info.Turn != nil && info.Turn.limits().referenced
 }
+
+// PricedContent is PricedContent(body) with a Responses turn's stored
+// history and referenced items counted as in ReferencesContent.
+func (info RequestInfo) PricedContent(body []byte) (tool string, referenced bool) {
+	tool, referenced = PricedContent(body)
+	return tool, tool == "" && (referenced || info.Turn != nil && info.Turn.limits().referenced)
+}

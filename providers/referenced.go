@@ -1,6 +1,10 @@
 package providers
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
+)
 
 // DefaultContextWindow is the input a request carrying referenced
 // content is reserved at when no deployment of its chain sets
@@ -103,6 +107,24 @@ func ServerTool(body []byte) string {
 		return serverTool(d)
 	}
 	return ""
+}
+
+// PricedContent is ServerTool(body) and, when body asks for no server
+// tool, ReferencesContent(body): what the estimate asks of every priced
+// request, with body's printable escapes sought and decoded once for
+// both rather than once each.
+func PricedContent(body []byte) (tool string, referenced bool) {
+	if tool = serverTool(body); tool != "" {
+		return tool, false
+	}
+	referenced = referencesContent(body)
+	if d := unescapePrintable(body); d != nil {
+		if tool = serverTool(d); tool != "" {
+			return tool, false
+		}
+		referenced = referenced || referencesContent(d)
+	}
+	return "", referenced
 }
 
 func serverTool(body []byte) string {
@@ -218,26 +240,12 @@ func unescapePrintable(body []byte) []byte {
 // escapedPrintable is the character b's leading `\u00XX` escape stands
 // for, when it is printable ASCII other than `"` and `\`.
 func escapedPrintable(b []byte) (byte, bool) {
-	if len(b) < 6 || b[1] != 'u' || b[2] != '0' || b[3] != '0' {
+	if len(b) < 6 || b[1] != 'u' {
 		return 0, false
 	}
-	hi, ok1 := hexDigit(b[4])
-	lo, ok2 := hexDigit(b[5])
-	c := hi<<4 | lo
-	if !ok1 || !ok2 || c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+	r, ok := jsonfast.Hex4(b[2:6])
+	if !ok || r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
 		return 0, false
 	}
-	return c, true
-}
-
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	return byte(r), true
 }

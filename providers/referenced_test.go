@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -74,12 +75,36 @@ func FuzzReferencesContent(f *testing.F) {
 	f.Add([]byte(`{"type":"web\u005fsearch`))
 	f.Add([]byte(`"\\u0075\u00`))
 	f.Add([]byte(`\u006`))
+	f.Add([]byte(`{"file_id":"x","tools":[{"type":"web\u005fsearch"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = ReferencesContent(b)
-		if s := ServerTool(b); len(s) > 40 {
+		refs := ReferencesContent(b)
+		s := ServerTool(b)
+		if len(s) > 40 {
 			t.Errorf("ServerTool = %q", s)
 		}
+		// The estimate's one call answers as the two apart.
+		if tool, referenced := PricedContent(b); tool != s || referenced != (s == "" && refs) {
+			t.Errorf("PricedContent = %q, %v; ServerTool %q, ReferencesContent %v", tool, referenced, s, refs)
+		}
 	})
+}
+
+// BenchmarkPricedContent is the estimate's scans of a priced request
+// without a server tool: a Claude Code request (77 kB) as in
+// BenchmarkServerTool.
+func BenchmarkPricedContent(b *testing.B) {
+	body, err := os.ReadFile("testdata/claude_code_request.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body = bytes.ReplaceAll(body, []byte("web_search"), []byte("web_lookup"))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if tool, _ := PricedContent(body); tool != "" {
+			b.Fatal("found", tool)
+		}
+	}
 }
 
 func BenchmarkReferencesContent(b *testing.B) {
