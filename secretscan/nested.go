@@ -21,14 +21,15 @@ type nested struct {
 	from, to []int
 }
 
-// decodeNested decodes text's escapes; ok is false when it has no \u
-// escape, the one a second decoding exists to catch.
-func decodeNested(text string) (n nested, ok bool) {
+// decodeNested decodes text's escapes into n, reusing its buffers (a
+// scratch's: a history's texts with escapes come back on every turn); ok
+// is false when it has no \u escape, the one a second decoding exists to
+// catch.
+func decodeNested(text string, n *nested) (ok bool) {
 	if !strings.Contains(text, `\u`) {
-		return n, false
+		return false
 	}
-	n.out = make([]byte, 0, len(text))
-	n.from, n.to = make([]int, 0, len(text)), make([]int, 0, len(text))
+	n.out, n.from, n.to = n.out[:0], n.from[:0], n.to[:0]
 	for i := 0; i < len(text); {
 		start, wrote := i, len(n.out)
 		c := text[i]
@@ -56,15 +57,15 @@ func decodeNested(text string) (n nested, ok bool) {
 			n.from, n.to = append(n.from, start), append(n.to, i)
 		}
 	}
-	return n, true
+	return true
 }
 
 // scanNested finds the secrets of text's second decoding that its first
 // did not show (those overlapping none of first, spans of text), as
 // spans of text with their decoded values.
 func (w *walker) scanNested(text string, first [][2]int) (spans [][2]int, values, rules []string) {
-	n, ok := decodeNested(text)
-	if !ok {
+	n := &w.s.nested
+	if !decodeNested(text, n) {
 		return nil, nil, nil
 	}
 	for _, h := range w.rs.scan(unsafeString(n.out), w.s) {
