@@ -29,7 +29,7 @@ func readConverse(raw []byte) entry {
 	for _, b := range m.Content {
 		switch {
 		case b.ToolUse != nil:
-			e.calls = append(e.calls, call{id: b.ToolUse.ToolUseID, name: b.ToolUse.Name, args: canonical(b.ToolUse.Input)})
+			e.calls = append(e.calls, call{id: b.ToolUse.ToolUseID, name: b.ToolUse.Name, args: entryHash(b.ToolUse.Input)})
 		case b.ToolResult != nil:
 			text := textOf(b.ToolResult.Content)
 			r := result{id: b.ToolResult.ToolUseID, content: contentOf(text, b.ToolResult.Content)}

@@ -3,6 +3,8 @@ package breaker
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The readers below take one history entry of each format to the calls,
@@ -47,7 +49,7 @@ func readMessage(raw []byte) entry {
 				e.text += b.Text
 			}
 		case "tool_use", "server_tool_use":
-			e.calls = append(e.calls, call{id: b.ID, name: b.Name, args: canonical(b.Input)})
+			e.calls = append(e.calls, call{id: b.ID, name: b.Name, args: entryHash(b.Input)})
 		case "tool_result":
 			text := textOf(b.Content)
 			r := result{id: b.ToolUseID, content: contentOf(text, b.Content), failed: b.IsError}
@@ -84,7 +86,7 @@ func readChat(raw []byte) entry {
 	case "assistant":
 		e := entry{produced: true, text: textOf(m.Content)}
 		for _, c := range m.ToolCalls {
-			e.calls = append(e.calls, call{id: c.ID, name: c.Function.Name, args: canonical([]byte(c.Function.Arguments))})
+			e.calls = append(e.calls, call{id: c.ID, name: c.Function.Name, args: entryHash([]byte(c.Function.Arguments))})
 		}
 		return e
 	case "tool", "function":
@@ -117,11 +119,11 @@ func readItem(raw []byte) entry {
 	}
 	switch it.Type {
 	case "function_call":
-		return entry{produced: true, calls: []call{{id: it.CallID, name: it.Name, args: canonical([]byte(it.Arguments))}}}
+		return entry{produced: true, calls: []call{{id: it.CallID, name: it.Name, args: entryHash([]byte(it.Arguments))}}}
 	case "custom_tool_call":
-		return entry{produced: true, calls: []call{{id: it.CallID, name: it.Name, args: []byte(it.Input)}}}
+		return entry{produced: true, calls: []call{{id: it.CallID, name: it.Name, args: xxhash.Sum64String(it.Input)}}}
 	case "local_shell_call":
-		return entry{produced: true, calls: []call{{id: it.CallID, name: "local_shell", args: canonical(it.Action)}}}
+		return entry{produced: true, calls: []call{{id: it.CallID, name: "local_shell", args: entryHash(it.Action)}}}
 	case "reasoning":
 		return entry{produced: true}
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
@@ -167,7 +169,7 @@ func readContent(raw []byte) entry {
 	for _, p := range c.Parts {
 		switch {
 		case p.FunctionCall != nil:
-			e.calls = append(e.calls, call{id: p.FunctionCall.ID, name: p.FunctionCall.Name, args: canonical(p.FunctionCall.Args)})
+			e.calls = append(e.calls, call{id: p.FunctionCall.ID, name: p.FunctionCall.Name, args: entryHash(p.FunctionCall.Args)})
 		case p.FunctionResponse != nil:
 			var resp struct {
 				Error  json.RawMessage `json:"error"`

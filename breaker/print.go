@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ type entry struct {
 
 type call struct {
 	id, name string
-	args     []byte // canonical
+	args     uint64 // entryHash: the same call written two ways is one call
 }
 
 type result struct {
@@ -137,6 +138,7 @@ func fingerprint(f Format, body []byte) print {
 		p.prev = entryHash(body[t.spans[first-1].start:t.spans[first-1].end]) | 1
 	}
 	d := xxhash.New()
+	var args [8]byte
 	names := map[string]string{}
 	var text strings.Builder
 	for _, e := range entries[first:i] {
@@ -148,7 +150,8 @@ func fingerprint(f Format, body []byte) print {
 			names[c.id] = c.name
 			_, _ = d.WriteString(c.name)
 			_, _ = d.Write([]byte{0})
-			_, _ = d.Write(c.args)
+			binary.LittleEndian.PutUint64(args[:], c.args)
+			_, _ = d.Write(args[:])
 			_, _ = d.Write([]byte{1})
 		}
 		text.WriteString(e.text)
@@ -203,20 +206,6 @@ func readEntry(f Format, raw []byte) entry {
 		return readConverse(raw)
 	}
 	return entry{}
-}
-
-// canonical is a call's arguments with their keys sorted and spacing
-// gone, so the same call written two ways is one call.
-func canonical(raw []byte) []byte {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return raw
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return out
 }
 
 // textOf is the text of a content that is a string or a list of parts

@@ -240,7 +240,7 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		return append(append(append(rt, mcpRoutes(nil)...), g.storedResponseRoutes()...), g.conversationRoutes()...)
 	}
 	if m := g.opts.MCP; m != nil {
-		rt = append(rt, mcpRoutes(m.ServeHTTP)...)
+		rt = append(rt, mcpRoutes(g.boundedBody(m.ServeHTTP))...)
 	}
 	if wc := g.opts.WorkContexts; wc != nil {
 		rt = append(rt, gatewayRoute{pattern: workctx.Path, h: wc.ServeHTTP})
@@ -259,6 +259,19 @@ func (g *Gateway) gatewayRoutes() []gatewayRoute {
 		rt = append(rt, gatewayRoute{pattern: "/v1/logs", h: at.ServeLogs}, gatewayRoute{pattern: "/v1/metrics", h: at.ServeMetrics})
 	}
 	return append(append(rt, g.storedResponseRoutes()...), g.conversationRoutes()...)
+}
+
+// boundedBody bounds h's request bodies as a model request's are
+// (MaxRequestBody): the MCP SDK reads a whole tool call's body into memory
+// and answers 413 to the bound's error.
+func (g *Gateway) boundedBody(h http.HandlerFunc) http.HandlerFunc {
+	limit := g.opts.MaxRequestBody
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		h(w, r)
+	}
 }
 
 // mcpRoutes are the MCP gateway's paths, protected resources whose

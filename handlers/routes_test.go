@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -46,6 +48,26 @@ func TestMCPRoutes(t *testing.T) {
 	plain, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), nil)
 	if rec := get(plain, alice, "POST", "/mcp"); rec.Code != -1 {
 		t.Errorf("without MCP servers, POST /mcp answered %d, want it passed on", rec.Code)
+	}
+}
+
+// TestMCPBodyBounded: an MCP request's body is bounded by
+// MaxRequestBody, as a model request's is (the SDK reads it whole).
+func TestMCPBodyBounded(t *testing.T) {
+	var readErr error
+	g, _ := testGateway(t, "model_list:\n"+entry("m", "http://127.0.0.1:1"), func(o *GatewayOptions) {
+		o.MaxRequestBody = 1 << 10
+		o.MCP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, readErr = io.ReadAll(r.Body) })
+	})
+	req := httptest.NewRequest(http.MethodPost, "/mcp/github", strings.NewReader(strings.Repeat("x", 2<<10)))
+	h, ok := g.Route(req)
+	if !ok {
+		t.Fatal("POST /mcp/github has no route")
+	}
+	h(httptest.NewRecorder(), req.WithContext(policy.WithIdentity(req.Context(), alice)))
+	var mbe *http.MaxBytesError
+	if !errors.As(readErr, &mbe) || mbe.Limit != 1<<10 {
+		t.Fatalf("reading a 2 KiB body under a 1 KiB bound: %v, want http.MaxBytesError", readErr)
 	}
 }
 

@@ -3,6 +3,8 @@ package secretscan
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelgate/modelgate/internal/jsonfast"
 )
 
 // A string's text may itself be JSON (a tool call's arguments, a tool
@@ -19,76 +21,51 @@ type nested struct {
 	from, to []int
 }
 
-// decodeNested decodes text's escapes; ok is false when it has no \u
-// escape, the one a second decoding exists to catch.
-func decodeNested(text string) (n nested, ok bool) {
+// decodeNested decodes text's escapes into n, reusing its buffers (a
+// scratch's: a history's texts with escapes come back on every turn); ok
+// is false when it has no \u escape, the one a second decoding exists to
+// catch.
+func decodeNested(text string, n *nested) (ok bool) {
 	if !strings.Contains(text, `\u`) {
-		return n, false
+		return false
 	}
-	n.out = make([]byte, 0, len(text))
-	n.from, n.to = make([]int, 0, len(text)), make([]int, 0, len(text))
+	n.out, n.from, n.to = n.out[:0], n.from[:0], n.to[:0]
 	for i := 0; i < len(text); {
-		start := i
+		start, wrote := i, len(n.out)
 		c := text[i]
-		var piece []byte
-		switch {
-		case c != '\\' || i+1 >= len(text):
-			piece, i = []byte{c}, i+1
-		default:
-			switch e := text[i+1]; e {
+		i++
+		if c == '\\' && i < len(text) {
+			switch e := text[i]; e {
 			case '"', '\\', '/':
-				piece, i = []byte{e}, i+2
+				c, i = e, i+1
 			case 'n':
-				piece, i = []byte{'\n'}, i+2
+				c, i = '\n', i+1
 			case 't':
-				piece, i = []byte{'\t'}, i+2
+				c, i = '\t', i+1
 			case 'r':
-				piece, i = []byte{'\r'}, i+2
+				c, i = '\r', i+1
 			case 'u':
-				if r, ok := hexRune(text[i+2:]); ok && !(r >= 0xd800 && r < 0xe000) {
-					piece, i = utf8.AppendRune(nil, r), i+6
-				} else {
-					piece, i = []byte{c}, i+1
+				if r, ok := jsonfast.Hex4([]byte(text[i+1 : min(i+5, len(text))])); ok && !(r >= 0xd800 && r < 0xe000) {
+					n.out, i = utf8.AppendRune(n.out, r), i+5
 				}
-			default:
-				piece, i = []byte{c}, i+1
 			}
 		}
-		for _, b := range piece {
-			n.out = append(n.out, b)
+		if len(n.out) == wrote {
+			n.out = append(n.out, c)
+		}
+		for range len(n.out) - wrote {
 			n.from, n.to = append(n.from, start), append(n.to, i)
 		}
 	}
-	return n, true
-}
-
-func hexRune(s string) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return true
 }
 
 // scanNested finds the secrets of text's second decoding that its first
 // did not show (those overlapping none of first, spans of text), as
 // spans of text with their decoded values.
 func (w *walker) scanNested(text string, first [][2]int) (spans [][2]int, values, rules []string) {
-	n, ok := decodeNested(text)
-	if !ok {
+	n := &w.s.nested
+	if !decodeNested(text, n) {
 		return nil, nil, nil
 	}
 	for _, h := range w.rs.scan(unsafeString(n.out), w.s) {

@@ -89,8 +89,8 @@ func FuzzDecodeNested(f *testing.F) {
 	f.Add(`\u00e9\ud83d\ude00\u12\\u0041\"\n`)
 	f.Add(`no escape`)
 	f.Fuzz(func(t *testing.T, text string) {
-		n, ok := decodeNested(text)
-		if !ok {
+		var n nested
+		if !decodeNested(text, &n) {
 			return
 		}
 		if len(n.from) != len(n.out) || len(n.to) != len(n.out) {

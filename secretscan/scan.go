@@ -35,6 +35,8 @@ type scratch struct {
 	// path and frames are a body walk's, kept for the next body.
 	path   []pathElem
 	frames []frame
+	// nested is a text's second decoding (scanNested).
+	nested nested
 }
 
 func (rs *Rules) newScratch() *scratch {
@@ -56,6 +58,9 @@ func (rs *Rules) getScratch() *scratch {
 func (rs *Rules) putScratch(s *scratch) {
 	if cap(s.lower) <= maxPooledScratch {
 		s.hits = s.hits[:0]
+		if cap(s.nested.out) > maxPooledScratch {
+			s.nested = nested{}
+		}
 		rs.scratches.Put(s)
 	}
 }

@@ -43,8 +43,8 @@ func (sr *StreamRedactor) hitsIn(text string, normalized bool) (hits []Hit, valu
 	if !strings.Contains(text, `\u`) {
 		return hits, nil
 	}
-	n, ok := decodeNested(text)
-	if !ok {
+	n := &sr.s.nested
+	if !decodeNested(text, n) {
 		return hits, nil
 	}
 	hits = slices.Clone(hits) // the next scan reuses the scratch

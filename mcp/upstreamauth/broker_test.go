@@ -266,16 +266,19 @@ func TestRefresh(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.FreshSchema(t)
-		open := func() ledger.MCPUpstreamTokenStore {
-			s, err := ledger.OpenPostgres(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s.(ledger.MCPUpstreamTokenStore)
-		}
-		testRefresh(t, open(), open())
+		testRefresh(t, pgTokenStore(t, dsn), pgTokenStore(t, dsn))
 	})
+}
+
+// pgTokenStore opens the PostgreSQL ledger at dsn on its own connection
+// pool, as another instance would.
+func pgTokenStore(t *testing.T, dsn string) ledger.MCPUpstreamTokenStore {
+	s, err := ledger.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s.(ledger.MCPUpstreamTokenStore)
 }
 
 func testRefresh(t *testing.T, one, two ledger.MCPUpstreamTokenStore) {

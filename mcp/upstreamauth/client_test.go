@@ -28,14 +28,7 @@ func TestRegisteredClientKeptInLedger(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.FreshSchema(t)
-		testRegisteredClientKept(t, func() ledger.MCPUpstreamTokenStore {
-			s, err := ledger.OpenPostgres(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s.(ledger.MCPUpstreamTokenStore)
-		})
+		testRegisteredClientKept(t, func() ledger.MCPUpstreamTokenStore { return pgTokenStore(t, dsn) })
 	})
 }
 
