@@ -34,6 +34,10 @@ type ysConfig struct {
 	streamLevels []int
 
 	limit time.Duration
+
+	// pin puts the proxies on their own CPUs, as the field's harness does
+	// (cpuPlan).
+	pin bool
 }
 
 // The field's criteria for sustained throughput, and the paced streams'.
@@ -59,6 +63,7 @@ func yardstickFlags() (yc *ysConfig, parse func() error) {
 	flag.DurationVar(&yc.ttftDuration, "ys-ttft-duration", 2*time.Second, "-yardstick: measured length of each time-to-first-token round (2 rounds)")
 	streams := flag.String("ys-stream-levels", "128,256,512", "-yardstick: concurrent paced streams to climb through (64 deltas 20 ms apart; a stall is a gap over 200 ms)")
 	flag.DurationVar(&yc.limit, "ys-limit", 10*time.Minute, "-yardstick: the whole run is stopped past this")
+	flag.BoolVar(&yc.pin, "ys-pin", true, "-yardstick: pin the proxies to the upper half of the CPUs and the load generator, mocks, PostgreSQL and Redis to the rest, as the field's harness does (false: everything shares every CPU)")
 	return yc, func() error {
 		var err error
 		if yc.levels, err = parseInts(*levels); err != nil {
@@ -179,6 +184,15 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 	c.only = regexp.MustCompile(`^gw-controls$`)
 	c.teamSteps = true
 	loadBefore := loadAverage()
+	plan, pinned := planCPUs()
+	pinned = pinned && yc.pin
+	if pinned {
+		restore, err := pinHarness(plan, c)
+		if err != nil {
+			return err
+		}
+		defer restore()
+	}
 	e, stop, err := startEnv(ctx, c)
 	if err != nil {
 		return err
@@ -198,6 +212,11 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 		defer stopBase()
 		ts = ts.withBaseline(base.yardstickTargets())
 	}
+	if pinned {
+		if err := pinProxies(plan, ts); err != nil {
+			return err
+		}
+	}
 	// Every row must answer before anything is timed: a refused row would
 	// otherwise time its error page. Portkey's streams fail on Node (its
 	// open bug), which the streams table reports; they are not probed.
@@ -209,6 +228,11 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 		}
 	}
 	fmt.Fprintf(w, "Machine: %s; load average before start-up %s.\n", machine(), loadBefore)
+	if pinned {
+		fmt.Fprintf(w, "\nCPUs: %s (-ys-pin=false shares them all).\n", plan)
+	} else {
+		fmt.Fprintln(w, "\nCPUs: every process shares every CPU (not pinned).")
+	}
 	if e.pkSkipped != "" {
 		fmt.Fprintf(w, "\nPortkey has no row: %s.\n", e.pkSkipped)
 	}

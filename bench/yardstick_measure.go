@@ -136,8 +136,8 @@ type ttftResult struct {
 }
 
 // measureTTFT runs short stamped streams closed loop, two rounds
-// visiting the targets in turn, and keeps each one's time to its first
-// event.
+// visiting the targets in turn, each after an unmeasured warm-up, and
+// keeps each one's time to its first event.
 func measureTTFT(ctx context.Context, targets []proxyTarget, yc ysConfig) ([]ttftResult, error) {
 	res := make([]ttftResult, len(targets))
 	for i, t := range targets {
@@ -151,9 +151,9 @@ func measureTTFT(ctx context.Context, targets []proxyTarget, yc ysConfig) ([]ttf
 			}
 			fmt.Fprintf(os.Stderr, "ttft round %d %-12s …\n", round, r.key)
 			client := newClient(yc.ttftConc)
-			if round == 1 {
-				drive(ctx, client, r.req, yc.ttftConc, yc.warmup)
-			}
+			// Every round warms up, not just the first: the row sat idle
+			// while the others ran (see c1RoundWarmup).
+			drive(ctx, client, r.req, yc.ttftConc, yc.warmup)
 			l := drive(ctx, client, r.req, yc.ttftConc, yc.ttftDuration)
 			client.CloseIdleConnections()
 			r.ttft = append(r.ttft, l.ttfb...)
@@ -170,7 +170,7 @@ func measureTTFT(ctx context.Context, targets []proxyTarget, yc ysConfig) ([]ttf
 }
 
 func printTTFT(w io.Writer, yc ysConfig, res []ttftResult) {
-	fmt.Fprintf(w, "\n### Time to first token (streams of %d deltas %s apart, %d workers, 2 rounds of %s)\n\n", ttftChunks, ttftGap, yc.ttftConc, yc.ttftDuration)
+	fmt.Fprintf(w, "\n### Time to first token (streams of %d deltas %s apart, %d workers, 2 rounds of %s, each after %s unmeasured)\n\n", ttftChunks, ttftGap, yc.ttftConc, yc.ttftDuration, yc.warmup)
 	var direct []time.Duration
 	for _, r := range res {
 		if r.key == "direct" {
