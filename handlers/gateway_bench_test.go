@@ -157,6 +157,28 @@ func geminiRequest(tb testing.TB, chat []byte) []byte {
 	return body
 }
 
+// messagesRequest is chat, a chatRequest body, as an Anthropic Messages
+// request: the system message as system, the rest as messages of text
+// blocks, as the yardstick's Messages row sends it.
+func messagesRequest(tb testing.TB, chat []byte) []byte {
+	var c struct {
+		Model     string              `json:"model"`
+		Messages  []map[string]string `json:"messages"`
+		MaxTokens int                 `json:"max_tokens"`
+		Stream    bool                `json:"stream"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil {
+		tb.Fatal(err)
+	}
+	msgs := []map[string]any{}
+	for _, m := range c.Messages[1:] {
+		msgs = append(msgs, map[string]any{"role": m["role"], "content": []map[string]string{{"type": "text", "text": m["content"]}}})
+	}
+	body, _ := json.Marshal(map[string]any{"model": c.Model, "system": c.Messages[0]["content"], "messages": msgs,
+		"max_tokens": c.MaxTokens, "temperature": 0.2, "stream": c.Stream})
+	return body
+}
+
 func claudeCodeRequest(tb testing.TB) []byte {
 	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "providers", "testdata", "claude_code_request.json"))
@@ -260,6 +282,7 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 		{"ollama-stream", "/v1/chat/completions", "llama", true, "data: [DONE]"},
 		{"responses-openai", "/v1/responses", "oa", false, fakes.DefaultReply},
 		{"gemini-openai", "/v1beta/models/oa:generateContent", "oa", false, fakes.DefaultReply},
+		{"messages-openai", "/v1/messages", "oa", false, fakes.DefaultReply},
 	}
 	id := &policy.Identity{KeyID: "bench", Role: policy.RoleUser}
 	for _, tc := range cases {
@@ -272,6 +295,8 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 				body = responsesRequest(b, body)
 			case strings.HasPrefix(tc.path, "/v1beta/"):
 				body = geminiRequest(b, body)
+			case tc.path == "/v1/messages":
+				body = messagesRequest(b, body)
 			}
 			ctx := policy.WithIdentity(context.Background(), id)
 			serve := func() *httptest.ResponseRecorder {
