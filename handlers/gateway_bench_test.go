@@ -338,11 +338,18 @@ func TestServeAllocations(t *testing.T) {
 		{"echo-stream", "echo", true, 97},
 		{"openai", "oa", false, 93},
 		{"responses-openai", "oa", false, 142},
+		{"gemini-openai", "oa", false, 132},
+		{"messages-openai", "oa", false, 120},
 	} {
 		g := benchGateway(t, &countingRecorder{})
 		path, body := "/v1/chat/completions", chatRequest(tc.model, tc.stream)
-		if strings.HasPrefix(tc.name, "responses-") {
+		switch {
+		case strings.HasPrefix(tc.name, "responses-"):
 			path, body = "/v1/responses", responsesRequest(t, body)
+		case strings.HasPrefix(tc.name, "gemini-"):
+			path, body = "/v1beta/models/"+tc.model+":generateContent", geminiRequest(t, body)
+		case strings.HasPrefix(tc.name, "messages-"):
+			path, body = "/v1/messages", messagesRequest(t, body)
 		}
 		serve := func() {
 			r := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))

@@ -77,6 +77,9 @@ func readMessagesRequest(body []byte, q *messagesRead) bool {
 			}
 			in.Messages = make([]AnthropicMessage, 0, 8)
 			q.ends = make([]int, 0, 8)
+			// A block or so a message: one allocation for a short
+			// conversation, not one per doubling.
+			q.blocks = make([]AnthropicBlock, 0, 4)
 			return r.Array(i, func(j int) int {
 				in.Messages = append(in.Messages, AnthropicMessage{})
 				end := readAnthropicMessage(&r, j, &in.Messages[len(in.Messages)-1], &q.blocks)

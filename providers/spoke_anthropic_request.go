@@ -23,9 +23,13 @@ const toolErrorPrefix = "Error: "
 func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]byte, error) {
 	var q messagesRead
 	if !readMessagesRequest(body, &q) {
-		if err := json.Unmarshal(body, &q.in); err != nil {
+		// Its own value: q given to json.Unmarshal would be on the heap
+		// for the fast path too.
+		in := new(AnthropicRequest)
+		if err := json.Unmarshal(body, in); err != nil {
 			return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
 		}
+		q.in = *in
 	}
 	return messagesToChat(&q, len(body), upstreamModel, cloud)
 }

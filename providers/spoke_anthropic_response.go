@@ -26,10 +26,13 @@ func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
 func buildAnthropicResponseFromOpenAI(body []byte) (anthropicOutResponse, Usage, error) {
 	var in chatInAnswer
 	if !readChatInAnswer(body, &in) {
-		in = chatInAnswer{}
-		if err := json.Unmarshal(body, &in); err != nil {
+		// Its own value: in given to json.Unmarshal would be on the heap
+		// for the fast path too.
+		slow := new(chatInAnswer)
+		if err := json.Unmarshal(body, slow); err != nil {
 			return anthropicOutResponse{}, Usage{}, errors.New("upstream openai response: " + jsonErrText(err))
 		}
+		in = *slow
 	}
 	var u Usage
 	if in.Usage != nil {
