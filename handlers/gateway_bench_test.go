@@ -109,18 +109,26 @@ func chatRequest(model string, stream bool) []byte {
 	return body
 }
 
-// responsesRequest is chat, a chatRequest body, as a Responses request:
-// the system message as instructions, the rest as input messages.
-func responsesRequest(tb testing.TB, chat []byte) []byte {
-	var c struct {
-		Model     string              `json:"model"`
-		Messages  []map[string]string `json:"messages"`
-		MaxTokens int                 `json:"max_tokens"`
-		Stream    bool                `json:"stream"`
-	}
+// benchChat is a chatRequest body decoded, for the other formats' bodies.
+type benchChat struct {
+	Model     string              `json:"model"`
+	Messages  []map[string]string `json:"messages"`
+	MaxTokens int                 `json:"max_tokens"`
+	Stream    bool                `json:"stream"`
+}
+
+func decodeChat(tb testing.TB, chat []byte) benchChat {
+	var c benchChat
 	if err := json.Unmarshal(chat, &c); err != nil {
 		tb.Fatal(err)
 	}
+	return c
+}
+
+// responsesRequest is chat, a chatRequest body, as a Responses request:
+// the system message as instructions, the rest as input messages.
+func responsesRequest(tb testing.TB, chat []byte) []byte {
+	c := decodeChat(tb, chat)
 	input := []map[string]any{}
 	for _, m := range c.Messages[1:] {
 		typ := "input_text"
@@ -137,13 +145,7 @@ func responsesRequest(tb testing.TB, chat []byte) []byte {
 // geminiRequest is chat, a chatRequest body, as a Gemini generateContent
 // body (the model travels in the path).
 func geminiRequest(tb testing.TB, chat []byte) []byte {
-	var c struct {
-		Messages  []map[string]string `json:"messages"`
-		MaxTokens int                 `json:"max_tokens"`
-	}
-	if err := json.Unmarshal(chat, &c); err != nil {
-		tb.Fatal(err)
-	}
+	c := decodeChat(tb, chat)
 	contents := []map[string]any{}
 	for _, m := range c.Messages[1:] {
 		role := "user"
@@ -161,15 +163,7 @@ func geminiRequest(tb testing.TB, chat []byte) []byte {
 // request: the system message as system, the rest as messages of text
 // blocks, as the yardstick's Messages row sends it.
 func messagesRequest(tb testing.TB, chat []byte) []byte {
-	var c struct {
-		Model     string              `json:"model"`
-		Messages  []map[string]string `json:"messages"`
-		MaxTokens int                 `json:"max_tokens"`
-		Stream    bool                `json:"stream"`
-	}
-	if err := json.Unmarshal(chat, &c); err != nil {
-		tb.Fatal(err)
-	}
+	c := decodeChat(tb, chat)
 	msgs := []map[string]any{}
 	for _, m := range c.Messages[1:] {
 		msgs = append(msgs, map[string]any{"role": m["role"], "content": []map[string]string{{"type": "text", "text": m["content"]}}})
