@@ -109,18 +109,26 @@ func chatRequest(model string, stream bool) []byte {
 	return body
 }
 
-// responsesRequest is chat, a chatRequest body, as a Responses request:
-// the system message as instructions, the rest as input messages.
-func responsesRequest(tb testing.TB, chat []byte) []byte {
-	var c struct {
-		Model     string              `json:"model"`
-		Messages  []map[string]string `json:"messages"`
-		MaxTokens int                 `json:"max_tokens"`
-		Stream    bool                `json:"stream"`
-	}
+// benchChat is a chatRequest body decoded, for the other formats' bodies.
+type benchChat struct {
+	Model     string              `json:"model"`
+	Messages  []map[string]string `json:"messages"`
+	MaxTokens int                 `json:"max_tokens"`
+	Stream    bool                `json:"stream"`
+}
+
+func decodeChat(tb testing.TB, chat []byte) benchChat {
+	var c benchChat
 	if err := json.Unmarshal(chat, &c); err != nil {
 		tb.Fatal(err)
 	}
+	return c
+}
+
+// responsesRequest is chat, a chatRequest body, as a Responses request:
+// the system message as instructions, the rest as input messages.
+func responsesRequest(tb testing.TB, chat []byte) []byte {
+	c := decodeChat(tb, chat)
 	input := []map[string]any{}
 	for _, m := range c.Messages[1:] {
 		typ := "input_text"
@@ -137,13 +145,7 @@ func responsesRequest(tb testing.TB, chat []byte) []byte {
 // geminiRequest is chat, a chatRequest body, as a Gemini generateContent
 // body (the model travels in the path).
 func geminiRequest(tb testing.TB, chat []byte) []byte {
-	var c struct {
-		Messages  []map[string]string `json:"messages"`
-		MaxTokens int                 `json:"max_tokens"`
-	}
-	if err := json.Unmarshal(chat, &c); err != nil {
-		tb.Fatal(err)
-	}
+	c := decodeChat(tb, chat)
 	contents := []map[string]any{}
 	for _, m := range c.Messages[1:] {
 		role := "user"
@@ -154,6 +156,20 @@ func geminiRequest(tb testing.TB, chat []byte) []byte {
 	}
 	body, _ := json.Marshal(map[string]any{"systemInstruction": map[string]any{"parts": []map[string]string{{"text": c.Messages[0]["content"]}}},
 		"contents": contents, "generationConfig": map[string]any{"maxOutputTokens": c.MaxTokens}})
+	return body
+}
+
+// messagesRequest is chat, a chatRequest body, as an Anthropic Messages
+// request: the system message as system, the rest as messages of text
+// blocks, as the yardstick's Messages row sends it.
+func messagesRequest(tb testing.TB, chat []byte) []byte {
+	c := decodeChat(tb, chat)
+	msgs := []map[string]any{}
+	for _, m := range c.Messages[1:] {
+		msgs = append(msgs, map[string]any{"role": m["role"], "content": []map[string]string{{"type": "text", "text": m["content"]}}})
+	}
+	body, _ := json.Marshal(map[string]any{"model": c.Model, "system": c.Messages[0]["content"], "messages": msgs,
+		"max_tokens": c.MaxTokens, "temperature": 0.2, "stream": c.Stream})
 	return body
 }
 
@@ -260,6 +276,7 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 		{"ollama-stream", "/v1/chat/completions", "llama", true, "data: [DONE]"},
 		{"responses-openai", "/v1/responses", "oa", false, fakes.DefaultReply},
 		{"gemini-openai", "/v1beta/models/oa:generateContent", "oa", false, fakes.DefaultReply},
+		{"messages-openai", "/v1/messages", "oa", false, fakes.DefaultReply},
 	}
 	id := &policy.Identity{KeyID: "bench", Role: policy.RoleUser}
 	for _, tc := range cases {
@@ -272,6 +289,8 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 				body = responsesRequest(b, body)
 			case strings.HasPrefix(tc.path, "/v1beta/"):
 				body = geminiRequest(b, body)
+			case tc.path == "/v1/messages":
+				body = messagesRequest(b, body)
 			}
 			ctx := policy.WithIdentity(context.Background(), id)
 			serve := func() *httptest.ResponseRecorder {
@@ -313,11 +332,18 @@ func TestServeAllocations(t *testing.T) {
 		{"echo-stream", "echo", true, 97},
 		{"openai", "oa", false, 93},
 		{"responses-openai", "oa", false, 142},
+		{"gemini-openai", "oa", false, 132},
+		{"messages-openai", "oa", false, 120},
 	} {
 		g := benchGateway(t, &countingRecorder{})
 		path, body := "/v1/chat/completions", chatRequest(tc.model, tc.stream)
-		if strings.HasPrefix(tc.name, "responses-") {
+		switch {
+		case strings.HasPrefix(tc.name, "responses-"):
 			path, body = "/v1/responses", responsesRequest(t, body)
+		case strings.HasPrefix(tc.name, "gemini-"):
+			path, body = "/v1beta/models/"+tc.model+":generateContent", geminiRequest(t, body)
+		case strings.HasPrefix(tc.name, "messages-"):
+			path, body = "/v1/messages", messagesRequest(t, body)
 		}
 		serve := func() {
 			r := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))

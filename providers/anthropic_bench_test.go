@@ -27,6 +27,19 @@ func BenchmarkAnthropicToOpenAIRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkOpenAIToAnthropicResponse is a chat answer with text, two
+// tool calls and usage becoming a Messages answer.
+func BenchmarkOpenAIToAnthropicResponse(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-123","object":"chat.completion","created":1730000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Let me look at the weather in both cities before I answer.","refusal":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},{"id":"call_def","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Bergen\"}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1200,"completion_tokens":30,"total_tokens":1230,"prompt_tokens_details":{"cached_tokens":1000},"completion_tokens_details":{"reasoning_tokens":0}}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := OpenAIToAnthropicResponse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // streamEvents splits an SSE text into events the way SSEReader yields them.
 func streamEvents(s string) []Event {
 	var evs []Event

@@ -164,3 +164,21 @@ func appendAnthropicBlock(dst []byte, b *AnthropicBlock) []byte {
 	}
 	return append(dst, '}')
 }
+
+// appendAnthropicOutResponse writes a whole Messages answer.
+func appendAnthropicOutResponse(dst []byte, r *anthropicOutResponse) []byte {
+	dst = jsonfast.AppendStringMember(append(dst, '{'), "id", r.ID, true)
+	dst = jsonfast.AppendStringMember(dst, "type", r.Type, false)
+	dst = jsonfast.AppendStringMember(dst, "role", r.Role, false)
+	dst = jsonfast.AppendStringMember(dst, "model", r.Model, false)
+	dst = appendAnthropicBlocks(jsonfast.AppendKey(dst, "content", false), r.Content)
+	dst = jsonfast.AppendStringMember(dst, "stop_reason", r.StopReason, false)
+	dst = jsonfast.AppendKey(dst, "stop_sequence", false)
+	if r.StopSequence == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = jsonfast.AppendMarshalString(dst, *r.StopSequence)
+	}
+	dst = jsonfast.AppendRawOrNull(jsonfast.AppendKey(dst, "usage", false), r.Usage)
+	return append(dst, '}')
+}

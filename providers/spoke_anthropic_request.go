@@ -21,10 +21,23 @@ const toolErrorPrefix = "Error: "
 // top_k, service_tier and block types with no OpenAI equivalent
 // (documents, thinking history, server tools) are dropped.
 func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]byte, error) {
-	var in AnthropicRequest
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
+	var q messagesRead
+	if !readMessagesRequest(body, &q) {
+		// Its own value: q given to json.Unmarshal would be on the heap
+		// for the fast path too.
+		in := new(AnthropicRequest)
+		if err := json.Unmarshal(body, in); err != nil {
+			return nil, BadRequest("messages", "invalid request body: "+jsonErrText(err))
+		}
+		q.in = *in
 	}
+	return messagesToChat(&q, len(body), upstreamModel, cloud)
+}
+
+// messagesToChat is AnthropicToOpenAIRequest after the read; size is the
+// request body's length.
+func messagesToChat(q *messagesRead, size int, upstreamModel string, cloud bool) ([]byte, error) {
+	in := &q.in
 	out := chatRequest{
 		Model:       upstreamModel,
 		Stream:      in.Stream,
@@ -49,7 +62,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	}
 
 	out.Messages = make([]chatMessage, 0, len(in.Messages)+1)
-	if sys, err := anthropicSystemText(in.System); err != nil {
+	if sys, err := q.systemText(); err != nil {
 		return nil, err
 	} else if sys != "" {
 		out.Messages = append(out.Messages, chatMessage{Role: "system", Content: sys})
@@ -58,7 +71,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	for i := range in.Messages {
 		m := &in.Messages[i]
 		var err error
-		blocks, err = anthropicBlocks(blocks[:0], m.Content, i)
+		blocks, err = q.content(blocks[:0], i)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +140,7 @@ func AnthropicToOpenAIRequest(body []byte, upstreamModel string, cloud bool) ([]
 	}
 	// The chat request is about the size of the Messages one; escapes
 	// and the tools' wrapping add a little.
-	size := len(body) + 512
+	size += 512
 	for i := range tools {
 		size += len(tools[i].Function.Description)/8 + 64
 	}
@@ -171,6 +184,11 @@ func anthropicBlocks(dst []AnthropicBlock, raw json.RawMessage, msg int) ([]Anth
 		return dst, nil
 	}
 	if raw[0] == '"' {
+		// Tool results' contents are mostly strings: a valid token is
+		// decoded as encoding/json would, anything else is left to it.
+		if s, ok := jsonfast.DecodeStringToken(raw); ok {
+			return append(dst, AnthropicBlock{Type: "text", Text: s}), nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, contentError(msg)

@@ -12,9 +12,27 @@ import (
 // an Anthropic Messages response and returns the usage it carried. Only
 // the first choice is used (requests are translated with n=1).
 func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
+	out, u, err := buildAnthropicResponseFromOpenAI(body)
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	return appendAnthropicOutResponse(make([]byte, 0, len(body)+128), &out), u, nil
+}
+
+// buildAnthropicResponseFromOpenAI reads the chat answer (the fast reader,
+// or encoding/json where it gives up) and maps it to the output struct,
+// which OpenAIToAnthropicResponse encodes by hand, byte for byte as
+// json.Marshal would (FuzzChatAnswerToMessages checks both).
+func buildAnthropicResponseFromOpenAI(body []byte) (anthropicOutResponse, Usage, error) {
 	var in chatInAnswer
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, Usage{}, errors.New("upstream openai response: " + jsonErrText(err))
+	if !readChatInAnswer(body, &in) {
+		// Its own value: in given to json.Unmarshal would be on the heap
+		// for the fast path too.
+		slow := new(chatInAnswer)
+		if err := json.Unmarshal(body, slow); err != nil {
+			return anthropicOutResponse{}, Usage{}, errors.New("upstream openai response: " + jsonErrText(err))
+		}
+		in = *slow
 	}
 	var u Usage
 	if in.Usage != nil {
@@ -51,8 +69,7 @@ func OpenAIToAnthropicResponse(body []byte) ([]byte, Usage, error) {
 			out.StopReason = "tool_use"
 		}
 	}
-	b, err := json.Marshal(&out)
-	return b, u, err
+	return out, u, nil
 }
 
 // openAIResponseText reads message content that is a string, text parts or
@@ -98,16 +115,90 @@ func toolInput(args string) json.RawMessage {
 // unlike chatAnswer it takes content as a string or a list of parts, and
 // keeps the id and model Anthropic clients see.
 type chatInAnswer struct {
-	ID          string `json:"id"`
-	Model       string `json:"model"`
-	ServiceTier string `json:"service_tier"`
-	Choices     []struct {
-		Message struct {
-			Content   json.RawMessage  `json:"content"`
-			Refusal   *string          `json:"refusal"`
-			ToolCalls []OpenAIToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *OpenAIUsage `json:"usage"`
+	ID          string         `json:"id"`
+	Model       string         `json:"model"`
+	ServiceTier string         `json:"service_tier"`
+	Choices     []chatInChoice `json:"choices"`
+	Usage       *OpenAIUsage   `json:"usage"`
+}
+
+type chatInChoice struct {
+	Message struct {
+		Content   json.RawMessage  `json:"content"`
+		Refusal   *string          `json:"refusal"`
+		ToolCalls []OpenAIToolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// readChatInAnswer is the fast path for chatInAnswer: one walk after
+// jsonfast.Valid, or false to leave the body to json.Unmarshal (which
+// judges, word for word, whatever the walk would not read as it does).
+func readChatInAnswer(raw []byte, a *chatInAnswer) bool {
+	if !jsonfast.Valid(raw) {
+		return false
+	}
+	r := jsonfast.NewReader(raw)
+	var mask uint32
+	r.Object(jsonfast.SkipSpace(raw, 0), func(k []byte, i int) int {
+		switch string(k) {
+		case "id":
+			r.Seen(&mask, 1<<0)
+			return r.Str(i, &a.ID)
+		case "model":
+			r.Seen(&mask, 1<<1)
+			return r.Str(i, &a.Model)
+		case "service_tier":
+			r.Seen(&mask, 1<<2)
+			return r.Str(i, &a.ServiceTier)
+		case "choices":
+			r.Seen(&mask, 1<<3)
+			return jsonfast.ListOf(&r, i, &a.Choices, func(j int, c *chatInChoice) int { return readChatInChoice(&r, j, c) })
+		case "usage":
+			r.Seen(&mask, 1<<4)
+			// The hub's usage reader; its reading of the members
+			// usageFromOpenAI looks at is encoding/json's.
+			var cu *chatUsage
+			end := readChatUsage(&r, i, &cu)
+			if cu != nil {
+				a.Usage = new(cu.openAI())
+			}
+			return end
+		}
+		return r.Unknown(i, k, "id", "model", "service_tier", "choices", "usage")
+	})
+	return r.OK()
+}
+
+func readChatInChoice(r *jsonfast.Reader, i int, c *chatInChoice) int {
+	var mask uint32
+	return r.Object(i, func(k []byte, j int) int {
+		switch string(k) {
+		case "message":
+			r.Seen(&mask, 1<<0)
+			if r.IsNull(j) {
+				return j + len("null")
+			}
+			m := &c.Message
+			var mm uint32
+			return r.Object(j, func(k []byte, e int) int {
+				switch string(k) {
+				case "content":
+					r.Seen(&mm, 1<<0)
+					return r.Raw(e, &m.Content)
+				case "refusal":
+					r.Seen(&mm, 1<<1)
+					return r.StrPtr(e, &m.Refusal)
+				case "tool_calls":
+					r.Seen(&mm, 1<<2)
+					return jsonfast.ListOf(r, e, &m.ToolCalls, func(x int, tc *OpenAIToolCall) int { return readOpenAIToolCall(r, x, tc) })
+				}
+				return r.Unknown(e, k, "content", "refusal", "tool_calls")
+			})
+		case "finish_reason":
+			r.Seen(&mask, 1<<1)
+			return r.StrPtr(j, &c.FinishReason)
+		}
+		return r.Unknown(j, k, "message", "finish_reason")
+	})
 }

@@ -18,9 +18,9 @@
 //     FuzzUnescape).
 //
 // The per-type readers (a chat request, a Gemini request, a Responses
-// request and its items, a chat answer) are plain functions in package
-// providers taking a *Reader, beside the structs they fill: Go allows
-// methods only in the package that declares the type, and this package
-// knows nothing of the wire formats. The gain over reflection is measured
-// in BENCHMARKS.md.
+// request and its items, a Messages request with its content blocks, a
+// chat answer) are plain functions in package providers taking a *Reader,
+// beside the structs they fill: Go allows methods only in the package
+// that declares the type, and this package knows nothing of the wire
+// formats. The gain over reflection is measured in BENCHMARKS.md.
 package jsonfast
