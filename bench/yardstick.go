@@ -53,14 +53,14 @@ const (
 
 func yardstickFlags() (yc *ysConfig, parse func() error) {
 	yc = &ysConfig{}
-	flag.BoolVar(&yc.on, "yardstick", false, "instead of the proxy scenarios: the field's yardstick (added p50/p99 at concurrency 1, sustained req/s against a 20 ms mock, added TTFT p99, stall-free streams) beside plain Caddy and Portkey, with the goals judged; about 4 minutes")
-	flag.IntVar(&yc.c1Requests, "ys-c1-requests", 2000, "-yardstick: requests per row at concurrency 1")
-	flag.IntVar(&yc.c1Rounds, "ys-c1-rounds", 4, "-yardstick: interleaved rounds the concurrency-1 requests are split into")
+	flag.BoolVar(&yc.on, "yardstick", false, "instead of the proxy scenarios: the field's yardstick (added p50/p99 at concurrency 1, sustained req/s against a 20 ms mock, added TTFT p99, stall-free streams) beside plain Caddy and Portkey, with the goals judged; about 6 minutes")
+	flag.IntVar(&yc.c1Requests, "ys-c1-requests", 10000, "-yardstick: requests per row at concurrency 1")
+	flag.IntVar(&yc.c1Rounds, "ys-c1-rounds", 10, "-yardstick: interleaved rounds the concurrency-1 requests are split into")
 	levels := flag.String("ys-levels", "32,64,128,256,512", "-yardstick: workers of the sustained climb, in order")
 	flag.DurationVar(&yc.warmup, "ys-warmup", 500*time.Millisecond, "-yardstick: unmeasured load before each sustained level")
 	flag.DurationVar(&yc.step, "ys-step", 2*time.Second, "-yardstick: measured length of each sustained level")
 	flag.IntVar(&yc.ttftConc, "ys-ttft-concurrency", 4, "-yardstick: closed-loop workers of the time-to-first-token streams")
-	flag.DurationVar(&yc.ttftDuration, "ys-ttft-duration", 2*time.Second, "-yardstick: measured length of each time-to-first-token round (2 rounds)")
+	flag.DurationVar(&yc.ttftDuration, "ys-ttft-duration", 4*time.Second, "-yardstick: measured length of each time-to-first-token round (2 rounds)")
 	streams := flag.String("ys-stream-levels", "128,256,512", "-yardstick: concurrent paced streams to climb through (64 deltas 20 ms apart; a stall is a gap over 200 ms)")
 	flag.DurationVar(&yc.limit, "ys-limit", 10*time.Minute, "-yardstick: the whole run is stopped past this")
 	flag.BoolVar(&yc.pin, "ys-pin", true, "-yardstick: pin the proxies to the upper half of the CPUs and the load generator, mocks, PostgreSQL and Redis to the rest, as the field's harness does (false: everything shares every CPU)")
