@@ -36,8 +36,9 @@ type ysConfig struct {
 	limit time.Duration
 
 	// pin puts the proxies on their own CPUs, as the field's harness does
-	// (cpuPlan).
-	pin bool
+	// (cpuPlan); cpus is the split when the run made it.
+	pin  bool
+	cpus *cpuPlan
 }
 
 // The field's criteria for sustained throughput, and the paced streams'.
@@ -192,6 +193,7 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 			return err
 		}
 		defer restore()
+		yc.cpus = &plan
 	}
 	e, stop, err := startEnv(ctx, c)
 	if err != nil {

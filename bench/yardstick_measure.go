@@ -16,6 +16,11 @@ type loadPoint struct {
 	p99              time.Duration
 	requests, errors int
 	firstErr         string
+	// proxyBusy and harnessBusy: how busy the proxies' CPUs and the
+	// others were over the level, when the run pinned them (cpuPlan); a
+	// figure is the proxy's only where its CPU, not the harness's, ran
+	// out.
+	proxyBusy, harnessBusy float64
 }
 
 // meets says the level holds the field's criteria: something completed,
@@ -80,9 +85,14 @@ func measureSustained(ctx context.Context, targets []proxyTarget, yc ysConfig) (
 			fmt.Fprintf(os.Stderr, "sustained %4d workers %-12s …", conc, r.key)
 			client := newClient(conc)
 			drive(ctx, client, r.req, conc, yc.warmup)
+			before := readCPUTimes()
 			l := drive(ctx, client, r.req, conc, yc.step)
+			after := readCPUTimes()
 			client.CloseIdleConnections()
 			p := loadPoint{conc: conc, rps: l.rps(), p99: pct(l.latency, .99), requests: l.requests, errors: l.errors, firstErr: l.firstErr}
+			if yc.cpus != nil {
+				p.proxyBusy, p.harnessBusy = after.busy(before, yc.cpus.proxy), after.busy(before, yc.cpus.harness)
+			}
 			fmt.Fprintf(os.Stderr, " %.0f req/s, p99 %s, %d errors\n", p.rps, ms(p.p99), p.errors)
 			r.points = append(r.points, p)
 		}
@@ -99,15 +109,18 @@ func printSustained(w io.Writer, yc ysConfig, res []sustainResult) {
 			caddy = b.rps
 		}
 	}
-	fmt.Fprintln(w, "| scenario | **sustained req/s** | ÷ Caddy | workers | p99 there | levels (req/s / p99 / errors) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| scenario | **sustained req/s** | ÷ Caddy | workers | p99 there | CPU busy there: proxies / harness | levels (req/s / p99 / errors) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
 	for _, r := range res {
 		best, ok := sustainedBest(r.points)
-		rps, ratio, workers, p99 := "—", "—", "—", "—"
+		rps, ratio, workers, p99, busy := "—", "—", "—", "—", "—"
 		if ok {
 			rps, workers, p99 = fmt.Sprintf("%.0f", best.rps), fmt.Sprint(best.conc), ms(best.p99)
 			if caddy > 0 {
 				ratio = fmt.Sprintf("%.2f×", best.rps/caddy)
+			}
+			if yc.cpus != nil {
+				busy = fmt.Sprintf("%.0f %% / %.0f %%", 100*best.proxyBusy, 100*best.harnessBusy)
 			}
 		}
 		levels := ""
@@ -117,7 +130,7 @@ func printSustained(w io.Writer, yc ysConfig, res []sustainResult) {
 			}
 			levels += fmt.Sprintf("%d: %.0f / %s / %d", p.conc, p.rps, ms(p.p99), p.errors)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.label, rps, ratio, workers, p99, levels)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.label, rps, ratio, workers, p99, busy, levels)
 		for _, p := range r.points {
 			if p.firstErr != "" {
 				fmt.Fprintf(os.Stderr, "  %s at %d workers: first error: %s\n", r.key, p.conc, p.firstErr)
