@@ -45,8 +45,14 @@ func planCPUs() (p cpuPlan, ok bool) {
 	return cpuPlan{harness: cpus[:len(cpus)-half], proxy: cpus[len(cpus)-half:]}, true
 }
 
-func (p cpuPlan) String() string {
-	return fmt.Sprintf("proxies on CPU %s; load generator, mocks, PostgreSQL and Redis on CPU %s", cpuList(p.proxy), cpuList(p.harness))
+// describe says where everything runs; services names the databases
+// moved to the harness CPUs.
+func (p cpuPlan) describe(services []string) string {
+	others := "load generator and mocks"
+	if len(services) > 0 {
+		others += ", " + strings.Join(services, ", ")
+	}
+	return fmt.Sprintf("proxies on CPU %s (GOMAXPROCS %d); %s on CPU %s", cpuList(p.proxy), len(p.proxy), others, cpuList(p.harness))
 }
 
 func cpuList(cpus []int) string {
@@ -96,8 +102,12 @@ func pinTree(pid int, cpus []int) error {
 			}
 		}
 		if !changed {
-			return nil
+			break
 		}
+	}
+	var have unix.CPUSet
+	if err := unix.SchedGetaffinity(pid, &have); err != nil || have != *want {
+		return fmt.Errorf("process %d could not be pinned to CPU %s (%v)", pid, cpuList(cpus), err)
 	}
 	return nil
 }
@@ -211,33 +221,32 @@ func listeningInodes(table string, port uint16) []string {
 // pinHarness moves this process (the load generator; the mock it starts
 // inherits the mask) and the loopback PostgreSQL and Redis the controls
 // use onto the harness CPUs, and makes every process started from here
-// on run as many Go threads as the proxies will have CPUs. restore gives
-// the databases every CPU back.
-func pinHarness(plan cpuPlan, c config) (restore func(), err error) {
+// on run as many Go threads as the proxies will have CPUs. services names
+// the databases it moved; restore gives them every CPU back.
+func pinHarness(plan cpuPlan, c config) (restore func(), services []string, err error) {
 	all := append(append([]int{}, plan.harness...), plan.proxy...)
 	if err := pinTree(os.Getpid(), plan.harness); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	runtime.GOMAXPROCS(len(plan.harness))
 	// Children start on the harness CPUs and the proxies move after;
 	// GOMAXPROCS fixes their thread count to the CPUs they will have
 	// instead of the ones they started on.
 	if err := os.Setenv("GOMAXPROCS", strconv.Itoa(len(plan.proxy))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var services []int
-	for _, u := range []string{c.postgres, c.redis} {
-		if pid, ok := listenerPID(u); ok {
-			if err := pinTree(pid, plan.harness); err == nil {
-				services = append(services, pid)
-			}
+	var pids []int
+	for _, svc := range []struct{ name, url string }{{"PostgreSQL", c.postgres}, {"Redis", c.redis}} {
+		if pid, ok := listenerPID(svc.url); ok && pinTree(pid, plan.harness) == nil {
+			pids = append(pids, pid)
+			services = append(services, svc.name)
 		}
 	}
 	return func() {
-		for _, pid := range services {
+		for _, pid := range pids {
 			_ = pinTree(pid, all)
 		}
-	}, nil
+	}, services, nil
 }
 
 // pinProxies moves every proxy under test, and whatever it started, onto

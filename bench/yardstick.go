@@ -187,13 +187,14 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 	loadBefore := loadAverage()
 	plan, pinned := planCPUs()
 	pinned = pinned && yc.pin
+	var services []string
 	if pinned {
-		restore, err := pinHarness(plan, c)
+		restore, pinnedServices, err := pinHarness(plan, c)
 		if err != nil {
 			return err
 		}
 		defer restore()
-		yc.cpus = &plan
+		yc.cpus, services = &plan, pinnedServices
 	}
 	e, stop, err := startEnv(ctx, c)
 	if err != nil {
@@ -231,7 +232,7 @@ func runYardstick(ctx context.Context, c config, yc ysConfig, w io.Writer) error
 	}
 	fmt.Fprintf(w, "Machine: %s; load average before start-up %s.\n", machine(), loadBefore)
 	if pinned {
-		fmt.Fprintf(w, "\nCPUs: %s (-ys-pin=false shares them all).\n", plan)
+		fmt.Fprintf(w, "\nCPUs: %s (-ys-pin=false shares them all).\n", plan.describe(services))
 	} else {
 		fmt.Fprintln(w, "\nCPUs: every process shares every CPU (not pinned).")
 	}
