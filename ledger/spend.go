@@ -47,16 +47,22 @@ func PeriodStart(period string, t time.Time) time.Time {
 
 // PeriodEnd is when the period holding t ends; zero for a total.
 func PeriodEnd(period string, t time.Time) time.Time {
+	_, end := PeriodBounds(period, t)
+	return end
+}
+
+// PeriodBounds is PeriodStart and PeriodEnd, the start found once.
+func PeriodBounds(period string, t time.Time) (start, end time.Time) {
 	s := PeriodStart(period, t)
 	switch period {
 	case "daily":
-		return s.AddDate(0, 0, 1)
+		return s, s.AddDate(0, 0, 1)
 	case "weekly":
-		return s.AddDate(0, 0, 7)
+		return s, s.AddDate(0, 0, 7)
 	case "monthly":
-		return s.AddDate(0, 1, 0)
+		return s, s.AddDate(0, 1, 0)
 	}
-	return time.Time{}
+	return s, time.Time{}
 }
 
 // SessionScopeID names a session's spend: sessions are a key's.
@@ -125,7 +131,7 @@ func (s *sqlStore) addSpend(ctx context.Context, tx *sql.Tx, recs []Record) erro
 	// let two writers lock the same rows in opposite orders.
 	keys := sortedKeys(m, compareSpendKeys)
 	if s.d.arrays {
-		return addSpendArrays(ctx, tx, keys, m, now)
+		return addSpendArrays(ctx, tx, s.pg.spend, keys, m, now)
 	}
 	p := s.d.placeholder
 	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)
