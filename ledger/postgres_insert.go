@@ -45,7 +45,7 @@ func copyRecords(ctx context.Context, conn *sql.Conn, recs []Record, types [numR
 // was a tenth of the writer's allocations.
 type pgStatements struct {
 	copy, spend string
-	rollup [2]string // in rollupTables' order
+	rollup      [2]string // in rollupTables' order
 }
 
 func newPGStatements() pgStatements {
