@@ -357,3 +357,29 @@ func (b *Deployment) Close() {
 // MaxAnswer bounds a non-streaming upstream answer held in memory for
 // translation or usage reading.
 const MaxAnswer = 64 << 20
+
+// ReadAnswer reads a non-streaming answer of up to MaxAnswer bytes, in
+// one buffer sized from the answer's Content-Length when it has one (up
+// to a megabyte: a length is the upstream's word, not yet its bytes),
+// where io.ReadAll would grow from 512 bytes by doubling.
+func ReadAnswer(resp *http.Response) ([]byte, error) {
+	size := 512
+	if n := resp.ContentLength; n >= 0 {
+		size = int(min(n, 1<<20)) + 1 // +1: the read that meets the end needs no room
+	}
+	r := io.LimitReader(resp.Body, MaxAnswer)
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grown as append grows
+		}
+	}
+}
