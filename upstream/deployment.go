@@ -8,7 +8,6 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -48,6 +47,7 @@ type Deployment struct {
 	gap     time.Duration // stream_timeout: longest allowed pause between events
 	first   time.Duration // first_token_timeout: longest wait for a stream's first content
 	secrets []string      // what Redact removes from upstream text
+	targets postTargets   // the URLs posted to, parsed once
 }
 
 // Options is what a deployment is built from besides its entry.
@@ -190,7 +190,7 @@ func (b *Deployment) NewRequest(ctx context.Context, cf providers.Format, client
 
 // postRequest posts body to url, authenticated for the endpoint.
 func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, client ClientMeta, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := b.targets.newPost(ctx, url, body)
 	if err != nil {
 		return nil, err
 	}
