@@ -47,22 +47,33 @@ func PeriodStart(period string, t time.Time) time.Time {
 
 // PeriodEnd is when the period holding t ends; zero for a total.
 func PeriodEnd(period string, t time.Time) time.Time {
-	_, end := PeriodBounds(period, t)
-	return end
-}
-
-// PeriodBounds is PeriodStart and PeriodEnd, the start found once.
-func PeriodBounds(period string, t time.Time) (start, end time.Time) {
 	s := PeriodStart(period, t)
 	switch period {
 	case "daily":
-		return s, s.AddDate(0, 0, 1)
+		return s.AddDate(0, 0, 1)
 	case "weekly":
-		return s, s.AddDate(0, 0, 7)
+		return s.AddDate(0, 0, 7)
 	case "monthly":
-		return s, s.AddDate(0, 1, 0)
+		return s.AddDate(0, 1, 0)
 	}
-	return s, time.Time{}
+	return time.Time{}
+}
+
+// PeriodBounds is PeriodStart and PeriodEnd with the date found once:
+// every admission with a budget asks for them.
+func PeriodBounds(period string, t time.Time) (start, end time.Time) {
+	y, m, d := t.UTC().Date()
+	day := func(d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	switch period {
+	case "daily":
+		return day(d), day(d + 1)
+	case "weekly":
+		monday := d - (int(day(d).Weekday())+6)%7
+		return day(monday), day(monday + 7)
+	case "monthly":
+		return day(1), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Unix(0, 0).UTC(), time.Time{}
 }
 
 // SessionScopeID names a session's spend: sessions are a key's.
