@@ -98,13 +98,25 @@ func compareSpendKeys(a, b spendKey) int {
 // spendOf adds up what recs cost per scope and period.
 func spendOf(recs []Record) map[spendKey]int64 {
 	m := map[spendKey]int64{}
+	// Every period starts at one time all through a UTC day, and a batch's
+	// records are mostly of one day: their starts are found once for it.
+	var day struct {
+		from, to time.Time
+		starts   [4]int64 // by budgetPeriods
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.CostPicoUSD <= 0 || r.ReportOnly {
 			continue
 		}
-		for _, p := range budgetPeriods() {
-			start := PeriodStart(p, r.Time).UnixMicro()
+		if r.Time.Before(day.from) || !r.Time.Before(day.to) {
+			day.from, day.to = PeriodBounds("daily", r.Time)
+			for j, p := range budgetPeriods() {
+				day.starts[j] = PeriodStart(p, r.Time).UnixMicro()
+			}
+		}
+		for j, p := range budgetPeriods() {
+			start := day.starts[j]
 			if r.KeyID != "" {
 				m[spendKey{ScopeKey, r.KeyID, p, start}] = plusSat(m[spendKey{ScopeKey, r.KeyID, p, start}], r.CostPicoUSD)
 			}
