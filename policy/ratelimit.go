@@ -258,8 +258,9 @@ type RateHold struct {
 	seq    uint64
 	lease  string // the request's lease and settlement id: id() makes it
 	scopes []rateScope
-	// scopeBuf holds scopes: a key's and its workspace's at most.
-	scopeBuf [2]rateScope
+	// scopeBuf holds scopes when there is one (a key's, usually): a
+	// workspace's too grows them out of it.
+	scopeBuf [1]rateScope
 
 	mu    sync.Mutex
 	renew *time.Timer // nil: no slot held
