@@ -5,20 +5,24 @@ import (
 	"testing"
 )
 
-// stringEndBytes is stringEnd a byte at a time, as it was written first:
-// the reference the eight-byte walk is held to.
+// stringEndBytes is stringEnd a byte at a time, as it was written first
+// (the cases reordered, being disjoint): the reference the eight-byte
+// walk is held to.
 func stringEndBytes(src []byte, pos int) (int, bool, error) {
-	escaped := false
-	for i := pos + 1; i < len(src); i++ {
-		switch c := src[i]; {
-		case c == '"':
-			return i + 1, escaped, nil
-		case c == '\\':
-			escaped = true
-			i++
-		case c < 0x20:
+	escaped, i := false, pos+1
+	for i < len(src) {
+		c := src[i]
+		if c < 0x20 {
 			return 0, false, errSyntax
 		}
+		if c == '"' {
+			return i + 1, escaped, nil
+		}
+		if c == '\\' {
+			escaped, i = true, i+2
+			continue
+		}
+		i++
 	}
 	return 0, false, errSyntax
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 )
 
+type postTestKey struct{}
+
 // TestNewPostAsNewRequest: a request built from a kept URL is the one
 // http.NewRequestWithContext builds (address, host, body, length,
 // GetBody, context); URLs with a query are not kept, nor more than the
 // bound.
 func TestNewPostAsNewRequest(t *testing.T) {
 	var targets postTargets
-	ctx := context.WithValue(context.Background(), struct{}{}, "ctx")
+	ctx := context.WithValue(context.Background(), postTestKey{}, "ctx")
 	body := []byte(`{"model":"m"}`)
 	for _, raw := range []string{"http://127.0.0.1:8080/v1/chat/completions", "https://user:pw@api.example.com:/v1/messages", "http://h/v1/messages?beta=true"} {
 		for range 2 { // made, then kept
