@@ -359,13 +359,15 @@ func (b *Deployment) Close() {
 const MaxAnswer = 64 << 20
 
 // ReadAnswer reads a non-streaming answer of up to MaxAnswer bytes, in
-// one buffer sized from the answer's Content-Length when it has one (up
-// to a megabyte: a length is the upstream's word, not yet its bytes),
-// where io.ReadAll would grow from 512 bytes by doubling.
+// one buffer sized from the answer's Content-Length when it has one,
+// where io.ReadAll would grow from 512 bytes by doubling. Up to 64 KiB
+// only: a length is the upstream's word, not yet its bytes, and an
+// upstream that claims megabytes and sends little must not make every
+// request hold them; a longer answer grows from there.
 func ReadAnswer(resp *http.Response) ([]byte, error) {
 	size := 512
 	if n := resp.ContentLength; n >= 0 {
-		size = int(min(n, 1<<20)) + 1 // +1: the read that meets the end needs no room
+		size = int(min(n, 64<<10)) + 1 // +1: the read that meets the end needs no room
 	}
 	r := io.LimitReader(resp.Body, MaxAnswer)
 	b := make([]byte, 0, size)

@@ -59,8 +59,13 @@ func TestReadAnswer(t *testing.T) {
 			}
 		}
 	}
+	// A length the upstream claims is not taken on its word past 64 KiB.
+	resp := &http.Response{ContentLength: 1 << 30, Body: io.NopCloser(strings.NewReader("{}"))}
+	if got, err := ReadAnswer(resp); err != nil || string(got) != "{}" || cap(got) > 64<<10+1 {
+		t.Fatalf("a claimed gigabyte: %q (cap %d), %v", got, cap(got), err)
+	}
 	boom := errors.New("connection reset")
-	resp := &http.Response{ContentLength: -1, Body: io.NopCloser(&failingReader{r: bytes.NewReader([]byte("partial")), err: boom})}
+	resp = &http.Response{ContentLength: -1, Body: io.NopCloser(&failingReader{r: bytes.NewReader([]byte("partial")), err: boom})}
 	if _, err := ReadAnswer(resp); !errors.Is(err, boom) {
 		t.Fatalf("read error: got %v", err)
 	}
