@@ -328,9 +328,9 @@ func TestServeAllocations(t *testing.T) {
 		stream      bool
 		max         float64
 	}{
-		{"echo", "echo", false, 90},
+		{"echo", "echo", false, 89},
 		{"echo-stream", "echo", true, 97},
-		{"openai", "oa", false, 93},
+		{"openai", "oa", false, 92},
 		{"responses-openai", "oa", false, 142},
 		{"gemini-openai", "oa", false, 132},
 		{"messages-openai", "oa", false, 120},

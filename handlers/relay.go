@@ -63,7 +63,7 @@ func upstreamRequestID(h http.Header) string {
 func (g *Gateway) relayBody(ctx context.Context, c *upstreamCall) result {
 	x, b, resp, start, timeout := c.x, c.d, c.resp, c.start, c.d.Timeout()
 	out, cf, info, rec := x.out, x.cf, x.info, x.rec
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, upstream.MaxAnswer))
+	raw, err := upstream.ReadAnswer(resp)
 	if err != nil {
 		if x.ctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return result{retryable: true, class: "timeout", err: &providers.APIError{Status: http.StatusGatewayTimeout,

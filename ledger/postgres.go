@@ -53,7 +53,7 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		conflict:           postgresConflict,
 		sharedReservations: true,
 		arrays:             true,
-	}}
+	}, pg: newPGStatements()}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

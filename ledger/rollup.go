@@ -141,7 +141,7 @@ func (s *sqlStore) upsertRollup(ctx context.Context, tx *sql.Tx, table string, m
 	// overlapping rows in map order deadlock each other.
 	keys := sortedKeys(m, compareRollupKeys)
 	if s.d.arrays {
-		return upsertRollupArrays(ctx, tx, table, keys, m)
+		return upsertRollupArrays(ctx, tx, s.pg.rollupSQL(table), keys, m)
 	}
 	p := s.d.placeholder
 	q := `INSERT INTO ` + table + ` (` + rollupColumns + `) VALUES (`

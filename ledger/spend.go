@@ -59,6 +59,23 @@ func PeriodEnd(period string, t time.Time) time.Time {
 	return time.Time{}
 }
 
+// PeriodBounds is PeriodStart and PeriodEnd with the date found once:
+// every admission with a budget asks for them.
+func PeriodBounds(period string, t time.Time) (start, end time.Time) {
+	y, m, d := t.UTC().Date()
+	day := func(d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	switch period {
+	case "daily":
+		return day(d), day(d + 1)
+	case "weekly":
+		monday := d - (int(day(d).Weekday())+6)%7
+		return day(monday), day(monday + 7)
+	case "monthly":
+		return day(1), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Unix(0, 0).UTC(), time.Time{}
+}
+
 // SessionScopeID names a session's spend: sessions are a key's.
 func SessionScopeID(keyID, sessionID string) string { return keyID + " " + sessionID }
 
@@ -81,13 +98,25 @@ func compareSpendKeys(a, b spendKey) int {
 // spendOf adds up what recs cost per scope and period.
 func spendOf(recs []Record) map[spendKey]int64 {
 	m := map[spendKey]int64{}
+	// Every period starts at one time all through a UTC day, and a batch's
+	// records are mostly of one day: their starts are found once for it.
+	var day struct {
+		from, to time.Time
+		starts   [4]int64 // by budgetPeriods
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.CostPicoUSD <= 0 || r.ReportOnly {
 			continue
 		}
-		for _, p := range budgetPeriods() {
-			start := PeriodStart(p, r.Time).UnixMicro()
+		if r.Time.Before(day.from) || !r.Time.Before(day.to) {
+			day.from, day.to = PeriodBounds("daily", r.Time)
+			for j, p := range budgetPeriods() {
+				day.starts[j] = PeriodStart(p, r.Time).UnixMicro()
+			}
+		}
+		for j, p := range budgetPeriods() {
+			start := day.starts[j]
 			if r.KeyID != "" {
 				m[spendKey{ScopeKey, r.KeyID, p, start}] = plusSat(m[spendKey{ScopeKey, r.KeyID, p, start}], r.CostPicoUSD)
 			}
@@ -125,7 +154,7 @@ func (s *sqlStore) addSpend(ctx context.Context, tx *sql.Tx, recs []Record) erro
 	// let two writers lock the same rows in opposite orders.
 	keys := sortedKeys(m, compareSpendKeys)
 	if s.d.arrays {
-		return addSpendArrays(ctx, tx, keys, m, now)
+		return addSpendArrays(ctx, tx, s.pg.spend, keys, m, now)
 	}
 	p := s.d.placeholder
 	q := `INSERT INTO budget_spend (scope, scope_id, period, period_start_us, spent_pico, updated_us)

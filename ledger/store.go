@@ -599,6 +599,8 @@ type sqlStore struct {
 	// copyTypes are usage_records' column types as PostgreSQL's COPY
 	// sends them, read from the table at open.
 	copyTypes [numRecordColumns]copyType
+	// pg are the PostgreSQL writer's statements, built at open.
+	pg pgStatements
 	// owner names this process's budget lease rows; claim holds the
 	// connection whose lock says the name is taken (ledger/instance.go).
 	owner string
@@ -711,7 +713,7 @@ func (s *sqlStore) Insert(ctx context.Context, recs []Record) error {
 	if recs, err = s.settleReports(ctx, tx, recs); err != nil {
 		return err
 	}
-	if err := copyRecords(ctx, conn, recs, s.copyTypes); err != nil {
+	if err := copyRecords(ctx, conn, recs, s.copyTypes, s.pg.copy); err != nil {
 		return err
 	}
 	if err := s.addSpend(ctx, tx, recs); err != nil {

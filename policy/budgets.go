@@ -335,8 +335,9 @@ func appendBudget(out []budget, id *Identity, session string, now time.Time, sco
 	// Every entry point bounds amounts; the clamp keeps a row stored
 	// before the bound from overflowing into a negative limit.
 	limit, soft := min(max(*cents, 0), money.MaxBudgetCents), min(max(softCents, 0), money.MaxBudgetCents)
-	return append(out, budget{key: budgetKey{scope, scopeID, period, ledger.PeriodStart(period, now).UnixMicro()},
-		limitPico: limit * 1e10, softPico: soft * 1e10, resets: ledger.PeriodEnd(period, now), keyID: id.KeyID, session: session})
+	start, resets := ledger.PeriodBounds(period, now)
+	return append(out, budget{key: budgetKey{scope, scopeID, period, start.UnixMicro()},
+		limitPico: limit * 1e10, softPico: soft * 1e10, resets: resets, keyID: id.KeyID, session: session})
 }
 
 // Reservation is what an admitted request holds until it settles.
@@ -411,11 +412,13 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 	rs := b.reserver()
 	shared := rs != nil && now.UnixNano() >= b.sharedDownUntil.Load()
 	lr, leased := rs.(ledger.LeaseReserver)
-	var key string
+	// The lease's name, built before the lock, which every admission of
+	// the instance waits for (the name is the list's alone), in a buffer
+	// on the stack: the common case only looks the lease up with it.
+	var keyBuf [160]byte
+	var key []byte
 	if shared && leased {
-		// Named before the lock, which every admission of the instance
-		// waits for: the name is the list's alone.
-		key = budgetsKey(list)
+		key = appendBudgetsKey(keyBuf[:0], list)
 	}
 	b.mu.Lock()
 	for _, bg := range list {
@@ -431,7 +434,7 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 	r := &Reservation{b: b, pico: grant, est: est, budgets: list, ticket: b.tickets.Add(1)}
 	if shared && leased {
 		// The common case: the lease this instance holds has the room.
-		if c := b.drawLocked(key, r.ticket, grant, now); c != nil {
+		if c := b.drawLocked(b.leases.m[string(key)], r.ticket, grant, now); c != nil {
 			r.lease, r.leasePico, r.shared = c, grant, true
 			b.addReservedLocked(r, list)
 			b.mu.Unlock()
@@ -444,7 +447,7 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 		var g ledger.LeaseGrant
 		var err error
 		if leased {
-			r.lease, g, err = b.admitLease(rctx, lr, key, list, r.ticket, grant, min(est.floor(), grant), now)
+			r.lease, g, err = b.admitLease(rctx, lr, string(key), list, r.ticket, grant, min(est.floor(), grant), now)
 			if err == nil && g.Refused == 0 {
 				r.pico, r.leasePico = g.LastPico, g.LastPico
 			}
@@ -502,17 +505,18 @@ func (b *Budgets) admit(ctx context.Context, list []budget, est Estimate, lease 
 // addReservedLocked counts r's estimate on its budgets here until it
 // settles; the caller holds mu.
 func (b *Budgets) addReservedLocked(r *Reservation, list []budget) {
+	if r.keys == nil {
+		r.keys = make([]budgetKey, 0, len(list))
+	}
 	for _, bg := range list {
 		r.keys = append(r.keys, bg.key)
 		b.reserved[bg.key] += r.pico
 	}
 }
 
-// budgetsKey names a set of budgets and their limits, as holdsKey.
-func budgetsKey(list []budget) string {
-	// Appended into one buffer and made a string once: every admission
-	// with a budget builds it.
-	b := make([]byte, 0, 96)
+// appendBudgetsKey appends the name of a set of budgets and their limits
+// (as holdsKey) to b.
+func appendBudgetsKey(b []byte, list []budget) []byte {
 	for _, bg := range list {
 		b = append(b, bg.key.scope...)
 		b = append(b, 0)
@@ -525,7 +529,7 @@ func budgetsKey(list []budget) string {
 		b = strconv.AppendInt(b, bg.limitPico, 10)
 		b = append(b, 1)
 	}
-	return string(b)
+	return b
 }
 
 func compareBudgetKeys(a, b budgetKey) int {

@@ -117,8 +117,7 @@ func holdsOf(list []budget) []ledger.BudgetHold {
 // drawLocked admits pico from the lease on list when it has the room and
 // its rows are not about to lapse, with no top-up in flight; the caller
 // holds mu.
-func (b *Budgets) drawLocked(key string, ticket uint64, pico int64, now time.Time) *leaseTicket {
-	l := b.leases.m[key]
+func (b *Budgets) drawLocked(l *budgetLease, ticket uint64, pico int64, now time.Time) *leaseTicket {
 	if l == nil || l.topping || len(l.pending) > 0 {
 		return nil
 	}
@@ -159,7 +158,7 @@ func (b *Budgets) admitLease(ctx context.Context, lr ledger.LeaseReserver, key s
 	}
 	// Another request may have topped the lease up meanwhile.
 	if !l.topping && len(l.pending) == 0 {
-		if c := b.drawLocked(key, ticket, pico, now); c != nil {
+		if c := b.drawLocked(l, ticket, pico, now); c != nil {
 			b.mu.Unlock()
 			return c, ledger.LeaseGrant{Admitted: 1, LastPico: pico}, nil
 		}

@@ -258,6 +258,9 @@ type RateHold struct {
 	seq    uint64
 	lease  string // the request's lease and settlement id: id() makes it
 	scopes []rateScope
+	// scopeBuf holds scopes when there is one (a key's, usually): a
+	// workspace's too grows them out of it.
+	scopeBuf [1]rateScope
 
 	mu    sync.Mutex
 	renew *time.Timer // nil: no slot held
@@ -299,25 +302,29 @@ func (rl *RateLimits) AdmitWithDefault(ctx context.Context, id *Identity, ws led
 	if rl == nil || id == nil {
 		return nil, RateDecision{}, nil
 	}
-	var scopes []rateScope
 	l := id.Limits
 	par := l.MaxParallel
 	if par == 0 {
 		par = keyParallel
 	}
-	if l.RPM > 0 || l.TPM > 0 || par > 0 {
-		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: par})
-	}
-	if id.Workspace != "" && (ws.RPM > 0 || ws.TPM > 0 || ws.MaxParallel > 0) {
-		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})
-	}
-	if len(scopes) == 0 {
+	keyScope := l.RPM > 0 || l.TPM > 0 || par > 0
+	wsScope := id.Workspace != "" && (ws.RPM > 0 || ws.TPM > 0 || ws.MaxParallel > 0)
+	if !keyScope && !wsScope {
 		return nil, RateDecision{}, nil
 	}
 	reserve = max(0, reserve)
 	now := rl.now()
 	window := now.Unix() / 60 * 60
-	hold := &RateHold{rl: rl, seq: rl.seq.Add(1), scopes: scopes}
+	hold := &RateHold{rl: rl, seq: rl.seq.Add(1)}
+	// The scopes live in the hold: one allocation for both.
+	scopes := hold.scopeBuf[:0]
+	if keyScope {
+		scopes = append(scopes, rateScope{name: "key:" + id.KeyID, rpm: l.RPM, tpm: l.TPM, par: par})
+	}
+	if wsScope {
+		scopes = append(scopes, rateScope{name: "ws:" + id.Workspace, rpm: ws.RPM, tpm: ws.TPM, par: ws.MaxParallel})
+	}
+	hold.scopes = scopes
 	sharedOK := false
 	for i := range scopes {
 		s := &scopes[i]

@@ -100,7 +100,18 @@ func isEmptyArray(v []byte) bool {
 // without decoding the rest of it. A body without usage yields a zero
 // Usage with Seen false.
 func OpenAIUsageFromBody(body []byte) Usage {
-	v, ok, err := jsonfast.FindMember(body, 0, "usage")
+	// One walk of the answer finds both members FindMember would, the
+	// last of each name.
+	var v, tier jsonfast.Span
+	ok, hasTier := false, false
+	_, err := jsonfast.EachMember(body, 0, func(k []byte, s jsonfast.Span) {
+		switch {
+		case jsonfast.KeyIs(k, "usage"):
+			v, ok = s, true
+		case jsonfast.KeyIs(k, "service_tier"):
+			tier, hasTier = s, true
+		}
+	})
 	if err != nil || !ok || body[v.Start] != '{' {
 		return Usage{}
 	}
@@ -122,8 +133,8 @@ func OpenAIUsageFromBody(body []byte) Usage {
 		return Usage{}
 	}
 	out := usageFromOpenAI(&u)
-	if t, ok, err := jsonfast.FindMember(body, 0, "service_tier"); err == nil && ok {
-		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[t.Start:t.End])
+	if hasTier {
+		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[tier.Start:tier.End])
 	}
 	return out
 }

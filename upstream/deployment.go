@@ -8,7 +8,6 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -48,6 +47,7 @@ type Deployment struct {
 	gap     time.Duration // stream_timeout: longest allowed pause between events
 	first   time.Duration // first_token_timeout: longest wait for a stream's first content
 	secrets []string      // what Redact removes from upstream text
+	targets postTargets   // the URLs posted to, parsed once
 }
 
 // Options is what a deployment is built from besides its entry.
@@ -190,7 +190,7 @@ func (b *Deployment) NewRequest(ctx context.Context, cf providers.Format, client
 
 // postRequest posts body to url, authenticated for the endpoint.
 func (b *Deployment) postRequest(ctx context.Context, cf providers.Format, client ClientMeta, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := b.targets.newPost(ctx, url, body)
 	if err != nil {
 		return nil, err
 	}
@@ -357,3 +357,31 @@ func (b *Deployment) Close() {
 // MaxAnswer bounds a non-streaming upstream answer held in memory for
 // translation or usage reading.
 const MaxAnswer = 64 << 20
+
+// ReadAnswer reads a non-streaming answer of up to MaxAnswer bytes, in
+// one buffer sized from the answer's Content-Length when it has one,
+// where io.ReadAll would grow from 512 bytes by doubling. Up to 64 KiB
+// only: a length is the upstream's word, not yet its bytes, and an
+// upstream that claims megabytes and sends little must not make every
+// request hold them; a longer answer grows from there.
+func ReadAnswer(resp *http.Response) ([]byte, error) {
+	size := 512
+	if n := resp.ContentLength; n >= 0 {
+		size = int(min(n, 64<<10)) + 1 // +1: the read that meets the end needs no room
+	}
+	r := io.LimitReader(resp.Body, MaxAnswer)
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grown as append grows
+		}
+	}
+}
