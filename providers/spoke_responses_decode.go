@@ -75,6 +75,16 @@ func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 			seen(1)
 			end := r.Raw(i, &q.Input)
 			if r.OK() && body[i] == '[' {
+				// Counting the items first (a skip over the array) sizes
+				// both lists once instead of growing them item by item.
+				n := 0
+				r.Array(i, func(j int) int {
+					n++
+					return r.Skip(j)
+				})
+				if n > 0 && r.OK() {
+					t.Items, t.items = make([]json.RawMessage, 0, n), make([]responsesItem, 0, n)
+				}
 				r.Array(i, func(j int) int {
 					var it responsesItem
 					e := readResponsesItem(&r, j, &it)
