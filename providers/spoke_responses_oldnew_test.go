@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -195,4 +196,13 @@ func fuzzMessages(b []byte) []chatMessage {
 		}
 	}
 	return msgs
+}
+
+// TestParamOf: the constant-cut names are the ones the concatenation wrote.
+func TestParamOf(t *testing.T) {
+	for i := -1; i < 25; i++ {
+		if got, want := paramOf(i), "input["+strconv.Itoa(i)+"]"; got != want {
+			t.Errorf("paramOf(%d) = %q, want %q", i, got, want)
+		}
+	}
 }
