@@ -79,7 +79,9 @@ func (t *ResponsesTurn) chatToResponsesUsage(chat []byte) ([]byte, Usage, error)
 	if a.ServiceTier != "" {
 		o.ServiceTier = a.ServiceTier
 	}
-	body := appendResponseObject(make([]byte, 0, len(chat)+t.size+1024), &o)
+	// The Response echoes the request's parameters but not its input:
+	// room for those, the output written above and the fixed members.
+	body := appendResponseObject(make([]byte, 0, len(buf)+max(0, t.size-len(t.Req.Input))+1024), &o)
 	t.finalize(status, output, body)
 	return body, a.ledgerUsage(), nil
 }
