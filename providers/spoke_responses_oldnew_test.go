@@ -7,13 +7,18 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // The Responses path's rewrites for CPU per request (issue 35 item 6),
 // each held here to the code it replaced: the answer written into one
 // buffer with its message item on the stack, and tool calls paired
-// without a copy when there are none.
+// without a copy when there are none (pairAll is the walk every
+// conversation took before).
+
+// volatile are the parts of a Response that differ between two runs on
+// purpose: the second it completed, and call ids minted for calls the
+// upstream left without one.
+var volatile = regexp.MustCompile(`"completed_at":\d+|call_[A-Z2-7]{26}`)
 
 // oldChatToResponsesUsage is chatToResponsesUsage as it was before the
 // answer's items shared one buffer.
@@ -61,62 +66,8 @@ func (t *ResponsesTurn) oldChatToResponsesUsage(chat []byte) ([]byte, Usage, err
 	for i, it := range items {
 		output[i] = it.appendJSON(nil, true)
 	}
-	status, incomplete := finishStatus(c.FinishReason)
-	usage := a.Usage.responses()
-	o := t.object(status, output, &usage)
-	o.IncompleteDetails = incomplete
-	now := time.Now().Unix()
-	o.CompletedAt = &now
-	if a.ServiceTier != "" {
-		o.ServiceTier = a.ServiceTier
-	}
-	body := appendResponseObject(make([]byte, 0, len(chat)+t.size+1024), &o)
-	t.finalize(status, output, body)
-	return body, a.ledgerUsage(), nil
+	return t.chatResponse(&a, output, len(chat)+t.size+1024)
 }
-
-// oldPairToolCalls is pairToolCalls before it returned a conversation
-// without tool calls as it is.
-func oldPairToolCalls(msgs []chatMessage) []chatMessage {
-	calls := map[string]bool{}
-	outputs := map[string]bool{}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			calls[c.ID] = true
-		}
-		if m.Role == "tool" {
-			outputs[m.ToolCallID] = true
-		}
-	}
-	out := make([]chatMessage, 0, len(msgs))
-	for i := 0; i < len(msgs); i++ {
-		m := msgs[i]
-		if m.Role == "tool" && !calls[m.ToolCallID] {
-			continue
-		}
-		out = append(out, m)
-		if len(m.ToolCalls) == 0 {
-			continue
-		}
-		for i+1 < len(msgs) && msgs[i+1].Role == "tool" {
-			i++
-			if calls[msgs[i].ToolCallID] {
-				out = append(out, msgs[i])
-			}
-		}
-		for _, c := range m.ToolCalls {
-			if !outputs[c.ID] {
-				out = append(out, chatMessage{Role: "tool", ToolCallID: c.ID, Content: "aborted"})
-			}
-		}
-	}
-	return out
-}
-
-// volatile are the parts of a Response that differ between two runs on
-// purpose: the second it completed, and call ids minted for calls the
-// upstream left without one.
-var volatile = regexp.MustCompile(`"completed_at":\d+|call_[A-Z2-7]{26}`)
 
 // FuzzChatToResponsesOldNew: a chat answer becomes the same Response, the
 // same usage, the same stored output and the same error as before, and a
@@ -142,7 +93,7 @@ func FuzzChatToResponsesOldNew(f *testing.F) {
 		f.Add([]byte(r), []byte(answers[i%len(answers)]), i%2 == 1)
 	}
 	f.Fuzz(func(t *testing.T, body, chat []byte, refusalAsText bool) {
-		if got, want := pairToolCalls(fuzzMessages(chat)), oldPairToolCalls(fuzzMessages(chat)); !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+		if got, want := pairToolCalls(fuzzMessages(chat)), pairAll(fuzzMessages(chat)); !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
 			t.Fatalf("paired %#v\nbefore %#v", got, want)
 		}
 		turn, err := ParseResponsesRequest(body)

@@ -516,6 +516,11 @@ func pairToolCalls(msgs []chatMessage) []chatMessage {
 	if !slices.ContainsFunc(msgs, func(m chatMessage) bool { return m.Role == "tool" || len(m.ToolCalls) > 0 }) {
 		return msgs // nothing to pair: the common conversation costs no copy
 	}
+	return pairAll(msgs)
+}
+
+// pairAll is pairToolCalls' walk, into a new list.
+func pairAll(msgs []chatMessage) []chatMessage {
 	calls := map[string]bool{}
 	outputs := map[string]bool{}
 	for _, m := range msgs {

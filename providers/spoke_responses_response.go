@@ -70,7 +70,15 @@ func (t *ResponsesTurn) chatToResponsesUsage(chat []byte) ([]byte, Usage, error)
 		}
 		put(it, args)
 	}
-	status, incomplete := finishStatus(c.FinishReason)
+	// The Response echoes the request's parameters but not its input:
+	// room for those, the output written above and the fixed members.
+	return t.chatResponse(&a, output, len(buf)+max(0, t.size-len(t.Req.Input))+1024)
+}
+
+// chatResponse writes the Response for a chat answer a whose output items
+// are written, into a buffer of size bytes, and finalizes the turn.
+func (t *ResponsesTurn) chatResponse(a *chatAnswer, output []json.RawMessage, size int) ([]byte, Usage, error) {
+	status, incomplete := finishStatus(a.Choices[0].FinishReason)
 	usage := a.Usage.responses()
 	o := t.object(status, output, &usage)
 	o.IncompleteDetails = incomplete
@@ -79,9 +87,7 @@ func (t *ResponsesTurn) chatToResponsesUsage(chat []byte) ([]byte, Usage, error)
 	if a.ServiceTier != "" {
 		o.ServiceTier = a.ServiceTier
 	}
-	// The Response echoes the request's parameters but not its input:
-	// room for those, the output written above and the fixed members.
-	body := appendResponseObject(make([]byte, 0, len(buf)+max(0, t.size-len(t.Req.Input))+1024), &o)
+	body := appendResponseObject(make([]byte, 0, size), &o)
 	t.finalize(status, output, body)
 	return body, a.ledgerUsage(), nil
 }
