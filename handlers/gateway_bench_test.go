@@ -331,7 +331,7 @@ func TestServeAllocations(t *testing.T) {
 		{"echo", "echo", false, 90},
 		{"echo-stream", "echo", true, 97},
 		{"openai", "oa", false, 93},
-		{"responses-openai", "oa", false, 128},
+		{"responses-openai", "oa", false, 124},
 		{"gemini-openai", "oa", false, 132},
 		{"messages-openai", "oa", false, 120},
 	} {

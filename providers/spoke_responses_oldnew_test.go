@@ -157,3 +157,50 @@ func TestParamOf(t *testing.T) {
 		}
 	}
 }
+
+// oldAssignIDs is the loop assignIDs replaced: an id string and a copy
+// of the item for each item without an id.
+func (t *ResponsesTurn) oldAssignIDs() {
+	t.NewItems = make([]json.RawMessage, len(t.Items))
+	for i, raw := range t.Items {
+		if it := &t.items[i]; it.ID == "" && !it.isReference() {
+			it.ID = t.newID(it.Type)
+			raw = appendWithID(nil, raw, it.ID)
+			t.Items[i] = raw
+		}
+		t.NewItems[i] = raw
+	}
+}
+
+// FuzzAssignIDs: the input items get the same ids, in the same order, and
+// the same rewritten bytes as before, from any sequence number; the nonce
+// is made only when an item needs an id.
+func FuzzAssignIDs(f *testing.F) {
+	for _, body := range []string{string(benchResponsesBody()), codexTurn, codexSearchSecondTurn, thinkingTurn,
+		`{"model":"m","input":[ {"type":"message","role":"user","content":"a"} , {"id":"msg_x","type":"message","role":"assistant","content":"b"},{"type":"item_reference","id":"r"},{"id":"ref"},{ },{"type":"function_call_output","call_id":"c","output":"<&>"}]}`,
+	} {
+		f.Add([]byte(body), uint64(0), true)
+		f.Add([]byte(body), uint64(35), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, seq uint64, fixedNonce bool) {
+		var got, want ResponsesTurn
+		if !json.Valid(body) || !readResponsesRequest(body, &got) || !readResponsesRequest(body, &want) {
+			return
+		}
+		got.seq, want.seq = seq, seq
+		if fixedNonce {
+			got.nonce, want.nonce = "abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"
+		}
+		got.assignIDs()
+		want.oldAssignIDs()
+		if !fixedNonce {
+			if (got.nonce == "") != (want.nonce == "") {
+				t.Fatalf("nonce %q, before %q", got.nonce, want.nonce)
+			}
+			return
+		}
+		if got.seq != want.seq || !reflect.DeepEqual(got.items, want.items) || !reflect.DeepEqual(got.Items, want.Items) || !reflect.DeepEqual(got.NewItems, want.NewItems) {
+			t.Fatalf("seq %d items %q new %q\nbefore seq %d items %q new %q", got.seq, got.Items, got.NewItems, want.seq, want.Items, want.NewItems)
+		}
+	})
+}
