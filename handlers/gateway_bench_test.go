@@ -331,9 +331,9 @@ func TestServeAllocations(t *testing.T) {
 		{"echo", "echo", false, 89},
 		{"echo-stream", "echo", true, 97},
 		{"openai", "oa", false, 92},
-		{"responses-openai", "oa", false, 142},
-		{"gemini-openai", "oa", false, 132},
-		{"messages-openai", "oa", false, 120},
+		{"responses-openai", "oa", false, 123},
+		{"gemini-openai", "oa", false, 131},
+		{"messages-openai", "oa", false, 119},
 	} {
 		g := benchGateway(t, &countingRecorder{})
 		path, body := "/v1/chat/completions", chatRequest(tc.model, tc.stream)

@@ -75,6 +75,16 @@ func readResponsesRequest(body []byte, t *ResponsesTurn) bool {
 			seen(1)
 			end := r.Raw(i, &q.Input)
 			if r.OK() && body[i] == '[' {
+				// Counting the items first (a skip over the array) sizes
+				// both lists once instead of growing them item by item.
+				n := 0
+				r.Array(i, func(j int) int {
+					n++
+					return r.Skip(j)
+				})
+				if n > 0 && r.OK() {
+					t.Items, t.items = make([]json.RawMessage, 0, n), make([]responsesItem, 0, n)
+				}
 				r.Array(i, func(j int) int {
 					var it responsesItem
 					e := readResponsesItem(&r, j, &it)
@@ -411,5 +421,13 @@ func asContentError(err error) (itemContentError, bool) {
 	return ce, ok
 }
 
-// paramOf is the error parameter of input item i.
-func paramOf(i int) string { return "input[" + strconv.Itoa(i) + "]" }
+// paramOf is the error parameter of input item i. The translation names
+// every item's before it knows whether an error needs it; the first ten
+// are cut from one constant, so a short conversation costs no allocation.
+func paramOf(i int) string {
+	const first = "input[0]input[1]input[2]input[3]input[4]input[5]input[6]input[7]input[8]input[9]"
+	if i >= 0 && i < 10 {
+		return first[i*8 : i*8+8]
+	}
+	return "input[" + strconv.Itoa(i) + "]"
+}

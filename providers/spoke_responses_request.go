@@ -3,6 +3,7 @@ package providers
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -512,6 +513,14 @@ func argumentsString(raw json.RawMessage, param string) (string, error) {
 // pairToolCalls drops tool messages whose call is unknown and answers a
 // call left without output with "aborted": chat upstreams reject both.
 func pairToolCalls(msgs []chatMessage) []chatMessage {
+	if !slices.ContainsFunc(msgs, func(m chatMessage) bool { return m.Role == "tool" || len(m.ToolCalls) > 0 }) {
+		return msgs // nothing to pair: the common conversation costs no copy
+	}
+	return pairAll(msgs)
+}
+
+// pairAll is pairToolCalls' walk, into a new list.
+func pairAll(msgs []chatMessage) []chatMessage {
 	calls := map[string]bool{}
 	outputs := map[string]bool{}
 	for _, m := range msgs {

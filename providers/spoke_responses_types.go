@@ -260,15 +260,7 @@ func ParseResponsesRequest(body []byte) (*ResponsesTurn, error) {
 			}
 		}
 	}
-	t.NewItems = make([]json.RawMessage, len(t.Items))
-	for i, raw := range t.Items {
-		if it := &t.items[i]; it.ID == "" && !it.isReference() {
-			it.ID = t.newID(it.Type)
-			raw = withID(raw, it.ID)
-			t.Items[i] = raw
-		}
-		t.NewItems[i] = raw
-	}
+	t.assignIDs()
 	if err := t.indexTools(); err != nil {
 		return nil, err
 	}
@@ -430,19 +422,6 @@ func itemPrefix(typ string) string {
 		prefix = "rs_"
 	}
 	return prefix
-}
-
-// withID adds "id" to an item object that has none.
-func withID(raw json.RawMessage, id string) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	out := make([]byte, 0, len(raw)+len(id)+10)
-	out = append(out, `{"id":`...)
-	out = jsonfast.AppendQuoted(out, id, false)
-	rest := bytes.TrimSpace(raw[1:])
-	if len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
 }
 
 // jsonFieldError words a decoding error of the request body for the

@@ -145,8 +145,7 @@ func (s *State) Keep(id *policy.Identity, info providers.RequestInfo, rec *ledge
 	if rs == nil {
 		return
 	}
-	input, _ := json.Marshal(t.NewItems)
-	output, _ := json.Marshal(t.Output)
+	input, output := marshalRawList(t.NewItems), marshalRawList(t.Output)
 	response := t.Response
 	if s.Redact != nil {
 		output = s.Redact(id, t.Alias, rec, output)
