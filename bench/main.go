@@ -86,6 +86,7 @@ func main() {
 	only := flag.String("only", "", "regexp: run only scenarios whose key matches (keys: see -list)")
 	profile := flag.String("profile", "", "regexp: CPU-profile the proxy during matching scenarios into <workdir>/<key>.pprof")
 	list := flag.Bool("list", false, "print the scenario keys and exit")
+	sched := flag.String("sched", "", "instead of the proxy scenarios: read a Go execution trace of a proxy (its /debug/pprof/trace?seconds=N) and say where its goroutines waited to run, and what held the processor meanwhile")
 	reports := flag.Bool("reports", false, "instead of the proxy scenarios: seed a ledger and time the dashboard's reports")
 	var rc reportsConfig
 	flag.IntVar(&rc.records, "records", 5_000_000, "-reports: records to seed over 90 days")
@@ -116,6 +117,17 @@ func main() {
 		if err := runOvershoot(ctx, oc); err != nil {
 			stop()
 			fatal(err)
+		}
+		return
+	}
+	if *sched != "" {
+		f, err := os.Open(*sched)
+		if err != nil {
+			fatal(err)
+		}
+		defer f.Close()
+		if err := schedReport(f, os.Stdout); err != nil {
+			fatal(fmt.Errorf("-sched: %w", err))
 		}
 		return
 	}
