@@ -36,21 +36,6 @@ func (g *Gateway) buildSecretActions() {
 	}
 }
 
-// lazyScope names placeholders in the request's session (else its key),
-// worked out only when a secret is found.
-type lazyScope struct {
-	fw    *secretscan.Firewall
-	scope func() string
-	names secretscan.Namer
-}
-
-func (l *lazyScope) Placeholder(rule, value string) string {
-	if l.names == nil {
-		l.names = l.fw.Names(l.scope())
-	}
-	return l.names.Placeholder(rule, value)
-}
-
 // screenSecrets is the firewall's step on a request that has been read and
 // resolved to an alias: it finds credentials in every text of the body,
 // then redacts them (the body and the parsed request are replaced), refuses
@@ -73,7 +58,7 @@ func (g *Gateway) screenBody(ctx context.Context, c *Call, cf providers.Format, 
 		s, _, _ = g.sessionStandIn(req.alias, s)
 		return s
 	}
-	scope := &lazyScope{fw: fw, scope: func() string { return secretScope(session(), id) }}
+	scope := &secretscan.LazyNames{Firewall: fw, Scope: func() string { return secretScope(session(), id) }}
 	v, err := fw.Screen(action, req.body, scope)
 	if err != nil || len(v.Detections) == 0 {
 		return info, nil
@@ -110,7 +95,7 @@ func (g *Gateway) screenContinuation(x *exchange, body []byte) ([]byte, bool) {
 	// The scope's closure takes copies: capturing x would move every
 	// request's exchange to the heap.
 	id, session := x.call.Identity, x.rec.SessionID
-	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(session, id) }}
+	scope := &secretscan.LazyNames{Firewall: g.opts.Secrets, Scope: func() string { return secretScope(session, id) }}
 	v, err := g.opts.Secrets.Screen(action, body, scope)
 	if err != nil {
 		return nil, false
@@ -157,7 +142,7 @@ func (g *Gateway) screenBatchInput(id *policy.Identity, model string, body []byt
 	if action != secretscan.Redact && action != secretscan.Block {
 		return body, ""
 	}
-	scope := &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope("", id) }}
+	scope := &secretscan.LazyNames{Firewall: g.opts.Secrets, Scope: func() string { return secretScope("", id) }}
 	v, err := g.opts.Secrets.Screen(action, body, scope)
 	if err != nil || len(v.Detections) == 0 {
 		return body, ""
@@ -239,7 +224,7 @@ func (g *Gateway) answerScope(id *policy.Identity, alias string, rec *ledger.Rec
 	if action == secretscan.Off || action == "" {
 		return action, nil, nil
 	}
-	return action, id, &lazyScope{fw: g.opts.Secrets, scope: func() string { return secretScope(rec.SessionID, id) }}
+	return action, id, &secretscan.LazyNames{Firewall: g.opts.Secrets, Scope: func() string { return secretScope(rec.SessionID, id) }}
 }
 
 // screenAnswer redacts the secrets a model wrote in a whole answer in

@@ -196,18 +196,24 @@ func (s *sqlStore) DeleteMCPUpstreamTokenAt(ctx context.Context, server, unit st
 // type); an empty email or subject matches nothing.
 func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, subject string) (int, error) {
 	p := s.d.placeholder
-	byEmail, bySubject, byIssuerSubject := "", "", "" // no unit is empty
+	byEmail, bySubject, byIssuerSubject, tail := "", "", "", "" // no unit is empty
 	if email != "" {
 		byEmail = strings.ToLower("p:" + email)
 	}
 	if subject != "" {
 		bySubject = "p:" + subject
 		// A person's unit "s:<issuer> <subject>", of any issuer (an
-		// issuer has no space).
-		byIssuerSubject = `s:% ` + likeEscaper.Replace(subject)
+		// issuer has no space). LIKE narrows; it is case-insensitive in
+		// SQLite and its % matches a space, so the unit must also end in
+		// exactly " <subject>" after an issuer without a space: another
+		// person's subject that merely ends like this one ("x 00u1",
+		// "00U1") is not theirs.
+		byIssuerSubject, tail = `s:% `+likeEscaper.Replace(subject), " "+subject
 	}
 	gone, err := s.upstreamTokens(ctx, s.db, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2)+
-		` OR unit LIKE `+p(3)+` ESCAPE '\' RETURNING `+upstreamTokenColumns, byEmail, bySubject, byIssuerSubject)
+		` OR (unit LIKE `+p(3)+` ESCAPE '\' AND SUBSTR(unit, LENGTH(unit) - LENGTH(`+p(4)+`) + 1) = `+p(5)+
+		` AND SUBSTR(unit, 1, LENGTH(unit) - LENGTH(`+p(6)+`)) NOT LIKE '% %') RETURNING `+upstreamTokenColumns,
+		byEmail, bySubject, byIssuerSubject, tail, tail, tail)
 	if err != nil {
 		return 0, err
 	}

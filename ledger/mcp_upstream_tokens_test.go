@@ -165,7 +165,8 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		})
 		defer stop()
 		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com",
-			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%"} {
+			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%",
+			"s:https://idp.example frank 00u1", "s:https://idp.example 00U1"} {
 			for _, server := range []string{"gh", "linear"} {
 				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
 					t.Fatal(err)
@@ -196,8 +197,11 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "Dana@Example.com", "00u1"); n != 6 || err != nil || len(told) != 6 {
 			t.Fatalf("deprovisioning dana: %d %v, told of %q", n, err, told)
 		}
-		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00u1x"); len(rows) != 2 {
-			t.Fatalf("another subject's grants: %+v", rows)
+		// Nor those of a subject that ends like hers, or differs in case.
+		for _, other := range []string{"s:https://idp.example 00u1x", "s:https://idp.example frank 00u1", "s:https://idp.example 00U1"} {
+			if rows, _ := ts.MCPUpstreamTokensOf(ctx, other); len(rows) != 2 {
+				t.Fatalf("another subject's grants (%s): %+v", other, rows)
+			}
 		}
 		// LIKE's wildcards in a subject match only themselves.
 		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0%"); n != 0 || err != nil {

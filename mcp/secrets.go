@@ -78,26 +78,14 @@ func (s *ArgScreen) Shown(id *policy.Identity, args []byte) []byte {
 	return v.Body
 }
 
+// names numbers placeholders in the key's scope, as a request without a
+// session is.
 func (s *ArgScreen) names(id *policy.Identity) secretscan.Namer {
 	scope := ""
 	if id != nil {
 		scope = "k:" + id.KeyID
 	}
-	return &lazyNames{fw: s.Firewall, scope: scope}
-}
-
-// lazyNames takes the scope's numbering only when a secret is found.
-type lazyNames struct {
-	fw    *secretscan.Firewall
-	scope string
-	names secretscan.Namer
-}
-
-func (l *lazyNames) Placeholder(rule, value string) string {
-	if l.names == nil {
-		l.names = l.fw.Names(l.scope)
-	}
-	return l.names.Placeholder(rule, value)
+	return &secretscan.LazyNames{Firewall: s.Firewall, Scope: func() string { return scope }}
 }
 
 // ArgsAlias is how a detection in a tool call's arguments names where it

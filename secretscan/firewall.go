@@ -70,6 +70,23 @@ func (f *Firewall) Screen(action Action, body []byte, names Namer) (Verdict, err
 // Names is scope's placeholder numbering.
 func (f *Firewall) Names(scope string) *Names { return f.names.For(scope) }
 
+// LazyNames is a Namer that takes Scope's numbering from Firewall only
+// when a secret is found: most bodies hold none, and working the scope
+// out (a request's session) and taking its numbering both cost.
+type LazyNames struct {
+	Firewall *Firewall
+	Scope    func() string
+	names    Namer
+}
+
+// Placeholder names value in Scope's numbering.
+func (l *LazyNames) Placeholder(rule, value string) string {
+	if l.names == nil {
+		l.names = l.Firewall.Names(l.Scope())
+	}
+	return l.names.Placeholder(rule, value)
+}
+
 // RedactAnswer redacts a whole answer (a non-streamed response body) in
 // scope's numbering; only Redact and Block change it (an answer is already
 // paid for: blocking it would only hide it, so Block redacts).

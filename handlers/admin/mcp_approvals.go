@@ -91,9 +91,16 @@ func (a *Handler) decideApproval(approve bool) http.HandlerFunc {
 			return
 		}
 		caller := policy.IdentityFrom(r.Context())
-		by := caller.Person
+		by := caller.PersonID()
 		if by == "" {
 			by = caller.KeyID
+		}
+		// An admin-role key is as likely an agent's as a person's: the
+		// key or person whose call waits does not approve it (as by a
+		// link, approval.LinkHandler).
+		if own, found, err := s.MCPApprovalByID(r.Context(), r.PathValue("id")); err == nil && found && approval.OwnCall(own, caller.KeyID, caller.PersonID()) {
+			fail(w, http.StatusForbidden, "MCP approval "+own.ID+" holds your own call: another person decides it")
+			return
 		}
 		d := &approval.Decider{Store: s, Audit: a.Audit, Now: a.Now}
 		got, err := d.Decide(r.Context(), r.PathValue("id"), approve, by, approval.ViaAdmin, r.RemoteAddr)

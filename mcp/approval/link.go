@@ -50,12 +50,19 @@ func (ap *Approver) refusal(a ledger.MCPApproval) string {
 	switch {
 	case ap.Auditor:
 		return "Auditors read approvals; an approver or an admin decides."
-	case ap.KeyID == a.KeyID || (a.Person != "" && ap.Person == a.Person):
+	case OwnCall(a, ap.KeyID, ap.Person):
 		return "This is your own call: another person approves it."
 	case ap.Person == "" && !ap.Admin:
 		return "Deciding needs a person signed in, or the gateway's admin key: a key of no one may be an agent's."
 	}
 	return ""
+}
+
+// OwnCall reports whether the key keyID, or the person person, is the
+// one whose call a holds: they decide none of their own calls, whichever
+// way they come (a link, the admin API).
+func OwnCall(a ledger.MCPApproval, keyID, person string) bool {
+	return keyID == a.KeyID || (a.Person != "" && person == a.Person)
 }
 
 // name is how the decision records its approver.

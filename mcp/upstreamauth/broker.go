@@ -73,6 +73,8 @@ type Broker struct {
 	// revokeWithin bounds an RFC 7009 revocation (revokeTimeout; tests
 	// shorten it).
 	revokeWithin time.Duration
+	// revoking holds a slot per revocation Ended runs (revokeParallel).
+	revoking chan struct{}
 	// mu guards the ledger watches Close ends.
 	mu     sync.Mutex
 	stops  []func()
@@ -94,7 +96,8 @@ func New(o Options) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{opts: o, servers: map[string]*server{}, seal: s, hc: o.HTTPClient, revokeWithin: revokeTimeout,
-		cache: cache{byS: map[string]*discovered{}, errs: map[string]failure{}}}
+		revoking: make(chan struct{}, revokeParallel),
+		cache:    cache{byS: map[string]*discovered{}, errs: map[string]failure{}}}
 	if b.hc == nil {
 		// A dialer of the gateway's own: the SDK's discovery then leaves
 		// private addresses alone (an internal MCP server is normal here).

@@ -18,6 +18,10 @@ import (
 // not answer must not hold the person's click.
 const revokeTimeout = 5 * time.Second
 
+// revokeParallel bounds the revocations of grants ended with their
+// holder (Ended) that run at once.
+const revokeParallel = 8
+
 // Revocation outcomes, as the disconnect's audit entry records them.
 const (
 	revokedYes        = "revoked"
@@ -123,8 +127,12 @@ func (b *Broker) revokeOne(ctx context.Context, endpoint string, set tokenSet, t
 // it can open: its server, its site, its key) is revoked at the
 // authorization server that issued it, in the background within the
 // bound, and the holder's session to the server ends. It does not
-// block.
+// block. One goroutine per deletion revokes its grants in turn, and at
+// most revokeParallel revocations run at once across the broker: a bulk
+// deprovisioning queues its revocations rather than opening a
+// connection per grant.
 func (b *Broker) Ended(rows []ledger.MCPUpstreamToken) {
+	var sets []tokenSet
 	for _, row := range rows {
 		if b.servers[row.Server] == nil || strings.HasPrefix(row.Unit, "c:") {
 			continue
@@ -136,8 +144,18 @@ func (b *Broker) Ended(rows []ledger.MCPUpstreamToken) {
 		if b.onDisconnect != nil {
 			b.onDisconnect(row.Server, row.Unit)
 		}
-		go b.revoke(context.Background(), set)
+		sets = append(sets, set)
 	}
+	if len(sets) == 0 {
+		return
+	}
+	go func() {
+		for _, set := range sets {
+			b.revoking <- struct{}{}
+			b.revoke(context.Background(), set)
+			<-b.revoking
+		}
+	}()
 }
 
 // Watch has the store tell the broker of grants deleted with their

@@ -165,3 +165,30 @@ func TestGrantsEndedWithHolderRevoked(t *testing.T) {
 		t.Fatalf("a closed broker revoked: %d", n)
 	}
 }
+
+// TestEndedRevocationsBounded: the revocations of grants ended with their
+// holder take a slot of the broker's bound; with every slot taken, Ended
+// still returns at once, and the revocation waits for a slot rather than
+// opening another connection.
+func TestEndedRevocationsBounded(t *testing.T) {
+	as, st, _, b := fixture(t)
+	dana := &policy.Identity{KeyID: "dana@example.com", Person: "dana@example.com", Subject: "https://idp.example 00u-dana"}
+	connectAs(t, b, dana, "dana-at-gh")
+	rows, err := st.MCPUpstreamTokensOf(context.Background(), Unit(dana))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("grants: %+v %v", rows, err)
+	}
+	for range revokeParallel {
+		b.revoking <- struct{}{}
+	}
+	b.Ended(rows)
+	if n := len(as.Revoked()); n != 0 {
+		t.Fatalf("%d revocations ran with every slot taken", n)
+	}
+	for range revokeParallel {
+		<-b.revoking
+	}
+	if !testwait.Until(func() bool { return len(as.Revoked()) == 2 }) {
+		t.Fatalf("the ended grant was not revoked once a slot was free: %q", as.Revoked())
+	}
+}

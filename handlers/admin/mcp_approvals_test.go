@@ -1,0 +1,43 @@
+package admin
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelgate/modelgate/ledger"
+	"github.com/modelgate/modelgate/mcp/approval"
+	"github.com/modelgate/modelgate/policy"
+)
+
+// An admin-role key whose MCP call waits for approval (an agent holding
+// it), or an admin signed in as the person whose call it is, does not
+// approve it through the admin API, as through a chat link; another
+// admin does.
+func TestAdminDoesNotApproveOwnMCPCall(t *testing.T) {
+	sa := newSpendAdmin(t)
+	st := sa.a.Store.(ledger.MCPApprovalStore)
+	now := time.Now().UTC()
+	a := ledger.MCPApproval{CreatedAt: now, ExpiresAt: now.Add(time.Hour), KeyID: "agent", Person: "ann@example.com",
+		Server: "internal", Tool: "deploy", ArgsHash: "h", Args: `{}`, State: ledger.ApprovalPending}
+	a.ID, a.Secret = approval.NewID()
+	approval.Bind(&a)
+	if err := st.CreateMCPApproval(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/organizations/mcp_approvals/" + a.ID + "/approve"
+	for _, own := range []*policy.Identity{
+		{KeyID: "agent", Person: "ann@example.com", Role: policy.RoleAdmin},
+		{KeyID: "ann-session", Owner: "ann@example.com", Role: policy.RoleAdmin},
+	} {
+		if rec := sa.call(t, own, "POST", path, ""); rec.Code != 403 {
+			t.Errorf("%s approves its own call: %d %s", own.KeyID, rec.Code, rec.Body)
+		}
+	}
+	if got, _, _ := st.MCPApprovalByID(context.Background(), a.ID); got.State != ledger.ApprovalPending {
+		t.Fatalf("after the refusals: %+v", got)
+	}
+	if rec := sa.call(t, adminID, "POST", path, ""); rec.Code != 200 {
+		t.Errorf("another admin approving: %d %s", rec.Code, rec.Body)
+	}
+}
