@@ -50,7 +50,7 @@ func (sr *StreamRedactor) hitsIn(text string, normalized bool) (hits []Hit, valu
 	hits = slices.Clone(hits) // the next scan reuses the scratch
 	values = make([]string, len(hits))
 	for _, h := range sr.rules.scanNormalized(unsafeString(n.out), sr.s) {
-		from, to := n.from[h.Start], n.to[h.End-1]
+		from, to := int(n.from[h.Start]), int(n.to[h.End-1])
 		if slices.ContainsFunc(hits, func(f Hit) bool { return from < f.End && f.Start < to }) {
 			continue
 		}
