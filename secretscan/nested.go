@@ -71,14 +71,17 @@ func (w *walker) scanNested(text string, first [][2]int) (spans [][2]int, values
 	if !decodeNested(text, n) {
 		return nil, nil, nil
 	}
+	// Both lists are ordered by position without overlaps (mergeHits),
+	// and from grows with the decoded offset: one walk of first for all
+	// hits, not one per hit (a client's string may hold many of each).
+	k := 0
 	for _, h := range w.rs.scan(unsafeString(n.out), w.s) {
 		from, to := int(n.from[h.Start]), int(n.to[h.End-1])
-		overlaps := false
-		for _, f := range first {
-			overlaps = overlaps || (from < f[1] && f[0] < to)
+		for k < len(first) && first[k][1] <= from {
+			k++
 		}
-		if overlaps {
-			continue
+		if k < len(first) && first[k][0] < to {
+			continue // overlaps first[k]
 		}
 		spans = append(spans, [2]int{from, to})
 		values = append(values, string(n.out[h.Start:h.End]))
