@@ -206,8 +206,11 @@ func (s *sqlStore) DeleteMCPUpstreamTokensOfPerson(ctx context.Context, email, s
 		// issuer has no space).
 		byIssuerSubject = `s:% ` + likeEscaper.Replace(subject)
 	}
+	// The unit's end is compared too: SQLite's LIKE ignores ASCII case,
+	// and a subject is case-sensitive (another person's "00U1").
 	gone, err := s.upstreamTokens(ctx, s.db, `DELETE FROM mcp_upstream_tokens WHERE LOWER(unit) = `+p(1)+` OR unit = `+p(2)+
-		` OR unit LIKE `+p(3)+` ESCAPE '\' RETURNING `+upstreamTokenColumns, byEmail, bySubject, byIssuerSubject)
+		` OR (unit LIKE `+p(3)+` ESCAPE '\' AND SUBSTR(unit, LENGTH(unit) - LENGTH(CAST(`+p(4)+` AS TEXT)) + 1) = `+p(5)+`)`+
+		` RETURNING `+upstreamTokenColumns, byEmail, bySubject, byIssuerSubject, subject, subject)
 	if err != nil {
 		return 0, err
 	}

@@ -165,7 +165,7 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		})
 		defer stop()
 		for _, u := range []string{"k:ci", "k:other", "p:dana@example.com", "p:00u1", "p:erin@example.com",
-			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%"} {
+			"s:https://idp.example 00u1", "s:https://idp.example 00u1x", "s:https://idp.example 0_u%", "s:https://idp.example 00U1"} {
 			for _, server := range []string{"gh", "linear"} {
 				if _, err := ts.PutMCPUpstreamToken(ctx, MCPUpstreamToken{Server: server, Unit: u, Sealed: "x", UpdatedAt: now}); err != nil {
 					t.Fatal(err)
@@ -198,6 +198,9 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 		}
 		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00u1x"); len(rows) != 2 {
 			t.Fatalf("another subject's grants: %+v", rows)
+		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00U1"); len(rows) != 2 {
+			t.Fatalf("a subject differing only in case: %+v", rows)
 		}
 		// LIKE's wildcards in a subject match only themselves.
 		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0%"); n != 0 || err != nil {
