@@ -203,6 +203,9 @@ func TestMCPUpstreamGrantsEndWithTheirHolder(t *testing.T) {
 				t.Fatalf("another subject's grants (%s): %+v", other, rows)
 			}
 		}
+		if rows, _ := ts.MCPUpstreamTokensOf(ctx, "s:https://idp.example 00U1"); len(rows) != 2 {
+			t.Fatalf("a subject differing only in case: %+v", rows)
+		}
 		// LIKE's wildcards in a subject match only themselves.
 		if n, err := ts.DeleteMCPUpstreamTokensOfPerson(ctx, "", "0%"); n != 0 || err != nil {
 			t.Fatalf("a subject with a wildcard: %d %v", n, err)

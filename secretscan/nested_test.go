@@ -98,10 +98,10 @@ func FuzzDecodeNested(f *testing.F) {
 		}
 		prev := 0
 		for i := range n.out {
-			if n.from[i] < prev || n.from[i] >= n.to[i] || n.to[i] > len(text) {
+			if int(n.from[i]) < prev || n.from[i] >= n.to[i] || int(n.to[i]) > len(text) {
 				t.Fatalf("byte %d: span [%d,%d) after %d of %q", i, n.from[i], n.to[i], prev, text)
 			}
-			prev = n.from[i]
+			prev = int(n.from[i])
 		}
 	})
 }

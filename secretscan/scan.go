@@ -199,14 +199,24 @@ func (rs *Rules) match(r *rule, text string, lo, hi int, s *scratch) {
 	}
 }
 
+// lineAround is the line of text holding text[start:end], which a line
+// allowlist's regexes test. The search reaches at most maxLineReach bytes either side: a client's
+// text may be one line of megabytes holding thousands of matches, and a
+// whole line per match (found, then run through a line allowlist's
+// regexes) cost time quadratic in the text. A line cut there only allows
+// less.
 func lineAround(text string, start, end int) string {
-	ls := strings.LastIndexByte(text[:start], '\n') + 1
-	le := strings.IndexByte(text[end:], '\n')
+	lo, hi := max(0, start-maxLineReach), min(len(text), end+maxLineReach)
+	ls := strings.LastIndexByte(text[lo:start], '\n') + 1 + lo
+	le := strings.IndexByte(text[end:hi], '\n')
 	if le < 0 {
-		return text[ls:]
+		return text[ls:hi]
 	}
 	return text[ls : end+le]
 }
+
+// maxLineReach bounds lineAround's search either side of a match.
+const maxLineReach = 4 << 10
 
 // appendLower grows dst once (a 1 MB text's copy grew by doubling, 5 MB
 // of garbage a scan) and lower-cases the copy in place.

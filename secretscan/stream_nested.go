@@ -48,17 +48,35 @@ func (sr *StreamRedactor) hitsIn(text string, normalized bool) (hits []Hit, valu
 		return hits, nil
 	}
 	hits = slices.Clone(hits) // the next scan reuses the scratch
-	values = make([]string, len(hits))
+	// Both scans' hits are ordered without overlaps: one walk finds the
+	// new ones and one merge places them, where a search and an insert
+	// per hit cost the product of their counts.
+	var add []Hit
+	var addValues []string
+	k := 0
 	for _, h := range sr.rules.scanNormalized(unsafeString(n.out), sr.s) {
-		from, to := n.from[h.Start], n.to[h.End-1]
-		if slices.ContainsFunc(hits, func(f Hit) bool { return from < f.End && f.Start < to }) {
+		from, to := int(n.from[h.Start]), int(n.to[h.End-1])
+		for k < len(hits) && hits[k].End <= from {
+			k++
+		}
+		if k < len(hits) && hits[k].Start < to || len(add) > 0 && add[len(add)-1].End > from {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(hits, from, func(f Hit, at int) int { return f.Start - at })
-		hits = slices.Insert(hits, i, Hit{Rule: h.Rule, Start: from, End: to})
-		values = slices.Insert(values, i, string(n.out[h.Start:h.End]))
+		add = append(add, Hit{Rule: h.Rule, Start: from, End: to})
+		addValues = append(addValues, string(n.out[h.Start:h.End]))
 	}
-	return hits, values
+	merged := make([]Hit, 0, len(hits)+len(add))
+	values = make([]string, 0, len(hits)+len(add))
+	for i, j := 0, 0; i < len(hits) || j < len(add); {
+		if j == len(add) || i < len(hits) && hits[i].Start < add[j].Start {
+			merged, values = append(merged, hits[i]), append(values, "")
+			i++
+		} else {
+			merged, values = append(merged, add[j]), append(values, addValues[j])
+			j++
+		}
+	}
+	return merged, values
 }
 
 // valueOf is hit i's secret as a placeholder names it.
