@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -254,5 +255,42 @@ func TestCutFloorBoundOfHugeMaxTokensTimesChoices(t *testing.T) {
 	u := m.floor(providers.Usage{}, start.Add(11*time.Second), true, true)
 	if want := int64(10 * hiddenTokensPerSecond); u.OutputTokens < want {
 		t.Errorf("cut after 10s of silence: output %d, want at least %d hidden tokens", u.OutputTokens, want)
+	}
+}
+
+// A client's cut of a non-streaming request before its answer is whole is
+// charged the wait as unseen work whatever the model: its upstream was
+// generating all along, so leaving just before the answer would
+// otherwise leave every output token it bills unpaid.
+func TestNonStreamCutChargesTheWaitOfAnyModel(t *testing.T) {
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1",`)
+		// More than the connection buffers: once written, the gateway
+		// has the answer's headers (its upstream accepted) and reads.
+		pad := bytes.Repeat([]byte(" "), 1<<20)
+		for range 16 {
+			w.Write(pad)
+		}
+		w.(http.Flusher).Flush()
+		clk.Advance(40 * time.Second)
+		cancel() // the client leaves before the answer
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	yaml := "model_list:\n" + kindEntry("m", "openai/gpt-4.1", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+	g.ServeHTTP(httptest.NewRecorder(), req)
+	recs := obs.Records()
+	if len(recs) != 1 || recs[0].Outcome != "cancelled" {
+		t.Fatalf("records %+v; want one, cancelled", recs)
+	}
+	if out := recs[0].OutputTokens; out < 3500 {
+		t.Errorf("a non-streaming cut after 40 s of a non-reasoning model: %d output tokens; want its 39 s charged", out)
 	}
 }

@@ -191,7 +191,10 @@ func (g *Gateway) settle(x *exchange) {
 			CacheCreation1h: rec.CacheCreation1h, CacheReadTokens: rec.CacheReadTokens, OutputTokens: rec.OutputTokens,
 			WebSearches: ledger.WebSearchesCharged(rec)}
 		byClient := rec.Outcome == ledger.OutcomeCancelled
-		applyUsage(rec, m.floor(u, g.now(), byClient, byClient && mayReason(m.d.Entry().Model, x.body)), m.d)
+		// A non-streaming answer's upstream generates unseen all along:
+		// its whole silence is work, whatever the model.
+		unseen := byClient && (!x.info.Stream || mayReason(m.d.Entry().Model, x.body))
+		applyUsage(rec, m.floor(u, g.now(), byClient, unseen), m.d)
 		m.done = true // settled: a second settle changes nothing
 	}
 	settleBudget(x.hold, rec)
