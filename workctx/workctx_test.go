@@ -18,6 +18,10 @@ func TestNormalizeRepo(t *testing.T) {
 		"C:\\src\\shop":                                    "",
 		"acme/shop":                                        "",
 		"https://github.com/":                              "",
+		"0.0/.Git":                                         "",
+		"git.example.com/g/App.GIT":                        "git.example.com/g/app",
+		"git.example.com/g/app.git.git":                    "git.example.com/g/app",
+		"gitlab.example.com/g/app.git/-/tree/main":         "gitlab.example.com/g/app",
 	} {
 		if got := NormalizeRepo(in); got != want {
 			t.Errorf("NormalizeRepo(%q) = %q, want %q", in, got, want)
