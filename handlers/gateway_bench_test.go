@@ -40,6 +40,14 @@ const benchModels = `model_list:
   - model_name: echo
     proxy_params:
       model: echo/echo
+  - model_name: oa-priced
+    proxy_params:
+      model: openai/fake-gpt
+      api_base: http://openai.bench.invalid/v1
+      api_key: bench-openai-secret
+    model_info:
+      input_cost_per_token: 0.000001
+      output_cost_per_token: 0.000004
 model_aliases:
   "claude-sonnet-*": claude
 `
@@ -313,6 +321,42 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 	}
 }
 
+// controlledIdentity is a key with a budget and every rate limit, as
+// the yardstick's controlled key has (high enough never to refuse).
+func controlledIdentity() *policy.Identity {
+	return &policy.Identity{KeyID: "bench-controlled", Role: policy.RoleUser, Limits: ledger.Limits{
+		BudgetCents: ledger.Cents(100_000_000), BudgetPeriod: "monthly", RPM: 100_000_000, TPM: 100_000_000_000, MaxParallel: 100_000}}
+}
+
+// controlsOn gives a bench gateway budgets and rate limits in process.
+func controlsOn(o *GatewayOptions) {
+	o.Budgets = policy.NewBudgets(nil, nil)
+	o.Rates = policy.NewRateLimits(nil, 0, nil, nil)
+}
+
+// BenchmarkGatewayServeHTTPControls is BenchmarkGatewayServeHTTP's
+// "openai" request from a key under a budget and rate limits, counted in
+// process: what the team controls add to a request, without the
+// round trips PostgreSQL and Redis would add.
+func BenchmarkGatewayServeHTTPControls(b *testing.B) {
+	g := benchGateway(b, &countingRecorder{}, controlsOn)
+	ctx := policy.WithIdentity(context.Background(), controlledIdentity())
+	body := chatRequest("oa-priced", false)
+	serve := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, r)
+		return w
+	}
+	if w := serve(); w.Code != http.StatusOK || w.Header().Get("X-Ratelimit-Limit-Requests") == "" {
+		b.Fatalf("status %d, headers %v, body %q", w.Code, w.Header(), w.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		serve()
+	}
+}
+
 // TestServeAllocations holds a whole request's allocations to their
 // recorded counts (BENCHMARKS.md, BenchmarkGatewayServeHTTP): one more
 // crept in once, when a closure captured the request's exchange and moved
@@ -334,10 +378,15 @@ func TestServeAllocations(t *testing.T) {
 		{"responses-openai", "oa", false, 123},
 		{"gemini-openai", "oa", false, 131},
 		{"messages-openai", "oa", false, 119},
+		{"openai-controls", "oa-priced", false, 109},
 	} {
 		g := benchGateway(t, &countingRecorder{})
+		ctx := ctx
 		path, body := "/v1/chat/completions", chatRequest(tc.model, tc.stream)
 		switch {
+		case strings.HasSuffix(tc.name, "-controls"):
+			g = benchGateway(t, &countingRecorder{}, controlsOn)
+			ctx = policy.WithIdentity(context.Background(), controlledIdentity())
 		case strings.HasPrefix(tc.name, "responses-"):
 			path, body = "/v1/responses", responsesRequest(t, body)
 		case strings.HasPrefix(tc.name, "gemini-"):
