@@ -49,8 +49,8 @@ func upstreamMuxWith(o fakes.Options, rec *fakes.Recorder) http.Handler {
 // streams short enough that a few seconds give thousands of them.
 const (
 	mockDelay  = 20 * time.Millisecond
-	ttftChunks = 8
-	ttftGap    = time.Millisecond
+	ttftChunks = 4
+	ttftGap    = 500 * time.Microsecond
 )
 
 // delayed answers with h after d (sooner when the client goes away).

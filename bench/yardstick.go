@@ -29,6 +29,7 @@ type ysConfig struct {
 	warmup, step time.Duration
 
 	ttftConc     int
+	ttftRounds   int
 	ttftDuration time.Duration
 
 	streamLevels []int
@@ -64,7 +65,8 @@ func yardstickFlags() (yc *ysConfig, parse func() error) {
 	// first event waits behind the others' deltas on the proxy's CPU, and
 	// that queue, not the proxy's own delay, becomes the p99.
 	flag.IntVar(&yc.ttftConc, "ys-ttft-concurrency", 1, "-yardstick: closed-loop workers of the time-to-first-token streams (1: one stream at a time, as the field's harness times them)")
-	flag.DurationVar(&yc.ttftDuration, "ys-ttft-duration", 4*time.Second, "-yardstick: measured length of each time-to-first-token round (2 rounds)")
+	flag.IntVar(&yc.ttftRounds, "ys-ttft-rounds", 8, "-yardstick: interleaved rounds the time-to-first-token streams are split into")
+	flag.DurationVar(&yc.ttftDuration, "ys-ttft-duration", 8*time.Second, "-yardstick: measured time-to-first-token streaming per row, split across -ys-ttft-rounds")
 	streams := flag.String("ys-stream-levels", "128,256,512", "-yardstick: concurrent paced streams to climb through (64 deltas 20 ms apart; a stall is a gap over 200 ms)")
 	flag.DurationVar(&yc.limit, "ys-limit", 10*time.Minute, "-yardstick: the whole run is stopped past this")
 	flag.BoolVar(&yc.pin, "ys-pin", true, "-yardstick: pin the proxies to the upper half of the CPUs and the load generator, mocks, PostgreSQL and Redis to the rest, as the field's harness does (false: everything shares every CPU)")
@@ -76,8 +78,8 @@ func yardstickFlags() (yc *ysConfig, parse func() error) {
 		if yc.streamLevels, err = parseInts(*streams); err != nil {
 			return fmt.Errorf("-ys-stream-levels: %w", err)
 		}
-		if yc.c1Rounds < 1 || yc.c1Requests < yc.c1Rounds || yc.ttftConc < 1 || yc.step <= 0 || yc.ttftDuration <= 0 {
-			return fmt.Errorf("-ys-c1-requests ≥ -ys-c1-rounds ≥ 1, -ys-ttft-concurrency ≥ 1, -ys-step and -ys-ttft-duration > 0")
+		if yc.c1Rounds < 1 || yc.c1Requests < yc.c1Rounds || yc.ttftConc < 1 || yc.ttftRounds < 1 || yc.step <= 0 || yc.ttftDuration <= 0 {
+			return fmt.Errorf("-ys-c1-requests ≥ -ys-c1-rounds ≥ 1, -ys-ttft-concurrency and -ys-ttft-rounds ≥ 1, -ys-step and -ys-ttft-duration > 0")
 		}
 		return nil
 	}
