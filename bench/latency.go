@@ -31,6 +31,14 @@ const (
 	c1RoundWarmup = 50
 )
 
+// rowSettle is the pause before a row's round. The proxies share their
+// CPUs, and a gateway's work goes on after its last request (the ledger
+// writes its batch up to 200 ms later, SQLite's in the process): without
+// the pause, that landed in the next row's first requests, and the row
+// after another gateway read worse than the same code after plain Caddy,
+// which leaves nothing behind.
+const rowSettle = 300 * time.Millisecond
+
 // measureC1 sends n sequential requests to every target over one
 // kept-alive connection each, split into rounds that visit the targets in
 // turn, so a burst of noise from the rest of the machine lands on all of
@@ -56,6 +64,9 @@ func measureC1(ctx context.Context, targets []proxyTarget, n, rounds int, budget
 	for r := 0; r < rounds; r++ {
 		for i, t := range targets {
 			fmt.Fprintf(os.Stderr, "latency round %d/%d %-12s …\n", r+1, rounds, t.key)
+			if !sleepCtx(ctx, rowSettle) {
+				return nil, ctx.Err()
+			}
 			deadline := time.Now().Add(budget / time.Duration(rounds))
 			ws := &stats[i]
 			if r > 0 {
@@ -118,5 +129,17 @@ func printC1(w io.Writer, fc fieldConfig, res []c1Result) {
 		if r.errors > 0 {
 			fmt.Fprintf(os.Stderr, "  %s: %d errors, first: %s\n", r.key, r.errors, r.firstErr)
 		}
+	}
+}
+
+// sleepCtx waits d unless ctx ends first; false: it ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -171,6 +171,9 @@ func measureTTFT(ctx context.Context, targets []proxyTarget, yc ysConfig) ([]ttf
 				return nil, ctx.Err()
 			}
 			fmt.Fprintf(os.Stderr, "ttft round %d/%d %-12s …\n", round, yc.ttftRounds, r.key)
+			if !sleepCtx(ctx, rowSettle) {
+				return nil, ctx.Err()
+			}
 			client := newClient(yc.ttftConc)
 			warm := yc.warmup
 			if round > 1 {
