@@ -59,25 +59,27 @@ func BenchmarkServerTool(b *testing.B) {
 // serverToolByName is ServerTool's definition as a scan of the body per
 // name (as it was written before its one pass): the fuzzer holds the
 // pass to it.
-func serverToolByName(body []byte) bool {
-	for _, k := range []string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`} {
-		for i := range len(body) {
+func serverToolByName(body []byte) string {
+	types := []string{`"web_search`, `"web_fetch`, `"code_execution`, `"file_search"`, `"code_interpreter"`}
+	members := []string{`"web_search_options"`, `"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`, `"code_execution"`}
+	// The first place in the body that names one; at one place, a type
+	// value before a member name.
+	for i := range len(body) {
+		for _, k := range types {
 			if bytes.HasPrefix(body[i:], []byte(k)) && isTypeValue(body[:i]) {
-				return true
+				return quoted(body[i:])
 			}
 		}
-	}
-	for _, k := range []string{`"web_search_options"`, `"googleSearch`, `"google_search`, `"urlContext"`, `"url_context"`, `"codeExecution"`, `"code_execution"`} {
-		for i := range len(body) {
+		for _, k := range members {
 			if bytes.HasPrefix(body[i:], []byte(k)) {
 				name := quoted(body[i:])
 				if v := skipSpace(body[min(i+len(name)+2, len(body)):]); len(v) > 0 && v[0] == ':' {
-					return true
+					return name
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 func FuzzServerToolOnePass(f *testing.F) {
@@ -87,8 +89,8 @@ func FuzzServerToolOnePass(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"type":"function","name":"web_search"}]}`))
 	f.Add([]byte(`{"type" : "code_interpreter"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if got, want := serverTool(body) != "", serverToolByName(body); got != want {
-			t.Fatalf("serverTool(%q) found %v; the scan per name %v", body, got, want)
+		if got, want := serverTool(body), serverToolByName(body); got != want {
+			t.Fatalf("serverTool(%q) = %q; the scan per name finds %q", body, got, want)
 		}
 	})
 }
