@@ -45,22 +45,9 @@ func PeriodStart(period string, t time.Time) time.Time {
 	return time.Unix(0, 0).UTC()
 }
 
-// PeriodEnd is when the period holding t ends; zero for a total.
-func PeriodEnd(period string, t time.Time) time.Time {
-	s := PeriodStart(period, t)
-	switch period {
-	case "daily":
-		return s.AddDate(0, 0, 1)
-	case "weekly":
-		return s.AddDate(0, 0, 7)
-	case "monthly":
-		return s.AddDate(0, 1, 0)
-	}
-	return time.Time{}
-}
-
-// PeriodBounds is PeriodStart and PeriodEnd with the date found once:
-// every admission with a budget asks for them.
+// PeriodBounds is the start of the budget period holding t
+// (PeriodStart) and its end (zero for a total), with the date found
+// once: every admission with a budget asks for them.
 func PeriodBounds(period string, t time.Time) (start, end time.Time) {
 	y, m, d := t.UTC().Date()
 	day := func(d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }

@@ -14,7 +14,7 @@ func TestPeriodBounds(t *testing.T) {
 		"weekly":  {time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)},
 		"monthly": {time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
 	} {
-		if s, e := PeriodStart(period, at), PeriodEnd(period, at); !s.Equal(want[0]) || !e.Equal(want[1]) {
+		if s, e := PeriodStart(period, at), periodEnd(period, at); !s.Equal(want[0]) || !e.Equal(want[1]) {
 			t.Errorf("%s: %v–%v, want %v–%v", period, s, e, want[0], want[1])
 		}
 	}
