@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
 )
@@ -236,8 +237,25 @@ func TestMayReason(t *testing.T) {
 		{"gpt-4.1", `{"reasoning_effort":"low"}`, true},
 		{"o3pro-lookalike", `{}`, false},
 	} {
-		if got := mayReason(tc.model, []byte(tc.body)); got != tc.want {
+		if got := mayReason(modellist.ModelInfo{}, tc.model, []byte(tc.body)); got != tc.want {
 			t.Errorf("mayReason(%q, %s) = %v; want %v", tc.model, tc.body, got, tc.want)
+		}
+	}
+	// model_info.supports_reasoning decides over the name, and a request
+	// that asks to reason still may.
+	yes, no := true, false
+	for _, tc := range []struct {
+		says        *bool
+		model, body string
+		want        bool
+	}{
+		{&yes, "my-finetune", `{}`, true},
+		{&no, "o3", `{}`, false},
+		{&no, "o3", `{"reasoning_effort":"high"}`, true},
+		{nil, "my-finetune", `{}`, false},
+	} {
+		if got := mayReason(modellist.ModelInfo{SupportsReasoning: tc.says}, tc.model, []byte(tc.body)); got != tc.want {
+			t.Errorf("supports_reasoning %v, mayReason(%q, %s) = %v; want %v", tc.says != nil && *tc.says, tc.model, tc.body, got, tc.want)
 		}
 	}
 }

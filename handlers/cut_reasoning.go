@@ -3,6 +3,8 @@ package handlers
 import (
 	"bytes"
 	"strings"
+
+	"github.com/modelgate/modelgate/modellist"
 )
 
 // mayReason reports whether a request to model may have made its
@@ -13,7 +15,12 @@ import (
 // model did no work its client did not see: its silence before the
 // first output is not charged. Read only when a client cut a stream, so
 // its scan of the body costs other requests nothing.
-func mayReason(model string, body []byte) bool {
+func mayReason(info modellist.ModelInfo, model string, body []byte) bool {
+	if info.SupportsReasoning != nil {
+		// The operator said: a model that does not reason by default
+		// still does when the request asks.
+		return *info.SupportsReasoning || asksToReason(body)
+	}
 	name := strings.ToLower(model)
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -30,6 +37,11 @@ func mayReason(model string, body []byte) bool {
 			return true
 		}
 	}
+	return asksToReason(body)
+}
+
+// asksToReason: the request body names a reasoning setting.
+func asksToReason(body []byte) bool {
 	for _, k := range [...]string{`"reasoning_effort"`, `"reasoning"`, `"thinking"`, `"thinkingConfig"`, `"thinking_config"`} {
 		if bytes.Contains(body, []byte(k)) {
 			return true

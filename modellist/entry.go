@@ -547,4 +547,9 @@ func (p *parser) info(d *Deployment, n *yaml.Node, w where) {
 	if f, ok := fs["max_output_tokens"]; ok {
 		d.Info.MaxOutputTokens, _ = p.count(f.val, w.sub("max_output_tokens"), maxOutputTokens)
 	}
+	if f, ok := fs["supports_reasoning"]; ok && !isNull(deref(f.val)) {
+		if v, ok := p.flag(f.val, w.sub("supports_reasoning"), "true or false"); ok {
+			d.Info.SupportsReasoning = &v
+		}
+	}
 }

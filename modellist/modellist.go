@@ -152,6 +152,10 @@ type ModelInfo struct {
 	// MaxOutputTokens is the output bound a budgeted request that sets
 	// none is sent with (default_max_tokens otherwise); 0 = unset.
 	MaxOutputTokens int64
+	// SupportsReasoning says whether the model thinks unseen before it
+	// writes (LiteLLM's supports_reasoning); nil: judged by its name.
+	// A client that cuts a stream of one pays for the wait.
+	SupportsReasoning *bool
 }
 
 // Routing strategies accepted in router_settings.routing_strategy.

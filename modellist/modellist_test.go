@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,8 @@ func TestRuleErrors(t *testing.T) {
 			[]string{"model_info.max_output_tokens: is too large; the most is 2147483647"}},
 		{"max_output_tokens not a number", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {max_output_tokens: lots}}]\n", nil,
 			[]string{"model_info.max_output_tokens: must be a whole number"}},
+		{"supports_reasoning not a switch", "model_list: [{model_name: m, proxy_params: {model: echo/x}, model_info: {supports_reasoning: sometimes}}]\n", nil,
+			[]string{`model_info.supports_reasoning: "sometimes" is not a choice: true or false`}},
 		{"routing_strategy unknown", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {routing_strategy: usage-based-routing}\n", nil,
 			[]string{`router_settings.routing_strategy: "usage-based-routing" is not supported; use one of simple-shuffle, least-busy, latency-based-routing`}},
 		{"session_affinity not a switch", "model_list: [{model_name: m, proxy_params: {model: echo/x}}]\nrouter_settings: {session_affinity: sometimes}\n", nil,
@@ -942,5 +945,23 @@ func TestSecretsAction(t *testing.T) {
 `), "models.yaml", func(string) (string, bool) { return "", false })
 	if err == nil || !strings.Contains(err.Error(), `models.yaml:4: model_list[0] (model_name "x"): secrets.action: unknown action "scrub"; use redact, block, log or off`) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestSupportsReasoningRead: model_info.supports_reasoning, LiteLLM's
+// name, is read as a switch; unset is nil (the name decides).
+func TestSupportsReasoningRead(t *testing.T) {
+	cfg, _, err := Parse([]byte("model_list:\n  - {model_name: a, proxy_params: {model: echo/x}, model_info: {supports_reasoning: true}}\n  - {model_name: b, proxy_params: {model: echo/x}, model_info: {supports_reasoning: false}}\n  - {model_name: c, proxy_params: {model: echo/x}}\n"), "models.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]string{"a": "true", "b": "false", "c": "unset"} {
+		got := "unset"
+		if v := cfg.byAlias[alias][0].Info.SupportsReasoning; v != nil {
+			got = strconv.FormatBool(*v)
+		}
+		if got != want {
+			t.Errorf("%s: supports_reasoning %s, want %s", alias, got, want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func vertexFields() []string {
 	return []string{"vertex_project", "vertex_location", "vertex_credentials"}
 }
 func infoFields() []string {
-	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "cache_creation_input_token_cost_above_1hr", "max_input_tokens", "max_output_tokens"}
+	return []string{"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost", "cache_creation_input_token_cost_above_1hr", "max_input_tokens", "max_output_tokens", "supports_reasoning"}
 }
 func routerFields() []string {
 	return []string{"routing_strategy", "num_retries", "timeout", "stream_timeout", "fallbacks", "cooldown_time", "allowed_fails", "session_affinity", "first_token_timeout"}
