@@ -64,8 +64,7 @@ func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) 
 			}
 		})
 		if err == nil && hasUsage && data[u.Start] == '{' {
-			t.scratch = OpenAIUsage{}
-			if json.Unmarshal(data[u.Start:u.End], &t.scratch) == nil {
+			if readOpenAIUsage(data[u.Start:u.End], &t.scratch) {
 				t.usage = usageFromOpenAI(&t.scratch)
 				if tier.End > tier.Start {
 					t.usage.ServiceTier, _ = jsonfast.DecodeStringToken(data[tier.Start:tier.End])
@@ -115,21 +114,8 @@ func OpenAIUsageFromBody(body []byte) Usage {
 	if err != nil || !ok || body[v.Start] != '{' {
 		return Usage{}
 	}
-	raw := body[v.Start:v.End]
-	// The hub's usage reader, as for translated answers; json.Unmarshal
-	// judges whatever it would not read identically (and, checking the
-	// whole value first, anything invalid).
 	var u OpenAIUsage
-	var cu *chatUsage
-	fast := jsonfast.Valid(raw)
-	if fast {
-		r := jsonfast.NewReader(raw)
-		readChatUsage(&r, 0, &cu)
-		fast = r.OK() && cu != nil
-	}
-	if fast {
-		u = cu.openAI()
-	} else if json.Unmarshal(raw, &u) != nil {
+	if !readOpenAIUsage(body[v.Start:v.End], &u) {
 		return Usage{}
 	}
 	out := usageFromOpenAI(&u)
@@ -137,4 +123,22 @@ func OpenAIUsageFromBody(body []byte) Usage {
 		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[tier.Start:tier.End])
 	}
 	return out
+}
+
+// readOpenAIUsage reads an OpenAI usage object into u with the hub's
+// usage reader, as for translated answers; json.Unmarshal judges
+// whatever that would not read identically (and, checking the whole
+// value first, anything invalid). false: raw is no usage object.
+func readOpenAIUsage(raw []byte, u *OpenAIUsage) bool {
+	if jsonfast.Valid(raw) {
+		r := jsonfast.NewReader(raw)
+		var cu *chatUsage
+		readChatUsage(&r, 0, &cu)
+		if r.OK() && cu != nil {
+			*u = cu.openAI()
+			return true
+		}
+	}
+	*u = OpenAIUsage{}
+	return json.Unmarshal(raw, u) == nil
 }

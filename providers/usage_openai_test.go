@@ -68,3 +68,18 @@ func BenchmarkOpenAIUsageFromBody(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPassthroughStreamUsageChunk is the pass-through stream's read
+// of the usage chunk at a stream's end.
+func BenchmarkPassthroughStreamUsageChunk(b *testing.B) {
+	ev := Event{Data: []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":300,"total_tokens":1500,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":64}}}`)}
+	tr := NewOpenAIPassthroughStream(false)
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		out, _ = tr.Translate(out[:0], ev)
+	}
+	if tr.Usage().TotalInput() != 1200 {
+		b.Fatalf("usage %+v", tr.Usage())
+	}
+}
