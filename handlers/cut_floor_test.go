@@ -107,6 +107,42 @@ func TestCutReasoningStreamIsChargedItsHiddenReasoning(t *testing.T) {
 	}
 }
 
+// A deployment whose name says nothing of reasoning (an Azure deployment
+// "prod-chat" that runs o3) is charged its cut stream's unseen reasoning
+// when its model_info says supports_reasoning, and only its visible
+// words when it does not say so.
+func TestCutStreamOfAModelSaidToReason(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		info          string
+		atLeast, most int64
+	}{
+		{"supports_reasoning: true", "      supports_reasoning: true\n", 2500, 3100},
+		{"unset, judged by the name", "", 0, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
+			defer srv.Close()
+			yaml := "model_list:\n" + kindEntry("prod-chat", "openai/prod-chat", srv.URL) +
+				"    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n" + tc.info
+			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+			body := `{"model":"prod-chat","stream":true,"max_completion_tokens":8000,"messages":[{"role":"user","content":"prove it"}]}`
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
+			recs := obs.Records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.most {
+				t.Errorf("record %s: output %d tokens; want %d to %d", r.Outcome, r.OutputTokens, tc.atLeast, tc.most)
+			}
+		})
+	}
+}
+
 // A stream cut by its upstream, not its client, is charged what its
 // client was sent but not the upstream's unseen time: a stalled or broken
 // provider is not the client's doing.
