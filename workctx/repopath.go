@@ -36,12 +36,50 @@ func repoPath(host, p string) string {
 var tokenPrefixes = [...]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glptt-", "glrt-",
 	"gloas-", "glcbt-", "glimt-", "glsoat-", "glffct-", "glagent-", "xoxb-", "xoxp-"}
 
+// trimRepoTail cuts from the end of a path what names no repository:
+// ".git" in any case, however often; the forge's "-" marker (repoPath
+// cuts the path from one, and a cut ".git" can leave one last); a "." or
+// ".." a cut leaves (".." takes the segment before, as path.Clean would);
+// and a last segment a cut leaves looking like a token by the rules that
+// read no case (the mixed-case rule read it before, with its ".git", as
+// it always has: "AzureFunctionsV2Template.git" is a repository). What
+// is left reads back as itself once lowered, and it takes one pass from
+// the end: a header of 2 KB of ".git" costs its length once.
+func trimRepoTail(p string) string {
+	for checked := false; ; {
+		switch {
+		case len(p) >= 4 && strings.EqualFold(p[len(p)-4:], ".git"):
+			p = p[:len(p)-4]
+		case strings.HasSuffix(p, "/"):
+			p = p[:len(p)-1]
+		case p == "." || p == "-" || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/-"):
+			p = p[:len(p)-1]
+		case p == ".." || strings.HasSuffix(p, "/.."):
+			p = strings.TrimSuffix(p[:len(p)-2], "/")
+			p = p[:strings.LastIndexByte(p, '/')+1]
+		case !checked:
+			checked = true
+			if i := strings.LastIndexByte(p, '/') + 1; tokenLike(p[i:], false) {
+				p = p[:i]
+			}
+			continue
+		default:
+			return p
+		}
+		checked = false
+	}
+}
+
 // looksLikeCredential reports a path segment no repository is named
 // like: a known token prefix with a long tail, an AWS access key id, a
 // long hex string (classic tokens), or a long run of mixed-case letters
 // and digits (base62 tokens).
 // Read before the path is lowered, for the mixed case.
-func looksLikeCredential(seg string) bool {
+func looksLikeCredential(seg string) bool { return tokenLike(seg, true) }
+
+// tokenLike is looksLikeCredential, with its mixed-case rule only when
+// mixedCase is set.
+func tokenLike(seg string, mixedCase bool) bool {
 	if len(seg) < 20 {
 		return false
 	}
@@ -77,7 +115,7 @@ func looksLikeCredential(seg string) bool {
 	if hex == len(seg) && len(seg) >= 32 && digit > 0 {
 		return true
 	}
-	return other == 0 && len(seg) >= 24 && upper > 0 && low > 0 && digit > 0
+	return mixedCase && other == 0 && len(seg) >= 24 && upper > 0 && low > 0 && digit > 0
 }
 
 // RepoProblem says why remote reads as no repository (NormalizeRepo gives

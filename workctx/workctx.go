@@ -73,21 +73,7 @@ func NormalizeRepo(remote string) string {
 		}
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	// Cutting ".git" (in any case) and the forge's path tail feed each
-	// other ("x/-.git", "x/y.git/-/tree", "x/y.git.git"), so both run
-	// until the path stops shrinking: the name must read back as itself.
-	p = strings.Trim(path.Clean("/"+p), "/")
-	for {
-		before := len(p)
-		p = repoPath(host, p)
-		if n := len(p) - len(".git"); n >= 0 && strings.EqualFold(p[n:], ".git") {
-			p = p[:n]
-		}
-		p = strings.Trim(path.Clean("/"+p), "/")
-		if len(p) == before {
-			break
-		}
-	}
+	p = trimRepoTail(repoPath(host, strings.Trim(path.Clean("/"+p), "/")))
 	p = strings.ToLower(p)
 	// A host without a dot is not a forge every machine names alike (and
 	// the short "host/path" form must read back as itself).
