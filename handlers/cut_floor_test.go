@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgate/modelgate/internal/testclock"
+	"github.com/modelgate/modelgate/ledger"
 	"github.com/modelgate/modelgate/modellist"
 	"github.com/modelgate/modelgate/policy"
 	"github.com/modelgate/modelgate/providers"
@@ -85,26 +86,36 @@ func TestCutReasoningStreamIsChargedItsHiddenReasoning(t *testing.T) {
 		{"at the bound", 1000, 1000, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
-			defer srv.Close()
-			yaml := "model_list:\n" + kindEntry("o3", "openai/o3", srv.URL) + "    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n"
-			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
-			body := fmt.Sprintf(`{"model":"o3","stream":true,"max_completion_tokens":%d,"messages":[{"role":"user","content":"prove it"}]}`, tc.maxTokens)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
-			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
-			recs := obs.Records()
-			if len(recs) != 1 {
-				t.Fatalf("%d records", len(recs))
-			}
-			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.atMost {
+			if r := cutAtTheFirstWord(t, "o3", "", tc.maxTokens); r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.atMost {
 				t.Errorf("record %s: output %d tokens; want %d to %d (29 s of reasoning at %d/s, within max_completion_tokens %d)",
 					r.Outcome, r.OutputTokens, tc.atLeast, tc.atMost, hiddenTokensPerSecond, tc.maxTokens)
 			}
 		})
 	}
+}
+
+// cutAtTheFirstWord streams from model (the upstream openai/<model>,
+// priced, with info added to its model_info) an answer that reasons
+// unseen for 30 s before its first word, has its client leave at that
+// word, and returns the request's record.
+func cutAtTheFirstWord(t *testing.T, model, info string, maxTokens int64) ledger.Record {
+	t.Helper()
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
+	defer srv.Close()
+	yaml := "model_list:\n" + kindEntry(model, "openai/"+model, srv.URL) +
+		"    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n" + info
+	g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
+	body := fmt.Sprintf(`{"model":%q,"stream":true,"max_completion_tokens":%d,"messages":[{"role":"user","content":"prove it"}]}`, model, maxTokens)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
+	g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
+	recs := obs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	return recs[0]
 }
 
 // A deployment whose name says nothing of reasoning (an Azure deployment
@@ -121,22 +132,7 @@ func TestCutStreamOfAModelSaidToReason(t *testing.T) {
 		{"unset, judged by the name", "", 0, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			srv := httptest.NewServer(reasoningThenGone(clk, 30*time.Second))
-			defer srv.Close()
-			yaml := "model_list:\n" + kindEntry("prod-chat", "openai/prod-chat", srv.URL) +
-				"    model_info:\n      input_cost_per_token: 0.000002\n      output_cost_per_token: 0.000008\n" + tc.info
-			g, obs := testGateway(t, yaml, func(o *GatewayOptions) { o.Now = clk.Now })
-			body := `{"model":"prod-chat","stream":true,"max_completion_tokens":8000,"messages":[{"role":"user","content":"prove it"}]}`
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(policy.WithIdentity(ctx, alice))
-			g.ServeHTTP(&leavesAfter{ResponseRecorder: httptest.NewRecorder(), marker: "Sure", leave: cancel}, req)
-			recs := obs.Records()
-			if len(recs) != 1 {
-				t.Fatalf("%d records", len(recs))
-			}
-			if r := recs[0]; r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.most {
+			if r := cutAtTheFirstWord(t, "prod-chat", tc.info, 8000); r.Outcome != "cancelled" || r.OutputTokens < tc.atLeast || r.OutputTokens > tc.most {
 				t.Errorf("record %s: output %d tokens; want %d to %d", r.Outcome, r.OutputTokens, tc.atLeast, tc.most)
 			}
 		})
