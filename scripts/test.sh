@@ -402,6 +402,10 @@ step "fuzz (bounded)"
 # cache go test itself would use. A count, not a duration: Go 1.26's fuzz
 # coordinator can report a spurious "context deadline exceeded" when a
 # duration budget expires (golang/go#75804); a count has no deadline to race.
+# Minimizing is bounded by a count too: by default each new input is
+# shrunk for up to 60 s, and a few large ones (a 77 kB Claude Code
+# request is a seed) could take a target near its 5-minute timeout and
+# fail CI with no bug found.
 FUZZTIME=${FUZZTIME:-20000x}
 FUZZCACHE="$(go env GOCACHE)/fuzz"
 mkdir -p .cache/fuzz
@@ -416,7 +420,7 @@ for pkg in $(go list ./...); do
 	for fz in $targets; do
 		echo "--- $pkg $fz"
 		if ! out=$(cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${fz}\$" -test.fuzztime="$FUZZTIME" \
-			-test.fuzzcachedir="$FUZZCACHE/$pkg" -test.timeout=5m 2>&1); then
+			-test.fuzzminimizetime=1000x -test.fuzzcachedir="$FUZZCACHE/$pkg" -test.timeout=5m 2>&1); then
 			echo "$out"
 			exit 1
 		fi
