@@ -14,7 +14,6 @@ type chatPassthroughStream struct {
 	sawDone        bool // [DONE] sent to the client, by the upstream or Finish
 	upstreamDone   bool // the upstream sent [DONE] or a finish reason
 	usage          Usage
-	scratch        OpenAIUsage
 	line           oneLineJSON
 }
 
@@ -50,29 +49,12 @@ func (t *chatPassthroughStream) Translate(dst []byte, ev Event) ([]byte, error) 
 	// Only chunks that mention usage are scanned; most text chunks carry
 	// `"usage":null` and are skipped after the scan.
 	if bytes.Contains(data, []byte(`"usage"`)) {
-		usageOnly := false
-		var u, tier jsonfast.Span
-		var hasUsage bool
-		_, err := jsonfast.EachMember(data, 0, func(k []byte, v jsonfast.Span) {
-			switch {
-			case jsonfast.KeyIs(k, "usage"):
-				u, hasUsage = v, true
-			case jsonfast.KeyIs(k, "service_tier"):
-				tier = v
-			case jsonfast.KeyIs(k, "choices"):
-				usageOnly = isEmptyArray(data[v.Start:v.End])
-			}
-		})
-		if err == nil && hasUsage && data[u.Start] == '{' {
-			if readOpenAIUsage(data[u.Start:u.End], &t.scratch) {
-				t.usage = usageFromOpenAI(&t.scratch)
-				if tier.End > tier.Start {
-					t.usage.ServiceTier, _ = jsonfast.DecodeStringToken(data[tier.Start:tier.End])
-				}
-			}
-			if usageOnly && t.dropUsageChunk {
-				return dst, nil
-			}
+		u, object, noChoices := openAIUsageOf(data)
+		if u.Seen {
+			t.usage = u
+		}
+		if object && noChoices && t.dropUsageChunk {
+			return dst, nil
 		}
 	}
 	return AppendSSE(dst, ev.Name, data), nil
@@ -99,46 +81,55 @@ func isEmptyArray(v []byte) bool {
 // without decoding the rest of it. A body without usage yields a zero
 // Usage with Seen false.
 func OpenAIUsageFromBody(body []byte) Usage {
-	// One walk of the answer finds both members FindMember would, the
-	// last of each name.
+	u, _, _ := openAIUsageOf(body)
+	return u
+}
+
+// openAIUsageOf reads the usage of an OpenAI answer or stream chunk in
+// one walk of its members (the last of each name, as FindMember would
+// find them), with the hub's usage reader, as for translated answers;
+// json.Unmarshal judges whatever that would not read identically (and,
+// checking the whole value first, anything invalid). u.Seen is false
+// when there is no usage it could read; object says usage is an object;
+// noChoices that choices is an empty array (a usage-only chunk).
+func openAIUsageOf(body []byte) (u Usage, object, noChoices bool) {
 	var v, tier jsonfast.Span
-	ok, hasTier := false, false
+	hasUsage, hasTier := false, false
 	_, err := jsonfast.EachMember(body, 0, func(k []byte, s jsonfast.Span) {
 		switch {
 		case jsonfast.KeyIs(k, "usage"):
-			v, ok = s, true
+			v, hasUsage = s, true
 		case jsonfast.KeyIs(k, "service_tier"):
 			tier, hasTier = s, true
+		case jsonfast.KeyIs(k, "choices"):
+			noChoices = isEmptyArray(body[s.Start:s.End])
 		}
 	})
-	if err != nil || !ok || body[v.Start] != '{' {
-		return Usage{}
+	if err != nil || !hasUsage || body[v.Start] != '{' {
+		return Usage{}, false, noChoices
 	}
-	var u OpenAIUsage
-	if !readOpenAIUsage(body[v.Start:v.End], &u) {
-		return Usage{}
-	}
-	out := usageFromOpenAI(&u)
-	if hasTier {
-		out.ServiceTier, _ = jsonfast.DecodeStringToken(body[tier.Start:tier.End])
-	}
-	return out
-}
-
-// readOpenAIUsage reads an OpenAI usage object into u with the hub's
-// usage reader, as for translated answers; json.Unmarshal judges
-// whatever that would not read identically (and, checking the whole
-// value first, anything invalid). false: raw is no usage object.
-func readOpenAIUsage(raw []byte, u *OpenAIUsage) bool {
-	if jsonfast.Valid(raw) {
+	raw := body[v.Start:v.End]
+	var ou OpenAIUsage
+	var cu *chatUsage
+	fast := jsonfast.Valid(raw)
+	if fast {
 		r := jsonfast.NewReader(raw)
-		var cu *chatUsage
 		readChatUsage(&r, 0, &cu)
-		if r.OK() && cu != nil {
-			*u = cu.openAI()
-			return true
-		}
+		fast = r.OK() && cu != nil
 	}
-	*u = OpenAIUsage{}
-	return json.Unmarshal(raw, u) == nil
+	if fast {
+		ou = cu.openAI()
+	} else {
+		// Apart, so that only this path puts a usage on the heap.
+		slow := new(OpenAIUsage)
+		if json.Unmarshal(raw, slow) != nil {
+			return Usage{}, true, noChoices
+		}
+		ou = *slow
+	}
+	u = usageFromOpenAI(&ou)
+	if hasTier {
+		u.ServiceTier, _ = jsonfast.DecodeStringToken(body[tier.Start:tier.End])
+	}
+	return u, true, noChoices
 }
