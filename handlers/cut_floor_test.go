@@ -269,7 +269,7 @@ func TestMayReason(t *testing.T) {
 		{"gpt-4.1", `{"reasoning_effort":"low"}`, true},
 		{"o3pro-lookalike", `{}`, false},
 	} {
-		if got := mayReason(modellist.ModelInfo{}, tc.model, []byte(tc.body)); got != tc.want {
+		if got := mayReason(modellist.ReasonsUnseen(tc.model, nil), []byte(tc.body)); got != tc.want {
 			t.Errorf("mayReason(%q, %s) = %v; want %v", tc.model, tc.body, got, tc.want)
 		}
 	}
@@ -286,7 +286,7 @@ func TestMayReason(t *testing.T) {
 		{&no, "o3", `{"reasoning_effort":"high"}`, true},
 		{nil, "my-finetune", `{}`, false},
 	} {
-		if got := mayReason(modellist.ModelInfo{SupportsReasoning: tc.says}, tc.model, []byte(tc.body)); got != tc.want {
+		if got := mayReason(modellist.ReasonsUnseen(tc.model, tc.says), []byte(tc.body)); got != tc.want {
 			t.Errorf("supports_reasoning %v, mayReason(%q, %s) = %v; want %v", tc.says != nil && *tc.says, tc.model, tc.body, got, tc.want)
 		}
 	}

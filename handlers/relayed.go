@@ -193,7 +193,7 @@ func (g *Gateway) settle(x *exchange) {
 		byClient := rec.Outcome == ledger.OutcomeCancelled
 		// A non-streaming answer's upstream generates unseen all along:
 		// its whole silence is work, whatever the model.
-		unseen := byClient && (!x.info.Stream || mayReason(m.d.Entry().Info, m.d.Entry().Model, x.body))
+		unseen := byClient && (!x.info.Stream || mayReason(m.d.Entry().ReasonsUnseen, x.body))
 		applyUsage(rec, m.floor(u, g.now(), byClient, unseen), m.d)
 		m.done = true // settled: a second settle changes nothing
 	}

@@ -58,6 +58,7 @@ func (p *parser) entry(i int, n *yaml.Node) *Deployment {
 	if f, ok := fs["model_info"]; ok && !isNull(deref(f.val)) {
 		p.info(d, f.val, w.sub("model_info"))
 	}
+	d.ReasonsUnseen = ReasonsUnseen(d.Model, d.Info.SupportsReasoning)
 	if f, ok := fs["secrets"]; ok {
 		p.secrets(d, f.val, w.sub("secrets"))
 	}

@@ -78,6 +78,11 @@ type Deployment struct {
 	// account; nil for every other kind.
 	Vertex *VertexAccount
 	Info   ModelInfo
+	// ReasonsUnseen: the model reasons unseen before it writes, by
+	// default (ReasonsUnseen of its model and Info.SupportsReasoning):
+	// a client that cuts its stream before the first output pays the
+	// wait.
+	ReasonsUnseen bool
 	// Secrets is the entry's secrets: action, or SecretsDefault
 	// (SecretsPolicy resolves it).
 	Secrets SecretsAction

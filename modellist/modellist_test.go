@@ -599,7 +599,7 @@ func TestFullExample(t *testing.T) {
 				CacheReadInputTokenCost: i64(300_000), CacheCreationInputTokenCost: i64(3_750_000), MaxInputTokens: 200000, MaxOutputTokens: 64000}},
 		{Index: 4, Alias: "fast", Provider: "groq", Kind: KindOpenAI, Model: "meta-llama/llama-4-scout-17b-16e-instruct",
 			APIBase: "https://api.groq.com/openai/v1", APIKey: "gsk-k", Timeout: 30 * time.Second, Weight: 1},
-		{Index: 5, Alias: "gem", Provider: "gemini", Kind: KindGemini, Model: "gemini-2.5-flash",
+		{Index: 5, Alias: "gem", Provider: "gemini", Kind: KindGemini, Model: "gemini-2.5-flash", ReasonsUnseen: true,
 			APIBase: "https://generativelanguage.googleapis.com", APIKey: "gem-k", Weight: 1},
 		{Index: 6, Alias: "offline", Provider: "echo", Kind: KindEcho, Model: "anything", Local: true, Weight: 1},
 	}
