@@ -199,7 +199,9 @@ func (rs *Rules) IDs() []string {
 	return ids
 }
 
-func (a *allowlist) allows(secret, match, line string) bool {
+// allows says whether a lets the finding go; a line allowlist's regexes
+// judge only a whole line (lineWhole), never one cut short.
+func (a *allowlist) allows(secret, match, line string, lineWhole bool) bool {
 	target := secret
 	switch a.target {
 	case "match":
@@ -208,6 +210,9 @@ func (a *allowlist) allows(secret, match, line string) bool {
 		target = line
 	}
 	for _, re := range a.regexes {
+		if a.target == "line" && !lineWhole {
+			break
+		}
 		if re.MatchString(target) {
 			return true
 		}

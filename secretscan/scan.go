@@ -182,13 +182,13 @@ func (rs *Rules) match(r *rule, text string, lo, hi int, s *scratch) {
 			continue
 		}
 		match := text[start:end]
-		line := lineAround(text, start, end)
-		if rs.global.allows(secret, match, line) {
+		line, whole := lineAround(text, start, end)
+		if rs.global.allows(secret, match, line, whole) {
 			continue
 		}
 		allowed := false
 		for i := range r.allow {
-			if r.allow[i].allows(secret, match, line) {
+			if r.allow[i].allows(secret, match, line, whole) {
 				allowed = true
 				break
 			}
@@ -200,19 +200,23 @@ func (rs *Rules) match(r *rule, text string, lo, hi int, s *scratch) {
 }
 
 // lineAround is the line of text holding text[start:end], which a line
-// allowlist's regexes test. The search reaches at most maxLineReach bytes either side: a client's
-// text may be one line of megabytes holding thousands of matches, and a
-// whole line per match (found, then run through a line allowlist's
-// regexes) cost time quadratic in the text. A line cut there only allows
-// less.
-func lineAround(text string, start, end int) string {
+// allowlist's regexes test. The search reaches at most maxLineReach bytes
+// either side: a client's text may be one line of megabytes holding
+// thousands of matches, and a whole line per match (found, then run
+// through a line allowlist's regexes) cost time quadratic in the text.
+// whole is false when the line was cut there: its regexes do not judge
+// it, for an anchored one (^\s*#) would read the cut as the line's start,
+// and a client could place what it allows exactly there.
+func lineAround(text string, start, end int) (line string, whole bool) {
 	lo, hi := max(0, start-maxLineReach), min(len(text), end+maxLineReach)
-	ls := strings.LastIndexByte(text[lo:start], '\n') + 1 + lo
+	i := strings.LastIndexByte(text[lo:start], '\n')
+	ls := i + 1 + lo
+	whole = i >= 0 || lo == 0
 	le := strings.IndexByte(text[end:hi], '\n')
 	if le < 0 {
-		return text[ls:hi]
+		return text[ls:hi], whole && hi == len(text)
 	}
-	return text[ls : end+le]
+	return text[ls : end+le], whole
 }
 
 // maxLineReach bounds lineAround's search either side of a match.
