@@ -98,7 +98,17 @@ func (a *Handler) decideApproval(approve bool) http.HandlerFunc {
 		// An admin-role key is as likely an agent's as a person's: the
 		// key or person whose call waits does not approve it (as by a
 		// link, approval.LinkHandler).
-		if own, found, err := s.MCPApprovalByID(r.Context(), r.PathValue("id")); err == nil && found && approval.OwnCall(own, caller.KeyID, caller.PersonID()) {
+		// A lookup that fails decides nothing: the check must not be
+		// skipped because the ledger did not answer.
+		own, found, err := s.MCPApprovalByID(r.Context(), r.PathValue("id"))
+		switch {
+		case err != nil:
+			fail(w, http.StatusServiceUnavailable, "reading the MCP approval failed; retry")
+			return
+		case !found:
+			fail(w, http.StatusNotFound, "no MCP approval "+strconv.Quote(r.PathValue("id")))
+			return
+		case approval.OwnCall(own, caller.KeyID, caller.PersonID()):
 			fail(w, http.StatusForbidden, "MCP approval "+own.ID+" holds your own call: another person decides it")
 			return
 		}

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -39,5 +40,47 @@ func TestAdminDoesNotApproveOwnMCPCall(t *testing.T) {
 	}
 	if rec := sa.call(t, adminID, "POST", path, ""); rec.Code != 200 {
 		t.Errorf("another admin approving: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// unreadableApprovals is a ledger whose approvals cannot be read back.
+type unreadableApprovals struct{ ledger.Store }
+
+func (u unreadableApprovals) CreateMCPApproval(ctx context.Context, a ledger.MCPApproval) error {
+	return u.Store.(ledger.MCPApprovalStore).CreateMCPApproval(ctx, a)
+}
+func (unreadableApprovals) MCPApprovalByID(context.Context, string) (ledger.MCPApproval, bool, error) {
+	return ledger.MCPApproval{}, false, errors.New("database gone")
+}
+func (u unreadableApprovals) DecideMCPApproval(ctx context.Context, id, state, by, via string, now time.Time) (ledger.MCPApproval, error) {
+	return u.Store.(ledger.MCPApprovalStore).DecideMCPApproval(ctx, id, state, by, via, now)
+}
+func (u unreadableApprovals) ConsumeMCPApproval(ctx context.Context, id string, now time.Time) (bool, error) {
+	return u.Store.(ledger.MCPApprovalStore).ConsumeMCPApproval(ctx, id, now)
+}
+func (u unreadableApprovals) MCPApprovals(ctx context.Context, state string, limit int) ([]ledger.MCPApproval, error) {
+	return u.Store.(ledger.MCPApprovalStore).MCPApprovals(ctx, state, limit)
+}
+
+// When the approval cannot be read for the own-call check, the admin API
+// decides nothing (it skipped the check and decided before).
+func TestAdminDecidesNoMCPCallItCannotCheck(t *testing.T) {
+	sa := newSpendAdmin(t)
+	st := sa.a.Store.(ledger.MCPApprovalStore)
+	now := time.Now().UTC()
+	a := ledger.MCPApproval{CreatedAt: now, ExpiresAt: now.Add(time.Hour), KeyID: "agent", Person: "ann@example.com",
+		Server: "internal", Tool: "deploy", ArgsHash: "h", Args: `{}`, State: ledger.ApprovalPending}
+	a.ID, a.Secret = approval.NewID()
+	approval.Bind(&a)
+	if err := st.CreateMCPApproval(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	sa.a.Store = unreadableApprovals{sa.a.Store}
+	if rec := sa.call(t, &policy.Identity{KeyID: "agent", Person: "ann@example.com", Role: policy.RoleAdmin}, "POST",
+		"/v1/organizations/mcp_approvals/"+a.ID+"/approve", ""); rec.Code != 503 {
+		t.Errorf("its own call, the approval unreadable: %d %s", rec.Code, rec.Body)
+	}
+	if got, _, _ := st.MCPApprovalByID(context.Background(), a.ID); got.State != ledger.ApprovalPending {
+		t.Fatalf("decided without the check: %+v", got)
 	}
 }
