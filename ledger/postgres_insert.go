@@ -56,14 +56,15 @@ func newPGStatements() pgStatements {
 	return st
 }
 
-// rollupSQL is the upsert of table's rows.
+// rollupSQL is the upsert of table's rows (one of rollupTables, the
+// only tables the writer rolls up).
 func (st *pgStatements) rollupSQL(table string) string {
 	for i, t := range rollupTables() {
-		if t.name == table && st.rollup[i] != "" {
+		if t.name == table {
 			return st.rollup[i]
 		}
 	}
-	return rollupArraysSQL(table)
+	panic("ledger: " + table + " is not a roll-up table")
 }
 
 // buildCopySQL is the COPY statement of recordColumns in binary format.

@@ -32,17 +32,8 @@ func plusSat(a, b int64) int64 {
 // PeriodStart is the start of the budget period holding t, in UTC
 // calendar terms (weeks start on Monday); a total has one period.
 func PeriodStart(period string, t time.Time) time.Time {
-	t = t.UTC()
-	switch period {
-	case "daily":
-		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-	case "weekly":
-		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
-	case "monthly":
-		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	}
-	return time.Unix(0, 0).UTC()
+	start, _ := PeriodBounds(period, t)
+	return start
 }
 
 // PeriodBounds is the start of the budget period holding t
