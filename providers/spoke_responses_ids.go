@@ -37,7 +37,7 @@ func (t *ResponsesTurn) assignIDs() {
 			}
 			seq++
 			n := len(ids)
-			ids = strconv.AppendUint(append(append(ids, itemPrefix(t.items[i].Type)...), t.nonce...), seq, 36)
+			ids = appendItemID(ids, t.items[i].Type, t.nonce, seq)
 			size += len(t.Items[i]) + len(ids) - n + 10
 		}
 	}
@@ -46,7 +46,9 @@ func (t *ResponsesTurn) assignIDs() {
 	for i, raw := range t.Items {
 		if needs(i) {
 			t.seq++
-			n := len(itemPrefix(t.items[i].Type)) + len(t.nonce) + base36Len(t.seq)
+			// The id's length, from the same writer (on the stack).
+			var one [45]byte
+			n := len(appendItemID(one[:0], t.items[i].Type, t.nonce, t.seq))
 			t.items[i].ID, all = all[:n], all[n:]
 			start := len(buf)
 			buf = appendWithID(buf, raw, t.items[i].ID)
@@ -57,13 +59,11 @@ func (t *ResponsesTurn) assignIDs() {
 	}
 }
 
-// base36Len is the number of digits strconv.FormatUint(u, 36) writes.
-func base36Len(u uint64) int {
-	n := 1
-	for ; u >= 36; u /= 36 {
-		n++
-	}
-	return n
+// appendItemID appends the id of the seq-th item of type typ in a turn
+// whose random part is nonce: the one writer of the ids newID and
+// assignIDs mint.
+func appendItemID(dst []byte, typ, nonce string, seq uint64) []byte {
+	return strconv.AppendUint(append(append(dst, itemPrefix(typ)...), nonce...), seq, 36)
 }
 
 // appendWithID appends raw, an item object without "id", with id as its

@@ -390,7 +390,8 @@ func (t *ResponsesTurn) newID(typ string) string {
 		t.nonce = lowerNonce()
 	}
 	t.seq++
-	return itemPrefix(typ) + t.nonce + strconv.FormatUint(t.seq, 36)
+	var b [45]byte
+	return string(appendItemID(b[:0], typ, t.nonce, t.seq))
 }
 
 // lowerNonce is strings.ToLower(rand.Text()) in one allocation: 26
