@@ -59,6 +59,19 @@ timings() { # timings <exit status>
 		printf '%8s  %s\n' "${s%%	*}" "${s#*	}"
 	done
 	printf '%8s  %s\n' "$(since "$RUN_START")" "total"
+	# A run that fails for want of disk (the linker's "no space left on
+	# device") says so here, beside how much the checkout's caches hold.
+	if [ "$1" -ne 0 ]; then
+		printf '\n==> disk at the end\n'
+		disk_report
+	fi
+}
+
+# disk_report prints the free space where the run writes (the checkout,
+# the Go build cache, the temporary directory) and the size of .cache.
+disk_report() {
+	df -h "$ROOT" "$(go env GOCACHE 2>/dev/null || echo "$ROOT")" "${TMPDIR:-/tmp}" 2>/dev/null | awk 'NR == 1 || !seen[$0]++' || true
+	du -sh "$ROOT/.cache" 2>/dev/null || true
 }
 
 # free_port prints a loopback port nothing listens on.
@@ -92,6 +105,7 @@ cleanup() {
 trap cleanup EXIT
 
 step "go $(go version | cut -d' ' -f3)"
+disk_report
 go mod download
 
 step "gofmt"
