@@ -222,7 +222,8 @@ func (c *controlsEnv) fallbacks() []string {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") {
+		if strings.HasPrefix(line, "modelgate_rate_limit_local_fallbacks_total") || strings.HasPrefix(line, "modelgate_budget_local_fallbacks_total") ||
+			strings.HasPrefix(line, "modelgate_ledger_") {
 			out = append(out, line)
 		}
 	}
