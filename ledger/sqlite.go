@@ -55,6 +55,7 @@ func OpenSQLite(path string) (Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ledger sqlite: %w", err)
 	}
+	s.yield = newNetYield()
 	return s, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -609,6 +608,9 @@ type sqlStore struct {
 	// gone tells who watches of upstream MCP grants deleted with their
 	// holder (mcp_upstream_gone.go).
 	gone goneWatchers
+	// yield steps an in-process writer aside between statements (SQLite
+	// only; nil elsewhere).
+	yield *netYield
 }
 
 // migrate brings the schema to the latest version.
@@ -787,19 +789,19 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 			return fmt.Errorf("ledger insert: %w", err)
 		}
 		rest = rest[n:]
-		letRequestsRun()
+		s.letRequestsRun()
 	}
 	if err := s.addSpend(ctx, tx, recs); err != nil {
 		return err
 	}
-	letRequestsRun()
+	s.letRequestsRun()
 	if err := s.endReservations(ctx, tx, recs); err != nil {
 		return err
 	}
 	if err := s.addRollup(ctx, tx, recs); err != nil {
 		return err
 	}
-	letRequestsRun()
+	s.letRequestsRun()
 	// Last: a lease's rows stay locked from here to the commit only, and
 	// top-ups of the lease wait on them.
 	if err := s.drawLeases(ctx, tx, recs); err != nil {
@@ -811,15 +813,16 @@ func (s *sqlStore) insertRows(ctx context.Context, tx *sql.Tx, recs []Record) er
 	return nil
 }
 
-// letRequestsRun gives this goroutine's processor to any goroutine waiting
+// letRequestsRun gives this goroutine's processor to the requests waiting
 // for one. SQLite runs in the process, so a batch's statements are CPU
 // work in the writer's goroutine, and Go lets a running goroutine keep its
 // processor up to 10 ms before it preempts it: with GOMAXPROCS 1 or 2 (a
 // small container, a pinned gateway) a request that became runnable
-// during a 256-record batch waited for the whole batch, ~2.5 ms. Between
-// statements of 16 records the batch steps aside instead; with nothing
-// waiting, a yield costs well under a microsecond.
-func letRequestsRun() { runtime.Gosched() }
+// during a 256-record batch waited for the whole batch, ~2 ms. Between
+// statements of 16 records the batch steps aside instead, letting run
+// both the requests already runnable and those whose network I/O became
+// ready meanwhile (netYield).
+func (s *sqlStore) letRequestsRun() { s.yield.yield() }
 
 // recordValue is one column's value of a record: an integer, or a text
 // when text is set.
@@ -1026,6 +1029,7 @@ func (s *sqlStore) Close() error {
 		_ = s.insertOne.Close()
 		_ = s.insertMany.Close()
 	}
+	s.yield.close()
 	return s.db.Close()
 }
 
