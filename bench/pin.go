@@ -235,65 +235,18 @@ func pinHarness(plan cpuPlan, c config) (restore func(), services []string, err 
 	if err := os.Setenv("GOMAXPROCS", strconv.Itoa(len(plan.proxy))); err != nil {
 		return nil, nil, err
 	}
-	var pids, idle []int
-	for _, svc := range []struct {
-		name, url  string
-		background bool
-	}{{"PostgreSQL", c.postgres, true}, {"Redis", c.redis, false}} {
-		pid, ok := listenerPID(svc.url)
-		if !ok || pinTree(pid, plan.harness) != nil {
-			continue
+	var pids []int
+	for _, svc := range []struct{ name, url string }{{"PostgreSQL", c.postgres}, {"Redis", c.redis}} {
+		if pid, ok := listenerPID(svc.url); ok && pinTree(pid, plan.harness) == nil {
+			pids = append(pids, pid)
+			services = append(services, svc.name)
 		}
-		pids = append(pids, pid)
-		name := svc.name
-		if svc.background && scheduleTree(pid, unix.SCHED_IDLE) == nil {
-			idle = append(idle, pid)
-			name += " (idle priority)"
-		}
-		services = append(services, name)
 	}
 	return func() {
-		for _, pid := range idle {
-			_ = scheduleTree(pid, unix.SCHED_NORMAL)
-		}
 		for _, pid := range pids {
 			_ = pinTree(pid, all)
 		}
 	}, services, nil
-}
-
-// scheduleTree sets the scheduling policy of every thread of pid and of
-// its descendants (and so of the processes it starts later, which
-// inherit it). PostgreSQL runs at SCHED_IDLE beside the load generator
-// and the mocks: the ledger's writes are batched behind the requests,
-// never on their path, and a batch (~2.5 ms of COPY and upserts every
-// 256 requests) at normal priority held the mock's answers behind it,
-// which the concurrency-1 rows read as the controls gateway's tail. An
-// idle-priority task yields the CPU the moment a normal one wakes, and
-// still runs whenever the harness CPU has time, which it has at every
-// level the yardstick measures: the run ends by reading the ledger's
-// queue and drops (controlsEnv.fallbacks) to show that it kept up.
-func scheduleTree(pid int, policy uint32) error {
-	attr := &unix.SchedAttr{Policy: policy}
-	for _, p := range append([]int{pid}, descendants(pid)...) {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
-		if err != nil {
-			if p == pid {
-				return err
-			}
-			continue // ended meanwhile
-		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.SchedSetAttr(tid, attr, 0); err != nil && p == pid {
-				return fmt.Errorf("scheduling process %d: %w", pid, err)
-			}
-		}
-	}
-	return nil
 }
 
 // pinProxies moves every proxy under test, and whatever it started, onto

@@ -71,39 +71,3 @@ func TestPinTreeMovesAChildAndItsChildren(t *testing.T) {
 		}
 	}
 }
-
-func TestScheduleTreeSetsAndRestoresThePolicy(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
-	if err := cmd.Start(); err != nil {
-		t.Skip("no sh:", err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var kids []int
-	if !testwait.Until(func() bool { kids = descendants(cmd.Process.Pid); return len(kids) > 0 }) {
-		t.Fatal("sh's child never appeared under descendants")
-	}
-	policyOf := func(pid int) uint32 {
-		attr, err := unix.SchedGetAttr(pid, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return attr.Policy
-	}
-	if err := scheduleTree(cmd.Process.Pid, unix.SCHED_IDLE); err != nil {
-		t.Skip("sched_setattr refused here:", err)
-	}
-	for _, pid := range append([]int{cmd.Process.Pid}, kids...) {
-		if p := policyOf(pid); p != unix.SCHED_IDLE {
-			t.Fatalf("process %d has policy %d after SCHED_IDLE", pid, p)
-		}
-	}
-	// Going back to normal needs no privilege and must always work.
-	if err := scheduleTree(cmd.Process.Pid, unix.SCHED_NORMAL); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range append([]int{cmd.Process.Pid}, kids...) {
-		if p := policyOf(pid); p != unix.SCHED_NORMAL {
-			t.Fatalf("process %d has policy %d after SCHED_OTHER", pid, p)
-		}
-	}
-}
