@@ -128,6 +128,23 @@ func TestMessageValuesAreDefused(t *testing.T) {
 	}
 }
 
+// TestMessageOfEscapedCharactersStaysShort: the bounds hold on the text
+// as sent. 500 '<' in a notification were 2,000 characters once escaped,
+// past Discord's limit on a message, which refused it and so lost it.
+func TestMessageOfEscapedCharactersStaysShort(t *testing.T) {
+	ev := Event{CWD: "/x/" + strings.Repeat("&", 400), SessionID: strings.Repeat(">", 400), Message: strings.Repeat("<", 2000)}
+	text, ok := BuildMessage(ev, strings.Repeat("<", 400), EventNotification)
+	if !ok {
+		t.Fatal("no message")
+	}
+	if n := utf8.RuneCountInString(text); n > 1000 {
+		t.Fatalf("message of %d characters: %.80q…", n, text)
+	}
+	if !strings.Contains(text, "&lt;&lt;") || !strings.HasSuffix(text, "…") {
+		t.Fatalf("message %.80q… lost its escaped text or its cut mark", text)
+	}
+}
+
 // FuzzBuildMessage: whatever the event, the message is one line of valid
 // UTF-8, bounded, with no control or format characters and no live
 // broadcast mention.

@@ -310,7 +310,7 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 	// The arguments are the agent's to choose: cleaned of chat controls,
 	// which Slack reads even in a code span, so that text in them cannot
 	// pose as the approve link or ping the channel.
-	args := strings.ReplaceAll(webhook.Clean(q.args, len(q.args)), "`", "'")
+	args := strings.ReplaceAll(webhook.Clean(q.args, questionArgs), "`", "'")
 	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).%s",
 		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note())
 	if base := strings.TrimRight(publicURL, "/"); base != "" {

@@ -12,8 +12,35 @@ import (
 // turn into a ping of everyone, defused with a zero-width space after the
 // @, and Escape's chat controls made text. Every value a chat line takes
 // from a caller goes through it; a line's own links are added after.
+//
+// max bounds the value as sent, entities and zero-width spaces counted:
+// a chat's length limit sees the escaped text (Discord refuses a message
+// over 2,000 characters, and 500 '<' are 2,000 once escaped). A value cut
+// ends with an ellipsis, never inside an entity.
 func Clean(s string, max int) string {
-	return Escape(defuseMentions(OneLine(s, max)))
+	return cutSent(Escape(defuseMentions(OneLine(s, max))), max)
+}
+
+// cutSent cuts a cleaned value to max runes and an ellipsis. Every '&' in
+// a cleaned value begins an entity (Escape made a caller's own '&' one),
+// so a cut after an '&' with no ';' since would split one: it moves back
+// to before the '&'.
+func cutSent(s string, max int) string {
+	n := 0
+	for i := range s {
+		if n == max {
+			if s[i:] == "…" { // OneLine's own cut, already marked
+				return s
+			}
+			cut := s[:i]
+			if amp := strings.LastIndexByte(cut, '&'); amp >= 0 && strings.IndexByte(cut[amp:], ';') < 0 {
+				cut = cut[:amp]
+			}
+			return cut + "…"
+		}
+		n++
+	}
+	return s
 }
 
 // OneLine is s on one line, for text a person reads outside a chat (an

@@ -3,6 +3,7 @@ package webhook
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestCleanMakesChatControlsText (H10-4): caller text in a chat line can
@@ -26,12 +27,64 @@ func TestCleanMakesChatControlsText(t *testing.T) {
 			t.Errorf("Clean(%q) = %q keeps a chat control", tc.in, got)
 		}
 	}
-	// The cut counts the text as written, and never splits an entity.
-	if got := Clean("<<<<", 2); got != "&lt;&lt;…" {
-		t.Errorf("cut: %q", got)
+	// The cut counts the text as sent, and never splits an entity.
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"<<<<", 8, "&lt;&lt;…"},
+		{"<<<<", 6, "&lt;…"},
+		{"<<<<", 16, "&lt;&lt;&lt;&lt;"},
+		{"a&b", 3, "a…"},
+		{"abcdef", 3, "abc…"},
+		{"abc", 3, "abc"},
+		{"@everyone", 2, "@e…"},
+		{"@everyone now", 10, "@\u200beveryone…"},
+	} {
+		if got := Clean(tc.in, tc.max); got != tc.want {
+			t.Errorf("Clean(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
 	}
 	// OneLine, for text read outside a chat, keeps the characters.
 	if got := OneLine("a\n<b>\u200b [c](d)", 50); got != "a <b> [c](d)" {
 		t.Errorf("OneLine: %q", got)
+	}
+}
+
+// TestCleanBoundsTheTextAsSent: whatever the caller's text, the cleaned
+// value is at most max runes and an ellipsis, with every entity whole, so
+// a chat line built from bounded values stays within the chat's limit.
+func TestCleanBoundsTheTextAsSent(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("<", 500),
+		strings.Repeat("&", 700),
+		strings.Repeat("a<", 400),
+		strings.Repeat("[x](y) ", 200),
+		strings.Repeat("@here ", 200),
+		strings.Repeat("é>", 300),
+	} {
+		for _, max := range []int{1, 5, 37, 120, 500} {
+			got := Clean(in, max)
+			if n := utf8.RuneCountInString(strings.TrimSuffix(got, "…")); n > max {
+				t.Errorf("Clean(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
+			}
+			// Every '&' begins a whole entity.
+			for rest := got; ; {
+				i := strings.IndexByte(rest, '&')
+				if i < 0 {
+					break
+				}
+				rest = rest[i:]
+				if !strings.HasPrefix(rest, "&amp;") && !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") {
+					t.Errorf("Clean(%.12q…, %d) = …%.12q: a split entity", in, max, rest)
+					break
+				}
+				rest = rest[1:]
+			}
+			if strings.ContainsAny(got, "<>") {
+				t.Errorf("Clean(%.12q…, %d) keeps a chat control", in, max)
+			}
+		}
 	}
 }
