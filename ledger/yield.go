@@ -47,6 +47,14 @@ func newNetYield() *netYield {
 			}
 		}
 	}()
+	// One round trip now: the first yield then finds the helper waiting
+	// on its channel, and parks on the pipe before the helper writes.
+	y.kick <- struct{}{}
+	var b [1]byte
+	if _, err := y.r.Read(b[:]); err != nil {
+		y.closeLocked()
+		return nil
+	}
 	return y
 }
 
@@ -74,6 +82,10 @@ func (y *netYield) yield() {
 	}
 	var b [1]byte
 	_, _ = y.r.Read(b[:])
+	// The poll usually hands the processor back to the writer first and
+	// queues what else it found: step aside once more so that runs now,
+	// not after the next statement.
+	runtime.Gosched()
 }
 
 func (y *netYield) close() {
@@ -82,6 +94,10 @@ func (y *netYield) close() {
 	}
 	y.mu.Lock()
 	defer y.mu.Unlock()
+	y.closeLocked()
+}
+
+func (y *netYield) closeLocked() {
 	if y.closed {
 		return
 	}
