@@ -59,7 +59,8 @@ func OneLine(s string, max int) string {
 		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
 			continue
 		}
-		if n >= max {
+		// A pending space is written with the rune after it: both must fit.
+		if n >= max || (space && n+1 >= max) {
 			b.WriteString("…")
 			break
 		}

@@ -46,6 +46,21 @@ func TestCleanMakesChatControlsText(t *testing.T) {
 			t.Errorf("Clean(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
 	}
+	// OneLine's bound holds with a space before the cut.
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"a b", 2, "a…"},
+		{"a b", 3, "a b"},
+		{"ab  cd", 4, "ab c…"},
+		{"ab  cd", 3, "ab…"},
+	} {
+		if got := OneLine(tc.in, tc.max); got != tc.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
 	// OneLine, for text read outside a chat, keeps the characters.
 	if got := OneLine("a\n<b>\u200b [c](d)", 50); got != "a <b> [c](d)" {
 		t.Errorf("OneLine: %q", got)
@@ -63,8 +78,12 @@ func TestCleanBoundsTheTextAsSent(t *testing.T) {
 		strings.Repeat("[x](y) ", 200),
 		strings.Repeat("@here ", 200),
 		strings.Repeat("é>", 300),
+		strings.Repeat("a ", 400),
 	} {
 		for _, max := range []int{1, 5, 37, 120, 500} {
+			if n := utf8.RuneCountInString(strings.TrimSuffix(OneLine(in, max), "…")); n > max {
+				t.Errorf("OneLine(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
+			}
 			got := Clean(in, max)
 			if n := utf8.RuneCountInString(strings.TrimSuffix(got, "…")); n > max {
 				t.Errorf("Clean(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
