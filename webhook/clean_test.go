@@ -81,29 +81,46 @@ func TestCleanBoundsTheTextAsSent(t *testing.T) {
 		strings.Repeat("a ", 400),
 	} {
 		for _, max := range []int{1, 5, 37, 120, 500} {
-			if n := utf8.RuneCountInString(strings.TrimSuffix(OneLine(in, max), "…")); n > max {
-				t.Errorf("OneLine(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
-			}
-			got := Clean(in, max)
-			if n := utf8.RuneCountInString(strings.TrimSuffix(got, "…")); n > max {
-				t.Errorf("Clean(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
-			}
-			// Every '&' begins a whole entity.
-			for rest := got; ; {
-				i := strings.IndexByte(rest, '&')
-				if i < 0 {
-					break
-				}
-				rest = rest[i:]
-				if !strings.HasPrefix(rest, "&amp;") && !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") {
-					t.Errorf("Clean(%.12q…, %d) = …%.12q: a split entity", in, max, rest)
-					break
-				}
-				rest = rest[1:]
-			}
-			if strings.ContainsAny(got, "<>") {
-				t.Errorf("Clean(%.12q…, %d) keeps a chat control", in, max)
-			}
+			checkBounded(t, in, max)
 		}
+	}
+}
+
+// FuzzClean holds Clean's and OneLine's bounds on any text and bound.
+func FuzzClean(f *testing.F) {
+	f.Add("<!channel> & [a](b) @here", 7)
+	f.Add(strings.Repeat("<", 50), 13)
+	f.Fuzz(func(t *testing.T, in string, max int) {
+		if max < 0 || max > 1000 {
+			return
+		}
+		checkBounded(t, in, max)
+	})
+}
+
+func checkBounded(t *testing.T, in string, max int) {
+	t.Helper()
+	if n := utf8.RuneCountInString(strings.TrimSuffix(OneLine(in, max), "…")); n > max {
+		t.Errorf("OneLine(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
+	}
+	got := Clean(in, max)
+	if n := utf8.RuneCountInString(strings.TrimSuffix(got, "…")); n > max {
+		t.Errorf("Clean(%.12q…, %d) is %d runes before its ellipsis", in, max, n)
+	}
+	// Every '&' begins a whole entity.
+	for rest := got; ; {
+		i := strings.IndexByte(rest, '&')
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		if !strings.HasPrefix(rest, "&amp;") && !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") {
+			t.Errorf("Clean(%.12q…, %d) = …%.12q: a split entity", in, max, rest)
+			break
+		}
+		rest = rest[1:]
+	}
+	if strings.ContainsAny(got, "<>") || strings.Contains(got, "](") {
+		t.Errorf("Clean(%.12q…, %d) keeps a chat control", in, max)
 	}
 }
