@@ -81,10 +81,10 @@ func chatLine(t Trip, what, key string) string {
 		if t.URL != "" {
 			line += t.URL + " or "
 		}
-		line += "`caddy modelgate resume " + webhook.Clean(t.SessionID, 80) + " --api-key-id " + webhook.Clean(t.KeyID, 80) + "`."
+		line += "`caddy modelgate resume " + webhook.CleanWhole(t.SessionID) + " --api-key-id " + webhook.CleanWhole(t.KeyID) + "`."
 	case ActionStop:
-		line += " Stopped until an admin clears it: `caddy modelgate resume " + webhook.Clean(t.SessionID, 80) +
-			" --api-key-id " + webhook.Clean(t.KeyID, 80) + "`."
+		line += " Stopped until an admin clears it: `caddy modelgate resume " + webhook.CleanWhole(t.SessionID) +
+			" --api-key-id " + webhook.CleanWhole(t.KeyID) + "`."
 	}
 	return line
 }

@@ -16,3 +16,17 @@ func TestChatLineEscapesSessionID(t *testing.T) {
 		t.Fatalf("line %q", line)
 	}
 }
+
+// TestChatLineKeepsTheResumeCommandWhole: the resume command is copied by
+// an admin, so its ids are escaped but never cut, whatever their length
+// as sent (a session id is up to 128 bytes of the client's text).
+func TestChatLineKeepsTheResumeCommandWhole(t *testing.T) {
+	sid := strings.Repeat("a", 76) + "&&&b" + strings.Repeat("c", 48)
+	for _, action := range []string{ActionPause, ActionStop} {
+		line := chatLine(Trip{Action: action, SessionID: sid, KeyID: "key_abc"}, "looping", "carol")
+		want := "`caddy modelgate resume " + strings.Repeat("a", 76) + "&amp;&amp;&amp;b" + strings.Repeat("c", 48) + " --api-key-id key_abc`"
+		if !strings.Contains(line, want) {
+			t.Errorf("%s: line %q lacks the whole command %q", action, line, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,7 +139,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, u *upstream, tool string, i
 	if u.cfg.ApprovalFrom == "team" {
 		asked = nil // never the calling client: it may be the agent itself
 	}
-	shown := question{total: len(shownArgs)}
+	shown := question{total: len(shownArgs), raw: shownArgs}
 	shown.args, shown.cut = argsExcerpt(shownArgs, questionArgs, perValueArgs)
 	go g.askApprover(wctx, opts, d, a, shown, id, asked, wake)
 	waiting := waitProgress(ss, progress, a, timeout)
@@ -285,11 +286,38 @@ func (g *Gateway) postApproval(ctx context.Context, opts *Approvals, a ledger.MC
 }
 
 // question is the arguments as an approval's question shows them: args,
-// an excerpt when cut, of total bytes.
+// an excerpt when cut, of total bytes; raw are the arguments it was made
+// from, for chatArgs.
 type question struct {
 	total int
 	args  string
 	cut   bool
+	raw   []byte
+}
+
+// chatArgsSent bounds the arguments as an approval's chat line sends
+// them: with the caller (121), the server and tool names, two signed links
+// and the fixed text, the line stays under Discord's 2,000 characters.
+const chatArgsSent = 900
+
+// chatArgs is q's arguments as a chat line sends them, escaped and never
+// cut by a prefix, which would let an agent push the argument that matters
+// out of sight. Escaping can make them several times longer than the
+// excerpt's bound (a '<' is sent as "&lt;"), past a chat's length limit
+// (Discord's 2,000 characters): the excerpt is then made again with
+// smaller budgets, every argument still named, until what is sent fits
+// chatArgsSent. The question it returns says whether anything was cut.
+func chatArgs(q question) (string, question) {
+	sent := webhook.CleanWhole(q.args)
+	whole, per := questionArgs, perValueArgs
+	for utf8.RuneCountInString(sent) > chatArgsSent && per > 8 && q.raw != nil {
+		whole, per = whole/2, per/2
+		var cut bool
+		var text string
+		text, cut = argsExcerpt(q.raw, whole, per)
+		sent, q.cut = webhook.CleanWhole(text), q.cut || cut
+	}
+	return sent, q
 }
 
 func (q question) note() string {
@@ -310,7 +338,8 @@ func approvalMessage(publicURL string, a ledger.MCPApproval, q question) string 
 	// The arguments are the agent's to choose: cleaned of chat controls,
 	// which Slack reads even in a code span, so that text in them cannot
 	// pose as the approve link or ping the channel.
-	args := strings.ReplaceAll(webhook.Clean(q.args, questionArgs), "`", "'")
+	args, q := chatArgs(q)
+	args = strings.ReplaceAll(args, "`", "'")
 	fmt.Fprintf(&b, "MCP approval needed: %s wants to call %s/%s with `%s` (approval %s, expires %s).%s",
 		webhook.Clean(who, 120), a.Server, a.Tool, args, a.ID, a.ExpiresAt.Format("15:04:05 UTC"), q.note())
 	if base := strings.TrimRight(publicURL, "/"); base != "" {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -530,5 +531,41 @@ func TestApprovalLinkRefusesTheCallersMintedKeys(t *testing.T) {
 	}
 	if got := <-call; got.err != nil {
 		t.Fatal(got.err)
+	}
+}
+
+// TestApprovalMessageNamesEveryArgumentOnceEscaped: escaping can make the
+// arguments several times longer than the excerpt's bound. The chat line
+// then shows a smaller excerpt that still names every argument, and says
+// it is shortened; it never cuts a prefix, which would hide the argument
+// that matters behind long ones (an agent chooses them all).
+func TestApprovalMessageNamesEveryArgumentOnceEscaped(t *testing.T) {
+	for name, raw := range map[string]string{
+		"long values first": `{"a0":"` + strings.Repeat("<", 200) + `","a1":"` + strings.Repeat("&", 200) + `","a2":"` + strings.Repeat(">", 200) + `","zcmd":"rm -rf /"}`,
+		"one escaped value": `{"cmd":"echo ` + strings.Repeat("&", 300) + `; rm -rf /"}`,
+	} {
+		shown := question{total: len(raw), raw: []byte(raw)}
+		shown.args, shown.cut = argsExcerpt(shown.raw, questionArgs, perValueArgs)
+		a := ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "prod", Tool: "deploy", Args: raw, Secret: "00", Binding: "b"}
+		msg := approvalMessage("https://gw.example", a, shown)
+		if n := utf8.RuneCountInString(msg); n > 2000 {
+			t.Errorf("%s: a message of %d characters, past Discord's limit", name, n)
+		}
+		if !strings.Contains(msg, "Arguments shortened here") {
+			t.Errorf("%s: the message does not say the arguments are shortened: %q", name, msg)
+		}
+		if name == "long values first" && !strings.Contains(msg, `"zcmd":"rm -rf /"`) {
+			t.Errorf("%s: the last argument is hidden: %q", name, msg)
+		}
+		if strings.ContainsAny(msg, "<>") {
+			t.Errorf("%s: a chat control left: %q", name, msg)
+		}
+	}
+	// Arguments whose escaped form fits are sent whole, as before.
+	raw := `{"cmd":"echo ` + strings.Repeat("&", 120) + `; rm -rf /"}`
+	shown := question{total: len(raw), raw: []byte(raw), args: raw}
+	msg := approvalMessage("https://gw.example", ledger.MCPApproval{ID: "apr_1", KeyID: "k", Server: "p", Tool: "t", Args: raw, Secret: "00", Binding: "b"}, shown)
+	if !strings.Contains(msg, "; rm -rf /") || strings.Contains(msg, "shortened") {
+		t.Errorf("arguments that fit were cut: %q", msg)
 	}
 }

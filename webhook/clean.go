@@ -21,6 +21,13 @@ func Clean(s string, max int) string {
 	return cutSent(Escape(defuseMentions(OneLine(s, max))), max)
 }
 
+// CleanWhole is Clean without a cut, for a value that must stay whole
+// (an id in a command line an admin copies) and whose length its caller
+// already bounds: a cut there would print a wrong command.
+func CleanWhole(s string) string {
+	return Escape(defuseMentions(OneLine(s, len(s))))
+}
+
 // cutSent cuts a cleaned value to max runes and an ellipsis. Every '&' in
 // a cleaned value begins an entity (Escape made a caller's own '&' one),
 // so a cut after an '&' with no ';' since would split one: it moves back

@@ -86,7 +86,8 @@ func TestCleanBoundsTheTextAsSent(t *testing.T) {
 	}
 }
 
-// FuzzClean holds Clean's and OneLine's bounds on any text and bound.
+// FuzzClean holds Clean's and OneLine's bounds, and what Clean and
+// CleanWhole defuse, on any text and bound.
 func FuzzClean(f *testing.F) {
 	f.Add("<!channel> & [a](b) @here", 7)
 	f.Add(strings.Repeat("<", 50), 13)
@@ -122,5 +123,17 @@ func checkBounded(t *testing.T, in string, max int) {
 	}
 	if strings.ContainsAny(got, "<>") || strings.Contains(got, "](") {
 		t.Errorf("Clean(%.12q…, %d) keeps a chat control", in, max)
+	}
+	lower := strings.ToLower(got)
+	for _, mention := range []string{"@everyone", "@here", "@channel"} {
+		if strings.Contains(lower, mention) {
+			t.Errorf("Clean(%.12q…, %d) keeps the mention %s", in, max, mention)
+		}
+	}
+	if !utf8.ValidString(got) {
+		t.Errorf("Clean(%.12q…, %d) is not UTF-8", in, max)
+	}
+	if whole := CleanWhole(in); strings.Contains(strings.ToLower(whole), "@here") || strings.ContainsAny(whole, "<>") || !utf8.ValidString(whole) {
+		t.Errorf("CleanWhole(%.12q…) keeps a control", in)
 	}
 }
