@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -26,12 +27,15 @@ const MaxDepth = 64
 // order of their UTF-8), no insignificant whitespace, strings re-escaped
 // one way, numbers as written. Absent arguments are {}. It refuses what
 // two servers could read differently: invalid JSON or UTF-8, a key given
-// twice, a top level other than an object, nesting deeper than MaxDepth.
+// twice, a top level other than an object, nesting deeper than MaxDepth,
+// a number past float64's range.
 // Numbers are kept as written (1.0 and 1 differ), so canonicalising never
 // makes two different calls one; at worst an equal call needs its own
 // approval.
 func Canonical(args []byte) ([]byte, error) {
-	args = bytes.TrimSpace(args)
+	// JSON's own whitespace only: a form feed or a no-break space around
+	// the object is not JSON, and encoding/json refuses it.
+	args = bytes.Trim(args, " \t\r\n")
 	if len(args) == 0 || string(args) == "null" {
 		return []byte("{}"), nil
 	}
@@ -74,6 +78,11 @@ func canonToken(dec *json.Decoder, tok json.Token, out *bytes.Buffer, depth int)
 	case string:
 		writeString(out, t)
 	case json.Number:
+		// A number past float64's range is JSON, but servers read it
+		// differently (an error, infinity, a big decimal).
+		if _, err := strconv.ParseFloat(t.String(), 64); err != nil {
+			return errors.New("arguments hold a number too large for a 64-bit float")
+		}
 		out.WriteString(t.String())
 	case bool:
 		if t {
