@@ -312,9 +312,7 @@ func chatArgs(q question) (string, question) {
 	whole, per := questionArgs, perValueArgs
 	for utf8.RuneCountInString(sent) > chatArgsSent && per > 8 && q.raw != nil {
 		whole, per = whole/2, per/2
-		var cut bool
-		var text string
-		text, cut = argsExcerpt(q.raw, whole, per)
+		text, cut := argsExcerpt(q.raw, whole, per)
 		sent, q.cut = webhook.CleanWhole(text), q.cut || cut
 	}
 	return sent, q
