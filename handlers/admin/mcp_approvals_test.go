@@ -18,14 +18,7 @@ import (
 func TestAdminDoesNotApproveOwnMCPCall(t *testing.T) {
 	sa := newSpendAdmin(t)
 	st := sa.a.Store.(ledger.MCPApprovalStore)
-	now := time.Now().UTC()
-	a := ledger.MCPApproval{CreatedAt: now, ExpiresAt: now.Add(time.Hour), KeyID: "agent", Person: "ann@example.com",
-		Server: "internal", Tool: "deploy", ArgsHash: "h", Args: `{}`, State: ledger.ApprovalPending}
-	a.ID, a.Secret = approval.NewID()
-	approval.Bind(&a)
-	if err := st.CreateMCPApproval(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
+	a := pendingAgentApproval(t, st)
 	path := "/v1/organizations/mcp_approvals/" + a.ID + "/approve"
 	for _, own := range []*policy.Identity{
 		{KeyID: "agent", Person: "ann@example.com", Role: policy.RoleAdmin},
@@ -67,14 +60,7 @@ func (u unreadableApprovals) MCPApprovals(ctx context.Context, state string, lim
 func TestAdminDecidesNoMCPCallItCannotCheck(t *testing.T) {
 	sa := newSpendAdmin(t)
 	st := sa.a.Store.(ledger.MCPApprovalStore)
-	now := time.Now().UTC()
-	a := ledger.MCPApproval{CreatedAt: now, ExpiresAt: now.Add(time.Hour), KeyID: "agent", Person: "ann@example.com",
-		Server: "internal", Tool: "deploy", ArgsHash: "h", Args: `{}`, State: ledger.ApprovalPending}
-	a.ID, a.Secret = approval.NewID()
-	approval.Bind(&a)
-	if err := st.CreateMCPApproval(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
+	a := pendingAgentApproval(t, st)
 	sa.a.Store = unreadableApprovals{sa.a.Store}
 	if rec := sa.call(t, &policy.Identity{KeyID: "agent", Person: "ann@example.com", Role: policy.RoleAdmin}, "POST",
 		"/v1/organizations/mcp_approvals/"+a.ID+"/approve", ""); rec.Code != 503 {
@@ -83,4 +69,19 @@ func TestAdminDecidesNoMCPCallItCannotCheck(t *testing.T) {
 	if got, _, _ := st.MCPApprovalByID(context.Background(), a.ID); got.State != ledger.ApprovalPending {
 		t.Fatalf("decided without the check: %+v", got)
 	}
+}
+
+// pendingAgentApproval stores a pending approval of a call by the key
+// "agent" of ann@example.com.
+func pendingAgentApproval(t *testing.T, st ledger.MCPApprovalStore) ledger.MCPApproval {
+	t.Helper()
+	now := time.Now().UTC()
+	a := ledger.MCPApproval{CreatedAt: now, ExpiresAt: now.Add(time.Hour), KeyID: "agent", Person: "ann@example.com",
+		Server: "internal", Tool: "deploy", ArgsHash: "h", Args: `{}`, State: ledger.ApprovalPending}
+	a.ID, a.Secret = approval.NewID()
+	approval.Bind(&a)
+	if err := st.CreateMCPApproval(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
